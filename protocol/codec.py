@@ -1,0 +1,130 @@
+"""Request decoding and response encoding (and the reverse, for clients and tests).
+
+    decode_request(frame) -> (RequestHeader, Container)
+    encode_response(api_key, api_version, correlation_id, body) -> bytes (whole frame)
+    encode_request(api_key, api_version, correlation_id, client_id, body) -> bytes (frame)
+    decode_response(api_key, api_version, frame) -> (correlation_id, Container)
+
+`frame` is a frame without its 4-byte length prefix (what `FrameDecoder.next_frame`
+returns); the encoders return complete frames including the prefix.
+
+Errors: undecodable bytes raise `MalformedRequest`, an unknown key `UnknownApiKey`, a version
+outside the schema's `VALID_VERSIONS` `UnsupportedVersion(header)` (for ApiVersions too: its
+header is parsed as v2 for versions above ours, see `protocol.headers`). Nothing else
+escapes on bad bytes. A body that does not fit its schema when encoding raises
+`EncodeError` naming the field path.
+
+Trailing bytes after the body are ignored, as Kafka does: its generated readers consume
+what the schema describes and `RequestContext.parseRequest` does not check that the buffer
+was exhausted (a newer client may append fields we do not know only in tagged sections, so
+this matters only for buggy clients).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any
+
+from construct import ConstructError, Container
+
+from protocol.api import response_header_version, schema_module
+from protocol.exceptions import EncodeError, MalformedRequest, ProtocolError
+from protocol.headers import (
+    RequestHeader,
+    encode_request_header,
+    encode_response_header,
+    parse_request_header,
+    parse_response_header,
+)
+
+__all__ = ["decode_request", "decode_response", "encode_request", "encode_response"]
+
+_DECODE_ERRORS = (
+    ConstructError,
+    struct.error,
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+    OverflowError,
+    EOFError,
+    MemoryError,
+    RecursionError,
+)
+_LENGTH = struct.Struct(">i")
+
+
+def _parse_body(schema: Any, data: bytes, offset: int) -> Container:
+    stream = io.BytesIO(data)
+    stream.seek(offset)
+    try:
+        return schema._parse(stream, None, "(parsing)")
+    except ProtocolError:
+        raise
+    except _DECODE_ERRORS as exc:
+        raise MalformedRequest(f"undecodable body: {exc!r}") from exc
+
+
+def _build_frame(prefix: bytes, spec: Any, version: int, body: Any) -> bytes:
+    """Length prefix + `prefix` (a header) + the body built with `spec`'s schema."""
+    stream = io.BytesIO()
+    stream.write(b"\x00\x00\x00\x00")
+    stream.write(prefix)
+    try:
+        spec.schema(version)._build(body, stream, None, "(building)")
+    except Exception as exc:
+        # Re-run the interpreted construct: its errors name the failing field.
+        try:
+            spec.interpreted(version).build(body)
+        except EncodeError:
+            raise
+        except Exception as exc2:
+            raise EncodeError(f"{spec.name} v{version}: {exc2}") from exc2
+        raise EncodeError(f"{spec.name} v{version}: {exc!r}") from exc
+    view = stream.getbuffer()
+    _LENGTH.pack_into(view, 0, len(view) - 4)
+    view.release()
+    return stream.getvalue()
+
+
+def decode_request(frame: bytes) -> tuple[RequestHeader, Container]:
+    """Parse a request frame (without length prefix) into its header and body."""
+    header, offset = parse_request_header(frame)
+    module = schema_module(header.api_key)
+    body = _parse_body(module.request_schema(header.api_version), frame, offset)
+    return header, body
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """A complete response frame: length prefix, response header, body built from `body`."""
+    module = schema_module(api_key)
+    header = encode_response_header(correlation_id, response_header_version(api_key, api_version))
+    return _build_frame(header, module.RESPONSE, api_version, body)
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Any,
+) -> bytes:
+    """A complete request frame (for tests and tools acting as a client)."""
+    module = schema_module(api_key)
+    fmin = module.FLEXIBLE_MIN
+    header_version = 2 if fmin is not None and api_version >= fmin else 1
+    header = encode_request_header(
+        RequestHeader(api_key, api_version, correlation_id, client_id), header_version
+    )
+    return _build_frame(header, module.REQUEST, api_version, body)
+
+
+def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Container]:
+    """Parse a response frame (without length prefix) -> (correlation id, body)."""
+    module = schema_module(api_key)
+    correlation_id, offset = parse_response_header(
+        frame, response_header_version(api_key, api_version)
+    )
+    body = _parse_body(module.response_schema(api_version), frame, offset)
+    return correlation_id, body

@@ -1,0 +1,344 @@
+"""Record batch compression codecs, with a hard cap on decompressed size.
+
+The codec is the record batch's attributes bits 0-2:
+
+=====  =======  ================================================================
+codec  name     wire format
+=====  =======  ================================================================
+0      none     the records as they are
+1      gzip     RFC 1952 gzip member(s) (stdlib zlib); concatenated members read
+2      snappy   either xerial/snappy-java framing (Java clients) or one raw
+                snappy block (librdkafka); both are read, xerial is written
+3      lz4      LZ4 frame format (KIP-57: a correct header checksum)
+4      zstd     zstd frame(s); the content size may be absent
+=====  =======  ================================================================
+
+xerial framing (snappy-java `SnappyOutputStream`)::
+
+    0   magic    b"\\x82SNAPPY\\x00"   8 bytes
+    8   version  int32 (1)
+    12  compat   int32 (1)
+    16  blocks   [int32 compressed length, raw snappy block]*
+
+A raw snappy block starts with its uncompressed length as an unsigned LEB128 varint.
+
+Decompression bomb protection: `decompress(codec, data, max_size)` never materializes more
+than `max_size` bytes plus one chunk (`_CHUNK`, 256 KiB) of output: gzip (zlib
+`max_length`), lz4 (`max_length`) and zstd (`read(n)`) decompress chunk by chunk against the
+remaining budget (+1 byte to detect overflow). Snappy checks every block's declared
+uncompressed length against the budget before decompressing it (snappy fails a block whose
+real length differs from its declared one). Anything above `max_size`, and any corrupt or
+truncated input, raises `DecompressionError`. (A successful call briefly holds its output
+twice, the chunks and their join: at most 2 * `max_size`.)
+
+Written formats are those of Kafka's Java client: gzip (level 6, mtime 0), xerial snappy in
+32 KiB blocks, lz4 frames with independent 64 KiB blocks and no content size or checksums
+(Kafka's `KafkaLZ4BlockInputStream` decodes blocks independently), zstd level 3.
+
+Libraries: zlib (stdlib), cramjam (snappy), lz4 (`lz4.frame.LZ4FrameDecompressor` takes a
+`max_length`), zstandard (`stream_reader().read(n)` is bounded).
+
+`InvalidBatch` and `DecompressionError` live here (re-exported by `protocol.records`) so
+this module does not import `protocol.records`.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import cramjam
+import lz4.frame
+import zstandard
+
+from protocol.exceptions import ProtocolError
+
+NONE = 0
+GZIP = 1
+SNAPPY = 2
+LZ4 = 3
+ZSTD = 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+
+_CHUNK = 256 * 1024
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = struct.Struct(">8sii")
+_XERIAL_BLOCK = 32 * 1024
+_INT32 = struct.Struct(">i")
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+
+class InvalidBatch(ProtocolError, ValueError):
+    """A record batch is short, malformed or otherwise unreadable."""
+
+
+class DecompressionError(InvalidBatch):
+    """Compressed records are corrupt, truncated, or decompress to more than the cap."""
+
+
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
+    """Compress `data` with `codec` (0-4) in the format Kafka's Java client writes."""
+    if codec == NONE:
+        return bytes(data)
+    if codec == GZIP:
+        c = zlib.compressobj(6, zlib.DEFLATED, _GZIP_WBITS)
+        return c.compress(data) + c.flush()
+    if codec == SNAPPY:
+        return _xerial_compress(data)
+    if codec == LZ4:
+        return lz4.frame.compress(
+            bytes(data),
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            block_checksum=False,
+            store_size=False,
+        )
+    if codec == ZSTD:
+        return zstandard.ZstdCompressor(level=3).compress(data)
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    """Decompress `data`; `DecompressionError` if corrupt or larger than `max_size` bytes."""
+    if max_size < 0:
+        raise ValueError("max_size must be >= 0")
+    if codec == NONE:
+        if len(data) > max_size:
+            raise DecompressionError(f"records larger than {max_size} bytes")
+        return bytes(data)
+    if codec == GZIP:
+        return _gunzip(data, max_size)
+    if codec == SNAPPY:
+        return _unsnappy(data, max_size)
+    if codec == LZ4:
+        return _unlz4(data, max_size)
+    if codec == ZSTD:
+        return _unzstd(data, max_size)
+    raise DecompressionError(f"unknown compression codec {codec}")
+
+
+def _too_big(max_size: int) -> DecompressionError:
+    return DecompressionError(f"decompressed records exceed {max_size} bytes")
+
+
+# -- gzip -----------------------------------------------------------------------------------
+
+
+def _gunzip(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    d = zlib.decompressobj(_GZIP_WBITS)
+    pending: bytes | bytearray | memoryview = data
+    try:
+        while True:
+            limit = min(_CHUNK, max_size - total + 1)
+            chunk = d.decompress(pending, limit)
+            total += len(chunk)
+            if total > max_size:
+                raise _too_big(max_size)
+            parts.append(chunk)
+            if d.eof:
+                pending = d.unused_data
+                if not pending:
+                    break
+                d = zlib.decompressobj(_GZIP_WBITS)  # another gzip member follows
+                continue
+            pending = d.unconsumed_tail
+            # Less output than allowed means all input was used up: the stream is cut short.
+            if len(chunk) < limit and not pending:
+                raise DecompressionError("truncated gzip data")
+    except zlib.error as e:
+        raise DecompressionError(f"bad gzip data: {e}") from None
+    return b"".join(parts)
+
+
+# -- snappy ---------------------------------------------------------------------------------
+
+
+def _snappy_declared_length(block: bytes | memoryview) -> int:
+    """The uncompressed length a raw snappy block declares (LEB128 uint32 prefix)."""
+    result = 0
+    for i in range(min(5, len(block))):
+        b = block[i]
+        result |= (b & 0x7F) << (7 * i)
+        if b < 0x80:
+            if result > 0xFFFFFFFF:
+                break
+            return result
+    raise DecompressionError("bad raw snappy length header")
+
+
+def _snappy_block(block: bytes | memoryview, budget: int, max_size: int) -> bytes:
+    declared = _snappy_declared_length(block)
+    if declared > budget:
+        raise _too_big(max_size)
+    try:
+        out = bytes(cramjam.snappy.decompress_raw(bytes(block)))
+    except cramjam.DecompressionError as e:
+        raise DecompressionError(f"bad snappy data: {e}") from None
+    if len(out) != declared:  # pragma: no cover - snappy itself enforces this
+        raise DecompressionError("snappy block length mismatch")
+    return out
+
+
+def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    mv = memoryview(data)
+    if len(mv) < _XERIAL_HEADER.size or bytes(mv[:8]) != _XERIAL_MAGIC:
+        return _snappy_block(mv, max_size, max_size)
+    parts: list[bytes] = []
+    total = 0
+    pos = _XERIAL_HEADER.size
+    end = len(mv)
+    while pos < end:
+        if end - pos < 4:
+            raise DecompressionError("truncated xerial snappy block length")
+        (clen,) = _INT32.unpack_from(mv, pos)
+        pos += 4
+        if clen < 0 or clen > end - pos:
+            raise DecompressionError(f"bad xerial snappy block length {clen}")
+        out = _snappy_block(mv[pos : pos + clen], max_size - total, max_size)
+        total += len(out)
+        parts.append(out)
+        pos += clen
+    return b"".join(parts)
+
+
+def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
+    mv = memoryview(data)
+    out = bytearray(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
+    for start in range(0, len(mv), _XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(bytes(mv[start : start + _XERIAL_BLOCK])))
+        out += _INT32.pack(len(block))
+        out += block
+    return bytes(out)
+
+
+# -- lz4 ------------------------------------------------------------------------------------
+
+
+def _unlz4(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    d = lz4.frame.LZ4FrameDecompressor()
+    pending: bytes | bytearray | memoryview = data
+    try:
+        while True:
+            chunk = d.decompress(pending, max_length=min(_CHUNK, max_size - total + 1))
+            total += len(chunk)
+            if total > max_size:
+                raise _too_big(max_size)
+            parts.append(chunk)
+            if d.eof:
+                pending = d.unused_data or b""
+                if not pending:
+                    break
+                d = lz4.frame.LZ4FrameDecompressor()  # another frame follows
+                continue
+            if d.needs_input:
+                raise DecompressionError("truncated lz4 frame")
+            pending = b""
+    except RuntimeError as e:  # lz4.frame reports corrupt input as RuntimeError
+        raise DecompressionError(f"bad lz4 data: {e}") from None
+    return b"".join(parts)
+
+
+# -- zstd -----------------------------------------------------------------------------------
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE_MASK = 0xFFFFFFF0
+_ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
+_UINT32_LE = struct.Struct("<I")
+
+
+def _check_zstd_frames(mv: memoryview) -> None:
+    """Walk the zstd frames' headers and block headers: they must cover `mv` exactly.
+
+    zstandard's stream reader treats a truncated frame as a clean end of input; this walk
+    (no decompression, O(blocks)) catches truncation and trailing garbage. Frame layout:
+    magic u32le, descriptor byte (FCS flag bits 7-6, single segment bit 5, checksum bit 2,
+    dictionary-id flag bits 1-0), window byte unless single segment, dictionary id 0/1/2/4
+    bytes, content size 0(1 if single segment)/2/4/8 bytes, then blocks with a 3-byte LE
+    header (bit 0 last, bits 1-2 type: raw/RLE/compressed/reserved, bits 3-23 size; an RLE
+    block stores one byte), then a 4-byte checksum if flagged. Skippable frames: magic
+    0x184D2A5?, u32le size, payload.
+    """
+    pos = 0
+    end = len(mv)
+    if end == 0:
+        raise DecompressionError("empty zstd data")
+    while pos < end:
+        if end - pos < 4:
+            raise DecompressionError("truncated zstd frame magic")
+        (magic,) = _UINT32_LE.unpack_from(mv, pos)
+        pos += 4
+        if magic & _ZSTD_SKIPPABLE_MASK == _ZSTD_SKIPPABLE_MAGIC:
+            if end - pos < 4:
+                raise DecompressionError("truncated zstd skippable frame")
+            (skip,) = _UINT32_LE.unpack_from(mv, pos)
+            pos += 4 + skip
+            if pos > end:
+                raise DecompressionError("truncated zstd skippable frame")
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise DecompressionError("bad zstd frame magic")
+        if pos >= end:
+            raise DecompressionError("truncated zstd frame header")
+        desc = mv[pos]
+        single_segment = (desc >> 5) & 1
+        fcs_flag = desc >> 6
+        fcs_size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
+        header = 1 + (0 if single_segment else 1) + (0, 1, 2, 4)[desc & 3] + fcs_size
+        pos += header
+        while True:
+            if end - pos < 3:
+                raise DecompressionError("truncated zstd block")
+            bh = mv[pos] | (mv[pos + 1] << 8) | (mv[pos + 2] << 16)
+            pos += 3
+            btype = (bh >> 1) & 3
+            if btype == 3:
+                raise DecompressionError("reserved zstd block type")
+            pos += 1 if btype == 1 else bh >> 3
+            if pos > end:
+                raise DecompressionError("truncated zstd block")
+            if bh & 1:
+                break
+        if (desc >> 2) & 1:
+            pos += 4
+            if pos > end:
+                raise DecompressionError("truncated zstd checksum")
+
+
+def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    _check_zstd_frames(memoryview(data))
+    parts: list[bytes] = []
+    total = 0
+    dctx = zstandard.ZstdDecompressor()
+    try:
+        with dctx.stream_reader(data, read_across_frames=True) as reader:
+            while True:
+                chunk = reader.read(min(_CHUNK, max_size - total + 1))
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > max_size:
+                    raise _too_big(max_size)
+                parts.append(chunk)
+    except zstandard.ZstdError as e:
+        raise DecompressionError(f"bad zstd data: {e}") from None
+    return b"".join(parts)
+
+
+__all__ = [
+    "CODEC_NAMES",
+    "GZIP",
+    "LZ4",
+    "NONE",
+    "SNAPPY",
+    "ZSTD",
+    "DecompressionError",
+    "InvalidBatch",
+    "compress",
+    "decompress",
+]

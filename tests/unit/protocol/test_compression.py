@@ -1,0 +1,235 @@
+"""Codecs: round trips, the formats other clients write, caps and decompression bombs."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import random
+import struct
+import tracemalloc
+import zlib
+
+import cramjam
+import lz4.frame
+import pytest
+import snappy  # python-snappy: an independent implementation, test-only
+import zstandard
+from kafka import codec as kafka_codec
+
+from protocol.compression import (
+    GZIP,
+    LZ4,
+    NONE,
+    SNAPPY,
+    ZSTD,
+    DecompressionError,
+    InvalidBatch,
+    compress,
+    decompress,
+)
+from protocol.exceptions import ProtocolError
+
+CODECS = [GZIP, SNAPPY, LZ4, ZSTD]
+MiB = 1024 * 1024
+BOMB_SIZE = 100 * MiB
+
+
+def _sample(size: int, seed: int = 0) -> bytes:
+    """Compressible but not trivial data."""
+    rng = random.Random(seed)
+    words = [rng.randbytes(rng.randint(1, 12)) for _ in range(200)]
+    out = bytearray()
+    while len(out) < size:
+        out += rng.choice(words)
+    return bytes(out[:size])
+
+
+@pytest.mark.parametrize("codec", [NONE, *CODECS])
+@pytest.mark.parametrize("size", [0, 1, 1000, 100_000, 300_000])
+def test_round_trip(codec: int, size: int) -> None:
+    data = _sample(size, seed=size)
+    packed = compress(codec, data)
+    assert decompress(codec, packed, size) == data
+    assert decompress(codec, memoryview(bytearray(packed)), size) == data
+
+
+@pytest.mark.parametrize("codec", [NONE, *CODECS])
+def test_cap_is_exact(codec: int) -> None:
+    data = _sample(50_000)
+    packed = compress(codec, data)
+    assert decompress(codec, packed, len(data)) == data
+    with pytest.raises(DecompressionError):
+        decompress(codec, packed, len(data) - 1)
+
+
+def test_decompression_error_is_invalid_batch() -> None:
+    assert issubclass(DecompressionError, InvalidBatch)
+    assert issubclass(InvalidBatch, ValueError)
+    assert issubclass(InvalidBatch, ProtocolError)
+
+
+def test_unknown_codec() -> None:
+    with pytest.raises(DecompressionError):
+        decompress(5, b"abc", 100)
+    with pytest.raises(ValueError):
+        compress(7, b"abc")
+
+
+# -- formats written by others ------------------------------------------------------------
+
+
+def test_gzip_reads_stdlib_and_concatenated_members() -> None:
+    a, b = _sample(10_000, 1), _sample(20_000, 2)
+    assert decompress(GZIP, gzip.compress(a), MiB) == a
+    assert decompress(GZIP, gzip.compress(a) + gzip.compress(b), MiB) == a + b
+    assert gzip.decompress(compress(GZIP, a)) == a
+
+
+def test_snappy_reads_xerial_and_raw() -> None:
+    data = _sample(100_000)
+    xerial = kafka_codec.snappy_encode(data, xerial_compatible=True)
+    assert xerial.startswith(b"\x82SNAPPY\x00")
+    assert decompress(SNAPPY, xerial, MiB) == data
+    raw = snappy.compress(data)  # what librdkafka sends
+    assert decompress(SNAPPY, raw, MiB) == data
+    # what we write, the Java framing, is readable by an independent implementation
+    ours = compress(SNAPPY, data)
+    assert ours.startswith(b"\x82SNAPPY\x00")
+    assert kafka_codec.snappy_decode(ours) == data
+
+
+def test_lz4_reads_other_frames_and_writes_kafka_style_frames() -> None:
+    data = _sample(200_000)
+    for kwargs in (
+        {},
+        {"content_checksum": True, "store_size": True},
+        {"block_size": lz4.frame.BLOCKSIZE_MAX4MB, "block_linked": True},
+    ):
+        assert decompress(LZ4, lz4.frame.compress(data, **kwargs), MiB) == data
+    assert decompress(LZ4, kafka_codec.lz4_encode(data), MiB) == data
+    ours = compress(LZ4, data)
+    info = lz4.frame.get_frame_info(ours)
+    assert info["block_linked"] is False  # Kafka's Java reader decodes blocks independently
+    assert info["content_size"] == 0
+    assert info["block_size"] == 64 * 1024
+    assert lz4.frame.decompress(ours) == data
+    # two frames back to back
+    assert decompress(LZ4, ours + ours, MiB) == data + data
+
+
+def test_zstd_reads_frames_without_content_size_and_multiple_frames() -> None:
+    data = _sample(300_000)
+    cobj = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    streamed = cobj.compress(data) + cobj.flush()
+    assert zstandard.frame_content_size(streamed) == -1
+    assert decompress(ZSTD, streamed, MiB) == data
+    checked = zstandard.ZstdCompressor(write_checksum=True, level=19).compress(data)
+    assert decompress(ZSTD, checked + streamed, MiB) == data + data
+    skippable = struct.pack("<II", 0x184D2A53, 3) + b"xyz"
+    assert decompress(ZSTD, skippable + checked, MiB) == data
+    assert zstandard.ZstdDecompressor().decompress(compress(ZSTD, data)) == data
+
+
+# -- corrupt and truncated input ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_truncation_is_rejected(codec: int) -> None:
+    data = _sample(40_000)
+    packed = compress(codec, data)
+    step = max(1, len(packed) // 200)
+    for cut in [*range(0, len(packed), step), len(packed) - 1]:
+        with pytest.raises(DecompressionError):
+            decompress(codec, packed[:cut], MiB)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_garbage_raises_decompression_error_only(codec: int) -> None:
+    rng = random.Random(codec)
+    for size in (1, 3, 16, 100, 5000):
+        for _ in range(20):
+            with contextlib.suppress(DecompressionError):
+                decompress(codec, rng.randbytes(size), 64 * 1024)
+
+
+def test_snappy_bad_xerial_block_length() -> None:
+    header = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    for tail in (struct.pack(">i", -1) + b"x", struct.pack(">i", 100) + b"short", b"\x00\x00"):
+        with pytest.raises(DecompressionError):
+            decompress(SNAPPY, header + tail, MiB)
+
+
+def test_gzip_trailing_garbage_rejected() -> None:
+    with pytest.raises(DecompressionError):
+        decompress(GZIP, gzip.compress(b"abc") + b"garbage!", MiB)
+
+
+# -- decompression bombs ------------------------------------------------------------------
+
+
+def _chunks() -> list[bytes]:
+    return [bytes(MiB)] * (BOMB_SIZE // MiB)
+
+
+@pytest.fixture(scope="module")
+def bombs() -> dict[str, tuple[int, bytes]]:
+    """100 MiB of zeros per codec, built chunk by chunk (never 100 MiB in memory at once)."""
+    out: dict[str, tuple[int, bytes]] = {}
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    out["gzip"] = (GZIP, b"".join(z.compress(c) for c in _chunks()) + z.flush())
+    zc = zstandard.ZstdCompressor().compressobj()
+    out["zstd-no-size"] = (ZSTD, b"".join(zc.compress(c) for c in _chunks()) + zc.flush())
+    zs = zstandard.ZstdCompressor().compressobj(size=BOMB_SIZE)
+    out["zstd-sized"] = (ZSTD, b"".join(zs.compress(c) for c in _chunks()) + zs.flush())
+    lc = lz4.frame.LZ4FrameCompressor(block_linked=False)
+    out["lz4"] = (LZ4, lc.begin() + b"".join(lc.compress(c) for c in _chunks()) + lc.flush())
+    block = bytes(cramjam.snappy.compress_raw(bytes(32 * 1024)))
+    xerial = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    xerial += (struct.pack(">i", len(block)) + block) * (BOMB_SIZE // (32 * 1024))
+    out["snappy-xerial"] = (SNAPPY, xerial)
+    out["snappy-raw"] = (SNAPPY, bytes(cramjam.snappy.compress_raw(bytes(BOMB_SIZE))))
+    # raw snappy declaring 100 MiB, then garbage: rejected on the declared length alone
+    out["snappy-raw-liar"] = (SNAPPY, b"\x80\x80\x80\x32" + b"\x00" * 64)
+    return out
+
+
+BOMB_NAMES = [
+    "gzip",
+    "zstd-no-size",
+    "zstd-sized",
+    "lz4",
+    "snappy-xerial",
+    "snappy-raw",
+    "snappy-raw-liar",
+]
+
+
+@pytest.mark.parametrize("name", BOMB_NAMES)
+def test_bomb_rejected_without_materializing_it(
+    bombs: dict[str, tuple[int, bytes]], name: str
+) -> None:
+    codec, bomb = bombs[name]
+    assert len(bomb) < 6 * MiB
+    cap = MiB
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecompressionError, match="exceed"):
+            decompress(codec, bomb, cap)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the cap plus one 256 KiB chunk, plus slack for bookkeeping; far below 100 MiB
+    assert peak < cap + 2 * MiB, peak
+
+
+def test_bomb_measurement_can_fail() -> None:
+    """Control: the tracemalloc measurement does see a full decompression."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join(z.compress(bytes(MiB)) for _ in range(20)) + z.flush()
+    tracemalloc.start()
+    try:
+        gzip.decompress(bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak >= 20 * MiB

@@ -122,50 +122,142 @@ _T = ConfigType
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in [
-        ConfigDef("cleanup.policy", _T.LIST, "delete", "delete and/or compact",
-                  "log.cleanup.policy", choices=("delete", "compact")),
-        ConfigDef("compression.type", _T.STRING, "producer", "", "compression.type",
-                  choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
-        ConfigDef("delete.retention.ms", _T.LONG, "86400000", "",
-                  "log.cleaner.delete.retention.ms", minimum=0),
-        ConfigDef("file.delete.delay.ms", _T.LONG, "60000", "", "log.segment.delete.delay.ms",
-                  minimum=0),
-        ConfigDef("flush.messages", _T.LONG, str(LONG_MAX),
-                  "fsync after this many messages", "log.flush.interval.messages", minimum=1),
-        ConfigDef("flush.ms", _T.LONG, str(LONG_MAX), "fsync when the oldest unflushed "
-                  "append is this old", "log.flush.interval.ms", minimum=0),
-        ConfigDef("index.interval.bytes", _T.INT, "4096", "", "log.index.interval.bytes",
-                  minimum=0),
-        ConfigDef("local.retention.bytes", _T.LONG, "-2", "tiered storage (not supported)",
-                  "log.local.retention.bytes", minimum=-2),
-        ConfigDef("local.retention.ms", _T.LONG, "-2", "tiered storage (not supported)",
-                  "log.local.retention.ms", minimum=-2),
-        ConfigDef("max.compaction.lag.ms", _T.LONG, str(LONG_MAX), "",
-                  "log.cleaner.max.compaction.lag.ms", minimum=1),
-        ConfigDef("max.message.bytes", _T.INT, "1048588", "largest record batch",
-                  "message.max.bytes", minimum=0),
-        ConfigDef("message.timestamp.after.max.ms", _T.LONG, "3600000", "",
-                  "log.message.timestamp.after.max.ms", minimum=0),
-        ConfigDef("message.timestamp.before.max.ms", _T.LONG, str(LONG_MAX), "",
-                  "log.message.timestamp.before.max.ms", minimum=0),
-        ConfigDef("message.timestamp.type", _T.STRING, "CreateTime", "",
-                  "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime")),
-        ConfigDef("min.cleanable.dirty.ratio", _T.DOUBLE, "0.5", "",
-                  "log.cleaner.min.cleanable.ratio", minimum=0),
-        ConfigDef("min.compaction.lag.ms", _T.LONG, "0", "", "log.cleaner.min.compaction.lag.ms",
-                  minimum=0),
+        ConfigDef(
+            "cleanup.policy",
+            _T.LIST,
+            "delete",
+            "delete and/or compact",
+            "log.cleanup.policy",
+            choices=("delete", "compact"),
+        ),
+        ConfigDef(
+            "compression.type",
+            _T.STRING,
+            "producer",
+            "",
+            "compression.type",
+            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        ),
+        ConfigDef(
+            "delete.retention.ms",
+            _T.LONG,
+            "86400000",
+            "",
+            "log.cleaner.delete.retention.ms",
+            minimum=0,
+        ),
+        ConfigDef(
+            "file.delete.delay.ms", _T.LONG, "60000", "", "log.segment.delete.delay.ms", minimum=0
+        ),
+        ConfigDef(
+            "flush.messages",
+            _T.LONG,
+            str(LONG_MAX),
+            "fsync after this many messages",
+            "log.flush.interval.messages",
+            minimum=1,
+        ),
+        ConfigDef(
+            "flush.ms",
+            _T.LONG,
+            str(LONG_MAX),
+            "fsync when the oldest unflushed append is this old",
+            "log.flush.interval.ms",
+            minimum=0,
+        ),
+        ConfigDef(
+            "index.interval.bytes", _T.INT, "4096", "", "log.index.interval.bytes", minimum=0
+        ),
+        ConfigDef(
+            "local.retention.bytes",
+            _T.LONG,
+            "-2",
+            "tiered storage (not supported)",
+            "log.local.retention.bytes",
+            minimum=-2,
+        ),
+        ConfigDef(
+            "local.retention.ms",
+            _T.LONG,
+            "-2",
+            "tiered storage (not supported)",
+            "log.local.retention.ms",
+            minimum=-2,
+        ),
+        ConfigDef(
+            "max.compaction.lag.ms",
+            _T.LONG,
+            str(LONG_MAX),
+            "",
+            "log.cleaner.max.compaction.lag.ms",
+            minimum=1,
+        ),
+        ConfigDef(
+            "max.message.bytes",
+            _T.INT,
+            "1048588",
+            "largest record batch",
+            "message.max.bytes",
+            minimum=0,
+        ),
+        ConfigDef(
+            "message.timestamp.after.max.ms",
+            _T.LONG,
+            "3600000",
+            "",
+            "log.message.timestamp.after.max.ms",
+            minimum=0,
+        ),
+        ConfigDef(
+            "message.timestamp.before.max.ms",
+            _T.LONG,
+            str(LONG_MAX),
+            "",
+            "log.message.timestamp.before.max.ms",
+            minimum=0,
+        ),
+        ConfigDef(
+            "message.timestamp.type",
+            _T.STRING,
+            "CreateTime",
+            "",
+            "log.message.timestamp.type",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
+        ConfigDef(
+            "min.cleanable.dirty.ratio",
+            _T.DOUBLE,
+            "0.5",
+            "",
+            "log.cleaner.min.cleanable.ratio",
+            minimum=0,
+        ),
+        ConfigDef(
+            "min.compaction.lag.ms",
+            _T.LONG,
+            "0",
+            "",
+            "log.cleaner.min.compaction.lag.ms",
+            minimum=0,
+        ),
         ConfigDef("min.insync.replicas", _T.INT, "1", "", "min.insync.replicas", minimum=1),
         ConfigDef("preallocate", _T.BOOLEAN, "false", "", "log.preallocate"),
         ConfigDef("remote.storage.enable", _T.BOOLEAN, "false", "tiered storage (not supported)"),
         ConfigDef("retention.bytes", _T.LONG, "-1", "", "log.retention.bytes"),
         ConfigDef("retention.ms", _T.LONG, "604800000", "", "log.retention.ms", minimum=-1),
         ConfigDef("segment.bytes", _T.INT, "1073741824", "", "log.segment.bytes", minimum=14),
-        ConfigDef("segment.index.bytes", _T.INT, "10485760", "", "log.index.size.max.bytes",
-                  minimum=4),
+        ConfigDef(
+            "segment.index.bytes", _T.INT, "10485760", "", "log.index.size.max.bytes", minimum=4
+        ),
         ConfigDef("segment.jitter.ms", _T.LONG, "0", "", "log.roll.jitter.ms", minimum=0),
         ConfigDef("segment.ms", _T.LONG, "604800000", "", "log.roll.ms", minimum=1),
-        ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", "",
-                  "unclean.leader.election.enable"),
+        ConfigDef(
+            "unclean.leader.election.enable",
+            _T.BOOLEAN,
+            "false",
+            "",
+            "unclean.leader.election.enable",
+        ),
         ConfigDef("leader.replication.throttled.replicas", _T.LIST, "", ""),
         ConfigDef("follower.replication.throttled.replicas", _T.LIST, "", ""),
     ]
@@ -184,22 +276,36 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("node.id", _T.INT, "0", "this broker's id", read_only=True),
         ConfigDef("broker.id", _T.INT, "0", "alias of node.id", read_only=True),
         ConfigDef("listeners", _T.LIST, "PLAINTEXT://127.0.0.1:9092", "", read_only=True),
-        ConfigDef("advertised.listeners", _T.LIST, None, "defaults to listeners",
-                  read_only=True),
+        ConfigDef("advertised.listeners", _T.LIST, None, "defaults to listeners", read_only=True),
         ConfigDef("log.dirs", _T.LIST, None, "defaults to log.dir", read_only=True),
-        ConfigDef("log.dir", _T.STRING, _default_data_dir(),
-                  "wirebroker: a per-user data directory, not /tmp/kafka-logs", read_only=True),
-        ConfigDef("num.partitions", _T.INT, "1", "partitions of an auto-created topic",
-                  minimum=1),
+        ConfigDef(
+            "log.dir",
+            _T.STRING,
+            _default_data_dir(),
+            "wirebroker: a per-user data directory, not /tmp/kafka-logs",
+            read_only=True,
+        ),
+        ConfigDef("num.partitions", _T.INT, "1", "partitions of an auto-created topic", minimum=1),
         ConfigDef("default.replication.factor", _T.INT, "1", "", minimum=1),
         ConfigDef("auto.create.topics.enable", _T.BOOLEAN, "true", ""),
         ConfigDef("delete.topic.enable", _T.BOOLEAN, "true", ""),
         ConfigDef("message.max.bytes", _T.INT, "1048588", "", minimum=0),
-        ConfigDef("socket.request.max.bytes", _T.INT, "104857600", "frame size cap",
-                  minimum=1, read_only=True),
+        ConfigDef(
+            "socket.request.max.bytes",
+            _T.INT,
+            "104857600",
+            "frame size cap",
+            minimum=1,
+            read_only=True,
+        ),
         ConfigDef("connections.max.idle.ms", _T.LONG, "600000", "", read_only=True),
-        ConfigDef("compression.type", _T.STRING, "producer", "",
-                  choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+        ConfigDef(
+            "compression.type",
+            _T.STRING,
+            "producer",
+            "",
+            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        ),
         ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("delete", "compact")),
         ConfigDef("log.cleaner.delete.retention.ms", _T.LONG, "86400000", ""),
         ConfigDef("log.cleaner.max.compaction.lag.ms", _T.LONG, str(LONG_MAX), ""),
@@ -207,8 +313,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.cleaner.min.compaction.lag.ms", _T.LONG, "0", ""),
         ConfigDef("log.segment.delete.delay.ms", _T.LONG, "60000", ""),
         ConfigDef("log.flush.interval.messages", _T.LONG, str(LONG_MAX), "", minimum=1),
-        ConfigDef("log.flush.interval.ms", _T.LONG, str(LONG_MAX),
-                  "Kafka leaves this unset and falls back to the scheduler interval"),
+        ConfigDef(
+            "log.flush.interval.ms",
+            _T.LONG,
+            str(LONG_MAX),
+            "Kafka leaves this unset and falls back to the scheduler interval",
+        ),
         ConfigDef("log.flush.scheduler.interval.ms", _T.LONG, str(LONG_MAX), ""),
         ConfigDef("log.index.interval.bytes", _T.INT, "4096", ""),
         ConfigDef("log.index.size.max.bytes", _T.INT, "10485760", "", minimum=4),
@@ -216,12 +326,21 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.local.retention.ms", _T.LONG, "-2", ""),
         ConfigDef("log.message.timestamp.after.max.ms", _T.LONG, "3600000", ""),
         ConfigDef("log.message.timestamp.before.max.ms", _T.LONG, str(LONG_MAX), ""),
-        ConfigDef("log.message.timestamp.type", _T.STRING, "CreateTime", "",
-                  choices=("CreateTime", "LogAppendTime")),
+        ConfigDef(
+            "log.message.timestamp.type",
+            _T.STRING,
+            "CreateTime",
+            "",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
         ConfigDef("log.preallocate", _T.BOOLEAN, "false", ""),
         ConfigDef("log.retention.bytes", _T.LONG, "-1", ""),
-        ConfigDef("log.retention.ms", _T.LONG, None,
-                  "unset: from log.retention.minutes, then log.retention.hours"),
+        ConfigDef(
+            "log.retention.ms",
+            _T.LONG,
+            None,
+            "unset: from log.retention.minutes, then log.retention.hours",
+        ),
         ConfigDef("log.retention.minutes", _T.INT, None, ""),
         ConfigDef("log.retention.hours", _T.INT, "168", ""),
         ConfigDef("log.retention.check.interval.ms", _T.LONG, "300000", "", minimum=1),
@@ -232,21 +351,32 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("min.insync.replicas", _T.INT, "1", "", minimum=1),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", ""),
         ConfigDef("offsets.topic.num.partitions", _T.INT, "50", "", minimum=1, read_only=True),
-        ConfigDef("offsets.topic.replication.factor", _T.SHORT, "1",
-                  "wirebroker: 1 (Kafka: 3), so a single local broker works", read_only=True),
+        ConfigDef(
+            "offsets.topic.replication.factor",
+            _T.SHORT,
+            "1",
+            "wirebroker: 1 (Kafka: 3), so a single local broker works",
+            read_only=True,
+        ),
         ConfigDef("offsets.retention.minutes", _T.INT, "10080", "", minimum=1),
-        ConfigDef("group.initial.rebalance.delay.ms", _T.INT, "0",
-                  "wirebroker: 0 (Kafka: 3000) so a local consumer starts at once"),
+        ConfigDef(
+            "group.initial.rebalance.delay.ms",
+            _T.INT,
+            "0",
+            "wirebroker: 0 (Kafka: 3000) so a local consumer starts at once",
+        ),
         ConfigDef("group.min.session.timeout.ms", _T.INT, "6000", ""),
         ConfigDef("group.max.session.timeout.ms", _T.INT, "1800000", ""),
         ConfigDef("cluster.id", _T.STRING, None, "generated on first start", read_only=True),
-        ConfigDef("zookeeper.connect", _T.STRING, None, "multi-broker mode only",
-                  read_only=True),
+        ConfigDef("zookeeper.connect", _T.STRING, None, "multi-broker mode only", read_only=True),
     ]
 }
 
-_RETENTION_UNITS = (("log.retention.ms", 1), ("log.retention.minutes", 60_000),
-                    ("log.retention.hours", 3_600_000))
+_RETENTION_UNITS = (
+    ("log.retention.ms", 1),
+    ("log.retention.minutes", 60_000),
+    ("log.retention.hours", 3_600_000),
+)
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -296,8 +426,11 @@ class BrokerConfig:
         return d.default if d is not None else None
 
     def source(self, name: str) -> ConfigSource:
-        return (ConfigSource.STATIC_BROKER_CONFIG if name in self.values
-                else ConfigSource.DEFAULT_CONFIG)
+        return (
+            ConfigSource.STATIC_BROKER_CONFIG
+            if name in self.values
+            else ConfigSource.DEFAULT_CONFIG
+        )
 
     def get(self, name: str) -> object:
         d = BROKER_CONFIGS[name]
@@ -320,12 +453,14 @@ class BrokerConfig:
         d = TOPIC_CONFIGS[topic_key]
         if topic_key == "retention.ms":
             explicit = any(k in self.values for k, _ in _RETENTION_UNITS)
-            return str(self.retention_ms()), (ConfigSource.STATIC_BROKER_CONFIG if explicit
-                                              else ConfigSource.DEFAULT_CONFIG)
+            return str(self.retention_ms()), (
+                ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
+            )
         if topic_key == "segment.ms":
             explicit = "log.roll.ms" in self.values or "log.roll.hours" in self.values
-            return str(self.roll_ms()), (ConfigSource.STATIC_BROKER_CONFIG if explicit
-                                         else ConfigSource.DEFAULT_CONFIG)
+            return str(self.roll_ms()), (
+                ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
+            )
         if d.synonym is not None and d.synonym in self.values:
             return self.values[d.synonym], ConfigSource.STATIC_BROKER_CONFIG
         return d.default, ConfigSource.DEFAULT_CONFIG

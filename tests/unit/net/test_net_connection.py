@@ -1,0 +1,323 @@
+"""Connection handling: ordering, framing, bad input, handler bugs, idle timeout, shutdown."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+from netwire import (
+    MAX_FRAME,
+    TIMEOUT_S,
+    RunningServer,
+    StartServer,
+    WireClient,
+    frame,
+    request_header_v1,
+    request_header_v2,
+)
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import HandlerFunc, HandlerSpec, handler
+
+
+def metadata_body(ctx: Any) -> dict[str, Any]:
+    """A minimal valid Metadata response naming the request's correlation id in cluster_id."""
+    return {"brokers": [{"node_id": 0, "host": "h", "port": 1}],
+            "cluster_id": f"c{ctx.header.correlation_id}", "controller_id": 0, "topics": []}
+
+
+def register_metadata(registry: dict[int, HandlerSpec], func: HandlerFunc,
+                      **versions: int) -> None:
+    registry.pop(ApiKey.METADATA, None)
+    handler(ApiKey.METADATA, **versions)(func)
+
+
+async def assert_healthy(address: tuple[str, int]) -> None:
+    """A fresh connection still gets ApiVersions answered."""
+    client = await WireClient.connect(address)
+    try:
+        response = await client.call(ApiVersionsRequest[0](), correlation_id=4242)
+        assert response.error_code == ErrorCode.NONE
+    finally:
+        await client.aclose()
+
+
+async def test_pipelined_requests_are_answered_in_order(running: RunningServer) -> None:
+    client = await WireClient.connect(running.address)
+    requests = [ApiVersionsRequest[v]() if v < 3 else
+                ApiVersionsRequest[v](client_software_name="x", client_software_version="1")
+                for v in (0, 3, 1, 4, 2)]
+    wire = b"".join(client.encode(r, correlation_id=10 + i) for i, r in enumerate(requests))
+    await client.send_raw(wire)
+    for i, request in enumerate(requests):
+        response = await client.receive(request)
+        assert response.header.correlation_id == 10 + i
+        assert response.error_code == ErrorCode.NONE
+
+
+async def test_requests_are_handled_one_at_a_time(
+        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    events: list[str] = []
+    release = trio.Event()
+
+    async def slow(ctx: Any, req: Any) -> dict[str, Any]:
+        cid = ctx.header.correlation_id
+        events.append(f"start {cid}")
+        if cid == 1:
+            await release.wait()
+        events.append(f"end {cid}")
+        return metadata_body(ctx)
+
+    register_metadata(registry, slow)
+    client = await WireClient.connect(running.address)
+    first, second = MetadataRequest[2](topics=[]), MetadataRequest[2](topics=[])
+    await client.send_raw(client.encode(first, 1) + client.encode(second, 2))
+    await trio.testing.wait_all_tasks_blocked()
+    assert events == ["start 1"]
+    release.set()
+    assert (await client.receive(first)).cluster_id == "c1"
+    assert (await client.receive(second)).cluster_id == "c2"
+    assert events == ["start 1", "end 1", "start 2", "end 2"]
+
+
+async def test_a_frame_sent_byte_by_byte(running: RunningServer) -> None:
+    client = await WireClient.connect(running.address)
+    request = ApiVersionsRequest[3](client_software_name="slow", client_software_version="1")
+    for byte in client.encode(request, correlation_id=31):
+        await client.send_raw(bytes([byte]))
+    response = await client.receive(request)
+    assert response.header.correlation_id == 31
+    assert response.error_code == ErrorCode.NONE
+
+
+async def test_flexible_metadata_round_trip(
+        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    async def ok(ctx: Any, req: Any) -> dict[str, Any]:
+        assert ctx.api_version == 12
+        assert ctx.header.client_id == "netwire"
+        assert ctx.client_host == "127.0.0.1"
+        assert ctx.services.cluster_id == "test-cluster"
+        return metadata_body(ctx)
+
+    register_metadata(registry, ok)
+    client = await WireClient.connect(running.address)
+    response = await client.call(MetadataRequest[12](topics=None), correlation_id=8)
+    assert response.cluster_id == "c8"
+    assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(0, "h", 1)]
+
+
+async def test_no_response_when_the_handler_returns_none(
+        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    async def silent_for_odd(ctx: Any, req: Any) -> dict[str, Any] | None:
+        return None if ctx.header.correlation_id % 2 else metadata_body(ctx)
+
+    register_metadata(registry, silent_for_odd)
+    client = await WireClient.connect(running.address)
+    request = MetadataRequest[1](topics=[])
+    await client.send_raw(client.encode(MetadataRequest[1](topics=[]), 1)
+                          + client.encode(request, 2))
+    response = await client.receive(request)
+    assert response.header.correlation_id == 2
+
+
+# -- bad input: the connection is closed, other connections are unaffected -------------------
+
+BAD_FRAMES = {
+    "unknown api key": frame(request_header_v1(9999, 0, 1)),
+    "negative api key": frame(request_header_v1(-5, 0, 1)),
+    "version outside the schema": frame(request_header_v2(ApiKey.METADATA, 99, 1) + b"\x00"),
+    "truncated header": frame(b"\x00\x12\x00"),
+    "empty frame": frame(b""),
+    "client id longer than the frame": frame(struct.pack(">hhih", 18, 0, 1, 300) + b"abc"),
+    "malformed compact string": frame(request_header_v2(ApiKey.API_VERSIONS, 3, 1)
+                                      + b"\x33ab"),
+    "negative frame size": struct.pack(">i", -1) + b"\x00" * 16,
+    "frame above the cap": struct.pack(">i", MAX_FRAME + 1),
+    "huge frame size": b"\x7f\xff\xff\xff",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FRAMES))
+async def test_bad_input_closes_only_that_connection(
+        running: RunningServer, caplog: pytest.LogCaptureFixture, name: str) -> None:
+    bystander = await WireClient.connect(running.address)
+    client = await WireClient.connect(running.address)
+    # a good request first, then the bad frame: the good one is still answered
+    good = ApiVersionsRequest[0]()
+    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
+        await client.send_raw(client.encode(good, 1) + BAD_FRAMES[name])
+        assert (await client.receive(good)).error_code == ErrorCode.NONE
+        await client.expect_closed()
+    closing = [r for r in caplog.records if "closing connection" in r.getMessage()]
+    assert len(closing) == 1, [r.getMessage() for r in caplog.records]
+    assert closing[0].exc_info is None
+    await assert_healthy(running.address)
+    assert (await bystander.call(ApiVersionsRequest[1](), 5)).error_code == ErrorCode.NONE
+
+
+async def test_version_outside_the_served_range_closes(
+        running: RunningServer, registry: dict[int, HandlerSpec],
+        caplog: pytest.LogCaptureFixture) -> None:
+    called: list[int] = []
+
+    async def never(ctx: Any, req: Any) -> dict[str, Any]:
+        called.append(ctx.api_version)
+        return metadata_body(ctx)
+
+    register_metadata(registry, never, min_version=4)
+    client = await WireClient.connect(running.address)
+    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
+        await client.send(MetadataRequest[1](topics=[]), correlation_id=61)
+        await client.expect_closed()
+    assert called == []
+    (record,) = [r for r in caplog.records if "closing connection" in r.getMessage()]
+    message = record.getMessage()
+    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert "correlation id 61" in message and "v1" in message and "Metadata" in message
+    await assert_healthy(running.address)
+
+
+async def test_produce_below_version_3_closes_although_advertised(
+        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    registry.pop(ApiKey.PRODUCE, None)
+
+    called: list[int] = []
+
+    @handler(ApiKey.PRODUCE)
+    async def produce(ctx: Any, req: Any) -> None:
+        called.append(ctx.api_version)
+
+    client = await WireClient.connect(running.address)
+    body = struct.pack(">hii", 1, 1000, 0)  # acks, timeout, no topics (v0-2 layout)
+    await client.send_raw(frame(request_header_v1(ApiKey.PRODUCE, 2, 1) + body))
+    await client.expect_closed()
+    assert called == []
+    await assert_healthy(running.address)
+
+
+async def test_api_without_a_handler_closes(
+        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    registry.pop(ApiKey.METADATA, None)
+    client = await WireClient.connect(running.address)
+    await client.send(MetadataRequest[1](topics=[]), correlation_id=1)
+    await client.expect_closed()
+    await assert_healthy(running.address)
+
+
+async def test_a_handler_bug_closes_only_that_connection(
+        running: RunningServer, registry: dict[int, HandlerSpec],
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def buggy(ctx: Any, req: Any) -> dict[str, Any]:
+        raise RuntimeError("boom in handler")
+
+    register_metadata(registry, buggy)
+    bystander = await WireClient.connect(running.address)
+    client = await WireClient.connect(running.address)
+    with caplog.at_level(logging.ERROR, logger="wirebroker.net"):
+        await client.send(MetadataRequest[9](topics=[]), correlation_id=73)
+        await client.expect_closed()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert errors[0].exc_info is not None and "boom in handler" in str(errors[0].exc_info[1])
+    assert "correlation id 73" in errors[0].getMessage()
+    await assert_healthy(running.address)
+    assert (await bystander.call(ApiVersionsRequest[2](), 6)).error_code == ErrorCode.NONE
+
+
+async def test_a_response_that_cannot_be_encoded_closes(
+        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    async def bad_body(ctx: Any, req: Any) -> dict[str, Any]:
+        return {"brokers": [{"node_id": "not a number"}]}
+
+    register_metadata(registry, bad_body)
+    client = await WireClient.connect(running.address)
+    await client.send(MetadataRequest[1](topics=[]), correlation_id=1)
+    await client.expect_closed()
+    await assert_healthy(running.address)
+
+
+async def test_peer_reset_is_quiet(running: RunningServer,
+                                   caplog: pytest.LogCaptureFixture) -> None:
+    client = await WireClient.connect(running.address)
+    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
+        await client.send_raw(frame(request_header_v1(ApiKey.API_VERSIONS, 0, 1))[:7])
+        await client.aclose()
+        await assert_healthy(running.address)
+        await trio.testing.wait_all_tasks_blocked()
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO
+                and "closing" in r.getMessage()]
+
+
+# -- idle connections and shutdown -------------------------------------------------------
+
+async def test_idle_connection_is_closed(start_server: StartServer) -> None:
+    running = await start_server(idle_timeout_ms=50)
+    client = await WireClient.connect(running.address)
+    assert (await client.call(ApiVersionsRequest[0](), 1)).error_code == ErrorCode.NONE
+    await client.expect_closed()
+
+
+async def test_shutdown_lets_the_request_in_flight_finish(
+        registry: dict[int, HandlerSpec], clients: list[WireClient]) -> None:
+    from netwire import stub_services
+
+    from wirebroker.net.server import KafkaServer
+
+    entered, release = trio.Event(), trio.Event()
+
+    async def slow(ctx: Any, req: Any) -> dict[str, Any]:
+        entered.set()
+        await release.wait()
+        return metadata_body(ctx)
+
+    register_metadata(registry, slow)
+    server = KafkaServer(stub_services(), registry, grace_s=TIMEOUT_S)
+    with trio.fail_after(TIMEOUT_S):
+        async with trio.open_nursery() as nursery:
+            (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])
+            idle = await WireClient.connect(address)
+            busy = await WireClient.connect(address)
+            request = MetadataRequest[2](topics=[])
+            await busy.send(request, correlation_id=3)
+            await entered.wait()
+            server.shutdown()
+            await idle.expect_closed()
+            with pytest.raises(OSError):
+                await trio.open_tcp_stream(*address)
+            release.set()
+            assert (await busy.receive(request)).cluster_id == "c3"
+            await busy.expect_closed()
+        # server.run returned by itself: the nursery closed without being cancelled
+        assert not nursery.cancel_scope.cancelled_caught
+
+
+async def test_shutdown_cancels_requests_after_the_grace_period(
+        registry: dict[int, HandlerSpec], clients: list[WireClient]) -> None:
+    from netwire import stub_services
+
+    from wirebroker.net.server import KafkaServer
+
+    entered = trio.Event()
+
+    async def stuck(ctx: Any, req: Any) -> dict[str, Any]:
+        entered.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    register_metadata(registry, stuck)
+    server = KafkaServer(stub_services(), registry, grace_s=0.05)
+    with trio.fail_after(TIMEOUT_S):
+        async with trio.open_nursery() as nursery:
+            (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])
+            client = await WireClient.connect(address)
+            await client.send(MetadataRequest[1](topics=[]), correlation_id=3)
+            await entered.wait()
+            server.shutdown()
+        await client.expect_closed()
+    assert not server.connections

@@ -1,0 +1,215 @@
+"""The composition root: one `Broker` builds every service from a `BrokerConfig` and runs them.
+
+Construction (`Broker(config)`, synchronous): creates the log directories, opens the
+`TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
+each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
+`LogManager`, `ReplicaManager`, `ProducerIdManager` and the `Services` every handler sees, and
+imports the handlers (`load_handlers`).
+
+Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
+
+    load          ReplicaManager.load -> LogManager.load: open every partition log, recovering
+                  the ones not closed cleanly
+    bind          every listener (port 0 allowed), then fill Services.advertised_host/port
+    started       task_status.started([(host, port), ...]): the bound addresses
+    run           the server, plus background tasks: retention every
+                  log.retention.check.interval.ms, the flush scheduler, recovery-point
+                  checkpoints every log.flush.offset.checkpoint.interval.ms (60 s)
+    cancelled     stop accepting; in-flight requests get `grace_s` seconds to finish and send
+                  their responses; then LogManager.close() (flush, checkpoints, clean-shutdown
+                  marker). Cancellation is the only way to stop a broker; serve() returns (or
+                  raises Cancelled) only after the logs are closed.
+
+Listeners: every entry of `listeners` is served as PLAINTEXT except those named in
+`controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER listener; a
+single wirebroker has no controller quorum). SSL/SASL listeners are refused at start.
+
+Advertised address (what Metadata/FindCoordinator tell clients): the first entry of
+`advertised.listeners` when set (an empty host or port 0 there takes the bound value), else the
+first bound address. A wildcard bind (`0.0.0.0`, `::`, empty host) is advertised as the
+loopback address of its family (127.0.0.1 / ::1), because a wildcard is not connectable; Kafka
+would advertise the canonical host name instead (empty host) or refuse to start (0.0.0.0). Set
+`advertised.listeners` to reach the broker from other hosts.
+
+Flush scheduler: Kafka checks `flush.ms` every log.flush.scheduler.interval.ms (default: never);
+wirebroker checks every min(that, 1000) ms so a topic-level `flush.ms` takes effect.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
+from wirebroker.config import BrokerConfig, ConfigError
+from wirebroker.handlers.context import Services, wall_clock_ms
+from wirebroker.handlers.registry import load_handlers
+from wirebroker.log.log_manager import LogManager
+from wirebroker.net.server import KafkaServer
+from wirebroker.replication.producer_ids import ProducerIdManager
+from wirebroker.replication.replica_manager import ReplicaManager
+
+log = logging.getLogger("wirebroker.broker")
+
+_WILDCARDS = {"", "0.0.0.0", "::"}
+_UNSUPPORTED_LISTENER_NAMES = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+_FLUSH_CHECK_MAX_MS = 1000
+
+
+def connectable_host(host: str) -> str:
+    """A host a local client can connect to: wildcards become the loopback address."""
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if host == "::":
+        return "::1"
+    return host
+
+
+class Broker:
+    """A single wirebroker node: storage, topic metadata, handlers and the network server."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+        grace_s: float = 5.0,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.grace_s = grace_s
+        self.listen = self._listen_addresses()
+        self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+        node_id = config.node_id
+        self.topics = TopicStore.open(self.log_dirs[0], cluster_id=config.values.get("cluster.id"))
+        ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
+        self.logs = LogManager(self.log_dirs)
+        self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
+        self.producer_ids = ProducerIdManager(self.topics)
+        self.services = Services(
+            config=config,
+            logs=self.logs,
+            topics=self.topics,
+            replicas=self.replicas,
+            producer_ids=self.producer_ids,
+            node_id=node_id,
+            cluster_id=self.topics.cluster_id,
+            clock=clock,
+        )
+        self.handlers = load_handlers()
+        self.server = KafkaServer(
+            self.services,
+            self.handlers,
+            max_frame_bytes=config.socket_request_max_bytes,
+            idle_timeout_ms=int(str(config.raw("connections.max.idle.ms"))),
+            grace_s=grace_s,
+        )
+        self.bound: list[tuple[str, int]] = []
+
+    # -- configuration ------------------------------------------------------------------------
+    def _listen_addresses(self) -> list[tuple[str, int]]:
+        controller_names = {
+            n.strip() for n in self.config.values.get("controller.listener.names", "").split(",")
+        }
+        out = []
+        for name, host, port in self.config.listeners:
+            if name in controller_names:
+                continue
+            if name in _UNSUPPORTED_LISTENER_NAMES:
+                raise ConfigError(f"listener {name}://{host}:{port}: only PLAINTEXT is supported")
+            out.append((host, port))
+        if not out:
+            raise ConfigError("no broker listener configured (listeners)")
+        return out
+
+    def _advertise(self, bound: list[tuple[str, int]]) -> tuple[str, int]:
+        bound_host, bound_port = bound[0]
+        if "advertised.listeners" in self.config.values:
+            controller_names = {
+                n.strip()
+                for n in self.config.values.get("controller.listener.names", "").split(",")
+            }
+            for name, host, port in self.config.advertised_listeners:
+                if name not in controller_names:
+                    return (host or connectable_host(bound_host)), (port or bound_port)
+        if bound_host in _WILDCARDS:
+            log.info("listening on a wildcard address; advertising %s (set advertised.listeners "
+                     "for clients on other hosts)", connectable_host(bound_host))
+        return connectable_host(bound_host), bound_port
+
+    # -- lifetime -----------------------------------------------------------------------------
+    async def serve(
+        self, *, task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run until cancelled, then shut down gracefully (see the module docstring)."""
+        stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_set_when_cancelled, stop)
+            bound = await nursery.start(self._run, stop)
+            task_status.started(bound)
+
+    async def _run(
+        self, stop: trio.Event, *, task_status: trio.TaskStatus[list[tuple[str, int]]]
+    ) -> None:
+        # Shielded: the caller's cancellation reaches us only as `stop`, so in-flight requests
+        # can finish and the logs are closed cleanly. Every wait in here is bounded once `stop`
+        # is set (the server's drain has a deadline).
+        with trio.CancelScope(shield=True):
+            loaded = False
+            try:
+                self.replicas.load(self.clock())
+                loaded = True
+                async with trio.open_nursery() as nursery:
+                    self.bound = await nursery.start(self.server.run, self.listen)
+                    host, port = self._advertise(self.bound)
+                    self.services.advertised_host = host
+                    self.services.advertised_port = port
+                    log.info("broker %d (cluster %s) serving on %s, advertised as %s:%d",
+                             self.services.node_id, self.services.cluster_id,
+                             ", ".join(f"{h}:{p}" for h, p in self.bound), host, port)
+                    task_status.started(self.bound)
+                    with trio.CancelScope() as background:
+                        async with trio.open_nursery() as tasks:
+                            self._start_background(tasks)
+                            await stop.wait()
+                            background.cancel()
+                    log.info("shutting down")
+                    self.server.shutdown()
+            finally:
+                if loaded:
+                    self.logs.close()
+                    log.info("logs closed cleanly")
+
+    def _start_background(self, nursery: trio.Nursery) -> None:
+        retention_ms = int(str(self.config.raw("log.retention.check.interval.ms")))
+        flush_ms = min(int(str(self.config.raw("log.flush.scheduler.interval.ms"))),
+                       _FLUSH_CHECK_MAX_MS)
+        checkpoint_ms = int(
+            self.config.values.get("log.flush.offset.checkpoint.interval.ms", "60000"))
+        nursery.start_soon(self._every, retention_ms, "retention",
+                           lambda: self.logs.run_retention(self.clock()))
+        nursery.start_soon(self._every, flush_ms, "flush",
+                           lambda: self.logs.flush_due(self.clock()))
+        nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
+
+    async def _every(self, interval_ms: int, what: str, job: Callable[[], object]) -> None:
+        """Run `job` every `interval_ms`; a failure is logged and the next run still happens."""
+        interval_s = max(interval_ms, 1) / 1000
+        while True:
+            await trio.sleep(interval_s)
+            try:
+                job()
+            except Exception:
+                log.exception("background task %r failed", what)
+
+
+async def _set_when_cancelled(event: trio.Event) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        event.set()

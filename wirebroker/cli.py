@@ -1,0 +1,169 @@
+"""The command line: `wirebroker serve` (also `python -m wirebroker serve`; `serve` is the default).
+
+    wirebroker serve [--host H] [--port P] [--data-dir DIR] [--config FILE]
+                     [--override KEY=VALUE ...] [--log-level LEVEL]
+
+Configuration, lowest precedence first:
+    built-in defaults        127.0.0.1:9092, data in config.py's per-user `log.dir`,
+                             auto topic creation on
+    --config FILE            a Kafka server.properties, Kafka key names (listeners,
+                             advertised.listeners, log.dirs, num.partitions, ...)
+    --override KEY=VALUE     any config key, repeatable
+    --host/--port/--data-dir replace the host/port of the first listener and `log.dirs`
+Unknown keys produce one warning line each and are otherwise ignored; an invalid value of a
+known key is fatal (exit code 2).
+
+Output: once the listeners accept connections, exactly one line `wirebroker ready on HOST:PORT`
+goes to stdout (flushed; the real port when --port 0; a wildcard bind prints the loopback
+address). Logs go to stderr. SIGINT/SIGTERM shut down gracefully and exit 0. A start-up failure
+(address in use, a log dir of another cluster, ...) prints one line to stderr and exits 1.
+
+Imports of trio and the broker are deferred until they are needed, to keep start-up fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wirebroker.config import (
+    BROKER_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    parse_listeners,
+    parse_properties,
+)
+
+if TYPE_CHECKING:
+    from wirebroker.broker import Broker
+
+log = logging.getLogger("wirebroker.cli")
+
+READY_PREFIX = "wirebroker ready on "
+_COMMANDS = ("serve",)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wirebroker", description="A Kafka-protocol broker in Python.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser("serve", help="run the broker (the default command)")
+    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default 9092; 0: any free port)")
+    serve.add_argument("--data-dir", help="log directory (sets log.dirs)")
+    serve.add_argument("--config", help="a Kafka server.properties file")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set one config key (repeatable); beats --config")
+    serve.add_argument("--log-level", default="INFO",
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+                       type=str.upper, help="stderr log level (default INFO)")
+    return parser
+
+
+def _format_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def config_values(args: argparse.Namespace) -> dict[str, str]:
+    """The explicit config values from --config, --override and the flags (see module doc)."""
+    values: dict[str, str] = {}
+    if args.config:
+        values.update(parse_properties(Path(args.config).read_text(encoding="utf-8")))
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
+        values[key.strip()] = value.strip()
+    if args.data_dir:
+        values["log.dirs"] = str(Path(args.data_dir).expanduser())
+    if args.host is not None or args.port is not None:
+        raw = values.get("listeners") or str(BROKER_CONFIGS["listeners"].default)
+        listeners = parse_listeners(raw)
+        if not listeners:
+            listeners = [("PLAINTEXT", "127.0.0.1", 9092)]
+        name, host, port = listeners[0]
+        host = args.host if args.host is not None else host
+        port = args.port if args.port is not None else port
+        listeners[0] = (name, host, port)
+        values["listeners"] = ",".join(f"{n}://{_format_host(h)}:{p}" for n, h, p in listeners)
+    return values
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "serve")
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = BrokerConfig(config_values(args))
+    except (ConfigError, OSError) as exc:
+        print(f"wirebroker: configuration error: {exc}", file=sys.stderr)
+        return 2
+    for key in config.unknown_keys():
+        log.warning("unknown config key %r ignored", key)
+    return serve(config)
+
+
+def serve(config: BrokerConfig) -> int:
+    """Build the broker, run it until SIGINT/SIGTERM; the process exit code."""
+    import trio
+
+    from wirebroker.broker import Broker
+
+    try:
+        broker = Broker(config)
+    except ConfigError as exc:
+        print(f"wirebroker: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a log dir of another cluster, an unreadable store, EACCES ...
+        log.debug("start-up failed", exc_info=True)
+        print(f"wirebroker: cannot start: {exc}", file=sys.stderr)
+        return 1
+    ready: list[bool] = []
+    try:
+        trio.run(_run, broker, ready)
+    except BaseException as exc:  # the process's last word on any failure
+        os_error = _find_os_error(exc)
+        if not ready and os_error is not None:  # bind: address in use, permission denied
+            print(f"wirebroker: cannot start: {os_error}", file=sys.stderr)
+            return 1
+        if isinstance(exc, KeyboardInterrupt):
+            return 130
+        log.critical("the broker failed", exc_info=exc)
+        return 1
+    return 0
+
+
+def _find_os_error(exc: BaseException) -> OSError | None:
+    """The OSError in `exc` (possibly inside exception groups), if that is all there is."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _find_os_error(exc.exceptions[0])
+    return None
+
+
+async def _run(broker: Broker, ready: list[bool]) -> None:
+    import signal
+
+    import trio
+
+    from wirebroker.broker import connectable_host
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(broker.serve)
+            host, port = bound[0]
+            ready.append(True)
+            print(f"{READY_PREFIX}{_format_host(connectable_host(host))}:{port}", flush=True)
+            async for signum in signals:
+                log.info("received %s; shutting down", signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break

@@ -1,0 +1,372 @@
+"""The persisted topic metadata of this broker, and Kafka's `meta.properties` marker files.
+
+Topic store file
+----------------
+One JSON document, `wirebroker-topics.json`, in the first log dir (or at the path given when
+it ends in `.json`)::
+
+    {"format": 1,
+     "cluster_id": "<22-char url-safe base64 uuid>",
+     "next_producer_id": 5000,          # first producer id of the next unreserved block
+     "topics": [{"name": "t", "topic_id": "<uuid hex string>", "partitions": 3,
+                 "replication_factor": 1, "configs": {"retention.ms": "1000"},
+                 "is_internal": false}, ...]}
+
+Every mutation rewrites the whole document atomically before returning: write `<file>.tmp`,
+fsync it, rename it over the file, fsync the directory. A crash leaves either the old or the
+new document, never a mix (a stale `.tmp` is ignored and overwritten by the next write).
+
+The cluster id is generated on first start as Kafka does (`Uuid.randomUuid()`: 16 random
+bytes, url-safe base64 without padding, never starting with '-'), unless a log dir already
+holds a `meta.properties` naming one (the store was removed but the logs were kept).
+
+meta.properties
+---------------
+Kafka writes `meta.properties` in every log dir and refuses to start when a dir belongs to
+another cluster or node. wirebroker writes the KRaft (version=1) form::
+
+    version=1
+    cluster.id=<cluster id>
+    node.id=<node id>
+    directory.id=<a random uuid per log dir>
+
+`ensure_meta_properties` writes missing files and raises `MetaPropertiesError` when an
+existing one names another cluster or node (Kafka: InconsistentClusterIdException / "Stored
+node id ... doesn't match previous node id"). Version 0 files (ZooKeeper mode: `broker.id`)
+are accepted and checked the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "META_PROPERTIES",
+    "STORE_FILE",
+    "MetaPropertiesError",
+    "TopicInfo",
+    "TopicStore",
+    "TopicStoreError",
+    "ensure_meta_properties",
+    "new_random_uuid",
+    "read_meta_properties",
+    "uuid_to_base64",
+]
+
+STORE_FILE = "wirebroker-topics.json"
+META_PROPERTIES = "meta.properties"
+_FORMAT = 1
+
+#: Uuids Kafka reserves: the zero uuid (no id) and the metadata topic's id.
+_RESERVED_UUIDS = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})
+
+
+class TopicStoreError(Exception):
+    """The store file exists but cannot be read (not JSON, wrong shape): refuse to start."""
+
+
+class MetaPropertiesError(Exception):
+    """A log dir's meta.properties belongs to another cluster or node, or is unreadable."""
+
+
+def uuid_to_base64(value: uuid.UUID) -> str:
+    """Kafka's textual form of a Uuid: url-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
+
+
+def new_random_uuid(taken: Iterable[uuid.UUID] = ()) -> uuid.UUID:
+    """A random uuid as Kafka's `Uuid.randomUuid()` picks one (not reserved, no leading '-')."""
+    taken_set = set(taken)
+    while True:
+        value = uuid.uuid4()
+        if (value not in _RESERVED_UUIDS and value not in taken_set
+                and not uuid_to_base64(value).startswith("-")):
+            return value
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """One topic as the metadata image knows it.
+
+    `configs` holds only the explicit topic-level overrides (Kafka topic config names); the
+    effective values come from `ReplicaManager.effective_topic_configs`. It is read-only.
+    """
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    replication_factor: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+    is_internal: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "configs", MappingProxyType(dict(self.configs)))
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.topic_id))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "topic_id": str(self.topic_id),
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "configs": dict(self.configs),
+            "is_internal": self.is_internal,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> TopicInfo:
+        configs = obj.get("configs") or {}
+        if not isinstance(configs, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in configs.items()):
+            raise TopicStoreError(f"topic {obj.get('name')!r}: configs must map str to str")
+        name, partitions, rf = obj["name"], obj["partitions"], obj["replication_factor"]
+        if not isinstance(name, str) or not isinstance(partitions, int) or not isinstance(
+                rf, int) or partitions < 0:
+            raise TopicStoreError(f"bad topic entry {obj!r}")
+        return cls(name=name, topic_id=uuid.UUID(str(obj["topic_id"])), partitions=partitions,
+                   replication_factor=rf, configs=configs,
+                   is_internal=bool(obj.get("is_internal", False)))
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`: tmp file, fsync, rename, fsync the directory."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
+    """The key=value pairs of `<log_dir>/meta.properties`, or None when it does not exist."""
+    path = Path(log_dir) / META_PROPERTIES
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MetaPropertiesError(f"cannot read {path}: {exc}") from exc
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise MetaPropertiesError(f"{path}: malformed line {raw!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def ensure_meta_properties(log_dirs: Sequence[Path], *, node_id: int, cluster_id: str) -> None:
+    """Check every log dir's meta.properties against this node and cluster; write missing ones."""
+    for log_dir in log_dirs:
+        directory = Path(log_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        props = read_meta_properties(directory)
+        path = directory / META_PROPERTIES
+        if props is None:
+            text = (
+                "#\n#Written by wirebroker\n"
+                "version=1\n"
+                f"cluster.id={cluster_id}\n"
+                f"node.id={node_id}\n"
+                f"directory.id={uuid_to_base64(new_random_uuid())}\n"
+            )
+            _atomic_write(path, text.encode("utf-8"))
+            continue
+        version = props.get("version")
+        if version not in ("0", "1"):
+            raise MetaPropertiesError(f"{path}: unsupported version {version!r}")
+        stored_cluster = props.get("cluster.id")
+        if stored_cluster is not None and stored_cluster != cluster_id:
+            raise MetaPropertiesError(
+                f"{path}: the log dir belongs to cluster {stored_cluster!r}, but this broker "
+                f"is in cluster {cluster_id!r}")
+        stored_node = props.get("node.id" if version == "1" else "broker.id")
+        if stored_node is not None and stored_node != str(node_id):
+            raise MetaPropertiesError(
+                f"{path}: stored node id {stored_node} doesn't match this broker's node id "
+                f"{node_id}")
+
+
+def _cluster_id_from_meta(directory: Path) -> str | None:
+    if not directory.is_dir():
+        return None
+    props = read_meta_properties(directory)
+    return props.get("cluster.id") if props else None
+
+
+class TopicStore:
+    """Topic name -> TopicInfo, the cluster id and the producer-id reservation, on disk.
+
+    Mutations (`put`, `remove`, `reserve_producer_ids`) are durable when they return. Not
+    thread-safe: the broker calls it from its one trio thread.
+    """
+
+    def __init__(self, file: Path, cluster_id: str, topics: Mapping[str, TopicInfo],
+                 next_producer_id: int) -> None:
+        self.path = file
+        self.cluster_id = cluster_id
+        self._topics: dict[str, TopicInfo] = dict(topics)
+        self._by_id: dict[uuid.UUID, TopicInfo] = {t.topic_id: t for t in topics.values()}
+        self._next_producer_id = next_producer_id
+        #: True when `open` created the store file (first start, or the file was lost).
+        self.created = False
+
+    @classmethod
+    def open(cls, path: Path, *, cluster_id: str | None = None) -> TopicStore:
+        """Open (or create) the store.
+
+        `path` is a log dir (the store is `<path>/wirebroker-topics.json`) or a file path ending
+        in `.json`. A new store takes `cluster_id` when given, else the cluster id of an existing
+        `meta.properties` in that dir, else a fresh one; it is written at once.
+        """
+        path = Path(path)
+        if path.suffix == ".json":
+            file, directory = path, path.parent
+        else:
+            file, directory = path / STORE_FILE, path
+        try:
+            raw = file.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        if raw is None:
+            directory.mkdir(parents=True, exist_ok=True)
+            chosen = (cluster_id or _cluster_id_from_meta(directory)
+                      or uuid_to_base64(new_random_uuid()))
+            store = cls(file, chosen, {}, 0)
+            store._save()
+            store.created = True
+            return store
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+            if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+                raise TopicStoreError(f"{file}: unknown format {doc.get('format')!r}"
+                                      if isinstance(doc, dict) else f"{file}: not an object")
+            stored_cluster = doc["cluster_id"]
+            next_pid = doc.get("next_producer_id", 0)
+            if not isinstance(stored_cluster, str) or not isinstance(next_pid, int):
+                raise TopicStoreError(f"{file}: bad cluster_id or next_producer_id")
+            topics = [TopicInfo.from_json(t) for t in doc.get("topics", [])]
+        except TopicStoreError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TopicStoreError(f"{file}: cannot parse topic store: {exc}") from exc
+        if cluster_id is not None and cluster_id != stored_cluster:
+            raise TopicStoreError(
+                f"{file}: stored cluster id {stored_cluster!r} differs from the configured "
+                f"cluster.id {cluster_id!r}")
+        return cls(file, stored_cluster, {t.name: t for t in topics}, next_pid)
+
+    # -- reads ------------------------------------------------------------------------------
+    def get(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def all(self) -> list[TopicInfo]:
+        return sorted(self._topics.values(), key=lambda t: t.name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._topics
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    @property
+    def next_producer_id(self) -> int:
+        """First producer id not yet reserved by any block."""
+        return self._next_producer_id
+
+    # -- mutations (durable on return) ---------------------------------------------------------
+    def put(self, info: TopicInfo) -> None:
+        """Add or replace a topic (same name). A topic id may not move to another name."""
+        other = self._by_id.get(info.topic_id)
+        if other is not None and other.name != info.name:
+            raise ValueError(f"topic id {info.topic_id} already belongs to {other.name!r}")
+        old = self._topics.get(info.name)
+        self._topics[info.name] = info
+        if old is not None and old.topic_id != info.topic_id:
+            self._by_id.pop(old.topic_id, None)
+        self._by_id[info.topic_id] = info
+        try:
+            self._save()
+        except BaseException:
+            self._restore(info.name, old, info)
+            raise
+
+    def remove(self, name: str) -> TopicInfo | None:
+        old = self._topics.pop(name, None)
+        if old is None:
+            return None
+        self._by_id.pop(old.topic_id, None)
+        try:
+            self._save()
+        except BaseException:
+            self._topics[name] = old
+            self._by_id[old.topic_id] = old
+            raise
+        return old
+
+    def reserve_producer_ids(self, count: int) -> int:
+        """Reserve `count` producer ids; returns the first. Durable before returning."""
+        if count <= 0:
+            raise ValueError("count must be positive")
+        first = self._next_producer_id
+        self._next_producer_id = first + count
+        try:
+            self._save()
+        except BaseException:
+            self._next_producer_id = first
+            raise
+        return first
+
+    # -- internals ---------------------------------------------------------------------------
+    def _restore(self, name: str, old: TopicInfo | None, new: TopicInfo) -> None:
+        self._by_id.pop(new.topic_id, None)
+        if old is None:
+            self._topics.pop(name, None)
+        else:
+            self._topics[name] = old
+            self._by_id[old.topic_id] = old
+
+    def _save(self) -> None:
+        doc = {
+            "format": _FORMAT,
+            "cluster_id": self.cluster_id,
+            "next_producer_id": self._next_producer_id,
+            "topics": [t.to_json() for t in self.all()],
+        }
+        _atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8"))

@@ -1,0 +1,64 @@
+"""The group coordinator's settings, read once from the broker configuration.
+
+Kafka key                               field                              Kafka default
+group.initial.rebalance.delay.ms        initial_rebalance_delay_ms         3000 (wirebroker: 0)
+group.min.session.timeout.ms            min_session_timeout_ms             6000
+group.max.session.timeout.ms            max_session_timeout_ms             1800000
+group.max.size                          max_group_size                     2147483647
+offsets.topic.num.partitions            num_partitions                     50
+offsets.retention.minutes               offsets_retention_ms (x 60000)     10080 (7 days)
+offsets.retention.check.interval.ms     offsets_retention_check_interval_ms 600000
+offset.metadata.max.bytes               offset_metadata_max_bytes          4096
+(fixed in Kafka)                        new_member_join_timeout_ms         300000
+
+Keys that `wirebroker.config.BROKER_CONFIGS` does not declare (yet) are still honoured when
+present in the raw properties, so a Kafka server.properties keeps its meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wirebroker.config import BROKER_CONFIGS, BrokerConfig
+
+INT_MAX = 2147483647
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    num_partitions: int = 50
+    initial_rebalance_delay_ms: int = 0
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_group_size: int = INT_MAX
+    offsets_retention_ms: int = 10080 * 60_000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    new_member_join_timeout_ms: int = 300_000
+
+    @classmethod
+    def from_broker_config(cls, cfg: BrokerConfig) -> GroupConfig:
+        def get(name: str, default: int) -> int:
+            if name in BROKER_CONFIGS:
+                value = cfg.get(name)
+                return default if value is None else int(str(value))
+            raw = cfg.values.get(name)
+            return default if raw is None else int(raw.strip())
+
+        d = cls()
+        return cls(
+            num_partitions=get("offsets.topic.num.partitions", d.num_partitions),
+            initial_rebalance_delay_ms=get(
+                "group.initial.rebalance.delay.ms", d.initial_rebalance_delay_ms
+            ),
+            min_session_timeout_ms=get("group.min.session.timeout.ms", d.min_session_timeout_ms),
+            max_session_timeout_ms=get("group.max.session.timeout.ms", d.max_session_timeout_ms),
+            max_group_size=get("group.max.size", d.max_group_size),
+            offsets_retention_ms=get("offsets.retention.minutes", 10080) * 60_000,
+            offsets_retention_check_interval_ms=get(
+                "offsets.retention.check.interval.ms", d.offsets_retention_check_interval_ms
+            ),
+            offset_metadata_max_bytes=get(
+                "offset.metadata.max.bytes", d.offset_metadata_max_bytes
+            ),
+        )

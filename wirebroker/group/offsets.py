@@ -1,0 +1,96 @@
+"""Committed offsets per (group, topic, partition) and their expiry rule.
+
+An offset commit stores the offset, the leader epoch of the last consumed record (-1 when
+the client sent none), the client's metadata string, the commit time and -- only for
+OffsetCommit v2-4 requests that carried an explicit `RetentionTimeMs` -- an absolute
+expire time (Kafka writes those as OffsetCommitValue v1).
+
+Expiry (`offsets.retention.minutes`, Kafka >= 2.1 semantics, checked every
+`offsets.retention.check.interval.ms`), decided per group by `expiration_base` in
+`wirebroker.group.coordinator`:
+- an explicit expire timestamp wins: expired when now >= expire_timestamp;
+- group with a protocol type, Empty: retention counts from the time the group became
+  Empty (its current state timestamp; from the commit time if unknown);
+- `consumer` group, Stable, subscriptions known: offsets of topics no member subscribes to
+  expire by commit time; subscribed topics never expire;
+- other non-empty groups: nothing expires;
+- "simple" groups (no protocol type: offsets committed without group membership): by
+  commit time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    committed_offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp_ms: int = -1
+    expire_timestamp_ms: int | None = None
+
+    def is_expired(self, now_ms: int, retention_ms: int, base_timestamp_ms: int) -> bool:
+        if self.expire_timestamp_ms is not None:
+            return now_ms >= self.expire_timestamp_ms
+        return now_ms - base_timestamp_ms >= retention_ms
+
+
+def java_string_length(s: str) -> int:
+    """`String.length()` in Java: UTF-16 code units (Kafka checks metadata size with it)."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+class OffsetStore:
+    """group -> topic -> partition -> OffsetAndMetadata (insertion ordered)."""
+
+    def __init__(self) -> None:
+        self._by_group: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+
+    def put(
+        self, group: str, topic: str, partition: int, value: OffsetAndMetadata
+    ) -> OffsetAndMetadata | None:
+        parts = self._by_group.setdefault(group, {}).setdefault(topic, {})
+        previous = parts.get(partition)
+        parts[partition] = value
+        return previous
+
+    def get(self, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        return self._by_group.get(group, {}).get(topic, {}).get(partition)
+
+    def remove(self, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        topics = self._by_group.get(group)
+        if topics is None:
+            return None
+        parts = topics.get(topic)
+        if parts is None:
+            return None
+        removed = parts.pop(partition, None)
+        if not parts:
+            del topics[topic]
+        if not topics:
+            del self._by_group[group]
+        return removed
+
+    def remove_group(self, group: str) -> None:
+        self._by_group.pop(group, None)
+
+    def has_offsets(self, group: str) -> bool:
+        return group in self._by_group
+
+    def topics(self, group: str) -> dict[str, dict[int, OffsetAndMetadata]]:
+        """A read-only view of one group's offsets (empty when none)."""
+        return self._by_group.get(group, {})
+
+    def entries(self, group: str) -> Iterator[tuple[str, int, OffsetAndMetadata]]:
+        for topic, parts in list(self._by_group.get(group, {}).items()):
+            for partition, value in list(parts.items()):
+                yield topic, partition, value
+
+    def groups(self) -> list[str]:
+        return list(self._by_group)
+
+    def count(self) -> int:
+        return sum(len(p) for t in self._by_group.values() for p in t.values())

@@ -1,0 +1,566 @@
+"""Config description and validation shared by the admin handlers (Kafka 4.x semantics).
+
+Used by CreateTopics (the v5+ `configs` of a new topic), DescribeConfigs, AlterConfigs and
+IncrementalAlterConfigs. Pure: no trio, no I/O besides Python's `logging` registry for the
+BROKER_LOGGER resource.
+
+Resource types (DescribeConfigs/AlterConfigs `resource_type`, Kafka's ConfigResource.Type)
+    TOPIC (2), BROKER (4), BROKER_LOGGER (8), CLIENT_METRICS (16), GROUP (32); anything else
+    is UNKNOWN. wirebroker serves TOPIC, BROKER and BROKER_LOGGER; CLIENT_METRICS and GROUP
+    resources are answered with INVALID_REQUEST by the handlers (Kafka serves them).
+
+Topic config values (`describe_topic_configs`), as Kafka's ConfigHelper computes them
+    value     the topic override when set, else the broker value for it
+              (`BrokerConfig.broker_value_for_topic_config`), normalised like Kafka's
+              `ConfigDef.convertToString` (ints without spaces, booleans lower case, lists
+              joined by ",")
+    synonyms  [the topic override (TOPIC_CONFIG)] + the broker synonyms: first every
+              synonym name set in server.properties (STATIC_BROKER_CONFIG), then every synonym
+              name with a built-in default (DEFAULT_CONFIG), then -- Kafka's quirk, kept on
+              purpose -- leading entries are dropped until the first one named like the topic
+              config's own broker synonym. So `retention.ms` without an override has no
+              synonyms at all (its only defaulted synonym is `log.retention.hours`), exactly
+              what `kafka-configs --describe --all` prints against Kafka.
+    source    the first synonym's source, else DEFAULT_CONFIG
+    read_only false; is_sensitive false (no topic config is a password)
+
+Broker config values (`describe_broker_configs`)
+    every BROKER_CONFIGS entry with its effective value (explicit, else default; null when
+    neither), plus every unknown key of server.properties (type UNKNOWN, sensitive, value
+    null -- Kafka treats keys it has no definition for as possibly sensitive). read_only is
+    true for all of them: wirebroker has no dynamic broker configs, so none can be altered.
+    The empty resource name (cluster-wide dynamic defaults) describes no configs.
+
+BROKER_LOGGER (`describe_loggers` / `alter_loggers`)
+    Python's loggers stand in for log4j's: "root" plus every logger created so far, with its
+    effective level in log4j names (CRITICAL -> FATAL, WARNING -> WARN, below DEBUG -> TRACE),
+    source DYNAMIC_BROKER_LOGGER_CONFIG (6). IncrementalAlterConfigs SET sets a level, DELETE
+    resets one to inherit (not allowed for root), as Kafka's RuntimeLoggerManager does.
+
+Validation messages are Kafka's: "Unknown topic config name: x", "Invalid value v for
+configuration k: <reason>" (ConfigException), "Null value not supported for topic configs: a,b".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.errors import ErrorCode
+from wirebroker.cluster.names import validate_topic_name
+from wirebroker.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigDef,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+)
+
+# -- resource types and operations -----------------------------------------------------------
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+RESOURCE_CLIENT_METRICS = 16
+RESOURCE_GROUP = 32
+KNOWN_RESOURCE_TYPES = frozenset(
+    {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS,
+     RESOURCE_GROUP})
+RESOURCE_TYPE_NAMES = {
+    RESOURCE_TOPIC: "TOPIC", RESOURCE_BROKER: "BROKER", RESOURCE_BROKER_LOGGER: "BROKER_LOGGER",
+    RESOURCE_CLIENT_METRICS: "CLIENT_METRICS", RESOURCE_GROUP: "GROUP",
+}
+
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
+OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
+
+#: DescribeConfigs ConfigSource 6 (not in wirebroker.config.ConfigSource: only loggers use it).
+SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+#: Kafka's default message for INVALID_REQUEST (Errors.INVALID_REQUEST.message()).
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details.")
+
+#: Kafka's DynamicBrokerConfig.brokerConfigSynonyms: names that supply one another's value.
+_BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+class ConfigRequestError(Exception):
+    """A per-resource (or per-topic) failure: the Kafka error code and message to return."""
+
+    def __init__(self, error_code: ErrorCode, message: str | None) -> None:
+        super().__init__(message or error_code.name)
+        self.error_code = error_code
+        self.message = message
+
+
+def error_of(exc: BaseException) -> tuple[ErrorCode, str | None] | None:
+    """(error code, message) of an exception that carries a Kafka error code, else None.
+
+    Services raise typed errors with an `error_code` attribute (wirebroker.cluster.errors,
+    wirebroker.replication, wirebroker.log.errors); the message is `str(exc)`.
+    """
+    if isinstance(exc, ConfigRequestError):
+        return exc.error_code, exc.message
+    code = getattr(exc, "error_code", None)
+    if code is None:
+        return None
+    try:
+        code = ErrorCode(int(code))
+    except ValueError:
+        return None
+    text = str(exc)
+    return code, (text or None)
+
+
+# -- value parsing and normalising -------------------------------------------------------------
+def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
+    """Why `raw` is not a valid value of `d`, in the words of Kafka's ConfigDef."""
+    t = d.type
+    text = raw.strip()
+    if t == ConfigType.BOOLEAN:
+        return "Expected value to be either true or false"
+    if t in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG, ConfigType.DOUBLE):
+        try:
+            number = float(text) if t == ConfigType.DOUBLE else int(text)
+        except ValueError:
+            return f"Not a number of type {t.name}"
+        if d.minimum is not None and number < d.minimum:
+            return f"Value must be at least {d.minimum}"
+        return f"Not a number of type {t.name}"  # out of the type's range
+    if d.choices is not None:
+        return "String must be one of: " + ", ".join(d.choices)
+    return "Invalid value"
+
+
+def _format_parsed(d: ConfigDef, value: object) -> str:
+    """Kafka's ConfigDef.convertToString for a parsed value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def parse_value(d: ConfigDef, raw: str) -> str:
+    """Validate `raw` for `d`; its normalised string, else ConfigRequestError(INVALID_CONFIG)."""
+    try:
+        parsed = d.parse(raw)
+    except ConfigError as exc:
+        reason = _invalid_value_reason(d, raw)
+        if reason == "Invalid value":
+            reason = str(exc)
+        raise ConfigRequestError(
+            ErrorCode.INVALID_CONFIG,
+            f"Invalid value {raw} for configuration {d.name}: {reason}") from exc
+    return _format_parsed(d, parsed)
+
+
+def normalize_stored(d: ConfigDef, raw: str | None) -> str | None:
+    """A stored or configured value as Kafka would print it (unchanged when it does not parse)."""
+    if raw is None:
+        return None
+    try:
+        return _format_parsed(d, d.parse(raw))
+    except ConfigError:
+        return raw
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Check topic overrides as Kafka's LogConfig.validate does; returns normalised values.
+
+    Raises ConfigRequestError(INVALID_CONFIG) for null values, unknown names, bad values,
+    min.compaction.lag.ms > max.compaction.lag.ms and remote.storage.enable=true (tiered
+    storage is not supported, as on a Kafka broker without it enabled).
+    """
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        raise ConfigRequestError(
+            ErrorCode.INVALID_CONFIG,
+            "Null value not supported for topic configs: " + ",".join(nulls))
+    for name in configs:
+        if name not in TOPIC_CONFIGS:
+            raise ConfigRequestError(ErrorCode.INVALID_CONFIG,
+                                     f"Unknown topic config name: {name}")
+    out: dict[str, str] = {}
+    for name, value in configs.items():
+        assert value is not None
+        out[name] = parse_value(TOPIC_CONFIGS[name], value)
+    _cross_check(out)
+    return out
+
+
+def _cross_check(configs: Mapping[str, str]) -> None:
+    def as_int(name: str) -> int:
+        raw = configs.get(name, TOPIC_CONFIGS[name].default)
+        return int(str(raw))
+
+    lo, hi = as_int("min.compaction.lag.ms"), as_int("max.compaction.lag.ms")
+    if lo > hi:
+        raise ConfigRequestError(
+            ErrorCode.INVALID_CONFIG,
+            f"conflict topic config setting min.compaction.lag.ms ({lo}) > "
+            f"max.compaction.lag.ms ({hi})")
+    if configs.get("remote.storage.enable") == "true":
+        raise ConfigRequestError(
+            ErrorCode.INVALID_CONFIG,
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be "
+            "configured with remote log storage.")
+
+
+def apply_incremental(current: Mapping[str, str],
+                      ops: Iterable[tuple[str, int, str | None]]) -> dict[str, str]:
+    """Apply IncrementalAlterConfigs (name, operation, value) ops to a topic's overrides.
+
+    Kafka's ConfigurationControlManager: SET replaces, DELETE removes, APPEND adds the
+    comma-separated items missing from the current list (the override, else the default),
+    SUBTRACT removes them. APPEND/SUBTRACT on a non-LIST (or unknown) key is INVALID_CONFIG
+    "Can't APPEND to key k because its type is not LIST."; an unknown operation is
+    INVALID_REQUEST. The result is not validated here (see validate_topic_configs).
+    """
+    result = dict(current)
+    for name, op, value in ops:
+        if op == OP_SET:
+            assert value is not None
+            result[name] = value
+        elif op == OP_DELETE:
+            result.pop(name, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            d = TOPIC_CONFIGS.get(name)
+            if d is None or d.type != ConfigType.LIST:
+                raise ConfigRequestError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+            base = result.get(name, d.default) or ""
+            items = [p for p in base.split(",") if p]
+            for item in (value or "").split(","):
+                if op == OP_APPEND:
+                    if item not in items:
+                        items.append(item)
+                elif item in items:
+                    items.remove(item)
+            result[name] = ",".join(items)
+        else:
+            raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op}")
+    return result
+
+
+# -- description ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One described config, independent of the response version."""
+
+    name: str
+    value: str | None
+    source: int
+    read_only: bool = False
+    is_sensitive: bool = False
+    config_type: int = ConfigType.UNKNOWN
+    documentation: str | None = None
+    synonyms: tuple[Synonym, ...] = field(default=())
+
+    def describe_dict(self, *, include_synonyms: bool, include_documentation: bool
+                      ) -> dict[str, Any]:
+        """A DescribeConfigsResourceResult (v1-4; `is_default` for v0 is derived)."""
+        return {
+            "name": self.name,
+            "value": self.value,
+            "read_only": self.read_only,
+            "config_source": self.source,
+            "is_default": self.source == ConfigSource.DEFAULT_CONFIG,
+            "is_sensitive": self.is_sensitive,
+            "synonyms": [{"name": s.name, "value": s.value, "source": s.source}
+                         for s in self.synonyms] if include_synonyms else [],
+            "config_type": self.config_type,
+            "documentation": self.documentation if include_documentation else None,
+        }
+
+    def creatable_dict(self) -> dict[str, Any]:
+        """A CreateTopics v5+ CreatableTopicConfigs entry."""
+        return {"name": self.name, "value": self.value, "read_only": self.read_only,
+                "config_source": self.source, "is_sensitive": self.is_sensitive}
+
+
+def broker_synonym_names(name: str) -> tuple[str, ...]:
+    for group in _BROKER_SYNONYM_GROUPS:
+        if name in group:
+            return group
+    return (name,)
+
+
+def _broker_synonyms(config: BrokerConfig, name: str) -> list[Synonym]:
+    """Kafka's ConfigHelper.configSynonyms for broker key `name` (static, then defaults)."""
+    names = broker_synonym_names(name)
+    out = [Synonym(n, config.values[n], ConfigSource.STATIC_BROKER_CONFIG)
+           for n in names if n in config.values and config.values[n] is not None]
+    for n in names:
+        d = BROKER_CONFIGS.get(n)
+        if d is not None and d.default is not None:
+            out.append(Synonym(n, d.default, ConfigSource.DEFAULT_CONFIG))
+    while out and out[0].name != name:
+        out.pop(0)
+    return out
+
+
+def describe_topic_config(config: BrokerConfig, overrides: Mapping[str, str], name: str
+                          ) -> ConfigEntry:
+    d = TOPIC_CONFIGS[name]
+    synonyms = _broker_synonyms(config, d.synonym) if d.synonym is not None else []
+    if name in overrides:
+        value = normalize_stored(d, overrides[name])
+        synonyms.insert(0, Synonym(name, value, ConfigSource.TOPIC_CONFIG))
+    else:
+        value = normalize_stored(d, config.broker_value_for_topic_config(name)[0])
+    source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+    return ConfigEntry(name=name, value=value, source=source, read_only=False,
+                       is_sensitive=d.type == ConfigType.PASSWORD, config_type=d.type,
+                       documentation=d.doc, synonyms=tuple(synonyms))
+
+
+def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]
+                           ) -> list[ConfigEntry]:
+    """Every topic config of a topic with these overrides, sorted by name."""
+    return [describe_topic_config(config, overrides, name) for name in sorted(TOPIC_CONFIGS)]
+
+
+def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
+    """Every broker config (and unknown server.properties key), sorted by name."""
+    out = []
+    for name in sorted(set(BROKER_CONFIGS) | set(config.values)):
+        d = BROKER_CONFIGS.get(name)
+        synonyms = _broker_synonyms(config, name)
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        if d is None:
+            # Unknown to wirebroker: Kafka reports keys without a definition as sensitive.
+            out.append(ConfigEntry(
+                name=name, value=None, source=ConfigSource.STATIC_BROKER_CONFIG,
+                read_only=True, is_sensitive=True, config_type=ConfigType.UNKNOWN,
+                documentation=None,
+                synonyms=(Synonym(name, None, ConfigSource.STATIC_BROKER_CONFIG),)))
+            continue
+        sensitive = d.type == ConfigType.PASSWORD
+        value = None if sensitive else normalize_stored(d, config.raw(name))
+        if sensitive:
+            synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
+        out.append(ConfigEntry(name=name, value=value, source=source, read_only=True,
+                               is_sensitive=sensitive, config_type=d.type,
+                               documentation=d.doc, synonyms=tuple(synonyms)))
+    return out
+
+
+def filter_entries(entries: Iterable[ConfigEntry], keys: Iterable[str] | None
+                   ) -> list[ConfigEntry]:
+    """DescribeConfigs `configuration_keys`: null or empty means every config."""
+    if not keys:
+        return list(entries)
+    wanted = set(keys)
+    return [e for e in entries if e.name in wanted]
+
+
+def check_broker_resource_name(name: str | None, node_id: int, *, allow_empty: bool,
+                               describe: bool) -> None:
+    """Kafka's checks of a BROKER resource name (this node's id, or empty when allowed)."""
+    if not name:
+        if allow_empty:
+            return
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+    try:
+        requested = int(name)
+    except ValueError:
+        what = "Broker id" if describe else "Node id"
+        raise ConfigRequestError(
+            ErrorCode.INVALID_REQUEST,
+            f"{what} must be an integer, but it is: {name}") from None
+    if requested != node_id:
+        if describe:
+            expected = f"{node_id} or empty string," if allow_empty else f"{node_id}"
+            msg = f"Unexpected broker id, expected {expected} but received {name}"
+        else:
+            msg = f"Unexpected broker id, expected {node_id}, but received {name}"
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, msg)
+
+
+def check_topic_resource_name(name: str | None) -> str:
+    """A TOPIC resource name for AlterConfigs: not empty, a legal topic name."""
+    if not name:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                                 "Default topic resources are not allowed.")
+    try:
+        validate_topic_name(name)
+    except Exception as exc:
+        found = error_of(exc)
+        if found is None:
+            raise
+        raise ConfigRequestError(*found) from exc
+    return name
+
+
+def reject_broker_changes(names: Iterable[str]) -> None:
+    """wirebroker has no dynamic broker configs: any key left to set is refused as Kafka
+    refuses a non-dynamic one (INVALID_REQUEST, "Cannot update these configs dynamically")."""
+    remaining = sorted(set(names))
+    if remaining:
+        raise ConfigRequestError(
+            ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: Set(" + ", ".join(remaining) + ")")
+
+
+def broker_incremental_keys(ops: Iterable[tuple[str, int, str | None]]) -> list[str]:
+    """Keys an IncrementalAlterConfigs on a BROKER resource would leave set.
+
+    Nothing is stored dynamically, so the start is empty; DELETE of a key removes it.
+    APPEND/SUBTRACT need a LIST key (INVALID_CONFIG otherwise, Kafka's messages).
+    """
+    props: dict[str, str | None] = {}
+    for name, op, value in ops:
+        if op == OP_SET:
+            props[name] = value
+        elif op == OP_DELETE:
+            props.pop(name, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            d = BROKER_CONFIGS.get(name)
+            if d is None:
+                raise ConfigRequestError(ErrorCode.INVALID_CONFIG,
+                                         f"Unknown config name: {name}")
+            if d.type != ConfigType.LIST:
+                verb = "append" if op == OP_APPEND else "subtract"
+                raise ConfigRequestError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Config value {verb} is not allowed for config key: {name}")
+            props[name] = value
+        else:
+            raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                                     f"Unknown operations type {op}")
+    return list(props)
+
+
+# -- BROKER_LOGGER ------------------------------------------------------------------------------
+ROOT_LOGGER = "root"
+TRACE = 5
+_LOG4J_LEVELS = {"FATAL": logging.CRITICAL, "ERROR": logging.ERROR, "WARN": logging.WARNING,
+                 "INFO": logging.INFO, "DEBUG": logging.DEBUG, "TRACE": TRACE}
+_VALID_LEVELS_TEXT = ", ".join(sorted(_LOG4J_LEVELS))
+
+
+def _log4j_level(level: int) -> str:
+    if level >= logging.CRITICAL:
+        return "FATAL"
+    if level >= logging.ERROR:
+        return "ERROR"
+    if level >= logging.WARNING:
+        return "WARN"
+    if level >= logging.INFO:
+        return "INFO"
+    if level >= logging.DEBUG:
+        return "DEBUG"
+    return "TRACE"
+
+
+def _existing_loggers() -> dict[str, logging.Logger]:
+    out: dict[str, logging.Logger] = {ROOT_LOGGER: logging.getLogger()}
+    for name, obj in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(obj, logging.Logger):
+            out[name] = obj
+    return out
+
+
+def describe_loggers() -> list[ConfigEntry]:
+    """Every logger with its effective level (log4j names), sorted by name."""
+    return [
+        ConfigEntry(name=name, value=_log4j_level(logger.getEffectiveLevel()),
+                    source=SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG)
+        for name, logger in sorted(_existing_loggers().items())
+    ]
+
+
+def alter_loggers(ops: Iterable[tuple[str, int, str | None]], *, validate_only: bool) -> None:
+    """Kafka's RuntimeLoggerManager: validate every op, then apply them (unless validate_only)."""
+    loggers = _existing_loggers()
+    ops = list(ops)
+    for name, op, value in ops:
+        if op in (OP_SET, OP_DELETE) and name not in loggers:
+            raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
+        if op == OP_SET:
+            if value not in _LOG4J_LEVELS:
+                raise ConfigRequestError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Cannot set the log level of {name} to {value} as it is not a supported "
+                    f"log level. Valid log levels are {_VALID_LEVELS_TEXT}")
+        elif op == OP_DELETE:
+            if name == ROOT_LOGGER:
+                raise ConfigRequestError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            raise ConfigRequestError(
+                ErrorCode.INVALID_REQUEST,
+                f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
+        else:
+            raise ConfigRequestError(
+                ErrorCode.INVALID_REQUEST,
+                f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
+    if validate_only:
+        return
+    for name, op, value in ops:
+        logger = loggers[name]
+        if op == OP_SET:
+            assert value is not None
+            logger.setLevel(_LOG4J_LEVELS[value])
+        else:
+            logger.setLevel(logging.NOTSET)
+
+
+# -- request preprocessing shared by AlterConfigs and IncrementalAlterConfigs -------------------
+def duplicate_resources(resources: Iterable[Any]) -> set[tuple[int, str]]:
+    """(type, name) pairs that appear more than once in a request."""
+    seen: set[tuple[int, str]] = set()
+    dups: set[tuple[int, str]] = set()
+    for r in resources:
+        key = (int(r.resource_type), r.resource_name)
+        if key in seen:
+            dups.add(key)
+        seen.add(key)
+    return dups
+
+
+def check_config_list(configs: Iterable[Any], *, null_allowed_for_delete: bool) -> None:
+    """Kafka's ConfigAdminManager.preprocess checks of one resource's config list."""
+    configs = list(configs)
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                                 "Error due to duplicate config keys")
+    nulls = [c.name for c in configs if c.value is None and not (
+        null_allowed_for_delete and int(getattr(c, "config_operation", OP_SET)) == OP_DELETE)]
+    if nulls:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                                 "Null value not supported for : " + ", ".join(nulls))
+
+
+def resource_result(resource: Any, error: ErrorCode = ErrorCode.NONE,
+                    message: str | None = None) -> dict[str, Any]:
+    """An AlterConfigs / IncrementalAlterConfigs per-resource response."""
+    return {"error_code": error, "error_message": message,
+            "resource_type": int(resource.resource_type),
+            "resource_name": resource.resource_name}

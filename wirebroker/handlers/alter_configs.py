@@ -1,0 +1,100 @@
+"""AlterConfigs (key 33), versions 0-2 (the legacy, replace-everything API).
+
+Per resource (Kafka 4.x: the broker's ConfigAdminManager.preprocess, then the controller's
+ConfigurationControlManager.legacyAlterConfigs and its validator):
+
+    (type, name) twice            INVALID_REQUEST "Each resource must appear at most once."
+    a config name twice           INVALID_REQUEST "Error due to duplicate config keys"
+    null values                   INVALID_REQUEST "Null value not supported for : a, b"
+    TOPIC (2)                     the given configs *replace* all the topic's overrides (a
+                                  key left out returns to its default). Empty name:
+                                  INVALID_REQUEST "Default topic resources are not allowed.";
+                                  illegal name: INVALID_TOPIC_EXCEPTION; unknown or bad
+                                  configs: INVALID_CONFIG (Kafka's messages, see _configs);
+                                  then unknown topic: UNKNOWN_TOPIC_OR_PARTITION "The topic
+                                  't' does not exist."
+    BROKER (4)                    name must be "" or this node id ("Node id must be an
+                                  integer, but it is: x" / "Unexpected broker id, expected 0,
+                                  but received 5", INVALID_REQUEST). wirebroker has no dynamic
+                                  broker configs: every non-empty change is refused as Kafka
+                                  refuses a non-dynamic key, INVALID_REQUEST "Cannot update
+                                  these configs dynamically: Set(k1, k2)". An empty config
+                                  list succeeds (nothing to change).
+    any other type                INVALID_REQUEST "Unknown resource type 8" (legacy
+                                  AlterConfigs never served BROKER_LOGGER; GROUP and
+                                  CLIENT_METRICS configs do not exist in wirebroker)
+
+`validate_only` checks everything and changes nothing. Applied topic configs take effect on
+the live logs at once (ReplicaManager.alter_topic_configs). Results: `error_code`,
+`error_message`, `resource_type`, `resource_name`, in request order.
+
+Skipped: authorization, AlterConfigPolicy, throttling (throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers._configs import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    ConfigRequestError,
+    check_broker_resource_name,
+    check_config_list,
+    check_topic_resource_name,
+    duplicate_resources,
+    error_of,
+    reject_broker_changes,
+    resource_result,
+    validate_topic_configs,
+)
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+
+def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+    services = ctx.services
+    configs = list(resource.configs or [])
+    check_config_list(configs, null_allowed_for_delete=False)
+    rtype = int(resource.resource_type)
+    if rtype == RESOURCE_BROKER:
+        check_broker_resource_name(resource.resource_name, services.node_id, allow_empty=True,
+                                   describe=False)
+        reject_broker_changes(c.name for c in configs)
+        return
+    if rtype != RESOURCE_TOPIC:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
+    name = check_topic_resource_name(resource.resource_name)
+    overrides = validate_topic_configs({c.name: c.value for c in configs})
+    if services.topics.get(name) is None:
+        raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"The topic '{name}' does not exist.")
+    try:
+        services.replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
+    except Exception as exc:
+        found = error_of(exc)
+        if found is None:
+            raise
+        raise ConfigRequestError(*found) from exc
+
+
+@handler(ApiKey.ALTER_CONFIGS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    resources = list(req.resources or [])
+    dups = duplicate_resources(resources)
+    validate_only = bool(req.validate_only)
+    responses = []
+    for resource in resources:
+        if (int(resource.resource_type), resource.resource_name) in dups:
+            responses.append(resource_result(resource, ErrorCode.INVALID_REQUEST,
+                                             "Each resource must appear at most once."))
+            continue
+        try:
+            _alter(ctx, resource, validate_only)
+        except ConfigRequestError as exc:
+            responses.append(resource_result(resource, exc.error_code, exc.message))
+            continue
+        responses.append(resource_result(resource))
+    return {"throttle_time_ms": 0, "responses": responses}

@@ -1,0 +1,66 @@
+"""ApiVersions (key 18), versions 0-4.
+
+Every connection starts with this request: aiokafka sends v0, kafkajs v2, librdkafka v3,
+kafka-python v4. The answer lists every API that has a registered handler with the versions it
+advertises (`wirebroker.handlers.registry`), so the broker never claims an API it cannot serve.
+
+Request
+    v3+ carries `client_software_name` / `client_software_version`. Kafka checks both against
+    `[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?` (ApiVersionsRequest.isValid); when either does
+    not match, the answer is INVALID_REQUEST (42) with an empty API list, as Kafka's.
+Response
+    `error_code`, `api_keys` [(`api_key`, `min_version`, `max_version`)], `throttle_time_ms` (v1+,
+    always 0). The optional tagged fields (SupportedFeatures, FinalizedFeaturesEpoch,
+    FinalizedFeatures, ZkMigrationReady) stay at their defaults and are therefore not written:
+    kcat 1.7.1 / librdkafka 2.0.2 fails to parse a v3 response that carries them.
+Newer version than served (v5+)
+    Not a handler call: `wirebroker.net` answers with `unsupported_version_body()` encoded as a v0
+    response (header v0): UNSUPPORTED_VERSION (35) plus the API list, so the client retries with
+    the highest ApiVersions version listed (KIP-511). Kafka lists only ApiVersions' own range in
+    that answer; wirebroker lists every API, which clients treat the same way.
+
+Skipped: features (KIP-584) are not advertised; throttling does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import HANDLERS, handler
+
+#: Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (whole-string match).
+_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def valid_software_field(value: str | None) -> bool:
+    """True when a client_software_name/version is acceptable to Kafka."""
+    return value is not None and _SOFTWARE_NAME_VERSION.fullmatch(value) is not None
+
+
+def advertised_api_keys() -> list[dict[str, int]]:
+    """The `api_keys` array: every registered API, by key, with its advertised range."""
+    return [
+        {"api_key": spec.api_key, "min_version": spec.advertised_min,
+         "max_version": spec.max_version}
+        for spec in sorted(HANDLERS.values(), key=lambda s: s.api_key)
+    ]
+
+
+def unsupported_version_body() -> dict[str, Any]:
+    """The v0 body answering an ApiVersions request of a version newer than served."""
+    return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised_api_keys()}
+
+
+@handler(ApiKey.API_VERSIONS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if ctx.api_version >= 3 and not (
+        valid_software_field(req.client_software_name)
+        and valid_software_field(req.client_software_version)
+    ):
+        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
+    return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_keys(),
+            "throttle_time_ms": 0}

@@ -1,0 +1,58 @@
+"""What a handler gets: the request header, the broker's services, and who is asking.
+
+`Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
+filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
+`RequestContext` is built per request by `wirebroker.net`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protocol.headers import RequestHeader
+    from wirebroker.cluster.topic_store import TopicStore
+    from wirebroker.config import BrokerConfig
+    from wirebroker.log.log_manager import LogManager
+    from wirebroker.replication.producer_ids import ProducerIdManager
+    from wirebroker.replication.replica_manager import ReplicaManager
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch (the default `Services.clock`)."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class Services:
+    """The broker's long-lived services, shared by every handler."""
+
+    config: BrokerConfig
+    logs: LogManager
+    topics: TopicStore
+    replicas: ReplicaManager
+    producer_ids: ProducerIdManager
+    node_id: int
+    cluster_id: str
+    advertised_host: str = ""
+    advertised_port: int = -1
+    clock: Callable[[], int] = field(default=wall_clock_ms)
+
+
+@dataclass
+class RequestContext:
+    """One request as a handler sees it."""
+
+    header: RequestHeader
+    services: Services
+    client_host: str
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.api_version)
+
+    def now_ms(self) -> int:
+        return self.services.clock()

@@ -1,0 +1,141 @@
+"""DeleteTopics (key 20), versions 1-6.
+
+v1-5 name topics by `topic_names`; v6 by `topics` [{name (nullable), topic_id}], each naming
+a topic by name or by id (Kafka 4.x ControllerApis.deleteTopics semantics):
+
+    delete.topic.enable=false     every topic: TOPIC_DELETION_DISABLED (v3+) or
+                                  INVALID_REQUEST (v1-2), no message
+    neither name nor id           INVALID_REQUEST "Neither topic name nor id were specified."
+    both name and id              INVALID_REQUEST "You may not specify both topic name and
+                                  topic id."
+    a name twice / an id twice    INVALID_REQUEST "Duplicate topic name." / "Duplicate topic id."
+    unknown name                  UNKNOWN_TOPIC_OR_PARTITION "This server does not host this
+                                  topic-partition."
+    unknown id                    UNKNOWN_TOPIC_ID "This server does not host this topic ID."
+                                  (name null)
+    a name whose id was also      INVALID_REQUEST "The provided topic name maps to an ID that
+    given                         was already supplied."
+
+Internal topics (`__consumer_offsets`, `__transaction_state`) are deleted like any other, as
+Kafka 4.x does (only the kafka-topics tool refuses them on the client side).
+
+Results carry `name`, `topic_id` (v6; the zero uuid when unknown), `error_code` and
+`error_message` (v5+). Deletion is synchronous: the topic is gone from metadata and disk when
+the response is sent.
+
+Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeout_ms`; Kafka
+shuffles the results, wirebroker keeps them in a stable order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers._configs import error_of
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+ZERO_UUID = uuid.UUID(int=0)
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+
+
+def _result(name: str | None, topic_id: uuid.UUID, code: ErrorCode = ErrorCode.NONE,
+            message: str | None = None) -> dict[str, Any]:
+    return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
+
+
+def _requested(ctx: RequestContext, req: Any) -> list[tuple[str | None, uuid.UUID]]:
+    if ctx.api_version >= 6:
+        return [(t.name, t.topic_id or ZERO_UUID) for t in (req.topics or [])]
+    return [(name, ZERO_UUID) for name in (req.topic_names or [])]
+
+
+@handler(ApiKey.DELETE_TOPICS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    services = ctx.services
+    requested = _requested(ctx, req)
+    if not services.config.get("delete.topic.enable"):
+        code = (ErrorCode.INVALID_REQUEST if ctx.api_version < 3
+                else ErrorCode.TOPIC_DELETION_DISABLED)
+        return {"throttle_time_ms": 0,
+                "responses": [_result(name, tid, code)
+                              for name, tid in requested]}
+
+    results: list[dict[str, Any]] = []
+    names: list[str] = []
+    ids: list[uuid.UUID] = []
+    name_counts: dict[str, int] = {}
+    id_counts: dict[uuid.UUID, int] = {}
+    for name, tid in requested:
+        if name is None:
+            if tid == ZERO_UUID:
+                results.append(_result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST,
+                                       "Neither topic name nor id were specified."))
+            else:
+                id_counts[tid] = id_counts.get(tid, 0) + 1
+                if id_counts[tid] == 1:
+                    ids.append(tid)
+        elif tid == ZERO_UUID:
+            name_counts[name] = name_counts.get(name, 0) + 1
+            if name_counts[name] == 1:
+                names.append(name)
+        else:
+            results.append(_result(name, tid, ErrorCode.INVALID_REQUEST,
+                                   "You may not specify both topic name and topic id."))
+    for name in names:
+        if name_counts[name] > 1:
+            results.append(_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST,
+                                   "Duplicate topic name."))
+    for tid in ids:
+        if id_counts[tid] > 1:
+            results.append(_result(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
+
+    # Resolve ids, then names, to the topics to delete (id -> name).
+    to_delete: dict[uuid.UUID, str] = {}
+    duplicate_ids = {tid for tid, n in id_counts.items() if n > 1}
+    for tid in ids:
+        if tid in duplicate_ids:
+            continue
+        info = services.topics.by_id(tid)
+        if info is None:
+            results.append(_result(None, tid, ErrorCode.UNKNOWN_TOPIC_ID,
+                                   UNKNOWN_TOPIC_ID_MESSAGE))
+        else:
+            to_delete[tid] = info.name
+    for name in names:
+        if name_counts[name] > 1:
+            continue
+        info = services.topics.get(name)
+        if info is None:
+            results.append(_result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   UNKNOWN_TOPIC_MESSAGE))
+        elif info.topic_id in to_delete or info.topic_id in duplicate_ids:
+            to_delete.pop(info.topic_id, None)
+            duplicate_ids.add(info.topic_id)
+            results.append(_result(name, info.topic_id, ErrorCode.INVALID_REQUEST,
+                                   "The provided topic name maps to an ID that was already "
+                                   "supplied."))
+        else:
+            to_delete[info.topic_id] = name
+
+    for tid, name in to_delete.items():
+        try:
+            services.replicas.delete_topic(name)
+        except Exception as exc:
+            found = error_of(exc)
+            if found is None:
+                raise
+            code, message = found
+            results.append(_result(name, tid, code, message))
+            continue
+        results.append(_result(name, tid))
+    if ctx.api_version < 6:
+        # Before v6 the name is not nullable; every result names a requested topic.
+        for r in results:
+            if r["name"] is None:
+                r["name"] = ""
+    return {"throttle_time_ms": 0, "responses": results}

@@ -1,0 +1,76 @@
+"""DescribeCluster (key 60), versions 0-2.
+
+Answers as a Kafka 4.x broker endpoint (KafkaApis.handleDescribeCluster +
+AuthHelper.computeDescribeClusterResponse):
+
+    brokers                  this broker: node id, advertised host and port, rack null,
+                             is_fenced false (v2)
+    cluster_id               the persisted cluster id
+    controller_id            this node (a KRaft broker reports a random live broker; the only
+                             one is this node)
+    endpoint_type (v1+)      1 (BROKER). A request for CONTROLLER (2) endpoints gets
+                             MISMATCHED_ENDPOINT_TYPE "The request was sent to an endpoint of
+                             type BROKER, but we wanted an endpoint of type CONTROLLER"; any
+                             other type UNSUPPORTED_ENDPOINT_TYPE "Unsupported endpoint type
+                             N" (v0 would answer INVALID_REQUEST, but v0 cannot ask).
+    cluster_authorized_operations
+                             -2147483648 unless requested; when requested, every operation
+                             Kafka defines on the CLUSTER resource (no authorizer: all are
+                             allowed): CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+                             DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
+
+`include_fenced_brokers` (v2) changes nothing: the one broker is never fenced.
+Skipped: throttling (throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+ENDPOINT_BROKER = 1
+ENDPOINT_CONTROLLER = 2
+_ENDPOINT_NAMES = {ENDPOINT_BROKER: "BROKER", ENDPOINT_CONTROLLER: "CONTROLLER"}
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+# AclOperation codes Kafka supports on the CLUSTER resource.
+_CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
+
+
+@handler(ApiKey.DESCRIBE_CLUSTER)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    services = ctx.services
+    requested = int(getattr(req, "endpoint_type", ENDPOINT_BROKER))
+    if requested not in _ENDPOINT_NAMES:
+        return {"throttle_time_ms": 0,
+                "error_code": (ErrorCode.INVALID_REQUEST if ctx.api_version == 0
+                               else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE),
+                "error_message": f"Unsupported endpoint type {requested}",
+                "endpoint_type": ENDPOINT_BROKER, "cluster_id": "", "controller_id": -1,
+                "brokers": []}
+    if requested != ENDPOINT_BROKER:
+        return {"throttle_time_ms": 0,
+                "error_code": (ErrorCode.INVALID_REQUEST if ctx.api_version == 0
+                               else ErrorCode.MISMATCHED_ENDPOINT_TYPE),
+                "error_message": "The request was sent to an endpoint of type BROKER, but we "
+                                 f"wanted an endpoint of type {_ENDPOINT_NAMES[requested]}",
+                "endpoint_type": ENDPOINT_BROKER, "cluster_id": "", "controller_id": -1,
+                "brokers": []}
+    operations = (CLUSTER_AUTHORIZED_OPERATIONS if req.include_cluster_authorized_operations
+                  else AUTHORIZED_OPERATIONS_OMITTED)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "endpoint_type": ENDPOINT_BROKER,
+        "cluster_id": services.cluster_id,
+        "controller_id": services.node_id,
+        "brokers": [{"broker_id": services.node_id, "host": services.advertised_host,
+                     "port": services.advertised_port, "rack": None, "is_fenced": False}],
+        "cluster_authorized_operations": operations,
+    }

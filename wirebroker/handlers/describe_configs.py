@@ -1,0 +1,108 @@
+"""DescribeConfigs (key 32), versions 1-4.
+
+Per resource (Kafka 4.x ConfigHelper.describeConfigs; values, sources and synonyms are
+computed by `wirebroker.handlers._configs`, whose docstring gives the rules):
+
+    TOPIC (2)          illegal name: INVALID_TOPIC_EXCEPTION (message says why); unknown
+                       topic: UNKNOWN_TOPIC_OR_PARTITION (no message); else every topic config
+    BROKER (4)         name = this node id: every broker config; "" : the cluster-wide dynamic
+                       defaults, of which wirebroker has none (empty list); another id:
+                       INVALID_REQUEST "Unexpected broker id, expected 0 or empty string, but
+                       received 5"; not a number: "Broker id must be an integer, but it is: x"
+    BROKER_LOGGER (8)  name = this node id: every logger with its level; "" : INVALID_REQUEST
+                       "Broker id must not be empty"; another id: "Unexpected broker id,
+                       expected 0 but received 5"
+    CLIENT_METRICS (16), GROUP (32)
+                       INVALID_REQUEST "Unsupported resource type: GROUP" (Kafka serves them;
+                       wirebroker has neither client-metrics subscriptions nor group configs)
+    any other type     Kafka fails the whole request: every resource gets INVALID_REQUEST
+                       with Kafka's generic message
+
+`configuration_keys` null or empty: every config; else only those named (unknown names are
+left out silently). `include_synonyms` adds the synonyms, `include_documentation` (v3+) the
+doc string; `config_type` is sent from v3. Entries are sorted by name.
+
+Skipped: authorization (everything is describable), throttling (throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.cluster.names import validate_topic_name
+from wirebroker.handlers._configs import (
+    INVALID_REQUEST_MESSAGE,
+    KNOWN_RESOURCE_TYPES,
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_TOPIC,
+    RESOURCE_TYPE_NAMES,
+    ConfigEntry,
+    ConfigRequestError,
+    check_broker_resource_name,
+    describe_broker_configs,
+    describe_loggers,
+    describe_topic_configs,
+    error_of,
+    filter_entries,
+)
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+
+def _entries(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
+    services = ctx.services
+    rtype = int(resource.resource_type)
+    name = resource.resource_name
+    if rtype == RESOURCE_TOPIC:
+        try:
+            validate_topic_name(name)
+        except Exception as exc:
+            found = error_of(exc)
+            if found is None:
+                raise
+            raise ConfigRequestError(*found) from exc
+        info = services.topics.get(name)
+        if info is None:
+            raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        return describe_topic_configs(services.config, info.configs)
+    if rtype == RESOURCE_BROKER:
+        check_broker_resource_name(name, services.node_id, allow_empty=True, describe=True)
+        if not name:
+            return []  # no dynamic cluster-wide defaults exist
+        return describe_broker_configs(services.config)
+    if rtype == RESOURCE_BROKER_LOGGER:
+        check_broker_resource_name(name, services.node_id, allow_empty=False, describe=True)
+        return describe_loggers()
+    raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                             f"Unsupported resource type: {RESOURCE_TYPE_NAMES[rtype]}")
+
+
+@handler(ApiKey.DESCRIBE_CONFIGS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    resources = list(req.resources or [])
+    include_synonyms = bool(getattr(req, "include_synonyms", False))
+    include_documentation = bool(getattr(req, "include_documentation", False))
+    if any(int(r.resource_type) not in KNOWN_RESOURCE_TYPES for r in resources):
+        return {"throttle_time_ms": 0, "results": [
+            {"error_code": ErrorCode.INVALID_REQUEST, "error_message": INVALID_REQUEST_MESSAGE,
+             "resource_type": int(r.resource_type), "resource_name": r.resource_name,
+             "configs": []}
+            for r in resources]}
+    results = []
+    for resource in resources:
+        result: dict[str, Any] = {"resource_type": int(resource.resource_type),
+                                  "resource_name": resource.resource_name}
+        try:
+            entries = filter_entries(_entries(ctx, resource), resource.configuration_keys)
+        except ConfigRequestError as exc:
+            result.update(error_code=exc.error_code, error_message=exc.message, configs=[])
+        else:
+            result.update(error_code=ErrorCode.NONE, error_message=None, configs=[
+                e.describe_dict(include_synonyms=include_synonyms,
+                                include_documentation=include_documentation)
+                for e in entries])
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}

@@ -1,0 +1,210 @@
+"""Fetch (API key 1): serves v4-18.
+
+Fetch sessions (KIP-227) are not implemented; every request is served as a full fetch and the
+response carries session_id 0, which tells clients that no session was created, so they keep
+sending full fetches. By the request's (session_id, session_epoch), as Kafka's FetchManager:
+    epoch -1 (FINAL) or 0 (INITIAL)   a full fetch (any session_id is a session being closed or
+                                      replaced; there is none to close)
+    any other epoch                   top-level FETCH_SESSION_ID_NOT_FOUND, no partitions (no
+                                      session can exist); the client then starts over with a
+                                      full fetch
+forgotten_topics_data only applies to incremental fetches and is ignored. rack_id, cluster_id,
+replica_directory_id and the follower high_watermark (v18) are ignored.
+
+Topics are named (v4-12) or addressed by topic_id (v13+): an unknown id gives UNKNOWN_TOPIC_ID
+for each of its partitions, an unknown name or partition UNKNOWN_TOPIC_OR_PARTITION.
+
+Per partition, in this order:
+    current_leader_epoch (v9+)   > ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH,
+                                 -1 no check
+    last_fetched_epoch (v12+)    when >= 0 and the log diverges (Kafka's follower truncation check:
+                                 our end offset for that epoch is below fetch_offset, or we know
+                                 only an older epoch): no records, diverging_epoch set
+    fetch_offset                 outside [log start, log end] -> OFFSET_OUT_OF_RANGE
+    read                         whole batches from the batch containing fetch_offset (clients skip
+                                 the records before it), never a batch at or past the bound:
+                                 consumers read up to the high watermark; read_committed
+                                 (isolation_level 1) up to the last stable offset, which equals the
+                                 high watermark as there are no transactions; a replica_id >= 0
+                                 (replica_state.replica_id from v15) reads up to the log end
+                                 offset. Followers are otherwise treated like consumers until
+                                 replication exists (their fetch positions do not move the HW).
+A failed partition has high_watermark, last_stable_offset and log_start_offset -1, null
+aborted_transactions and empty records, as in Kafka. A served partition: high_watermark,
+last_stable_offset, log_start_offset, aborted_transactions [] for read_committed and null for
+read_uncommitted, preferred_read_replica -1.
+
+Size limits (KIP-74): partitions are read in request order; each gets
+min(partition_max_bytes, what is left of max_bytes); the first partition that returns data
+returns at least one whole batch even when it exceeds both limits, later ones only what fits.
+
+Long poll: the response goes out at once when the bytes gathered reach min_bytes, when any
+partition has an error or a diverging epoch, when no partition is requested or when
+max_wait_ms <= 0. Otherwise the handler parks this connection only, subscribed to every
+requested partition (`replication.fetch_waiters`), and reads again whenever one gets data,
+until min_bytes is reached or max_wait_ms passes; then it answers with what there is.
+Timing uses trio's clock (so tests run it under MockClock).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+from wirebroker.log.errors import LogError
+from wirebroker.replication.fetch_waiters import waiters_for
+from wirebroker.replication.partition import READ_COMMITTED
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+    from wirebroker.replication.partition import Partition
+
+__all__ = ["handle"]
+
+_INT32_MAX = 2**31 - 1
+_FINAL_EPOCH = -1
+_INITIAL_EPOCH = 0
+
+
+def _failed(index: int, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": int(code),
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+
+
+class _Plan:
+    """The request resolved against the topic store once: (response key, partitions)."""
+
+    def __init__(self, ctx: RequestContext, req: Any) -> None:
+        version = ctx.api_version
+        self.topics: list[tuple[dict[str, Any], str | None, ErrorCode, list[Any]]] = []
+        topics = ctx.services.topics
+        for ftopic in req.get("topics") or []:
+            if version >= 13:
+                topic_id = ftopic.get("topic_id")
+                info = topics.by_id(topic_id) if topic_id is not None else None
+                key: dict[str, Any] = {"topic_id": topic_id}
+                missing = ErrorCode.UNKNOWN_TOPIC_ID
+            else:
+                name = ftopic.get("topic")
+                info = topics.get(name) if name is not None else None
+                key = {"topic": name}
+                missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            self.topics.append((key, info.name if info is not None else None, missing,
+                                list(ftopic.get("partitions") or [])))
+
+    def watch_keys(self) -> list[tuple[str, int]]:
+        return [(name, int(p.get("partition"))) for _k, name, _m, parts in self.topics
+                if name is not None for p in parts]
+
+    def is_empty(self) -> bool:
+        return not any(parts for _k, _n, _m, parts in self.topics)
+
+
+def _read_partition(part: Partition, pdata: Any, *, version: int, isolation: int,
+                    from_follower: bool, limit: int, min_one: bool) -> tuple[dict[str, Any], bool]:
+    """One partition's response and whether it completes the fetch at once (error/divergence)."""
+    index = part.index
+    code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
+    if code != ErrorCode.NONE:
+        return _failed(index, code), True
+    fetch_offset = int(pdata.get("fetch_offset"))
+    base: dict[str, Any] = {
+        "partition_index": index,
+        "error_code": 0,
+        "high_watermark": part.high_watermark,
+        "last_stable_offset": part.last_stable_offset,
+        "log_start_offset": part.log_start_offset,
+        "aborted_transactions": [] if isolation == READ_COMMITTED else None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+    last_fetched_epoch = int(pdata.get("last_fetched_epoch", -1)) if version >= 12 else -1
+    if last_fetched_epoch >= 0:
+        epoch, end_offset = part.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            base["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            return base, True
+    try:
+        data = part.read(fetch_offset, max_bytes=limit, isolation_level=isolation,
+                         from_follower=from_follower, min_one_batch=min_one)
+    except LogError as exc:
+        return _failed(index, exc.error_code), True
+    base["records"] = data if isinstance(data, bytes) else bytes(data)
+    return base, False
+
+
+def _read_all(ctx: RequestContext, plan: _Plan, *, version: int, isolation: int,
+              from_follower: bool, max_bytes: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """Read every requested partition once: (responses, bytes gathered, complete now)."""
+    replicas = ctx.services.replicas
+    remaining = max(0, max_bytes)
+    total = 0
+    complete = False
+    responses = []
+    for key, name, missing, parts in plan.topics:
+        out = []
+        for pdata in parts:
+            index = int(pdata.get("partition"))
+            part = replicas.partition(name, index) if name is not None else None
+            if part is None:
+                code = missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                out.append(_failed(index, code))
+                complete = True
+                continue
+            limit = max(0, min(int(pdata.get("partition_max_bytes", _INT32_MAX)), remaining))
+            presp, done = _read_partition(part, pdata, version=version, isolation=isolation,
+                                          from_follower=from_follower, limit=limit,
+                                          min_one=total == 0)
+            complete = complete or done
+            size = len(presp["records"])
+            total += size
+            remaining = max(0, remaining - size)
+            out.append(presp)
+        responses.append({**key, "partitions": out})
+    return responses, total, complete
+
+
+@handler(ApiKey.FETCH)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    if version >= 7 and int(req.get("session_epoch", _FINAL_EPOCH)) not in (_FINAL_EPOCH,
+                                                                              _INITIAL_EPOCH):
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+                "session_id": 0, "responses": []}
+    if version >= 15:
+        state = req.get("replica_state") or {}
+        replica_id = int(state.get("replica_id", -1))
+    else:
+        replica_id = int(req.get("replica_id", -1))
+    from_follower = replica_id >= 0
+    isolation = int(req.get("isolation_level", 0))
+    max_bytes = int(req.get("max_bytes", _INT32_MAX))
+    min_bytes = int(req.get("min_bytes", 0))
+    max_wait_ms = int(req.get("max_wait_ms", 0))
+
+    plan = _Plan(ctx, req)
+    deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
+    waiters = waiters_for(ctx.services.replicas)
+    while True:
+        responses, total, complete = _read_all(ctx, plan, version=version, isolation=isolation,
+                                               from_follower=from_follower, max_bytes=max_bytes)
+        if (complete or total >= min_bytes or max_wait_ms <= 0 or plan.is_empty()
+                or trio.current_time() >= deadline):
+            break
+        # No await between the read above and subscribing: no wake-up can be missed.
+        with waiters.subscribe(plan.watch_keys()) as event:
+            with trio.move_on_at(deadline):
+                await event.wait()
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

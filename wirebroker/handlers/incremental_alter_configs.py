@@ -1,0 +1,121 @@
+"""IncrementalAlterConfigs (key 44), versions 0-1.
+
+Each config carries an operation: SET (0), DELETE (1), APPEND (2), SUBTRACT (3). Per resource
+(Kafka 4.x: the broker's ConfigAdminManager.preprocess, then the controller's
+ConfigurationControlManager.incrementalAlterConfigs and its validator):
+
+    (type, name) twice            INVALID_REQUEST "Each resource must appear at most once."
+    a config name twice           INVALID_REQUEST "Error due to duplicate config keys"
+    null value (not DELETE)       INVALID_REQUEST "Null value not supported for : a, b"
+    TOPIC (2)                     ops apply to the topic's current overrides: SET replaces,
+                                  DELETE removes (a key not set, even an unknown one, is a
+                                  no-op), APPEND/SUBTRACT add/remove comma-separated items of
+                                  a LIST config (starting from its default when not set) --
+                                  on another type INVALID_CONFIG "Can't APPEND to key k
+                                  because its type is not LIST."; an unknown operation:
+                                  INVALID_REQUEST. Then the resulting overrides are validated
+                                  (INVALID_CONFIG, Kafka's messages) and the topic must exist
+                                  (UNKNOWN_TOPIC_OR_PARTITION "The topic 't' does not
+                                  exist."). Name checks as AlterConfigs.
+    BROKER (4)                    name "" or this node id (INVALID_REQUEST otherwise). No
+                                  dynamic broker configs exist, so the ops start from nothing:
+                                  DELETE is a no-op, APPEND/SUBTRACT need a LIST key
+                                  (INVALID_CONFIG "Config value append is not allowed for
+                                  config key: k"), and any key left set is refused:
+                                  INVALID_REQUEST "Cannot update these configs dynamically:
+                                  Set(k)".
+    BROKER_LOGGER (8)             name must be this node id; SET a logger's level (FATAL,
+                                  ERROR, WARN, INFO, DEBUG, TRACE) or DELETE it (inherit; not
+                                  for "root"); Python loggers stand in for log4j's. APPEND /
+                                  SUBTRACT: INVALID_REQUEST. Unknown logger: INVALID_CONFIG
+                                  "Logger x does not exist!".
+    GROUP (32), CLIENT_METRICS (16), other types
+                                  INVALID_REQUEST "Unknown resource type 32" (wirebroker has no
+                                  such configs; Kafka answers unknown types with
+                                  UNSUPPORTED_VERSION once past its broker-side checks, which
+                                  already refuse them with this message)
+
+`validate_only` checks everything and changes nothing. Applied topic configs take effect on
+the live logs at once (ReplicaManager.alter_topic_configs). Results in request order.
+
+Skipped: authorization, AlterConfigPolicy, throttling (throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers._configs import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_TOPIC,
+    ConfigRequestError,
+    alter_loggers,
+    apply_incremental,
+    broker_incremental_keys,
+    check_broker_resource_name,
+    check_config_list,
+    check_topic_resource_name,
+    duplicate_resources,
+    error_of,
+    reject_broker_changes,
+    resource_result,
+    validate_topic_configs,
+)
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+
+def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+    services = ctx.services
+    configs = list(resource.configs or [])
+    check_config_list(configs, null_allowed_for_delete=True)
+    ops = [(c.name, int(c.config_operation), c.value) for c in configs]
+    rtype = int(resource.resource_type)
+    name = resource.resource_name
+    if rtype == RESOURCE_BROKER_LOGGER:
+        check_broker_resource_name(name, services.node_id, allow_empty=False, describe=False)
+        alter_loggers(ops, validate_only=validate_only)
+        return
+    if rtype == RESOURCE_BROKER:
+        check_broker_resource_name(name, services.node_id, allow_empty=True, describe=False)
+        reject_broker_changes(broker_incremental_keys(ops))
+        return
+    if rtype != RESOURCE_TOPIC:
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
+    name = check_topic_resource_name(name)
+    info = services.topics.get(name)
+    current = dict(info.configs) if info is not None else {}
+    overrides = validate_topic_configs(apply_incremental(current, ops))
+    if info is None:
+        raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"The topic '{name}' does not exist.")
+    try:
+        services.replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
+    except Exception as exc:
+        found = error_of(exc)
+        if found is None:
+            raise
+        raise ConfigRequestError(*found) from exc
+
+
+@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    resources = list(req.resources or [])
+    dups = duplicate_resources(resources)
+    validate_only = bool(req.validate_only)
+    responses = []
+    for resource in resources:
+        if (int(resource.resource_type), resource.resource_name) in dups:
+            responses.append(resource_result(resource, ErrorCode.INVALID_REQUEST,
+                                             "Each resource must appear at most once."))
+            continue
+        try:
+            _alter(ctx, resource, validate_only)
+        except ConfigRequestError as exc:
+            responses.append(resource_result(resource, exc.error_code, exc.message))
+            continue
+        responses.append(resource_result(resource))
+    return {"throttle_time_ms": 0, "responses": responses}

@@ -1,0 +1,64 @@
+"""InitProducerId (API key 22): serves v0-5 (v6 is unstable upstream and not generated), for
+idempotent (non-transactional) producers.
+
+    transactional_id null      a new producer id with epoch 0, always: Kafka's transaction
+                               coordinator "blindly accepts" such requests and hands out a fresh
+                               id even when producer_id/producer_epoch (v3+, KIP-360) name an
+                               existing one (an idempotent producer bumps its epoch itself).
+                               Ids come from `ProducerIdManager` and are never reused, even after
+                               a crash.
+    producer_id / epoch        exactly one of them -1 -> INVALID_REQUEST (Kafka's check).
+    transactional_id ""        INVALID_REQUEST (as Kafka).
+    transactional_id set       transactions are out of scope: TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                               Kafka's answer when the client may not use that transactional id.
+                               It is fatal in every client (no retry loop) and names the cause;
+                               the retriable alternatives (NOT_COORDINATOR,
+                               COORDINATOR_NOT_AVAILABLE) would make producers retry forever.
+Failures answer producer_id -1, producer_epoch -1. transaction_timeout_ms is ignored. The v6 fields
+(enable2_pc, keep_prepared_txn, ongoing_txn_producer_id/epoch = -1) are handled should v6 be
+generated later.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+log = logging.getLogger(__name__)
+
+_NO_PRODUCER_ID = -1
+_NO_PRODUCER_EPOCH = -1
+
+
+def _response(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": int(code), "producer_id": producer_id,
+            "producer_epoch": epoch, "ongoing_txn_producer_id": -1,
+            "ongoing_txn_producer_epoch": -1}
+
+
+@handler(ApiKey.INIT_PRODUCER_ID)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    transactional_id = req.get("transactional_id")
+    if transactional_id is not None:
+        if transactional_id == "":
+            return _response(ErrorCode.INVALID_REQUEST)
+        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    producer_id = int(req.get("producer_id", _NO_PRODUCER_ID))
+    producer_epoch = int(req.get("producer_epoch", _NO_PRODUCER_EPOCH))
+    if (producer_id == _NO_PRODUCER_ID) != (producer_epoch == _NO_PRODUCER_EPOCH):
+        return _response(ErrorCode.INVALID_REQUEST)
+    try:
+        new_id = ctx.services.producer_ids.next_id()
+    except Exception:
+        log.exception("allocating a producer id failed")
+        return _response(ErrorCode.UNKNOWN)
+    return _response(ErrorCode.NONE, new_id, 0)

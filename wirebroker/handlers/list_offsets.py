@@ -1,0 +1,141 @@
+"""ListOffsets (API key 2): serves v1-11 (v0's old_style_offsets is not in the schema range).
+
+Special timestamps (Kafka's ListOffsetsRequest constants), per partition:
+    -1 LATEST                 the last fetchable offset: the high watermark for consumers
+                              (read_committed: the last stable offset, equal to the HW as there
+                              are no transactions), the log end offset when replica_id != -1;
+                              leader_epoch = the partition's leader epoch
+    -2 EARLIEST               the log start offset
+    -4 EARLIEST_LOCAL         the same (no tiered storage: local log start = log start)
+    -3 MAX_TIMESTAMP (v7+)    offset and timestamp of the record with the largest timestamp
+                              (offset -1, timestamp -1 on an empty log)
+    -5 LATEST_TIERED (v9+)    offset -1, timestamp -1, leader_epoch -1: Kafka's answer when remote
+                              storage is disabled
+    -6 EARLIEST_PENDING_UPLOAD (v11) the same as -5 (nothing is pending upload)
+    any other value           the first offset whose record timestamp is >= the target;
+                              offset -1 / timestamp -1 when there is none below the last
+                              fetchable offset. (Negative values other than the above are
+                              searched like timestamps, as Kafka does.)
+Timestamps of -1/-2/-4 answers are -1. leader_epoch (v4+) of an offset found in the log is the
+latest epoch of the leader-epoch cache (-1 when the log never had data): a single broker writes
+every batch with epoch 0, so that is the epoch of the batch holding it.
+
+Errors: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+)
+-> FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (see replication.partition); a partition listed
+twice in one request -> INVALID_REQUEST for each entry (Kafka's duplicate-partition check).
+Failed partitions answer offset -1, timestamp -1, leader_epoch -1. timeout_ms (v10+) is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+from wirebroker.log.errors import LogError
+from wirebroker.replication.partition import READ_COMMITTED
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+    from wirebroker.replication.partition import Partition
+
+__all__ = [
+    "EARLIEST_LOCAL_TIMESTAMP",
+    "EARLIEST_PENDING_UPLOAD_TIMESTAMP",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIERED_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "handle",
+]
+
+log = logging.getLogger(__name__)
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+
+_CONSUMER_REPLICA_ID = -1
+
+
+def _answer(index: int, code: ErrorCode = ErrorCode.NONE, *, offset: int = -1,
+            timestamp: int = -1, leader_epoch: int = -1) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": int(code), "timestamp": timestamp,
+            "offset": offset, "leader_epoch": leader_epoch}
+
+
+def _epoch_of_data(part: Partition) -> int:
+    latest = part.log.latest_epoch
+    return -1 if latest is None else int(latest)
+
+
+def _lookup(part: Partition, target: int, *, isolation: int, from_client: bool) -> dict[str, Any]:
+    index = part.index
+    if not from_client:
+        last_fetchable = part.log_end_offset
+    elif isolation == READ_COMMITTED:
+        last_fetchable = part.last_stable_offset
+    else:
+        last_fetchable = part.high_watermark
+    if target == LATEST_TIMESTAMP:
+        return _answer(index, offset=last_fetchable, leader_epoch=part.leader_epoch)
+    if target in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        return _answer(index, offset=part.log_start_offset, leader_epoch=_epoch_of_data(part))
+    if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        return _answer(index)
+    if target == MAX_TIMESTAMP:
+        timestamp, offset = part.log.max_timestamp()
+        if offset < 0:
+            return _answer(index)
+    else:
+        found = part.log.offset_for_timestamp(target)
+        if found is None:
+            return _answer(index)
+        offset, timestamp = found
+    if offset >= last_fetchable:
+        return _answer(index)
+    return _answer(index, offset=offset, timestamp=timestamp, leader_epoch=_epoch_of_data(part))
+
+
+@handler(ApiKey.LIST_OFFSETS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    replicas = ctx.services.replicas
+    replica_id = int(req.get("replica_id", _CONSUMER_REPLICA_ID))
+    from_client = replica_id == _CONSUMER_REPLICA_ID
+    isolation = int(req.get("isolation_level", 0))
+    topics_in = list(req.get("topics") or [])
+    seen = Counter((t.get("name"), int(p.get("partition_index")))
+                   for t in topics_in for p in t.get("partitions") or [])
+    topics_out = []
+    for topic in topics_in:
+        name = topic.get("name")
+        partitions_out = []
+        for pdata in topic.get("partitions") or []:
+            index = int(pdata.get("partition_index"))
+            part = replicas.partition(name, index) if name is not None else None
+            if seen[(name, index)] > 1:
+                partitions_out.append(_answer(index, ErrorCode.INVALID_REQUEST))
+                continue
+            if part is None:
+                partitions_out.append(_answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
+            if code != ErrorCode.NONE:
+                partitions_out.append(_answer(index, code))
+                continue
+            try:
+                partitions_out.append(_lookup(part, int(pdata.get("timestamp")),
+                                              isolation=isolation, from_client=from_client))
+            except LogError as exc:
+                partitions_out.append(_answer(index, exc.error_code))
+            except Exception:
+                log.exception("list offsets of %s-%d failed", name, index)
+                partitions_out.append(_answer(index, ErrorCode.UNKNOWN))
+        topics_out.append({"name": name, "partitions": partitions_out})
+    return {"throttle_time_ms": 0, "topics": topics_out}

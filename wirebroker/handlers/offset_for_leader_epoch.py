@@ -1,0 +1,65 @@
+"""OffsetForLeaderEpoch (API key 23): serves v2-4 (the schema's range; v0-1 are gone in Kafka 4).
+
+For each partition: the largest epoch <= the requested leader_epoch that the leader knows, and
+the end offset of that epoch (the start offset of the next epoch, or the log end offset for the
+latest epoch), per KIP-101/KIP-279, from the partition log's leader-epoch cache. An epoch older
+than every known epoch answers leader_epoch -1, end_offset -1 with NONE, as Kafka.
+Errors: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v2+):
+> ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH, -1 no check. Failed partitions answer
+leader_epoch -1, end_offset -1. replica_id (v3+; -2 for consumers, a broker id for followers) is
+accepted and not checked: the answer is the same for both on a single broker.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+from wirebroker.log.errors import LogError
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+log = logging.getLogger(__name__)
+
+
+def _answer(index: int, code: ErrorCode = ErrorCode.NONE, *, epoch: int = -1,
+            end_offset: int = -1) -> dict[str, Any]:
+    return {"error_code": int(code), "partition": index, "leader_epoch": epoch,
+            "end_offset": end_offset}
+
+
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    replicas = ctx.services.replicas
+    topics_out = []
+    for topic in req.get("topics") or []:
+        name = topic.get("topic")
+        partitions_out = []
+        for pdata in topic.get("partitions") or []:
+            index = int(pdata.get("partition"))
+            part = replicas.partition(name, index) if name is not None else None
+            if part is None:
+                partitions_out.append(_answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
+            if code != ErrorCode.NONE:
+                partitions_out.append(_answer(index, code))
+                continue
+            try:
+                epoch, end_offset = part.log.end_offset_for_epoch(int(pdata.get("leader_epoch")))
+            except LogError as exc:
+                partitions_out.append(_answer(index, exc.error_code))
+                continue
+            except Exception:
+                log.exception("end offset for epoch of %s-%d failed", name, index)
+                partitions_out.append(_answer(index, ErrorCode.UNKNOWN))
+                continue
+            partitions_out.append(_answer(index, epoch=epoch, end_offset=end_offset))
+        topics_out.append({"topic": name, "partitions": partitions_out})
+    return {"throttle_time_ms": 0, "topics": topics_out}

@@ -1,0 +1,203 @@
+"""Produce (API key 0): serves v3-13 (advertised from v0, KAFKA-18659; v0-2 close the connection).
+
+Per request
+    acks            must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every partition.
+                    acks=-1 waits for the ISR, which is this broker alone: it behaves as acks=1,
+                    except that min.insync.replicas above 1 gives NOT_ENOUGH_REPLICAS.
+                    acks=0 gets no response; if any partition failed, the connection is closed
+                    (raise `ProduceWithoutAckFailed`), as Kafka does, so the producer notices and
+                    refreshes its metadata.
+    transactions    out of scope. A request with a transactional_id, or holding a transactional
+                    batch, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition: Kafka's
+                    answer when the client may not use a transactional id. It is fatal for the
+                    producer (no retry loop) and names the cause. (Kafka itself accepts
+                    non-transactional batches that carry a transactional_id; wirebroker never
+                    issues transactional producer ids, so such a request cannot be legitimate.)
+    timeout_ms      ignored (nothing to wait for on a single broker).
+
+Per partition, in this order
+    unknown topic name                      UNKNOWN_TOPIC_OR_PARTITION (Kafka 4 never
+                                            auto-creates on produce)
+    unknown topic id (v13)                  UNKNOWN_TOPIC_ID
+    unknown partition                       UNKNOWN_TOPIC_OR_PARTITION
+    internal topic (__consumer_offsets ...) INVALID_TOPIC_EXCEPTION, unless the client id is
+                                            Kafka's "__admin_client"
+    records null/empty, not exactly one     INVALID_RECORD (Kafka's ProduceRequest validation)
+      complete batch, or magic != 2
+    zstd batch with version < 7             UNSUPPORTED_COMPRESSION_TYPE
+    storage errors (wirebroker.log.errors)  their `error_code` (CORRUPT_MESSAGE, INVALID_RECORD,
+                                            MESSAGE_TOO_LARGE, INVALID_TIMESTAMP,
+                                            OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+                                            KAFKA_STORAGE_ERROR); error_message = the reason
+    idempotent duplicate                    NONE with the original base offset, nothing appended
+
+Response fields: index, error_code, base_offset, log_append_time_ms (-1 unless the topic uses
+LogAppendTime), log_start_offset, record_errors [] (the storage layer does not report the
+index of a bad record), error_message, throttle_time_ms 0. A failed partition has base_offset,
+log_append_time_ms and log_start_offset -1. current_leader and node_endpoints (v10+, only for
+NOT_LEADER_OR_FOLLOWER) are never sent. Appends wake long-poll fetches (ReplicaManager.append
+notifies its data listeners).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from protocol.records import InvalidBatch, iter_batches
+from wirebroker.cluster.names import is_internal
+from wirebroker.handlers.registry import handler
+from wirebroker.log.errors import LogError
+from wirebroker.replication.partition import NotEnoughReplicasError
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+    from wirebroker.replication.partition import Partition
+
+__all__ = ["ADMIN_CLIENT_ID", "ProduceWithoutAckFailed", "handle"]
+
+log = logging.getLogger(__name__)
+
+#: Kafka lets only this client id write to internal topics (AdminUtils.ADMIN_CLIENT_ID).
+ADMIN_CLIENT_ID = "__admin_client"
+_ZSTD = 4
+_ZSTD_MIN_VERSION = 7
+
+
+class ProduceWithoutAckFailed(Exception):
+    """acks=0 produce with a failed partition: closing the connection is the only signal."""
+
+
+def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": int(code),
+        "base_offset": -1,
+        "log_append_time_ms": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+def _check_records(records: bytes | None, version: int) -> tuple[ErrorCode, str | None]:
+    """Kafka's ProduceRequest.validateRecords: exactly one complete v2 batch."""
+    if not records:
+        return (ErrorCode.INVALID_RECORD,
+                f"Produce requests with version {version} must have at least one record batch "
+                "per partition")
+    try:
+        batches = list(iter_batches(records))
+    except InvalidBatch as exc:
+        return ErrorCode.INVALID_RECORD, f"Invalid record batch: {exc}"
+    if len(batches) != 1:
+        return (ErrorCode.INVALID_RECORD,
+                f"Produce requests with version {version} are only allowed to contain exactly "
+                "one record batch per partition")
+    header = batches[0][1]
+    if header.compression == _ZSTD and version < _ZSTD_MIN_VERSION:
+        return (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                f"Produce requests with version {version} cannot use ZStandard compression")
+    return ErrorCode.NONE, None
+
+
+def _has_transactional_batch(topic_data: list[Any]) -> bool:
+    for topic in topic_data:
+        for part in topic.get("partition_data") or []:
+            records = part.get("records")
+            if not records:
+                continue
+            try:
+                for _pos, header in iter_batches(records):
+                    if header.is_transactional:
+                        return True
+            except InvalidBatch:
+                continue
+    return False
+
+
+def _append(ctx: RequestContext, part: Partition, records: bytes, acks: int) -> dict[str, Any]:
+    replicas = ctx.services.replicas
+    try:
+        result = replicas.append(part.topic, part.index, records, now_ms=ctx.now_ms(),
+                                 required_acks=acks)
+    except (LogError, NotEnoughReplicasError) as exc:
+        return _failed(part.index, exc.error_code, str(exc) or None)
+    except Exception:
+        log.exception("produce to %s-%d failed", part.topic, part.index)
+        return _failed(part.index, ErrorCode.UNKNOWN, "Unexpected server error")
+    return {
+        "index": part.index,
+        "error_code": 0,
+        "base_offset": result.first_offset,
+        "log_append_time_ms": result.log_append_time,
+        "log_start_offset": part.log_start_offset,
+        "record_errors": [],
+        "error_message": None,
+    }
+
+
+@handler(ApiKey.PRODUCE)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    acks = int(req.get("acks", 1))
+    topic_data = list(req.get("topic_data") or [])
+    replicas = ctx.services.replicas
+    topics = ctx.services.topics
+    client_id = getattr(ctx.header, "client_id", None)
+
+    request_error: ErrorCode | None = None
+    if acks not in (-1, 0, 1):
+        request_error = ErrorCode.INVALID_REQUIRED_ACKS
+    elif req.get("transactional_id") is not None or _has_transactional_batch(topic_data):
+        request_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    responses = []
+    any_error = False
+    for topic in topic_data:
+        name: str | None
+        if version >= 13:
+            topic_id = topic.get("topic_id")
+            info = topics.by_id(topic_id) if topic_id is not None else None
+            name = info.name if info is not None else None
+            missing_code = ErrorCode.UNKNOWN_TOPIC_ID
+            out_topic: dict[str, Any] = {"topic_id": topic_id}
+        else:
+            name = topic.get("name")
+            info = topics.get(name) if name is not None else None
+            missing_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out_topic = {"name": name}
+        partition_responses = []
+        for pdata in topic.get("partition_data") or []:
+            index = int(pdata.get("index"))
+            if request_error is not None:
+                presp = _failed(index, request_error)
+            elif info is None or name is None:
+                presp = _failed(index, missing_code)
+            elif (part := replicas.partition(name, index)) is None:
+                presp = _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif is_internal(name) and client_id != ADMIN_CLIENT_ID:
+                presp = _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                f"Cannot append to internal topic {name}")
+            else:
+                records = pdata.get("records")
+                code, message = _check_records(records, version)
+                if code != ErrorCode.NONE:
+                    presp = _failed(index, code, message)
+                else:
+                    assert records is not None
+                    presp = _append(ctx, part, bytes(records), acks)
+            any_error = any_error or presp["error_code"] != 0
+            partition_responses.append(presp)
+        out_topic["partition_responses"] = partition_responses
+        responses.append(out_topic)
+
+    if acks == 0:
+        if any_error:
+            raise ProduceWithoutAckFailed(
+                "acks=0 produce failed for at least one partition; closing the connection so "
+                "the producer refreshes its metadata")
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

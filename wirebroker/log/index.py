@@ -1,0 +1,221 @@
+"""Sparse offset and time indexes of one segment (Kafka's `OffsetIndex` / `TimeIndex`).
+
+`.index` entries, 8 bytes, big-endian::
+
+    int32 relative offset   (the batch's LAST offset - segment base offset)
+    int32 file position     (where that batch starts in the .log)
+
+`.timeindex` entries, 12 bytes, big-endian::
+
+    int64 timestamp         (largest batch max timestamp seen so far in the segment)
+    int32 relative offset   (last offset of the batch that carried that timestamp)
+
+Entries are strictly increasing (offsets and positions; timestamps, with offsets
+non-decreasing). A lookup returns the last entry at or below the key; the reader then scans
+batch headers forward from the entry's position.
+
+Differences from Kafka: no preallocation and no mmap. The file always holds exactly the
+entries (appended with `os.write` on an O_APPEND fd, like the `.log`), and the entries are
+also kept in memory in `array`s (4-8 bytes each) for `bisect` lookups. `max_bytes`
+(segment.index.bytes) still bounds the entry count: a full index makes the segment roll.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_right
+from pathlib import Path
+
+from wirebroker.log.fs import APPEND_FLAGS, FileSystem, pread_exact, write_all
+
+__all__ = ["OffsetIndex", "TimeIndex"]
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_INT32_MAX = 2**31 - 1
+
+
+class _Index:
+    entry_size = 0
+
+    def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
+        self.fs = fs
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(max_bytes // self.entry_size, 1)
+        self.fd = fs.open(path, APPEND_FLAGS)
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def is_full(self) -> bool:
+        return len(self) >= self.max_entries
+
+    def set_max_bytes(self, max_bytes: int) -> None:
+        self.max_entries = max(max_bytes // self.entry_size, 1)
+
+    def read_raw(self) -> bytes:
+        return pread_exact(self.fs, self.fd, self.fs.fsize(self.fd), 0)
+
+    def write_raw(self, data: bytes) -> None:
+        """Append encoded entries to the file (in-memory arrays are updated by the caller)."""
+        if data:
+            write_all(self.fs, self.fd, data)
+
+    def truncate_file(self, entries: int) -> None:
+        self.fs.ftruncate(self.fd, entries * self.entry_size)
+
+    def flush(self) -> None:
+        self.fs.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            self.fs.close(fd)
+
+
+class OffsetIndex(_Index):
+    entry_size = _OFFSET_ENTRY.size
+
+    def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
+        super().__init__(fs, path, base_offset, max_bytes)
+        self.rel_offsets = array("i")
+        self.positions = array("i")
+
+    def __len__(self) -> int:
+        return len(self.rel_offsets)
+
+    def load(self, log_size: int) -> str | None:
+        """Read the file into memory; a reason string if it fails the sanity check.
+
+        Checks: length a multiple of 8; relative offsets >= 0 and strictly increasing;
+        positions strictly increasing and inside the log (< log_size).
+        """
+        raw = self.read_raw()
+        if len(raw) % self.entry_size:
+            return f"{self.path.name}: length {len(raw)} is not a multiple of 8"
+        rel = array("i")
+        pos = array("i")
+        for r, p in _OFFSET_ENTRY.iter_unpack(raw):
+            if r < 0 or p < 0 or p >= log_size:
+                return f"{self.path.name}: entry ({r}, {p}) outside the segment"
+            if rel and (r <= rel[-1] or p <= pos[-1]):
+                return f"{self.path.name}: entries not increasing at ({r}, {p})"
+            rel.append(r)
+            pos.append(p)
+        self.rel_offsets, self.positions = rel, pos
+        return None
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the last entry whose offset <= `offset`; else (base, 0)."""
+        rel = offset - self.base_offset
+        if rel > _INT32_MAX:
+            rel = _INT32_MAX
+        i = bisect_right(self.rel_offsets, rel)
+        if i == 0:
+            return self.base_offset, 0
+        return self.base_offset + self.rel_offsets[i - 1], self.positions[i - 1]
+
+    def last_entry(self) -> tuple[int, int] | None:
+        if not self.rel_offsets:
+            return None
+        return self.base_offset + self.rel_offsets[-1], self.positions[-1]
+
+    @staticmethod
+    def encode(entries: list[tuple[int, int]]) -> bytes:
+        """Entries given as (relative offset, position)."""
+        return b"".join(_OFFSET_ENTRY.pack(r, p) for r, p in entries)
+
+    def commit(self, entries: list[tuple[int, int]]) -> None:
+        for r, p in entries:
+            self.rel_offsets.append(r)
+            self.positions.append(p)
+
+    def reset(self, entries: list[tuple[int, int]]) -> None:
+        """Replace the whole index (file and memory) with `entries`."""
+        self.truncate_file(0)
+        self.rel_offsets = array("i")
+        self.positions = array("i")
+        self.write_raw(self.encode(entries))
+        self.commit(entries)
+
+    def truncate_entries(self, count: int) -> None:
+        self.truncate_file(count)
+        del self.rel_offsets[count:]
+        del self.positions[count:]
+
+
+class TimeIndex(_Index):
+    entry_size = _TIME_ENTRY.size
+
+    def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
+        super().__init__(fs, path, base_offset, max_bytes)
+        self.timestamps = array("q")
+        self.rel_offsets = array("i")
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def load(self, offset_limit: int | None) -> str | None:
+        """Read the file into memory; a reason string if it fails the sanity check.
+
+        Checks: length a multiple of 12; timestamps strictly increasing; relative offsets
+        >= 0, non-decreasing and below `offset_limit` (absolute) when given.
+        """
+        raw = self.read_raw()
+        if len(raw) % self.entry_size:
+            return f"{self.path.name}: length {len(raw)} is not a multiple of 12"
+        ts = array("q")
+        rel = array("i")
+        for t, r in _TIME_ENTRY.iter_unpack(raw):
+            if r < 0 or (offset_limit is not None and self.base_offset + r >= offset_limit):
+                return f"{self.path.name}: entry ({t}, {r}) outside the segment"
+            if ts and (t <= ts[-1] or r < rel[-1]):
+                return f"{self.path.name}: entries not increasing at ({t}, {r})"
+            ts.append(t)
+            rel.append(r)
+        self.timestamps, self.rel_offsets = ts, rel
+        return None
+
+    def lookup(self, timestamp: int) -> int:
+        """Offset of the last entry whose timestamp <= `timestamp`; else the base offset."""
+        i = bisect_right(self.timestamps, timestamp)
+        if i == 0:
+            return self.base_offset
+        return self.base_offset + self.rel_offsets[i - 1]
+
+    def last_entry(self) -> tuple[int, int] | None:
+        """(timestamp, absolute offset) of the last entry."""
+        if not self.timestamps:
+            return None
+        return self.timestamps[-1], self.base_offset + self.rel_offsets[-1]
+
+    def last_timestamp(self) -> int:
+        """The last entry's timestamp, -1 when empty. Kafka's maybeAppend rule: an entry is
+        added only for a timestamp above this one."""
+        return self.timestamps[-1] if self.timestamps else -1
+
+    @staticmethod
+    def encode(entries: list[tuple[int, int]]) -> bytes:
+        """Entries given as (timestamp, relative offset)."""
+        return b"".join(_TIME_ENTRY.pack(t, r) for t, r in entries)
+
+    def commit(self, entries: list[tuple[int, int]]) -> None:
+        for t, r in entries:
+            self.timestamps.append(t)
+            self.rel_offsets.append(r)
+
+    def reset(self, entries: list[tuple[int, int]]) -> None:
+        self.truncate_file(0)
+        self.timestamps = array("q")
+        self.rel_offsets = array("i")
+        self.write_raw(self.encode(entries))
+        self.commit(entries)
+
+    def truncate_entries(self, count: int) -> None:
+        self.truncate_file(count)
+        del self.timestamps[count:]
+        del self.rel_offsets[count:]
+

@@ -1,0 +1,252 @@
+"""`LogManager`: the broker's log directories and every partition log in them.
+
+Each log directory holds partition directories `<topic>-<partition>` (the topic name may
+contain '-': the name is split on the LAST '-') and these files::
+
+    recovery-point-offset-checkpoint   per partition: offset below which data was fsynced
+    log-start-offset-checkpoint        per partition: log start offset (DeleteRecords)
+    .kafka_cleanshutdown               written by close() after every log of the directory
+                                       was flushed and checkpointed; removed by load()
+    meta.properties                    not ours (cluster metadata)
+
+`load` opens every partition directory: with the clean-shutdown marker present no batch is
+scanned (indexes are still sanity-checked); otherwise each log recovers from its checkpointed
+recovery point. Anything else in a log directory is ignored, except `*-delete` directories
+left by an interrupted `delete`, which are removed.
+
+`delete` renames the partition directory to `<dir>.<uuid hex>-delete` (atomic; a crash leaves
+a name that `load` cleans up), then removes it.
+
+New partitions go to the log directory holding the fewest partitions (Kafka's rule).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from wirebroker.log.checkpoint import (
+    CheckpointError,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+    write_partition_metadata,
+)
+from wirebroker.log.config import LogConfig
+from wirebroker.log.errors import LogError, StorageError
+from wirebroker.log.fs import FileSystem, OsFileSystem, write_file_atomic
+from wirebroker.log.partition_log import PARTITION_METADATA_FILE, PartitionLog
+
+__all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "RECOVERY_POINT_CHECKPOINT",
+    "LogManager",
+    "parse_partition_dir",
+]
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_DIR_RE = re.compile(r"(.+)-(\d+)")
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+Key = tuple[str, int]
+
+
+def parse_partition_dir(name: str) -> Key | None:
+    """`<topic>-<partition>` -> (topic, partition), or None for anything else."""
+    m = _DIR_RE.fullmatch(name)
+    if m is None or not _TOPIC_RE.fullmatch(m.group(1)) or m.group(1) in (".", ".."):
+        return None
+    return m.group(1), int(m.group(2))
+
+
+class LogManager:
+    def __init__(self, log_dirs: Sequence[Path], *, fs: FileSystem | None = None) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log directory is needed")
+        self.fs: FileSystem = fs or OsFileSystem()
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self._logs: dict[Key, PartitionLog] = {}
+        self._dir_of: dict[Key, Path] = {}
+        for d in self.log_dirs:
+            try:
+                self.fs.makedirs(d)
+            except OSError as exc:
+                raise StorageError(f"cannot create log directory {d}: {exc}") from exc
+
+    # -- loading ------------------------------------------------------------------------------
+    def load(self, configs: Callable[[str], LogConfig | None], now_ms: int) -> None:
+        """Open every partition directory of every log dir (recovering unclean ones).
+
+        `configs(topic)` gives the topic's LogConfig (None: leave that directory alone).
+        Raises StorageError on an I/O error or a partition found in two log dirs.
+        """
+        for d in self.log_dirs:
+            try:
+                self._load_dir(d, configs, now_ms)
+            except OSError as exc:
+                raise StorageError(f"cannot load log directory {d}: {exc}") from exc
+
+    def _read_checkpoint(self, path: Path) -> dict[Key, int]:
+        try:
+            return read_offset_checkpoint(self.fs, path)
+        except CheckpointError as exc:
+            log.warning("%s: %s; ignoring it", path, exc)
+            return {}
+
+    def _load_dir(self, d: Path, configs: Callable[[str], LogConfig | None],
+                  now_ms: int) -> None:
+        fs = self.fs
+        marker = d / CLEAN_SHUTDOWN_FILE
+        clean = fs.exists(marker)
+        recovery = self._read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+        starts = self._read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        for name in sorted(fs.listdir(d)):
+            path = d / name
+            if not fs.is_dir(path):
+                continue
+            if name.endswith("-delete"):
+                log.info("removing %s left by an interrupted delete", path)
+                fs.rmtree(path)
+                continue
+            key = parse_partition_dir(name)
+            if key is None:
+                continue
+            if key in self._logs:
+                raise StorageError(f"partition {name} found in both {self._dir_of[key]} "
+                                   f"and {d}")
+            config = configs(key[0])
+            if config is None:
+                continue
+            part_clean = clean and key in recovery
+            self._logs[key] = PartitionLog.open(
+                path, key[0], key[1], config, now_ms=now_ms,
+                recovery_point=recovery.get(key, 0), log_start_offset=starts.get(key, 0),
+                clean=part_clean, fs=fs)
+            self._dir_of[key] = d
+        if clean:
+            fs.unlink(marker)
+            fs.fsync_dir(d)
+
+    # -- access -------------------------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> dict[Key, PartitionLog]:
+        return dict(self._logs)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path:
+        """The log directory holding the partition (KeyError when unknown)."""
+        return self._dir_of[(topic, partition)]
+
+    # -- create / delete ----------------------------------------------------------------------
+    def create(self, topic: str, partition: int, config: LogConfig, now_ms: int,
+               topic_id: uuid.UUID | None = None) -> PartitionLog:
+        """Create (or return the existing) log of a partition."""
+        key = (topic, partition)
+        existing = self._logs.get(key)
+        if existing is not None:
+            return existing
+        if parse_partition_dir(f"{topic}-{partition}") != key:
+            raise ValueError(f"invalid topic/partition {topic!r} {partition}")
+        counts = {d: 0 for d in self.log_dirs}
+        for k, d in self._dir_of.items():
+            if k in self._logs:
+                counts[d] += 1
+        d = min(self.log_dirs, key=lambda x: counts[x])
+        path = d / f"{topic}-{partition}"
+        try:
+            self.fs.makedirs(path)
+            if topic_id is not None:
+                write_partition_metadata(self.fs, path / PARTITION_METADATA_FILE, topic_id)
+            self.fs.fsync_dir(d)
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc}") from exc
+        plog = PartitionLog.open(path, topic, partition, config, now_ms=now_ms, fs=self.fs)
+        if topic_id is not None:
+            plog.topic_id = topic_id
+        self._logs[key] = plog
+        self._dir_of[key] = d
+        return plog
+
+    def delete(self, topic: str, partition: int) -> None:
+        """Close the log and remove its directory (no-op when unknown)."""
+        key = (topic, partition)
+        plog = self._logs.pop(key, None)
+        d = self._dir_of.pop(key, None)
+        if plog is None or d is None:
+            return
+        try:
+            plog.close(snapshot=False)
+        except LogError:
+            log.warning("%s-%d: error closing before delete", topic, partition)
+        doomed = d / f"{topic}-{partition}.{uuid.uuid4().hex}-delete"
+        try:
+            self.fs.rename(plog.directory, doomed)
+            self.fs.fsync_dir(d)
+            self.fs.rmtree(doomed)
+        except OSError as exc:
+            raise StorageError(f"cannot delete {plog.directory}: {exc}") from exc
+
+    # -- periodic work ------------------------------------------------------------------------
+    def run_retention(self, now_ms: int) -> None:
+        """Retention on every online log; an I/O error takes only that log offline."""
+        for key, plog in list(self._logs.items()):
+            if plog.offline:
+                continue
+            try:
+                plog.delete_expired_segments(now_ms)
+            except StorageError:
+                log.exception("%s-%d: retention failed", *key)
+
+    def flush_due(self, now_ms: int) -> None:
+        """flush.ms for every online log."""
+        for key, plog in list(self._logs.items()):
+            if plog.offline:
+                continue
+            try:
+                plog.maybe_flush(now_ms)
+            except StorageError:
+                log.exception("%s-%d: flush failed", *key)
+
+    def checkpoint(self) -> None:
+        """Write the recovery-point and log-start-offset checkpoints of every log dir."""
+        for d in self.log_dirs:
+            logs = {k: p for k, p in self._logs.items() if self._dir_of.get(k) == d}
+            try:
+                write_offset_checkpoint(self.fs, d / RECOVERY_POINT_CHECKPOINT,
+                                        {k: p.recovery_point for k, p in logs.items()})
+                write_offset_checkpoint(self.fs, d / LOG_START_OFFSET_CHECKPOINT,
+                                        {k: p.log_start_offset for k, p in logs.items()})
+            except OSError as exc:
+                raise StorageError(f"cannot write checkpoints in {d}: {exc}") from exc
+
+    def close(self) -> None:
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker
+        of each log dir whose logs all closed cleanly."""
+        failed_dirs: set[Path] = set()
+        for key, plog in self._logs.items():
+            was_offline = plog.offline
+            try:
+                plog.close()
+            except LogError:
+                log.exception("%s-%d: close failed", *key)
+                failed_dirs.add(self._dir_of[key])
+            if was_offline:
+                failed_dirs.add(self._dir_of[key])
+        self.checkpoint()
+        for d in self.log_dirs:
+            if d in failed_dirs:
+                continue
+            try:
+                write_file_atomic(self.fs, d / CLEAN_SHUTDOWN_FILE,
+                                  b'{"version":0,"brokerEpoch":-1}')
+            except OSError as exc:
+                raise StorageError(f"cannot write the clean-shutdown marker in {d}: "
+                                   f"{exc}") from exc

@@ -1,0 +1,556 @@
+"""One log segment: `<base>.log` + `<base>.index` + `<base>.timeindex` (Kafka's `LogSegment`).
+
+File names are the segment's base offset zero-padded to 20 digits. The `.log` holds record
+batches exactly as stored (broker-assigned base offset and leader epoch patched in), back to
+back. It is opened O_APPEND and written with `os.write` (through the `FileSystem` seam), so
+an append's bytes are in the kernel before `append` returns; `flush` fsyncs the three files.
+
+In-memory state (rebuilt on load/recovery)::
+
+    size                           bytes in the .log
+    next_offset                    offset after the last batch (exact for the active segment;
+                                   for older segments loaded without a scan: the next
+                                   segment's base offset, an upper bound)
+    max_timestamp, offset_of_max_timestamp
+                                   largest batch max timestamp and the last offset of the
+                                   batch carrying it (-1, -1 when none)
+    first_batch_timestamp          max timestamp of the first batch (time-based roll)
+    created_ms                     now_ms when created or loaded (roll for timestamp-less data)
+    last_modified_ms               now_ms of the last append (file mtime after a load): the
+                                   retention age of a segment without timestamps
+    bytes_since_last_index_entry   index entry spacing (index.interval.bytes)
+
+Index entries follow Kafka's `LogSegment.append`: for each batch, first fold its max
+timestamp into the running maximum, then, when more than `index.interval.bytes` were
+appended since the last entry, add (batch last offset -> batch position) to the offset index
+and (max timestamp so far -> its offset) to the time index (only if the timestamp grew).
+When a segment stops being active (roll, close) and after recovery, a final time-index entry
+records the segment's max timestamp, so loading an older segment does not need a scan.
+
+Append is all-or-nothing: if writing the .log or an index fails, all three files are
+truncated back to their previous lengths and the OSError propagates; if that rollback fails
+too, `RollbackFailed` is raised and the owner must take the log offline.
+
+Recovery (`recover`) walks the .log from position 0 in 1 MiB windows and stops at the first
+byte that is not a sane batch: fewer than 61 bytes left, a header that does not parse (magic
+!= 2, batch length < 49), a batch running past the end of the file, a base offset below the
+previous batch's next offset (or the segment base), a relative offset beyond int32, or a
+CRC-32C mismatch (streamed for batches larger than the window). The file is truncated there
+and both indexes are rebuilt from the valid batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from pathlib import Path
+
+from protocol.crc32c import crc32c
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    InvalidBatch,
+    parse_header,
+    verify_crc,
+)
+from wirebroker.log.config import LogConfig
+from wirebroker.log.fs import APPEND_FLAGS, FileSystem, pread_exact, write_all
+from wirebroker.log.index import OffsetIndex, TimeIndex
+
+__all__ = ["CorruptSegment", "RollbackFailed", "Segment", "segment_file_name"]
+
+log = logging.getLogger(__name__)
+
+INT32_MAX = 2**31 - 1
+SCAN_WINDOW = 1 << 20
+_CRC_START = 21
+
+BatchCallback = Callable[[BatchHeader], None]
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class CorruptSegment(Exception):
+    """Stored bytes that do not parse as batches where they should."""
+
+
+class RollbackFailed(Exception):
+    """An append failed and truncating the files back failed too: the segment is unusable."""
+
+
+class Segment:
+    def __init__(self, fs: FileSystem, directory: Path, base_offset: int, config: LogConfig,
+                 now_ms: int, *, create: bool) -> None:
+        self.fs = fs
+        self.base_offset = base_offset
+        self.log_path = directory / segment_file_name(base_offset, ".log")
+        self.index_interval_bytes = config.index_interval_bytes
+        self.fd = -1
+        closers: list[Callable[[], object]] = []
+        try:
+            fd = self.fd = fs.open(self.log_path, APPEND_FLAGS)
+            closers.append(lambda: fs.close(fd))
+            self.index = OffsetIndex(fs, self.log_path.with_suffix(".index"), base_offset,
+                                     config.segment_index_bytes)
+            closers.append(self.index.close)
+            self.time_index = TimeIndex(fs, self.log_path.with_suffix(".timeindex"),
+                                        base_offset, config.segment_index_bytes)
+            closers.append(self.time_index.close)
+            if create:
+                fs.ftruncate(self.fd, 0)
+                self.index.truncate_file(0)
+                self.time_index.truncate_file(0)
+                self.size = 0
+                self.last_modified_ms = now_ms
+            else:
+                self.size = fs.fsize(self.fd)
+                self.last_modified_ms = fs.mtime_ms(self.log_path)
+        except BaseException:
+            for close in closers:
+                _swallow(close)
+            raise
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp: int | None = None
+        self.created_ms = now_ms
+        self.bytes_since_last_index_entry = 0
+        self.dirty = create
+
+    def __repr__(self) -> str:
+        return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset})"
+
+    # -- loading ------------------------------------------------------------------------------
+    def load_indexes(self, offset_limit: int | None) -> str | None:
+        """Load both index files; a reason string when either fails its sanity check.
+
+        Also checks that the last offset-index entry points at a batch whose last offset is
+        the entry's offset, and takes the segment's max timestamp from the time index's last
+        entry (written at roll/close/recovery).
+        """
+        reason = self.index.load(self.size) or self.time_index.load(offset_limit)
+        if reason is not None:
+            return reason
+        last = self.index.last_entry()
+        if last is not None:
+            h = self._header_at(last[1])
+            if h is None or h.last_offset != last[0]:
+                return f"{self.index.path.name}: last entry {last} does not match the log"
+        if self.size > 0:
+            if len(self.time_index) == 0:
+                return f"{self.time_index.path.name}: empty for a non-empty segment"
+            first = self._header_at(0)
+            if first is None:
+                return f"{self.log_path.name}: no valid batch at position 0"
+            self.first_batch_timestamp = first.max_timestamp
+        te = self.time_index.last_entry()
+        if te is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = te
+        return None
+
+    def read_next_offset(self) -> int:
+        """Walk headers from the last index entry to the end; sets and returns next_offset.
+
+        Raises CorruptSegment when a header does not parse or the last batch is torn.
+        """
+        last = self.index.last_entry()
+        pos = last[1] if last is not None else 0
+        next_offset = self.base_offset
+        while pos < self.size:
+            h = self._header_at(pos)
+            if h is None or h.size > self.size - pos or h.base_offset < next_offset:
+                raise CorruptSegment(f"{self.log_path.name}: bad batch at position {pos}")
+            next_offset = h.next_offset
+            pos += h.size
+        self.next_offset = next_offset
+        return next_offset
+
+    def recover(self, on_batch: BatchCallback | None = None) -> int:
+        """Validate every batch, truncate at the first bad byte, rebuild both indexes.
+
+        Calls `on_batch` with each valid batch's header in order. Returns the bytes removed.
+        """
+        scanner = _Scanner(self, verify=True)
+        builder = _IndexBuilder(self)
+        for pos, h in scanner:
+            builder.add(pos, h)
+            if on_batch is not None:
+                on_batch(h)
+        truncated = self.size - scanner.end
+        if truncated:
+            log.warning("%s: truncating %d invalid bytes at position %d", self.log_path,
+                        truncated, scanner.end)
+            self.fs.ftruncate(self.fd, scanner.end)
+            self.size = scanner.end
+        builder.finish(final_time_entry=True)
+        self.dirty = True
+        return truncated
+
+    def scan_headers(self, on_batch: BatchCallback, from_offset: int | None = None) -> None:
+        """Call `on_batch` with every batch header (no CRC checks, no changes), starting at
+        the batch holding `from_offset` when given (found through the offset index). A
+        header that does not parse ends the walk (logged)."""
+        start = 0
+        if from_offset is not None and from_offset > self.base_offset:
+            try:
+                found = self.translate_offset(from_offset)
+                if found is None:
+                    return
+                start = found[0]
+            except CorruptSegment:
+                start = 0
+        scanner = _Scanner(self, verify=False, start=start)
+        for _, h in scanner:
+            on_batch(h)
+        if scanner.end != self.size:
+            log.warning("%s: unreadable batch at position %d", self.log_path, scanner.end)
+
+    # -- appending ----------------------------------------------------------------------------
+    def should_roll(self, config: LogConfig, jitter_ms: int, messages_size: int,
+                    max_timestamp: int, max_offset: int, now_ms: int) -> bool:
+        """Kafka's `LogSegment.shouldRoll`."""
+        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp) > (
+            config.segment_ms - jitter_ms)
+        return (self.size > config.segment_bytes - messages_size
+                or (self.size > 0 and reached_roll_ms)
+                or self.index.is_full or self.time_index.is_full
+                or max_offset - self.base_offset > INT32_MAX)
+
+    def time_waited_for_roll(self, now_ms: int, max_timestamp: int) -> int:
+        """Since the first batch, by batch timestamps when it had one; else wall time since
+        the segment was created (Kafka's rule)."""
+        if self.first_batch_timestamp is not None and self.first_batch_timestamp >= 0:
+            return max_timestamp - self.first_batch_timestamp
+        return now_ms - self.created_ms
+
+    def append(self, buf: bytes | bytearray | memoryview,
+               batches: list[tuple[int, BatchHeader]], now_ms: int) -> None:
+        """Append `buf` (the batches, already stamped) and their index entries.
+
+        `batches` lists (position in buf, header). All-or-nothing: see the module doc.
+        """
+        old_size = self.size
+        old_index, old_time = len(self.index), len(self.time_index)
+        builder = _IndexBuilder(self, start=True)
+        for rel_pos, h in batches:
+            builder.add(old_size + rel_pos, h)
+        try:
+            write_all(self.fs, self.fd, buf)
+            self.index.write_raw(OffsetIndex.encode(builder.index_entries))
+            self.time_index.write_raw(TimeIndex.encode(builder.time_entries))
+        except OSError:
+            try:
+                self.fs.ftruncate(self.fd, old_size)
+                self.index.truncate_file(old_index)
+                self.time_index.truncate_file(old_time)
+            except OSError as exc:
+                raise RollbackFailed(str(exc)) from exc
+            raise
+        if old_size == 0 and batches:
+            self.first_batch_timestamp = batches[0][1].max_timestamp
+        builder.commit()
+        self.size = old_size + len(buf)
+        self.last_modified_ms = now_ms
+        self.dirty = True
+
+    def on_become_inactive(self) -> None:
+        """Record the max timestamp as a final time-index entry (roll and close)."""
+        if (self.max_timestamp > self.time_index.last_timestamp()
+                and self.offset_of_max_timestamp >= self.base_offset):
+            entry = [(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)]
+            self.time_index.write_raw(TimeIndex.encode(entry))
+            self.time_index.commit(entry)
+            self.dirty = True
+
+    # -- reading ------------------------------------------------------------------------------
+    def _header_at(self, pos: int) -> BatchHeader | None:
+        if pos < 0 or self.size - pos < BATCH_HEADER_SIZE:
+            return None
+        data = pread_exact(self.fs, self.fd, BATCH_HEADER_SIZE, pos)
+        try:
+            return parse_header(data)
+        except InvalidBatch:
+            return None
+
+    def header_at(self, pos: int) -> BatchHeader:
+        h = self._header_at(pos)
+        if h is None:
+            raise CorruptSegment(f"{self.log_path.name}: no valid batch header at {pos}")
+        return h
+
+    def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch whose last offset >= `offset`, or None.
+
+        Starts at the offset index's entry and scans headers forward (61-byte preads). If
+        what the index points at does not look right, scans again from position 0.
+        """
+        _, start = self.index.lookup(offset)
+        try:
+            found = self._scan_for(offset, start)
+            if start == 0 or found is None or found[1].base_offset <= offset:
+                return found
+        except CorruptSegment:
+            if start == 0:
+                raise
+        log.warning("%s: offset index disagrees with the log near offset %d", self.log_path,
+                    offset)
+        return self._scan_for(offset, 0)
+
+    def _scan_for(self, offset: int, pos: int) -> tuple[int, BatchHeader] | None:
+        while pos < self.size:
+            h = self.header_at(pos)
+            if h.last_offset >= offset:
+                return pos, h
+            pos += h.size
+        return None
+
+    def batches_from(self, pos: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `pos` (61-byte preads)."""
+        while pos < self.size:
+            h = self.header_at(pos)
+            yield pos, h
+            pos += h.size
+
+    def read_batch(self, pos: int, h: BatchHeader) -> bytes:
+        data = pread_exact(self.fs, self.fd, h.size, pos)
+        if len(data) != h.size:
+            raise CorruptSegment(f"{self.log_path.name}: short batch at {pos}")
+        return data
+
+    def read(self, pos: int, max_bytes: int, max_offset: int,
+             min_one_batch: bool) -> tuple[bytes, bool]:
+        """Whole batches from `pos` within `max_bytes`, none with base offset >= max_offset.
+
+        With `min_one_batch`, the first batch is returned even when larger than max_bytes.
+        Returns (data, stop): stop is False only when the segment's end was reached with
+        room to spare, i.e. the caller may continue in the next segment.
+        """
+        avail = self.size - pos
+        if avail <= 0:
+            return b"", False
+        want = min(avail, max_bytes)
+        data = pread_exact(self.fs, self.fd, want, pos) if want >= BATCH_HEADER_SIZE else b""
+        p = 0
+        while len(data) - p >= BATCH_HEADER_SIZE:
+            try:
+                h = parse_header(data, p)
+            except InvalidBatch as exc:
+                raise CorruptSegment(f"{self.log_path.name}: {exc}") from exc
+            if h.base_offset >= max_offset:
+                return data[:p], True
+            if h.size > len(data) - p:
+                break
+            p += h.size
+        if p == 0:
+            if not min_one_batch:
+                return b"", True
+            h = self.header_at(pos)
+            if h.base_offset >= max_offset:
+                return b"", True
+            return self.read_batch(pos, h), True
+        return (data if p == len(data) else data[:p]), p < avail
+
+    def largest_timestamp(self) -> int:
+        """Retention age reference: the max timestamp, else the last modification time."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    # -- truncation, flush, close -------------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset >= `offset` (a batch straddling `offset` goes
+        entirely); rebuild the indexes. Returns the bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        pos = found[0]
+        removed = self.size - pos
+        self.fs.ftruncate(self.fd, pos)
+        self.size = pos
+        self.rebuild_indexes()
+        return removed
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild both indexes from a header walk (no CRC checks, nothing truncated)."""
+        scanner = _Scanner(self, verify=False)
+        builder = _IndexBuilder(self)
+        for pos, h in scanner:
+            builder.add(pos, h)
+        if scanner.end != self.size:
+            raise CorruptSegment(f"{self.log_path.name}: unreadable batch at {scanner.end}")
+        builder.finish(final_time_entry=False)
+        self.dirty = True
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.fs.fsync(self.fd)
+            self.index.flush()
+            self.time_index.flush()
+            self.dirty = False
+
+    def set_index_max_bytes(self, max_bytes: int) -> None:
+        self.index.set_max_bytes(max_bytes)
+        self.time_index.set_max_bytes(max_bytes)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            _swallow(lambda: self.fs.close(fd))
+        _swallow(self.index.close)
+        _swallow(self.time_index.close)
+
+    def delete_files(self) -> None:
+        """Close and unlink the three files (missing files are fine)."""
+        self.close()
+        for path in (self.log_path, self.index.path, self.time_index.path):
+            with suppress(FileNotFoundError):
+                self.fs.unlink(path)
+
+
+class _IndexBuilder:
+    """Computes index entries for a run of batches (Kafka's LogSegment.append rules)."""
+
+    def __init__(self, seg: Segment, *, start: bool = False) -> None:
+        self.seg = seg
+        self.index_entries: list[tuple[int, int]] = []
+        self.time_entries: list[tuple[int, int]] = []
+        if start:  # continue from the segment's current state
+            self.max_ts = seg.max_timestamp
+            self.max_ts_offset = seg.offset_of_max_timestamp
+            self.since = seg.bytes_since_last_index_entry
+            self.index_room = seg.index.max_entries - len(seg.index)
+            self.time_room = seg.time_index.max_entries - len(seg.time_index)
+            self.last_time_ts = seg.time_index.last_timestamp()
+        else:  # from scratch
+            self.max_ts = -1
+            self.max_ts_offset = -1
+            self.since = 0
+            self.index_room = seg.index.max_entries
+            self.time_room = seg.time_index.max_entries
+            self.last_time_ts = -1
+        self.next_offset = seg.next_offset if start else seg.base_offset
+        self.first_ts: int | None = None
+
+    def add(self, pos: int, h: BatchHeader) -> None:
+        base = self.seg.base_offset
+        if self.first_ts is None:
+            self.first_ts = h.max_timestamp
+        if h.max_timestamp > self.max_ts:
+            self.max_ts, self.max_ts_offset = h.max_timestamp, h.last_offset
+        if self.since > self.seg.index_interval_bytes:
+            if self.index_room > 0:
+                self.index_entries.append((h.last_offset - base, pos))
+                self.index_room -= 1
+            if self.time_room > 0 and self.max_ts > self.last_time_ts:
+                self.time_entries.append((self.max_ts, self.max_ts_offset - base))
+                self.time_room -= 1
+                self.last_time_ts = self.max_ts
+            self.since = 0
+        self.since += h.size
+        self.next_offset = h.next_offset
+
+    def commit(self) -> None:
+        """Apply computed entries (already written to the files) to the segment's state."""
+        seg = self.seg
+        seg.index.commit(self.index_entries)
+        seg.time_index.commit(self.time_entries)
+        seg.max_timestamp = self.max_ts
+        seg.offset_of_max_timestamp = self.max_ts_offset
+        seg.bytes_since_last_index_entry = self.since
+        seg.next_offset = self.next_offset
+
+    def finish(self, *, final_time_entry: bool) -> None:
+        """Replace both index files with the computed entries (rebuild from scratch)."""
+        if final_time_entry and self.max_ts > self.last_time_ts:
+            self.time_entries.append((self.max_ts, self.max_ts_offset - self.seg.base_offset))
+            self.last_time_ts = self.max_ts
+        seg = self.seg
+        seg.index.reset(self.index_entries)
+        seg.time_index.reset(self.time_entries)
+        self.index_entries = []
+        self.time_entries = []
+        self.commit()
+        seg.first_batch_timestamp = self.first_ts
+
+
+class _Scanner:
+    """Iterate (position, header) over a segment's .log in SCAN_WINDOW reads.
+
+    Stops (without raising) at the first position that is not a sane batch; `end` is then the
+    number of valid bytes. With `verify`, CRCs are checked too.
+    """
+
+    def __init__(self, seg: Segment, *, verify: bool, start: int = 0) -> None:
+        self.seg = seg
+        self.verify = verify
+        self.start = start
+        self.end = start
+        self._window = b""
+        self._wstart = 0
+
+    def _ensure(self, pos: int, length: int) -> bool:
+        """Make [pos, pos+length) available in the window (length <= SCAN_WINDOW)."""
+        if pos >= self._wstart and pos + length <= self._wstart + len(self._window):
+            return True
+        want = min(max(SCAN_WINDOW, length), self.seg.size - pos)
+        self._window = pread_exact(self.seg.fs, self.seg.fd, want, pos)
+        self._wstart = pos
+        return len(self._window) >= length
+
+    def _stream_crc(self, pos: int, h: BatchHeader) -> bool:
+        crc = 0
+        p = pos + _CRC_START
+        end = pos + h.size
+        while p < end:
+            chunk = pread_exact(self.seg.fs, self.seg.fd, min(SCAN_WINDOW, end - p), p)
+            if not chunk:
+                return False
+            crc = crc32c(chunk, crc)
+            p += len(chunk)
+        return crc == h.crc
+
+    def __iter__(self) -> Iterator[tuple[int, BatchHeader]]:
+        seg = self.seg
+        size = seg.size
+        pos = self.start
+        expected = seg.base_offset
+        while size - pos >= BATCH_HEADER_SIZE:
+            if not self._ensure(pos, BATCH_HEADER_SIZE):
+                break
+            try:
+                h = parse_header(self._window, pos - self._wstart)
+            except InvalidBatch:
+                break
+            if (h.base_offset < expected or h.last_offset_delta < 0
+                    or h.last_offset - seg.base_offset > INT32_MAX or h.size > size - pos):
+                break
+            if self.verify:
+                if h.size <= SCAN_WINDOW:
+                    if not self._ensure(pos, h.size):
+                        break
+                    if not verify_crc(self._window, pos - self._wstart, h):
+                        break
+                elif not self._stream_crc(pos, h):
+                    break
+            self.end = pos + h.size
+            yield pos, h
+            expected = h.next_offset
+            pos += h.size
+        self.end = pos
+
+
+def _swallow(fn: Callable[[], object]) -> None:
+    with suppress(OSError):
+        fn()
+
+
+def roll_jitter_ms(topic: str, partition: int, base_offset: int, config: LogConfig) -> int:
+    """Kafka draws a random jitter in [0, min(segment.jitter.ms, segment.ms)) per segment; this
+    derives it from a hash of the segment's identity instead, so runs are deterministic."""
+    bound = min(config.segment_jitter_ms, config.segment_ms)
+    if bound <= 0:
+        return 0
+    return zlib.crc32(f"{topic}-{partition}@{base_offset}".encode()) % bound
+

@@ -176,9 +176,7 @@ class _Reader:
 
     def _take(self, n: int) -> memoryview:
         if n < 0 or n > self.remaining():
-            raise GroupRecordError(
-                f"need {n} bytes at offset {self._pos}, {self.remaining()} left"
-            )
+            raise GroupRecordError(f"need {n} bytes at offset {self._pos}, {self.remaining()} left")
         out = self._data[self._pos : self._pos + n]
         self._pos += n
         return out

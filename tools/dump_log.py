@@ -57,18 +57,27 @@ def dump_segment(path: Path, *, records: bool, indexes: bool) -> bool:
             break
         crc = "ok" if verify_crc(data, pos, h) else "BAD"
         ok = ok and crc == "ok"
-        flags = "".join([" txn" if h.is_transactional else "", " ctl" if h.is_control else "",
-                         " logappend" if h.timestamp_type else ""])
-        print(f"  {pos:>10}  offsets {h.base_offset}-{h.last_offset} count {h.records_count} "
-              f"size {h.size} epoch {h.partition_leader_epoch} ts {h.base_timestamp}.."
-              f"{h.max_timestamp} pid {h.producer_id}/{h.producer_epoch} seq "
-              f"{h.base_sequence} codec {CODECS.get(h.compression, h.compression)} "
-              f"crc {crc}{flags}")
+        flags = "".join(
+            [
+                " txn" if h.is_transactional else "",
+                " ctl" if h.is_control else "",
+                " logappend" if h.timestamp_type else "",
+            ]
+        )
+        print(
+            f"  {pos:>10}  offsets {h.base_offset}-{h.last_offset} count {h.records_count} "
+            f"size {h.size} epoch {h.partition_leader_epoch} ts {h.base_timestamp}.."
+            f"{h.max_timestamp} pid {h.producer_id}/{h.producer_epoch} seq "
+            f"{h.base_sequence} codec {CODECS.get(h.compression, h.compression)} "
+            f"crc {crc}{flags}"
+        )
         if records:
             try:
                 for r in decode_records(data, pos):
-                    print(f"              {r.offset} ts {r.timestamp} key {r.key!r} "
-                          f"value {r.value!r} headers {list(r.headers)}")
+                    print(
+                        f"              {r.offset} ts {r.timestamp} key {r.key!r} "
+                        f"value {r.value!r} headers {list(r.headers)}"
+                    )
             except InvalidBatch as exc:
                 print(f"              records undecodable: {exc}")
                 ok = False
@@ -79,8 +88,10 @@ def dump_segment(path: Path, *, records: bool, indexes: bool) -> bool:
     index = path.with_suffix(".index")
     if index.exists():
         raw = index.read_bytes()
-        print(f"  -- {index.name}: {len(raw) // 8} entries"
-              f"{' (length not a multiple of 8)' if len(raw) % 8 else ''}")
+        print(
+            f"  -- {index.name}: {len(raw) // 8} entries"
+            f"{' (length not a multiple of 8)' if len(raw) % 8 else ''}"
+        )
         for rel, p in struct.iter_unpack(">ii", raw[: len(raw) - len(raw) % 8]):
             match = starts.get(p) == base + rel
             ok = ok and match
@@ -90,8 +101,10 @@ def dump_segment(path: Path, *, records: bool, indexes: bool) -> bool:
     tindex = path.with_suffix(".timeindex")
     if tindex.exists():
         raw = tindex.read_bytes()
-        print(f"  -- {tindex.name}: {len(raw) // 12} entries"
-              f"{' (length not a multiple of 12)' if len(raw) % 12 else ''}")
+        print(
+            f"  -- {tindex.name}: {len(raw) // 12} entries"
+            f"{' (length not a multiple of 12)' if len(raw) % 12 else ''}"
+        )
         for ts, rel in struct.iter_unpack(">qi", raw[: len(raw) - len(raw) % 12]):
             print(f"     timestamp {ts} -> offset {base + rel}")
     else:

@@ -49,18 +49,28 @@ _COMMANDS = ("serve",)
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="wirebroker", description="A Kafka-protocol broker in Python.")
+        prog="wirebroker", description="A Kafka-protocol broker in Python."
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser("serve", help="run the broker (the default command)")
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 9092; 0: any free port)")
     serve.add_argument("--data-dir", help="log directory (sets log.dirs)")
     serve.add_argument("--config", help="a Kafka server.properties file")
-    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                       help="set one config key (repeatable); beats --config")
-    serve.add_argument("--log-level", default="INFO",
-                       choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
-                       type=str.upper, help="stderr log level (default INFO)")
+    serve.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set one config key (repeatable); beats --config",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        type=str.upper,
+        help="stderr log level (default INFO)",
+    )
     return parser
 
 
@@ -99,8 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv.insert(0, "serve")
     args = _parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level, stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        level=args.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         config = BrokerConfig(config_values(args))
     except (ConfigError, OSError) as exc:

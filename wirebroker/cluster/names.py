@@ -38,11 +38,13 @@ def validate_topic_name(name: str) -> None:
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidTopicError(
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}")
+            f"topic name: {name}"
+        )
     if _LEGAL.fullmatch(name) is None:
         raise InvalidTopicError(
             f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            "alphanumerics, '.', '_' and '-'")
+            "alphanumerics, '.', '_' and '-'"
+        )
 
 
 def is_internal(name: str) -> bool:

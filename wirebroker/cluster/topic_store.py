@@ -87,8 +87,11 @@ def new_random_uuid(taken: Iterable[uuid.UUID] = ()) -> uuid.UUID:
     taken_set = set(taken)
     while True:
         value = uuid.uuid4()
-        if (value not in _RESERVED_UUIDS and value not in taken_set
-                and not uuid_to_base64(value).startswith("-")):
+        if (
+            value not in _RESERVED_UUIDS
+            and value not in taken_set
+            and not uuid_to_base64(value).startswith("-")
+        ):
             return value
 
 
@@ -127,15 +130,25 @@ class TopicInfo:
     def from_json(cls, obj: Mapping[str, Any]) -> TopicInfo:
         configs = obj.get("configs") or {}
         if not isinstance(configs, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in configs.items()):
+            isinstance(k, str) and isinstance(v, str) for k, v in configs.items()
+        ):
             raise TopicStoreError(f"topic {obj.get('name')!r}: configs must map str to str")
         name, partitions, rf = obj["name"], obj["partitions"], obj["replication_factor"]
-        if not isinstance(name, str) or not isinstance(partitions, int) or not isinstance(
-                rf, int) or partitions < 0:
+        if (
+            not isinstance(name, str)
+            or not isinstance(partitions, int)
+            or not isinstance(rf, int)
+            or partitions < 0
+        ):
             raise TopicStoreError(f"bad topic entry {obj!r}")
-        return cls(name=name, topic_id=uuid.UUID(str(obj["topic_id"])), partitions=partitions,
-                   replication_factor=rf, configs=configs,
-                   is_internal=bool(obj.get("is_internal", False)))
+        return cls(
+            name=name,
+            topic_id=uuid.UUID(str(obj["topic_id"])),
+            partitions=partitions,
+            replication_factor=rf,
+            configs=configs,
+            is_internal=bool(obj.get("is_internal", False)),
+        )
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -212,12 +225,14 @@ def ensure_meta_properties(log_dirs: Sequence[Path], *, node_id: int, cluster_id
         if stored_cluster is not None and stored_cluster != cluster_id:
             raise MetaPropertiesError(
                 f"{path}: the log dir belongs to cluster {stored_cluster!r}, but this broker "
-                f"is in cluster {cluster_id!r}")
+                f"is in cluster {cluster_id!r}"
+            )
         stored_node = props.get("node.id" if version == "1" else "broker.id")
         if stored_node is not None and stored_node != str(node_id):
             raise MetaPropertiesError(
                 f"{path}: stored node id {stored_node} doesn't match this broker's node id "
-                f"{node_id}")
+                f"{node_id}"
+            )
 
 
 def _cluster_id_from_meta(directory: Path) -> str | None:
@@ -234,8 +249,9 @@ class TopicStore:
     thread-safe: the broker calls it from its one trio thread.
     """
 
-    def __init__(self, file: Path, cluster_id: str, topics: Mapping[str, TopicInfo],
-                 next_producer_id: int) -> None:
+    def __init__(
+        self, file: Path, cluster_id: str, topics: Mapping[str, TopicInfo], next_producer_id: int
+    ) -> None:
         self.path = file
         self.cluster_id = cluster_id
         self._topics: dict[str, TopicInfo] = dict(topics)
@@ -263,8 +279,9 @@ class TopicStore:
             raw = None
         if raw is None:
             directory.mkdir(parents=True, exist_ok=True)
-            chosen = (cluster_id or _cluster_id_from_meta(directory)
-                      or uuid_to_base64(new_random_uuid()))
+            chosen = (
+                cluster_id or _cluster_id_from_meta(directory) or uuid_to_base64(new_random_uuid())
+            )
             store = cls(file, chosen, {}, 0)
             store._save()
             store.created = True
@@ -272,8 +289,11 @@ class TopicStore:
         try:
             doc = json.loads(raw.decode("utf-8"))
             if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-                raise TopicStoreError(f"{file}: unknown format {doc.get('format')!r}"
-                                      if isinstance(doc, dict) else f"{file}: not an object")
+                raise TopicStoreError(
+                    f"{file}: unknown format {doc.get('format')!r}"
+                    if isinstance(doc, dict)
+                    else f"{file}: not an object"
+                )
             stored_cluster = doc["cluster_id"]
             next_pid = doc.get("next_producer_id", 0)
             if not isinstance(stored_cluster, str) or not isinstance(next_pid, int):
@@ -286,7 +306,8 @@ class TopicStore:
         if cluster_id is not None and cluster_id != stored_cluster:
             raise TopicStoreError(
                 f"{file}: stored cluster id {stored_cluster!r} differs from the configured "
-                f"cluster.id {cluster_id!r}")
+                f"cluster.id {cluster_id!r}"
+            )
         return cls(file, stored_cluster, {t.name: t for t in topics}, next_pid)
 
     # -- reads ------------------------------------------------------------------------------

@@ -67,11 +67,20 @@ RESOURCE_BROKER_LOGGER = 8
 RESOURCE_CLIENT_METRICS = 16
 RESOURCE_GROUP = 32
 KNOWN_RESOURCE_TYPES = frozenset(
-    {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS,
-     RESOURCE_GROUP})
+    {
+        RESOURCE_TOPIC,
+        RESOURCE_BROKER,
+        RESOURCE_BROKER_LOGGER,
+        RESOURCE_CLIENT_METRICS,
+        RESOURCE_GROUP,
+    }
+)
 RESOURCE_TYPE_NAMES = {
-    RESOURCE_TOPIC: "TOPIC", RESOURCE_BROKER: "BROKER", RESOURCE_BROKER_LOGGER: "BROKER_LOGGER",
-    RESOURCE_CLIENT_METRICS: "CLIENT_METRICS", RESOURCE_GROUP: "GROUP",
+    RESOURCE_TOPIC: "TOPIC",
+    RESOURCE_BROKER: "BROKER",
+    RESOURCE_BROKER_LOGGER: "BROKER_LOGGER",
+    RESOURCE_CLIENT_METRICS: "CLIENT_METRICS",
+    RESOURCE_GROUP: "GROUP",
 }
 
 OP_SET = 0
@@ -86,7 +95,8 @@ SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
 #: Kafka's default message for INVALID_REQUEST (Errors.INVALID_REQUEST.message()).
 INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or "
-    "the message was sent to an incompatible broker. See the broker logs for more details.")
+    "the message was sent to an incompatible broker. See the broker logs for more details."
+)
 
 #: Kafka's DynamicBrokerConfig.brokerConfigSynonyms: names that supply one another's value.
 _BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -165,8 +175,8 @@ def parse_value(d: ConfigDef, raw: str) -> str:
         if reason == "Invalid value":
             reason = str(exc)
         raise ConfigRequestError(
-            ErrorCode.INVALID_CONFIG,
-            f"Invalid value {raw} for configuration {d.name}: {reason}") from exc
+            ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for configuration {d.name}: {reason}"
+        ) from exc
     return _format_parsed(d, parsed)
 
 
@@ -191,11 +201,11 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     if nulls:
         raise ConfigRequestError(
             ErrorCode.INVALID_CONFIG,
-            "Null value not supported for topic configs: " + ",".join(nulls))
+            "Null value not supported for topic configs: " + ",".join(nulls),
+        )
     for name in configs:
         if name not in TOPIC_CONFIGS:
-            raise ConfigRequestError(ErrorCode.INVALID_CONFIG,
-                                     f"Unknown topic config name: {name}")
+            raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
     out: dict[str, str] = {}
     for name, value in configs.items():
         assert value is not None
@@ -214,16 +224,19 @@ def _cross_check(configs: Mapping[str, str]) -> None:
         raise ConfigRequestError(
             ErrorCode.INVALID_CONFIG,
             f"conflict topic config setting min.compaction.lag.ms ({lo}) > "
-            f"max.compaction.lag.ms ({hi})")
+            f"max.compaction.lag.ms ({hi})",
+        )
     if configs.get("remote.storage.enable") == "true":
         raise ConfigRequestError(
             ErrorCode.INVALID_CONFIG,
             "Tiered Storage functionality is disabled in the broker. Topic cannot be "
-            "configured with remote log storage.")
+            "configured with remote log storage.",
+        )
 
 
-def apply_incremental(current: Mapping[str, str],
-                      ops: Iterable[tuple[str, int, str | None]]) -> dict[str, str]:
+def apply_incremental(
+    current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]]
+) -> dict[str, str]:
     """Apply IncrementalAlterConfigs (name, operation, value) ops to a topic's overrides.
 
     Kafka's ConfigurationControlManager: SET replaces, DELETE removes, APPEND adds the
@@ -244,7 +257,8 @@ def apply_incremental(current: Mapping[str, str],
             if d is None or d.type != ConfigType.LIST:
                 raise ConfigRequestError(
                     ErrorCode.INVALID_CONFIG,
-                    f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+                    f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.",
+                )
             base = result.get(name, d.default) or ""
             items = [p for p in base.split(",") if p]
             for item in (value or "").split(","):
@@ -280,8 +294,9 @@ class ConfigEntry:
     documentation: str | None = None
     synonyms: tuple[Synonym, ...] = field(default=())
 
-    def describe_dict(self, *, include_synonyms: bool, include_documentation: bool
-                      ) -> dict[str, Any]:
+    def describe_dict(
+        self, *, include_synonyms: bool, include_documentation: bool
+    ) -> dict[str, Any]:
         """A DescribeConfigsResourceResult (v1-4; `is_default` for v0 is derived)."""
         return {
             "name": self.name,
@@ -290,16 +305,24 @@ class ConfigEntry:
             "config_source": self.source,
             "is_default": self.source == ConfigSource.DEFAULT_CONFIG,
             "is_sensitive": self.is_sensitive,
-            "synonyms": [{"name": s.name, "value": s.value, "source": s.source}
-                         for s in self.synonyms] if include_synonyms else [],
+            "synonyms": [
+                {"name": s.name, "value": s.value, "source": s.source} for s in self.synonyms
+            ]
+            if include_synonyms
+            else [],
             "config_type": self.config_type,
             "documentation": self.documentation if include_documentation else None,
         }
 
     def creatable_dict(self) -> dict[str, Any]:
         """A CreateTopics v5+ CreatableTopicConfigs entry."""
-        return {"name": self.name, "value": self.value, "read_only": self.read_only,
-                "config_source": self.source, "is_sensitive": self.is_sensitive}
+        return {
+            "name": self.name,
+            "value": self.value,
+            "read_only": self.read_only,
+            "config_source": self.source,
+            "is_sensitive": self.is_sensitive,
+        }
 
 
 def broker_synonym_names(name: str) -> tuple[str, ...]:
@@ -312,8 +335,11 @@ def broker_synonym_names(name: str) -> tuple[str, ...]:
 def _broker_synonyms(config: BrokerConfig, name: str) -> list[Synonym]:
     """Kafka's ConfigHelper.configSynonyms for broker key `name` (static, then defaults)."""
     names = broker_synonym_names(name)
-    out = [Synonym(n, config.values[n], ConfigSource.STATIC_BROKER_CONFIG)
-           for n in names if n in config.values and config.values[n] is not None]
+    out = [
+        Synonym(n, config.values[n], ConfigSource.STATIC_BROKER_CONFIG)
+        for n in names
+        if n in config.values and config.values[n] is not None
+    ]
     for n in names:
         d = BROKER_CONFIGS.get(n)
         if d is not None and d.default is not None:
@@ -323,8 +349,9 @@ def _broker_synonyms(config: BrokerConfig, name: str) -> list[Synonym]:
     return out
 
 
-def describe_topic_config(config: BrokerConfig, overrides: Mapping[str, str], name: str
-                          ) -> ConfigEntry:
+def describe_topic_config(
+    config: BrokerConfig, overrides: Mapping[str, str], name: str
+) -> ConfigEntry:
     d = TOPIC_CONFIGS[name]
     synonyms = _broker_synonyms(config, d.synonym) if d.synonym is not None else []
     if name in overrides:
@@ -333,13 +360,19 @@ def describe_topic_config(config: BrokerConfig, overrides: Mapping[str, str], na
     else:
         value = normalize_stored(d, config.broker_value_for_topic_config(name)[0])
     source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-    return ConfigEntry(name=name, value=value, source=source, read_only=False,
-                       is_sensitive=d.type == ConfigType.PASSWORD, config_type=d.type,
-                       documentation=d.doc, synonyms=tuple(synonyms))
+    return ConfigEntry(
+        name=name,
+        value=value,
+        source=source,
+        read_only=False,
+        is_sensitive=d.type == ConfigType.PASSWORD,
+        config_type=d.type,
+        documentation=d.doc,
+        synonyms=tuple(synonyms),
+    )
 
 
-def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]
-                           ) -> list[ConfigEntry]:
+def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
     """Every topic config of a topic with these overrides, sorted by name."""
     return [describe_topic_config(config, overrides, name) for name in sorted(TOPIC_CONFIGS)]
 
@@ -353,24 +386,39 @@ def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         if d is None:
             # Unknown to wirebroker: Kafka reports keys without a definition as sensitive.
-            out.append(ConfigEntry(
-                name=name, value=None, source=ConfigSource.STATIC_BROKER_CONFIG,
-                read_only=True, is_sensitive=True, config_type=ConfigType.UNKNOWN,
-                documentation=None,
-                synonyms=(Synonym(name, None, ConfigSource.STATIC_BROKER_CONFIG),)))
+            out.append(
+                ConfigEntry(
+                    name=name,
+                    value=None,
+                    source=ConfigSource.STATIC_BROKER_CONFIG,
+                    read_only=True,
+                    is_sensitive=True,
+                    config_type=ConfigType.UNKNOWN,
+                    documentation=None,
+                    synonyms=(Synonym(name, None, ConfigSource.STATIC_BROKER_CONFIG),),
+                )
+            )
             continue
         sensitive = d.type == ConfigType.PASSWORD
         value = None if sensitive else normalize_stored(d, config.raw(name))
         if sensitive:
             synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
-        out.append(ConfigEntry(name=name, value=value, source=source, read_only=True,
-                               is_sensitive=sensitive, config_type=d.type,
-                               documentation=d.doc, synonyms=tuple(synonyms)))
+        out.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=source,
+                read_only=True,
+                is_sensitive=sensitive,
+                config_type=d.type,
+                documentation=d.doc,
+                synonyms=tuple(synonyms),
+            )
+        )
     return out
 
 
-def filter_entries(entries: Iterable[ConfigEntry], keys: Iterable[str] | None
-                   ) -> list[ConfigEntry]:
+def filter_entries(entries: Iterable[ConfigEntry], keys: Iterable[str] | None) -> list[ConfigEntry]:
     """DescribeConfigs `configuration_keys`: null or empty means every config."""
     if not keys:
         return list(entries)
@@ -378,8 +426,9 @@ def filter_entries(entries: Iterable[ConfigEntry], keys: Iterable[str] | None
     return [e for e in entries if e.name in wanted]
 
 
-def check_broker_resource_name(name: str | None, node_id: int, *, allow_empty: bool,
-                               describe: bool) -> None:
+def check_broker_resource_name(
+    name: str | None, node_id: int, *, allow_empty: bool, describe: bool
+) -> None:
     """Kafka's checks of a BROKER resource name (this node's id, or empty when allowed)."""
     if not name:
         if allow_empty:
@@ -390,8 +439,8 @@ def check_broker_resource_name(name: str | None, node_id: int, *, allow_empty: b
     except ValueError:
         what = "Broker id" if describe else "Node id"
         raise ConfigRequestError(
-            ErrorCode.INVALID_REQUEST,
-            f"{what} must be an integer, but it is: {name}") from None
+            ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}"
+        ) from None
     if requested != node_id:
         if describe:
             expected = f"{node_id} or empty string," if allow_empty else f"{node_id}"
@@ -404,8 +453,9 @@ def check_broker_resource_name(name: str | None, node_id: int, *, allow_empty: b
 def check_topic_resource_name(name: str | None) -> str:
     """A TOPIC resource name for AlterConfigs: not empty, a legal topic name."""
     if not name:
-        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
-                                 "Default topic resources are not allowed.")
+        raise ConfigRequestError(
+            ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
+        )
     try:
         validate_topic_name(name)
     except Exception as exc:
@@ -423,7 +473,8 @@ def reject_broker_changes(names: Iterable[str]) -> None:
     if remaining:
         raise ConfigRequestError(
             ErrorCode.INVALID_REQUEST,
-            "Cannot update these configs dynamically: Set(" + ", ".join(remaining) + ")")
+            "Cannot update these configs dynamically: Set(" + ", ".join(remaining) + ")",
+        )
 
 
 def broker_incremental_keys(ops: Iterable[tuple[str, int, str | None]]) -> list[str]:
@@ -441,25 +492,30 @@ def broker_incremental_keys(ops: Iterable[tuple[str, int, str | None]]) -> list[
         elif op in (OP_APPEND, OP_SUBTRACT):
             d = BROKER_CONFIGS.get(name)
             if d is None:
-                raise ConfigRequestError(ErrorCode.INVALID_CONFIG,
-                                         f"Unknown config name: {name}")
+                raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
             if d.type != ConfigType.LIST:
                 verb = "append" if op == OP_APPEND else "subtract"
                 raise ConfigRequestError(
                     ErrorCode.INVALID_CONFIG,
-                    f"Config value {verb} is not allowed for config key: {name}")
+                    f"Config value {verb} is not allowed for config key: {name}",
+                )
             props[name] = value
         else:
-            raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
-                                     f"Unknown operations type {op}")
+            raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
     return list(props)
 
 
 # -- BROKER_LOGGER ------------------------------------------------------------------------------
 ROOT_LOGGER = "root"
 TRACE = 5
-_LOG4J_LEVELS = {"FATAL": logging.CRITICAL, "ERROR": logging.ERROR, "WARN": logging.WARNING,
-                 "INFO": logging.INFO, "DEBUG": logging.DEBUG, "TRACE": TRACE}
+_LOG4J_LEVELS = {
+    "FATAL": logging.CRITICAL,
+    "ERROR": logging.ERROR,
+    "WARN": logging.WARNING,
+    "INFO": logging.INFO,
+    "DEBUG": logging.DEBUG,
+    "TRACE": TRACE,
+}
 _VALID_LEVELS_TEXT = ", ".join(sorted(_LOG4J_LEVELS))
 
 
@@ -488,8 +544,11 @@ def _existing_loggers() -> dict[str, logging.Logger]:
 def describe_loggers() -> list[ConfigEntry]:
     """Every logger with its effective level (log4j names), sorted by name."""
     return [
-        ConfigEntry(name=name, value=_log4j_level(logger.getEffectiveLevel()),
-                    source=SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG)
+        ConfigEntry(
+            name=name,
+            value=_log4j_level(logger.getEffectiveLevel()),
+            source=SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+        )
         for name, logger in sorted(_existing_loggers().items())
     ]
 
@@ -506,20 +565,24 @@ def alter_loggers(ops: Iterable[tuple[str, int, str | None]], *, validate_only: 
                 raise ConfigRequestError(
                     ErrorCode.INVALID_CONFIG,
                     f"Cannot set the log level of {name} to {value} as it is not a supported "
-                    f"log level. Valid log levels are {_VALID_LEVELS_TEXT}")
+                    f"log level. Valid log levels are {_VALID_LEVELS_TEXT}",
+                )
         elif op == OP_DELETE:
             if name == ROOT_LOGGER:
                 raise ConfigRequestError(
                     ErrorCode.INVALID_REQUEST,
-                    f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+                    f"Removing the log level of the {ROOT_LOGGER} logger is not allowed",
+                )
         elif op in (OP_APPEND, OP_SUBTRACT):
             raise ConfigRequestError(
                 ErrorCode.INVALID_REQUEST,
-                f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
+                f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource",
+            )
         else:
             raise ConfigRequestError(
                 ErrorCode.INVALID_REQUEST,
-                f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
+                f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource",
+            )
     if validate_only:
         return
     for name, op, value in ops:
@@ -549,18 +612,28 @@ def check_config_list(configs: Iterable[Any], *, null_allowed_for_delete: bool) 
     configs = list(configs)
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
-        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
-                                 "Error due to duplicate config keys")
-    nulls = [c.name for c in configs if c.value is None and not (
-        null_allowed_for_delete and int(getattr(c, "config_operation", OP_SET)) == OP_DELETE)]
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [
+        c.name
+        for c in configs
+        if c.value is None
+        and not (
+            null_allowed_for_delete and int(getattr(c, "config_operation", OP_SET)) == OP_DELETE
+        )
+    ]
     if nulls:
-        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
-                                 "Null value not supported for : " + ", ".join(nulls))
+        raise ConfigRequestError(
+            ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+        )
 
 
-def resource_result(resource: Any, error: ErrorCode = ErrorCode.NONE,
-                    message: str | None = None) -> dict[str, Any]:
+def resource_result(
+    resource: Any, error: ErrorCode = ErrorCode.NONE, message: str | None = None
+) -> dict[str, Any]:
     """An AlterConfigs / IncrementalAlterConfigs per-resource response."""
-    return {"error_code": error, "error_message": message,
-            "resource_type": int(resource.resource_type),
-            "resource_name": resource.resource_name}
+    return {
+        "error_code": error,
+        "error_message": message,
+        "resource_type": int(resource.resource_type),
+        "resource_name": resource.resource_name,
+    }

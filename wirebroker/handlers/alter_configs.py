@@ -60,8 +60,9 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     check_config_list(configs, null_allowed_for_delete=False)
     rtype = int(resource.resource_type)
     if rtype == RESOURCE_BROKER:
-        check_broker_resource_name(resource.resource_name, services.node_id, allow_empty=True,
-                                   describe=False)
+        check_broker_resource_name(
+            resource.resource_name, services.node_id, allow_empty=True, describe=False
+        )
         reject_broker_changes(c.name for c in configs)
         return
     if rtype != RESOURCE_TOPIC:
@@ -69,8 +70,9 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     name = check_topic_resource_name(resource.resource_name)
     overrides = validate_topic_configs({c.name: c.value for c in configs})
     if services.topics.get(name) is None:
-        raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                 f"The topic '{name}' does not exist.")
+        raise ConfigRequestError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        )
     try:
         services.replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
     except Exception as exc:
@@ -88,8 +90,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     responses = []
     for resource in resources:
         if (int(resource.resource_type), resource.resource_name) in dups:
-            responses.append(resource_result(resource, ErrorCode.INVALID_REQUEST,
-                                             "Each resource must appear at most once."))
+            responses.append(
+                resource_result(
+                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            )
             continue
         try:
             _alter(ctx, resource, validate_only)

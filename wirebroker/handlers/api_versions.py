@@ -44,8 +44,11 @@ def valid_software_field(value: str | None) -> bool:
 def advertised_api_keys() -> list[dict[str, int]]:
     """The `api_keys` array: every registered API, by key, with its advertised range."""
     return [
-        {"api_key": spec.api_key, "min_version": spec.advertised_min,
-         "max_version": spec.max_version}
+        {
+            "api_key": spec.api_key,
+            "min_version": spec.advertised_min,
+            "max_version": spec.max_version,
+        }
         for spec in sorted(HANDLERS.values(), key=lambda s: s.api_key)
     ]
 
@@ -62,5 +65,4 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         and valid_software_field(req.client_software_version)
     ):
         return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
-    return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_keys(),
-            "throttle_time_ms": 0}
+    return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_keys(), "throttle_time_ms": 0}

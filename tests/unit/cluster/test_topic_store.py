@@ -20,8 +20,13 @@ from wirebroker.cluster.topic_store import (
 
 
 def _info(name: str = "t", partitions: int = 3, **configs: str) -> TopicInfo:
-    return TopicInfo(name=name, topic_id=new_random_uuid(), partitions=partitions,
-                     replication_factor=1, configs=configs)
+    return TopicInfo(
+        name=name,
+        topic_id=new_random_uuid(),
+        partitions=partitions,
+        replication_factor=1,
+        configs=configs,
+    )
 
 
 def test_new_store_generates_cluster_id(tmp_path: Path) -> None:
@@ -38,8 +43,14 @@ def test_new_store_generates_cluster_id(tmp_path: Path) -> None:
 def test_persists_across_reopen(tmp_path: Path) -> None:
     store = TopicStore.open(tmp_path)
     a = _info("a", 3, **{"retention.ms": "1000"})
-    b = TopicInfo(name="__consumer_offsets", topic_id=new_random_uuid(), partitions=50,
-                  replication_factor=1, configs={"cleanup.policy": "compact"}, is_internal=True)
+    b = TopicInfo(
+        name="__consumer_offsets",
+        topic_id=new_random_uuid(),
+        partitions=50,
+        replication_factor=1,
+        configs={"cleanup.policy": "compact"},
+        is_internal=True,
+    )
     store.put(a)
     store.put(b)
     reopened = TopicStore.open(tmp_path)
@@ -73,8 +84,9 @@ def test_topic_info_configs_are_read_only() -> None:
     info = _info("a", 1, **{"retention.ms": "5"})
     with pytest.raises(TypeError):
         info.configs["retention.ms"] = "6"  # type: ignore[index]
-    assert hash(info) == hash(TopicInfo(name="a", topic_id=info.topic_id, partitions=1,
-                                        replication_factor=1))
+    assert hash(info) == hash(
+        TopicInfo(name="a", topic_id=info.topic_id, partitions=1, replication_factor=1)
+    )
 
 
 def test_file_path_form_and_configured_cluster_id(tmp_path: Path) -> None:
@@ -93,8 +105,9 @@ def test_corrupt_store_refuses_to_open(tmp_path: Path) -> None:
     (tmp_path / STORE_FILE).write_text(json.dumps({"format": 99, "cluster_id": "x"}))
     with pytest.raises(TopicStoreError):
         TopicStore.open(tmp_path)
-    (tmp_path / STORE_FILE).write_text(json.dumps(
-        {"format": 1, "cluster_id": "x", "topics": [{"name": 5}]}))
+    (tmp_path / STORE_FILE).write_text(
+        json.dumps({"format": 1, "cluster_id": "x", "topics": [{"name": 5}]})
+    )
     with pytest.raises(TopicStoreError):
         TopicStore.open(tmp_path)
 

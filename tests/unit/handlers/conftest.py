@@ -70,10 +70,18 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     logs = LogManager(log_dirs)
     replicas = ReplicaManager(config, logs, topics, node_id=config.node_id)
     replicas.load(clock())
-    return Services(config=config, logs=logs, topics=topics, replicas=replicas,
-                    producer_ids=ProducerIdManager(topics), node_id=config.node_id,
-                    cluster_id=topics.cluster_id, advertised_host="127.0.0.1",
-                    advertised_port=9092, clock=clock)
+    return Services(
+        config=config,
+        logs=logs,
+        topics=topics,
+        replicas=replicas,
+        producer_ids=ProducerIdManager(topics),
+        node_id=config.node_id,
+        cluster_id=topics.cluster_id,
+        advertised_host="127.0.0.1",
+        advertised_port=9092,
+        clock=clock,
+    )
 
 
 @pytest.fixture
@@ -102,16 +110,18 @@ def make_services(tmp_path: Path, clock: FakeClock) -> Iterator[Callable[..., Se
 
 
 @pytest.fixture
-def services(make_services: Callable[..., Services],
-             broker_overrides: dict[str, str]) -> Services:
+def services(make_services: Callable[..., Services], broker_overrides: dict[str, str]) -> Services:
     return make_services(**broker_overrides)
 
 
 @pytest.fixture
 def make_ctx(services: Services) -> Callable[[int, int], RequestContext]:
     def make(api_key: int, api_version: int) -> RequestContext:
-        return RequestContext(header=RequestHeader(api_key, api_version, 1, "test"),
-                              services=services, client_host="127.0.0.1")
+        return RequestContext(
+            header=RequestHeader(api_key, api_version, 1, "test"),
+            services=services,
+            client_host="127.0.0.1",
+        )
 
     return make
 
@@ -119,8 +129,9 @@ def make_ctx(services: Services) -> Callable[[int, int], RequestContext]:
 CallFn = Callable[..., Awaitable[Any]]
 
 
-async def call_handler(services: Services, api_key: int, version: int, body: dict[str, Any],
-                       *, raw: bool = False) -> Any:
+async def call_handler(
+    services: Services, api_key: int, version: int, body: dict[str, Any], *, raw: bool = False
+) -> Any:
     """Run the registered handler of `api_key` on `body` as a client would send it."""
     spec = HANDLERS.get(int(api_key))
     assert spec is not None, f"no handler registered for api key {api_key}"
@@ -145,15 +156,13 @@ def call_with() -> CallFn:
 
 @pytest.fixture
 def call(services: Services) -> CallFn:
-    async def run(api_key: int, version: int, body: dict[str, Any], *,
-                  raw: bool = False) -> Any:
+    async def run(api_key: int, version: int, body: dict[str, Any], *, raw: bool = False) -> Any:
         return await call_handler(services, api_key, version, body, raw=raw)
 
     return run
 
 
-def produce(services: Services, topic: str, partition: int, n: int = 1,
-            value: bytes = b"v") -> Any:
+def produce(services: Services, topic: str, partition: int, n: int = 1, value: bytes = b"v") -> Any:
     """Append one batch of `n` records (timestamps from the services' clock)."""
     now = services.clock()
     batch = build_batch([(None, value)] * n, base_timestamp=now)

@@ -25,7 +25,8 @@ async def test_describe_cluster(call, services, version):
     assert resp.cluster_id == services.cluster_id
     assert resp.controller_id == 0
     assert [(b.broker_id, b.host, b.port, b.rack) for b in resp.brokers] == [
-        (0, "127.0.0.1", 9092, None)]
+        (0, "127.0.0.1", 9092, None)
+    ]
     assert resp.cluster_authorized_operations == -2147483648
     if version >= 1:
         assert resp.endpoint_type == 1
@@ -58,9 +59,19 @@ def topic(services, produce):
 
 
 async def delete_records(call, topic, partitions, version=2):
-    resp = await call(DELETE_RECORDS, version, {"topics": [
-        {"name": topic, "partitions": [{"partition_index": i, "offset": o}
-                                       for i, o in partitions]}], "timeout_ms": 1000})
+    resp = await call(
+        DELETE_RECORDS,
+        version,
+        {
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [{"partition_index": i, "offset": o} for i, o in partitions],
+                }
+            ],
+            "timeout_ms": 1000,
+        },
+    )
     (t,) = resp.topics
     return {p.partition_index: (p.error_code, p.low_watermark) for p in t.partitions}
 
@@ -95,19 +106,24 @@ async def test_delete_records_out_of_range(call, services, topic, offset):
 
 async def test_delete_records_unknown(call, topic):
     assert await delete_records(call, "nope", [(0, 1)]) == {
-        0: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)}
+        0: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+    }
     assert await delete_records(call, topic, [(7, 1)]) == {
-        7: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)}
+        7: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+    }
 
 
 async def test_delete_records_internal_and_compacted(call, services):
     services.replicas.create_topic("__consumer_offsets", 1, 1, {}, now_ms=services.clock())
-    services.replicas.create_topic("compacted", 1, 1, {"cleanup.policy": "compact"},
-                                   now_ms=services.clock())
+    services.replicas.create_topic(
+        "compacted", 1, 1, {"cleanup.policy": "compact"}, now_ms=services.clock()
+    )
     assert await delete_records(call, "__consumer_offsets", [(0, 0)]) == {
-        0: (ErrorCode.INVALID_TOPIC_EXCEPTION, -1)}
+        0: (ErrorCode.INVALID_TOPIC_EXCEPTION, -1)
+    }
     assert await delete_records(call, "compacted", [(0, 0)]) == {
-        0: (ErrorCode.POLICY_VIOLATION, -1)}
+        0: (ErrorCode.POLICY_VIOLATION, -1)
+    }
 
 
 # -- DescribeLogDirs ---------------------------------------------------------------------------
@@ -117,8 +133,9 @@ async def describe_dirs(call, topics=None, version=4):
 
 
 def sizes(result):
-    return {(t.name, p.partition_index): p.partition_size
-            for t in result.topics for p in t.partitions}
+    return {
+        (t.name, p.partition_index): p.partition_size for t in result.topics for p in t.partitions
+    }
 
 
 async def test_describe_log_dirs_all(call, services, produce):
@@ -131,8 +148,9 @@ async def test_describe_log_dirs_all(call, services, produce):
     assert os.path.isabs(result.log_dir)
     before = sizes(result)
     assert set(before) == {("ld", 0), ("ld", 1)}
-    assert all(p.offset_lag == 0 and p.is_future_key is False
-               for t in result.topics for p in t.partitions)
+    assert all(
+        p.offset_lag == 0 and p.is_future_key is False for t in result.topics for p in t.partitions
+    )
     assert result.total_bytes > 0 and 0 <= result.usable_bytes <= result.total_bytes
     produce(services, "ld", 1, n=3, value=b"x" * 100)
     after = sizes((await describe_dirs(call)).results[0])
@@ -143,8 +161,9 @@ async def test_describe_log_dirs_all(call, services, produce):
 async def test_describe_log_dirs_selected(call, services):
     services.replicas.create_topic("a", 2, 1, {}, now_ms=services.clock())
     services.replicas.create_topic("b", 1, 1, {}, now_ms=services.clock())
-    resp = await describe_dirs(call, [{"topic": "a", "partitions": [1, 9]},
-                                      {"topic": "zz", "partitions": [0]}])
+    resp = await describe_dirs(
+        call, [{"topic": "a", "partitions": [1, 9]}, {"topic": "zz", "partitions": [0]}]
+    )
     assert set(sizes(resp.results[0])) == {("a", 1)}
     resp = await describe_dirs(call, [])
     assert resp.results[0].topics == []

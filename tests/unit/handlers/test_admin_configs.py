@@ -24,34 +24,63 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 @pytest.fixture
 def topic(services):
-    return services.replicas.create_topic("cfg", 2, 1, {"retention.ms": "1000"},
-                                          now_ms=services.clock())
+    return services.replicas.create_topic(
+        "cfg", 2, 1, {"retention.ms": "1000"}, now_ms=services.clock()
+    )
 
 
 async def describe(call, rtype, name, keys=None, *, version=4, synonyms=False, docs=False):
-    resp = await call(DESCRIBE, version, {
-        "resources": [{"resource_type": rtype, "resource_name": name,
-                       "configuration_keys": keys}],
-        "include_synonyms": synonyms, "include_documentation": docs})
+    resp = await call(
+        DESCRIBE,
+        version,
+        {
+            "resources": [
+                {"resource_type": rtype, "resource_name": name, "configuration_keys": keys}
+            ],
+            "include_synonyms": synonyms,
+            "include_documentation": docs,
+        },
+    )
     (result,) = resp.results
     return result
 
 
 async def alter(call, rtype, name, configs, *, version=2, validate_only=False):
-    resp = await call(ALTER, version, {
-        "resources": [{"resource_type": rtype, "resource_name": name,
-                       "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
-        "validate_only": validate_only})
+    resp = await call(
+        ALTER,
+        version,
+        {
+            "resources": [
+                {
+                    "resource_type": rtype,
+                    "resource_name": name,
+                    "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                }
+            ],
+            "validate_only": validate_only,
+        },
+    )
     (r,) = resp.responses
     return r
 
 
 async def incremental(call, rtype, name, ops, *, version=1, validate_only=False):
-    resp = await call(INCREMENTAL, version, {
-        "resources": [{"resource_type": rtype, "resource_name": name,
-                       "configs": [{"name": k, "config_operation": op, "value": v}
-                                   for k, op, v in ops]}],
-        "validate_only": validate_only})
+    resp = await call(
+        INCREMENTAL,
+        version,
+        {
+            "resources": [
+                {
+                    "resource_type": rtype,
+                    "resource_name": name,
+                    "configs": [
+                        {"name": k, "config_operation": op, "value": v} for k, op, v in ops
+                    ],
+                }
+            ],
+            "validate_only": validate_only,
+        },
+    )
     (r,) = resp.responses
     return r
 
@@ -79,12 +108,22 @@ async def test_describe_topic_lists_every_topic_config(call, topic):
 
 async def test_describe_topic_synonyms_in_kafka_order(call_with, make_services):
     services = make_services(**{"log.segment.bytes": "5000000"})
-    services.replicas.create_topic("s", 1, 1, {"segment.bytes": "7000000"},
-                                   now_ms=services.clock())
-    resp = await call_with(services, DESCRIBE, 4, {
-        "resources": [{"resource_type": TOPIC, "resource_name": "s",
-                       "configuration_keys": ["segment.bytes", "retention.ms", "flush.ms"]}],
-        "include_synonyms": True})
+    services.replicas.create_topic("s", 1, 1, {"segment.bytes": "7000000"}, now_ms=services.clock())
+    resp = await call_with(
+        services,
+        DESCRIBE,
+        4,
+        {
+            "resources": [
+                {
+                    "resource_type": TOPIC,
+                    "resource_name": "s",
+                    "configuration_keys": ["segment.bytes", "retention.ms", "flush.ms"],
+                }
+            ],
+            "include_synonyms": True,
+        },
+    )
     entries = {c.name: c for c in resp.results[0].configs}
     assert set(entries) == {"segment.bytes", "retention.ms", "flush.ms"}
     seg = entries["segment.bytes"]
@@ -92,7 +131,8 @@ async def test_describe_topic_synonyms_in_kafka_order(call_with, make_services):
     assert [(s.name, s.value, s.source) for s in seg.synonyms] == [
         ("segment.bytes", "7000000", ConfigSource.TOPIC_CONFIG),
         ("log.segment.bytes", "5000000", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG)]
+        ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG),
+    ]
     # Kafka drops synonyms until log.retention.ms, which has no default: none are left.
     ret = entries["retention.ms"]
     assert ret.value == "604800000" and ret.synonyms == []
@@ -102,15 +142,28 @@ async def test_describe_topic_synonyms_in_kafka_order(call_with, make_services):
 async def test_describe_topic_static_broker_value(call_with, make_services):
     services = make_services(**{"log.retention.ms": "5000"})
     services.replicas.create_topic("r", 1, 1, {}, now_ms=services.clock())
-    resp = await call_with(services, DESCRIBE, 4, {
-        "resources": [{"resource_type": TOPIC, "resource_name": "r",
-                       "configuration_keys": ["retention.ms"]}], "include_synonyms": True})
+    resp = await call_with(
+        services,
+        DESCRIBE,
+        4,
+        {
+            "resources": [
+                {
+                    "resource_type": TOPIC,
+                    "resource_name": "r",
+                    "configuration_keys": ["retention.ms"],
+                }
+            ],
+            "include_synonyms": True,
+        },
+    )
     (entry,) = resp.results[0].configs
     assert entry.value == "5000"
     assert entry.config_source == ConfigSource.STATIC_BROKER_CONFIG
     assert [(s.name, s.source) for s in entry.synonyms] == [
         ("log.retention.ms", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.retention.hours", ConfigSource.DEFAULT_CONFIG)]
+        ("log.retention.hours", ConfigSource.DEFAULT_CONFIG),
+    ]
 
 
 async def test_describe_documentation_v3(call, topic):
@@ -136,9 +189,17 @@ async def test_describe_unknown_and_invalid_topic(call):
 
 async def test_describe_broker(call_with, make_services):
     services = make_services(**{"num.partitions": "3", "custom.unknown": "x"})
-    resp = await call_with(services, DESCRIBE, 4, {
-        "resources": [{"resource_type": BROKER, "resource_name": "0",
-                       "configuration_keys": None}], "include_synonyms": True})
+    resp = await call_with(
+        services,
+        DESCRIBE,
+        4,
+        {
+            "resources": [
+                {"resource_type": BROKER, "resource_name": "0", "configuration_keys": None}
+            ],
+            "include_synonyms": True,
+        },
+    )
     (result,) = resp.results
     assert result.error_code == ErrorCode.NONE
     entries = {c.name: c for c in result.configs}
@@ -173,9 +234,16 @@ async def test_describe_broker_logger(call):
 async def test_describe_unsupported_and_unknown_types(call):
     group = await describe(call, GROUP, "g")
     assert group.error_code == ErrorCode.INVALID_REQUEST
-    resp = await call(DESCRIBE, 4, {"resources": [
-        {"resource_type": TOPIC, "resource_name": "x", "configuration_keys": None},
-        {"resource_type": 99, "resource_name": "y", "configuration_keys": None}]})
+    resp = await call(
+        DESCRIBE,
+        4,
+        {
+            "resources": [
+                {"resource_type": TOPIC, "resource_name": "x", "configuration_keys": None},
+                {"resource_type": 99, "resource_name": "y", "configuration_keys": None},
+            ]
+        },
+    )
     assert [r.error_code for r in resp.results] == [ErrorCode.INVALID_REQUEST] * 2
 
 
@@ -183,8 +251,10 @@ async def test_describe_unsupported_and_unknown_types(call):
 async def test_alter_replaces_overrides_and_updates_live_logs(call, services, topic):
     r = await alter(call, TOPIC, "cfg", {"segment.bytes": "1048576", "retention.ms": "2000"})
     assert (r.error_code, r.error_message) == (ErrorCode.NONE, None)
-    assert dict(services.topics.get("cfg").configs) == {"segment.bytes": "1048576",
-                                                        "retention.ms": "2000"}
+    assert dict(services.topics.get("cfg").configs) == {
+        "segment.bytes": "1048576",
+        "retention.ms": "2000",
+    }
     for part in services.replicas.partitions_of("cfg"):
         assert part.log.config.retention_ms == 2000
         assert part.log.config.segment_bytes == 1048576
@@ -202,13 +272,22 @@ async def test_alter_validate_only(call, services, topic):
     assert services.replicas.partition("cfg", 0).log.config.retention_ms == 1000
 
 
-@pytest.mark.parametrize(("configs", "code", "message"), [
-    ({"bogus": "1"}, ErrorCode.INVALID_CONFIG, "Unknown topic config name: bogus"),
-    ({"retention.ms": "x"}, ErrorCode.INVALID_CONFIG,
-     "Invalid value x for configuration retention.ms: Not a number of type LONG"),
-    ({"retention.ms": None}, ErrorCode.INVALID_REQUEST,
-     "Null value not supported for : retention.ms"),
-])
+@pytest.mark.parametrize(
+    ("configs", "code", "message"),
+    [
+        ({"bogus": "1"}, ErrorCode.INVALID_CONFIG, "Unknown topic config name: bogus"),
+        (
+            {"retention.ms": "x"},
+            ErrorCode.INVALID_CONFIG,
+            "Invalid value x for configuration retention.ms: Not a number of type LONG",
+        ),
+        (
+            {"retention.ms": None},
+            ErrorCode.INVALID_REQUEST,
+            "Null value not supported for : retention.ms",
+        ),
+    ],
+)
 async def test_alter_topic_errors(call, services, topic, configs, code, message):
     r = await alter(call, TOPIC, "cfg", configs)
     assert (r.error_code, r.error_message) == (code, message)
@@ -222,20 +301,39 @@ async def test_alter_unknown_topic_and_names(call):
     r = await alter(call, TOPIC, "", {"retention.ms": "1"})
     assert r.error_code == ErrorCode.INVALID_REQUEST
     r = await alter(call, BROKER_LOGGER, "0", {})
-    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_REQUEST,
-                                               "Unknown resource type 8")
+    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_REQUEST, "Unknown resource type 8")
 
 
 async def test_alter_duplicates(call, topic):
-    resp = await call(ALTER, 1, {"resources": [
-        {"resource_type": TOPIC, "resource_name": "cfg", "configs": []},
-        {"resource_type": TOPIC, "resource_name": "cfg", "configs": []}]})
+    resp = await call(
+        ALTER,
+        1,
+        {
+            "resources": [
+                {"resource_type": TOPIC, "resource_name": "cfg", "configs": []},
+                {"resource_type": TOPIC, "resource_name": "cfg", "configs": []},
+            ]
+        },
+    )
     assert [r.error_message for r in resp.responses] == [
-        "Each resource must appear at most once."] * 2
-    resp = await call(ALTER, 0, {"resources": [
-        {"resource_type": TOPIC, "resource_name": "cfg",
-         "configs": [{"name": "retention.ms", "value": "1"},
-                     {"name": "retention.ms", "value": "2"}]}]})
+        "Each resource must appear at most once."
+    ] * 2
+    resp = await call(
+        ALTER,
+        0,
+        {
+            "resources": [
+                {
+                    "resource_type": TOPIC,
+                    "resource_name": "cfg",
+                    "configs": [
+                        {"name": "retention.ms", "value": "1"},
+                        {"name": "retention.ms", "value": "2"},
+                    ],
+                }
+            ]
+        },
+    )
     assert resp.responses[0].error_code == ErrorCode.INVALID_REQUEST
     assert resp.responses[0].error_message == "Error due to duplicate config keys"
 
@@ -244,7 +342,8 @@ async def test_alter_broker_is_refused(call):
     r = await alter(call, BROKER, "0", {"log.retention.ms": "1000", "num.partitions": "3"})
     assert r.error_code == ErrorCode.INVALID_REQUEST
     assert r.error_message == (
-        "Cannot update these configs dynamically: Set(log.retention.ms, num.partitions)")
+        "Cannot update these configs dynamically: Set(log.retention.ms, num.partitions)"
+    )
     r = await alter(call, BROKER, "7", {"num.partitions": "3"})
     assert r.error_message == "Unexpected broker id, expected 0, but received 7"
     r = await alter(call, BROKER, "", {})
@@ -253,8 +352,9 @@ async def test_alter_broker_is_refused(call):
 
 # -- IncrementalAlterConfigs ----------------------------------------------------------------------
 async def test_incremental_set_and_delete(call, services, topic):
-    r = await incremental(call, TOPIC, "cfg", [("segment.ms", SET, "60000"),
-                                               ("retention.ms", DELETE, None)])
+    r = await incremental(
+        call, TOPIC, "cfg", [("segment.ms", SET, "60000"), ("retention.ms", DELETE, None)]
+    )
     assert r.error_code == ErrorCode.NONE, r.error_message
     assert dict(services.topics.get("cfg").configs) == {"segment.ms": "60000"}
     assert services.replicas.partition("cfg", 1).log.config.segment_ms == 60000
@@ -264,8 +364,10 @@ async def test_incremental_set_and_delete(call, services, topic):
 async def test_incremental_keeps_other_overrides(call, services, topic):
     r = await incremental(call, TOPIC, "cfg", [("max.message.bytes", SET, "2000")])
     assert r.error_code == ErrorCode.NONE
-    assert dict(services.topics.get("cfg").configs) == {"retention.ms": "1000",
-                                                        "max.message.bytes": "2000"}
+    assert dict(services.topics.get("cfg").configs) == {
+        "retention.ms": "1000",
+        "max.message.bytes": "2000",
+    }
 
 
 async def test_incremental_append_subtract(call, services, topic):
@@ -287,10 +389,13 @@ async def test_incremental_append_needs_list(call, topic, op):
 
 
 async def test_incremental_errors(call, services, topic):
-    dup = await incremental(call, TOPIC, "cfg", [("retention.ms", SET, "1"),
-                                                 ("retention.ms", DELETE, None)])
-    assert (dup.error_code, dup.error_message) == (ErrorCode.INVALID_REQUEST,
-                                                   "Error due to duplicate config keys")
+    dup = await incremental(
+        call, TOPIC, "cfg", [("retention.ms", SET, "1"), ("retention.ms", DELETE, None)]
+    )
+    assert (dup.error_code, dup.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Error due to duplicate config keys",
+    )
     null = await incremental(call, TOPIC, "cfg", [("retention.ms", SET, None)])
     assert null.error_code == ErrorCode.INVALID_REQUEST
     bad = await incremental(call, TOPIC, "cfg", [("retention.ms", SET, "-9")])
@@ -306,16 +411,22 @@ async def test_incremental_errors(call, services, topic):
 
 
 async def test_incremental_validate_only(call, services, topic):
-    r = await incremental(call, TOPIC, "cfg", [("retention.ms", SET, "42")],
-                          validate_only=True)
+    r = await incremental(call, TOPIC, "cfg", [("retention.ms", SET, "42")], validate_only=True)
     assert r.error_code == ErrorCode.NONE
     assert services.topics.get("cfg").configs["retention.ms"] == "1000"
 
 
 async def test_incremental_duplicate_resources(call, topic):
-    resp = await call(INCREMENTAL, 1, {"resources": [
-        {"resource_type": TOPIC, "resource_name": "cfg", "configs": []},
-        {"resource_type": TOPIC, "resource_name": "cfg", "configs": []}]})
+    resp = await call(
+        INCREMENTAL,
+        1,
+        {
+            "resources": [
+                {"resource_type": TOPIC, "resource_name": "cfg", "configs": []},
+                {"resource_type": TOPIC, "resource_name": "cfg", "configs": []},
+            ]
+        },
+    )
     assert [r.error_code for r in resp.responses] == [ErrorCode.INVALID_REQUEST] * 2
 
 
@@ -355,10 +466,23 @@ async def test_incremental_broker_logger(call):
 
 # -- round trip ---------------------------------------------------------------------------------
 async def test_round_trip_create_describe_alter_describe(call, services):
-    resp = await call(ApiKey.CREATE_TOPICS, 7, {"topics": [
-        {"name": "rt", "num_partitions": 1, "replication_factor": 1,
-         "configs": [{"name": "retention.ms", "value": "86400000"},
-                     {"name": "cleanup.policy", "value": "compact, delete"}]}]})
+    resp = await call(
+        ApiKey.CREATE_TOPICS,
+        7,
+        {
+            "topics": [
+                {
+                    "name": "rt",
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "configs": [
+                        {"name": "retention.ms", "value": "86400000"},
+                        {"name": "cleanup.policy", "value": "compact, delete"},
+                    ],
+                }
+            ]
+        },
+    )
     assert resp.topics[0].error_code == ErrorCode.NONE
     first = values(await describe(call, TOPIC, "rt", ["retention.ms", "cleanup.policy"]))
     assert first == {"retention.ms": "86400000", "cleanup.policy": "compact,delete"}

@@ -17,14 +17,17 @@ def three(services):
 
 
 def grow(name, count, assignments=None):
-    return {"name": name, "count": count,
-            "assignments": None if assignments is None
-            else [{"broker_ids": b} for b in assignments]}
+    return {
+        "name": name,
+        "count": count,
+        "assignments": None if assignments is None else [{"broker_ids": b} for b in assignments],
+    }
 
 
 async def run(call, *topics, version=3, validate_only=False):
-    resp = await call(KEY, version, {"topics": list(topics), "timeout_ms": 1000,
-                                     "validate_only": validate_only})
+    resp = await call(
+        KEY, version, {"topics": list(topics), "timeout_ms": 1000, "validate_only": validate_only}
+    )
     return {r.name: r for r in resp.results}
 
 
@@ -60,7 +63,8 @@ async def test_decrease(call, services, three):
     results = await run(call, grow("t", 2))
     assert results["t"].error_code == ErrorCode.INVALID_PARTITIONS
     assert results["t"].error_message == (
-        "The topic t currently has 3 partition(s); 2 would not be an increase.")
+        "The topic t currently has 3 partition(s); 2 would not be an increase."
+    )
     assert services.topics.get("t").partitions == 3
 
 
@@ -77,13 +81,18 @@ async def test_with_assignments(call, services, three):
     assert services.topics.get("t").partitions == 5
 
 
-@pytest.mark.parametrize(("assignments", "fragment"), [
-    ([[0]], "Attempted to add 2 additional partition(s), but only 1 assignment(s) were "
-            "specified."),
-    ([[0], []], "empty replica list"),
-    ([[0], [3]], "includes broker 3, but no such broker is registered"),
-    ([[0], [0, 0]], "includes the broker 0 more than once"),
-])
+@pytest.mark.parametrize(
+    ("assignments", "fragment"),
+    [
+        (
+            [[0]],
+            "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.",
+        ),
+        ([[0], []], "empty replica list"),
+        ([[0], [3]], "includes broker 3, but no such broker is registered"),
+        ([[0], [0, 0]], "includes the broker 0 more than once"),
+    ],
+)
 async def test_bad_assignments(call, services, three, assignments, fragment):
     results = await run(call, grow("t", 5, assignments))
     assert results["t"].error_code == ErrorCode.INVALID_REPLICATION_ASSIGNMENT

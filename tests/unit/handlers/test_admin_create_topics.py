@@ -16,15 +16,21 @@ ZERO = uuid.UUID(int=0)
 
 
 def topic(name, partitions=1, rf=-1, configs=None, assignments=None):
-    return {"name": name, "num_partitions": partitions, "replication_factor": rf,
-            "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
-            "assignments": [{"partition_index": i, "broker_ids": b}
-                            for i, b in (assignments or {}).items()]}
+    return {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": rf,
+        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+        "assignments": [
+            {"partition_index": i, "broker_ids": b} for i, b in (assignments or {}).items()
+        ],
+    }
 
 
 async def create(call, *topics, version=7, validate_only=False):
-    resp = await call(KEY, version, {"topics": list(topics), "timeout_ms": 1000,
-                                     "validate_only": validate_only})
+    resp = await call(
+        KEY, version, {"topics": list(topics), "timeout_ms": 1000, "validate_only": validate_only}
+    )
     return {t.name: t for t in resp.topics}, resp
 
 
@@ -68,8 +74,9 @@ async def test_defaults_come_from_broker_config(make_services, call_with):
 
 
 async def test_validate_only_creates_nothing(call, services):
-    by_name, _ = await create(call, topic("v", 2, 1, {"cleanup.policy": "compact"}),
-                              validate_only=True)
+    by_name, _ = await create(
+        call, topic("v", 2, 1, {"cleanup.policy": "compact"}), validate_only=True
+    )
     r = by_name["v"]
     assert r.error_code == ErrorCode.NONE
     assert r.num_partitions == 2
@@ -110,7 +117,8 @@ async def test_invalid_partitions(call, partitions):
     by_name, _ = await create(call, topic("p", partitions))
     assert by_name["p"].error_code == ErrorCode.INVALID_PARTITIONS
     assert by_name["p"].error_message == (
-        "Number of partitions was set to an invalid non-positive value.")
+        "Number of partitions was set to an invalid non-positive value."
+    )
 
 
 @pytest.mark.parametrize("rf", [0, -2])
@@ -125,7 +133,8 @@ async def test_replication_factor_above_broker_count(call, services):
     assert by_name["r3"].error_code == ErrorCode.INVALID_REPLICATION_FACTOR
     assert by_name["r3"].error_message == (
         "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
-        "cannot be reached because only 1 broker(s) are registered.")
+        "cannot be reached because only 1 broker(s) are registered."
+    )
     assert services.topics.get("r3") is None
 
 
@@ -150,13 +159,16 @@ async def test_unknown_config(call, services):
     assert services.topics.get("c") is None
 
 
-@pytest.mark.parametrize(("key", "value", "reason"), [
-    ("retention.ms", "abc", "Not a number of type LONG"),
-    ("retention.ms", "-5", "Value must be at least -1"),
-    ("preallocate", "maybe", "Expected value to be either true or false"),
-    ("cleanup.policy", "shred", "String must be one of"),
-    ("message.timestamp.type", "Now", "String must be one of"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("retention.ms", "abc", "Not a number of type LONG"),
+        ("retention.ms", "-5", "Value must be at least -1"),
+        ("preallocate", "maybe", "Expected value to be either true or false"),
+        ("cleanup.policy", "shred", "String must be one of"),
+        ("message.timestamp.type", "Now", "String must be one of"),
+    ],
+)
 async def test_bad_config_value_names_the_key(call, key, value, reason):
     by_name, _ = await create(call, topic("c", configs={key: value}))
     r = by_name["c"]
@@ -169,12 +181,14 @@ async def test_null_config_value(call):
     by_name, _ = await create(call, topic("c", configs={"retention.ms": None}))
     assert by_name["c"].error_code == ErrorCode.INVALID_CONFIG
     assert by_name["c"].error_message == (
-        "Null value not supported for topic configs: retention.ms")
+        "Null value not supported for topic configs: retention.ms"
+    )
 
 
 async def test_conflicting_compaction_lags(call):
-    by_name, _ = await create(call, topic("c", configs={"min.compaction.lag.ms": "10",
-                                                        "max.compaction.lag.ms": "5"}))
+    by_name, _ = await create(
+        call, topic("c", configs={"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+    )
     assert by_name["c"].error_code == ErrorCode.INVALID_CONFIG
     assert "min.compaction.lag.ms (10) > max.compaction.lag.ms (5)" in by_name["c"].error_message
 
@@ -187,23 +201,29 @@ async def test_manual_assignments(call, services):
     assert services.topics.get("m").partitions == 2
 
 
-@pytest.mark.parametrize(("partitions", "rf", "fragment"), [
-    (2, -1, "numPartitions was not set to -1"),
-    (-1, 1, "replication factor was not set to -1"),
-])
+@pytest.mark.parametrize(
+    ("partitions", "rf", "fragment"),
+    [
+        (2, -1, "numPartitions was not set to -1"),
+        (-1, 1, "replication factor was not set to -1"),
+    ],
+)
 async def test_assignments_need_minus_one(call, partitions, rf, fragment):
     by_name, _ = await create(call, topic("m", partitions, rf, assignments={0: [0]}))
     assert by_name["m"].error_code == ErrorCode.INVALID_REQUEST
     assert fragment in by_name["m"].error_message
 
 
-@pytest.mark.parametrize(("assignments", "fragment"), [
-    ({0: []}, "empty replica list"),
-    ({0: [5]}, "includes broker 5, but no such broker is registered"),
-    ({0: [0, 0]}, "includes the broker 0 more than once"),
-    ({1: [0]}, "consecutive 0-based"),
-    ({0: [0], 2: [0]}, "consecutive 0-based"),
-])
+@pytest.mark.parametrize(
+    ("assignments", "fragment"),
+    [
+        ({0: []}, "empty replica list"),
+        ({0: [5]}, "includes broker 5, but no such broker is registered"),
+        ({0: [0, 0]}, "includes the broker 0 more than once"),
+        ({1: [0]}, "consecutive 0-based"),
+        ({0: [0], 2: [0]}, "consecutive 0-based"),
+    ],
+)
 async def test_bad_assignments(call, services, assignments, fragment):
     by_name, _ = await create(call, topic("m", -1, -1, assignments=assignments))
     assert by_name["m"].error_code == ErrorCode.INVALID_REPLICATION_ASSIGNMENT
@@ -213,8 +233,10 @@ async def test_bad_assignments(call, services, assignments, fragment):
 
 async def test_repeated_partition_in_assignments(call):
     body = topic("m", -1, -1)
-    body["assignments"] = [{"partition_index": 0, "broker_ids": [0]},
-                           {"partition_index": 0, "broker_ids": [0]}]
+    body["assignments"] = [
+        {"partition_index": 0, "broker_ids": [0]},
+        {"partition_index": 0, "broker_ids": [0]},
+    ]
     by_name, _ = await create(call, body)
     assert by_name["m"].error_code == ErrorCode.INVALID_REPLICATION_ASSIGNMENT
     assert "multiple manual partition assignments for partition 0" in by_name["m"].error_message

@@ -75,9 +75,18 @@ async def test_both_name_and_id(call, services):
 async def test_duplicates(call, services):
     make_topic(services, "d1")
     info = make_topic(services, "d2")
-    resp = await call(KEY, 6, {"topics": [
-        {"name": "d1"}, {"name": "d1"},
-        {"name": None, "topic_id": info.topic_id}, {"name": None, "topic_id": info.topic_id}]})
+    resp = await call(
+        KEY,
+        6,
+        {
+            "topics": [
+                {"name": "d1"},
+                {"name": "d1"},
+                {"name": None, "topic_id": info.topic_id},
+                {"name": None, "topic_id": info.topic_id},
+            ]
+        },
+    )
     errors = {(r.name, r.error_message) for r in resp.responses}
     assert errors == {("d1", "Duplicate topic name."), (None, "Duplicate topic id.")}
     assert all(r.error_code == ErrorCode.INVALID_REQUEST for r in resp.responses)
@@ -86,21 +95,28 @@ async def test_duplicates(call, services):
 
 async def test_name_and_its_id_both_given(call, services):
     info = make_topic(services, "twice")
-    resp = await call(KEY, 6, {"topics": [{"name": None, "topic_id": info.topic_id},
-                                          {"name": "twice"}]})
+    resp = await call(
+        KEY, 6, {"topics": [{"name": None, "topic_id": info.topic_id}, {"name": "twice"}]}
+    )
     (r,) = resp.responses
     assert r.error_code == ErrorCode.INVALID_REQUEST
     assert "maps to an ID that was already supplied" in r.error_message
     assert services.topics.get("twice") is not None
 
 
-@pytest.mark.parametrize(("version", "code"), [
-    (1, ErrorCode.INVALID_REQUEST), (2, ErrorCode.INVALID_REQUEST),
-    (3, ErrorCode.TOPIC_DELETION_DISABLED), (6, ErrorCode.TOPIC_DELETION_DISABLED)])
+@pytest.mark.parametrize(
+    ("version", "code"),
+    [
+        (1, ErrorCode.INVALID_REQUEST),
+        (2, ErrorCode.INVALID_REQUEST),
+        (3, ErrorCode.TOPIC_DELETION_DISABLED),
+        (6, ErrorCode.TOPIC_DELETION_DISABLED),
+    ],
+)
 async def test_deletion_disabled(make_services, call_with, version, code):
     services = make_services(**{"delete.topic.enable": "false"})
     make_topic(services, "kept")
-    body = ({"topics": [{"name": "kept"}]} if version >= 6 else {"topic_names": ["kept"]})
+    body = {"topics": [{"name": "kept"}]} if version >= 6 else {"topic_names": ["kept"]}
     resp = await call_with(services, KEY, version, body)
     (r,) = resp.responses
     assert (r.name, r.error_code) == ("kept", code)
@@ -119,6 +135,9 @@ async def test_mixed_batch(call, services):
     make_topic(services, "b")
     resp = await call(KEY, 4, {"topic_names": ["a", "missing", "b"]})
     codes = {r.name: r.error_code for r in resp.responses}
-    assert codes == {"a": ErrorCode.NONE, "b": ErrorCode.NONE,
-                     "missing": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert codes == {
+        "a": ErrorCode.NONE,
+        "b": ErrorCode.NONE,
+        "missing": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
     assert services.topics.all() == []

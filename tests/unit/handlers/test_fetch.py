@@ -17,26 +17,52 @@ from protocol.records import build_batch, iter_batches
 KEY = ApiKey.FETCH
 
 
-def fetch_body(services: Any, topic: str, partitions: dict[int, int], *, version: int = 12,
-               max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 0x7FFFFFFF,
-               partition_max_bytes: int = 1 << 20, isolation_level: int = 0,
-               current_leader_epoch: int = -1, replica_id: int = -1,
-               session_id: int = 0, session_epoch: int = -1,
-               last_fetched_epoch: int = -1) -> dict[str, Any]:
-    entry: dict[str, Any] = {"partitions": [
-        {"partition": i, "fetch_offset": off, "partition_max_bytes": partition_max_bytes,
-         "current_leader_epoch": current_leader_epoch, "log_start_offset": -1,
-         "last_fetched_epoch": last_fetched_epoch}
-        for i, off in partitions.items()]}
+def fetch_body(
+    services: Any,
+    topic: str,
+    partitions: dict[int, int],
+    *,
+    version: int = 12,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    max_bytes: int = 0x7FFFFFFF,
+    partition_max_bytes: int = 1 << 20,
+    isolation_level: int = 0,
+    current_leader_epoch: int = -1,
+    replica_id: int = -1,
+    session_id: int = 0,
+    session_epoch: int = -1,
+    last_fetched_epoch: int = -1,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "partitions": [
+            {
+                "partition": i,
+                "fetch_offset": off,
+                "partition_max_bytes": partition_max_bytes,
+                "current_leader_epoch": current_leader_epoch,
+                "log_start_offset": -1,
+                "last_fetched_epoch": last_fetched_epoch,
+            }
+            for i, off in partitions.items()
+        ]
+    }
     if version >= 13:
         info = services.topics.get(topic)
         entry["topic_id"] = info.topic_id if info is not None else uuid.uuid4()
     else:
         entry["topic"] = topic
-    out: dict[str, Any] = {"max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
-                           "max_bytes": max_bytes, "isolation_level": isolation_level,
-                           "session_id": session_id, "session_epoch": session_epoch,
-                           "topics": [entry], "forgotten_topics_data": [], "rack_id": ""}
+    out: dict[str, Any] = {
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "isolation_level": isolation_level,
+        "session_id": session_id,
+        "session_epoch": session_epoch,
+        "topics": [entry],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
     if version >= 15:
         out["replica_state"] = {"replica_id": replica_id, "replica_epoch": -1}
     else:
@@ -48,16 +74,21 @@ def by_index(resp: Any) -> dict[int, Any]:
     return {p.partition_index: p for t in resp.responses for p in t.partitions}
 
 
-def make_batch(services: Any, n: int, *, base_offset: int = 0, epoch: int = -1,
-               tag: bytes = b"v") -> bytes:
-    return build_batch([(None, tag + b"%d" % i) for i in range(n)],
-                       base_timestamp=services.clock(), base_offset=base_offset,
-                       partition_leader_epoch=epoch)
+def make_batch(
+    services: Any, n: int, *, base_offset: int = 0, epoch: int = -1, tag: bytes = b"v"
+) -> bytes:
+    return build_batch(
+        [(None, tag + b"%d" % i) for i in range(n)],
+        base_timestamp=services.clock(),
+        base_offset=base_offset,
+        partition_leader_epoch=epoch,
+    )
 
 
 def append(services: Any, topic: str, index: int, n: int, tag: bytes = b"v") -> None:
-    services.replicas.append(topic, index, make_batch(services, n, tag=tag),
-                             now_ms=services.clock())
+    services.replicas.append(
+        topic, index, make_batch(services, n, tag=tag), now_ms=services.clock()
+    )
 
 
 @pytest.mark.parametrize("version", range(4, 19))
@@ -77,8 +108,9 @@ async def test_produce_then_fetch_byte_exact(call, services, version):
     if version >= 11:
         assert p.preferred_read_replica == -1
     assert p.aborted_transactions is None
-    expected = (make_batch(services, 3, base_offset=0, epoch=0, tag=b"a")
-                + make_batch(services, 2, base_offset=3, epoch=0, tag=b"b"))
+    expected = make_batch(services, 3, base_offset=0, epoch=0, tag=b"a") + make_batch(
+        services, 2, base_offset=3, epoch=0, tag=b"b"
+    )
     assert p.records == expected
     if version >= 13:
         assert resp.responses[0].topic_id == services.topics.get("t").topic_id
@@ -130,31 +162,32 @@ async def test_unknown_topic_partition_and_id(call, services):
 
 async def test_leader_epoch_fencing(call, services):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
-    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0},
-                                                current_leader_epoch=0)))[0]
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, current_leader_epoch=0)))[0]
     assert p.error_code == ErrorCode.NONE
-    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0},
-                                                current_leader_epoch=1)))[0]
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, current_leader_epoch=1)))[0]
     assert p.error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
     services.replicas.partition("t", 0).leader_epoch = 3
-    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0},
-                                                current_leader_epoch=2)))[0]
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, current_leader_epoch=2)))[0]
     assert p.error_code == ErrorCode.FENCED_LEADER_EPOCH
 
 
-@pytest.mark.parametrize(("session_id", "epoch", "error"), [
-    (0, -1, ErrorCode.NONE),
-    (0, 0, ErrorCode.NONE),
-    (123, -1, ErrorCode.NONE),
-    (123, 0, ErrorCode.NONE),
-    (123, 5, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
-    (0, 1, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
-])
+@pytest.mark.parametrize(
+    ("session_id", "epoch", "error"),
+    [
+        (0, -1, ErrorCode.NONE),
+        (0, 0, ErrorCode.NONE),
+        (123, -1, ErrorCode.NONE),
+        (123, 0, ErrorCode.NONE),
+        (123, 5, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+        (0, 1, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+    ],
+)
 async def test_sessions(call, services, session_id, epoch, error):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 1)
-    resp = await call(KEY, 12, fetch_body(services, "t", {0: 0}, session_id=session_id,
-                                          session_epoch=epoch))
+    resp = await call(
+        KEY, 12, fetch_body(services, "t", {0: 0}, session_id=session_id, session_epoch=epoch)
+    )
     assert resp.error_code == error
     assert resp.session_id == 0
     if error == ErrorCode.NONE:
@@ -174,8 +207,9 @@ async def test_max_bytes_kip74(call, services):
     assert len(p[0].records) == one
     assert p[1].records == b""
     # partition_max_bytes below one batch: the same for the first non-empty partition only.
-    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0, 1: 0},
-                                                partition_max_bytes=10)))
+    p = by_index(
+        await call(KEY, 12, fetch_body(services, "t", {0: 0, 1: 0}, partition_max_bytes=10))
+    )
     assert len(p[0].records) == one and p[1].records == b""
     # Room for everything.
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0, 1: 0})))
@@ -197,24 +231,24 @@ async def test_read_committed_and_follower_bounds(call, services):
     assert [h.base_offset for _pos, h in iter_batches(p.records)] == [0]
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, replica_id=1)))[0]
     assert [h.base_offset for _pos, h in iter_batches(p.records)] == [0, 2]
-    p = by_index(await call(KEY, 15, fetch_body(services, "t", {0: 0}, version=15,
-                                                replica_id=1)))[0]
+    p = by_index(await call(KEY, 15, fetch_body(services, "t", {0: 0}, version=15, replica_id=1)))[
+        0
+    ]
     assert [h.base_offset for _pos, h in iter_batches(p.records)] == [0, 2]
 
 
 async def test_diverging_epoch(call, services):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 3)
-    ok = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3},
-                                                 last_fetched_epoch=0)))[0]
+    ok = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3}, last_fetched_epoch=0)))[0]
     assert ok.error_code == ErrorCode.NONE and ok.diverging_epoch.epoch == -1
-    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3},
-                                                last_fetched_epoch=5)))[0]
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3}, last_fetched_epoch=5)))[0]
     assert p.error_code == ErrorCode.NONE and p.records == b""
     assert p.diverging_epoch.epoch < 5
 
 
 # -- long poll ------------------------------------------------------------------------------
+
 
 async def test_long_poll_times_out_after_max_wait(call, services, autojump_clock):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
@@ -229,8 +263,11 @@ async def test_long_poll_woken_by_produce(call, services, mock_clock):
     result: list[Any] = []
 
     async def fetcher() -> None:
-        result.append(await call(KEY, 12, fetch_body(services, "t", {0: 0, 1: 0},
-                                                     max_wait_ms=5000, min_bytes=1)))
+        result.append(
+            await call(
+                KEY, 12, fetch_body(services, "t", {0: 0, 1: 0}, max_wait_ms=5000, min_bytes=1)
+            )
+        )
 
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
@@ -251,8 +288,11 @@ async def test_long_poll_waits_for_min_bytes(call, services, mock_clock):
     result: list[Any] = []
 
     async def fetcher() -> None:
-        result.append(await call(KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=5000,
-                                                     min_bytes=2 * one + 1)))
+        result.append(
+            await call(
+                KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=5000, min_bytes=2 * one + 1)
+            )
+        )
 
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
@@ -272,8 +312,9 @@ async def test_long_poll_deadline_returns_partial_data(call, services, autojump_
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 1)
     start = trio.current_time()
-    resp = await call(KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=300,
-                                          min_bytes=1 << 20))
+    resp = await call(
+        KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=300, min_bytes=1 << 20)
+    )
     assert trio.current_time() - start == pytest.approx(0.3)
     assert by_index(resp)[0].records
 
@@ -281,8 +322,9 @@ async def test_long_poll_deadline_returns_partial_data(call, services, autojump_
 async def test_errors_answer_at_once(call, services, autojump_clock):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     start = trio.current_time()
-    resp = await call(KEY, 12, fetch_body(services, "t", {0: 0, 9: 0}, max_wait_ms=5000,
-                                          min_bytes=1))
+    resp = await call(
+        KEY, 12, fetch_body(services, "t", {0: 0, 9: 0}, max_wait_ms=5000, min_bytes=1)
+    )
     assert trio.current_time() == start
     assert by_index(resp)[9].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -292,8 +334,9 @@ async def test_topic_deleted_during_long_poll(call, services, mock_clock):
     result: list[Any] = []
 
     async def fetcher() -> None:
-        result.append(await call(KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=5000,
-                                                     min_bytes=1)))
+        result.append(
+            await call(KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=5000, min_bytes=1))
+        )
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(fetcher)

@@ -14,8 +14,12 @@ KEY = ApiKey.INIT_PRODUCER_ID
 
 
 def body(txn=None, pid=-1, epoch=-1):
-    return {"transactional_id": txn, "transaction_timeout_ms": 60000, "producer_id": pid,
-            "producer_epoch": epoch}
+    return {
+        "transactional_id": txn,
+        "transaction_timeout_ms": 60000,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+    }
 
 
 @pytest.mark.parametrize("version", range(0, 6))
@@ -42,7 +46,10 @@ async def test_half_set_producer_id_is_invalid(call, pid, epoch):
 async def test_transactional_ids(call):
     r = await call(KEY, 4, body(txn="my-txn"))
     assert (r.error_code, r.producer_id, r.producer_epoch) == (
-        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        -1,
+        -1,
+    )
     r = await call(KEY, 4, body(txn=""))
     assert r.error_code == ErrorCode.INVALID_REQUEST
 

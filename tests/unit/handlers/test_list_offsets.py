@@ -14,12 +14,32 @@ from protocol.records import RecordSpec, build_batch
 KEY = ApiKey.LIST_OFFSETS
 
 
-def req(topic: str, queries: list[tuple[int, int]], *, replica_id: int = -1,
-        isolation_level: int = 0, current_leader_epoch: int = -1) -> dict[str, Any]:
-    return {"replica_id": replica_id, "isolation_level": isolation_level, "timeout_ms": 1000,
-            "topics": [{"name": topic, "partitions": [
-                {"partition_index": i, "timestamp": ts,
-                 "current_leader_epoch": current_leader_epoch} for i, ts in queries]}]}
+def req(
+    topic: str,
+    queries: list[tuple[int, int]],
+    *,
+    replica_id: int = -1,
+    isolation_level: int = 0,
+    current_leader_epoch: int = -1,
+) -> dict[str, Any]:
+    return {
+        "replica_id": replica_id,
+        "isolation_level": isolation_level,
+        "timeout_ms": 1000,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": i,
+                        "timestamp": ts,
+                        "current_leader_epoch": current_leader_epoch,
+                    }
+                    for i, ts in queries
+                ],
+            }
+        ],
+    }
 
 
 async def one(call: Any, version: int, body: dict[str, Any]) -> Any:
@@ -32,10 +52,11 @@ def filled(services):
     """Topic t: offsets 0-1 at T and T+5 (one batch), 2 at T+20, 3 at T-100 (out of order)."""
     now = services.clock()
     services.replicas.create_topic("t", 1, now_ms=now)
-    for records in ([RecordSpec(value=b"a", timestamp=now), RecordSpec(value=b"b",
-                                                                       timestamp=now + 5)],
-                    [RecordSpec(value=b"c", timestamp=now + 20)],
-                    [RecordSpec(value=b"d", timestamp=now - 100)]):
+    for records in (
+        [RecordSpec(value=b"a", timestamp=now), RecordSpec(value=b"b", timestamp=now + 5)],
+        [RecordSpec(value=b"c", timestamp=now + 20)],
+        [RecordSpec(value=b"d", timestamp=now - 100)],
+    ):
         services.replicas.append("t", 0, build_batch(records), now_ms=now)
     return now
 
@@ -59,8 +80,7 @@ async def test_timestamp_search(call, services, filled):
     p = await one(call, 9, req("t", [(0, t + 6)]))
     assert (p.offset, p.timestamp) == (2, t + 20)
     p = await one(call, 9, req("t", [(0, t + 21)]))
-    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (ErrorCode.NONE, -1, -1,
-                                                                    -1)
+    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (ErrorCode.NONE, -1, -1, -1)
 
 
 async def test_max_timestamp_and_tiered(call, services, filled):
@@ -70,8 +90,7 @@ async def test_max_timestamp_and_tiered(call, services, filled):
     p = await one(call, 9, req("t", [(0, -4)]))
     assert (p.offset, p.timestamp) == (0, -1)
     p = await one(call, 9, req("t", [(0, -5)]))
-    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (ErrorCode.NONE, -1, -1,
-                                                                    -1)
+    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (ErrorCode.NONE, -1, -1, -1)
 
 
 async def test_empty_partition(call, services):
@@ -103,8 +122,7 @@ async def test_latest_uses_high_watermark_for_consumers(call, services, filled):
 
 async def test_errors(call, services, filled):
     p = await one(call, 9, req("nope", [(0, -1)]))
-    assert (p.error_code, p.offset, p.timestamp) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1,
-                                                     -1)
+    assert (p.error_code, p.offset, p.timestamp) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
     p = await one(call, 9, req("t", [(4, -1)]))
     assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     p = await one(call, 9, req("t", [(0, -1)], current_leader_epoch=1))

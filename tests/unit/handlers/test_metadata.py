@@ -20,9 +20,12 @@ def names(*topics: str) -> list[dict]:
 
 
 def body(topics, *, allow=True, topic_ops=False, cluster_ops=False) -> dict:
-    return {"topics": topics, "allow_auto_topic_creation": allow,
-            "include_cluster_authorized_operations": cluster_ops,
-            "include_topic_authorized_operations": topic_ops}
+    return {
+        "topics": topics,
+        "allow_auto_topic_creation": allow,
+        "include_cluster_authorized_operations": cluster_ops,
+        "include_topic_authorized_operations": topic_ops,
+    }
 
 
 @pytest.mark.parametrize("version", range(0, 14))
@@ -42,7 +45,11 @@ async def test_all_topics_every_version(call, services, version):
     assert [p.partition_index for p in b.partitions] == [0, 1]
     for p in b.partitions:
         assert (p.error_code, p.leader_id, list(p.replica_nodes), list(p.isr_nodes)) == (
-            ErrorCode.NONE, 0, [0], [0])
+            ErrorCode.NONE,
+            0,
+            [0],
+            [0],
+        )
         if version >= 7:
             assert p.leader_epoch == 0
         if version >= 5:
@@ -111,14 +118,19 @@ async def test_auto_create_collision(call, services):
 async def test_lookup_by_topic_id(call, services):
     info = services.replicas.create_topic("t", 2, now_ms=services.clock())
     unknown = uuid.uuid4()
-    resp = await call(KEY, 12, body([{"name": None, "topic_id": info.topic_id},
-                                     {"name": None, "topic_id": unknown}]))
+    resp = await call(
+        KEY,
+        12,
+        body([{"name": None, "topic_id": info.topic_id}, {"name": None, "topic_id": unknown}]),
+    )
     found, missing = resp.topics
-    assert (found.error_code, found.name, found.topic_id) == (ErrorCode.NONE, "t",
-                                                              info.topic_id)
+    assert (found.error_code, found.name, found.topic_id) == (ErrorCode.NONE, "t", info.topic_id)
     assert len(found.partitions) == 2
     assert (missing.error_code, missing.name, missing.topic_id) == (
-        ErrorCode.UNKNOWN_TOPIC_ID, None, unknown)
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        None,
+        unknown,
+    )
     assert missing.partitions == []
 
 

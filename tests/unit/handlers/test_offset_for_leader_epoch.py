@@ -13,9 +13,18 @@ KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 
 def body(topic, queries, *, current=-1, replica_id=-2):
-    return {"replica_id": replica_id, "topics": [{"topic": topic, "partitions": [
-        {"partition": i, "current_leader_epoch": current, "leader_epoch": e}
-        for i, e in queries]}]}
+    return {
+        "replica_id": replica_id,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": i, "current_leader_epoch": current, "leader_epoch": e}
+                    for i, e in queries
+                ],
+            }
+        ],
+    }
 
 
 async def one(call, version, b):
@@ -26,12 +35,14 @@ async def one(call, version, b):
 async def test_end_offset_for_current_epoch(call, services, version):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     for _ in range(2):
-        services.replicas.append("t", 0, build_batch([(None, b"x")] * 3,
-                                                     base_timestamp=services.clock()),
-                                 now_ms=services.clock())
+        services.replicas.append(
+            "t",
+            0,
+            build_batch([(None, b"x")] * 3, base_timestamp=services.clock()),
+            now_ms=services.clock(),
+        )
     p = await one(call, version, body("t", [(0, 0)], replica_id=1))
-    assert (p.error_code, p.partition, p.leader_epoch, p.end_offset) == (ErrorCode.NONE, 0, 0,
-                                                                         6)
+    assert (p.error_code, p.partition, p.leader_epoch, p.end_offset) == (ErrorCode.NONE, 0, 0, 6)
 
 
 async def test_unknown_epochs(call, services):
@@ -44,7 +55,10 @@ async def test_errors(call, services):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     p = await one(call, 4, body("nope", [(0, 0)]))
     assert (p.error_code, p.leader_epoch, p.end_offset) == (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        -1,
+        -1,
+    )
     p = await one(call, 4, body("t", [(3, 0)]))
     assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     p = await one(call, 4, body("t", [(0, 0)], current=1))

@@ -16,22 +16,35 @@ from wirebroker.handlers.produce import ProduceWithoutAckFailed
 KEY = ApiKey.PRODUCE
 
 
-def body(services: Any, topic: str, batches: dict[int, bytes | None], *, version: int = 9,
-         acks: int = -1, transactional_id: str | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"partition_data": [{"index": i, "records": r}
-                                                for i, r in batches.items()]}
+def body(
+    services: Any,
+    topic: str,
+    batches: dict[int, bytes | None],
+    *,
+    version: int = 9,
+    acks: int = -1,
+    transactional_id: str | None = None,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "partition_data": [{"index": i, "records": r} for i, r in batches.items()]
+    }
     if version >= 13:
         info = services.topics.get(topic)
         entry["topic_id"] = info.topic_id if info is not None else uuid.uuid4()
     else:
         entry["name"] = topic
-    return {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 30000,
-            "topic_data": [entry]}
+    return {
+        "transactional_id": transactional_id,
+        "acks": acks,
+        "timeout_ms": 30000,
+        "topic_data": [entry],
+    }
 
 
 def batch(services: Any, n: int = 1, **kw: Any) -> bytes:
-    return build_batch([(b"k%d" % i, b"v%d" % i) for i in range(n)],
-                       base_timestamp=services.clock(), **kw)
+    return build_batch(
+        [(b"k%d" % i, b"v%d" % i) for i in range(n)], base_timestamp=services.clock(), **kw
+    )
 
 
 def parts(resp: Any) -> dict[int, Any]:
@@ -41,9 +54,11 @@ def parts(resp: Any) -> dict[int, Any]:
 @pytest.mark.parametrize("version", range(3, 14))
 async def test_produce_every_version(call, services, version):
     services.replicas.create_topic("t", 2, now_ms=services.clock())
-    resp = await call(KEY, version, body(services, "t", {0: batch(services, 3),
-                                                         1: batch(services, 1)},
-                                         version=version))
+    resp = await call(
+        KEY,
+        version,
+        body(services, "t", {0: batch(services, 3), 1: batch(services, 1)}, version=version),
+    )
     assert resp.throttle_time_ms == 0
     p = parts(resp)
     assert p[0].error_code == ErrorCode.NONE and p[1].error_code == ErrorCode.NONE
@@ -55,16 +70,14 @@ async def test_produce_every_version(call, services, version):
         assert resp.responses[0].topic_id == services.topics.get("t").topic_id
     else:
         assert resp.responses[0].name == "t"
-    again = await call(KEY, version, body(services, "t", {0: batch(services, 2)},
-                                          version=version))
+    again = await call(KEY, version, body(services, "t", {0: batch(services, 2)}, version=version))
     assert parts(again)[0].base_offset == 3
     assert services.replicas.partition("t", 0).log_end_offset == 5
 
 
 async def test_invalid_acks_rejects_every_partition(call, services):
     services.replicas.create_topic("t", 2, now_ms=services.clock())
-    resp = await call(KEY, 9, body(services, "t", {0: batch(services), 1: batch(services)},
-                                   acks=2))
+    resp = await call(KEY, 9, body(services, "t", {0: batch(services), 1: batch(services)}, acks=2))
     for p in parts(resp).values():
         assert p.error_code == ErrorCode.INVALID_REQUIRED_ACKS
         assert (p.base_offset, p.log_append_time_ms, p.log_start_offset) == (-1, -1, -1)
@@ -73,11 +86,9 @@ async def test_invalid_acks_rejects_every_partition(call, services):
 
 async def test_transactional_requests_are_refused(call, services):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
-    resp = await call(KEY, 9, body(services, "t", {0: batch(services)},
-                                   transactional_id="tx"))
+    resp = await call(KEY, 9, body(services, "t", {0: batch(services)}, transactional_id="tx"))
     assert parts(resp)[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    txn = batch(services, producer_id=1, producer_epoch=0, base_sequence=0,
-                is_transactional=True)
+    txn = batch(services, producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
     resp = await call(KEY, 9, body(services, "t", {0: txn}))
     assert parts(resp)[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert services.replicas.partition("t", 0).log_end_offset == 0
@@ -114,8 +125,7 @@ async def test_internal_topic_not_writable(call, services):
 async def test_bad_record_sets_are_invalid_record(call, services, records):
     services.replicas.create_topic("t", 1, now_ms=services.clock())
     one = batch(services)
-    data = {"two": one + one, "truncated": one[:-3], "garbage": b"\x01" * 80}.get(
-        records, records)  # type: ignore[arg-type]
+    data = {"two": one + one, "truncated": one[:-3], "garbage": b"\x01" * 80}.get(records, records)  # type: ignore[arg-type]
     resp = await call(KEY, 9, body(services, "t", {0: data}))
     p = parts(resp)[0]
     assert p.error_code == ErrorCode.INVALID_RECORD
@@ -132,8 +142,9 @@ async def test_crc_mismatch_is_corrupt_message(call, services):
 
 
 async def test_batch_above_max_message_bytes(call, services):
-    services.replicas.create_topic("t", 1, configs={"max.message.bytes": "100"},
-                                   now_ms=services.clock())
+    services.replicas.create_topic(
+        "t", 1, configs={"max.message.bytes": "100"}, now_ms=services.clock()
+    )
     big = build_batch([(None, b"x" * 500)], base_timestamp=services.clock())
     resp = await call(KEY, 9, body(services, "t", {0: big}))
     assert parts(resp)[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
@@ -164,16 +175,18 @@ async def test_idempotent_duplicate_returns_original_offset(call, services):
 
 
 async def test_log_append_time_topic(call, services, clock):
-    services.replicas.create_topic("t", 1, configs={"message.timestamp.type": "LogAppendTime"},
-                                   now_ms=services.clock())
+    services.replicas.create_topic(
+        "t", 1, configs={"message.timestamp.type": "LogAppendTime"}, now_ms=services.clock()
+    )
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)})))[0]
     assert p.error_code == ErrorCode.NONE
     assert p.log_append_time_ms == clock()
 
 
 async def test_min_insync_replicas_with_acks_all(call, services):
-    services.replicas.create_topic("t", 1, configs={"min.insync.replicas": "2"},
-                                   now_ms=services.clock())
+    services.replicas.create_topic(
+        "t", 1, configs={"min.insync.replicas": "2"}, now_ms=services.clock()
+    )
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=-1)))[0]
     assert p.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=1)))[0]

@@ -52,8 +52,9 @@ def registry() -> Iterator[dict[int, HandlerSpec]]:
 
 
 @pytest.fixture
-async def start_server(nursery: trio.Nursery, registry: dict[int, HandlerSpec],
-                       clients: list[WireClient]) -> AsyncIterator[StartServer]:
+async def start_server(
+    nursery: trio.Nursery, registry: dict[int, HandlerSpec], clients: list[WireClient]
+) -> AsyncIterator[StartServer]:
     async def start(**kwargs: Any) -> RunningServer:
         kwargs.setdefault("max_frame_bytes", MAX_FRAME)
         server = KafkaServer(stub_services(), registry, **kwargs)

@@ -37,23 +37,33 @@ StartServer = Callable[..., Awaitable[RunningServer]]
 def stub_services() -> Services:
     """Services without storage: enough for ApiVersions and test handlers."""
     none = cast(Any, None)
-    return Services(config=BrokerConfig(), logs=none, topics=none, replicas=none,
-                    producer_ids=none, node_id=0, cluster_id="test-cluster",
-                    advertised_host="127.0.0.1", advertised_port=9092)
+    return Services(
+        config=BrokerConfig(),
+        logs=none,
+        topics=none,
+        replicas=none,
+        producer_ids=none,
+        node_id=0,
+        cluster_id="test-cluster",
+        advertised_host="127.0.0.1",
+        advertised_port=9092,
+    )
 
 
 def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def request_header_v1(api_key: int, version: int, correlation_id: int,
-                      client_id: str = "netwire") -> bytes:
+def request_header_v1(
+    api_key: int, version: int, correlation_id: int, client_id: str = "netwire"
+) -> bytes:
     cid = client_id.encode()
     return struct.pack(">hhih", api_key, version, correlation_id, len(cid)) + cid
 
 
-def request_header_v2(api_key: int, version: int, correlation_id: int,
-                      client_id: str = "netwire") -> bytes:
+def request_header_v2(
+    api_key: int, version: int, correlation_id: int, client_id: str = "netwire"
+) -> bytes:
     return request_header_v1(api_key, version, correlation_id, client_id) + b"\x00"
 
 

@@ -25,8 +25,9 @@ from wirebroker.handlers.registry import HandlerSpec, handler
 
 def _request(version: int) -> Any:
     if version >= 3:
-        return ApiVersionsRequest[version](client_software_name="netwire",
-                                           client_software_version="1.0.0")
+        return ApiVersionsRequest[version](
+            client_software_name="netwire", client_software_version="1.0.0"
+        )
     return ApiVersionsRequest[version]()
 
 
@@ -40,7 +41,8 @@ def _expected(registry: dict[int, HandlerSpec]) -> list[tuple[int, int, int]]:
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 async def test_every_version_lists_exactly_the_registered_apis(
-        running: RunningServer, registry: dict[int, HandlerSpec], version: int) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec], version: int
+) -> None:
     client = await WireClient.connect(running.address)
     response = await client.call(_request(version), correlation_id=100 + version)
     assert response.error_code == ErrorCode.NONE
@@ -65,7 +67,8 @@ async def test_v3_response_writes_no_tagged_fields(running: RunningServer) -> No
 
 
 async def test_an_api_added_to_the_registry_is_advertised(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     registry.pop(ApiKey.METADATA, None)
 
     @handler(ApiKey.METADATA, min_version=1, max_version=9)
@@ -78,7 +81,8 @@ async def test_an_api_added_to_the_registry_is_advertised(
 
 
 async def test_produce_is_advertised_from_version_zero(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     registry.pop(ApiKey.PRODUCE, None)
 
     @handler(ApiKey.PRODUCE)
@@ -94,11 +98,13 @@ async def test_produce_is_advertised_from_version_zero(
 
 @pytest.mark.parametrize("version", [5, 127])
 async def test_newer_version_gets_a_v0_unsupported_version_answer(
-        running: RunningServer, registry: dict[int, HandlerSpec], version: int) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec], version: int
+) -> None:
     client = await WireClient.connect(running.address)
     # a body this broker cannot know how to parse: it must not be parsed at all
-    await client.send_raw(frame(request_header_v2(ApiKey.API_VERSIONS, version, 77)
-                                + b"\x05future\x00\x01\x02"))
+    await client.send_raw(
+        frame(request_header_v2(ApiKey.API_VERSIONS, version, 77) + b"\x05future\x00\x01\x02")
+    )
     data = await client.read_frame()
     assert data is not None
     response = ApiVersionsResponse.decode(data, version=0, header=True)
@@ -110,12 +116,20 @@ async def test_newer_version_gets_a_v0_unsupported_version_answer(
     assert retry.error_code == ErrorCode.NONE
 
 
-@pytest.mark.parametrize(("name", "version"), [
-    ("", "1.0"), ("bad name", "1.0"), ("-lead", "1.0"), ("trail.", "1.0"),
-    ("ok", ""), ("ok", "1.0_rc1"),
-])
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        ("", "1.0"),
+        ("bad name", "1.0"),
+        ("-lead", "1.0"),
+        ("trail.", "1.0"),
+        ("ok", ""),
+        ("ok", "1.0_rc1"),
+    ],
+)
 async def test_invalid_client_software_is_invalid_request(
-        running: RunningServer, name: str, version: str) -> None:
+    running: RunningServer, name: str, version: str
+) -> None:
     client = await WireClient.connect(running.address)
     request = ApiVersionsRequest[3](client_software_name=name, client_software_version=version)
     await client.send(request, correlation_id=9)
@@ -130,8 +144,9 @@ async def test_invalid_client_software_is_invalid_request(
     assert (await client.call(_request(3), correlation_id=10)).error_code == ErrorCode.NONE
 
 
-@pytest.mark.parametrize("value", ["librdkafka", "kafka-python", "2.16.1-rdkafka-2.16.0",
-                                   "a", "A.b-9"])
+@pytest.mark.parametrize(
+    "value", ["librdkafka", "kafka-python", "2.16.1-rdkafka-2.16.0", "a", "A.b-9"]
+)
 def test_valid_software_fields(value: str) -> None:
     assert valid_software_field(value)
 
@@ -149,7 +164,8 @@ async def test_old_header_v1_request_for_v0(running: RunningServer) -> None:
     response = ApiVersionsResponse.decode(data, version=0, header=True)
     assert response.header.correlation_id == 3
     assert _as_tuples(response.api_keys) == [
-        (k["api_key"], k["min_version"], k["max_version"]) for k in advertised_api_keys()]
+        (k["api_key"], k["min_version"], k["max_version"]) for k in advertised_api_keys()
+    ]
 
 
 async def test_start_server_fixture_is_isolated(start_server: StartServer) -> None:

@@ -20,8 +20,8 @@ from wirebroker.log.log_manager import CLEAN_SHUTDOWN_FILE
 
 
 async def serve_cancellable(
-        broker: Broker, *,
-        task_status: trio.TaskStatus[tuple[trio.CancelScope, list[tuple[str, int]]]]) -> None:
+    broker: Broker, *, task_status: trio.TaskStatus[tuple[trio.CancelScope, list[tuple[str, int]]]]
+) -> None:
     """Run `broker.serve` under its own cancel scope, handed to the caller with the addresses."""
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as nursery:
@@ -35,7 +35,8 @@ def make_config(tmp_path: Path, **values: str) -> BrokerConfig:
 
 
 async def test_serve_answers_and_closes_the_logs_on_cancel(
-        tmp_path: Path, registry: dict[int, HandlerSpec], clients: list[WireClient]) -> None:
+    tmp_path: Path, registry: dict[int, HandlerSpec], clients: list[WireClient]
+) -> None:
     broker = Broker(make_config(tmp_path))
     data = tmp_path / "data"
     assert data.is_dir()
@@ -46,11 +47,14 @@ async def test_serve_answers_and_closes_the_logs_on_cancel(
             host, port = bound[0]
             assert port != 0
             assert (broker.services.advertised_host, broker.services.advertised_port) == (
-                "127.0.0.1", port)
+                "127.0.0.1",
+                port,
+            )
             assert not (data / CLEAN_SHUTDOWN_FILE).exists()
             client = await WireClient.connect((host, port))
-            response = await client.call(ApiVersionsRequest[4](
-                client_software_name="t", client_software_version="1"))
+            response = await client.call(
+                ApiVersionsRequest[4](client_software_name="t", client_software_version="1")
+            )
             assert response.error_code == ErrorCode.NONE
             assert sorted(k.api_key for k in response.api_keys) == sorted(broker.handlers)
             nursery.cancel_scope.cancel()
@@ -60,7 +64,8 @@ async def test_serve_answers_and_closes_the_logs_on_cancel(
 
 
 async def test_cancel_lets_the_request_in_flight_finish_before_closing_logs(
-        tmp_path: Path, registry: dict[int, HandlerSpec], clients: list[WireClient]) -> None:
+    tmp_path: Path, registry: dict[int, HandlerSpec], clients: list[WireClient]
+) -> None:
     entered, release = trio.Event(), trio.Event()
     data = tmp_path / "data"
     seen_marker: list[bool] = []
@@ -95,11 +100,16 @@ async def test_cancel_lets_the_request_in_flight_finish_before_closing_logs(
 
 
 async def test_advertised_listeners_and_wildcards(
-        tmp_path: Path, registry: dict[int, HandlerSpec]) -> None:
-    config = make_config(tmp_path, **{
-        "listeners": "PLAINTEXT://0.0.0.0:0,CONTROLLER://127.0.0.1:0",
-        "controller.listener.names": "CONTROLLER",
-        "advertised.listeners": "PLAINTEXT://broker.example:0"})
+    tmp_path: Path, registry: dict[int, HandlerSpec]
+) -> None:
+    config = make_config(
+        tmp_path,
+        **{
+            "listeners": "PLAINTEXT://0.0.0.0:0,CONTROLLER://127.0.0.1:0",
+            "controller.listener.names": "CONTROLLER",
+            "advertised.listeners": "PLAINTEXT://broker.example:0",
+        },
+    )
     broker = Broker(config)
     assert broker.listen == [("0.0.0.0", 0)]
     with trio.fail_after(TIMEOUT_S):
@@ -112,7 +122,8 @@ async def test_advertised_listeners_and_wildcards(
 
 
 async def test_wildcard_without_advertised_listeners_advertises_loopback(
-        tmp_path: Path, registry: dict[int, HandlerSpec]) -> None:
+    tmp_path: Path, registry: dict[int, HandlerSpec]
+) -> None:
     broker = Broker(make_config(tmp_path, listeners="PLAINTEXT://:0"))
     with trio.fail_after(TIMEOUT_S):
         async with trio.open_nursery() as nursery:
@@ -127,7 +138,9 @@ def test_tls_listeners_are_refused(tmp_path: Path) -> None:
         Broker(make_config(tmp_path, listeners="SSL://127.0.0.1:0"))
 
 
-@pytest.mark.parametrize(("host", "expected"), [
-    ("", "127.0.0.1"), ("0.0.0.0", "127.0.0.1"), ("::", "::1"), ("10.1.2.3", "10.1.2.3")])
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [("", "127.0.0.1"), ("0.0.0.0", "127.0.0.1"), ("::", "::1"), ("10.1.2.3", "10.1.2.3")],
+)
 def test_connectable_host(host: str, expected: str) -> None:
     assert connectable_host(host) == expected

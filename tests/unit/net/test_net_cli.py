@@ -44,10 +44,20 @@ def test_config_file_then_overrides_then_flags(tmp_path: Path) -> None:
         "num.partitions=3\n"
         "log.retention.ms = 1000\n"
         "log.dirs=/somewhere\n"
-        "process.roles=broker,controller\n")
-    got = values("--config", str(props), "--override", "num.partitions=5",
-                 "--override", "log.dirs=/elsewhere", "--port", "0",
-                 "--data-dir", str(tmp_path / "d"))
+        "process.roles=broker,controller\n"
+    )
+    got = values(
+        "--config",
+        str(props),
+        "--override",
+        "num.partitions=5",
+        "--override",
+        "log.dirs=/elsewhere",
+        "--port",
+        "0",
+        "--data-dir",
+        str(tmp_path / "d"),
+    )
     assert got["num.partitions"] == "5"
     assert got["log.retention.ms"] == "1000"
     assert got["log.dirs"] == str(tmp_path / "d")

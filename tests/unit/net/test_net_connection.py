@@ -28,12 +28,15 @@ from wirebroker.handlers.registry import HandlerFunc, HandlerSpec, handler
 
 def metadata_body(ctx: Any) -> dict[str, Any]:
     """A minimal valid Metadata response naming the request's correlation id in cluster_id."""
-    return {"brokers": [{"node_id": 0, "host": "h", "port": 1}],
-            "cluster_id": f"c{ctx.header.correlation_id}", "controller_id": 0, "topics": []}
+    return {
+        "brokers": [{"node_id": 0, "host": "h", "port": 1}],
+        "cluster_id": f"c{ctx.header.correlation_id}",
+        "controller_id": 0,
+        "topics": [],
+    }
 
 
-def register_metadata(registry: dict[int, HandlerSpec], func: HandlerFunc,
-                      **versions: int) -> None:
+def register_metadata(registry: dict[int, HandlerSpec], func: HandlerFunc, **versions: int) -> None:
     registry.pop(ApiKey.METADATA, None)
     handler(ApiKey.METADATA, **versions)(func)
 
@@ -50,9 +53,12 @@ async def assert_healthy(address: tuple[str, int]) -> None:
 
 async def test_pipelined_requests_are_answered_in_order(running: RunningServer) -> None:
     client = await WireClient.connect(running.address)
-    requests = [ApiVersionsRequest[v]() if v < 3 else
-                ApiVersionsRequest[v](client_software_name="x", client_software_version="1")
-                for v in (0, 3, 1, 4, 2)]
+    requests = [
+        ApiVersionsRequest[v]()
+        if v < 3
+        else ApiVersionsRequest[v](client_software_name="x", client_software_version="1")
+        for v in (0, 3, 1, 4, 2)
+    ]
     wire = b"".join(client.encode(r, correlation_id=10 + i) for i, r in enumerate(requests))
     await client.send_raw(wire)
     for i, request in enumerate(requests):
@@ -62,7 +68,8 @@ async def test_pipelined_requests_are_answered_in_order(running: RunningServer) 
 
 
 async def test_requests_are_handled_one_at_a_time(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     events: list[str] = []
     release = trio.Event()
 
@@ -97,7 +104,8 @@ async def test_a_frame_sent_byte_by_byte(running: RunningServer) -> None:
 
 
 async def test_flexible_metadata_round_trip(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     async def ok(ctx: Any, req: Any) -> dict[str, Any]:
         assert ctx.api_version == 12
         assert ctx.header.client_id == "netwire"
@@ -113,15 +121,17 @@ async def test_flexible_metadata_round_trip(
 
 
 async def test_no_response_when_the_handler_returns_none(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     async def silent_for_odd(ctx: Any, req: Any) -> dict[str, Any] | None:
         return None if ctx.header.correlation_id % 2 else metadata_body(ctx)
 
     register_metadata(registry, silent_for_odd)
     client = await WireClient.connect(running.address)
     request = MetadataRequest[1](topics=[])
-    await client.send_raw(client.encode(MetadataRequest[1](topics=[]), 1)
-                          + client.encode(request, 2))
+    await client.send_raw(
+        client.encode(MetadataRequest[1](topics=[]), 1) + client.encode(request, 2)
+    )
     response = await client.receive(request)
     assert response.header.correlation_id == 2
 
@@ -135,8 +145,7 @@ BAD_FRAMES = {
     "truncated header": frame(b"\x00\x12\x00"),
     "empty frame": frame(b""),
     "client id longer than the frame": frame(struct.pack(">hhih", 18, 0, 1, 300) + b"abc"),
-    "malformed compact string": frame(request_header_v2(ApiKey.API_VERSIONS, 3, 1)
-                                      + b"\x33ab"),
+    "malformed compact string": frame(request_header_v2(ApiKey.API_VERSIONS, 3, 1) + b"\x33ab"),
     "negative frame size": struct.pack(">i", -1) + b"\x00" * 16,
     "frame above the cap": struct.pack(">i", MAX_FRAME + 1),
     "huge frame size": b"\x7f\xff\xff\xff",
@@ -145,7 +154,8 @@ BAD_FRAMES = {
 
 @pytest.mark.parametrize("name", sorted(BAD_FRAMES))
 async def test_bad_input_closes_only_that_connection(
-        running: RunningServer, caplog: pytest.LogCaptureFixture, name: str) -> None:
+    running: RunningServer, caplog: pytest.LogCaptureFixture, name: str
+) -> None:
     bystander = await WireClient.connect(running.address)
     client = await WireClient.connect(running.address)
     # a good request first, then the bad frame: the good one is still answered
@@ -162,8 +172,8 @@ async def test_bad_input_closes_only_that_connection(
 
 
 async def test_version_outside_the_served_range_closes(
-        running: RunningServer, registry: dict[int, HandlerSpec],
-        caplog: pytest.LogCaptureFixture) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec], caplog: pytest.LogCaptureFixture
+) -> None:
     called: list[int] = []
 
     async def never(ctx: Any, req: Any) -> dict[str, Any]:
@@ -184,7 +194,8 @@ async def test_version_outside_the_served_range_closes(
 
 
 async def test_produce_below_version_3_closes_although_advertised(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     registry.pop(ApiKey.PRODUCE, None)
 
     called: list[int] = []
@@ -202,7 +213,8 @@ async def test_produce_below_version_3_closes_although_advertised(
 
 
 async def test_api_without_a_handler_closes(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     registry.pop(ApiKey.METADATA, None)
     client = await WireClient.connect(running.address)
     await client.send(MetadataRequest[1](topics=[]), correlation_id=1)
@@ -211,8 +223,8 @@ async def test_api_without_a_handler_closes(
 
 
 async def test_a_handler_bug_closes_only_that_connection(
-        running: RunningServer, registry: dict[int, HandlerSpec],
-        caplog: pytest.LogCaptureFixture) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec], caplog: pytest.LogCaptureFixture
+) -> None:
     async def buggy(ctx: Any, req: Any) -> dict[str, Any]:
         raise RuntimeError("boom in handler")
 
@@ -231,7 +243,8 @@ async def test_a_handler_bug_closes_only_that_connection(
 
 
 async def test_a_response_that_cannot_be_encoded_closes(
-        running: RunningServer, registry: dict[int, HandlerSpec]) -> None:
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
     async def bad_body(ctx: Any, req: Any) -> dict[str, Any]:
         return {"brokers": [{"node_id": "not a number"}]}
 
@@ -242,19 +255,22 @@ async def test_a_response_that_cannot_be_encoded_closes(
     await assert_healthy(running.address)
 
 
-async def test_peer_reset_is_quiet(running: RunningServer,
-                                   caplog: pytest.LogCaptureFixture) -> None:
+async def test_peer_reset_is_quiet(
+    running: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
     client = await WireClient.connect(running.address)
     with caplog.at_level(logging.INFO, logger="wirebroker.net"):
         await client.send_raw(frame(request_header_v1(ApiKey.API_VERSIONS, 0, 1))[:7])
         await client.aclose()
         await assert_healthy(running.address)
         await trio.testing.wait_all_tasks_blocked()
-    assert not [r for r in caplog.records if r.levelno >= logging.INFO
-                and "closing" in r.getMessage()]
+    assert not [
+        r for r in caplog.records if r.levelno >= logging.INFO and "closing" in r.getMessage()
+    ]
 
 
 # -- idle connections and shutdown -------------------------------------------------------
+
 
 async def test_idle_connection_is_closed(start_server: StartServer) -> None:
     running = await start_server(idle_timeout_ms=50)
@@ -264,7 +280,8 @@ async def test_idle_connection_is_closed(start_server: StartServer) -> None:
 
 
 async def test_shutdown_lets_the_request_in_flight_finish(
-        registry: dict[int, HandlerSpec], clients: list[WireClient]) -> None:
+    registry: dict[int, HandlerSpec], clients: list[WireClient]
+) -> None:
     from netwire import stub_services
 
     from wirebroker.net.server import KafkaServer
@@ -298,7 +315,8 @@ async def test_shutdown_lets_the_request_in_flight_finish(
 
 
 async def test_shutdown_cancels_requests_after_the_grace_period(
-        registry: dict[int, HandlerSpec], clients: list[WireClient]) -> None:
+    registry: dict[int, HandlerSpec], clients: list[WireClient]
+) -> None:
     from netwire import stub_services
 
     from wirebroker.net.server import KafkaServer

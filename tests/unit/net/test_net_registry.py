@@ -34,13 +34,17 @@ def test_a_handler_may_narrow_its_versions(registry: dict[int, HandlerSpec]) -> 
     handler(ApiKey.METADATA, min_version=2, max_version=5)(_noop)
     spec = registry[ApiKey.METADATA]
     assert [v for v in range(0, 14) if spec.serves(v)] == [2, 3, 4, 5]
-    assert {"api_key": int(ApiKey.METADATA), "min_version": 2,
-            "max_version": 5} in advertised_api_keys()
+    assert {
+        "api_key": int(ApiKey.METADATA),
+        "min_version": 2,
+        "max_version": 5,
+    } in advertised_api_keys()
 
 
 @pytest.mark.parametrize(("lo", "hi"), [(-1, 3), (0, 99), (5, 4)])
 def test_versions_outside_the_schema_are_refused(
-        registry: dict[int, HandlerSpec], lo: int, hi: int) -> None:
+    registry: dict[int, HandlerSpec], lo: int, hi: int
+) -> None:
     registry.pop(ApiKey.METADATA, None)
     with pytest.raises(ValueError):
         handler(ApiKey.METADATA, min_version=lo, max_version=hi)(_noop)
@@ -60,7 +64,8 @@ def test_a_second_handler_for_one_api_is_refused(registry: dict[int, HandlerSpec
 
 
 def test_produce_advertises_from_zero_but_serves_from_the_schema_minimum(
-        registry: dict[int, HandlerSpec]) -> None:
+    registry: dict[int, HandlerSpec],
+) -> None:
     registry.pop(ApiKey.PRODUCE, None)
     handler(ApiKey.PRODUCE)(_noop)
     spec = registry[ApiKey.PRODUCE]
@@ -84,8 +89,7 @@ def test_load_handlers_imports_every_handler_module(registry: dict[int, HandlerS
         assert lo <= spec.min_version <= spec.max_version <= hi
 
 
-def test_advertised_keys_are_exactly_the_registered_ones(
-        registry: dict[int, HandlerSpec]) -> None:
+def test_advertised_keys_are_exactly_the_registered_ones(registry: dict[int, HandlerSpec]) -> None:
     load_handlers()
     keys = [entry["api_key"] for entry in advertised_api_keys()]
     assert keys == sorted(registry)

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import trio
 import trio.testing
-from wirebroker.log.log_manager import LogManager
 
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
+from wirebroker.log.log_manager import LogManager
 from wirebroker.replication.fetch_waiters import FetchWaiters, waiters_for
 from wirebroker.replication.replica_manager import ReplicaManager
 

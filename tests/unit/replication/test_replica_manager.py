@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wirebroker.log.log_manager import LogManager
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
@@ -14,6 +13,7 @@ from wirebroker.cluster.errors import ClusterError, InvalidTopicError
 from wirebroker.cluster.topic_store import TopicStore, read_meta_properties
 from wirebroker.config import BrokerConfig
 from wirebroker.log.config import LogConfig
+from wirebroker.log.log_manager import LogManager
 from wirebroker.replication.partition import READ_COMMITTED, NotEnoughReplicasError
 from wirebroker.replication.replica_manager import (
     InvalidConfigError,
@@ -38,13 +38,17 @@ class Env:
         self.open()
 
     def open(self) -> None:
-        self.config = BrokerConfig({"node.id": "0", "log.dirs": str(self.data),
-                                    **self.overrides})
+        self.config = BrokerConfig({"node.id": "0", "log.dirs": str(self.data), **self.overrides})
         self.topics = TopicStore.open(self.data)
         self.logs = LogManager([self.data])
         self.events: list[tuple[str, int]] = []
-        self.rm = ReplicaManager(self.config, self.logs, self.topics, node_id=0,
-                                 on_data=lambda t, i: self.events.append((t, i)))
+        self.rm = ReplicaManager(
+            self.config,
+            self.logs,
+            self.topics,
+            node_id=0,
+            on_data=lambda t, i: self.events.append((t, i)),
+        )
         self.rm.load(NOW)
 
     def reopen(self) -> None:
@@ -60,8 +64,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
 
 
 def batch(n: int = 1, **kw: object) -> bytes:
-    return build_batch([(None, b"value-%d" % i) for i in range(n)], base_timestamp=NOW,
-                       **kw)  # type: ignore[arg-type]
+    return build_batch([(None, b"value-%d" % i) for i in range(n)], base_timestamp=NOW, **kw)  # type: ignore[arg-type]
 
 
 def test_create_topic_defaults_and_partitions(env: Env) -> None:
@@ -90,8 +93,9 @@ def test_create_topic_uses_broker_num_partitions(tmp_path: Path) -> None:
 
 
 def test_internal_topic_flag(env: Env) -> None:
-    info = env.rm.create_topic("__consumer_offsets", 3, configs={"cleanup.policy": "compact"},
-                               now_ms=NOW)
+    info = env.rm.create_topic(
+        "__consumer_offsets", 3, configs={"cleanup.policy": "compact"}, now_ms=NOW
+    )
     assert info.is_internal
     assert env.rm.effective_topic_configs("__consumer_offsets")["cleanup.policy"] == "compact"
 
@@ -100,34 +104,68 @@ def test_internal_topic_flag(env: Env) -> None:
     ("kwargs", "exc", "code"),
     [
         ({"name": "bad name"}, InvalidTopicError, ErrorCode.INVALID_TOPIC_EXCEPTION),
-        ({"name": "t", "num_partitions": 0}, InvalidPartitionsError,
-         ErrorCode.INVALID_PARTITIONS),
-        ({"name": "t", "num_partitions": -5}, InvalidPartitionsError,
-         ErrorCode.INVALID_PARTITIONS),
-        ({"name": "t", "replication_factor": 0}, InvalidReplicationFactorError,
-         ErrorCode.INVALID_REPLICATION_FACTOR),
-        ({"name": "t", "replication_factor": 3}, InvalidReplicationFactorError,
-         ErrorCode.INVALID_REPLICATION_FACTOR),
-        ({"name": "t", "configs": {"no.such.config": "1"}}, InvalidConfigError,
-         ErrorCode.INVALID_CONFIG),
-        ({"name": "t", "configs": {"retention.ms": "abc"}}, InvalidConfigError,
-         ErrorCode.INVALID_CONFIG),
-        ({"name": "t", "configs": {"cleanup.policy": "shred"}}, InvalidConfigError,
-         ErrorCode.INVALID_CONFIG),
-        ({"name": "t", "configs": {"retention.ms": None}}, InvalidConfigError,
-         ErrorCode.INVALID_CONFIG),
-        ({"name": "t", "num_partitions": 100_001}, PolicyViolationError,
-         ErrorCode.POLICY_VIOLATION),
-        ({"name": "t", "num_partitions": 2, "assignments": {0: [0]}}, InvalidRequestError,
-         ErrorCode.INVALID_REQUEST),
-        ({"name": "t", "assignments": {0: [0], 2: [0]}}, InvalidReplicationAssignmentError,
-         ErrorCode.INVALID_REPLICATION_ASSIGNMENT),
-        ({"name": "t", "assignments": {0: [1]}}, InvalidReplicationAssignmentError,
-         ErrorCode.INVALID_REPLICATION_ASSIGNMENT),
-        ({"name": "t", "assignments": {0: [0, 0]}}, InvalidReplicationAssignmentError,
-         ErrorCode.INVALID_REPLICATION_ASSIGNMENT),
-        ({"name": "t", "assignments": {0: []}}, InvalidReplicationAssignmentError,
-         ErrorCode.INVALID_REPLICATION_ASSIGNMENT),
+        ({"name": "t", "num_partitions": 0}, InvalidPartitionsError, ErrorCode.INVALID_PARTITIONS),
+        ({"name": "t", "num_partitions": -5}, InvalidPartitionsError, ErrorCode.INVALID_PARTITIONS),
+        (
+            {"name": "t", "replication_factor": 0},
+            InvalidReplicationFactorError,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+        ),
+        (
+            {"name": "t", "replication_factor": 3},
+            InvalidReplicationFactorError,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+        ),
+        (
+            {"name": "t", "configs": {"no.such.config": "1"}},
+            InvalidConfigError,
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            {"name": "t", "configs": {"retention.ms": "abc"}},
+            InvalidConfigError,
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            {"name": "t", "configs": {"cleanup.policy": "shred"}},
+            InvalidConfigError,
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            {"name": "t", "configs": {"retention.ms": None}},
+            InvalidConfigError,
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            {"name": "t", "num_partitions": 100_001},
+            PolicyViolationError,
+            ErrorCode.POLICY_VIOLATION,
+        ),
+        (
+            {"name": "t", "num_partitions": 2, "assignments": {0: [0]}},
+            InvalidRequestError,
+            ErrorCode.INVALID_REQUEST,
+        ),
+        (
+            {"name": "t", "assignments": {0: [0], 2: [0]}},
+            InvalidReplicationAssignmentError,
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        ),
+        (
+            {"name": "t", "assignments": {0: [1]}},
+            InvalidReplicationAssignmentError,
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        ),
+        (
+            {"name": "t", "assignments": {0: [0, 0]}},
+            InvalidReplicationAssignmentError,
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        ),
+        (
+            {"name": "t", "assignments": {0: []}},
+            InvalidReplicationAssignmentError,
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        ),
     ],
 )
 def test_create_topic_errors(env: Env, kwargs: dict, exc: type, code: ErrorCode) -> None:
@@ -168,9 +206,9 @@ def test_effective_configs_precedence(tmp_path: Path) -> None:
     try:
         e.rm.create_topic("t", configs={"segment.bytes": "20000"}, now_ms=NOW)
         values = e.rm.effective_topic_configs("t")
-        assert values["segment.bytes"] == "20000"          # topic override
-        assert values["retention.ms"] == "5000"            # broker synonym
-        assert values["max.message.bytes"] == "1048588"    # default
+        assert values["segment.bytes"] == "20000"  # topic override
+        assert values["retention.ms"] == "5000"  # broker synonym
+        assert values["max.message.bytes"] == "1048588"  # default
         cfg = e.rm.log_config("t")
         assert isinstance(cfg, LogConfig)
         assert (cfg.segment_bytes, cfg.retention_ms) == (20000, 5000)
@@ -304,8 +342,10 @@ def test_load_repairs_interrupted_create_and_delete(env: Env) -> None:
     info = env.topics.get("keep")
     assert info is not None
     from wirebroker.cluster.topic_store import TopicInfo
-    env.topics.put(TopicInfo(name="keep", topic_id=info.topic_id, partitions=2,
-                             replication_factor=1))
+
+    env.topics.put(
+        TopicInfo(name="keep", topic_id=info.topic_id, partitions=2, replication_factor=1)
+    )
     env.reopen()
     assert env.logs.get("stray", 0) is None
     assert [p.index for p in env.rm.partitions_of("keep")] == [0, 1]

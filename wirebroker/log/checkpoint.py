@@ -97,8 +97,9 @@ def read_offset_checkpoint(fs: FileSystem, path: Path) -> dict[tuple[str, int], 
     return out
 
 
-def write_offset_checkpoint(fs: FileSystem, path: Path,
-                            offsets: dict[tuple[str, int], int]) -> None:
+def write_offset_checkpoint(
+    fs: FileSystem, path: Path, offsets: dict[tuple[str, int], int]
+) -> None:
     lines = [str(_VERSION), str(len(offsets))]
     lines += [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
     write_file_atomic(fs, path, ("\n".join(lines) + "\n").encode())

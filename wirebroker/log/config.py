@@ -24,6 +24,10 @@ message_timestamp_type             message.timestamp.type              CreateTim
 message_timestamp_before_max_ms    message.timestamp.before.max.ms     LONG_MAX
 message_timestamp_after_max_ms     message.timestamp.after.max.ms      1 hour
 cleanup_policy                     cleanup.policy                      ("delete",)
+min_cleanable_dirty_ratio          min.cleanable.dirty.ratio           0.5
+min_compaction_lag_ms              min.compaction.lag.ms               0
+max_compaction_lag_ms              max.compaction.lag.ms               LONG_MAX
+delete_retention_ms                delete.retention.ms                 1 day
 producer_id_expiration_ms          (broker) producer.id.expiration.ms  1 day
 =================================  ==================================  =====================
 
@@ -56,6 +60,10 @@ _TOPIC_KEYS: dict[str, str] = {
     "message_timestamp_before_max_ms": "message.timestamp.before.max.ms",
     "message_timestamp_after_max_ms": "message.timestamp.after.max.ms",
     "cleanup_policy": "cleanup.policy",
+    "min_cleanable_dirty_ratio": "min.cleanable.dirty.ratio",
+    "min_compaction_lag_ms": "min.compaction.lag.ms",
+    "max_compaction_lag_ms": "max.compaction.lag.ms",
+    "delete_retention_ms": "delete.retention.ms",
 }
 
 
@@ -75,6 +83,10 @@ class LogConfig:
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = 3600000
     cleanup_policy: tuple[str, ...] = ("delete",)
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    delete_retention_ms: int = 86400000
     producer_id_expiration_ms: int = 86400000
 
     @property

@@ -218,4 +218,3 @@ class TimeIndex(_Index):
         self.truncate_file(count)
         del self.timestamps[count:]
         del self.rel_offsets[count:]
-

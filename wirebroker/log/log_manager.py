@@ -5,6 +5,8 @@ contain '-': the name is split on the LAST '-') and these files::
 
     recovery-point-offset-checkpoint   per partition: offset below which data was fsynced
     log-start-offset-checkpoint        per partition: log start offset (DeleteRecords)
+    cleaner-offset-checkpoint          per compacted partition: offset below which the log
+                                       cleaner has cleaned (written after each round)
     .kafka_cleanshutdown               written by close() after every log of the directory
                                        was flushed and checkpointed; removed by load()
     meta.properties                    not ours (cluster metadata)
@@ -18,6 +20,10 @@ left by an interrupted `delete`, which are removed.
 a name that `load` cleans up), then removes it.
 
 New partitions go to the log directory holding the fewest partitions (Kafka's rule).
+
+Compaction: `run_cleaner(now_ms)` runs one bounded step of the `LogCleaner` (cleaner.py) and
+persists changed cleaner checkpoints. The broker calls it from a background loop: again at
+once (after letting requests run) while `cleaner_busy`, else after log.cleaner.backoff.ms.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from wirebroker.log.checkpoint import (
     write_offset_checkpoint,
     write_partition_metadata,
 )
+from wirebroker.log.cleaner import CLEANER_CHECKPOINT, LogCleaner
 from wirebroker.log.config import LogConfig
 from wirebroker.log.errors import LogError, StorageError
 from wirebroker.log.fs import FileSystem, OsFileSystem, write_file_atomic
@@ -67,10 +74,17 @@ def parse_partition_dir(name: str) -> Key | None:
 
 
 class LogManager:
-    def __init__(self, log_dirs: Sequence[Path], *, fs: FileSystem | None = None) -> None:
+    def __init__(
+        self,
+        log_dirs: Sequence[Path],
+        *,
+        fs: FileSystem | None = None,
+        cleaner: LogCleaner | None = None,
+    ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
         self.fs: FileSystem = fs or OsFileSystem()
+        self.cleaner = cleaner if cleaner is not None else LogCleaner()
         self.log_dirs = [Path(d) for d in log_dirs]
         self._logs: dict[Key, PartitionLog] = {}
         self._dir_of: dict[Key, Path] = {}
@@ -100,13 +114,13 @@ class LogManager:
             log.warning("%s: %s; ignoring it", path, exc)
             return {}
 
-    def _load_dir(self, d: Path, configs: Callable[[str], LogConfig | None],
-                  now_ms: int) -> None:
+    def _load_dir(self, d: Path, configs: Callable[[str], LogConfig | None], now_ms: int) -> None:
         fs = self.fs
         marker = d / CLEAN_SHUTDOWN_FILE
         clean = fs.exists(marker)
         recovery = self._read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
         starts = self._read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        cleaned = self._read_checkpoint(d / CLEANER_CHECKPOINT)
         for name in sorted(fs.listdir(d)):
             path = d / name
             if not fs.is_dir(path):
@@ -119,17 +133,25 @@ class LogManager:
             if key is None:
                 continue
             if key in self._logs:
-                raise StorageError(f"partition {name} found in both {self._dir_of[key]} "
-                                   f"and {d}")
+                raise StorageError(f"partition {name} found in both {self._dir_of[key]} and {d}")
             config = configs(key[0])
             if config is None:
                 continue
             part_clean = clean and key in recovery
             self._logs[key] = PartitionLog.open(
-                path, key[0], key[1], config, now_ms=now_ms,
-                recovery_point=recovery.get(key, 0), log_start_offset=starts.get(key, 0),
-                clean=part_clean, fs=fs)
+                path,
+                key[0],
+                key[1],
+                config,
+                now_ms=now_ms,
+                recovery_point=recovery.get(key, 0),
+                log_start_offset=starts.get(key, 0),
+                clean=part_clean,
+                fs=fs,
+            )
             self._dir_of[key] = d
+            if key in cleaned:
+                self.cleaner.checkpoints[key] = cleaned[key]
         if clean:
             fs.unlink(marker)
             fs.fsync_dir(d)
@@ -146,8 +168,14 @@ class LogManager:
         return self._dir_of[(topic, partition)]
 
     # -- create / delete ----------------------------------------------------------------------
-    def create(self, topic: str, partition: int, config: LogConfig, now_ms: int,
-               topic_id: uuid.UUID | None = None) -> PartitionLog:
+    def create(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        now_ms: int,
+        topic_id: uuid.UUID | None = None,
+    ) -> PartitionLog:
         """Create (or return the existing) log of a partition."""
         key = (topic, partition)
         existing = self._logs.get(key)
@@ -182,6 +210,11 @@ class LogManager:
         d = self._dir_of.pop(key, None)
         if plog is None or d is None:
             return
+        if self.cleaner.forget(key):
+            try:
+                self._write_cleaner_checkpoint(d)
+            except StorageError:
+                log.exception("%s-%d: cannot update the cleaner checkpoint", topic, partition)
         try:
             plog.close(snapshot=False)
         except LogError:
@@ -215,21 +248,57 @@ class LogManager:
             except StorageError:
                 log.exception("%s-%d: flush failed", *key)
 
+    def run_cleaner(self, now_ms: int) -> int:
+        """One bounded step of log compaction over the online logs; returns the bytes
+        reclaimed. Writes the cleaner checkpoint of each log dir whose entries changed
+        (StorageError if that fails)."""
+        logs = {k: p for k, p in self._logs.items() if not p.offline}
+        reclaimed = self.cleaner.run(logs, now_ms)
+        changed = set(self.cleaner.changed)
+        self.cleaner.changed.clear()
+        try:
+            for d in sorted({self._dir_of[k] for k in changed if k in self._dir_of}):
+                self._write_cleaner_checkpoint(d)
+        except StorageError:
+            self.cleaner.changed |= changed
+            raise
+        return reclaimed
+
+    @property
+    def cleaner_busy(self) -> bool:
+        """True when `run_cleaner` should be called again soon (a round is in progress or
+        the last call did not find the cleaner idle)."""
+        return self.cleaner.has_work
+
+    def _write_cleaner_checkpoint(self, d: Path) -> None:
+        offsets = {k: o for k, o in self.cleaner.checkpoints.items() if self._dir_of.get(k) == d}
+        try:
+            write_offset_checkpoint(self.fs, d / CLEANER_CHECKPOINT, offsets)
+        except OSError as exc:
+            raise StorageError(f"cannot write the cleaner checkpoint in {d}: {exc}") from exc
+
     def checkpoint(self) -> None:
         """Write the recovery-point and log-start-offset checkpoints of every log dir."""
         for d in self.log_dirs:
             logs = {k: p for k, p in self._logs.items() if self._dir_of.get(k) == d}
             try:
-                write_offset_checkpoint(self.fs, d / RECOVERY_POINT_CHECKPOINT,
-                                        {k: p.recovery_point for k, p in logs.items()})
-                write_offset_checkpoint(self.fs, d / LOG_START_OFFSET_CHECKPOINT,
-                                        {k: p.log_start_offset for k, p in logs.items()})
+                write_offset_checkpoint(
+                    self.fs,
+                    d / RECOVERY_POINT_CHECKPOINT,
+                    {k: p.recovery_point for k, p in logs.items()},
+                )
+                write_offset_checkpoint(
+                    self.fs,
+                    d / LOG_START_OFFSET_CHECKPOINT,
+                    {k: p.log_start_offset for k, p in logs.items()},
+                )
             except OSError as exc:
                 raise StorageError(f"cannot write checkpoints in {d}: {exc}") from exc
 
     def close(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker
         of each log dir whose logs all closed cleanly."""
+        self.cleaner.abort()
         failed_dirs: set[Path] = set()
         for key, plog in self._logs.items():
             was_offline = plog.offline
@@ -245,8 +314,8 @@ class LogManager:
             if d in failed_dirs:
                 continue
             try:
-                write_file_atomic(self.fs, d / CLEAN_SHUTDOWN_FILE,
-                                  b'{"version":0,"brokerEpoch":-1}')
+                write_file_atomic(
+                    self.fs, d / CLEAN_SHUTDOWN_FILE, b'{"version":0,"brokerEpoch":-1}'
+                )
             except OSError as exc:
-                raise StorageError(f"cannot write the clean-shutdown marker in {d}: "
-                                   f"{exc}") from exc
+                raise StorageError(f"cannot write the clean-shutdown marker in {d}: {exc}") from exc

@@ -92,6 +92,7 @@ from wirebroker.log.checkpoint import (
     read_partition_metadata,
     write_epoch_checkpoint,
 )
+from wirebroker.log.cleaner import complete_interrupted_swaps, swap_in
 from wirebroker.log.config import LogConfig
 from wirebroker.log.errors import (
     CorruptRecordError,
@@ -144,8 +145,9 @@ class PartitionLog:
     recovery_point: int
     topic_id: uuid.UUID | None
 
-    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig,
-                 fs: FileSystem) -> None:
+    def __init__(
+        self, directory: Path, topic: str, partition: int, config: LogConfig, fs: FileSystem
+    ) -> None:
         """Use `PartitionLog.open`."""
         self.directory = directory
         self.topic = topic
@@ -165,8 +167,10 @@ class PartitionLog:
         self._last_flush_ms = 0
 
     def __repr__(self) -> str:
-        return (f"PartitionLog({self.name}, start={self.log_start_offset}, "
-                f"end={self.log_end_offset}, segments={len(self._segments)})")
+        return (
+            f"PartitionLog({self.name}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )
 
     @property
     def name(self) -> str:
@@ -194,6 +198,10 @@ class PartitionLog:
         return self._offline
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def segments(self) -> list[Segment]:
         """The segments, oldest first (read-only view for tools and tests)."""
         return list(self._segments)
@@ -204,11 +212,30 @@ class PartitionLog:
     def producer_entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def producer_last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its last batch, for every producer in the state
+        (the log cleaner keeps those batches)."""
+        return {
+            pid: e.batches[-1].last_offset
+            for pid, e in self._producers.producers.items()
+            if e.batches
+        }
+
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: Path, topic: str, partition: int, config: LogConfig, *,
-             now_ms: int, recovery_point: int = 0, log_start_offset: int = 0,
-             clean: bool = False, fs: FileSystem | None = None) -> PartitionLog:
+    def open(
+        cls,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        now_ms: int,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean: bool = False,
+        fs: FileSystem | None = None,
+    ) -> PartitionLog:
         """Open (creating if needed) and, unless `clean`, recover the partition directory.
 
         Raises StorageError on an OSError.
@@ -224,10 +251,10 @@ class PartitionLog:
             raise
         return self
 
-    def _load(self, now_ms: int, recovery_point: int, log_start_offset: int,
-              clean: bool) -> None:
+    def _load(self, now_ms: int, recovery_point: int, log_start_offset: int, clean: bool) -> None:
         """Load segments and rebuild state.
 
+        0. Complete swaps of cleaned segments interrupted by a crash (cleaner.py).
         1. Delete stray files (*.tmp, *.deleted, *.cleaned, *.swap, index files without a .log).
         2. Open every `<base>.log` in offset order (an empty directory gets one segment at
            log_start_offset).
@@ -248,6 +275,7 @@ class PartitionLog:
         """
         fs = self.fs
         fs.makedirs(self.directory)
+        complete_interrupted_swaps(fs, self.directory)
         names = sorted(fs.listdir(self.directory))
         bases = []
         for name in names:
@@ -261,11 +289,15 @@ class PartitionLog:
             if m and int(m.group(1)) not in base_set:
                 fs.unlink(self.directory / name)
         for base in bases:
-            self._segments.append(Segment(fs, self.directory, base, self.config, now_ms,
-                                          create=False))
+            self._segments.append(
+                Segment(fs, self.directory, base, self.config, now_ms, create=False)
+            )
         if not self._segments:
-            self._segments.append(Segment(fs, self.directory, max(log_start_offset, 0),
-                                          self.config, now_ms, create=True))
+            self._segments.append(
+                Segment(
+                    fs, self.directory, max(log_start_offset, 0), self.config, now_ms, create=True
+                )
+            )
         self._bases = [s.base_offset for s in self._segments]
 
         if clean:
@@ -301,8 +333,7 @@ class PartitionLog:
                 if reason is not None:
                     # the epoch cache already covers this segment and the later ones: a
                     # truncation is applied to it below (truncate_from_end(log end))
-                    log.warning("%s: %s; recovering segment %d", self.name, reason,
-                                seg.base_offset)
+                    log.warning("%s: %s; recovering segment %d", self.name, reason, seg.base_offset)
                     truncated = seg.recover()
                     recovered.append(seg)
             else:
@@ -311,18 +342,23 @@ class PartitionLog:
                 truncated = self._recover_segment(seg, rebuild_epochs)
                 recovered.append(seg)
             if truncated and not is_last:
-                for later in self._segments[i + 1:]:
-                    log.warning("%s: deleting segment %d after a truncation", self.name,
-                                later.base_offset)
+                for later in self._segments[i + 1 :]:
+                    log.warning(
+                        "%s: deleting segment %d after a truncation", self.name, later.base_offset
+                    )
                     later.delete_files()
-                del self._segments[i + 1:]
+                del self._segments[i + 1 :]
             i += 1
         self._bases = [s.base_offset for s in self._segments]
 
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         if self.log_start_offset > self.log_end_offset:
-            log.warning("%s: log start %d beyond log end %d; starting empty", self.name,
-                        self.log_start_offset, self.log_end_offset)
+            log.warning(
+                "%s: log start %d beyond log end %d; starting empty",
+                self.name,
+                self.log_start_offset,
+                self.log_end_offset,
+            )
             self._truncate_fully_and_start_at(self.log_start_offset, now_ms)
             recovered = []
         for seg in recovered:
@@ -473,13 +509,15 @@ class PartitionLog:
                 raise InvalidRecordError(f"batch base offset must be 0, got {h.base_offset}")
             if h.size > cfg.max_message_bytes:
                 raise RecordTooLargeError(
-                    f"batch of {h.size} bytes exceeds max.message.bytes {cfg.max_message_bytes}")
+                    f"batch of {h.size} bytes exceeds max.message.bytes {cfg.max_message_bytes}"
+                )
             if not verify_crc(buf, pos, h):
                 raise CorruptRecordError(f"batch at {pos}: CRC mismatch")
             if h.records_count <= 0 or h.last_offset_delta != h.records_count - 1:
                 raise InvalidRecordError(
                     f"inconsistent record count {h.records_count} / last offset delta "
-                    f"{h.last_offset_delta}")
+                    f"{h.last_offset_delta}"
+                )
             if h.compression > 4:
                 raise InvalidRecordError(f"unknown compression codec {h.compression}")
             if h.is_control:
@@ -506,15 +544,19 @@ class PartitionLog:
         if h.max_timestamp >= 0 and h.max_timestamp > now_ms + cfg.message_timestamp_after_max_ms:
             raise InvalidTimestampError(
                 f"timestamp {h.max_timestamp} is more than "
-                f"{cfg.message_timestamp_after_max_ms} ms after now ({now_ms})")
+                f"{cfg.message_timestamp_after_max_ms} ms after now ({now_ms})"
+            )
         if h.base_timestamp >= 0 and (
-                h.base_timestamp < now_ms - cfg.message_timestamp_before_max_ms):
+            h.base_timestamp < now_ms - cfg.message_timestamp_before_max_ms
+        ):
             raise InvalidTimestampError(
                 f"timestamp {h.base_timestamp} is more than "
-                f"{cfg.message_timestamp_before_max_ms} ms before now ({now_ms})")
+                f"{cfg.message_timestamp_before_max_ms} ms before now ({now_ms})"
+            )
 
-    def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int,
-                         now_ms: int) -> AppendResult:
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, *, leader_epoch: int, now_ms: int
+    ) -> AppendResult:
         self._check_online()
         buf = bytearray(records)
         batches = self._validate(buf, now_ms)
@@ -526,16 +568,25 @@ class PartitionLog:
             if h.producer_id >= 0:
                 dup = self._producers.find_duplicate(h)
                 if dup is not None:
-                    return AppendResult(dup.first_offset, dup.last_offset,
-                                        dup.timestamp if log_append_time >= 0 else -1,
-                                        self.log_start_offset, duplicate=True)
+                    return AppendResult(
+                        dup.first_offset,
+                        dup.last_offset,
+                        dup.timestamp if log_append_time >= 0 else -1,
+                        self.log_start_offset,
+                        duplicate=True,
+                    )
 
         # stamp offsets, leader epoch, LogAppendTime (buf is our copy: nothing leaks on error)
         stamped: list[tuple[int, BatchHeader]] = []
         offset = first_offset = self.log_end_offset
         for pos, h in batches:
-            stamp_batch(buf, pos, base_offset=offset, partition_leader_epoch=leader_epoch,
-                        log_append_time=now_ms if self.config.log_append_time else None)
+            stamp_batch(
+                buf,
+                pos,
+                base_offset=offset,
+                partition_leader_epoch=leader_epoch,
+                log_append_time=now_ms if self.config.log_append_time else None,
+            )
             stamped.append((pos, parse_header(buf, pos)))
             offset += h.last_offset_delta + 1
         last_offset = offset - 1
@@ -555,8 +606,9 @@ class PartitionLog:
             seg.append(buf, stamped, now_ms)
         except RollbackFailed as exc:
             self._go_offline()
-            raise StorageError(f"{self.name}: append failed and could not be undone: "
-                               f"{exc}") from exc
+            raise StorageError(
+                f"{self.name}: append failed and could not be undone: {exc}"
+            ) from exc
         except OSError as exc:
             raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
         self._producers.commit(staged)
@@ -566,12 +618,12 @@ class PartitionLog:
         return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)
 
     # -- roll ---------------------------------------------------------------------------------
-    def _maybe_roll(self, messages_size: int, max_timestamp: int, max_offset: int,
-                    now_ms: int) -> Segment:
+    def _maybe_roll(
+        self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
+    ) -> Segment:
         seg = self._segments[-1]
         jitter = roll_jitter_ms(self.topic, self.partition, seg.base_offset, self.config)
-        if seg.should_roll(self.config, jitter, messages_size, max_timestamp, max_offset,
-                           now_ms):
+        if seg.should_roll(self.config, jitter, messages_size, max_timestamp, max_offset, now_ms):
             return self._roll(now_ms)
         return seg
 
@@ -615,8 +667,10 @@ class PartitionLog:
         """Flush when unflushed records exist and flush.ms passed since the last flush."""
         if self._offline or self._closed:
             return
-        if (self.log_end_offset > self.recovery_point
-                and now_ms - self._last_flush_ms >= self.config.flush_ms):
+        if (
+            self.log_end_offset > self.recovery_point
+            and now_ms - self._last_flush_ms >= self.config.flush_ms
+        ):
             self.flush()
             self._last_flush_ms = now_ms
 
@@ -624,13 +678,20 @@ class PartitionLog:
     def _segment_index_for(self, offset: int) -> int:
         return max(bisect_right(self._bases, offset) - 1, 0)
 
-    def read(self, offset: int, *, max_bytes: int, max_offset: int | None = None,
-             min_one_batch: bool = True) -> bytes:
+    def read(
+        self,
+        offset: int,
+        *,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> bytes:
         self._check_online()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"{self.name}: offset {offset} outside [{self.log_start_offset}, "
-                f"{self.log_end_offset}]")
+                f"{self.log_end_offset}]"
+            )
         limit = self.log_end_offset if max_offset is None else max_offset
         if offset >= self.log_end_offset or offset >= limit:
             return b""
@@ -650,8 +711,7 @@ class PartitionLog:
                 else:
                     pos = 0
                 first = False
-                data, stop = seg.read(pos, max_bytes - total, limit,
-                                      min_one_batch and total == 0)
+                data, stop = seg.read(pos, max_bytes - total, limit, min_one_batch and total == 0)
                 if data:
                     out.append(data)
                     total += len(data)
@@ -684,8 +744,11 @@ class PartitionLog:
         self._check_online()
         best: Segment | None = None
         for seg in self._segments:
-            if seg.size and seg.max_timestamp >= 0 and (
-                    best is None or seg.max_timestamp > best.max_timestamp):
+            if (
+                seg.size
+                and seg.max_timestamp >= 0
+                and (best is None or seg.max_timestamp > best.max_timestamp)
+            ):
                 best = seg
         if best is None:
             return -1, -1
@@ -731,8 +794,9 @@ class PartitionLog:
             self._hw = self.log_start_offset
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
 
-    def _delete_old_segments(self, predicate: Callable[[Segment, Segment | None], bool],
-                             now_ms: int) -> int:
+    def _delete_old_segments(
+        self, predicate: Callable[[Segment, Segment | None], bool], now_ms: int
+    ) -> int:
         doomed: list[Segment] = []
         segs = self._segments
         for i, seg in enumerate(segs):
@@ -758,6 +822,7 @@ class PartitionLog:
         deleted = 0
         with self._io("retention", offline_on_error=True):
             if cfg.delete and cfg.retention_ms >= 0:
+
                 def expired(seg: Segment, _nxt: Segment | None) -> bool:
                     return now_ms - seg.largest_timestamp() > cfg.retention_ms
 
@@ -765,6 +830,7 @@ class PartitionLog:
             if cfg.delete and cfg.retention_bytes >= 0:
                 diff = self.size_in_bytes() - cfg.retention_bytes
                 if diff > 0:
+
                     def too_big(seg: Segment, _nxt: Segment | None) -> bool:
                         nonlocal diff
                         if diff - seg.size >= 0:
@@ -789,8 +855,8 @@ class PartitionLog:
             offset = self._hw
         if offset < 0 or offset > self._hw:
             raise OffsetOutOfRangeError(
-                f"{self.name}: cannot delete records before {offset}: high watermark is "
-                f"{self._hw}")
+                f"{self.name}: cannot delete records before {offset}: high watermark is {self._hw}"
+            )
         if offset <= self.log_start_offset:
             return self.log_start_offset
         with self._io("delete records", offline_on_error=True):
@@ -803,6 +869,31 @@ class PartitionLog:
             if doomed:
                 self._delete_segments(doomed)
         return self.log_start_offset
+
+    # -- compaction ---------------------------------------------------------------------------
+    def replace_segments(self, new: Segment, old: list[Segment]) -> None:
+        """Swap the log cleaner's segment `new` (files `<base>.*.cleaned`, flushed) in for
+        `old`: consecutive non-active segments, the first with `new`'s base offset. Crash
+        safe (`cleaner.swap_in`); an OSError takes the log offline and the next load
+        completes or discards the swap."""
+        self._check_online()
+        ids = [id(s) for s in self._segments]
+        i = ids.index(id(old[0])) if id(old[0]) in ids else -1
+        if (
+            i < 0
+            or i + len(old) >= len(self._segments)
+            or ids[i : i + len(old)] != [id(s) for s in old]
+            or new.base_offset != old[0].base_offset
+        ):
+            raise ValueError(
+                f"{self.name}: segments to replace are not consecutive "
+                "non-active segments of this log"
+            )
+        with self._io("swap in cleaned segment", offline_on_error=True):
+            swap_in(self.fs, self.directory, new, old)
+        new.next_offset = old[-1].next_offset
+        self._segments[i : i + len(old)] = [new]
+        self._bases = [s.base_offset for s in self._segments]
 
     # -- truncation ---------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -835,8 +926,9 @@ class PartitionLog:
         created = now_ms if now_ms is not None else self._segments[-1].created_ms
         for seg in self._segments:
             seg.delete_files()
-        self._segments = [Segment(self.fs, self.directory, offset, self.config, created,
-                                  create=True)]
+        self._segments = [
+            Segment(self.fs, self.directory, offset, self.config, created, create=True)
+        ]
         self._bases = [offset]
         self.log_start_offset = offset
         self._epochs.clear()
@@ -901,4 +993,3 @@ class PartitionLog:
     def _close_files(self) -> None:
         for seg in self._segments:
             seg.close()
-

@@ -65,16 +65,20 @@ class BatchMetadata:
 class ProducerEntry:
     __slots__ = ("batches", "epoch", "last_timestamp", "producer_id")
 
-    def __init__(self, producer_id: int, epoch: int = NO_EPOCH,
-                 batches: list[BatchMetadata] | None = None, last_timestamp: int = -1) -> None:
+    def __init__(
+        self,
+        producer_id: int,
+        epoch: int = NO_EPOCH,
+        batches: list[BatchMetadata] | None = None,
+        last_timestamp: int = -1,
+    ) -> None:
         self.producer_id = producer_id
         self.epoch = epoch
         self.batches: list[BatchMetadata] = batches or []
         self.last_timestamp = last_timestamp
 
     def copy(self) -> ProducerEntry:
-        return ProducerEntry(self.producer_id, self.epoch, list(self.batches),
-                             self.last_timestamp)
+        return ProducerEntry(self.producer_id, self.epoch, list(self.batches), self.last_timestamp)
 
     @property
     def last_seq(self) -> int:
@@ -109,8 +113,9 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 
 
 def _meta(h: BatchHeader) -> BatchMetadata:
-    return BatchMetadata(h.base_sequence, h.last_sequence, h.base_offset, h.last_offset,
-                         h.max_timestamp)
+    return BatchMetadata(
+        h.base_sequence, h.last_sequence, h.base_offset, h.last_offset, h.max_timestamp
+    )
 
 
 class ProducerStateManager:
@@ -129,8 +134,9 @@ class ProducerStateManager:
             return None
         return entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
 
-    def validate(self, h: BatchHeader, first_offset: int, last_offset: int,
-                 staged: dict[int, ProducerEntry]) -> None:
+    def validate(
+        self, h: BatchHeader, first_offset: int, last_offset: int, staged: dict[int, ProducerEntry]
+    ) -> None:
         """Check a leader append of batch `h` (to get offsets first..last); stage it."""
         pid = h.producer_id
         current = self.producers.get(pid)
@@ -141,20 +147,24 @@ class ProducerStateManager:
         first_seq = h.base_sequence
         if epoch < updated.epoch:
             raise InvalidProducerEpochError(
-                f"producer {pid}: epoch {epoch} is older than the last seen {updated.epoch}")
+                f"producer {pid}: epoch {epoch} is older than the last seen {updated.epoch}"
+            )
         if epoch != updated.epoch:
             if first_seq != 0 and updated.epoch != NO_EPOCH:
                 raise OutOfOrderSequenceError(
-                    f"producer {pid}: new epoch {epoch} must start at sequence 0, "
-                    f"got {first_seq}")
+                    f"producer {pid}: new epoch {epoch} must start at sequence 0, got {first_seq}"
+                )
         else:
             current_epoch = current.epoch if current is not None else NO_EPOCH
             if current_epoch != NO_EPOCH and not in_sequence(updated.last_seq, first_seq):
                 raise OutOfOrderSequenceError(
                     f"producer {pid}: sequence {first_seq} does not follow "
-                    f"{updated.last_seq} (epoch {epoch})")
-        updated.add_batch(epoch, BatchMetadata(first_seq, h.last_sequence, first_offset,
-                                               last_offset, h.max_timestamp))
+                    f"{updated.last_seq} (epoch {epoch})"
+                )
+        updated.add_batch(
+            epoch,
+            BatchMetadata(first_seq, h.last_sequence, first_offset, last_offset, h.max_timestamp),
+        )
         staged[pid] = updated
 
     def commit(self, staged: dict[int, ProducerEntry]) -> None:
@@ -175,8 +185,9 @@ class ProducerStateManager:
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for expiration_ms (by their last batch timestamp)."""
-        expired = [pid for pid, e in self.producers.items()
-                   if now_ms - e.last_timestamp >= expiration_ms]
+        expired = [
+            pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms
+        ]
         for pid in expired:
             del self.producers[pid]
         return len(expired)
@@ -186,16 +197,25 @@ class ProducerStateManager:
 
     # -- snapshots ----------------------------------------------------------------------------
     def to_snapshot(self, offset: int) -> bytes:
-        body = json.dumps({
-            "version": 1,
-            "offset": offset,
-            "producers": [
-                [e.producer_id, e.epoch, e.last_timestamp,
-                 [[b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]
-                  for b in e.batches]]
-                for e in sorted(self.producers.values(), key=lambda e: e.producer_id)
-            ],
-        }, separators=(",", ":")).encode()
+        body = json.dumps(
+            {
+                "version": 1,
+                "offset": offset,
+                "producers": [
+                    [
+                        e.producer_id,
+                        e.epoch,
+                        e.last_timestamp,
+                        [
+                            [b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]
+                            for b in e.batches
+                        ],
+                    ]
+                    for e in sorted(self.producers.values(), key=lambda e: e.producer_id)
+                ],
+            },
+            separators=(",", ":"),
+        ).encode()
         return b"%08x\n" % crc32c(body) + body
 
     @staticmethod
@@ -212,8 +232,11 @@ class ProducerStateManager:
             producers: dict[int, ProducerEntry] = {}
             for pid, epoch, last_ts, batches in doc["producers"]:
                 producers[int(pid)] = ProducerEntry(
-                    int(pid), int(epoch),
-                    [BatchMetadata(*(int(x) for x in b)) for b in batches], int(last_ts))
+                    int(pid),
+                    int(epoch),
+                    [BatchMetadata(*(int(x) for x in b)) for b in batches],
+                    int(last_ts),
+                )
         except SnapshotError:
             raise
         except (ValueError, KeyError, TypeError) as exc:

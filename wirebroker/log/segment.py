@@ -83,22 +83,37 @@ class RollbackFailed(Exception):
 
 
 class Segment:
-    def __init__(self, fs: FileSystem, directory: Path, base_offset: int, config: LogConfig,
-                 now_ms: int, *, create: bool) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        *,
+        create: bool,
+        suffix: str = "",
+    ) -> None:
+        """`suffix` is appended to the three file names (the log cleaner writes its output
+        segment as `<base>.log.cleaned` etc., see `rename_files`)."""
         self.fs = fs
         self.base_offset = base_offset
-        self.log_path = directory / segment_file_name(base_offset, ".log")
+        self.log_path = directory / (segment_file_name(base_offset, ".log") + suffix)
         self.index_interval_bytes = config.index_interval_bytes
         self.fd = -1
         closers: list[Callable[[], object]] = []
         try:
             fd = self.fd = fs.open(self.log_path, APPEND_FLAGS)
             closers.append(lambda: fs.close(fd))
-            self.index = OffsetIndex(fs, self.log_path.with_suffix(".index"), base_offset,
-                                     config.segment_index_bytes)
+            index_name = segment_file_name(base_offset, ".index") + suffix
+            self.index = OffsetIndex(
+                fs, directory / index_name, base_offset, config.segment_index_bytes
+            )
             closers.append(self.index.close)
-            self.time_index = TimeIndex(fs, self.log_path.with_suffix(".timeindex"),
-                                        base_offset, config.segment_index_bytes)
+            time_name = segment_file_name(base_offset, ".timeindex") + suffix
+            self.time_index = TimeIndex(
+                fs, directory / time_name, base_offset, config.segment_index_bytes
+            )
             closers.append(self.time_index.close)
             if create:
                 fs.ftruncate(self.fd, 0)
@@ -182,8 +197,12 @@ class Segment:
                 on_batch(h)
         truncated = self.size - scanner.end
         if truncated:
-            log.warning("%s: truncating %d invalid bytes at position %d", self.log_path,
-                        truncated, scanner.end)
+            log.warning(
+                "%s: truncating %d invalid bytes at position %d",
+                self.log_path,
+                truncated,
+                scanner.end,
+            )
             self.fs.ftruncate(self.fd, scanner.end)
             self.size = scanner.end
         builder.finish(final_time_entry=True)
@@ -210,15 +229,26 @@ class Segment:
             log.warning("%s: unreadable batch at position %d", self.log_path, scanner.end)
 
     # -- appending ----------------------------------------------------------------------------
-    def should_roll(self, config: LogConfig, jitter_ms: int, messages_size: int,
-                    max_timestamp: int, max_offset: int, now_ms: int) -> bool:
+    def should_roll(
+        self,
+        config: LogConfig,
+        jitter_ms: int,
+        messages_size: int,
+        max_timestamp: int,
+        max_offset: int,
+        now_ms: int,
+    ) -> bool:
         """Kafka's `LogSegment.shouldRoll`."""
         reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp) > (
-            config.segment_ms - jitter_ms)
-        return (self.size > config.segment_bytes - messages_size
-                or (self.size > 0 and reached_roll_ms)
-                or self.index.is_full or self.time_index.is_full
-                or max_offset - self.base_offset > INT32_MAX)
+            config.segment_ms - jitter_ms
+        )
+        return (
+            self.size > config.segment_bytes - messages_size
+            or (self.size > 0 and reached_roll_ms)
+            or self.index.is_full
+            or self.time_index.is_full
+            or max_offset - self.base_offset > INT32_MAX
+        )
 
     def time_waited_for_roll(self, now_ms: int, max_timestamp: int) -> int:
         """Since the first batch, by batch timestamps when it had one; else wall time since
@@ -227,8 +257,12 @@ class Segment:
             return max_timestamp - self.first_batch_timestamp
         return now_ms - self.created_ms
 
-    def append(self, buf: bytes | bytearray | memoryview,
-               batches: list[tuple[int, BatchHeader]], now_ms: int) -> None:
+    def append(
+        self,
+        buf: bytes | bytearray | memoryview,
+        batches: list[tuple[int, BatchHeader]],
+        now_ms: int,
+    ) -> None:
         """Append `buf` (the batches, already stamped) and their index entries.
 
         `batches` lists (position in buf, header). All-or-nothing: see the module doc.
@@ -259,8 +293,10 @@ class Segment:
 
     def on_become_inactive(self) -> None:
         """Record the max timestamp as a final time-index entry (roll and close)."""
-        if (self.max_timestamp > self.time_index.last_timestamp()
-                and self.offset_of_max_timestamp >= self.base_offset):
+        if (
+            self.max_timestamp > self.time_index.last_timestamp()
+            and self.offset_of_max_timestamp >= self.base_offset
+        ):
             entry = [(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)]
             self.time_index.write_raw(TimeIndex.encode(entry))
             self.time_index.commit(entry)
@@ -296,8 +332,7 @@ class Segment:
         except CorruptSegment:
             if start == 0:
                 raise
-        log.warning("%s: offset index disagrees with the log near offset %d", self.log_path,
-                    offset)
+        log.warning("%s: offset index disagrees with the log near offset %d", self.log_path, offset)
         return self._scan_for(offset, 0)
 
     def _scan_for(self, offset: int, pos: int) -> tuple[int, BatchHeader] | None:
@@ -321,8 +356,9 @@ class Segment:
             raise CorruptSegment(f"{self.log_path.name}: short batch at {pos}")
         return data
 
-    def read(self, pos: int, max_bytes: int, max_offset: int,
-             min_one_batch: bool) -> tuple[bytes, bool]:
+    def read(
+        self, pos: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> tuple[bytes, bool]:
         """Whole batches from `pos` within `max_bytes`, none with base offset >= max_offset.
 
         With `min_one_batch`, the first batch is returned even when larger than max_bytes.
@@ -400,6 +436,19 @@ class Segment:
             _swallow(lambda: self.fs.close(fd))
         _swallow(self.index.close)
         _swallow(self.time_index.close)
+
+    def rename_files(self, suffix: str) -> None:
+        """Rename the three files to `<base>.<ext><suffix>` ("" gives the live names); open
+        descriptors stay valid. Index files first, the .log last: crash recovery keys on the
+        .log's name (see cleaner.py)."""
+        directory = self.log_path.parent
+        for idx, ext in ((self.index, ".index"), (self.time_index, ".timeindex")):
+            target = directory / (segment_file_name(self.base_offset, ext) + suffix)
+            self.fs.rename(idx.path, target)
+            idx.path = target
+        target = directory / (segment_file_name(self.base_offset, ".log") + suffix)
+        self.fs.rename(self.log_path, target)
+        self.log_path = target
 
     def delete_files(self) -> None:
         """Close and unlink the three files (missing files are fine)."""
@@ -523,8 +572,12 @@ class _Scanner:
                 h = parse_header(self._window, pos - self._wstart)
             except InvalidBatch:
                 break
-            if (h.base_offset < expected or h.last_offset_delta < 0
-                    or h.last_offset - seg.base_offset > INT32_MAX or h.size > size - pos):
+            if (
+                h.base_offset < expected
+                or h.last_offset_delta < 0
+                or h.last_offset - seg.base_offset > INT32_MAX
+                or h.size > size - pos
+            ):
                 break
             if self.verify:
                 if h.size <= SCAN_WINDOW:
@@ -553,4 +606,3 @@ def roll_jitter_ms(topic: str, partition: int, base_offset: int, config: LogConf
     if bound <= 0:
         return 0
     return zlib.crc32(f"{topic}-{partition}@{base_offset}".encode()) % bound
-

@@ -15,14 +15,34 @@ NOW = 1_700_000_000_000
 TOPIC = "orders"
 
 
-def batch(n: int = 1, *, ts: int = NOW, value: bytes = b"v" * 20, pid: int = -1,
-          epoch: int = -1, seq: int = -1, keys: bool = True, compression: int = 0,
-          timestamps: list[int] | None = None) -> bytes:
-    specs = [RecordSpec(key=(b"k%d" % i) if keys else None, value=value,
-                        timestamp=(timestamps[i] if timestamps else ts + i)) for i in range(n)]
-    return build_batch(specs, base_timestamp=timestamps[0] if timestamps else ts,
-                       producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                       compression=compression)
+def batch(
+    n: int = 1,
+    *,
+    ts: int = NOW,
+    value: bytes = b"v" * 20,
+    pid: int = -1,
+    epoch: int = -1,
+    seq: int = -1,
+    keys: bool = True,
+    compression: int = 0,
+    timestamps: list[int] | None = None,
+) -> bytes:
+    specs = [
+        RecordSpec(
+            key=(b"k%d" % i) if keys else None,
+            value=value,
+            timestamp=(timestamps[i] if timestamps else ts + i),
+        )
+        for i in range(n)
+    ]
+    return build_batch(
+        specs,
+        base_timestamp=timestamps[0] if timestamps else ts,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        compression=compression,
+    )
 
 
 class NoSyncFileSystem(OsFileSystem):
@@ -35,11 +55,13 @@ class NoSyncFileSystem(OsFileSystem):
         pass
 
 
-def open_log(path: Path, config: LogConfig | None = None, *, now_ms: int = NOW,
-             **kwargs: object) -> PartitionLog:
+def open_log(
+    path: Path, config: LogConfig | None = None, *, now_ms: int = NOW, **kwargs: object
+) -> PartitionLog:
     kwargs.setdefault("fs", NoSyncFileSystem())
-    return PartitionLog.open(path / f"{TOPIC}-0", TOPIC, 0, config or LogConfig(),
-                             now_ms=now_ms, **kwargs)  # type: ignore[arg-type]
+    return PartitionLog.open(
+        path / f"{TOPIC}-0", TOPIC, 0, config or LogConfig(), now_ms=now_ms, **kwargs
+    )  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -92,12 +114,17 @@ def assert_consistent(plog: PartitionLog) -> list[ScannedBatch]:
         if batches:
             assert seg.max_timestamp == max(b.header.max_timestamp for b in batches)
         # lookups are exactly "the last entry at or below the key"
-        entries = [(seg.base_offset + r, p) for r, p in
-                   zip(seg.index.rel_offsets, seg.index.positions, strict=True)]
-        tentries = [(t, seg.base_offset + r) for t, r in
-                    zip(seg.time_index.timestamps, seg.time_index.rel_offsets, strict=True)]
-        for off in range(seg.base_offset, (batches[-1].header.next_offset if batches
-                                           else seg.base_offset) + 1):
+        entries = [
+            (seg.base_offset + r, p)
+            for r, p in zip(seg.index.rel_offsets, seg.index.positions, strict=True)
+        ]
+        tentries = [
+            (t, seg.base_offset + r)
+            for t, r in zip(seg.time_index.timestamps, seg.time_index.rel_offsets, strict=True)
+        ]
+        for off in range(
+            seg.base_offset, (batches[-1].header.next_offset if batches else seg.base_offset) + 1
+        ):
             below = [e for e in entries if e[0] <= off]
             assert seg.index.lookup(off) == (below[-1] if below else (seg.base_offset, 0))
         for ts, _ in tentries:
@@ -117,7 +144,7 @@ def assert_consistent(plog: PartitionLog) -> list[ScannedBatch]:
 
 def _batch_bytes(directory: Path, b: ScannedBatch) -> bytes:
     data = (directory / f"{b.segment_base:020d}.log").read_bytes()
-    return data[b.position:b.position + b.header.size]
+    return data[b.position : b.position + b.header.size]
 
 
 def offsets_of(data: bytes) -> list[tuple[int, int]]:

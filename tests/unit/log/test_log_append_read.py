@@ -49,16 +49,20 @@ def test_log_append_time_is_stamped(tmp_path: Path) -> None:
     assert full_scan(plog.directory)[0].crc_ok
 
 
-@pytest.mark.parametrize(("mutate", "error"), [
-    (lambda b: b[:-1], CorruptRecordError),                                # truncated
-    (lambda b: b[:30] + bytes([b[30] ^ 1]) + b[31:], CorruptRecordError),  # CRC mismatch
-    (lambda b: b[:16] + b"\x01" + b[17:], InvalidRecordError),             # magic 1
-    (lambda b: struct.pack(">q", 7) + b[8:], InvalidRecordError),          # base offset 7
-    (lambda b: b + b"\x00" * 10, CorruptRecordError),                      # trailing junk
-    (lambda b: b"", InvalidRecordError),                                   # nothing
-])
-def test_invalid_batches_rejected(tmp_path: Path, mutate: Callable[[bytes], bytes],
-                                  error: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    ("mutate", "error"),
+    [
+        (lambda b: b[:-1], CorruptRecordError),  # truncated
+        (lambda b: b[:30] + bytes([b[30] ^ 1]) + b[31:], CorruptRecordError),  # CRC mismatch
+        (lambda b: b[:16] + b"\x01" + b[17:], InvalidRecordError),  # magic 1
+        (lambda b: struct.pack(">q", 7) + b[8:], InvalidRecordError),  # base offset 7
+        (lambda b: b + b"\x00" * 10, CorruptRecordError),  # trailing junk
+        (lambda b: b"", InvalidRecordError),  # nothing
+    ],
+)
+def test_invalid_batches_rejected(
+    tmp_path: Path, mutate: Callable[[bytes], bytes], error: type[Exception]
+) -> None:
     plog = open_log(tmp_path)
     with pytest.raises(error):
         plog.append_as_leader(mutate(batch(2)), leader_epoch=0, now_ms=NOW)
@@ -76,6 +80,7 @@ def test_record_count_must_match_offset_delta(tmp_path: Path) -> None:
     raw = bytearray(batch(3))
     struct.pack_into(">i", raw, 57, 2)  # records count 2, last offset delta 2
     from protocol.crc32c import crc32c
+
     struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
     plog = open_log(tmp_path)
     with pytest.raises(InvalidRecordError):
@@ -84,9 +89,14 @@ def test_record_count_must_match_offset_delta(tmp_path: Path) -> None:
 
 def test_control_batches_and_client_log_append_time_rejected(tmp_path: Path) -> None:
     plog = open_log(tmp_path)
-    control = build_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")],
-                          is_control=True, producer_id=1, producer_epoch=0, base_sequence=0,
-                          base_timestamp=NOW)
+    control = build_batch(
+        [(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")],
+        is_control=True,
+        producer_id=1,
+        producer_epoch=0,
+        base_sequence=0,
+        base_timestamp=NOW,
+    )
     with pytest.raises(InvalidRecordError):
         plog.append_as_leader(control, leader_epoch=0, now_ms=NOW)
     lat = build_batch([(b"k", b"v")], timestamp_type=1, base_timestamp=NOW)
@@ -131,8 +141,9 @@ def test_compacted_topic_requires_keys(tmp_path: Path) -> None:
     plog = open_log(tmp_path, LogConfig(cleanup_policy=("compact",)))
     with pytest.raises(InvalidRecordError):
         plog.append_as_leader(batch(2, keys=False), leader_epoch=0, now_ms=NOW)
-    assert plog.append_as_leader(batch(2, compression=1), leader_epoch=0,
-                                 now_ms=NOW).last_offset == 1
+    assert (
+        plog.append_as_leader(batch(2, compression=1), leader_epoch=0, now_ms=NOW).last_offset == 1
+    )
 
 
 def test_roll_by_size(tmp_path: Path) -> None:
@@ -171,6 +182,7 @@ def test_roll_by_time_uses_batch_timestamps(tmp_path: Path) -> None:
 
 def test_roll_jitter_is_deterministic_and_bounded(tmp_path: Path) -> None:
     from wirebroker.log.segment import roll_jitter_ms
+
     cfg = LogConfig(segment_ms=1000, segment_jitter_ms=400)
     values = {roll_jitter_ms("t", p, 0, cfg) for p in range(50)}
     assert all(0 <= v < 400 for v in values) and len(values) > 1
@@ -219,8 +231,7 @@ def test_read_bounds(tmp_path: Path) -> None:
     assert plog.read(2, max_bytes=10, min_one_batch=False) == b""
     # max_offset: never a batch whose base offset >= max_offset
     assert offsets_of(plog.read(0, max_bytes=1 << 20, max_offset=4)) == [(0, 1), (2, 3)]
-    assert offsets_of(plog.read(0, max_bytes=1 << 20, max_offset=5)) == [(0, 1), (2, 3),
-                                                                           (4, 5)]
+    assert offsets_of(plog.read(0, max_bytes=1 << 20, max_offset=5)) == [(0, 1), (2, 3), (4, 5)]
     assert plog.read(4, max_bytes=1 << 20, max_offset=4) == b""
     assert plog.read(4, max_bytes=10, max_offset=4) == b""
     with pytest.raises(OffsetOutOfRangeError):
@@ -243,9 +254,11 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
     plog = open_log(tmp_path, LogConfig(segment_bytes=400, index_interval_bytes=50))
     # batch i holds records with timestamps NOW + 10*i + {0, 2, 4}
     for i in range(30):
-        plog.append_as_leader(batch(3, timestamps=[NOW + 10 * i, NOW + 10 * i + 2,
-                                                   NOW + 10 * i + 4]),
-                              leader_epoch=0, now_ms=NOW)
+        plog.append_as_leader(
+            batch(3, timestamps=[NOW + 10 * i, NOW + 10 * i + 2, NOW + 10 * i + 4]),
+            leader_epoch=0,
+            now_ms=NOW,
+        )
     assert len(plog.segments) > 3
     assert plog.offset_for_timestamp(NOW) == (0, NOW)
     assert plog.offset_for_timestamp(NOW - 5) == (0, NOW)
@@ -264,8 +277,9 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
 
 def test_offset_for_timestamp_out_of_order_timestamps(tmp_path: Path) -> None:
     plog = open_log(tmp_path)
-    plog.append_as_leader(batch(3, timestamps=[NOW + 50, NOW + 10, NOW + 30]), leader_epoch=0,
-                          now_ms=NOW)
+    plog.append_as_leader(
+        batch(3, timestamps=[NOW + 50, NOW + 10, NOW + 30]), leader_epoch=0, now_ms=NOW
+    )
     assert plog.offset_for_timestamp(NOW + 20) == (0, NOW + 50)
     assert plog.max_timestamp() == (NOW + 50, 0)
 
@@ -275,9 +289,13 @@ def test_max_timestamp(tmp_path: Path) -> None:
     assert plog.max_timestamp() == (-1, -1)
     stamps = [5, 9, 3, 9, 7]
     for i, s in enumerate(stamps):
-        plog.append_as_leader(batch(2, timestamps=[NOW + s - 1, NOW + s]) if i != 3
-                              else batch(2, timestamps=[NOW + s, NOW]),
-                              leader_epoch=0, now_ms=NOW)
+        plog.append_as_leader(
+            batch(2, timestamps=[NOW + s - 1, NOW + s])
+            if i != 3
+            else batch(2, timestamps=[NOW + s, NOW]),
+            leader_epoch=0,
+            now_ms=NOW,
+        )
     # first record carrying the max timestamp NOW+9 is offset 3 (batch 1, second record)
     assert plog.max_timestamp() == (NOW + 9, 3)
 

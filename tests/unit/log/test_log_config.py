@@ -18,8 +18,14 @@ def test_defaults_match_kafka() -> None:
 def test_overrides_and_broker_synonyms() -> None:
     broker = BrokerConfig({"log.retention.hours": "1", "log.segment.bytes": "1000"})
     values = broker.topic_defaults()
-    values.update({"cleanup.policy": "compact,delete", "message.timestamp.type": "LogAppendTime",
-                   "retention.bytes": "5000", "max.message.bytes": None})
+    values.update(
+        {
+            "cleanup.policy": "compact,delete",
+            "message.timestamp.type": "LogAppendTime",
+            "retention.bytes": "5000",
+            "max.message.bytes": None,
+        }
+    )
     cfg = LogConfig.from_topic_configs(values)
     assert cfg.retention_ms == 3_600_000 and cfg.segment_bytes == 1000
     assert cfg.cleanup_policy == ("compact", "delete") and cfg.compact and cfg.delete

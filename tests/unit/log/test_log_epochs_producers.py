@@ -44,10 +44,10 @@ def test_epoch_cache_truncation() -> None:
 
 def test_end_offset_for_epoch_rules() -> None:
     c = LeaderEpochCache([(1, 0), (3, 10), (6, 25)])
-    assert c.end_offset_for(6, 40) == (6, 40)   # latest: log end offset
-    assert c.end_offset_for(3, 40) == (3, 25)   # start of the next higher epoch
-    assert c.end_offset_for(4, 40) == (3, 25)   # unknown middle epoch: floor epoch, next start
-    assert c.end_offset_for(0, 40) == (0, 0)    # below the first: that epoch, first start
+    assert c.end_offset_for(6, 40) == (6, 40)  # latest: log end offset
+    assert c.end_offset_for(3, 40) == (3, 25)  # start of the next higher epoch
+    assert c.end_offset_for(4, 40) == (3, 25)  # unknown middle epoch: floor epoch, next start
+    assert c.end_offset_for(0, 40) == (0, 0)  # below the first: that epoch, first start
     assert c.end_offset_for(7, 40) == (-1, -1)  # above the latest
     assert c.end_offset_for(-1, 40) == (-1, -1)
     assert LeaderEpochCache().end_offset_for(0, 0) == (-1, -1)
@@ -98,8 +98,10 @@ def test_duplicate_returns_original_offsets(tmp_path: Path) -> None:
     dup = plog.append_as_leader(pbatch(0, 3), leader_epoch=0, now_ms=NOW)
     assert dup.duplicate and (dup.first_offset, dup.last_offset) == (0, 2)
     dup = plog.append_as_leader(pbatch(3, 2), leader_epoch=0, now_ms=NOW)
-    assert dup.duplicate and (dup.first_offset, dup.last_offset) == (r1.first_offset,
-                                                                     r1.last_offset)
+    assert dup.duplicate and (dup.first_offset, dup.last_offset) == (
+        r1.first_offset,
+        r1.last_offset,
+    )
     assert plog.log_end_offset == end
     assert not r0.duplicate
 

@@ -46,7 +46,8 @@ def test_create_load_and_clean_shutdown(tmp_path: Path) -> None:
     assert mgr.create("x", 0, CFG, NOW) is logs[-1]
     # spread over the dirs: fewest partitions first
     assert sorted(str(mgr.log_dir_of(*k)) for k in mgr.all_logs()) == sorted(
-        [str(dirs[0]), str(dirs[1]), str(dirs[0]), str(dirs[1])])
+        [str(dirs[0]), str(dirs[1]), str(dirs[0]), str(dirs[1])]
+    )
     for plog in logs:
         for _ in range(4):
             plog.append_as_leader(batch(1), leader_epoch=0, now_ms=NOW)
@@ -82,8 +83,9 @@ def test_unclean_load_recovers_from_checkpoint(tmp_path: Path) -> None:
     for _ in range(7):
         plog.append_as_leader(batch(1), leader_epoch=0, now_ms=NOW)
     mgr.checkpoint()
-    assert read_offset_checkpoint(OsFileSystem(), tmp_path / "recovery-point-offset-checkpoint") \
-        == {("t", 0): 6}
+    assert read_offset_checkpoint(
+        OsFileSystem(), tmp_path / "recovery-point-offset-checkpoint"
+    ) == {("t", 0): 6}
     plog._close_files()  # crash: no marker
     last = plog.directory / f"{6:020d}.log"
     os.truncate(last, last.stat().st_size - 3)

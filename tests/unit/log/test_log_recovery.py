@@ -122,8 +122,10 @@ def test_damage_in_the_middle_of_an_older_segment(tmp_path: Path, where: str) ->
 def test_missing_indexes_are_rebuilt_even_after_clean_shutdown(tmp_path: Path) -> None:
     plog, d = build(tmp_path)
     plog.close()
-    before = {b: (seg_path(d, b, ".index").read_bytes(), seg_path(d, b, ".timeindex")
-                  .read_bytes()) for b in (0, 8, 16)}
+    before = {
+        b: (seg_path(d, b, ".index").read_bytes(), seg_path(d, b, ".timeindex").read_bytes())
+        for b in (0, 8, 16)
+    }
     for b in (0, 16):
         seg_path(d, b, ".index").unlink()
         seg_path(d, b, ".timeindex").unlink()
@@ -137,10 +139,12 @@ def test_missing_indexes_are_rebuilt_even_after_clean_shutdown(tmp_path: Path) -
     assert plog.offset_for_timestamp(NOW + 5) == (9, NOW + 5)  # batch 4: NOW+4, NOW+5
 
 
-@pytest.mark.parametrize("damage", ["odd-length", "not-monotonic", "past-the-log", "wrong-offset",
-                                    "time-not-monotonic"])
-def test_corrupt_index_is_rebuilt(tmp_path: Path, damage: str,
-                                  caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "damage", ["odd-length", "not-monotonic", "past-the-log", "wrong-offset", "time-not-monotonic"]
+)
+def test_corrupt_index_is_rebuilt(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
     plog, d = build(tmp_path)
     plog.close()
     index = seg_path(d, 8, ".index")
@@ -243,6 +247,7 @@ def test_recovery_via_log_manager_style_reopen_keeps_reads_working(tmp_path: Pat
 
 def test_batch_larger_than_the_scan_window(tmp_path: Path) -> None:
     from wirebroker.log.segment import SCAN_WINDOW
+
     cfg = LogConfig(max_message_bytes=4 * SCAN_WINDOW)
     plog = open_log(tmp_path, cfg)
     big = batch(3, value=b"z" * (SCAN_WINDOW // 2))

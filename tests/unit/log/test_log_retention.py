@@ -16,8 +16,9 @@ def filled(tmp_path: Path, n: int, config: LogConfig, *, step_ms: int = 1000) ->
     """n single-record batches, timestamps NOW, NOW+step, ...; 2 batches per segment."""
     plog = open_log(tmp_path, config)
     for i in range(n):
-        plog.append_as_leader(batch(1, ts=NOW + i * step_ms), leader_epoch=0,
-                              now_ms=NOW + i * step_ms)
+        plog.append_as_leader(
+            batch(1, ts=NOW + i * step_ms), leader_epoch=0, now_ms=NOW + i * step_ms
+        )
     plog.high_watermark = plog.log_end_offset
     return plog
 
@@ -65,8 +66,11 @@ def test_retention_never_passes_the_high_watermark(tmp_path: Path) -> None:
 def test_retention_disabled_and_compact_only(tmp_path: Path) -> None:
     plog = filled(tmp_path / "a", 6, LogConfig(segment_bytes=SIZE * 2, retention_ms=-1))
     assert plog.delete_expired_segments(NOW + 10**12) == 0
-    plog = filled(tmp_path / "b", 6, LogConfig(segment_bytes=SIZE * 2, retention_ms=1,
-                                               cleanup_policy=("compact",)))
+    plog = filled(
+        tmp_path / "b",
+        6,
+        LogConfig(segment_bytes=SIZE * 2, retention_ms=1, cleanup_policy=("compact",)),
+    )
     assert plog.delete_expired_segments(NOW + 10**12) == 0
 
 

@@ -1,0 +1,776 @@
+"""Log compaction (Kafka's `LogCleaner` / `LogCleanerManager` / `Cleaner`), cleanup.policy=compact.
+
+Synchronous and bounded: `LogCleaner.run(logs, now_ms)` does at most `max_bytes_per_run`
+bytes of segment reading, then returns; a cleaning round that is not finished is resumed by
+the next call (the broker calls `LogManager.run_cleaner` between requests, see
+log_manager.py). No trio, no clock reads.
+
+Choosing a log (Kafka's `grabFilthiestCompactedLog` / `cleanableOffsets`), per log whose
+cleanup.policy contains "compact", skipping logs marked uncleanable after an error:
+
+- first dirty offset: the checkpointed cleaner offset, or the log start offset when there is
+  none or it lies outside [log start, log end] (the checkpoint is then reset);
+- first uncleanable offset: the lowest of the high watermark (Kafka: the last stable offset;
+  no transactions here), the active segment's base, and (min.compaction.lag.ms > 0) the base
+  of the first dirty non-active segment whose largest timestamp is newer than
+  now - min.compaction.lag.ms; then rounded down to the base of the segment holding it. The
+  active segment is never touched;
+- cleanable bytes: sizes of the segments from the one holding the first dirty offset up to
+  the first uncleanable one; clean bytes: the segments before; ratio = cleanable / total;
+- cleanable when ratio > min.cleanable.dirty.ratio (strictly, as Kafka: a ratio of 0 never
+  qualifies), or when max.compaction.lag.ms is exceeded (the earliest first-batch timestamp
+  of a dirty non-active segment is older than now - max.compaction.lag.ms) and there are
+  cleanable bytes. Among cleanable logs the one with the highest ratio is cleaned.
+
+A round (Kafka's `Cleaner.doClean`) over [log start segment, first uncleanable offset U):
+
+1. Offset map: key -> last offset, over every record of the dirty segments (control batches
+   and keyless records are skipped). Keys are stored as 16-byte BLAKE2b digests (Kafka keeps
+   MD5 hashes in a fixed buffer). The map stops at a segment boundary once it holds
+   `max_map_entries` keys (at least one segment is always mapped); U becomes that boundary.
+2. Segments below U are grouped (Kafka's `groupSegmentsBySize`): consecutive segments while
+   the summed .log sizes stay <= segment.bytes, each summed index size <= segment.index.bytes
+   and the offset span fits a relative int32 offset.
+3. Each group is rewritten into ONE new segment with the first segment's base offset, batch by
+   batch (`filter_batch`), keeping for each record only the latest value of its key:
+   - a record is kept when its offset >= the map's offset for its key (keys absent from the
+     map are kept: they were last seen in the clean section); keyless records are dropped
+     (Kafka rejects them at produce on compacted topics);
+   - tombstones (null value), KIP-534: a kept tombstone in a batch WITHOUT a delete horizon
+     makes the batch be rewritten with the delete-horizon attribute (bit 6) set and its base
+     timestamp = round start time + delete.retention.ms (record timestamp deltas are
+     re-encoded against it, so record timestamps are unchanged); a tombstone in a batch whose
+     horizon has passed (now >= horizon) is removed. So a tombstone survives at least
+     delete.retention.ms after the first clean that saw it, then goes at the next clean;
+   - a batch is copied byte for byte when all its records stay and no horizon must be set;
+     otherwise it is re-encoded (`encode_batch`): same base offset, lastOffsetDelta (so the
+     last offset and last sequence survive), partition leader epoch, producer id / epoch /
+     base sequence, timestamp type, transactional bit and compression codec (re-compressed
+     with the same codec); maxTimestamp is recomputed (kept for LogAppendTime);
+   - a batch left with no record is dropped, except (Kafka's RETAIN_EMPTY) the last batch of
+     an idempotent producer still in the producer state, and the batch ending exactly at U;
+     those stay as an empty batch (61-byte header, recordsCount 0, lastOffsetDelta kept, base
+     and max timestamp = the old max timestamp, uncompressed) so producer sequences and the
+     offset of the last cleaned batch survive a reload;
+   - control batches are copied unchanged (transactions are not supported: there are no
+     aborted transactions to purge and markers are never removed); the transactional bit of
+     data batches is ignored (treated as plain data).
+   Offsets are preserved: the cleaned segment has gaps, its offset and time indexes are built
+   by `Segment.append` as for any append, and a read from an offset in a gap returns the next
+   batch. The log end offset never changes (the active segment is never cleaned).
+4. Swap (crash safe, Kafka's `replaceSegments`): the group is written as
+   `<base>.log.cleaned` (+ `.index.cleaned`, `.timeindex.cleaned`), final time-index entry,
+   fsync; the three files are renamed to `.swap` (the .log last: the commit point), directory
+   fsync; the old segments' files are deleted, directory fsync; the `.swap` files are renamed
+   to their live names, directory fsync (`swap_in`). The cleaned segment takes the in-memory
+   last-modified time of the group's last segment (the file's mtime is not set: the
+   FileSystem seam has no utime).
+   Recovery at load (`complete_interrupted_swaps`, called first by `PartitionLog._load`):
+   for each `<B>.log.swap`, its batches are walked to find its next offset N; every segment
+   file (.log/.index/.timeindex) with a base offset in [B, max(N, B + 1)) is deleted (the old
+   segments the swap replaces, and B's old indexes) and the swap is renamed to `<B>.log`; its
+   indexes are then rebuilt by the normal load (missing index -> segment recovery).
+   Leftover `*.cleaned` files (crash before the commit point) and index `*.swap` files are
+   deleted by the loader as strays.
+5. The cleaner checkpoint of the log becomes U (`checkpoints`, persisted by LogManager in
+   each log dir's `cleaner-offset-checkpoint`, Kafka's offset checkpoint format).
+
+Between two `run` calls of an unfinished round the log may change: the round is abandoned
+(its `.cleaned` files deleted, nothing swapped in by it later) when the log was closed,
+deleted, taken offline, stopped being compacted, or when one of the segments the round still
+needs is gone or changed size (retention, truncation). Groups already swapped in stay (each
+is a correct compaction on its own). An OSError, a CRC mismatch or undecodable batch during a
+round marks the partition uncleanable until restart (Kafka does the same); an OSError inside
+the swap itself takes the log offline (PartitionLog) and the next load completes the swap.
+
+Not done (Kafka does them): transaction-aware cleaning (aborted data, marker removal, the
+transaction index), legacy (magic < 2) tombstones, I/O throttling
+(log.cleaner.io.max.bytes.per.second), several cleaner threads, splitting segments whose
+relative offsets overflow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import struct
+from bisect import bisect_right
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from protocol.compression import compress
+from protocol.crc32c import crc32c
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    InvalidBatch,
+    Record,
+    decode_records,
+    parse_header,
+    verify_crc,
+)
+from wirebroker.log.errors import LogError
+from wirebroker.log.fs import FileSystem, pread_exact
+from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment, segment_file_name
+
+if TYPE_CHECKING:
+    from wirebroker.log.partition_log import PartitionLog
+
+__all__ = [
+    "CLEANED_SUFFIX",
+    "CLEANER_CHECKPOINT",
+    "SWAP_SUFFIX",
+    "LogCleaner",
+    "LogToClean",
+    "complete_interrupted_swaps",
+    "encode_batch",
+    "filter_batch",
+    "group_segments",
+    "log_to_clean",
+    "swap_in",
+]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+READ_WINDOW = 1 << 20
+WRITE_BUFFER = 1 << 20
+DEFAULT_MAX_MAP_ENTRIES = 1_000_000
+DEFAULT_MAX_BYTES_PER_RUN = 4 << 20
+DELETE_HORIZON_BIT = 0x40
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_LOG_APPEND_TIME = 1
+_DECODE_CAP = 64 * 1024 * 1024
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC = struct.Struct(">I")
+_CRC_POS = 17
+_CRC_START = 21
+_SWAP_LOG_RE = re.compile(r"(\d{20})\.log\.swap")
+_SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)")
+
+
+# -- batch filtering and encoding (pure) ------------------------------------------------------
+
+
+def key_digest(key: bytes) -> bytes:
+    """The offset map's key: a 16-byte BLAKE2b digest of the record key."""
+    return hashlib.blake2b(key, digest_size=16).digest()
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+
+
+def _put_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        _put_varint(out, -1)
+    else:
+        _put_varint(out, len(data))
+        out += data
+
+
+def _encode_record(out: bytearray, rec: Record, base_offset: int, base_timestamp: int) -> None:
+    body = bytearray(b"\x00")  # record attributes: unused
+    _put_varint(body, rec.timestamp - base_timestamp)
+    _put_varint(body, rec.offset - base_offset)
+    _put_bytes(body, rec.key)
+    _put_bytes(body, rec.value)
+    _put_varint(body, len(rec.headers))
+    for hkey, hval in rec.headers:
+        _put_bytes(body, hkey.encode("utf-8"))
+        _put_bytes(body, hval)
+    _put_varint(out, len(body))
+    out += body
+
+
+def _pack(
+    h: BatchHeader,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    records_count: int,
+    payload: bytes | bytearray,
+) -> bytes:
+    size = BATCH_HEADER_SIZE + len(payload)
+    out = bytearray(size)
+    _HEADER.pack_into(
+        out,
+        0,
+        h.base_offset,
+        size - 12,
+        h.partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        h.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        records_count,
+    )
+    out[BATCH_HEADER_SIZE:] = payload
+    _CRC.pack_into(out, _CRC_POS, crc32c(memoryview(out)[_CRC_START:]))
+    return bytes(out)
+
+
+def encode_batch(h: BatchHeader, records: Sequence[Record], delete_horizon: int | None) -> bytes:
+    """Re-encode the kept `records` (non-empty, offsets within the batch) of the batch `h`.
+
+    Keeps base offset, lastOffsetDelta, leader epoch, producer id/epoch/base sequence,
+    timestamp type, transactional/control bits and the codec. Base timestamp: the delete
+    horizon (bit 6 set) when given, else the first record's timestamp; max timestamp: the
+    largest record timestamp (the old one for LogAppendTime batches).
+    """
+    if not records:
+        raise ValueError("encode_batch needs at least one record")
+    base_ts = delete_horizon if delete_horizon is not None else records[0].timestamp
+    if h.timestamp_type == _LOG_APPEND_TIME:
+        max_ts = h.max_timestamp
+    else:
+        max_ts = max(r.timestamp for r in records)
+    body = bytearray()
+    for rec in records:
+        _encode_record(body, rec, h.base_offset, base_ts)
+    codec = h.attributes & _COMPRESSION_MASK
+    payload = compress(codec, body) if codec else body
+    attributes = h.attributes & ~DELETE_HORIZON_BIT
+    if delete_horizon is not None:
+        attributes |= DELETE_HORIZON_BIT
+    return _pack(h, attributes, base_ts, max_ts, len(records), payload)
+
+
+def empty_batch(h: BatchHeader) -> bytes:
+    """Kafka's `writeEmptyHeader`: the batch's header with no records, uncompressed, base and
+    max timestamp = the old max timestamp, no delete horizon."""
+    attributes = h.attributes & ~(_COMPRESSION_MASK | DELETE_HORIZON_BIT)
+    return _pack(h, attributes, h.max_timestamp, h.max_timestamp, 0, b"")
+
+
+def delete_horizon_of(h: BatchHeader) -> int | None:
+    return h.base_timestamp if h.attributes & DELETE_HORIZON_BIT else None
+
+
+def filter_batch(
+    data: bytes,
+    h: BatchHeader,
+    offset_map: Mapping[bytes, int],
+    now_ms: int,
+    delete_retention_ms: int,
+    *,
+    retain_empty: bool,
+) -> bytes | None:
+    """The cleaned form of one stored batch (`data`, header `h`): the same bytes, a re-encoded
+    batch, an empty batch (`retain_empty`), or None (dropped). See the module doc.
+
+    Raises InvalidBatch when the batch does not decode (CRC checked by the caller).
+    """
+    if h.is_control:
+        return data
+    records = decode_records(data, 0, max_decompressed_bytes=_DECODE_CAP)
+    horizon = delete_horizon_of(h)
+    kept: list[Record] = []
+    tombstones = False
+    for rec in records:
+        if rec.key is None:
+            continue
+        if rec.offset < offset_map.get(key_digest(rec.key), -1):
+            continue
+        if rec.value is None:
+            if horizon is not None and now_ms >= horizon:
+                continue
+            tombstones = True
+        kept.append(rec)
+    if kept:
+        set_horizon = tombstones and horizon is None
+        if len(kept) == len(records) and not set_horizon:
+            return data
+        return encode_batch(h, kept, now_ms + delete_retention_ms if set_horizon else horizon)
+    if retain_empty:
+        return empty_batch(h)
+    return None
+
+
+# -- choosing what to clean -------------------------------------------------------------------
+
+
+@dataclass
+class LogToClean:
+    """What a round would clean in one log (Kafka's `LogToClean`)."""
+
+    key: Key
+    plog: PartitionLog
+    first_dirty_offset: int
+    first_uncleanable_offset: int  # a segment base offset: the round's upper bound U
+    segments: list[Segment]  # every segment below U (the round rewrites them)
+    dirty_segments: list[Segment]  # the ones the offset map is built from
+    clean_bytes: int
+    cleanable_bytes: int
+    need_compaction_now: bool
+    reset_checkpoint: bool
+
+    @property
+    def total_bytes(self) -> int:
+        return self.clean_bytes + self.cleanable_bytes
+
+    @property
+    def cleanable_ratio(self) -> float:
+        return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
+
+    @property
+    def cleanable(self) -> bool:
+        return (
+            self.need_compaction_now and self.cleanable_bytes > 0
+        ) or self.cleanable_ratio > self.plog.config.min_cleanable_dirty_ratio
+
+
+def log_to_clean(key: Key, plog: PartitionLog, checkpoint: int | None, now_ms: int) -> LogToClean:
+    """The cleanable range of `plog` given its cleaner checkpoint (see the module doc)."""
+    cfg = plog.config
+    segs = plog.segments
+    bases = [s.base_offset for s in segs]
+    start, end = plog.log_start_offset, plog.log_end_offset
+    first_dirty = start if checkpoint is None else checkpoint
+    reset = False
+    if first_dirty < start or first_dirty > end:
+        if checkpoint is not None and not cfg.delete:
+            log.warning(
+                "%s: cleaner checkpoint %d outside [%d, %d]; cleaning from the log start",
+                plog.name,
+                checkpoint,
+                start,
+                end,
+            )
+        first_dirty = start
+        reset = checkpoint is not None
+    di = max(bisect_right(bases, first_dirty) - 1, 0)
+    non_active_dirty = segs[di:-1]
+    limit = min(plog.high_watermark, segs[-1].base_offset)
+    if cfg.min_compaction_lag_ms > 0:
+        for seg in non_active_dirty:
+            if seg.largest_timestamp() > now_ms - cfg.min_compaction_lag_ms:
+                limit = min(limit, seg.base_offset)
+                break
+    limit = max(limit, first_dirty)
+    ui = max(bisect_right(bases, limit) - 1, di)
+    max_lag = max(cfg.max_compaction_lag_ms, 0)
+    first_ts = [
+        s.first_batch_timestamp
+        for s in non_active_dirty
+        if s.first_batch_timestamp is not None and s.first_batch_timestamp > 0
+    ]
+    need_now = bool(first_ts) and min(first_ts) < now_ms - max_lag
+    return LogToClean(
+        key=key,
+        plog=plog,
+        first_dirty_offset=first_dirty,
+        first_uncleanable_offset=bases[ui],
+        segments=segs[:ui],
+        dirty_segments=segs[di:ui],
+        clean_bytes=sum(s.size for s in segs[:di]),
+        cleanable_bytes=sum(s.size for s in segs[di:ui]),
+        need_compaction_now=need_now,
+        reset_checkpoint=reset,
+    )
+
+
+def group_segments(
+    segments: Sequence[Segment], segment_bytes: int, index_bytes: int, upper: int
+) -> list[list[Segment]]:
+    """Kafka's `groupSegmentsBySize`: consecutive segments whose .log sizes sum to at most
+    `segment_bytes`, whose offset / time index sizes each sum to at most `index_bytes`, and
+    whose offsets (estimated by the next base offset, or `upper` for the last) stay within
+    int32 of the group's base."""
+    groups: list[list[Segment]] = []
+    i = 0
+    n = len(segments)
+    while i < n:
+        group = [segments[i]]
+        log_size = segments[i].size
+        index_size = len(segments[i].index) * 8
+        time_size = len(segments[i].time_index) * 12
+        i += 1
+        while i < n:
+            nxt = segments[i]
+            last = (segments[i + 1].base_offset if i + 1 < n else upper) - 1
+            if (
+                log_size + nxt.size > segment_bytes
+                or index_size + len(nxt.index) * 8 > index_bytes
+                or time_size + len(nxt.time_index) * 12 > index_bytes
+                or (nxt.size > 0 and last - group[0].base_offset > INT32_MAX)
+            ):
+                break
+            group.append(nxt)
+            log_size += nxt.size
+            index_size += len(nxt.index) * 8
+            time_size += len(nxt.time_index) * 12
+            i += 1
+        groups.append(group)
+    return groups
+
+
+# -- crash-safe swap --------------------------------------------------------------------------
+
+
+def swap_in(fs: FileSystem, directory: Path, new: Segment, old: Sequence[Segment]) -> None:
+    """Replace the files of `old` by those of `new` (named `<base>.*.cleaned`, flushed).
+
+    .cleaned -> .swap (commit point: the .log's rename), delete the old files, .swap -> live
+    names; a directory fsync after each step. OSError propagates (the caller takes the log
+    offline; `complete_interrupted_swaps` finishes the job at the next load).
+    """
+    new.rename_files(SWAP_SUFFIX)
+    fs.fsync_dir(directory)
+    for seg in old:
+        seg.delete_files()
+    fs.fsync_dir(directory)
+    new.rename_files("")
+    fs.fsync_dir(directory)
+
+
+def _next_offset_of_file(fs: FileSystem, path: Path, base_offset: int) -> int:
+    """Next offset after the last well-formed batch of a .log file (header walk, no CRC)."""
+    fd = fs.open(path, os.O_RDONLY)
+    try:
+        size = fs.fsize(fd)
+        pos = 0
+        next_offset = base_offset
+        while size - pos >= BATCH_HEADER_SIZE:
+            try:
+                h = parse_header(pread_exact(fs, fd, BATCH_HEADER_SIZE, pos))
+            except InvalidBatch:
+                break
+            if h.base_offset < next_offset or h.size > size - pos or h.last_offset_delta < 0:
+                break
+            next_offset = h.next_offset
+            pos += h.size
+        return next_offset
+    finally:
+        fs.close(fd)
+
+
+def complete_interrupted_swaps(fs: FileSystem, directory: Path) -> list[int]:
+    """Finish swaps a crash interrupted after their commit point (see the module doc).
+
+    Returns the base offsets of the swaps completed. OSError propagates.
+    """
+    done: list[int] = []
+    for name in sorted(fs.listdir(directory)):
+        m = _SWAP_LOG_RE.fullmatch(name)
+        if m is None:
+            continue
+        base = int(m.group(1))
+        swap = directory / name
+        end = max(_next_offset_of_file(fs, swap, base), base + 1)
+        for other in sorted(fs.listdir(directory)):
+            om = _SEGMENT_FILE_RE.fullmatch(other)
+            if om is not None and base <= int(om.group(1)) < end:
+                fs.unlink(directory / other)
+        fs.rename(swap, directory / segment_file_name(base, ".log"))
+        log.warning(
+            "%s: completed an interrupted swap of cleaned segment %d (offsets below %d)",
+            directory.name,
+            base,
+            end,
+        )
+        done.append(base)
+    if done:
+        fs.fsync_dir(directory)
+    return done
+
+
+# -- a cleaning round -------------------------------------------------------------------------
+
+
+def _batches(seg: Segment) -> Iterator[tuple[int, BatchHeader, bytes]]:
+    """(position, header, bytes) of every batch of `seg`, read in READ_WINDOW chunks.
+
+    Raises CorruptSegment on bytes that are not whole batches."""
+    fs, fd, end = seg.fs, seg.fd, seg.size
+    pos = 0
+    while pos < end:
+        window = pread_exact(fs, fd, min(READ_WINDOW, end - pos), pos)
+        p = 0
+        while len(window) - p >= BATCH_HEADER_SIZE:
+            try:
+                h = parse_header(window, p)
+            except InvalidBatch as exc:
+                raise CorruptSegment(f"{seg.log_path.name} at {pos + p}: {exc}") from exc
+            if h.size > end - pos - p:
+                raise CorruptSegment(f"{seg.log_path.name}: batch at {pos + p} runs past the end")
+            if h.size > len(window) - p:
+                if p:
+                    break
+                data = pread_exact(fs, fd, h.size, pos)
+                if len(data) != h.size:
+                    raise CorruptSegment(f"{seg.log_path.name}: short read at {pos}")
+                yield pos, h, data
+                p = h.size
+                break
+            yield pos + p, h, window[p : p + h.size]
+            p += h.size
+        if p == 0:
+            raise CorruptSegment(f"{seg.log_path.name}: {end - pos} stray bytes at {pos}")
+        pos += p
+
+
+def _checked(seg: Segment, pos: int, h: BatchHeader, data: bytes) -> bytes:
+    if not verify_crc(data, 0, h):
+        raise CorruptSegment(f"{seg.log_path.name}: CRC mismatch in the batch at {pos}")
+    return data
+
+
+class _Round:
+    """One cleaning round of one log, run in steps by `LogCleaner.run` (see the module doc).
+
+    `steps` yields the bytes read by each step (one batch); `end_offset` is the checkpoint to
+    record when it is exhausted; `reclaimed` counts bytes saved by the swaps done so far.
+    """
+
+    def __init__(self, ltc: LogToClean, now_ms: int, max_map_entries: int) -> None:
+        self.key = ltc.key
+        self.plog = ltc.plog
+        self.now_ms = now_ms
+        self.max_map_entries = max_map_entries
+        self.segments = ltc.segments
+        self.dirty_segments = ltc.dirty_segments
+        self.end_offset = ltc.first_uncleanable_offset
+        self.reclaimed = 0
+        self.groups_cleaned = 0
+        self._watch = {id(s): (s, s.size) for s in ltc.segments}
+        self.steps = self._run()
+
+    def still_valid(self, logs: Mapping[Key, PartitionLog]) -> bool:
+        plog = self.plog
+        if logs.get(self.key) is not plog or plog.offline or plog.closed or not plog.config.compact:
+            return False
+        live = {id(s) for s in plog.segments}
+        return all(id(s) in live and s.size == size for s, size in self._watch.values())
+
+    def abort(self) -> None:
+        self.steps.close()
+
+    def _run(self) -> Generator[int, None, None]:
+        offset_map: dict[bytes, int] = {}
+        end = self.end_offset
+        for i, seg in enumerate(self.dirty_segments):
+            if i > 0 and len(offset_map) >= self.max_map_entries:
+                end = seg.base_offset
+                break
+            for pos, h, data in _batches(seg):
+                if not h.is_control:
+                    _checked(seg, pos, h, data)
+                    for rec in decode_records(data, 0, max_decompressed_bytes=_DECODE_CAP):
+                        if rec.key is not None:
+                            offset_map[key_digest(rec.key)] = rec.offset
+                yield h.size
+        self.end_offset = end
+        cfg = self.plog.config
+        todo = [s for s in self.segments if s.base_offset < end]
+        for group in group_segments(todo, cfg.segment_bytes, cfg.segment_index_bytes, end):
+            yield from self._clean_group(group, offset_map, end)
+
+    def _clean_group(
+        self, group: list[Segment], offset_map: Mapping[bytes, int], end: int
+    ) -> Generator[int, None, None]:
+        plog = self.plog
+        cfg = plog.config
+        now = self.now_ms
+        cleaned = Segment(
+            plog.fs,
+            plog.directory,
+            group[0].base_offset,
+            cfg,
+            now,
+            create=True,
+            suffix=CLEANED_SUFFIX,
+        )
+        swapped = False
+        try:
+            producers = plog.producer_last_offsets()
+            pending: list[bytes] = []
+            pending_bytes = 0
+            for seg in group:
+                for pos, h, data in _batches(seg):
+                    if not h.is_control:
+                        _checked(seg, pos, h, data)
+                    retain_empty = h.next_offset == end or (
+                        h.producer_id >= 0 and producers.get(h.producer_id) == h.last_offset
+                    )
+                    out = filter_batch(
+                        data, h, offset_map, now, cfg.delete_retention_ms, retain_empty=retain_empty
+                    )
+                    if out is not None:
+                        pending.append(out)
+                        pending_bytes += len(out)
+                        if pending_bytes >= WRITE_BUFFER:
+                            _append(cleaned, pending, now)
+                            pending, pending_bytes = [], 0
+                    yield h.size
+            _append(cleaned, pending, now)
+            cleaned.on_become_inactive()
+            cleaned.flush()
+            cleaned.last_modified_ms = group[-1].last_modified_ms
+            before = sum(s.size for s in group)
+            plog.replace_segments(cleaned, group)
+            swapped = True
+            for seg in group:
+                self._watch.pop(id(seg), None)
+            self.reclaimed += before - cleaned.size
+            self.groups_cleaned += 1
+        finally:
+            if not swapped:
+                if cleaned.log_path.name.endswith(CLEANED_SUFFIX):
+                    cleaned.delete_files()  # before the commit point: drop the attempt
+                else:
+                    cleaned.close()  # after it: the files stay for the next load
+
+
+def _append(seg: Segment, batches: list[bytes], now_ms: int) -> None:
+    if not batches:
+        return
+    buf = b"".join(batches)
+    headers = []
+    pos = 0
+    for b in batches:
+        headers.append((pos, parse_header(b)))
+        pos += len(b)
+    seg.append(buf, headers, now_ms)
+
+
+# -- the cleaner ------------------------------------------------------------------------------
+
+
+class LogCleaner:
+    """Chooses logs to compact and cleans them in bounded steps (see the module doc).
+
+    `checkpoints`: (topic, partition) -> first dirty offset (Kafka's cleaner checkpoint);
+    LogManager loads and persists them (`changed`: keys whose value is not yet written).
+    `max_map_entries` bounds the offset map of a round, `max_bytes_per_run` the bytes one
+    `run` call reads.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_map_entries: int = DEFAULT_MAX_MAP_ENTRIES,
+        max_bytes_per_run: int = DEFAULT_MAX_BYTES_PER_RUN,
+    ) -> None:
+        if max_map_entries < 1 or max_bytes_per_run < 1:
+            raise ValueError("cleaner limits must be positive")
+        self.max_map_entries = max_map_entries
+        self.max_bytes_per_run = max_bytes_per_run
+        self.checkpoints: dict[Key, int] = {}
+        self.changed: set[Key] = set()
+        self.uncleanable: set[Key] = set()
+        self.rounds_completed = 0
+        self._round: _Round | None = None
+        self._idle = False
+
+    @property
+    def has_work(self) -> bool:
+        """True while a round is in progress or the last `run` did not find the cleaner idle
+        (call `run` again soon); False after a `run` that found nothing to clean."""
+        return self._round is not None or not self._idle
+
+    @property
+    def in_progress(self) -> Key | None:
+        return self._round.key if self._round is not None else None
+
+    def run(
+        self, logs: Mapping[Key, PartitionLog], now_ms: int, max_bytes: int | None = None
+    ) -> int:
+        """Clean for at most `max_bytes` (default max_bytes_per_run) bytes read; returns the
+        bytes reclaimed by the swaps done in this call. Never raises for a single log's
+        storage trouble: the partition is marked uncleanable and logged."""
+        budget = self.max_bytes_per_run if max_bytes is None else max_bytes
+        reclaimed = 0
+        self._idle = False
+        rnd = self._round
+        if rnd is not None and not rnd.still_valid(logs):
+            log.info("%s-%d: log changed under the cleaner; abandoning the round", *rnd.key)
+            self.abort()
+        while budget > 0:
+            rnd = self._round
+            if rnd is None:
+                rnd = self._start_round(logs, now_ms)
+                if rnd is None:
+                    self._idle = True
+                    break
+                self._round = rnd
+            before = rnd.reclaimed
+            try:
+                budget -= max(next(rnd.steps), 1)
+            except StopIteration:
+                self._round = None
+                self.checkpoints[rnd.key] = rnd.end_offset
+                self.changed.add(rnd.key)
+                self.rounds_completed += 1
+                log.info(
+                    "%s-%d: cleaned below offset %d (%d group(s), %d bytes reclaimed)",
+                    *rnd.key,
+                    rnd.end_offset,
+                    rnd.groups_cleaned,
+                    rnd.reclaimed,
+                )
+            except (OSError, LogError, CorruptSegment, InvalidBatch) as exc:
+                self._round = None
+                self.uncleanable.add(rnd.key)
+                log.error("%s-%d: cleaning failed, partition marked uncleanable: %s", *rnd.key, exc)
+            except Exception:
+                self._round = None
+                self.uncleanable.add(rnd.key)
+                log.exception("%s-%d: cleaning failed, partition marked uncleanable", *rnd.key)
+            except BaseException:
+                self._round = None  # the generator is finished: never resume it
+                raise
+            reclaimed += rnd.reclaimed - before
+        return reclaimed
+
+    def _start_round(self, logs: Mapping[Key, PartitionLog], now_ms: int) -> _Round | None:
+        best: LogToClean | None = None
+        for key, plog in logs.items():
+            if not plog.config.compact or plog.offline or plog.closed or key in self.uncleanable:
+                continue
+            ltc = log_to_clean(key, plog, self.checkpoints.get(key), now_ms)
+            if ltc.reset_checkpoint:
+                self.checkpoints[key] = ltc.first_dirty_offset
+                self.changed.add(key)
+            if (
+                ltc.total_bytes > 0
+                and ltc.cleanable
+                and (best is None or ltc.cleanable_ratio > best.cleanable_ratio)
+            ):
+                best = ltc
+        if best is None:
+            return None
+        return _Round(best, now_ms, self.max_map_entries)
+
+    def abort(self) -> None:
+        """Abandon the round in progress (its .cleaned files are deleted)."""
+        rnd, self._round = self._round, None
+        if rnd is not None:
+            rnd.abort()
+
+    def forget(self, key: Key) -> bool:
+        """A partition is being deleted: abandon its round, drop its state. True when it had
+        a checkpoint (the caller rewrites the checkpoint file)."""
+        if self._round is not None and self._round.key == key:
+            self.abort()
+        self.uncleanable.discard(key)
+        self.changed.discard(key)
+        return self.checkpoints.pop(key, None) is not None

@@ -14,11 +14,16 @@ Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
     started       task_status.started([(host, port), ...]): the bound addresses
     run           the server, plus background tasks: retention every
                   log.retention.check.interval.ms, the flush scheduler, recovery-point
-                  checkpoints every log.flush.offset.checkpoint.interval.ms (60 s)
-    cancelled     stop accepting; in-flight requests get `grace_s` seconds to finish and send
-                  their responses; then LogManager.close() (flush, checkpoints, clean-shutdown
-                  marker). Cancellation is the only way to stop a broker; serve() returns (or
-                  raises Cancelled) only after the logs are closed.
+                  checkpoints every log.flush.offset.checkpoint.interval.ms (60 s), log
+                  compaction (every log.cleaner.backoff.ms while idle), and the
+                  group coordinator (`GroupCoordinatorRuntime.run`: replays __consumer_offsets,
+                  then runs the group timers; group requests answer COORDINATOR_NOT_AVAILABLE /
+                  COORDINATOR_LOAD_IN_PROGRESS until their partition is loaded)
+    cancelled     the group coordinator shuts down (parked JoinGroup/SyncGroup requests are
+                  answered NOT_COORDINATOR); stop accepting; in-flight requests get `grace_s`
+                  seconds to finish and send their responses; then LogManager.close() (flush,
+                  checkpoints, clean-shutdown marker). Cancellation is the only way to stop a
+                  broker; serve() returns (or raises Cancelled) only after the logs are closed.
 
 Listeners: every entry of `listeners` is served as PLAINTEXT except those named in
 `controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER listener; a
@@ -45,6 +50,7 @@ import trio
 
 from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
 from wirebroker.config import BrokerConfig, ConfigError
+from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.log_manager import LogManager
@@ -91,6 +97,7 @@ class Broker:
         self.logs = LogManager(self.log_dirs)
         self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
         self.producer_ids = ProducerIdManager(self.topics)
+        self.group_coordinator = GroupCoordinatorRuntime(config, self.replicas, clock=clock)
         self.services = Services(
             config=config,
             logs=self.logs,
@@ -100,6 +107,7 @@ class Broker:
             node_id=node_id,
             cluster_id=self.topics.cluster_id,
             clock=clock,
+            group_coordinator=self.group_coordinator,
         )
         self.handlers = load_handlers()
         self.server = KafkaServer(
@@ -138,8 +146,11 @@ class Broker:
                 if name not in controller_names:
                     return (host or connectable_host(bound_host)), (port or bound_port)
         if bound_host in _WILDCARDS:
-            log.info("listening on a wildcard address; advertising %s (set advertised.listeners "
-                     "for clients on other hosts)", connectable_host(bound_host))
+            log.info(
+                "listening on a wildcard address; advertising %s (set advertised.listeners "
+                "for clients on other hosts)",
+                connectable_host(bound_host),
+            )
         return connectable_host(bound_host), bound_port
 
     # -- lifetime -----------------------------------------------------------------------------
@@ -169,9 +180,14 @@ class Broker:
                     host, port = self._advertise(self.bound)
                     self.services.advertised_host = host
                     self.services.advertised_port = port
-                    log.info("broker %d (cluster %s) serving on %s, advertised as %s:%d",
-                             self.services.node_id, self.services.cluster_id,
-                             ", ".join(f"{h}:{p}" for h, p in self.bound), host, port)
+                    log.info(
+                        "broker %d (cluster %s) serving on %s, advertised as %s:%d",
+                        self.services.node_id,
+                        self.services.cluster_id,
+                        ", ".join(f"{h}:{p}" for h, p in self.bound),
+                        host,
+                        port,
+                    )
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
                         async with trio.open_nursery() as tasks:
@@ -179,6 +195,7 @@ class Broker:
                             await stop.wait()
                             background.cancel()
                     log.info("shutting down")
+                    self.group_coordinator.shutdown()
                     self.server.shutdown()
             finally:
                 if loaded:
@@ -187,15 +204,32 @@ class Broker:
 
     def _start_background(self, nursery: trio.Nursery) -> None:
         retention_ms = int(str(self.config.raw("log.retention.check.interval.ms")))
-        flush_ms = min(int(str(self.config.raw("log.flush.scheduler.interval.ms"))),
-                       _FLUSH_CHECK_MAX_MS)
-        checkpoint_ms = int(
-            self.config.values.get("log.flush.offset.checkpoint.interval.ms", "60000"))
-        nursery.start_soon(self._every, retention_ms, "retention",
-                           lambda: self.logs.run_retention(self.clock()))
-        nursery.start_soon(self._every, flush_ms, "flush",
-                           lambda: self.logs.flush_due(self.clock()))
+        flush_ms = min(
+            int(str(self.config.raw("log.flush.scheduler.interval.ms"))), _FLUSH_CHECK_MAX_MS
+        )
+        checkpoint_ms = int(str(self.config.raw("log.flush.offset.checkpoint.interval.ms")))
+        nursery.start_soon(
+            self._every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
+        )
+        nursery.start_soon(
+            self._every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock())
+        )
         nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
+        if self.config.get("log.cleaner.enable"):
+            backoff_ms = int(str(self.config.raw("log.cleaner.backoff.ms")))
+            nursery.start_soon(self._clean_logs, backoff_ms)
+        nursery.start_soon(self.group_coordinator.run)
+
+    async def _clean_logs(self, backoff_ms: int) -> None:
+        """Compact `cleanup.policy=compact` logs: bounded chunks, yielding between them."""
+        while True:
+            try:
+                self.logs.run_cleaner(self.clock())
+                busy = self.logs.cleaner_busy
+            except Exception:
+                log.exception("log cleaner failed")
+                busy = False
+            await trio.sleep(0 if busy else max(backoff_ms, 1) / 1000)
 
     async def _every(self, interval_ms: int, what: str, job: Callable[[], object]) -> None:
         """Run `job` every `interval_ms`; a failure is logged and the next run still happens."""

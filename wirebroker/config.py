@@ -300,6 +300,22 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("connections.max.idle.ms", _T.LONG, "600000", "", read_only=True),
         ConfigDef(
+            "max.connections",
+            _T.INT,
+            str(INT_MAX),
+            "at the limit the broker stops accepting until a connection closes",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef(
+            "max.connections.per.ip",
+            _T.INT,
+            str(INT_MAX),
+            "a connection beyond it is closed at accept",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef(
             "compression.type",
             _T.STRING,
             "producer",
@@ -308,6 +324,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("delete", "compact")),
         ConfigDef("log.cleaner.delete.retention.ms", _T.LONG, "86400000", ""),
+        ConfigDef(
+            "log.cleaner.backoff.ms", _T.LONG, "15000", "pause when nothing to clean", minimum=0
+        ),
+        ConfigDef("log.cleaner.enable", _T.BOOLEAN, "true", ""),
+        ConfigDef("log.flush.offset.checkpoint.interval.ms", _T.INT, "60000", "", minimum=0),
         ConfigDef("log.cleaner.max.compaction.lag.ms", _T.LONG, str(LONG_MAX), ""),
         ConfigDef("log.cleaner.min.cleanable.ratio", _T.DOUBLE, "0.5", ""),
         ConfigDef("log.cleaner.min.compaction.lag.ms", _T.LONG, "0", ""),
@@ -367,6 +388,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("group.min.session.timeout.ms", _T.INT, "6000", ""),
         ConfigDef("group.max.session.timeout.ms", _T.INT, "1800000", ""),
+        ConfigDef("group.max.size", _T.INT, str(INT_MAX), "", minimum=1),
+        ConfigDef("offsets.retention.check.interval.ms", _T.LONG, "600000", "", minimum=1),
+        ConfigDef("offset.metadata.max.bytes", _T.INT, "4096", ""),
+        ConfigDef(
+            "offsets.topic.segment.bytes",
+            _T.INT,
+            "104857600",
+            "segment.bytes of __consumer_offsets when the broker creates it",
+            minimum=1,
+            read_only=True,
+        ),
         ConfigDef("cluster.id", _T.STRING, None, "generated on first start", read_only=True),
         ConfigDef("zookeeper.connect", _T.STRING, None, "multi-broker mode only", read_only=True),
     ]

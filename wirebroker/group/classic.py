@@ -410,9 +410,7 @@ class ClassicGroup:
             out.append(
                 Completion(
                     old.key,
-                    join_response(
-                        old.api_version, error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=""
-                    ),
+                    join_response(old.api_version, error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=""),
                 )
             )
         member.awaiting_join = parked

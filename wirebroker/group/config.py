@@ -58,7 +58,5 @@ class GroupConfig:
             offsets_retention_check_interval_ms=get(
                 "offsets.retention.check.interval.ms", d.offsets_retention_check_interval_ms
             ),
-            offset_metadata_max_bytes=get(
-                "offset.metadata.max.bytes", d.offset_metadata_max_bytes
-            ),
+            offset_metadata_max_bytes=get("offset.metadata.max.bytes", d.offset_metadata_max_bytes),
         )

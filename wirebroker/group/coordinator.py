@@ -546,9 +546,7 @@ class GroupCoordinatorCore:
         elif req.api_version >= 4:
             # v4+: hand out the member id first; the member joins with it in a second request.
             group.pending_join_members.add(new_member_id)
-            self._schedule_heartbeat(
-                group.group_id, new_member_id, now_ms + req.session_timeout_ms
-            )
+            self._schedule_heartbeat(group.group_id, new_member_id, now_ms + req.session_timeout_ms)
             self._answer_join(req, ErrorCode.MEMBER_ID_REQUIRED, new_member_id, fx)
         else:
             self._add_member_then_rebalance(group, req, new_member_id, fx, now_ms)
@@ -618,7 +616,11 @@ class GroupCoordinatorCore:
         )
 
     def _update_member_then_rebalance(
-        self, group: ClassicGroup, member: ClassicGroupMember, req: _JoinRequest, fx: _Fx,
+        self,
+        group: ClassicGroup,
+        member: ClassicGroupMember,
+        req: _JoinRequest,
+        fx: _Fx,
         now_ms: int,
     ) -> None:
         group.update_member(
@@ -758,9 +760,7 @@ class GroupCoordinatorCore:
                 # More members arrived during the delay: wait again, within the budget.
                 group.new_member_added = False
                 new_delay = min(self.config.initial_rebalance_delay_ms, remaining)
-                self._schedule_initial_rebalance(
-                    group_id, t, new_delay, max(remaining - delay, 0)
-                )
+                self._schedule_initial_rebalance(group_id, t, new_delay, max(remaining - delay, 0))
             else:
                 self._complete_join(group, fx, t)
 
@@ -776,9 +776,7 @@ class GroupCoordinatorCore:
 
         self._timers.schedule(_join_key(group_id), now_ms + group.rebalance_timeout_ms(), fire)
 
-    def _maybe_complete_join_else_schedule(
-        self, group: ClassicGroup, fx: _Fx, now_ms: int
-    ) -> None:
+    def _maybe_complete_join_else_schedule(self, group: ClassicGroup, fx: _Fx, now_ms: int) -> None:
         if group.has_all_members_joined():
             self._complete_join(group, fx, now_ms)
         else:
@@ -1141,7 +1139,8 @@ class GroupCoordinatorCore:
         if group is None:
             if generation_id >= 0:
                 return all_partitions(
-                    ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
+                    ErrorCode.GROUP_ID_NOT_FOUND
+                    if api_version >= 9
                     else ErrorCode.ILLEGAL_GENERATION
                 )
             group = ClassicGroup(group_id, current_state_timestamp=now_ms)

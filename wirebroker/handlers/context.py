@@ -2,6 +2,8 @@
 
 `Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
+`group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
+call.
 `RequestContext` is built per request by `wirebroker.net`.
 """
 
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from protocol.headers import RequestHeader
     from wirebroker.cluster.topic_store import TopicStore
     from wirebroker.config import BrokerConfig
+    from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
@@ -40,6 +43,8 @@ class Services:
     advertised_host: str = ""
     advertised_port: int = -1
     clock: Callable[[], int] = field(default=wall_clock_ms)
+    #: The group coordinator (None: group APIs answer COORDINATOR_NOT_AVAILABLE).
+    group_coordinator: GroupCoordinatorRuntime | None = None
 
 
 @dataclass

@@ -41,16 +41,21 @@ def _check_assignment(replicas: list[int], node_id: int, rf: int) -> None:
     previous: int | None = None
     for broker in sorted(replicas):
         if broker != node_id:
-            raise fail(f"The manual partition assignment includes broker {broker}, but no "
-                       "such broker is registered.")
+            raise fail(
+                f"The manual partition assignment includes broker {broker}, but no "
+                "such broker is registered."
+            )
         if broker == previous:
-            raise fail(f"The manual partition assignment includes the broker {broker} more "
-                       "than once.")
+            raise fail(
+                f"The manual partition assignment includes the broker {broker} more than once."
+            )
         previous = broker
     if len(replicas) != rf:
-        raise fail(f"The manual partition assignment includes a partition with "
-                   f"{len(replicas)} replica(s), but this is not consistent with previous "
-                   f"partitions, which have {rf} replica(s).")
+        raise fail(
+            f"The manual partition assignment includes a partition with "
+            f"{len(replicas)} replica(s), but this is not consistent with previous "
+            f"partitions, which have {rf} replica(s)."
+        )
 
 
 def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
@@ -62,13 +67,15 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
         raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
     current = info.partitions
     if count == current:
-        raise ConfigRequestError(ErrorCode.INVALID_PARTITIONS,
-                                 f"Topic already has {current} partition(s).")
+        raise ConfigRequestError(
+            ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+        )
     if count < current:
         raise ConfigRequestError(
             ErrorCode.INVALID_PARTITIONS,
             f"The topic {name} currently has {current} partition(s); {count} would not be an "
-            "increase.")
+            "increase.",
+        )
     additional = count - current
     assignments: dict[int, list[int]] | None = None
     if topic.assignments is not None:
@@ -77,16 +84,21 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
             raise ConfigRequestError(
                 ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                 f"Attempted to add {additional} additional partition(s), but only "
-                f"{len(given)} assignment(s) were specified.")
+                f"{len(given)} assignment(s) were specified.",
+            )
         assignments = {}
         for i, a in enumerate(given):
             replicas = [int(b) for b in a.broker_ids]
             _check_assignment(replicas, services.node_id, info.replication_factor)
             assignments[current + i] = replicas
     try:
-        services.replicas.create_partitions(name, count, now_ms=ctx.now_ms(),
-                                            validate_only=validate_only,
-                                            assignments=assignments or None)
+        services.replicas.create_partitions(
+            name,
+            count,
+            now_ms=ctx.now_ms(),
+            validate_only=validate_only,
+            assignments=assignments or None,
+        )
     except Exception as exc:
         found = error_of(exc)
         if found is None:
@@ -100,9 +112,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     counts = Counter(t.name for t in topics)
     validate_only = bool(req.validate_only)
     results: list[dict[str, Any]] = [
-        {"name": name, "error_code": ErrorCode.INVALID_REQUEST,
-         "error_message": "Duplicate topic name."}
-        for name, n in counts.items() if n > 1
+        {
+            "name": name,
+            "error_code": ErrorCode.INVALID_REQUEST,
+            "error_message": "Duplicate topic name.",
+        }
+        for name, n in counts.items()
+        if n > 1
     ]
     for topic in topics:
         if counts[topic.name] > 1:
@@ -110,9 +126,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         try:
             _grow(ctx, topic, validate_only)
         except ConfigRequestError as exc:
-            results.append({"name": topic.name, "error_code": exc.error_code,
-                            "error_message": exc.message})
+            results.append(
+                {"name": topic.name, "error_code": exc.error_code, "error_message": exc.message}
+            )
             continue
-        results.append({"name": topic.name, "error_code": ErrorCode.NONE,
-                        "error_message": None})
+        results.append({"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "results": results}

@@ -66,34 +66,45 @@ def _check_assignments(assignments: list[Any], node_id: int) -> dict[int, list[i
     for a in assignments:
         index = int(a.partition_index)
         if index in out:
-            raise _fail(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                        f"Found multiple manual partition assignments for partition {index}")
+            raise _fail(
+                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                f"Found multiple manual partition assignments for partition {index}",
+            )
         replicas = [int(b) for b in a.broker_ids]
         if not replicas:
-            raise _fail(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                        "The manual partition assignment includes an empty replica list.")
+            raise _fail(
+                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                "The manual partition assignment includes an empty replica list.",
+            )
         previous: int | None = None
         for broker in sorted(replicas):
             if broker != node_id:
-                raise _fail(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                            f"The manual partition assignment includes broker {broker}, but "
-                            "no such broker is registered.")
+                raise _fail(
+                    ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {broker}, but "
+                    "no such broker is registered.",
+                )
             if broker == previous:
-                raise _fail(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                            f"The manual partition assignment includes the broker {broker} "
-                            "more than once.")
+                raise _fail(
+                    ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {broker} more than once.",
+                )
             previous = broker
         if rf is not None and len(replicas) != rf:
-            raise _fail(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                        f"The manual partition assignment includes a partition with "
-                        f"{len(replicas)} replica(s), but this is not consistent with previous "
-                        f"partitions, which have {rf} replica(s).")
+            raise _fail(
+                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                f"The manual partition assignment includes a partition with "
+                f"{len(replicas)} replica(s), but this is not consistent with previous "
+                f"partitions, which have {rf} replica(s).",
+            )
         rf = len(replicas)
         out[index] = replicas
     for i in range(len(out)):
         if i not in out:
-            raise _fail(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                        "partitions should be a consecutive 0-based integer sequence")
+            raise _fail(
+                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                "partitions should be a consecutive 0-based integer sequence",
+            )
     return out
 
 
@@ -114,8 +125,10 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
         key = collision_key(name)
         for other in services.topics.all():
             if other.name != name and collision_key(other.name) == key:
-                raise _fail(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                            f"Topic '{name}' collides with existing topic: {other.name}")
+                raise _fail(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {other.name}",
+                )
     requested = {c.name: c.value for c in (topic.configs or [])}
     overrides = validate_topic_configs(requested)
 
@@ -124,20 +137,27 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
     assignments: dict[int, list[int]] | None = None
     if topic.assignments:
         if replication_factor != -1:
-            raise _fail(ErrorCode.INVALID_REQUEST,
-                        "A manual partition assignment was specified, but replication factor "
-                        "was not set to -1.")
+            raise _fail(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but replication factor "
+                "was not set to -1.",
+            )
         if num_partitions != -1:
-            raise _fail(ErrorCode.INVALID_REQUEST,
-                        "A manual partition assignment was specified, but numPartitions was "
-                        "not set to -1.")
+            raise _fail(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
         assignments = _check_assignments(list(topic.assignments), services.node_id)
     elif replication_factor < -1 or replication_factor == 0:
-        raise _fail(ErrorCode.INVALID_REPLICATION_FACTOR,
-                    "Replication factor must be larger than 0, or -1 to use the default value.")
+        raise _fail(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
     elif num_partitions < -1 or num_partitions == 0:
-        raise _fail(ErrorCode.INVALID_PARTITIONS,
-                    "Number of partitions was set to an invalid non-positive value.")
+        raise _fail(
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
     else:
         if num_partitions == -1:
             num_partitions = config.num_partitions
@@ -145,19 +165,32 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
             replication_factor = int(str(config.raw("default.replication.factor")))
         brokers = 1
         if replication_factor > brokers:
-            raise _fail(ErrorCode.INVALID_REPLICATION_FACTOR,
-                        f"Unable to replicate the partition {replication_factor} time(s): The "
-                        f"target replication factor of {replication_factor} cannot be reached "
-                        f"because only {brokers} broker(s) are registered.")
+            raise _fail(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): The "
+                f"target replication factor of {replication_factor} cannot be reached "
+                f"because only {brokers} broker(s) are registered.",
+            )
     try:
         if assignments is not None:
             info = services.replicas.create_topic(
-                name, -1, -1, overrides, now_ms=ctx.now_ms(), validate_only=validate_only,
-                assignments=assignments)
+                name,
+                -1,
+                -1,
+                overrides,
+                now_ms=ctx.now_ms(),
+                validate_only=validate_only,
+                assignments=assignments,
+            )
         else:
             info = services.replicas.create_topic(
-                name, num_partitions, replication_factor, overrides, now_ms=ctx.now_ms(),
-                validate_only=validate_only)
+                name,
+                num_partitions,
+                replication_factor,
+                overrides,
+                now_ms=ctx.now_ms(),
+                validate_only=validate_only,
+            )
     except Exception as exc:
         found = error_of(exc)
         if found is None:
@@ -171,15 +204,20 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
         "topic_config_error_code": ErrorCode.NONE,
         "num_partitions": info.partitions,
         "replication_factor": info.replication_factor,
-        "configs": [e.creatable_dict()
-                    for e in describe_topic_configs(config, info.configs)],
+        "configs": [e.creatable_dict() for e in describe_topic_configs(config, info.configs)],
     }
 
 
 def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {"name": name, "topic_id": uuid.UUID(int=0), "error_code": code,
-            "error_message": message, "num_partitions": -1, "replication_factor": -1,
-            "configs": []}
+    return {
+        "name": name,
+        "topic_id": uuid.UUID(int=0),
+        "error_code": code,
+        "error_message": message,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": [],
+    }
 
 
 @handler(ApiKey.CREATE_TOPICS)
@@ -192,9 +230,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if counts[topic.name] > 1:
             continue
         if topic.name == CLUSTER_METADATA_TOPIC:
-            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
-                                   f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is "
-                                   "prohibited."))
+            results.append(
+                _failed(
+                    topic.name,
+                    ErrorCode.INVALID_REQUEST,
+                    f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.",
+                )
+            )
             continue
         try:
             results.append(_create_one(ctx, topic, validate_only))

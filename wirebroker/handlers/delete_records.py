@@ -69,7 +69,6 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         results = []
         for index, offset in partitions.items():
             code, low = _delete(ctx, name, index, offset)
-            results.append({"partition_index": index, "low_watermark": low,
-                            "error_code": code})
+            results.append({"partition_index": index, "low_watermark": low, "error_code": code})
         topics.append({"name": name, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -43,8 +43,12 @@ UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
 
 
-def _result(name: str | None, topic_id: uuid.UUID, code: ErrorCode = ErrorCode.NONE,
-            message: str | None = None) -> dict[str, Any]:
+def _result(
+    name: str | None,
+    topic_id: uuid.UUID,
+    code: ErrorCode = ErrorCode.NONE,
+    message: str | None = None,
+) -> dict[str, Any]:
     return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
 
 
@@ -59,11 +63,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     services = ctx.services
     requested = _requested(ctx, req)
     if not services.config.get("delete.topic.enable"):
-        code = (ErrorCode.INVALID_REQUEST if ctx.api_version < 3
-                else ErrorCode.TOPIC_DELETION_DISABLED)
-        return {"throttle_time_ms": 0,
-                "responses": [_result(name, tid, code)
-                              for name, tid in requested]}
+        code = (
+            ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+        )
+        return {
+            "throttle_time_ms": 0,
+            "responses": [_result(name, tid, code) for name, tid in requested],
+        }
 
     results: list[dict[str, Any]] = []
     names: list[str] = []
@@ -73,8 +79,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     for name, tid in requested:
         if name is None:
             if tid == ZERO_UUID:
-                results.append(_result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST,
-                                       "Neither topic name nor id were specified."))
+                results.append(
+                    _result(
+                        None,
+                        ZERO_UUID,
+                        ErrorCode.INVALID_REQUEST,
+                        "Neither topic name nor id were specified.",
+                    )
+                )
             else:
                 id_counts[tid] = id_counts.get(tid, 0) + 1
                 if id_counts[tid] == 1:
@@ -84,12 +96,19 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if name_counts[name] == 1:
                 names.append(name)
         else:
-            results.append(_result(name, tid, ErrorCode.INVALID_REQUEST,
-                                   "You may not specify both topic name and topic id."))
+            results.append(
+                _result(
+                    name,
+                    tid,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
     for name in names:
         if name_counts[name] > 1:
-            results.append(_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST,
-                                   "Duplicate topic name."))
+            results.append(
+                _result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            )
     for tid in ids:
         if id_counts[tid] > 1:
             results.append(_result(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
@@ -102,8 +121,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             continue
         info = services.topics.by_id(tid)
         if info is None:
-            results.append(_result(None, tid, ErrorCode.UNKNOWN_TOPIC_ID,
-                                   UNKNOWN_TOPIC_ID_MESSAGE))
+            results.append(_result(None, tid, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE))
         else:
             to_delete[tid] = info.name
     for name in names:
@@ -111,14 +129,22 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             continue
         info = services.topics.get(name)
         if info is None:
-            results.append(_result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   UNKNOWN_TOPIC_MESSAGE))
+            results.append(
+                _result(
+                    name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE
+                )
+            )
         elif info.topic_id in to_delete or info.topic_id in duplicate_ids:
             to_delete.pop(info.topic_id, None)
             duplicate_ids.add(info.topic_id)
-            results.append(_result(name, info.topic_id, ErrorCode.INVALID_REQUEST,
-                                   "The provided topic name maps to an ID that was already "
-                                   "supplied."))
+            results.append(
+                _result(
+                    name,
+                    info.topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "The provided topic name maps to an ID that was already supplied.",
+                )
+            )
         else:
             to_delete[info.topic_id] = name
 

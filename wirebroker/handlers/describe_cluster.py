@@ -47,22 +47,39 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     services = ctx.services
     requested = int(getattr(req, "endpoint_type", ENDPOINT_BROKER))
     if requested not in _ENDPOINT_NAMES:
-        return {"throttle_time_ms": 0,
-                "error_code": (ErrorCode.INVALID_REQUEST if ctx.api_version == 0
-                               else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE),
-                "error_message": f"Unsupported endpoint type {requested}",
-                "endpoint_type": ENDPOINT_BROKER, "cluster_id": "", "controller_id": -1,
-                "brokers": []}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": (
+                ErrorCode.INVALID_REQUEST
+                if ctx.api_version == 0
+                else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+            ),
+            "error_message": f"Unsupported endpoint type {requested}",
+            "endpoint_type": ENDPOINT_BROKER,
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+        }
     if requested != ENDPOINT_BROKER:
-        return {"throttle_time_ms": 0,
-                "error_code": (ErrorCode.INVALID_REQUEST if ctx.api_version == 0
-                               else ErrorCode.MISMATCHED_ENDPOINT_TYPE),
-                "error_message": "The request was sent to an endpoint of type BROKER, but we "
-                                 f"wanted an endpoint of type {_ENDPOINT_NAMES[requested]}",
-                "endpoint_type": ENDPOINT_BROKER, "cluster_id": "", "controller_id": -1,
-                "brokers": []}
-    operations = (CLUSTER_AUTHORIZED_OPERATIONS if req.include_cluster_authorized_operations
-                  else AUTHORIZED_OPERATIONS_OMITTED)
+        return {
+            "throttle_time_ms": 0,
+            "error_code": (
+                ErrorCode.INVALID_REQUEST
+                if ctx.api_version == 0
+                else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            ),
+            "error_message": "The request was sent to an endpoint of type BROKER, but we "
+            f"wanted an endpoint of type {_ENDPOINT_NAMES[requested]}",
+            "endpoint_type": ENDPOINT_BROKER,
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+        }
+    operations = (
+        CLUSTER_AUTHORIZED_OPERATIONS
+        if req.include_cluster_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
@@ -70,7 +87,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         "endpoint_type": ENDPOINT_BROKER,
         "cluster_id": services.cluster_id,
         "controller_id": services.node_id,
-        "brokers": [{"broker_id": services.node_id, "host": services.advertised_host,
-                     "port": services.advertised_port, "rack": None, "is_fenced": False}],
+        "brokers": [
+            {
+                "broker_id": services.node_id,
+                "host": services.advertised_host,
+                "port": services.advertised_port,
+                "rack": None,
+                "is_fenced": False,
+            }
+        ],
         "cluster_authorized_operations": operations,
     }

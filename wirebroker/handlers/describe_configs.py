@@ -76,8 +76,9 @@ def _entries(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
     if rtype == RESOURCE_BROKER_LOGGER:
         check_broker_resource_name(name, services.node_id, allow_empty=False, describe=True)
         return describe_loggers()
-    raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
-                             f"Unsupported resource type: {RESOURCE_TYPE_NAMES[rtype]}")
+    raise ConfigRequestError(
+        ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {RESOURCE_TYPE_NAMES[rtype]}"
+    )
 
 
 @handler(ApiKey.DESCRIBE_CONFIGS)
@@ -86,23 +87,40 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include_synonyms = bool(getattr(req, "include_synonyms", False))
     include_documentation = bool(getattr(req, "include_documentation", False))
     if any(int(r.resource_type) not in KNOWN_RESOURCE_TYPES for r in resources):
-        return {"throttle_time_ms": 0, "results": [
-            {"error_code": ErrorCode.INVALID_REQUEST, "error_message": INVALID_REQUEST_MESSAGE,
-             "resource_type": int(r.resource_type), "resource_name": r.resource_name,
-             "configs": []}
-            for r in resources]}
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {
+                    "error_code": ErrorCode.INVALID_REQUEST,
+                    "error_message": INVALID_REQUEST_MESSAGE,
+                    "resource_type": int(r.resource_type),
+                    "resource_name": r.resource_name,
+                    "configs": [],
+                }
+                for r in resources
+            ],
+        }
     results = []
     for resource in resources:
-        result: dict[str, Any] = {"resource_type": int(resource.resource_type),
-                                  "resource_name": resource.resource_name}
+        result: dict[str, Any] = {
+            "resource_type": int(resource.resource_type),
+            "resource_name": resource.resource_name,
+        }
         try:
             entries = filter_entries(_entries(ctx, resource), resource.configuration_keys)
         except ConfigRequestError as exc:
             result.update(error_code=exc.error_code, error_message=exc.message, configs=[])
         else:
-            result.update(error_code=ErrorCode.NONE, error_message=None, configs=[
-                e.describe_dict(include_synonyms=include_synonyms,
-                                include_documentation=include_documentation)
-                for e in entries])
+            result.update(
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                configs=[
+                    e.describe_dict(
+                        include_synonyms=include_synonyms,
+                        include_documentation=include_documentation,
+                    )
+                    for e in entries
+                ],
+            )
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}

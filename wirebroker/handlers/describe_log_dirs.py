@@ -60,22 +60,40 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for topic, index in sorted(selected):
         directory = os.path.abspath(Path(logs_service.log_dir_of(topic, index)))
-        by_dir.setdefault(directory, {}).setdefault(topic, []).append({
-            "partition_index": index,
-            "partition_size": all_logs[(topic, index)].size_in_bytes(),
-            "offset_lag": 0,
-            "is_future_key": False,
-        })
+        by_dir.setdefault(directory, {}).setdefault(topic, []).append(
+            {
+                "partition_index": index,
+                "partition_size": all_logs[(topic, index)].size_in_bytes(),
+                "offset_lag": 0,
+                "is_future_key": False,
+            }
+        )
     results = []
     for directory in _configured_dirs(ctx):
         try:
             total, usable = _space(directory)
         except OSError:
-            results.append({"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": directory,
-                            "topics": [], "total_bytes": -1, "usable_bytes": -1})
+            results.append(
+                {
+                    "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
+                    "log_dir": directory,
+                    "topics": [],
+                    "total_bytes": -1,
+                    "usable_bytes": -1,
+                }
+            )
             continue
-        topics = [{"name": name, "partitions": parts}
-                  for name, parts in by_dir.get(directory, {}).items()]
-        results.append({"error_code": ErrorCode.NONE, "log_dir": directory, "topics": topics,
-                        "total_bytes": total, "usable_bytes": usable, "is_cordoned": False})
+        topics = [
+            {"name": name, "partitions": parts} for name, parts in by_dir.get(directory, {}).items()
+        ]
+        results.append(
+            {
+                "error_code": ErrorCode.NONE,
+                "log_dir": directory,
+                "topics": topics,
+                "total_bytes": total,
+                "usable_bytes": usable,
+                "is_cordoned": False,
+            }
+        )
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": results}

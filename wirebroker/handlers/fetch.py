@@ -101,19 +101,37 @@ class _Plan:
                 info = topics.get(name) if name is not None else None
                 key = {"topic": name}
                 missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            self.topics.append((key, info.name if info is not None else None, missing,
-                                list(ftopic.get("partitions") or [])))
+            self.topics.append(
+                (
+                    key,
+                    info.name if info is not None else None,
+                    missing,
+                    list(ftopic.get("partitions") or []),
+                )
+            )
 
     def watch_keys(self) -> list[tuple[str, int]]:
-        return [(name, int(p.get("partition"))) for _k, name, _m, parts in self.topics
-                if name is not None for p in parts]
+        return [
+            (name, int(p.get("partition")))
+            for _k, name, _m, parts in self.topics
+            if name is not None
+            for p in parts
+        ]
 
     def is_empty(self) -> bool:
         return not any(parts for _k, _n, _m, parts in self.topics)
 
 
-def _read_partition(part: Partition, pdata: Any, *, version: int, isolation: int,
-                    from_follower: bool, limit: int, min_one: bool) -> tuple[dict[str, Any], bool]:
+def _read_partition(
+    part: Partition,
+    pdata: Any,
+    *,
+    version: int,
+    isolation: int,
+    from_follower: bool,
+    limit: int,
+    min_one: bool,
+) -> tuple[dict[str, Any], bool]:
     """One partition's response and whether it completes the fetch at once (error/divergence)."""
     index = part.index
     code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
@@ -137,16 +155,28 @@ def _read_partition(part: Partition, pdata: Any, *, version: int, isolation: int
             base["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
             return base, True
     try:
-        data = part.read(fetch_offset, max_bytes=limit, isolation_level=isolation,
-                         from_follower=from_follower, min_one_batch=min_one)
+        data = part.read(
+            fetch_offset,
+            max_bytes=limit,
+            isolation_level=isolation,
+            from_follower=from_follower,
+            min_one_batch=min_one,
+        )
     except LogError as exc:
         return _failed(index, exc.error_code), True
     base["records"] = data if isinstance(data, bytes) else bytes(data)
     return base, False
 
 
-def _read_all(ctx: RequestContext, plan: _Plan, *, version: int, isolation: int,
-              from_follower: bool, max_bytes: int) -> tuple[list[dict[str, Any]], int, bool]:
+def _read_all(
+    ctx: RequestContext,
+    plan: _Plan,
+    *,
+    version: int,
+    isolation: int,
+    from_follower: bool,
+    max_bytes: int,
+) -> tuple[list[dict[str, Any]], int, bool]:
     """Read every requested partition once: (responses, bytes gathered, complete now)."""
     replicas = ctx.services.replicas
     remaining = max(0, max_bytes)
@@ -164,9 +194,15 @@ def _read_all(ctx: RequestContext, plan: _Plan, *, version: int, isolation: int,
                 complete = True
                 continue
             limit = max(0, min(int(pdata.get("partition_max_bytes", _INT32_MAX)), remaining))
-            presp, done = _read_partition(part, pdata, version=version, isolation=isolation,
-                                          from_follower=from_follower, limit=limit,
-                                          min_one=total == 0)
+            presp, done = _read_partition(
+                part,
+                pdata,
+                version=version,
+                isolation=isolation,
+                from_follower=from_follower,
+                limit=limit,
+                min_one=total == 0,
+            )
             complete = complete or done
             size = len(presp["records"])
             total += size
@@ -179,10 +215,16 @@ def _read_all(ctx: RequestContext, plan: _Plan, *, version: int, isolation: int,
 @handler(ApiKey.FETCH)
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     version = ctx.api_version
-    if version >= 7 and int(req.get("session_epoch", _FINAL_EPOCH)) not in (_FINAL_EPOCH,
-                                                                              _INITIAL_EPOCH):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
-                "session_id": 0, "responses": []}
+    if version >= 7 and int(req.get("session_epoch", _FINAL_EPOCH)) not in (
+        _FINAL_EPOCH,
+        _INITIAL_EPOCH,
+    ):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+            "session_id": 0,
+            "responses": [],
+        }
     if version >= 15:
         state = req.get("replica_state") or {}
         replica_id = int(state.get("replica_id", -1))
@@ -198,10 +240,21 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     waiters = waiters_for(ctx.services.replicas)
     while True:
-        responses, total, complete = _read_all(ctx, plan, version=version, isolation=isolation,
-                                               from_follower=from_follower, max_bytes=max_bytes)
-        if (complete or total >= min_bytes or max_wait_ms <= 0 or plan.is_empty()
-                or trio.current_time() >= deadline):
+        responses, total, complete = _read_all(
+            ctx,
+            plan,
+            version=version,
+            isolation=isolation,
+            from_follower=from_follower,
+            max_bytes=max_bytes,
+        )
+        if (
+            complete
+            or total >= min_bytes
+            or max_wait_ms <= 0
+            or plan.is_empty()
+            or trio.current_time() >= deadline
+        ):
             break
         # No await between the read above and subscribing: no wake-up can be missed.
         with waiters.subscribe(plan.watch_keys()) as event:

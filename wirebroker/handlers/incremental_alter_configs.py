@@ -90,8 +90,9 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     current = dict(info.configs) if info is not None else {}
     overrides = validate_topic_configs(apply_incremental(current, ops))
     if info is None:
-        raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                 f"The topic '{name}' does not exist.")
+        raise ConfigRequestError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        )
     try:
         services.replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
     except Exception as exc:
@@ -109,8 +110,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     responses = []
     for resource in resources:
         if (int(resource.resource_type), resource.resource_name) in dups:
-            responses.append(resource_result(resource, ErrorCode.INVALID_REQUEST,
-                                             "Each resource must appear at most once."))
+            responses.append(
+                resource_result(
+                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            )
             continue
         try:
             _alter(ctx, resource, validate_only)

@@ -40,9 +40,14 @@ _NO_PRODUCER_EPOCH = -1
 
 
 def _response(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": int(code), "producer_id": producer_id,
-            "producer_epoch": epoch, "ongoing_txn_producer_id": -1,
-            "ongoing_txn_producer_epoch": -1}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
+        "ongoing_txn_producer_id": -1,
+        "ongoing_txn_producer_epoch": -1,
+    }
 
 
 @handler(ApiKey.INIT_PRODUCER_ID)

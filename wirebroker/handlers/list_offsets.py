@@ -64,10 +64,21 @@ EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 _CONSUMER_REPLICA_ID = -1
 
 
-def _answer(index: int, code: ErrorCode = ErrorCode.NONE, *, offset: int = -1,
-            timestamp: int = -1, leader_epoch: int = -1) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": int(code), "timestamp": timestamp,
-            "offset": offset, "leader_epoch": leader_epoch}
+def _answer(
+    index: int,
+    code: ErrorCode = ErrorCode.NONE,
+    *,
+    offset: int = -1,
+    timestamp: int = -1,
+    leader_epoch: int = -1,
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": int(code),
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": leader_epoch,
+    }
 
 
 def _epoch_of_data(part: Partition) -> int:
@@ -110,8 +121,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     from_client = replica_id == _CONSUMER_REPLICA_ID
     isolation = int(req.get("isolation_level", 0))
     topics_in = list(req.get("topics") or [])
-    seen = Counter((t.get("name"), int(p.get("partition_index")))
-                   for t in topics_in for p in t.get("partitions") or [])
+    seen = Counter(
+        (t.get("name"), int(p.get("partition_index")))
+        for t in topics_in
+        for p in t.get("partitions") or []
+    )
     topics_out = []
     for topic in topics_in:
         name = topic.get("name")
@@ -130,8 +144,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions_out.append(_answer(index, code))
                 continue
             try:
-                partitions_out.append(_lookup(part, int(pdata.get("timestamp")),
-                                              isolation=isolation, from_client=from_client))
+                partitions_out.append(
+                    _lookup(
+                        part,
+                        int(pdata.get("timestamp")),
+                        isolation=isolation,
+                        from_client=from_client,
+                    )
+                )
             except LogError as exc:
                 partitions_out.append(_answer(index, exc.error_code))
             except Exception:

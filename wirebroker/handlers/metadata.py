@@ -53,8 +53,12 @@ if TYPE_CHECKING:
     from wirebroker.cluster.topic_store import TopicInfo
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "CLUSTER_ALL_OPERATIONS", "TOPIC_ALL_OPERATIONS",
-           "handle"]
+__all__ = [
+    "AUTHORIZED_OPERATIONS_OMITTED",
+    "CLUSTER_ALL_OPERATIONS",
+    "TOPIC_ALL_OPERATIONS",
+    "handle",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +84,17 @@ _NIL_UUID = uuid.UUID(int=0)
 def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> dict[str, Any]:
     partitions = []
     for part in ctx.services.replicas.partitions_of(info.name):
-        partitions.append({
-            "error_code": 0,
-            "partition_index": part.index,
-            "leader_id": part.leader_id,
-            "leader_epoch": part.leader_epoch,
-            "replica_nodes": list(part.replicas),
-            "isr_nodes": list(part.isr),
-            "offline_replicas": [],
-        })
+        partitions.append(
+            {
+                "error_code": 0,
+                "partition_index": part.index,
+                "leader_id": part.leader_id,
+                "leader_epoch": part.leader_epoch,
+                "replica_nodes": list(part.replicas),
+                "isr_nodes": list(part.isr),
+                "offline_replicas": [],
+            }
+        )
     return {
         "error_code": 0,
         "name": info.name,
@@ -99,8 +105,9 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> dict[str, An
     }
 
 
-def _missing(name: str | None, code: ErrorCode, *, topic_id: uuid.UUID = _NIL_UUID,
-             internal: bool = False) -> dict[str, Any]:
+def _missing(
+    name: str | None, code: ErrorCode, *, topic_id: uuid.UUID = _NIL_UUID, internal: bool = False
+) -> dict[str, Any]:
     return {
         "error_code": int(code),
         "name": name,
@@ -111,8 +118,9 @@ def _missing(name: str | None, code: ErrorCode, *, topic_id: uuid.UUID = _NIL_UU
     }
 
 
-def _unknown_name(ctx: RequestContext, name: str, *, allow_create: bool,
-                  ops: int) -> dict[str, Any]:
+def _unknown_name(
+    ctx: RequestContext, name: str, *, allow_create: bool, ops: int
+) -> dict[str, Any]:
     try:
         validate_topic_name(name)
     except ClusterError as exc:
@@ -138,26 +146,37 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     services = ctx.services
     store = services.topics
     config = services.config
-    topic_ops = (TOPIC_ALL_OPERATIONS if req.get("include_topic_authorized_operations")
-                 else AUTHORIZED_OPERATIONS_OMITTED)
-    cluster_ops = (CLUSTER_ALL_OPERATIONS if req.get("include_cluster_authorized_operations")
-                   else AUTHORIZED_OPERATIONS_OMITTED)
+    topic_ops = (
+        TOPIC_ALL_OPERATIONS
+        if req.get("include_topic_authorized_operations")
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
+    cluster_ops = (
+        CLUSTER_ALL_OPERATIONS
+        if req.get("include_cluster_authorized_operations")
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
     allow_create = config.auto_create_topics and (
-        version < 4 or bool(req.get("allow_auto_topic_creation", True)))
+        version < 4 or bool(req.get("allow_auto_topic_creation", True))
+    )
 
     requested = req.get("topics")
     topics_out: list[dict[str, Any]] = []
     if requested is None or (version == 0 and not requested):
         topics_out = [_topic_entry(ctx, info, topic_ops) for info in store.all()]
     else:
-        ids = [t.get("topic_id") for t in requested
-               if t.get("topic_id") not in (None, _NIL_UUID)]
+        ids = [t.get("topic_id") for t in requested if t.get("topic_id") not in (None, _NIL_UUID)]
         if ids:
             for topic_id in dict.fromkeys(ids):
                 info = store.by_id(topic_id)
                 if info is None:
-                    topics_out.append(_missing(None if version >= 12 else "",
-                                               ErrorCode.UNKNOWN_TOPIC_ID, topic_id=topic_id))
+                    topics_out.append(
+                        _missing(
+                            None if version >= 12 else "",
+                            ErrorCode.UNKNOWN_TOPIC_ID,
+                            topic_id=topic_id,
+                        )
+                    )
                 else:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
         else:
@@ -167,17 +186,20 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 if info is not None:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
                 else:
-                    topics_out.append(_unknown_name(ctx, name, allow_create=allow_create,
-                                                    ops=topic_ops))
+                    topics_out.append(
+                        _unknown_name(ctx, name, allow_create=allow_create, ops=topic_ops)
+                    )
 
     return {
         "throttle_time_ms": 0,
-        "brokers": [{
-            "node_id": services.node_id,
-            "host": services.advertised_host,
-            "port": services.advertised_port,
-            "rack": None,
-        }],
+        "brokers": [
+            {
+                "node_id": services.node_id,
+                "host": services.advertised_host,
+                "port": services.advertised_port,
+                "rack": None,
+            }
+        ],
         "cluster_id": services.cluster_id,
         "controller_id": services.node_id,
         "topics": topics_out,

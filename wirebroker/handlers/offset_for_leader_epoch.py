@@ -28,10 +28,15 @@ __all__ = ["handle"]
 log = logging.getLogger(__name__)
 
 
-def _answer(index: int, code: ErrorCode = ErrorCode.NONE, *, epoch: int = -1,
-            end_offset: int = -1) -> dict[str, Any]:
-    return {"error_code": int(code), "partition": index, "leader_epoch": epoch,
-            "end_offset": end_offset}
+def _answer(
+    index: int, code: ErrorCode = ErrorCode.NONE, *, epoch: int = -1, end_offset: int = -1
+) -> dict[str, Any]:
+    return {
+        "error_code": int(code),
+        "partition": index,
+        "leader_epoch": epoch,
+        "end_offset": end_offset,
+    }
 
 
 @handler(ApiKey.OFFSET_FOR_LEADER_EPOCH)

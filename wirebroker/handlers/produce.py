@@ -85,21 +85,27 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str
 def _check_records(records: bytes | None, version: int) -> tuple[ErrorCode, str | None]:
     """Kafka's ProduceRequest.validateRecords: exactly one complete v2 batch."""
     if not records:
-        return (ErrorCode.INVALID_RECORD,
-                f"Produce requests with version {version} must have at least one record batch "
-                "per partition")
+        return (
+            ErrorCode.INVALID_RECORD,
+            f"Produce requests with version {version} must have at least one record batch "
+            "per partition",
+        )
     try:
         batches = list(iter_batches(records))
     except InvalidBatch as exc:
         return ErrorCode.INVALID_RECORD, f"Invalid record batch: {exc}"
     if len(batches) != 1:
-        return (ErrorCode.INVALID_RECORD,
-                f"Produce requests with version {version} are only allowed to contain exactly "
-                "one record batch per partition")
+        return (
+            ErrorCode.INVALID_RECORD,
+            f"Produce requests with version {version} are only allowed to contain exactly "
+            "one record batch per partition",
+        )
     header = batches[0][1]
     if header.compression == _ZSTD and version < _ZSTD_MIN_VERSION:
-        return (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                f"Produce requests with version {version} cannot use ZStandard compression")
+        return (
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+            f"Produce requests with version {version} cannot use ZStandard compression",
+        )
     return ErrorCode.NONE, None
 
 
@@ -121,8 +127,9 @@ def _has_transactional_batch(topic_data: list[Any]) -> bool:
 def _append(ctx: RequestContext, part: Partition, records: bytes, acks: int) -> dict[str, Any]:
     replicas = ctx.services.replicas
     try:
-        result = replicas.append(part.topic, part.index, records, now_ms=ctx.now_ms(),
-                                 required_acks=acks)
+        result = replicas.append(
+            part.topic, part.index, records, now_ms=ctx.now_ms(), required_acks=acks
+        )
     except (LogError, NotEnoughReplicasError) as exc:
         return _failed(part.index, exc.error_code, str(exc) or None)
     except Exception:
@@ -179,8 +186,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             elif (part := replicas.partition(name, index)) is None:
                 presp = _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif is_internal(name) and client_id != ADMIN_CLIENT_ID:
-                presp = _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                f"Cannot append to internal topic {name}")
+                presp = _failed(
+                    index,
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Cannot append to internal topic {name}",
+                )
             else:
                 records = pdata.get("records")
                 code, message = _check_records(records, version)
@@ -198,6 +208,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         if any_error:
             raise ProduceWithoutAckFailed(
                 "acks=0 produce failed for at least one partition; closing the connection so "
-                "the producer refreshes its metadata")
+                "the producer refreshes its metadata"
+            )
         return None
     return {"responses": responses, "throttle_time_ms": 0}

@@ -68,8 +68,7 @@ class FetchWaiters:
         return sum(len(v) for v in self._waiting.values())
 
 
-_BY_MANAGER: weakref.WeakKeyDictionary[ReplicaManager, FetchWaiters] = (
-    weakref.WeakKeyDictionary())
+_BY_MANAGER: weakref.WeakKeyDictionary[ReplicaManager, FetchWaiters] = weakref.WeakKeyDictionary()
 
 
 def waiters_for(replicas: ReplicaManager) -> FetchWaiters:

@@ -43,9 +43,17 @@ class NotEnoughReplicasError(Exception):
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, log: PartitionLog, *, node_id: int,
-                 leader_epoch: int = 0, topic_id: uuid.UUID | None = None,
-                 min_insync_replicas: int = 1) -> None:
+    def __init__(
+        self,
+        topic: str,
+        index: int,
+        log: PartitionLog,
+        *,
+        node_id: int,
+        leader_epoch: int = 0,
+        topic_id: uuid.UUID | None = None,
+        min_insync_replicas: int = 1,
+    ) -> None:
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
@@ -58,8 +66,10 @@ class Partition:
         self._maybe_advance_high_watermark()
 
     def __repr__(self) -> str:
-        return (f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch}, "
-                f"hw={self.high_watermark}, leo={self.log_end_offset})")
+        return (
+            f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch}, "
+            f"hw={self.high_watermark}, leo={self.log_end_offset})"
+        )
 
     # -- offsets ------------------------------------------------------------------------------
     @property
@@ -97,8 +107,9 @@ class Partition:
             return ErrorCode.UNKNOWN_LEADER_EPOCH
         return ErrorCode.FENCED_LEADER_EPOCH
 
-    def fetch_upper_bound(self, isolation_level: int = READ_UNCOMMITTED, *,
-                          from_follower: bool = False) -> int:
+    def fetch_upper_bound(
+        self, isolation_level: int = READ_UNCOMMITTED, *, from_follower: bool = False
+    ) -> int:
         """The offset a fetcher may read up to (exclusive)."""
         if from_follower:
             return self.log_end_offset
@@ -107,21 +118,29 @@ class Partition:
         return self.high_watermark
 
     # -- operations ---------------------------------------------------------------------------
-    def append_records(self, records: bytes | bytearray | memoryview, *, now_ms: int,
-                       required_acks: int = -1) -> AppendResult:
+    def append_records(
+        self, records: bytes | bytearray | memoryview, *, now_ms: int, required_acks: int = -1
+    ) -> AppendResult:
         """Append as leader; raises wirebroker.log.errors.LogError or NotEnoughReplicasError."""
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                 f"requirement of {self.min_insync_replicas} for partition {self.topic}-"
-                f"{self.index}")
-        result = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
-                                           now_ms=now_ms)
+                f"{self.index}"
+            )
+        result = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         self._maybe_advance_high_watermark()
         return result
 
-    def read(self, offset: int, *, max_bytes: int, isolation_level: int = READ_UNCOMMITTED,
-             from_follower: bool = False, min_one_batch: bool = True) -> bytes:
+    def read(
+        self,
+        offset: int,
+        *,
+        max_bytes: int,
+        isolation_level: int = READ_UNCOMMITTED,
+        from_follower: bool = False,
+        min_one_batch: bool = True,
+    ) -> bytes:
         """Whole batches from the one containing `offset`, none starting at or past the bound.
 
         Raises wirebroker.log.errors.OffsetOutOfRangeError when offset < log start or
@@ -131,8 +150,10 @@ class Partition:
         if offset >= bound:
             # Nothing visible yet, but still check the range (offset may be past the log end).
             if offset > self.log_end_offset or offset < self.log_start_offset:
-                return self.log.read(offset, max_bytes=max_bytes, max_offset=bound,
-                                     min_one_batch=min_one_batch)
+                return self.log.read(
+                    offset, max_bytes=max_bytes, max_offset=bound, min_one_batch=min_one_batch
+                )
             return b""
-        return self.log.read(offset, max_bytes=max_bytes, max_offset=bound,
-                             min_one_batch=min_one_batch)
+        return self.log.read(
+            offset, max_bytes=max_bytes, max_offset=bound, min_one_batch=min_one_batch
+        )

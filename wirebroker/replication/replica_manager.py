@@ -109,8 +109,15 @@ class UnknownTopicOrPartitionError(UnknownTopicError):
 
 
 class ReplicaManager:
-    def __init__(self, config: BrokerConfig, logs: LogManager, topics: TopicStore, *,
-                 node_id: int, on_data: DataListener | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        logs: LogManager,
+        topics: TopicStore,
+        *,
+        node_id: int,
+        on_data: DataListener | None = None,
+    ) -> None:
         self.config = config
         self.logs = logs
         self.topics = topics
@@ -122,8 +129,7 @@ class ReplicaManager:
     def load(self, now_ms: int) -> None:
         """Check meta.properties, open every log, build the partitions of known topics."""
         log_dirs = self.log_dirs()
-        ensure_meta_properties(log_dirs, node_id=self.node_id,
-                               cluster_id=self.topics.cluster_id)
+        ensure_meta_properties(log_dirs, node_id=self.node_id, cluster_id=self.topics.cluster_id)
         self.logs.load(self._log_config_for_loading, now_ms)
         fresh_store = self.topics.created
         for (topic, index), _plog in sorted(self.logs.all_logs().items()):
@@ -131,11 +137,14 @@ class ReplicaManager:
             if info is not None and 0 <= index < info.partitions:
                 continue
             if fresh_store:
-                log.warning("log %s-%d has no topic in the metadata store %s; left in place",
-                            topic, index, self.topics.path)
+                log.warning(
+                    "log %s-%d has no topic in the metadata store %s; left in place",
+                    topic,
+                    index,
+                    self.topics.path,
+                )
                 continue
-            log.warning("deleting stray log %s-%d (topic not in the metadata store)", topic,
-                        index)
+            log.warning("deleting stray log %s-%d (topic not in the metadata store)", topic, index)
             self.logs.delete(topic, index)
         self._partitions.clear()
         for info in self.topics.all():
@@ -154,8 +163,14 @@ class ReplicaManager:
         return self.log_config(topic)
 
     def _new_partition(self, info: TopicInfo, index: int, plog: PartitionLog) -> Partition:
-        return Partition(info.name, index, plog, node_id=self.node_id, topic_id=info.topic_id,
-                         min_insync_replicas=self._min_insync(info.name))
+        return Partition(
+            info.name,
+            index,
+            plog,
+            node_id=self.node_id,
+            topic_id=info.topic_id,
+            min_insync_replicas=self._min_insync(info.name),
+        )
 
     # -- configs ------------------------------------------------------------------------------
     def effective_topic_configs(self, topic: str) -> dict[str, str | None]:
@@ -188,7 +203,8 @@ class ReplicaManager:
                 definition.validate(value)
             except ConfigError as exc:
                 raise InvalidConfigError(
-                    f"Invalid value {value} for configuration {key}: {exc}") from exc
+                    f"Invalid value {value} for configuration {key}: {exc}"
+                ) from exc
             out[key] = value
         merged = self.config.topic_defaults()
         merged.update(out)
@@ -199,10 +215,17 @@ class ReplicaManager:
         return out
 
     # -- topics ------------------------------------------------------------------------------
-    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
-                     configs: Mapping[str, str | None] | None = None, *, now_ms: int,
-                     validate_only: bool = False,
-                     assignments: Mapping[int, list[int]] | None = None) -> TopicInfo:
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        now_ms: int,
+        validate_only: bool = False,
+        assignments: Mapping[int, list[int]] | None = None,
+    ) -> TopicInfo:
         """Create a topic (or only validate the request). -1 means the broker default.
 
         The topic is internal when its name is one of `INTERNAL_TOPICS`.
@@ -215,12 +238,14 @@ class ReplicaManager:
             for other in self.topics.all():
                 if collision_key(other.name) == key:
                     raise InvalidTopicError(
-                        f"Topic '{name}' collides with existing topic: {other.name}")
+                        f"Topic '{name}' collides with existing topic: {other.name}"
+                    )
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
                 raise InvalidRequestError(
                     "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                    "Both cannot be used at the same time.")
+                    "Both cannot be used at the same time."
+                )
             num_partitions, replication_factor = self._check_assignments(assignments, 0)
         else:
             if num_partitions == -1:
@@ -229,22 +254,30 @@ class ReplicaManager:
                 replication_factor = int(str(self.config.raw("default.replication.factor")))
             if num_partitions <= 0:
                 raise InvalidPartitionsError(
-                    "Number of partitions was set to an invalid non-positive value.")
+                    "Number of partitions was set to an invalid non-positive value."
+                )
             if replication_factor <= 0:
                 raise InvalidReplicationFactorError(
-                    "Replication factor must be larger than 0, or -1 to use the default value.")
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                )
             if replication_factor > 1:
                 raise InvalidReplicationFactorError(
                     f"Unable to replicate the partition {replication_factor} time(s): The target "
                     f"replication factor of {replication_factor} cannot be reached because only "
-                    "1 broker(s) are registered.")
+                    "1 broker(s) are registered."
+                )
         if num_partitions > MAX_PARTITIONS_PER_REQUEST:
             raise PolicyViolationError("Excessively large number of partitions per request.")
         overrides = self._validate_configs(configs or {})
         topic_id = new_random_uuid(t.topic_id for t in self.topics.all())
-        info = TopicInfo(name=name, topic_id=topic_id, partitions=num_partitions,
-                         replication_factor=replication_factor, configs=overrides,
-                         is_internal=_is_internal_name(name))
+        info = TopicInfo(
+            name=name,
+            topic_id=topic_id,
+            partitions=num_partitions,
+            replication_factor=replication_factor,
+            configs=overrides,
+            is_internal=_is_internal_name(name),
+        )
         if validate_only:
             return info
         log_config = LogConfig.from_topic_configs({**self.config.topic_defaults(), **overrides})
@@ -260,38 +293,46 @@ class ReplicaManager:
                 except Exception:  # pragma: no cover - best effort rollback
                     log.exception("rollback of %s-%d failed", name, plog.partition)
             raise
-        self._partitions[name] = [self._new_partition(info, i, plog)
-                                  for i, plog in enumerate(created)]
+        self._partitions[name] = [
+            self._new_partition(info, i, plog) for i, plog in enumerate(created)
+        ]
         return info
 
-    def _check_assignments(self, assignments: Mapping[int, list[int]],
-                           existing: int) -> tuple[int, int]:
+    def _check_assignments(
+        self, assignments: Mapping[int, list[int]], existing: int
+    ) -> tuple[int, int]:
         """Validate a manual assignment for partitions existing.. ; returns (count, rf)."""
         indexes = sorted(assignments)
         if indexes != list(range(existing, existing + len(indexes))):
             raise InvalidReplicationAssignmentError(
-                "Partitions should be a consecutive 0-based integer sequence" if existing == 0
-                else f"Partitions should be numbered from {existing}")
+                "Partitions should be a consecutive 0-based integer sequence"
+                if existing == 0
+                else f"Partitions should be numbered from {existing}"
+            )
         sizes = {len(assignments[i]) for i in indexes}
         if len(sizes) != 1:
             raise InvalidReplicationAssignmentError(
-                "All partitions should have the same number of replicas")
+                "All partitions should have the same number of replicas"
+            )
         rf = sizes.pop()
         for index in indexes:
             replicas = assignments[index]
             if not replicas:
                 raise InvalidReplicationAssignmentError(
                     f"The manual partition assignment includes an empty replica list for "
-                    f"partition {index}.")
+                    f"partition {index}."
+                )
             if len(set(replicas)) != len(replicas):
                 raise InvalidReplicationAssignmentError(
                     f"The manual partition assignment includes the broker {replicas} more than "
-                    "once.")
+                    "once."
+                )
             for broker in replicas:
                 if broker != self.node_id:
                     raise InvalidReplicationAssignmentError(
                         f"The manual partition assignment includes broker {broker}, but no such "
-                        "broker is registered.")
+                        "broker is registered."
+                    )
         return len(indexes), rf
 
     def delete_topic(self, name: str) -> None:
@@ -307,9 +348,15 @@ class ReplicaManager:
         for part in parts:
             self.notify_data(name, part.index)
 
-    def create_partitions(self, name: str, count: int, *, now_ms: int,
-                          validate_only: bool = False,
-                          assignments: Mapping[int, list[int]] | None = None) -> None:
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        now_ms: int,
+        validate_only: bool = False,
+        assignments: Mapping[int, list[int]] | None = None,
+    ) -> None:
         """Grow the topic to `count` partitions (Kafka never shrinks)."""
         info = self.topics.get(name)
         if info is None:
@@ -317,7 +364,8 @@ class ReplicaManager:
         if count < info.partitions:
             raise InvalidPartitionsError(
                 f"The topic {name} currently has {info.partitions} partition(s); {count} would "
-                "not be an increase.")
+                "not be an increase."
+            )
         if count == info.partitions:
             raise InvalidPartitionsError(f"Topic already has {info.partitions} partition(s).")
         if count - info.partitions > MAX_PARTITIONS_PER_REQUEST:
@@ -327,7 +375,8 @@ class ReplicaManager:
             if info.partitions + added != count:
                 raise InvalidReplicationAssignmentError(
                     f"Attempted to add {count - info.partitions} additional partition(s), but "
-                    f"only {added} assignment(s) were specified.")
+                    f"only {added} assignment(s) were specified."
+                )
         if validate_only:
             return
         log_config = self.log_config(name)
@@ -335,9 +384,14 @@ class ReplicaManager:
         try:
             for index in range(info.partitions, count):
                 created.append(self.logs.create(name, index, log_config, now_ms, info.topic_id))
-            new_info = TopicInfo(name=info.name, topic_id=info.topic_id, partitions=count,
-                                 replication_factor=info.replication_factor,
-                                 configs=info.configs, is_internal=info.is_internal)
+            new_info = TopicInfo(
+                name=info.name,
+                topic_id=info.topic_id,
+                partitions=count,
+                replication_factor=info.replication_factor,
+                configs=info.configs,
+                is_internal=info.is_internal,
+            )
             self.topics.put(new_info)
         except BaseException:
             for plog in created:
@@ -350,8 +404,9 @@ class ReplicaManager:
         for plog in created:
             parts.append(self._new_partition(new_info, plog.partition, plog))
 
-    def alter_topic_configs(self, name: str, configs: Mapping[str, str], *,
-                            validate_only: bool = False) -> None:
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
         """Replace the topic's overrides with `configs`; live logs get the new LogConfig."""
         info = self.topics.get(name)
         if info is None:
@@ -359,9 +414,14 @@ class ReplicaManager:
         overrides = self._validate_configs(configs)
         if validate_only:
             return
-        new_info = TopicInfo(name=info.name, topic_id=info.topic_id, partitions=info.partitions,
-                             replication_factor=info.replication_factor, configs=overrides,
-                             is_internal=info.is_internal)
+        new_info = TopicInfo(
+            name=info.name,
+            topic_id=info.topic_id,
+            partitions=info.partitions,
+            replication_factor=info.replication_factor,
+            configs=overrides,
+            is_internal=info.is_internal,
+        )
         self.topics.put(new_info)
         log_config = self.log_config(name)
         min_isr = self._min_insync(name)
@@ -382,8 +442,15 @@ class ReplicaManager:
     def topic_info(self, topic: str) -> TopicInfo | None:
         return self.topics.get(topic)
 
-    def append(self, topic: str, index: int, records: bytes | bytearray | memoryview, *,
-               now_ms: int, required_acks: int = -1) -> AppendResult:
+    def append(
+        self,
+        topic: str,
+        index: int,
+        records: bytes | bytearray | memoryview,
+        *,
+        now_ms: int,
+        required_acks: int = -1,
+    ) -> AppendResult:
         """Append to a partition as leader and wake its fetchers.
 
         Raises UnknownTopicOrPartitionError, NotEnoughReplicasError or a
@@ -391,8 +458,7 @@ class ReplicaManager:
         """
         part = self.partition(topic, index)
         if part is None:
-            raise UnknownTopicOrPartitionError(
-                "This server does not host this topic-partition.")
+            raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
         result = part.append_records(records, now_ms=now_ms, required_acks=required_acks)
         if not result.duplicate:
             self.notify_data(topic, index)

@@ -175,7 +175,10 @@ class Kit:
             members = [LeaveMember(member_id)]
         r = self.absorb(
             self.core.leave_group(
-                self.now, api_version=version, group_id=group, member_id=member_id,
+                self.now,
+                api_version=version,
+                group_id=group,
+                member_id=member_id,
                 members=members,
             )
         )
@@ -223,7 +226,8 @@ class Kit:
         self, partitions: dict[str, Sequence[int]] | None = None, *, group: str = "g"
     ) -> dict[str, Any]:
         topics = (
-            None if partitions is None
+            None
+            if partitions is None
             else [TopicPartitions(t, list(ps)) for t, ps in partitions.items()]
         )
         return self.core.fetch_offsets(group_id=group, topics=topics)
@@ -265,7 +269,9 @@ class Kit:
         generation = first["generation_id"]
         others = [m for m in members if m != leader]
         self.sync(
-            leader, generation, group=group,
+            leader,
+            generation,
+            group=group,
             assignments=[(m, f"assign-{m}".encode()) for m in members],
         )
         for m in others:

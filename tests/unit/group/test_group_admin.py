@@ -46,16 +46,29 @@ def test_describe_stable_group_has_protocol_and_member_metadata() -> None:
     leader, follower = k.stable_group(2)
     (d,) = k.core.describe_groups(api_version=5, group_ids=["g"])["groups"]
     assert (d["error_code"], d["group_state"], d["protocol_type"], d["protocol_data"]) == (
-        0, "Stable", "consumer", "range",
+        0,
+        "Stable",
+        "consumer",
+        "range",
     )
     assert d["authorized_operations"] == -2147483648
     assert d["members"] == [
-        {"member_id": leader, "group_instance_id": None, "client_id": "c0",
-         "client_host": "/127.0.0.1", "member_metadata": b"r",
-         "member_assignment": f"assign-{leader}".encode()},
-        {"member_id": follower, "group_instance_id": None, "client_id": "c1",
-         "client_host": "/127.0.0.1", "member_metadata": b"r",
-         "member_assignment": f"assign-{follower}".encode()},
+        {
+            "member_id": leader,
+            "group_instance_id": None,
+            "client_id": "c0",
+            "client_host": "/127.0.0.1",
+            "member_metadata": b"r",
+            "member_assignment": f"assign-{leader}".encode(),
+        },
+        {
+            "member_id": follower,
+            "group_instance_id": None,
+            "client_id": "c1",
+            "client_host": "/127.0.0.1",
+            "member_metadata": b"r",
+            "member_assignment": f"assign-{follower}".encode(),
+        },
     ]
 
 
@@ -86,14 +99,18 @@ def test_delete_groups_writes_offset_and_group_tombstones() -> None:
     r = k.absorb(k.core.delete_groups(k.now, group_ids=["idle", "busy", "ghost", "idle"]))
     assert r.response is not None
     assert [(x["group_id"], x["error_code"]) for x in r.response["results"]] == [
-        ("idle", 0), ("busy", E.NON_EMPTY_GROUP), ("ghost", E.GROUP_ID_NOT_FOUND),
+        ("idle", 0),
+        ("busy", E.NON_EMPTY_GROUP),
+        ("ghost", E.GROUP_ID_NOT_FOUND),
         ("idle", E.GROUP_ID_NOT_FOUND),
     ]
     new = k.records[before:]
     assert all(rec.value is None for rec in new)
     assert [decode_key(rec.key) for rec in new] == [
-        OffsetCommitKey("idle", "t", 0), OffsetCommitKey("idle", "t", 1),
-        OffsetCommitKey("idle", "u", 0), GroupMetadataKey("idle"),
+        OffsetCommitKey("idle", "t", 0),
+        OffsetCommitKey("idle", "t", 1),
+        OffsetCommitKey("idle", "u", 0),
+        GroupMetadataKey("idle"),
     ]
     assert k.core.group("idle") is None and k.fetched("idle") == {}
     g = k.core.group("busy")

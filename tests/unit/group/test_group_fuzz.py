@@ -18,8 +18,13 @@ SEEN: Counter[GroupState | None] = Counter()  # states visited (a sanity check o
 PROTOCOL_SETS = [(("range", b"1"),), (("range", b"2"), ("rr", b"2")), (("rr", b"3"),)]
 
 op = st.one_of(
-    st.tuples(st.just("join"), st.sampled_from(CLIENTS), st.integers(0, 2), st.booleans(),
-              st.sampled_from([3, 5, 9])),
+    st.tuples(
+        st.just("join"),
+        st.sampled_from(CLIENTS),
+        st.integers(0, 2),
+        st.booleans(),
+        st.sampled_from([3, 5, 9]),
+    ),
     st.tuples(st.just("sync"), st.sampled_from(CLIENTS)),
     st.tuples(st.just("sync-all")),
     st.tuples(st.just("settle")),
@@ -28,7 +33,9 @@ op = st.one_of(
     st.tuples(st.just("commit"), st.sampled_from(CLIENTS), st.integers(0, 3)),
     st.tuples(st.just("advance"), st.integers(0, 40_000)),
     st.tuples(st.just("advance"), st.integers(0, 2_000)),
-    st.tuples(st.just("delete"),),
+    st.tuples(
+        st.just("delete"),
+    ),
 )
 
 
@@ -81,8 +88,11 @@ def test_random_sequences(ops: list[tuple[object, ...]]) -> None:
             assert isinstance(client, str) and isinstance(proto, int)
             assert isinstance(version, int)
             key = k.join(
-                ids.get(client, ""), client_id=client, protocols=PROTOCOL_SETS[proto],
-                instance=f"i-{client}" if static and version >= 5 else None, version=version,
+                ids.get(client, ""),
+                client_id=client,
+                protocols=PROTOCOL_SETS[proto],
+                instance=f"i-{client}" if static and version >= 5 else None,
+                version=version,
             )
             issued.append(key)
         elif kind == "sync":
@@ -109,8 +119,11 @@ def test_random_sequences(ops: list[tuple[object, ...]]) -> None:
             k.leave(members=[LeaveMember(ids.get(client, "none"))])
         elif kind == "commit":
             client = str(o[1])
-            k.commit({("t", int(str(o[2]))): 1}, generation=gens.get(client, -1),
-                     member_id=ids.get(client, ""))
+            k.commit(
+                {("t", int(str(o[2]))): 1},
+                generation=gens.get(client, -1),
+                member_id=ids.get(client, ""),
+            )
         elif kind == "advance":
             k.advance(int(str(o[1])))
         else:

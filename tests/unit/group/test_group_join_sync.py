@@ -313,12 +313,14 @@ def test_sync_errors() -> None:
     assert k.error(k.sync(leader, 7)) == E.ILLEGAL_GENERATION
     assert k.error(k.sync("stranger", 1)) == E.UNKNOWN_MEMBER_ID
     assert k.error(k.sync(leader, 1, version=5)) == E.INCONSISTENT_GROUP_PROTOCOL  # v5 needs both
-    assert k.error(
-        k.sync(leader, 1, version=5, protocol_type="consumer", protocol_name="sticky")
-    ) == E.INCONSISTENT_GROUP_PROTOCOL
-    assert k.error(
-        k.sync(leader, 1, version=5, protocol_type="consumer", protocol_name="range")
-    ) == E.NONE
+    assert (
+        k.error(k.sync(leader, 1, version=5, protocol_type="consumer", protocol_name="sticky"))
+        == E.INCONSISTENT_GROUP_PROTOCOL
+    )
+    assert (
+        k.error(k.sync(leader, 1, version=5, protocol_type="consumer", protocol_name="range"))
+        == E.NONE
+    )
     assert k.error(k.sync(leader, 1, group="nope")) == E.UNKNOWN_MEMBER_ID
     assert k.error(k.sync(leader, 1, group="")) == E.INVALID_GROUP_ID
 
@@ -375,10 +377,12 @@ def static_group(
     protocols: tuple[tuple[tuple[str, bytes], ...], ...] = ((("range", b"r"),),) * 2,
 ) -> tuple[str, str]:
     keys = [
-        k.join(instance="i1", client_id="a", version=version, session=session,
-               protocols=protocols[0]),
-        k.join(instance="i2", client_id="b", version=version, session=session,
-               protocols=protocols[1]),
+        k.join(
+            instance="i1", client_id="a", version=version, session=session, protocols=protocols[0]
+        ),
+        k.join(
+            instance="i2", client_id="b", version=version, session=session, protocols=protocols[1]
+        ),
     ]
     k.tick()
     a1, a2 = (k.answer(x) for x in keys)
@@ -506,7 +510,10 @@ def test_batched_leave() -> None:
     )
     assert r["error_code"] == 0
     assert [(m["member_id"], m["error_code"]) for m in r["members"]] == [
-        (a, 0), (b, E.UNKNOWN_MEMBER_ID), ("x", E.UNKNOWN_MEMBER_ID), (c, 0),
+        (a, 0),
+        (b, E.UNKNOWN_MEMBER_ID),
+        ("x", E.UNKNOWN_MEMBER_ID),
+        (c, 0),
     ]
     g = k.core.group("g")
     assert g is not None and list(g.members) == [b]

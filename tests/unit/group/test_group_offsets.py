@@ -34,7 +34,10 @@ def test_member_commit_round_trips_offset_epoch_metadata() -> None:
     before = len(k.records)
     errors = k.commit(
         {("t", 0): 100, ("t", 1): 200, ("u", 0): 7},
-        generation=1, member_id=leader, metadata="caf\u00e9 \U0001f600", leader_epoch=4,
+        generation=1,
+        member_id=leader,
+        metadata="caf\u00e9 \U0001f600",
+        leader_epoch=4,
     )
     assert set(errors.values()) == {E.NONE}
     new = k.records[before:]
@@ -46,14 +49,21 @@ def test_member_commit_round_trips_offset_epoch_metadata() -> None:
     value = decode_offset_commit_value(new[0].value)
     assert value.version == 3
     assert (value.offset, value.leader_epoch, value.metadata, value.commit_timestamp) == (
-        100, 4, "caf\u00e9 \U0001f600", 1234,
+        100,
+        4,
+        "caf\u00e9 \U0001f600",
+        1234,
     )
     fetched = k.fetch({"t": [0, 1, 5], "u": [0]})
     assert fetched["error_code"] == 0
     parts = {
-        (t["name"], p["partition_index"]): (p["committed_offset"], p["committed_leader_epoch"],
-                                            p["metadata"])
-        for t in fetched["topics"] for p in t["partitions"]
+        (t["name"], p["partition_index"]): (
+            p["committed_offset"],
+            p["committed_leader_epoch"],
+            p["metadata"],
+        )
+        for t in fetched["topics"]
+        for p in t["partitions"]
     }
     assert parts == {
         ("t", 0): (100, 4, "caf\u00e9 \U0001f600"),
@@ -171,7 +181,9 @@ def test_empty_group_offsets_expire_counted_from_when_it_became_empty() -> None:
     assert k.fetched() == {("t", 0): 10, ("t", 1): 11}
     k.advance(5000)  # the check at t=70000: empty for 65 s >= 60 s
     assert tombstoned(k, before) == [
-        OffsetCommitKey("g", "t", 0), OffsetCommitKey("g", "t", 1), GroupMetadataKey("g"),
+        OffsetCommitKey("g", "t", 0),
+        OffsetCommitKey("g", "t", 1),
+        GroupMetadataKey("g"),
     ]
     assert k.core.group("g") is None and k.fetched() == {}
 

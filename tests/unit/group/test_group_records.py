@@ -53,7 +53,7 @@ def test_offset_commit_key_known_bytes() -> None:
 
 
 def test_group_metadata_key_known_bytes() -> None:
-    expected = b"\x00\x02" b"\x00\x05group"
+    expected = b"\x00\x02\x00\x05group"
     assert encode_group_metadata_key("group") == expected
     assert decode_key(expected) == GroupMetadataKey("group")
 
@@ -87,12 +87,22 @@ def test_offset_commit_value_v1_known_bytes_when_expire_timestamp_set() -> None:
 
 def test_group_metadata_value_v3_known_bytes() -> None:
     member = MemberMetadata(
-        member_id="m", group_instance_id=None, client_id="c", client_host="h",
-        session_timeout=6000, subscription=b"S", assignment=b"", rebalance_timeout=7000,
+        member_id="m",
+        group_instance_id=None,
+        client_id="c",
+        client_host="h",
+        session_timeout=6000,
+        subscription=b"S",
+        assignment=b"",
+        rebalance_timeout=7000,
     )
     value = GroupMetadataValue(
-        protocol_type="consumer", generation=3, protocol="range", leader="m",
-        members=(member,), current_state_timestamp=123,
+        protocol_type="consumer",
+        generation=3,
+        protocol="range",
+        leader="m",
+        members=(member,),
+        current_state_timestamp=123,
     )
     expected = (
         b"\x00\x03"
@@ -108,7 +118,8 @@ def test_group_metadata_value_v3_known_bytes() -> None:
         + b"\x00\x01h"  # client host
         + struct.pack(">i", 7000)  # rebalance timeout (v1+)
         + struct.pack(">i", 6000)  # session timeout
-        + struct.pack(">i", 1) + b"S"  # subscription bytes
+        + struct.pack(">i", 1)
+        + b"S"  # subscription bytes
         + struct.pack(">i", 0)  # assignment bytes
     )
     assert encode_group_metadata_value(value) == expected
@@ -118,8 +129,9 @@ def test_group_metadata_value_v3_known_bytes() -> None:
 def test_empty_group_value_known_bytes() -> None:
     value = GroupMetadataValue(protocol_type="", generation=0, protocol=None, leader=None)
     expected = (
-        b"\x00\x03" b"\x00\x00" + struct.pack(">i", 0) + b"\xff\xff" b"\xff\xff"
-        + struct.pack(">q", -1) + struct.pack(">i", 0)
+        b"\x00\x03"
+        b"\x00\x00" + struct.pack(">i", 0) + b"\xff\xff"
+        b"\xff\xff" + struct.pack(">q", -1) + struct.pack(">i", 0)
     )
     assert encode_group_metadata_value(value) == expected
 
@@ -128,7 +140,9 @@ def test_flexible_v4_offset_value_bytes_and_tagged_fields_skipped() -> None:
     value = OffsetCommitValue(offset=7, metadata="ab", commit_timestamp=5, leader_epoch=2)
     encoded = encode_offset_commit_value(value, version=4)
     assert encoded == (
-        b"\x00\x04" + struct.pack(">q", 7) + struct.pack(">i", 2)
+        b"\x00\x04"
+        + struct.pack(">q", 7)
+        + struct.pack(">i", 2)
         + b"\x03ab"  # compact string: length + 1
         + struct.pack(">q", 5)
         + b"\x00"  # no tagged fields
@@ -144,7 +158,9 @@ def test_flexible_v4_offset_value_bytes_and_tagged_fields_skipped() -> None:
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_offset_commit_value_round_trip_all_versions(version: int) -> None:
     value = OffsetCommitValue(
-        offset=123456789012, metadata="meta\u00e9", commit_timestamp=1700000000000,
+        offset=123456789012,
+        metadata="meta\u00e9",
+        commit_timestamp=1700000000000,
         leader_epoch=9 if version >= 3 else -1,
         expire_timestamp=1800000000000 if version == 1 else -1,
     )
@@ -166,8 +182,12 @@ def test_group_metadata_value_round_trip_all_versions(version: int) -> None:
         rebalance_timeout=MEMBER.rebalance_timeout if version >= 1 else -1,
     )
     value = GroupMetadataValue(
-        protocol_type="consumer", generation=12, protocol="cooperative-sticky",
-        leader="c-1", members=(member, member), current_state_timestamp=55 if version >= 2 else -1,
+        protocol_type="consumer",
+        generation=12,
+        protocol="cooperative-sticky",
+        leader="c-1",
+        members=(member, member),
+        current_state_timestamp=55 if version >= 2 else -1,
     )
     decoded = decode_group_metadata_value(encode_group_metadata_value(value, version))
     assert decoded == value
@@ -227,9 +247,13 @@ def test_malformed_values_raise() -> None:
             decode_group_metadata_value(good[:cut])
     with pytest.raises(GroupRecordError):
         decode_offset_commit_value(b"\x00\x05" + bytes(30))  # unknown version
-    huge_array = b"\x00\x03\x00\x00" + struct.pack(">i", 1) + b"\xff\xff\xff\xff" + struct.pack(
-        ">q", -1
-    ) + struct.pack(">i", 2**31 - 1)
+    huge_array = (
+        b"\x00\x03\x00\x00"
+        + struct.pack(">i", 1)
+        + b"\xff\xff\xff\xff"
+        + struct.pack(">q", -1)
+        + struct.pack(">i", 2**31 - 1)
+    )
     with pytest.raises(GroupRecordError, match="array"):
         decode_group_metadata_value(huge_array)
     overlong_varint = b"\x00\x04" + struct.pack(">qi", 0, 0) + b"\xff\xff\xff\xff\xff\x01"

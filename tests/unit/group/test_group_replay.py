@@ -41,12 +41,20 @@ def persisted_view(core: GroupCoordinatorCore) -> dict[str, Any]:
             "leader": g.leader_id,
             "empty_since": (
                 g.current_state_timestamp
-                if g.state is GroupState.EMPTY and g.protocol_type is not None else None
+                if g.state is GroupState.EMPTY and g.protocol_type is not None
+                else None
             ),
             "members": sorted(
-                (m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                 m.rebalance_timeout_ms, m.session_timeout_ms,
-                 m.metadata(g.protocol_name), m.assignment)
+                (
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(g.protocol_name),
+                    m.assignment,
+                )
                 for m in g.members.values()
             ),
             "static": dict(g.static_members),
@@ -80,17 +88,30 @@ def busy_history() -> Kit:
     a = k.stable_group(2, group="shop", protocols=protos)
     g = k.core.group("shop")
     assert g is not None
-    k.commit({("orders", 0): 10, ("orders", 1): 11}, group="shop", generation=1,
-             member_id=a[0], metadata="m1", leader_epoch=3)
+    k.commit(
+        {("orders", 0): 10, ("orders", 1): 11},
+        group="shop",
+        generation=1,
+        member_id=a[0],
+        metadata="m1",
+        leader_epoch=3,
+    )
     k.join(a[0], group="shop", protocols=protos)
     k.join(a[1], group="shop", protocols=protos)
     k.sync(a[0], 2, group="shop", assignments=[(a[0], b"x"), (a[1], b"y")])
     k.sync(a[1], 2, group="shop")
-    k.commit({("orders", 0): 20, ("payments", 0): 5}, group="shop", generation=2,
-             member_id=a[1], metadata="m2")
+    k.commit(
+        {("orders", 0): 20, ("payments", 0): 5},
+        group="shop",
+        generation=2,
+        member_id=a[1],
+        metadata="m2",
+    )
     # Static members; one restarts (new member id persisted without a rebalance).
-    keys = [k.join(instance="s1", group="static", client_id="s"),
-            k.join(instance="s2", group="static", client_id="s")]
+    keys = [
+        k.join(instance="s1", group="static", client_id="s"),
+        k.join(instance="s2", group="static", client_id="s"),
+    ]
     k.tick()
     s1, s2 = (k.answer(x)["member_id"] for x in keys)  # type: ignore[index]
     k.sync(s1, 1, group="static", instance="s1", assignments=[(s1, b"1"), (s2, b"2")])
@@ -148,7 +169,10 @@ def test_replay_old_record_versions_and_unknown_types() -> None:
     core = GroupCoordinatorCore()
     core.begin_loading()
     v0 = GroupMetadataValue(
-        protocol_type="consumer", generation=4, protocol="range", leader="m",
+        protocol_type="consumer",
+        generation=4,
+        protocol="range",
+        leader="m",
         members=(MemberMetadata("m", "c", "h", 9000, subscription("t"), b"A"),),
     )
     assert core.replay(encode_group_metadata_key("old"), encode_group_metadata_value(v0, 0))

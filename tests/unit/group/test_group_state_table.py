@@ -111,57 +111,111 @@ EMPTY, PREP, COMP, STAB = STATES[:4]
 
 # request -> state -> (answer, state afterwards)
 TABLE: dict[str, tuple[Request, dict[str, tuple[object, str]]]] = {
-    "heartbeat": (do_heartbeat, {
-        EMPTY: (UM, EMPTY), PREP: (RIP, PREP), COMP: (N, COMP), STAB: (N, STAB),
-        "Unknown": (UM, GONE),
-    }),
-    "sync": (do_sync, {
-        EMPTY: (UM, EMPTY), PREP: (RIP, PREP), COMP: (PARKED, COMP), STAB: (N, STAB),
-        "Unknown": (UM, GONE),
-    }),
-    "join known member": (do_join_known, {
-        # Preparing: F was the last to rejoin, so the join phase completes at once.
-        EMPTY: (UM, EMPTY), PREP: (N, COMP), COMP: (N, COMP), STAB: (N, STAB),
-        "Unknown": (UM, GONE),
-    }),
-    "join new member (v7)": (do_join_new, {
-        EMPTY: (E.MEMBER_ID_REQUIRED, EMPTY), PREP: (E.MEMBER_ID_REQUIRED, PREP),
-        COMP: (E.MEMBER_ID_REQUIRED, COMP), STAB: (E.MEMBER_ID_REQUIRED, STAB),
-        "Unknown": (E.MEMBER_ID_REQUIRED, EMPTY),
-    }),
-    "leave": (do_leave, {
-        # Preparing: the leader already rejoined, F leaving completes the join phase.
-        EMPTY: (UM, EMPTY), PREP: (N, COMP), COMP: (N, PREP), STAB: (N, PREP),
-        "Unknown": (UM, GONE),
-    }),
-    "commit as member": (do_commit_member, {
-        EMPTY: (UM, EMPTY), PREP: (N, PREP), COMP: (RIP, COMP), STAB: (N, STAB),
-        "Unknown": (IG, GONE),
-    }),
-    "commit without membership": (do_commit_simple, {
-        EMPTY: (N, EMPTY), PREP: (UM, PREP), COMP: (UM, COMP), STAB: (UM, STAB),
-        "Unknown": (N, EMPTY),
-    }),
-    "offset fetch": (do_fetch, {
-        EMPTY: (N, EMPTY), PREP: (N, PREP), COMP: (N, COMP), STAB: (N, STAB),
-        "Unknown": (N, GONE),
-    }),
-    "offset delete (subscribed topic)": (do_delete_offsets, {
-        EMPTY: (N, EMPTY), PREP: (E.GROUP_SUBSCRIBED_TO_TOPIC, PREP),
-        COMP: (E.GROUP_SUBSCRIBED_TO_TOPIC, COMP), STAB: (E.GROUP_SUBSCRIBED_TO_TOPIC, STAB),
-        "Unknown": (E.GROUP_ID_NOT_FOUND, GONE),
-    }),
-    "delete group": (do_delete_group, {
-        EMPTY: (N, GONE), PREP: (E.NON_EMPTY_GROUP, PREP), COMP: (E.NON_EMPTY_GROUP, COMP),
-        STAB: (E.NON_EMPTY_GROUP, STAB), "Unknown": (E.GROUP_ID_NOT_FOUND, GONE),
-    }),
+    "heartbeat": (
+        do_heartbeat,
+        {
+            EMPTY: (UM, EMPTY),
+            PREP: (RIP, PREP),
+            COMP: (N, COMP),
+            STAB: (N, STAB),
+            "Unknown": (UM, GONE),
+        },
+    ),
+    "sync": (
+        do_sync,
+        {
+            EMPTY: (UM, EMPTY),
+            PREP: (RIP, PREP),
+            COMP: (PARKED, COMP),
+            STAB: (N, STAB),
+            "Unknown": (UM, GONE),
+        },
+    ),
+    "join known member": (
+        do_join_known,
+        {
+            # Preparing: F was the last to rejoin, so the join phase completes at once.
+            EMPTY: (UM, EMPTY),
+            PREP: (N, COMP),
+            COMP: (N, COMP),
+            STAB: (N, STAB),
+            "Unknown": (UM, GONE),
+        },
+    ),
+    "join new member (v7)": (
+        do_join_new,
+        {
+            EMPTY: (E.MEMBER_ID_REQUIRED, EMPTY),
+            PREP: (E.MEMBER_ID_REQUIRED, PREP),
+            COMP: (E.MEMBER_ID_REQUIRED, COMP),
+            STAB: (E.MEMBER_ID_REQUIRED, STAB),
+            "Unknown": (E.MEMBER_ID_REQUIRED, EMPTY),
+        },
+    ),
+    "leave": (
+        do_leave,
+        {
+            # Preparing: the leader already rejoined, F leaving completes the join phase.
+            EMPTY: (UM, EMPTY),
+            PREP: (N, COMP),
+            COMP: (N, PREP),
+            STAB: (N, PREP),
+            "Unknown": (UM, GONE),
+        },
+    ),
+    "commit as member": (
+        do_commit_member,
+        {
+            EMPTY: (UM, EMPTY),
+            PREP: (N, PREP),
+            COMP: (RIP, COMP),
+            STAB: (N, STAB),
+            "Unknown": (IG, GONE),
+        },
+    ),
+    "commit without membership": (
+        do_commit_simple,
+        {
+            EMPTY: (N, EMPTY),
+            PREP: (UM, PREP),
+            COMP: (UM, COMP),
+            STAB: (UM, STAB),
+            "Unknown": (N, EMPTY),
+        },
+    ),
+    "offset fetch": (
+        do_fetch,
+        {
+            EMPTY: (N, EMPTY),
+            PREP: (N, PREP),
+            COMP: (N, COMP),
+            STAB: (N, STAB),
+            "Unknown": (N, GONE),
+        },
+    ),
+    "offset delete (subscribed topic)": (
+        do_delete_offsets,
+        {
+            EMPTY: (N, EMPTY),
+            PREP: (E.GROUP_SUBSCRIBED_TO_TOPIC, PREP),
+            COMP: (E.GROUP_SUBSCRIBED_TO_TOPIC, COMP),
+            STAB: (E.GROUP_SUBSCRIBED_TO_TOPIC, STAB),
+            "Unknown": (E.GROUP_ID_NOT_FOUND, GONE),
+        },
+    ),
+    "delete group": (
+        do_delete_group,
+        {
+            EMPTY: (N, GONE),
+            PREP: (E.NON_EMPTY_GROUP, PREP),
+            COMP: (E.NON_EMPTY_GROUP, COMP),
+            STAB: (E.NON_EMPTY_GROUP, STAB),
+            "Unknown": (E.GROUP_ID_NOT_FOUND, GONE),
+        },
+    ),
 }
 
-CASES = [
-    pytest.param(name, state, id=f"{state}-{name}")
-    for name in TABLE
-    for state in STATES
-]
+CASES = [pytest.param(name, state, id=f"{state}-{name}") for name in TABLE for state in STATES]
 
 
 @pytest.mark.parametrize(("request_name", "state"), CASES)
@@ -191,9 +245,7 @@ def test_offset_delete_unsubscribed_topic_of_stable_consumer_group() -> None:
     k.commit({("other", 0): 3, ("t", 0): 4}, generation=1, member_id=leader)
     before = len(k.records)
     r = k.absorb(
-        k.core.delete_offsets(
-            k.now, group_id="g", topics=[TopicPartitions("other", [0, 1])]
-        )
+        k.core.delete_offsets(k.now, group_id="g", topics=[TopicPartitions("other", [0, 1])])
     ).response
     assert r is not None
     assert [p["error_code"] for p in r["topics"][0]["partitions"]] == [0, 0]

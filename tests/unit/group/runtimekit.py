@@ -1,0 +1,229 @@
+"""Test kit for the group coordinator runtime: real storage in a temporary directory, a clock
+driven by trio (so `autojump_clock` / MockClock moves session timers), and a `Member` that
+speaks the classic protocol through `GroupCoordinatorRuntime`.
+
+    trio_ms()                       START_MS + trio.current_time() in ms (START_MS outside trio)
+    Node(data_dir, **overrides)     TopicStore + LogManager + ReplicaManager + runtime (not run)
+    running(data_dir, **overrides)  async context manager: a Node whose runtime is loaded and
+                                    running (timers); logs closed on exit
+    Member(runtime, client_id)      join() (with the MEMBER_ID_REQUIRED handshake), sync(),
+                                    heartbeat(), commit(), leave()
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from protocol.errors import ErrorCode
+from wirebroker.cluster.topic_store import TopicStore
+from wirebroker.config import BrokerConfig
+from wirebroker.group.coordinator import CommitPartition, CommitTopic, TopicPartitions
+from wirebroker.group.runtime import GroupCoordinatorRuntime
+from wirebroker.log.log_manager import LogManager
+from wirebroker.replication.replica_manager import ReplicaManager
+
+START_MS = 1_700_000_000_000
+SESSION = 10_000
+REBALANCE = 30_000
+
+
+def trio_ms() -> int:
+    try:
+        return START_MS + round(trio.current_time() * 1000)
+    except RuntimeError:  # outside trio.run
+        return START_MS
+
+
+def subscription(*topics: str) -> bytes:
+    """A `consumer` protocol subscription (v0): topics, null user data."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        raw = t.encode()
+        out += struct.pack(">h", len(raw)) + raw
+    return out + struct.pack(">i", -1)
+
+
+class Node:
+    """One broker's storage and group coordinator on `data_dir` (not started)."""
+
+    def __init__(self, data_dir: Path, **overrides: str) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.config = BrokerConfig({"node.id": "0", "log.dirs": str(data_dir), **overrides})
+        self.topics = TopicStore.open(data_dir)
+        self.logs = LogManager([data_dir])
+        self.replicas = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
+        self.replicas.load(trio_ms())
+        counter = itertools.count(1)
+        self.runtime = GroupCoordinatorRuntime(
+            self.config, self.replicas, clock=trio_ms, member_id_suffix=lambda: f"m{next(counter)}"
+        )
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        self.replicas.create_topic(name, partitions, now_ms=trio_ms())
+
+    def close(self) -> None:
+        self.logs.close()
+
+
+@asynccontextmanager
+async def running(data_dir: Path, **overrides: str) -> AsyncIterator[Node]:
+    node = Node(data_dir, **overrides)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(node.runtime.run)
+            yield node
+            node.runtime.shutdown()
+            nursery.cancel_scope.cancel()
+    finally:
+        node.close()
+
+
+class Member:
+    """A classic-protocol consumer talking to the runtime directly."""
+
+    def __init__(
+        self,
+        runtime: GroupCoordinatorRuntime,
+        client_id: str,
+        *,
+        group: str = "g",
+        topics: Sequence[str] = ("t",),
+        session: int = SESSION,
+        rebalance: int = REBALANCE,
+        version: int = 7,
+        instance: str | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.client_id = client_id
+        self.group = group
+        self.topics = tuple(topics)
+        self.session = session
+        self.rebalance = rebalance
+        self.version = version
+        self.instance = instance
+        self.member_id = ""
+        self.generation = -1
+        self.leader = ""
+        self.members: list[dict[str, Any]] = []
+        self.assignment = b""
+
+    async def join_once(self) -> dict[str, Any]:
+        return await self.runtime.join_group(
+            api_version=self.version,
+            group_id=self.group,
+            member_id=self.member_id,
+            protocol_type="consumer",
+            protocols=[("range", subscription(*self.topics))],
+            session_timeout_ms=self.session,
+            rebalance_timeout_ms=self.rebalance,
+            group_instance_id=self.instance,
+            client_id=self.client_id,
+            client_host="/127.0.0.1",
+        )
+
+    async def join(self) -> dict[str, Any]:
+        """JoinGroup, redoing it once with the handed-out id on MEMBER_ID_REQUIRED."""
+        resp = await self.join_once()
+        if resp["error_code"] == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = resp["member_id"]
+            resp = await self.join_once()
+        if resp["error_code"] == 0:
+            self.member_id = resp["member_id"]
+            self.generation = resp["generation_id"]
+            self.leader = resp["leader"]
+            self.members = resp["members"]
+        return resp
+
+    @property
+    def is_leader(self) -> bool:
+        return self.member_id == self.leader
+
+    async def sync(self, assignments: dict[str, bytes] | None = None) -> dict[str, Any]:
+        resp = await self.runtime.sync_group(
+            api_version=5,
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self.instance,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=list((assignments or {}).items()),
+        )
+        if resp["error_code"] == 0:
+            self.assignment = resp["assignment"]
+        return resp
+
+    def heartbeat(self) -> ErrorCode:
+        resp = self.runtime.heartbeat(
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self.instance,
+        )
+        return ErrorCode(resp["error_code"])
+
+    def commit(self, offsets: dict[tuple[str, int], int], *, version: int = 8) -> dict[str, Any]:
+        return commit(
+            self.runtime,
+            offsets,
+            group=self.group,
+            generation=self.generation,
+            member_id=self.member_id,
+            version=version,
+        )
+
+    def leave(self) -> ErrorCode:
+        resp = self.runtime.leave_group(
+            api_version=0, group_id=self.group, member_id=self.member_id
+        )
+        return ErrorCode(resp["error_code"])
+
+
+def commit(
+    runtime: GroupCoordinatorRuntime,
+    offsets: dict[tuple[str, int], int],
+    *,
+    group: str = "g",
+    generation: int = -1,
+    member_id: str = "",
+    version: int = 8,
+) -> dict[str, Any]:
+    by_topic: dict[str, list[CommitPartition]] = {}
+    for (topic, partition), offset in offsets.items():
+        by_topic.setdefault(topic, []).append(CommitPartition(partition, offset, -1, "meta"))
+    return runtime.commit_offsets(
+        api_version=version,
+        group_id=group,
+        topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
+        generation_id=generation,
+        member_id=member_id,
+    )
+
+
+def fetched(
+    runtime: GroupCoordinatorRuntime, group: str, topics: dict[str, list[int]] | None = None
+) -> tuple[ErrorCode, dict[tuple[str, int], int]]:
+    """(group error, {(topic, partition): committed offset}) from OffsetFetch."""
+    resp = runtime.fetch_offsets(
+        group_id=group,
+        topics=None if topics is None else [TopicPartitions(t, ps) for t, ps in topics.items()],
+    )
+    offsets = {
+        (t["name"], p["partition_index"]): p["committed_offset"]
+        for t in resp["topics"]
+        for p in t["partitions"]
+    }
+    return ErrorCode(resp["error_code"]), offsets
+
+
+def describe(runtime: GroupCoordinatorRuntime, group: str) -> dict[str, Any]:
+    groups = runtime.describe_groups(api_version=5, group_ids=[group])["groups"]
+    assert len(groups) == 1
+    return dict(groups[0])

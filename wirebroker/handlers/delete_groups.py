@@ -1,0 +1,37 @@
+"""DeleteGroups (API key 42): serves v0-2.
+
+Duplicate group ids are answered once (Kafka de-duplicates), in request order. Per group
+(`GroupCoordinatorRuntime.delete_groups`, the core's rules): an Empty group is deleted (offset
+tombstones, then the group tombstone, appended before the answer) -> NONE; a group with members
+NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND; COORDINATOR_NOT_AVAILABLE /
+NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the coordinator's state says. No group
+coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+
+@handler(ApiKey.DELETE_GROUPS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    group_ids = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"group_id": g, "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
+                for g in group_ids
+            ],
+        }
+    return coordinator.delete_groups(group_ids)

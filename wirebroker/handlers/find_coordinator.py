@@ -1,0 +1,113 @@
+"""FindCoordinator (API key 10): serves v0-6.
+
+Requests
+    v0        `key` is a group id (no key type).
+    v1-3      `key` + `key_type`; one answer at the top level (error_code, error_message,
+              node_id, host, port).
+    v4-6      `key_type` + batched `coordinator_keys`; one `coordinators` entry per key, in
+              request order (duplicates answered twice, as Kafka).
+
+Per key
+    key_type 0 (group)      this broker (node id, advertised host and port), error NONE. The
+                            first such request creates `__consumer_offsets`
+                            (`GroupCoordinatorRuntime.find_coordinator`); Kafka answers that one
+                            with COORDINATOR_NOT_AVAILABLE while its controller creates the
+                            topic, here it is created synchronously and the answer is final at
+                            once. COORDINATOR_NOT_AVAILABLE while the coordinator is not active
+                            (loading not started, shut down) or the topic cannot be created. The
+                            empty group id is a valid key (Kafka hashes it to partition 0; the
+                            group APIs then answer INVALID_GROUP_ID where Kafka does).
+    key_type 1 (transaction) TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not
+                            supported (see `init_producer_id`): Kafka's answer when the client may
+                            not use the transactional id, fatal in every client, where
+                            COORDINATOR_NOT_AVAILABLE (no `__transaction_state`) would make a
+                            transactional producer retry until its timeout.
+    key_type 2 (share)      INVALID_REQUEST (Kafka's answer without a share coordinator, and
+                            before v6).
+    any other key type      INVALID_REQUEST for every key (Kafka fails the whole request).
+
+Errors answer node_id -1, host "", port -1. error_message (v1-3) is Kafka's text of the error,
+"NONE" on success (Kafka sends `Errors.NONE.message()`); v4+ per-key entries carry a null
+message except for the whole-request INVALID_REQUEST. Skipped: authorization
+(GROUP_AUTHORIZATION_FAILED), throttling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["KEY_TYPE_GROUP", "KEY_TYPE_SHARE", "KEY_TYPE_TRANSACTION", "handle"]
+
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2
+_BATCHED_VERSION = 4
+
+#: Kafka's `Errors.X.message()` for the errors this handler returns.
+_MESSAGES = {
+    ErrorCode.NONE: "NONE",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+    ErrorCode.INVALID_REQUEST: (
+        "This most likely occurs because of a request being malformed by the client library "
+        "or the message was sent to an incompatible broker. See the broker logs for more "
+        "details."
+    ),
+}
+
+
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
+    if key_type == KEY_TYPE_TRANSACTION:
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if key_type != KEY_TYPE_GROUP:
+        return ErrorCode.INVALID_REQUEST
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return coordinator.find_coordinator(key)
+
+
+def _node(ctx: RequestContext, error: ErrorCode) -> dict[str, Any]:
+    if error is not ErrorCode.NONE:
+        return {"node_id": -1, "host": "", "port": -1}
+    services = ctx.services
+    return {
+        "node_id": services.node_id,
+        "host": services.advertised_host,
+        "port": services.advertised_port,
+    }
+
+
+@handler(ApiKey.FIND_COORDINATOR)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    key_type = int(req.get("key_type", KEY_TYPE_GROUP) or 0) if version >= 1 else KEY_TYPE_GROUP
+    valid_type = key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE)
+    if version >= _BATCHED_VERSION:
+        coordinators = []
+        for key in list(req.get("coordinator_keys") or []):
+            error = _lookup(ctx, key_type, key) if valid_type else ErrorCode.INVALID_REQUEST
+            coordinators.append(
+                {
+                    "key": key,
+                    **_node(ctx, error),
+                    "error_code": int(error),
+                    "error_message": None if valid_type else _MESSAGES[error],
+                }
+            )
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    key = str(req.get("key") or "")
+    error = _lookup(ctx, key_type, key) if valid_type else ErrorCode.INVALID_REQUEST
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "error_message": _MESSAGES.get(error, error.name),
+        **_node(ctx, error),
+    }

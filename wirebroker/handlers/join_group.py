@@ -1,0 +1,66 @@
+"""JoinGroup (API key 11): serves v0-9 (classic protocol).
+
+Decodes the request and awaits `GroupCoordinatorRuntime.join_group`, which parks the request
+until the group answers (the rebalance completes, the member is removed, or the coordinator
+unloads the group); only this connection waits. The state machine (MEMBER_ID_REQUIRED
+handshake for dynamic members from v4, static membership from v5, the rebalance and session
+timeouts, group.initial.rebalance.delay.ms, group.max.size, INVALID_GROUP_ID for "",
+INVALID_SESSION_TIMEOUT outside group.min/max.session.timeout.ms) is the core's, see
+`wirebroker.group.classic` and `wirebroker.group.coordinator`.
+
+Fields: rebalance_timeout_ms is -1 before v1 (the session timeout is used), group_instance_id
+null before v5, reason (v8+) is ignored (Kafka only logs it). client_id is the request header's;
+client_host is "/<peer ip>" (Kafka's `InetAddress.toString()`), as DescribeGroups shows it.
+Response: error_code, generation_id, protocol_type (v7+), protocol_name (null from v7 when
+unset, "" before), leader, skip_assignment (v9), member_id, members (the leader's answer lists
+every member's id, group_instance_id and metadata).
+No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.group.effects import join_response
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["client_host", "handle"]
+
+
+def client_host(ctx: RequestContext) -> str:
+    """The client address as Kafka reports it for group members: "/<ip>"."""
+    host = ctx.client_host
+    return host if host.startswith("/") else f"/{host}"
+
+
+@handler(ApiKey.JOIN_GROUP)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    member_id = str(req.get("member_id") or "")
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return join_response(
+            version, error=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id
+        )
+    protocols = [
+        (str(p.get("name") or ""), bytes(p.get("metadata") or b""))
+        for p in req.get("protocols") or []
+    ]
+    return await coordinator.join_group(
+        api_version=version,
+        group_id=str(req.get("group_id") or ""),
+        member_id=member_id,
+        protocol_type=str(req.get("protocol_type") or ""),
+        protocols=protocols,
+        session_timeout_ms=int(req.get("session_timeout_ms")),
+        rebalance_timeout_ms=int(req.get("rebalance_timeout_ms", -1)) if version >= 1 else -1,
+        group_instance_id=req.get("group_instance_id") if version >= 5 else None,
+        client_id=str(getattr(ctx.header, "client_id", None) or ""),
+        client_host=client_host(ctx),
+        reason=req.get("reason"),
+    )

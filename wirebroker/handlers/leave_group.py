@@ -1,0 +1,50 @@
+"""LeaveGroup (API key 13): serves v0-5 (classic protocol).
+
+v0-2 name one `member_id`; the answer is a top-level error_code (that member's). v3+ carry a
+batch of `members` (member_id, group_instance_id, reason v5+); each gets its own error_code in
+`members` (echoing member_id and group_instance_id) and the top-level error_code is NONE unless
+the whole request failed (INVALID_GROUP_ID for "", COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS). An empty member id with a group_instance_id removes that static
+member (the admin client's removeMembersFromConsumerGroup). Departures start a rebalance; the
+rules are the core's (`wirebroker.group.coordinator.leave_group`). reason is ignored (Kafka
+only logs it). No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization,
+throttling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.group.coordinator import LeaveMember
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+
+@handler(ApiKey.LEAVE_GROUP)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            "members": [],
+        }
+    members = None
+    if version >= 3:
+        members = [
+            LeaveMember(str(m.get("member_id") or ""), m.get("group_instance_id"), m.get("reason"))
+            for m in req.get("members") or []
+        ]
+    return coordinator.leave_group(
+        api_version=version,
+        group_id=str(req.get("group_id") or ""),
+        member_id=str(req.get("member_id") or "") if version < 3 else "",
+        members=members,
+    )

@@ -1,0 +1,38 @@
+"""ListGroups (API key 16): serves v0-5.
+
+Every group the coordinator holds (`GroupCoordinatorRuntime.list_groups`): group_id,
+protocol_type ("" for a group that only stores offsets), group_state (v4+), group_type (v5+,
+always "classic"). Filters: states_filter (v4+) and types_filter (v5+), compared
+case-insensitively; empty = no filter; an unknown type matches nothing. Errors (top level):
+COORDINATOR_NOT_AVAILABLE before the coordinator is active, COORDINATOR_LOAD_IN_PROGRESS while
+any `__consumer_offsets` partition is loading. No group coordinator: COORDINATOR_NOT_AVAILABLE.
+Skipped: authorization (Kafka filters by DESCRIBE on each group), throttling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+
+@handler(ApiKey.LIST_GROUPS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            "groups": [],
+        }
+    version = ctx.api_version
+    states = [str(s) for s in req.get("states_filter") or []] if version >= 4 else []
+    types = [str(t) for t in req.get("types_filter") or []] if version >= 5 else []
+    return coordinator.list_groups(states_filter=states, types_filter=types)

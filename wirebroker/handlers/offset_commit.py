@@ -1,0 +1,120 @@
+"""OffsetCommit (API key 8): serves v2-10 (v0-1 are not in Kafka 4.x's schema).
+
+Per topic, before the coordinator sees the request (KafkaApis' order):
+    v10: topic_id unknown to this broker        UNKNOWN_TOPIC_ID for each of its partitions
+    topic name unknown                          UNKNOWN_TOPIC_OR_PARTITION for each partition
+    partition index outside the topic           UNKNOWN_TOPIC_OR_PARTITION for that partition
+The rest goes to `GroupCoordinatorRuntime.commit_offsets` (skipped when nothing is left, as
+Kafka), whose per-partition errors come from the core (`wirebroker.group.coordinator
+.commit_offsets`): generation -1 with no member id is a "simple" commit (admin tools, manual
+assignment), accepted while the group is Empty; members commit with their generation
+(ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while
+CompletingRebalance, GROUP_ID_NOT_FOUND from v9 for an unknown group with a generation);
+OFFSET_METADATA_TOO_LARGE above offset.metadata.max.bytes; COORDINATOR_NOT_AVAILABLE /
+NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the coordinator's state says. The empty group
+id is accepted (Kafka keeps it for backwards compatibility). Offsets are appended to
+`__consumer_offsets` (os.write done) before the response is sent.
+
+Fields: generation_id_or_member_epoch, member_id, group_instance_id (v7+), retention_time_ms
+(v2-4; -1 = the broker's offsets.retention.minutes), committed_leader_epoch (v6+),
+committed_metadata (null stored as ""). The response lists the topics and partitions in request
+order; v10 topics are identified by topic_id (echoed), earlier versions by name.
+No group coordinator: COORDINATOR_NOT_AVAILABLE for every partition. Skipped: authorization,
+throttling, the consumer protocol's member epochs (KIP-848).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.group.coordinator import CommitPartition, CommitTopic
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+_TOPIC_IDS_VERSION = 10
+_NIL_UUID = uuid.UUID(int=0)
+
+
+@handler(ApiKey.OFFSET_COMMIT)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    by_id = version >= _TOPIC_IDS_VERSION
+    store = ctx.services.topics
+    coordinator = ctx.services.group_coordinator
+
+    # (topic entry index, partition index) -> error decided here
+    errors: dict[tuple[int, int], ErrorCode] = {}
+    valid: list[CommitTopic] = []
+    names: list[str | None] = []
+    request_topics = list(req.get("topics") or [])
+    for i, topic in enumerate(request_topics):
+        partitions = list(topic.get("partitions") or [])
+        if by_id:
+            info = store.by_id(topic.get("topic_id") or _NIL_UUID)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            info = store.get(str(topic.get("name") or ""))
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        names.append(info.name if info is not None else None)
+        ok = []
+        for p in partitions:
+            index = int(p.get("partition_index"))
+            if info is None:
+                errors[(i, index)] = missing
+            elif not 0 <= index < info.partitions:
+                errors[(i, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif coordinator is None:
+                errors[(i, index)] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            else:
+                ok.append(
+                    CommitPartition(
+                        partition_index=index,
+                        committed_offset=int(p.get("committed_offset")),
+                        committed_leader_epoch=int(p.get("committed_leader_epoch", -1)),
+                        committed_metadata=p.get("committed_metadata"),
+                    )
+                )
+        if ok and info is not None:
+            valid.append(CommitTopic(info.name, ok))
+
+    results: dict[tuple[str, int], int] = {}
+    if valid and coordinator is not None:
+        response = coordinator.commit_offsets(
+            api_version=version,
+            group_id=str(req.get("group_id") or ""),
+            topics=valid,
+            generation_id=int(req.get("generation_id_or_member_epoch", -1)),
+            member_id=str(req.get("member_id") or ""),
+            group_instance_id=req.get("group_instance_id") if version >= 7 else None,
+            retention_time_ms=int(req.get("retention_time_ms", -1)) if version <= 4 else -1,
+        )
+        for t in response["topics"]:
+            for p in t["partitions"]:
+                results[(t["name"], p["partition_index"])] = p["error_code"]
+
+    out_topics = []
+    for i, topic in enumerate(request_topics):
+        name = names[i]
+        parts = []
+        for p in topic.get("partitions") or []:
+            index = int(p.get("partition_index"))
+            code = errors.get((i, index))
+            if code is None:
+                assert name is not None
+                parts.append({"partition_index": index, "error_code": results[(name, index)]})
+            else:
+                parts.append({"partition_index": index, "error_code": int(code)})
+        entry: dict[str, Any] = {"partitions": parts}
+        if by_id:
+            entry["topic_id"] = topic.get("topic_id") or _NIL_UUID
+        else:
+            entry["name"] = topic.get("name")
+        out_topics.append(entry)
+    return {"throttle_time_ms": 0, "topics": out_topics}

@@ -1,0 +1,135 @@
+"""OffsetFetch (API key 9): serves v1-10 (v0 read ZooKeeper and is not in Kafka 4.x's schema).
+
+Requests
+    v1-7    one group: group_id, topics (null from v2 = every committed offset of the group),
+            require_stable (v7, changes nothing: there are no transactional offsets).
+    v8+     `groups`, each with group_id, topics (null = all), member_id / member_epoch (v9+,
+            ignored: they matter only for the consumer protocol, KIP-848); topics by name
+            (v8-9) or by topic_id (v10).
+Per group (`GroupCoordinatorRuntime.fetch_offsets`, the core's rules): a partition without a
+commit (or of an unknown topic) answers offset -1, leader epoch -1, metadata "", error NONE;
+group-level errors are COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
+(the client retries). The empty group id is served (Kafka keeps it for compatibility).
+v10: a topic id this broker does not know answers UNKNOWN_TOPIC_ID for its partitions; an "all
+topics" answer leaves out topics that no longer exist (no id to give).
+
+Responses
+    v8+     `groups`: group_id, topics, error_code per group.
+    v2-7    the one group lifted to the top level: topics + top-level error_code.
+    v1      no top-level error field: a group-level error is put on every requested partition
+            (offset -1), as Kafka's OffsetFetchResponse does for versions below 2.
+committed_leader_epoch is sent from v5. No group coordinator: COORDINATOR_NOT_AVAILABLE.
+Skipped: authorization (TOPIC_AUTHORIZATION_FAILED filtering), throttling.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.group.coordinator import TopicPartitions
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+_GROUPS_VERSION = 8
+_TOPIC_IDS_VERSION = 10
+_NIL_UUID = uuid.UUID(int=0)
+
+
+def _partition(index: int, error: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "committed_offset": -1,
+        "committed_leader_epoch": -1,
+        "metadata": "",
+        "error_code": int(error),
+    }
+
+
+def _fetch_group(
+    ctx: RequestContext, group_id: str, topics: list[Any] | None, require_stable: bool, by_id: bool
+) -> dict[str, Any]:
+    """One group's answer in the v8+ shape (topics by name, or by id when `by_id`)."""
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return {
+            "group_id": group_id,
+            "topics": [],
+            "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        }
+    store = ctx.services.topics
+    requested: list[TopicPartitions] | None = None
+    unknown_ids: list[dict[str, Any]] = []
+    if topics is not None:
+        requested = []
+        for t in topics:
+            indexes = [int(i) for i in t.get("partition_indexes") or []]
+            if by_id:
+                topic_id = t.get("topic_id") or _NIL_UUID
+                info = store.by_id(topic_id)
+                if info is None:
+                    unknown_ids.append(
+                        {
+                            "topic_id": topic_id,
+                            "partitions": [
+                                _partition(i, ErrorCode.UNKNOWN_TOPIC_ID) for i in indexes
+                            ],
+                        }
+                    )
+                    continue
+                requested.append(TopicPartitions(info.name, indexes))
+            else:
+                requested.append(TopicPartitions(str(t.get("name") or ""), indexes))
+    answer = coordinator.fetch_offsets(
+        group_id=group_id, topics=requested, require_stable=require_stable
+    )
+    if by_id and answer["error_code"] == 0:
+        out = []
+        for t in answer["topics"]:
+            info = store.get(t["name"])
+            if info is not None:
+                out.append({"topic_id": info.topic_id, "partitions": t["partitions"]})
+        answer = {**answer, "topics": out + unknown_ids}
+    return answer
+
+
+@handler(ApiKey.OFFSET_FETCH)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    require_stable = bool(req.get("require_stable", False))
+    if version >= _GROUPS_VERSION:
+        by_id = version >= _TOPIC_IDS_VERSION
+        groups = []
+        for g in req.get("groups") or []:
+            topics = g.get("topics")
+            groups.append(
+                _fetch_group(
+                    ctx,
+                    str(g.get("group_id") or ""),
+                    None if topics is None else list(topics),
+                    require_stable,
+                    by_id,
+                )
+            )
+        return {"throttle_time_ms": 0, "groups": groups}
+
+    topics = req.get("topics")
+    requested = None if topics is None else list(topics)
+    answer = _fetch_group(ctx, str(req.get("group_id") or ""), requested, require_stable, False)
+    error = ErrorCode(answer["error_code"])
+    out_topics = answer["topics"]
+    if version < 2 and error is not ErrorCode.NONE:
+        out_topics = [
+            {
+                "name": t.get("name"),
+                "partitions": [_partition(int(i), error) for i in t.get("partition_indexes") or []],
+            }
+            for t in requested or []
+        ]
+    return {"throttle_time_ms": 0, "topics": out_topics, "error_code": int(error)}

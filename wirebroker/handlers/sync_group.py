@@ -1,0 +1,50 @@
+"""SyncGroup (API key 14): serves v0-5 (classic protocol).
+
+Awaits `GroupCoordinatorRuntime.sync_group`: a member's SyncGroup is parked until the leader's
+SyncGroup brings the assignment (or the rebalance is restarted, the member removed, the group
+unloaded); in Stable the member's current assignment is returned at once. Checks are the core's
+(`wirebroker.group.coordinator.sync_group`): v5+ protocol_type and protocol_name are mandatory
+(INCONSISTENT_GROUP_PROTOCOL, checked first as in KafkaApis), INVALID_GROUP_ID for "",
+UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS. The leader's
+assignment is appended to `__consumer_offsets` before any member is answered.
+
+Fields: group_instance_id from v3, protocol_type/protocol_name from v5 (null before: not
+checked); response protocol_type/protocol_name (v5+) and assignment bytes.
+No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.group.effects import sync_response
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = ["handle"]
+
+
+@handler(ApiKey.SYNC_GROUP)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    version = ctx.api_version
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return sync_response(error=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    assignments = [
+        (str(a.get("member_id") or ""), bytes(a.get("assignment") or b""))
+        for a in req.get("assignments") or []
+    ]
+    return await coordinator.sync_group(
+        api_version=version,
+        group_id=str(req.get("group_id") or ""),
+        generation_id=int(req.get("generation_id")),
+        member_id=str(req.get("member_id") or ""),
+        group_instance_id=req.get("group_instance_id") if version >= 3 else None,
+        protocol_type=req.get("protocol_type") if version >= 5 else None,
+        protocol_name=req.get("protocol_name") if version >= 5 else None,
+        assignments=assignments,
+    )

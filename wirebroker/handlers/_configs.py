@@ -44,7 +44,7 @@ configuration k: <reason>" (ConfigException), "Null value not supported for topi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -637,3 +637,45 @@ def resource_result(
         "resource_type": int(resource.resource_type),
         "resource_name": resource.resource_name,
     }
+
+
+def alter_resources(req: Any, alter_one: Callable[[Any, bool], None]) -> dict[str, Any]:
+    """The AlterConfigs / IncrementalAlterConfigs response: `alter_one(resource, validate_only)`
+    for each resource in request order, duplicates refused, a ConfigRequestError becoming that
+    resource's error."""
+    resources = list(req.resources or [])
+    dups = duplicate_resources(resources)
+    validate_only = bool(req.validate_only)
+    responses = []
+    for resource in resources:
+        if (int(resource.resource_type), resource.resource_name) in dups:
+            responses.append(
+                resource_result(
+                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            )
+            continue
+        try:
+            alter_one(resource, validate_only)
+        except ConfigRequestError as exc:
+            responses.append(resource_result(resource, exc.error_code, exc.message))
+            continue
+        responses.append(resource_result(resource))
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def apply_topic_overrides(
+    replicas: Any, name: str, exists: bool, overrides: dict[str, str], validate_only: bool
+) -> None:
+    """Replace topic `name`'s overrides (already validated), mapping errors as Kafka does."""
+    if not exists:
+        raise ConfigRequestError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        )
+    try:
+        replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
+    except Exception as exc:
+        found = error_of(exc)
+        if found is None:
+            raise
+        raise ConfigRequestError(*found) from exc

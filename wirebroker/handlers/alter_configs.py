@@ -41,13 +41,12 @@ from wirebroker.handlers._configs import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     ConfigRequestError,
+    alter_resources,
+    apply_topic_overrides,
     check_broker_resource_name,
     check_config_list,
     check_topic_resource_name,
-    duplicate_resources,
-    error_of,
     reject_broker_changes,
-    resource_result,
     validate_topic_configs,
 )
 from wirebroker.handlers.context import RequestContext
@@ -69,37 +68,12 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     name = check_topic_resource_name(resource.resource_name)
     overrides = validate_topic_configs({c.name: c.value for c in configs})
-    if services.topics.get(name) is None:
-        raise ConfigRequestError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
-        )
-    try:
-        services.replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise ConfigRequestError(*found) from exc
+    exists = services.topics.get(name) is not None
+    apply_topic_overrides(services.replicas, name, exists, overrides, validate_only)
 
 
 @handler(ApiKey.ALTER_CONFIGS)
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    resources = list(req.resources or [])
-    dups = duplicate_resources(resources)
-    validate_only = bool(req.validate_only)
-    responses = []
-    for resource in resources:
-        if (int(resource.resource_type), resource.resource_name) in dups:
-            responses.append(
-                resource_result(
-                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            )
-            continue
-        try:
-            _alter(ctx, resource, validate_only)
-        except ConfigRequestError as exc:
-            responses.append(resource_result(resource, exc.error_code, exc.message))
-            continue
-        responses.append(resource_result(resource))
-    return {"throttle_time_ms": 0, "responses": responses}
+    return alter_resources(
+        req, lambda resource, validate_only: _alter(ctx, resource, validate_only)
+    )

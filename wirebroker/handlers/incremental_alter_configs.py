@@ -53,15 +53,14 @@ from wirebroker.handlers._configs import (
     RESOURCE_TOPIC,
     ConfigRequestError,
     alter_loggers,
+    alter_resources,
     apply_incremental,
+    apply_topic_overrides,
     broker_incremental_keys,
     check_broker_resource_name,
     check_config_list,
     check_topic_resource_name,
-    duplicate_resources,
-    error_of,
     reject_broker_changes,
-    resource_result,
     validate_topic_configs,
 )
 from wirebroker.handlers.context import RequestContext
@@ -89,37 +88,11 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     info = services.topics.get(name)
     current = dict(info.configs) if info is not None else {}
     overrides = validate_topic_configs(apply_incremental(current, ops))
-    if info is None:
-        raise ConfigRequestError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
-        )
-    try:
-        services.replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise ConfigRequestError(*found) from exc
+    apply_topic_overrides(services.replicas, name, info is not None, overrides, validate_only)
 
 
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    resources = list(req.resources or [])
-    dups = duplicate_resources(resources)
-    validate_only = bool(req.validate_only)
-    responses = []
-    for resource in resources:
-        if (int(resource.resource_type), resource.resource_name) in dups:
-            responses.append(
-                resource_result(
-                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            )
-            continue
-        try:
-            _alter(ctx, resource, validate_only)
-        except ConfigRequestError as exc:
-            responses.append(resource_result(resource, exc.error_code, exc.message))
-            continue
-        responses.append(resource_result(resource))
-    return {"throttle_time_ms": 0, "responses": responses}
+    return alter_resources(
+        req, lambda resource, validate_only: _alter(ctx, resource, validate_only)
+    )

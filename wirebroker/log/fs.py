@@ -11,13 +11,15 @@ Helpers built on the primitives (so injected faults reach them too):
 - `pread_exact(fs, fd, size, offset)`: loop over short reads; returns fewer bytes only at EOF.
 - `read_file(fs, path)`: whole file, or None when it does not exist.
 - `write_file_atomic(fs, path, data)`: `<path>.tmp` + write + fsync + rename + fsync of the
-  directory, so a crash leaves either the old or the new content, never a mix.
+  directory, so a crash leaves either the old or the new content, never a mix (a failed
+  write removes its `.tmp` again).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
 
@@ -153,13 +155,22 @@ def read_file(fs: FileSystem, path: Path) -> bytes | None:
 
 
 def write_file_atomic(fs: FileSystem, path: Path, data: Buffer) -> None:
-    """Replace `path` with `data` atomically and durably (tmp + fsync + rename + dir fsync)."""
+    """Replace `path` with `data` atomically and durably (tmp + fsync + rename + dir fsync).
+
+    When writing the temporary file fails (ENOSPC, EIO), it is removed again (best effort),
+    so a full disk does not also fill up with half-written `.tmp` files; `path` is untouched.
+    """
     tmp = path.with_name(path.name + ".tmp")
     fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        write_all(fs, fd, data)
-        fs.fsync(fd)
-    finally:
-        fs.close(fd)
+        try:
+            write_all(fs, fd, data)
+            fs.fsync(fd)
+        finally:
+            fs.close(fd)
+    except OSError:
+        with suppress(OSError):
+            fs.unlink(tmp)
+        raise
     fs.rename(tmp, path)
     fs.fsync_dir(path.parent)

@@ -34,7 +34,9 @@ Append (`append_as_leader`), all or nothing per call:
    decision per call, the whole call goes to one segment;
 5. `os.write` the bytes (then the index entries); on OSError the segment is truncated back
    and `StorageError` raised; if that fails too the log goes offline (every later call
-   raises `StorageError`);
+   raises `StorageError`). A roll that fails on a full disk (the producer snapshot or the
+   final time-index entry cannot be written) is undone the same way and leaves the log
+   online, so appends resume once space is freed;
 6. commit producer state, the leader-epoch cache (checkpointed before the write when a new
    epoch starts), the log end offset; fsync when flush.messages records are unflushed.
 
@@ -43,6 +45,11 @@ position at or before the batch, 61-byte header reads find the batch whose last 
 `offset`; whole batches follow up to `max_bytes` (at least one if `min_one_batch`), never
 one whose base offset >= `max_offset`. A read continues into the next segment when a segment
 ends with room to spare (Kafka stops at the segment end; both are valid for clients).
+Every batch served (and every batch decoded for a timestamp lookup) has its CRC-32C checked
+first: data below the recovery point is not scanned at start-up (Kafka's rule), so this is
+where damage to it is found. A batch that fails is never served: the log goes offline and
+its recovery point moves back to that segment, so the next start recovers it (`_serving`).
+Kafka serves such bytes and leaves the check to consumers.
 
 Retention (`delete_expired_segments`), Kafka's `deleteOldSegments`: walk segments from the
 oldest while the predicate holds and the segment lies wholly below the high watermark; by
@@ -75,6 +82,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from protocol.records import (
     BATCH_HEADER_SIZE,
@@ -125,6 +133,10 @@ _SNAPSHOT_RE = re.compile(r"(\d{20})\.producers")
 _STRAY_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
 _MAGIC_POS = 16
 _DECODE_CAP = 64 * 1024 * 1024
+
+
+class _NothingChanged(Exception):
+    """An I/O error that was fully undone: fail the call, keep the log online."""
 
 
 @dataclass(frozen=True)
@@ -469,12 +481,39 @@ class PartitionLog:
         self._check_online()
         try:
             yield
+        except _NothingChanged as exc:
+            raise StorageError(f"{self.name}: {what}: {exc}") from exc
         except OSError as exc:
             if offline_on_error:
                 self._go_offline()
             raise StorageError(f"{self.name}: {what}: {exc}") from exc
         except CorruptSegment as exc:
             raise StorageError(f"{self.name}: {what}: {exc}") from exc
+
+    @contextmanager
+    def _serving(self, seg: Segment) -> Iterator[None]:
+        """Around reads that serve `seg`'s batches: see `_corrupt`."""
+        try:
+            yield
+        except CorruptSegment as exc:
+            self._corrupt(seg, exc)
+
+    def _corrupt(self, seg: Segment, exc: CorruptSegment) -> NoReturn:
+        """A batch about to be served failed its checks (CRC, header, length): it is never
+        served. The log goes offline (every later call raises StorageError, and
+        LogManager.close writes no clean-shutdown marker for its directory) and the recovery
+        point moves back to the segment's base offset, so the next start scans that segment
+        and truncates at the damage, as after a crash."""
+        log.error(
+            "%s: corrupt batch in segment %d (%s); taking the log offline until a restart "
+            "recovers it",
+            self.name,
+            seg.base_offset,
+            exc,
+        )
+        self._offline = True
+        self.recovery_point = min(self.recovery_point, seg.base_offset)
+        raise StorageError(f"{self.name}: corrupt data in segment {seg.base_offset}: {exc}")
 
     def _go_offline(self) -> None:
         log.error("%s: taking the log offline after an I/O error", self.name)
@@ -628,14 +667,23 @@ class PartitionLog:
         return seg
 
     def _roll(self, now_ms: int) -> Segment:
-        """Start a new active segment at the log end offset (OSError propagates)."""
+        """Start a new active segment at the log end offset.
+
+        The first two steps (producer snapshot, final time-index entry) undo themselves on
+        an OSError, which then surfaces as `_NothingChanged` (a full disk fails the append
+        that wanted the roll but leaves the log online); an OSError later propagates."""
         old = self._segments[-1]
         new_base = self.log_end_offset
         if old.size == 0 and old.base_offset == new_base:
             old.created_ms = now_ms
             return old
-        self._take_snapshot()
-        old.on_become_inactive()
+        try:
+            self._take_snapshot()
+            old.on_become_inactive()
+        except RollbackFailed as exc:
+            raise OSError(f"cannot undo a failed roll: {exc}") from exc
+        except OSError as exc:
+            raise _NothingChanged(f"cannot roll a new segment: {exc}") from exc
         new = Segment(self.fs, self.directory, new_base, self.config, now_ms, create=True)
         self._segments.append(new)
         self._bases.append(new_base)
@@ -702,16 +750,23 @@ class PartitionLog:
             first = True
             while i < len(self._segments):
                 seg = self._segments[i]
-                if first:
-                    found = seg.translate_offset(offset)
-                    if found is None:
-                        i += 1
-                        continue
-                    pos = found[0]
-                else:
-                    pos = 0
-                first = False
-                data, stop = seg.read(pos, max_bytes - total, limit, min_one_batch and total == 0)
+                try:
+                    if first:
+                        found = seg.translate_offset(offset)
+                        if found is None:
+                            i += 1
+                            continue
+                        pos = found[0]
+                    else:
+                        pos = 0
+                    first = False
+                    data, stop = seg.read(
+                        pos, max_bytes - total, limit, min_one_batch and total == 0
+                    )
+                except CorruptSegment as exc:
+                    if total:  # serve what lies before the damage; a read from it fails
+                        break
+                    self._corrupt(seg, exc)
                 if data:
                     out.append(data)
                     total += len(data)
@@ -730,12 +785,13 @@ class PartitionLog:
                     continue
                 start_offset = seg.time_index.lookup(timestamp)
                 _, pos = seg.index.lookup(start_offset)
-                for bpos, h in seg.batches_from(pos):
-                    if h.max_timestamp < timestamp or h.last_offset < self.log_start_offset:
-                        continue
-                    for rec in self._decode(seg, bpos, h):
-                        if rec.timestamp >= timestamp and rec.offset >= self.log_start_offset:
-                            return rec.offset, rec.timestamp
+                with self._serving(seg):
+                    for bpos, h in seg.batches_from(pos):
+                        if h.max_timestamp < timestamp or h.last_offset < self.log_start_offset:
+                            continue
+                        for rec in self._decode(seg, bpos, h):
+                            if rec.timestamp >= timestamp and rec.offset >= self.log_start_offset:
+                                return rec.offset, rec.timestamp
         return None
 
     def max_timestamp(self) -> tuple[int, int]:
@@ -753,7 +809,7 @@ class PartitionLog:
         if best is None:
             return -1, -1
         target = best.max_timestamp
-        with self._io("max timestamp", offline_on_error=False):
+        with self._io("max timestamp", offline_on_error=False), self._serving(best):
             _, pos = best.index.lookup(best.offset_of_max_timestamp)
             for pass_start in (pos, 0):
                 for bpos, h in best.batches_from(pass_start):

@@ -37,6 +37,11 @@ byte that is not a sane batch: fewer than 61 bytes left, a header that does not 
 previous batch's next offset (or the segment base), a relative offset beyond int32, or a
 CRC-32C mismatch (streamed for batches larger than the window). The file is truncated there
 and both indexes are rebuilt from the valid batches.
+
+Loading without recovery (`load_indexes` + `read_next_offset` for the last segment) checks
+the indexes' last entries against the log and validates (CRC included) the batches after
+the last offset-index entry of the last segment. Reads (`read`, `read_batch`) check the CRC
+of every batch they return and raise `CorruptSegment` instead of returning a damaged one.
 """
 
 from __future__ import annotations
@@ -144,8 +149,10 @@ class Segment:
         """Load both index files; a reason string when either fails its sanity check.
 
         Also checks that the last offset-index entry points at a batch whose last offset is
-        the entry's offset, and takes the segment's max timestamp from the time index's last
-        entry (written at roll/close/recovery).
+        the entry's offset, and that the time index's last entry names a batch of the log
+        (that batch's last offset and max timestamp: an entry beyond the log or a zeroed one
+        would hide the segment from timestamp lookups and retention), then takes the
+        segment's max timestamp from that entry (written at roll/close/recovery).
         """
         reason = self.index.load(self.size) or self.time_index.load(offset_limit)
         if reason is not None:
@@ -164,23 +171,33 @@ class Segment:
             self.first_batch_timestamp = first.max_timestamp
         te = self.time_index.last_entry()
         if te is not None:
+            try:
+                found = self.translate_offset(te[1])
+            except CorruptSegment as exc:
+                return f"{self.time_index.path.name}: last entry {te}: {exc}"
+            if found is None or (found[1].last_offset, found[1].max_timestamp) != (te[1], te[0]):
+                return f"{self.time_index.path.name}: last entry {te} does not match the log"
             self.max_timestamp, self.offset_of_max_timestamp = te
         return None
 
     def read_next_offset(self) -> int:
-        """Walk headers from the last index entry to the end; sets and returns next_offset.
+        """Validate the batches from the last offset-index entry to the end (headers and
+        CRCs: the tail is where a crash or a lying clean-shutdown marker leaves damage);
+        sets and returns next_offset and folds the tail's timestamps into max_timestamp
+        (the time index only covers batches up to its last entry).
 
-        Raises CorruptSegment when a header does not parse or the last batch is torn.
+        Raises CorruptSegment when a batch there is torn, unparsable or fails its CRC.
         """
         last = self.index.last_entry()
         pos = last[1] if last is not None else 0
         next_offset = self.base_offset
-        while pos < self.size:
-            h = self._header_at(pos)
-            if h is None or h.size > self.size - pos or h.base_offset < next_offset:
-                raise CorruptSegment(f"{self.log_path.name}: bad batch at position {pos}")
+        scanner = _Scanner(self, verify=True, start=pos)
+        for _, h in scanner:
             next_offset = h.next_offset
-            pos += h.size
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+        if scanner.end != self.size:
+            raise CorruptSegment(f"{self.log_path.name}: bad batch at position {scanner.end}")
         self.next_offset = next_offset
         return next_offset
 
@@ -292,13 +309,23 @@ class Segment:
         self.dirty = True
 
     def on_become_inactive(self) -> None:
-        """Record the max timestamp as a final time-index entry (roll and close)."""
+        """Record the max timestamp as a final time-index entry (roll and close).
+
+        All or nothing: on OSError the time index is truncated back and the OSError
+        propagates (`RollbackFailed` if the truncation fails too)."""
         if (
             self.max_timestamp > self.time_index.last_timestamp()
             and self.offset_of_max_timestamp >= self.base_offset
         ):
             entry = [(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)]
-            self.time_index.write_raw(TimeIndex.encode(entry))
+            try:
+                self.time_index.write_raw(TimeIndex.encode(entry))
+            except OSError:
+                try:
+                    self.time_index.truncate_file(len(self.time_index))
+                except OSError as exc:
+                    raise RollbackFailed(str(exc)) from exc
+                raise
             self.time_index.commit(entry)
             self.dirty = True
 
@@ -351,9 +378,12 @@ class Segment:
             pos += h.size
 
     def read_batch(self, pos: int, h: BatchHeader) -> bytes:
+        """The whole batch at `pos`; CorruptSegment when it is short or fails its CRC."""
         data = pread_exact(self.fs, self.fd, h.size, pos)
         if len(data) != h.size:
             raise CorruptSegment(f"{self.log_path.name}: short batch at {pos}")
+        if not verify_crc(data, 0, h):
+            raise CorruptSegment(f"{self.log_path.name}: CRC mismatch in the batch at {pos}")
         return data
 
     def read(
@@ -363,7 +393,9 @@ class Segment:
 
         With `min_one_batch`, the first batch is returned even when larger than max_bytes.
         Returns (data, stop): stop is False only when the segment's end was reached with
-        room to spare, i.e. the caller may continue in the next segment.
+        room to spare, i.e. the caller may continue in the next segment. Every batch
+        returned passes its CRC check: a damaged batch ends the read before it (stop), and
+        raises CorruptSegment when it is the first one.
         """
         avail = self.size - pos
         if avail <= 0:
@@ -375,11 +407,19 @@ class Segment:
             try:
                 h = parse_header(data, p)
             except InvalidBatch as exc:
+                if p:  # serve the good batches before it; the next read starts here
+                    return data[:p], True
                 raise CorruptSegment(f"{self.log_path.name}: {exc}") from exc
             if h.base_offset >= max_offset:
                 return data[:p], True
             if h.size > len(data) - p:
                 break
+            if not verify_crc(data, p, h):
+                if p:
+                    return data[:p], True
+                raise CorruptSegment(
+                    f"{self.log_path.name}: CRC mismatch in the batch at {pos + p}"
+                )
             p += h.size
         if p == 0:
             if not min_one_batch:

@@ -10,26 +10,42 @@ Lifetime (`KafkaServer.run`, started with `nursery.start`)::
               running after `grace_s` seconds is cancelled
     return
 
-Connections run in their own nursery (the `handler_nursery` of `trio.serve_listeners`), so
-closing the listeners does not cancel them. `run` itself is not meant to be cancelled for a
-graceful stop: cancellation stops everything at once (the caller, `wirebroker.broker.Broker`,
-turns its own cancellation into `shutdown()`).
+Connections run in their own nursery, so closing the listeners does not cancel them. `run`
+itself is not meant to be cancelled for a graceful stop: cancellation stops everything at once
+(the caller, `wirebroker.broker.Broker`, turns its own cancellation into `shutdown()`).
+
+Accepting (one loop per listener, Kafka's `Acceptor`)::
+
+    accept                     EMFILE/ENFILE/ENOBUFS/ENOMEM: log, wait 100 ms, accept again
+    max.connections reached    hold the accepted socket and stop accepting until a connection
+                               closes (newer clients wait in the listen backlog), as Kafka does
+    max.connections.per.ip     over the quota: close the socket at once (one info line)
+    otherwise                  start a `Connection` task; its slot is released when it ends
+
+Start-up raises the soft RLIMIT_NOFILE to the hard limit (`limits.raise_nofile_limit`).
+`max.connections` and `max.connections.per.ip` come from the `KafkaServer` arguments, or from
+`services.config` when not given.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from functools import partial
 
 import trio
 
 from wirebroker.handlers.context import Services
 from wirebroker.handlers.registry import HandlerSpec
 from wirebroker.net.connection import Connection
+from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
 
 log = logging.getLogger("wirebroker.net")
+
+#: accept() errors that mean "out of a resource right now": wait and accept again.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_RETRY_S = 0.1
 
 
 class KafkaServer:
@@ -43,14 +59,24 @@ class KafkaServer:
         max_frame_bytes: int = 104857600,
         idle_timeout_ms: int = 600000,
         grace_s: float = 5.0,
+        max_connections: int | None = None,
+        max_connections_per_ip: int | None = None,
     ) -> None:
         self.services = services
         self.handlers = handlers
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else math.inf
         self.grace_s = grace_s
+        config = services.config
+        if max_connections is None:
+            max_connections = int(str(config.raw("max.connections")))
+        if max_connections_per_ip is None:
+            max_connections_per_ip = int(str(config.raw("max.connections.per.ip")))
+        self.quotas = ConnectionQuotas(max_connections, max_connections_per_ip)
         self.connections: set[Connection] = set()
         self._stop = trio.Event()
+        self._slot_freed = trio.Event()
+        self._accept_blocked = False
 
     def shutdown(self) -> None:
         """Stop accepting and drain (see the module docstring). Idempotent, synchronous."""
@@ -62,6 +88,9 @@ class KafkaServer:
         *,
         task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        before, after = raise_nofile_limit()
+        if after != before:
+            log.info("raised the open-file limit (RLIMIT_NOFILE) from %d to %d", before, after)
         listeners: list[trio.SocketListener] = []
         try:
             for host, port in listen:
@@ -73,24 +102,83 @@ class KafkaServer:
         bound = [_bound_address(listener) for listener in listeners]
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as acceptors:
-                acceptors.start_soon(
-                    partial(trio.serve_listeners, self._serve_connection, listeners,
-                            handler_nursery=connections))
+                for listener in listeners:
+                    acceptors.start_soon(self._accept_loop, listener, connections)
                 log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
                 task_status.started(bound)
                 await self._stop.wait()
-                acceptors.cancel_scope.cancel()  # serve_listeners closes the listeners
+                acceptors.cancel_scope.cancel()  # each accept loop closes its listener
             if self.connections:
                 log.info("shutting down: %d connection(s) to drain", len(self.connections))
             for conn in list(self.connections):
                 conn.begin_close()
             connections.cancel_scope.deadline = trio.current_time() + self.grace_s
 
-    async def _serve_connection(self, stream: trio.SocketStream) -> None:
-        peer = _peer_address(stream)
-        conn = Connection(stream, self.services, self.handlers,
-                          max_frame_bytes=self.max_frame_bytes,
-                          idle_timeout_s=self.idle_timeout_s, peer=peer)
+    async def _accept_loop(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
+        """Accept on one listener until cancelled, applying the connection quotas."""
+        failing = False  # in a streak of capacity errors: logged once, at its start
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    log.log(
+                        logging.DEBUG if failing else logging.ERROR,
+                        "accept failed: %s; retrying every %d ms until it succeeds",
+                        exc,
+                        int(_ACCEPT_RETRY_S * 1000),
+                    )
+                    failing = True
+                    await trio.sleep(_ACCEPT_RETRY_S)
+                    continue
+                if failing:
+                    log.info("accepting connections again")
+                    failing = False
+                try:
+                    await self._wait_for_slot()
+                except BaseException:
+                    await trio.aclose_forcefully(stream)
+                    raise
+                peer = _peer_address(stream)
+                if not self.quotas.try_acquire(peer[0]):
+                    log.info(
+                        "Rejected connection from %s, address already has the configured "
+                        "maximum of %d connections (max.connections.per.ip)",
+                        peer[0],
+                        self.quotas.max_connections_per_ip,
+                    )
+                    await trio.aclose_forcefully(stream)
+                    continue
+                connections.start_soon(self._serve_connection, stream, peer)
+
+    async def _wait_for_slot(self) -> None:
+        """Return once one more connection fits under max.connections (Kafka's acceptor blocks)."""
+        while not self.quotas.slot_available():
+            if not self._accept_blocked:
+                self._accept_blocked = True
+                log.info(
+                    "max.connections=%d reached: accepting again when a connection closes",
+                    self.quotas.max_connections,
+                )
+            await self._slot_freed.wait()
+        self._accept_blocked = False
+
+    def _release_slot(self, host: str) -> None:
+        self.quotas.release(host)
+        self._slot_freed.set()
+        self._slot_freed = trio.Event()
+
+    async def _serve_connection(self, stream: trio.SocketStream, peer: tuple[str, int]) -> None:
+        conn = Connection(
+            stream,
+            self.services,
+            self.handlers,
+            max_frame_bytes=self.max_frame_bytes,
+            idle_timeout_s=self.idle_timeout_s,
+            peer=peer,
+        )
         self.connections.add(conn)
         try:
             if self._stop.is_set():
@@ -99,6 +187,7 @@ class KafkaServer:
             await conn.run()
         finally:
             self.connections.discard(conn)
+            self._release_slot(peer[0])
 
 
 def _bound_address(listener: trio.SocketListener) -> tuple[str, int]:

@@ -193,11 +193,26 @@ async def test_version_outside_the_served_range_closes(
     await assert_healthy(running.address)
 
 
-async def test_produce_below_version_3_closes_although_advertised(
-    running: RunningServer, registry: dict[int, HandlerSpec]
-) -> None:
-    registry.pop(ApiKey.PRODUCE, None)
+def legacy_produce_body(acks: int, topics: dict[str, list[int]]) -> bytes:
+    """A Produce v0-2 body (identical layout for the three versions), empty message sets."""
+    body = struct.pack(">hii", acks, 1000, len(topics))
+    for name, partitions in topics.items():
+        body += struct.pack(">h", len(name)) + name.encode() + struct.pack(">i", len(partitions))
+        for index in partitions:
+            body += struct.pack(">ii", index, 0)
+    return body
 
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+async def test_produce_below_version_3_is_answered_unsupported_version(
+    running: RunningServer,
+    registry: dict[int, HandlerSpec],
+    caplog: pytest.LogCaptureFixture,
+    version: int,
+) -> None:
+    """Advertised (KAFKA-18659) but not served: every partition gets UNSUPPORTED_VERSION in the
+    version's own response layout, the handler is not called, the connection stays open."""
+    registry.pop(ApiKey.PRODUCE, None)
     called: list[int] = []
 
     @handler(ApiKey.PRODUCE)
@@ -205,10 +220,64 @@ async def test_produce_below_version_3_closes_although_advertised(
         called.append(ctx.api_version)
 
     client = await WireClient.connect(running.address)
-    body = struct.pack(">hii", 1, 1000, 0)  # acks, timeout, no topics (v0-2 layout)
+    body = legacy_produce_body(1, {"t1": [0, 3], "t2": [1]})
+    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
+        await client.send_raw(frame(request_header_v1(ApiKey.PRODUCE, version, 77) + body))
+        data = await client.read_frame()
+    assert data is not None, "connection closed instead of an answer"
+    correlation, ntopics = struct.unpack_from(">ii", data, 0)
+    assert (correlation, ntopics) == (77, 2)
+    pos = 8
+    seen = []
+    for _ in range(ntopics):
+        (n,) = struct.unpack_from(">h", data, pos)
+        name = data[pos + 2 : pos + 2 + n].decode()
+        pos += 2 + n
+        (nparts,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(nparts):
+            index, error, base = struct.unpack_from(">ihq", data, pos)
+            pos += 14
+            if version >= 2:
+                (append_time,) = struct.unpack_from(">q", data, pos)
+                assert append_time == -1
+                pos += 8
+            seen.append((name, index, error, base))
+    if version >= 1:
+        assert struct.unpack_from(">i", data, pos) == (0,)  # throttle_time_ms
+        pos += 4
+    assert pos == len(data), "trailing bytes in the response"
+    unsupported = int(ErrorCode.UNSUPPORTED_VERSION)
+    assert seen == [
+        ("t1", 0, unsupported, -1),
+        ("t1", 3, unsupported, -1),
+        ("t2", 1, unsupported, -1),
+    ]
+    assert called == []
+    assert any(
+        "UNSUPPORTED_VERSION" in r.getMessage() and f"Produce v{version}" in r.getMessage()
+        for r in caplog.records
+    )
+    # the same connection goes on serving
+    response = await client.call(ApiVersionsRequest[0](), correlation_id=78)
+    assert response.error_code == ErrorCode.NONE
+
+
+async def test_acks_0_produce_below_version_3_closes(
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
+    client = await WireClient.connect(running.address)
+    body = legacy_produce_body(0, {"t1": [0]})
+    await client.send_raw(frame(request_header_v1(ApiKey.PRODUCE, 1, 1) + body))
+    await client.expect_closed()
+    await assert_healthy(running.address)
+
+
+async def test_malformed_produce_below_version_3_closes(running: RunningServer) -> None:
+    client = await WireClient.connect(running.address)
+    body = struct.pack(">hii", 1, 1000, 5)  # five topics announced, none sent
     await client.send_raw(frame(request_header_v1(ApiKey.PRODUCE, 2, 1) + body))
     await client.expect_closed()
-    assert called == []
     await assert_healthy(running.address)
 
 

@@ -1,0 +1,192 @@
+"""The compatibility matrix's own machinery: fault proxy, kcat output parser, ratchet, report.
+
+These run without any Kafka client or broker: a fake upstream answers frames, the parser gets
+hand-made kcat output, the report renders hand-made result files.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat.scenarios import runner
+from compat.scenarios.faultproxy import FaultProxy
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+# -- fault proxy -------------------------------------------------------------------------------
+def _echo_server() -> tuple[socket.socket, int]:
+    """Answers every request frame with a frame holding its correlation id."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            while True:
+                head = conn.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                body = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                correlation = body[4:8]
+                conn.sendall(struct.pack(">i", 5) + correlation + b"!")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, listener.getsockname()[1]
+
+
+def _request(api_key: int, correlation: int) -> bytes:
+    body = struct.pack(">hhi", api_key, 0, correlation) + b"\xff\xff"
+    return struct.pack(">i", len(body)) + body
+
+
+def _read_response(sock: socket.socket) -> int | None:
+    head = sock.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return None
+    body = sock.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+    return int(struct.unpack(">i", body[:4])[0])
+
+
+def test_fault_proxy_loses_the_chosen_produce_response_and_only_it() -> None:
+    listener, port = _echo_server()
+    proxy = FaultProxy(drop={2})
+    proxy.upstream = ("127.0.0.1", port)
+    clients: list[socket.socket] = []
+    try:
+        first = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        clients.append(first)
+        first.sendall(_request(18, 1))  # not a Produce: never counted
+        assert _read_response(first) == 1
+        first.sendall(_request(0, 2))  # Produce #1: delivered
+        assert _read_response(first) == 2
+        first.sendall(_request(0, 3))  # Produce #2: lost, connection closed
+        assert _read_response(first) is None
+        second = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        clients.append(second)
+        second.sendall(_request(0, 4))  # Produce #3: delivered again
+        assert _read_response(second) == 4
+        assert (proxy.produce_responses, proxy.dropped) == (3, 1)
+    finally:
+        for c in clients:
+            c.close()
+        proxy.close()
+        listener.close()
+
+
+# -- kcat output parser --------------------------------------------------------------------------
+def _kcat_module() -> Any:
+    spec = importlib.util.spec_from_file_location("kcat_adapter", REPO / "compat/kcat/adapter.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kcat_record_stream_is_binary_safe_across_chunks() -> None:
+    kcat = _kcat_module()
+    value = b"line1\nline2\x00\xff"
+    out = (
+        b"0 5 1700000000000 3 " + str(len(value)).encode() + b"\na=1,a=2,e=\nkey" + value + b"\n"
+        b"1 6 1700000000001 -1 -1\n\n\n"
+        b"2 7 1700000000002 0 2\n\nhi\n"
+    )
+    stream = kcat.RecordStream()
+    got = []
+    for i in range(0, len(out), 3):  # three bytes at a time
+        got += stream.feed(out[i : i + 3])
+    assert [(r.partition, r.offset, r.timestamp) for r in got] == [
+        (0, 5, 1700000000000),
+        (1, 6, 1700000000001),
+        (2, 7, 1700000000002),
+    ]
+    assert (got[0].key, got[0].value) == (b"key", value)
+    assert got[0].headers == (("a", b"1"), ("a", b"2"), ("e", b""))
+    assert (got[1].key, got[1].value, got[1].headers) == (None, None, ())
+    assert (got[2].key, got[2].value) == (b"", b"hi")
+    assert stream.buf == bytearray()
+
+
+# -- ratchet -------------------------------------------------------------------------------------
+def _results(**statuses: str) -> dict[str, dict[str, object]]:
+    return {cid.replace("__", "."): {"status": s} for cid, s in statuses.items()}
+
+
+def test_ratchet_flags_regressions_unknown_ids_and_new_passes() -> None:
+    passing = ["auto_create", "max_message.over", "no.such.case", "metadata.100_topics"]
+    results = _results(auto_create="pass", max_message__over="fail", max_message__under="pass")
+    regressions, unknown, new = runner.ratchet(passing, results)
+    # metadata.100_topics did not run in a full run: that is a regression too
+    assert regressions == ["max_message.over", "metadata.100_topics"]
+    assert unknown == ["no.such.case"]
+    assert new == ["max_message.under"]
+    regressions, _, _ = runner.ratchet(passing, results, partial=True)
+    assert regressions == ["max_message.over"]
+
+
+def test_passing_file_round_trip_keeps_comments_and_case_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "COMPAT", tmp_path)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "passing.txt").write_text("# header\nauto_create  # note\n")
+    assert runner.read_passing("c") == ["auto_create"]
+    runner.write_passing("c", ["auto_create", "roundtrip.create_time"])
+    assert (tmp_path / "c" / "passing.txt").read_text() == (
+        "# header\nroundtrip.create_time\nauto_create\n"
+    )
+
+
+# -- report --------------------------------------------------------------------------------------
+def test_report_table_totals_and_suite_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("compat_report", REPO / "tools/compat_report.py")
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    cases = {
+        "auto_create": {"status": "pass", "detail": "ok", "seconds": 0.1},
+        "max_message.over": {"status": "fail", "detail": "boom | pipe", "seconds": 1},
+        "compression.zstd": {"status": "n/a", "detail": "no zstd", "seconds": 0},
+    }
+    (tmp_path / "kcat.json").write_text(json.dumps({"version": "1.7.1", "cases": cases}))
+    suite = {
+        "version": "3.0.12",
+        "kafka_version": "4.3.0",
+        "tests": {
+            "t::a": {"status": "passed", "detail": ""},
+            "t::b": {"status": "failed", "detail": "AssertionError"},
+            "t::c": {"status": "excluded", "detail": "SSL: spawns a broker"},
+        },
+    }
+    (tmp_path / "kafka-python-suite.json").write_text(json.dumps(suite))
+    text = report.render()
+    rows = {
+        line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| `")
+    }
+    kcat_col = report.CLIENTS.index("kcat") + 2
+    assert rows["`auto_create`"].split("|")[kcat_col].strip() == "pass"
+    assert rows["`max_message.over`"].split("|")[kcat_col].strip() == "**FAIL**"
+    assert rows["`compression.zstd`"].split("|")[kcat_col].strip() == "n/a"
+    assert rows["`roundtrip.create_time`"].split("|")[kcat_col].strip() == "not run"
+    assert rows["`auto_create`"].split("|")[2].strip() == "not run"  # kafka-python: no file
+    assert "1 pass / 1 fail / 1 n/a" in text
+    assert "boom \\| pipe" in text
+    assert "**1 / 2**" in text  # excluded tests are not counted
+    assert "`t::c`: SSL: spawns a broker" in text

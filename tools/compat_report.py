@@ -1,0 +1,173 @@
+"""Generate compat/REPORT.md from the results the compatibility runs wrote.
+
+    python tools/compat_report.py [--check]
+
+Inputs (written by compat/<client>/run and compat/kafka-python-suite/run):
+    compat/results/<client>.json            {"client", "version", "cases": {id: {status, detail,
+                                             seconds}}}, status pass / fail / n/a
+    compat/results/kafka-python-suite.json  {"version", "kafka_version", "tests": {id: {status,
+                                             detail}}}, status passed / failed / skipped /
+                                             excluded
+Output: compat/REPORT.md -- a client x scenario table (rows in the order of
+`compat.scenarios.cases.CASES`, one column per client) with per-client totals, the notes of
+every n/a and failed cell, and the kafka-python suite's figures with every failed, skipped
+and excluded test. A client without a results file shows "not run" (never a pass). The
+output depends only on the inputs (no dates, no timings), so it changes only when a result
+does. `--check` exits 1 when REPORT.md differs from what the inputs give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from compat.scenarios.cases import CASES  # noqa: E402
+
+RESULTS = ROOT / "compat" / "results"
+REPORT = ROOT / "compat" / "REPORT.md"
+CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs"]
+MARK = {"pass": "pass", "fail": "**FAIL**", "n/a": "n/a"}
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def scenario_table(results: dict[str, dict[str, Any] | None]) -> list[str]:
+    lines = ["| scenario | " + " | ".join(CLIENTS) + " |", "|---|" + "---|" * len(CLIENTS)]
+    for case in CASES:
+        row = []
+        for client in CLIENTS:
+            data = results[client]
+            if data is None:
+                row.append("not run")
+                continue
+            outcome = data["cases"].get(case.id)
+            row.append(MARK[outcome["status"]] if outcome else "not run")
+        lines.append(f"| `{case.id}` | " + " | ".join(row) + " |")
+    totals = []
+    for client in CLIENTS:
+        data = results[client]
+        if data is None:
+            totals.append("not run")
+            continue
+        statuses = [c["status"] for c in data["cases"].values()]
+        totals.append(
+            f"{statuses.count('pass')} pass / {statuses.count('fail')} fail / "
+            f"{statuses.count('n/a')} n/a"
+        )
+    lines.append("| **total** | " + " | ".join(totals) + " |")
+    versions = [results[c]["version"] if results[c] else "?" for c in CLIENTS]  # type: ignore[index]
+    lines.append("| *version* | " + " | ".join(versions) + " |")
+    return lines
+
+
+def notes(results: dict[str, dict[str, Any] | None]) -> list[str]:
+    out: list[str] = []
+    for client in CLIENTS:
+        data = results[client]
+        if data is None:
+            continue
+        rows = [(cid, c) for cid, c in data["cases"].items() if c["status"] != "pass"]
+        if not rows:
+            continue
+        out += ["", f"**{client}**", ""]
+        order = {c.id: i for i, c in enumerate(CASES)}
+        for cid, c in sorted(rows, key=lambda r: order.get(r[0], 999)):
+            out.append(f"- `{cid}` ({c['status']}): {_cell(c['detail'])}")
+    return out
+
+
+def suite_section(suite: dict[str, Any] | None) -> list[str]:
+    if suite is None:
+        return ["kafka-python's suite: not run."]
+    tests = suite["tests"]
+    by: dict[str, list[tuple[str, str]]] = {}
+    for tid, t in sorted(tests.items()):
+        by.setdefault(t["status"], []).append((tid, t["detail"]))
+    counted = len(by.get("passed", [])) + len(by.get("failed", []))
+    lines = [
+        f"kafka-python {suite['version']}'s own `test/integration/` (from its PyPI sdist), run by "
+        f"`compat/kafka-python-suite/run` with `KAFKA_VERSION={suite['kafka_version']}` against "
+        "one wirebroker:",
+        "",
+        "| outcome | tests |",
+        "|---|---|",
+        f"| passed | {len(by.get('passed', []))} |",
+        f"| failed | {len(by.get('failed', []))} |",
+        f"| skipped by the suite itself (version conditions) | {len(by.get('skipped', []))} |",
+        f"| excluded (need ZooKeeper, SASL, SSL or several brokers) | "
+        f"{len(by.get('excluded', []))} |",
+        f"| **pass rate of the counted tests** | **{len(by.get('passed', []))} / {counted}** |",
+    ]
+    for status, title in (
+        ("failed", "Failed"),
+        ("skipped", "Skipped by the suite"),
+        ("excluded", "Excluded"),
+    ):
+        if by.get(status):
+            lines += ["", f"{title}:", ""]
+            lines += [f"- `{tid}`: {_cell(detail)}" for tid, detail in by[status]]
+    return lines
+
+
+def render() -> str:
+    results = {c: load(c) for c in CLIENTS}
+    suite = load("kafka-python-suite")
+    lines = [
+        "# wirebroker compatibility report",
+        "",
+        "Generated by `tools/compat_report.py` from `compat/results/*.json`, which",
+        "`compat/run-matrix` (CI) writes; do not edit by hand. What each cell proves:",
+        "`compat/README.md` and `compat/scenarios/cases.py`; open gaps: `compat/*/FINDINGS.md`.",
+        "",
+        "## Clients x scenarios",
+        "",
+        "pass: the case passed with that client; **FAIL**: it ran and failed; n/a: the client",
+        "cannot express the case (the note says why); not run: no result recorded.",
+        "",
+        *scenario_table(results),
+        "",
+        "### Notes on n/a and failed cells",
+        *notes(results),
+        "",
+        "## kafka-python's own integration suite",
+        "",
+        *suite_section(suite),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if REPORT.md is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = REPORT.read_text() if REPORT.exists() else ""
+        if current != text:
+            print("compat/REPORT.md is stale: run python tools/compat_report.py")
+            return 1
+        return 0
+    REPORT.write_text(text)
+    print(f"wrote {REPORT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

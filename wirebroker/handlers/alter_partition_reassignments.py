@@ -1,0 +1,74 @@
+"""AlterPartitionReassignments (key 45), versions 0-1.
+
+With one broker the only valid replica set is [this broker], which every partition already
+has; a reassignment to it completes at once. Per partition, as Kafka's controller checks:
+
+    unknown topic or partition index           UNKNOWN_TOPIC_OR_PARTITION
+    replicas null (cancel a reassignment)      NO_REASSIGNMENT_IN_PROGRESS: none ever is
+    replicas empty, with duplicates, or        INVALID_REPLICA_ASSIGNMENT (error code 39,
+      naming a broker other than this one        INVALID_REPLICATION_ASSIGNMENT here), with a
+                                                 message naming the problem
+    replicas == [this broker]                  NONE (already the assignment: nothing moves)
+
+Top-level error_code NONE; allow_replication_factor_change (v1) is echoed and changes nothing
+(the only valid replica set has the current factor). Skipped: authorization, timeout_ms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+
+def _check(
+    ctx: RequestContext, topic: str, index: int, replicas: list[int] | None
+) -> tuple[int, str | None]:
+    info = ctx.services.topics.get(topic)
+    if info is None or not 0 <= index < info.partitions:
+        return (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"The partition {topic}-{index} does not exist.",
+        )
+    if replicas is None:
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment for this partition."
+    node = ctx.services.node_id
+    if not replicas:
+        return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, "The replica set is empty."
+    if len(set(replicas)) != len(replicas):
+        return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, f"Duplicate replicas in {replicas}."
+    unknown = [r for r in replicas if r != node]
+    if unknown:
+        return (
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            f"The manual partition assignment includes broker(s) {unknown} that are not live.",
+        )
+    return ErrorCode.NONE, None
+
+
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    responses = []
+    for topic in req.topics:
+        partitions = []
+        for part in topic.partitions:
+            replicas = None if part.replicas is None else [int(r) for r in part.replicas]
+            code, message = _check(ctx, topic.name, int(part.partition_index), replicas)
+            partitions.append(
+                {
+                    "partition_index": part.partition_index,
+                    "error_code": code,
+                    "error_message": message,
+                }
+            )
+        responses.append({"name": topic.name, "partitions": partitions})
+    return {
+        "throttle_time_ms": 0,
+        "allow_replication_factor_change": bool(req.get("allow_replication_factor_change", True)),
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "responses": responses,
+    }

@@ -1,0 +1,109 @@
+"""DescribeTopicPartitions (key 75), version 0: topic metadata in pages (KIP-966).
+
+Which topics: the listed names, or every topic when the list is empty (internal topics
+included); answered in name order, duplicates once. Paging (as Kafka 4.x):
+
+    limit           min(response_partition_limit, 2000): partitions per response (Kafka's
+                    max.request.partition.size.limit default); a value < 1 means 2000
+    cursor          where to start: topics before cursor.topic_name are skipped, and that
+                    topic starts at cursor.partition_index. A cursor naming a topic that is not
+                    among the requested ones answers every requested topic with INVALID_REQUEST
+    next_cursor     null when everything fitted; else the first partition left out (the next
+                    topic's partition 0 when a page ends exactly at a topic's end)
+
+A listed name that does not exist gets UNKNOWN_TOPIC_OR_PARTITION with no partitions (it
+takes no room in the page); a topic whose partitions all precede the cursor is left out.
+Partition fields: error NONE, partition_index, leader_id (this broker), leader_epoch,
+replica_nodes, isr_nodes, eligible_leader_replicas [] and last_known_elr [] (no ELR on one
+broker), offline_replicas []. topic_authorized_operations: every topic operation (no ACLs),
+the same bit set Metadata uses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.metadata import TOPIC_ALL_OPERATIONS
+from wirebroker.handlers.registry import handler
+
+MAX_PARTITIONS_PER_RESPONSE = 2000
+_NIL_UUID = uuid.UUID(int=0)
+
+
+def _error_topic(name: str, code: int) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": _NIL_UUID,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": TOPIC_ALL_OPERATIONS,
+    }
+
+
+@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    store = ctx.services.topics
+    requested = [t.name for t in req.topics]
+    names = sorted(set(requested)) if requested else sorted(info.name for info in store.all())
+    limit = int(req.response_partition_limit)
+    limit = MAX_PARTITIONS_PER_RESPONSE if limit < 1 else min(limit, MAX_PARTITIONS_PER_RESPONSE)
+    cursor = req.get("cursor")
+    if cursor is not None and cursor.topic_name not in names:
+        return {
+            "throttle_time_ms": 0,
+            "topics": [_error_topic(n, ErrorCode.INVALID_REQUEST) for n in names],
+            "next_cursor": None,
+        }
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    topics: list[dict[str, Any]] = []
+    left = limit
+    next_cursor = None
+    for name in names:
+        info = store.get(name)
+        if info is None:
+            topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        start = (
+            int(cursor.partition_index) if cursor is not None and name == cursor.topic_name else 0
+        )
+        parts = [p for p in ctx.services.replicas.partitions_of(name) if p.index >= start]
+        if not parts:
+            continue
+        if left == 0:
+            next_cursor = {"topic_name": name, "partition_index": parts[0].index}
+            break
+        page, rest = parts[:left], parts[left:]
+        left -= len(page)
+        topics.append(
+            {
+                "error_code": ErrorCode.NONE,
+                "name": name,
+                "topic_id": info.topic_id,
+                "is_internal": info.is_internal,
+                "partitions": [
+                    {
+                        "error_code": ErrorCode.NONE,
+                        "partition_index": p.index,
+                        "leader_id": p.leader_id,
+                        "leader_epoch": p.leader_epoch,
+                        "replica_nodes": list(p.replicas),
+                        "isr_nodes": list(p.isr),
+                        "eligible_leader_replicas": [],
+                        "last_known_elr": [],
+                        "offline_replicas": [],
+                    }
+                    for p in page
+                ],
+                "topic_authorized_operations": TOPIC_ALL_OPERATIONS,
+            }
+        )
+        if rest:
+            next_cursor = {"topic_name": name, "partition_index": rest[0].index}
+            break
+    return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}

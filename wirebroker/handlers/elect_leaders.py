@@ -1,0 +1,67 @@
+"""ElectLeaders (key 43), versions 0-2.
+
+One broker holds every replica, so every partition is always led by its preferred (and only)
+replica: there is never an election to run. As Kafka's controller answers then:
+
+    election_type   0 preferred, 1 unclean (v1+; v0 is always preferred); any other value
+                    answers top-level INVALID_REQUEST (v1+) with no results
+    topic_partitions listed     one result per listed partition, in request order (duplicates
+                                answered once): ELECTION_NOT_NEEDED for an existing
+                                partition, UNKNOWN_TOPIC_OR_PARTITION (with a message) for an
+                                unknown topic or partition index
+    topic_partitions null       "every partition": Kafka reports only the partitions whose
+                                election ran or failed, so the result list is empty
+
+Top-level error_code (v1+) is NONE otherwise. Skipped: authorization, timeout_ms (nothing to
+wait for).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers.context import RequestContext
+from wirebroker.handlers.registry import handler
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+@handler(ApiKey.ELECT_LEADERS)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    election_type = int(req.get("election_type", PREFERRED)) if ctx.api_version >= 1 else 0
+    if election_type not in (PREFERRED, UNCLEAN):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.INVALID_REQUEST,
+            "replica_election_results": [],
+        }
+    results: list[dict[str, Any]] = []
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    store = ctx.services.topics
+    for entry in req.topic_partitions or []:
+        info = store.get(entry.topic)
+        if entry.topic not in by_topic:
+            by_topic[entry.topic] = []
+            results.append({"topic": entry.topic, "partition_result": by_topic[entry.topic]})
+        seen = {r["partition_id"] for r in by_topic[entry.topic]}
+        for index in entry.partitions:
+            if index in seen:
+                continue
+            seen.add(index)
+            if info is None or not 0 <= index < info.partitions:
+                code, message = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"The partition {entry.topic}-{index} does not exist.",
+                )
+            else:
+                code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed"
+            by_topic[entry.topic].append(
+                {"partition_id": index, "error_code": code, "error_message": message}
+            )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "replica_election_results": results,
+    }

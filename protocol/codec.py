@@ -14,6 +14,11 @@ header is parsed as v2 for versions above ours, see `protocol.headers`). Nothing
 escapes on bad bytes. A body that does not fit its schema when encoding raises
 `EncodeError` naming the field path.
 
+Hot paths: Produce requests are decoded and Fetch and Metadata responses encoded by the
+hand-written `protocol.fastcodec` (Produce records come out as memoryviews of the frame instead
+of bytes copies; a response body outside its fast path falls back to construct). Property
+tests prove both equal to the construct schemas.
+
 Trailing bytes after the body are ignored, as Kafka does: its generated readers consume
 what the schema describes and `RequestContext.parseRequest` does not check that the buffer
 was exhausted (a newer client may append fields we do not know only in tagged sections, so
@@ -28,8 +33,13 @@ from typing import Any
 
 from construct import ConstructError, Container
 
-from protocol.api import response_header_version, schema_module
+from protocol.api import ApiKey, response_header_version, schema_module
 from protocol.exceptions import EncodeError, MalformedRequest, ProtocolError
+from protocol.fastcodec import (
+    decode_produce_request,
+    encode_fetch_response,
+    encode_metadata_response,
+)
 from protocol.headers import (
     RequestHeader,
     encode_request_header,
@@ -38,7 +48,14 @@ from protocol.headers import (
     parse_response_header,
 )
 
-__all__ = ["decode_request", "decode_response", "encode_request", "encode_response"]
+__all__ = [
+    "decode_request",
+    "decode_request_generic",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "encode_response_generic",
+]
 
 _DECODE_ERRORS = (
     ConstructError,
@@ -53,6 +70,9 @@ _DECODE_ERRORS = (
     RecursionError,
 )
 _LENGTH = struct.Struct(">i")
+_PRODUCE = int(ApiKey.PRODUCE)
+_FETCH = int(ApiKey.FETCH)
+_METADATA = int(ApiKey.METADATA)
 
 
 def _parse_body(schema: Any, data: bytes, offset: int) -> Container:
@@ -91,13 +111,37 @@ def _build_frame(prefix: bytes, spec: Any, version: int, body: Any) -> bytes:
 def decode_request(frame: bytes) -> tuple[RequestHeader, Container]:
     """Parse a request frame (without length prefix) into its header and body."""
     header, offset = parse_request_header(frame)
+    if header.api_key == _PRODUCE:
+        return header, decode_produce_request(frame, offset, header.api_version)
     module = schema_module(header.api_key)
     body = _parse_body(module.request_schema(header.api_version), frame, offset)
     return header, body
 
 
+def decode_request_generic(frame: bytes) -> tuple[RequestHeader, Container]:
+    """`decode_request` through the construct schemas only (tests, benchmarks)."""
+    header, offset = parse_request_header(frame)
+    module = schema_module(header.api_key)
+    return header, _parse_body(module.request_schema(header.api_version), frame, offset)
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """A complete response frame: length prefix, response header, body built from `body`."""
+    if api_key == _FETCH:
+        fast = encode_fetch_response(api_version, correlation_id, body)
+        if fast is not None:
+            return fast
+    elif api_key == _METADATA:
+        fast = encode_metadata_response(api_version, correlation_id, body)
+        if fast is not None:
+            return fast
+    return encode_response_generic(api_key, api_version, correlation_id, body)
+
+
+def encode_response_generic(
+    api_key: int, api_version: int, correlation_id: int, body: Any
+) -> bytes:
+    """`encode_response` through the construct schemas only (tests, benchmarks)."""
     module = schema_module(api_key)
     header = encode_response_header(correlation_id, response_header_version(api_key, api_version))
     return _build_frame(header, module.RESPONSE, api_version, body)

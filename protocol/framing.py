@@ -2,6 +2,8 @@
 
 `FrameDecoder` is a sans-I/O incremental splitter: feed it whatever the socket returned
 with `receive_data`, take complete frames with `next_frame` (None while incomplete).
+`bytes_wanted` tells the reader how much of the head frame is still missing, so a 1 MB request
+can be read in a few large receives instead of many 64 KiB ones.
 
 Buffering: one `bytearray` plus a read position. Appends are amortized O(1); a complete
 frame is copied out once (through a memoryview); consumed bytes are dropped when the whole
@@ -43,6 +45,21 @@ class FrameDecoder:
     def buffered_bytes(self) -> int:
         """Bytes received and not yet returned as part of a frame."""
         return len(self._buf) - self._pos
+
+    @property
+    def bytes_wanted(self) -> int:
+        """Bytes still missing from the frame at the head of the buffer: what the next read
+        should ask for to complete it (the missing part of the length prefix while that is
+        incomplete; 0 when a whole frame is buffered). The caller may ask for more (a minimum
+        read size) and should cap it; an oversize prefix counts as its 4 bytes only (it raises
+        in `receive_data`/`next_frame`)."""
+        have = len(self._buf) - self._pos
+        if have < 4:
+            return 4 - have
+        size: int = _SIZE.unpack_from(self._buf, self._pos)[0]
+        if size < 0 or size > self.max_frame_bytes:
+            return 0
+        return max(0, 4 + size - have)
 
     def _head_size(self) -> int | None:
         """Declared size of the frame at the read position (checked), or None if unknown."""

@@ -128,7 +128,9 @@ def serve(config: BrokerConfig) -> int:
     import trio
 
     from wirebroker.broker import Broker
+    from wirebroker.malloc_tuning import tune_malloc
 
+    tune_malloc()  # ~1 MB request buffers stay on the heap (see wirebroker.malloc_tuning)
     try:
         broker = Broker(config)
     except ConfigError as exc:

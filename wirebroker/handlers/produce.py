@@ -37,6 +37,9 @@ index of a bad record), error_message, throttle_time_ms 0. A failed partition ha
 log_append_time_ms and log_start_offset -1. current_leader and node_endpoints (v10+, only for
 NOT_LEADER_OR_FOLLOWER) are never sent. Appends wake long-poll fetches (ReplicaManager.append
 notifies its data listeners).
+
+Records arrive as memoryviews of the request frame (`protocol.fastcodec`) and are handed to the
+log as they are: the log copies each batch once, into the buffer it stamps and writes.
 """
 
 from __future__ import annotations
@@ -82,7 +85,9 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str
     }
 
 
-def _check_records(records: bytes | None, version: int) -> tuple[ErrorCode, str | None]:
+def _check_records(
+    records: bytes | memoryview | None, version: int
+) -> tuple[ErrorCode, str | None]:
     """Kafka's ProduceRequest.validateRecords: exactly one complete v2 batch."""
     if not records:
         return (
@@ -124,7 +129,9 @@ def _has_transactional_batch(topic_data: list[Any]) -> bool:
     return False
 
 
-def _append(ctx: RequestContext, part: Partition, records: bytes, acks: int) -> dict[str, Any]:
+def _append(
+    ctx: RequestContext, part: Partition, records: bytes | memoryview, acks: int
+) -> dict[str, Any]:
     replicas = ctx.services.replicas
     try:
         result = replicas.append(
@@ -198,7 +205,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                     presp = _failed(index, code, message)
                 else:
                     assert records is not None
-                    presp = _append(ctx, part, bytes(records), acks)
+                    presp = _append(ctx, part, records, acks)
             any_error = any_error or presp["error_code"] != 0
             partition_responses.append(presp)
         out_topic["partition_responses"] = partition_responses

@@ -145,3 +145,29 @@ def test_many_small_frames_is_linear() -> None:
     elapsed = time.perf_counter() - start
     assert count == 200_000
     assert elapsed < 2.0
+
+
+def test_bytes_wanted_follows_the_head_frame() -> None:
+    decoder = FrameDecoder(1 << 20)
+    assert decoder.bytes_wanted == 4
+    decoder.receive_data(b"\x00\x00")
+    assert decoder.bytes_wanted == 2
+    decoder.receive_data(b"\x01\x00")  # frame of 256 bytes announced
+    assert decoder.bytes_wanted == 256
+    decoder.receive_data(b"x" * 100)
+    assert decoder.bytes_wanted == 156
+    decoder.receive_data(b"x" * 156 + frame(b"abc")[:2])
+    assert decoder.bytes_wanted == 0  # a whole frame is buffered
+    assert decoder.next_frame() == b"x" * 256
+    assert decoder.bytes_wanted == 2  # the next frame's prefix is half there
+    decoder.receive_data(frame(b"abc")[2:])
+    assert decoder.bytes_wanted == 0
+    assert decoder.next_frame() == b"abc"
+    assert decoder.bytes_wanted == 4
+
+
+def test_bytes_wanted_of_an_oversize_prefix_is_zero() -> None:
+    decoder = FrameDecoder(10)
+    with pytest.raises(FrameTooLarge):
+        decoder.receive_data(b"\x00\x00\x01\x00")
+    assert decoder.bytes_wanted == 0

@@ -1,0 +1,612 @@
+"""Hand-written `struct` codecs for the hottest messages, equal to the construct schemas.
+
+    decode_produce_request(frame, offset, version) -> Container
+    encode_fetch_response(version, correlation_id, body) -> bytes | None
+    encode_metadata_response(version, correlation_id, body) -> bytes | None
+
+`protocol.codec.decode_request` / `encode_response` use them for Produce requests and Fetch and
+Metadata responses; everything else goes through the generated construct schemas. The property
+tests in `tests/unit/protocol/test_fastcodec.py` check that they give what the construct schemas
+give: the same Containers for every valid request (and MalformedRequest whenever construct
+raises), the same bytes for every response body.
+
+Why: construct parses a Produce request by reading its records into a new `bytes` (a 1 MB
+copy per request) and builds a Fetch response through a BytesIO (two copies of every record
+batch). Here the records of a Produce request are a `memoryview` of the frame (no copy; the
+log copies them once, into the buffer it stamps and writes), and a Fetch response is one
+`b"".join` of small header pieces and the record slices (one copy).
+
+Produce request, versions 3-13 (flexible from 9: compact strings/bytes/arrays and tagged
+field sections, which are skipped: ProduceRequest declares no tagged field)::
+
+    transactional_id   nullable string
+    acks               int16
+    timeout_ms         int32
+    topic_data         array of
+        name           string        (v3-12)
+        topic_id       uuid          (v13+)
+        partition_data array of
+            index      int32
+            records    nullable records (a memoryview of the frame here, bytes in construct)
+
+Checks, as `protocol.primitives` does: every length against the bytes left, array counts
+against the bytes left (each element needs at least its minimum size), null for a
+non-nullable string or array, compact strings above 32767 bytes, varints above 5 bytes.
+Invalid UTF-8 is replaced with U+FFFD. Trailing bytes are ignored.
+
+Fetch response, versions 4-18: the fast path covers bodies whose keys are the fields below
+(any may be missing: the schema's default is used). Any other key (diverging_epoch,
+current_leader, snapshot_id, node_endpoints: tagged fields) or a value the fast path cannot
+pack returns None, and the caller builds the body with construct (which also produces the
+proper EncodeError for a bad value)::
+
+    throttle_time_ms, error_code, session_id (v7+)
+    responses: topic (v4-12) | topic_id (v13+), partitions:
+        partition_index, error_code, high_watermark, last_stable_offset, log_start_offset (v5+),
+        aborted_transactions (nullable: producer_id, first_offset), preferred_read_replica
+        (v11+), records (nullable)
+
+Tagged-field sections are written empty (one 0 byte) in flexible versions (v12+), which is what
+construct writes when no tagged field differs from its default.
+
+Metadata response, versions 0-13 (flexible from 9; it declares no tagged field): every field
+of the schema; each partition entry is packed with one precompiled Struct (fixed fields, the
+three int32 arrays with their counts, the tag byte), which is what makes a 1,000-partition
+answer cheap. Falls back (None) on unknown keys, a null where the version does not allow one,
+non-int array elements, compact arrays of 127 or more nodes.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Any
+
+from construct import Container
+
+from protocol.exceptions import MalformedRequest
+
+__all__ = ["decode_produce_request", "encode_fetch_response", "encode_metadata_response"]
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_ACKS_TIMEOUT = struct.Struct(">hi")
+_NIL_UUID = uuid.UUID(int=0)
+_MAX_COMPACT_STRING = 0x7FFF
+
+PRODUCE_FLEXIBLE_MIN = 9
+PRODUCE_TOPIC_ID_MIN = 13
+FETCH_FLEXIBLE_MIN = 12
+
+
+# --------------------------------------------------------------------------------------------
+# Produce request
+# --------------------------------------------------------------------------------------------
+
+
+def _uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:
+    """Kafka unsigned varint (at most 5 bytes) at `pos` -> (value, next position)."""
+    if pos >= end:
+        raise MalformedRequest("truncated varint")
+    byte = buf[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    value = byte & 0x7F
+    shift = 7
+    for i in range(1, 5):
+        if pos + i >= end:
+            raise MalformedRequest("truncated varint")
+        byte = buf[pos + i]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos + i + 1
+        shift += 7
+    raise MalformedRequest("varint longer than 5 bytes")
+
+
+def _need(pos: int, n: int, end: int) -> None:
+    if n > end - pos:
+        raise MalformedRequest(f"needed {n} bytes, {max(end - pos, 0)} left")
+
+
+def _count(buf: Any, pos: int, end: int, flexible: bool, unit: int) -> tuple[int, int]:
+    """A non-nullable array count whose elements need >= `unit` bytes each."""
+    if flexible:
+        n, pos = _uvarint(buf, pos, end)
+        n -= 1
+    else:
+        _need(pos, 4, end)
+        n = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+    if n < 0:
+        raise MalformedRequest("null for a non-nullable array")
+    if n > 0 and n * unit > end - pos:
+        raise MalformedRequest(
+            f"array of {n} elements of >= {unit} bytes with only {end - pos} bytes left"
+        )
+    return n, pos
+
+
+def _string(buf: Any, pos: int, end: int, flexible: bool, nullable: bool) -> tuple[Any, int]:
+    if flexible:
+        n, pos = _uvarint(buf, pos, end)
+        n -= 1
+        if n < 0:
+            if not nullable:
+                raise MalformedRequest("null for a non-nullable string")
+            return None, pos
+        if n > _MAX_COMPACT_STRING:
+            raise MalformedRequest(f"string length {n} above 32767")
+    else:
+        _need(pos, 2, end)
+        n = _I16.unpack_from(buf, pos)[0]
+        pos += 2
+        if n < 0:
+            if not nullable:
+                raise MalformedRequest("null for a non-nullable string")
+            if n != -1:
+                raise MalformedRequest(f"negative string length {n}")
+            return None, pos
+    _need(pos, n, end)
+    return bytes(buf[pos : pos + n]).decode("utf-8", "replace"), pos + n
+
+
+def _skip_tags(buf: Any, pos: int, end: int) -> int:
+    """Skip a tagged-field section (no tagged field is known in a Produce request)."""
+    n, pos = _uvarint(buf, pos, end)
+    if n and n > end - pos:
+        raise MalformedRequest(f"{n} tagged fields with only {end - pos} bytes left")
+    for _ in range(n):
+        _tag, pos = _uvarint(buf, pos, end)
+        size, pos = _uvarint(buf, pos, end)
+        _need(pos, size, end)
+        pos += size
+    return pos
+
+
+def decode_produce_request(frame: bytes | bytearray, offset: int, version: int) -> Container:
+    """The body of a Produce request (versions 3-13) starting at `offset` of `frame`.
+
+    Raises MalformedRequest for bytes construct would reject. `records` are memoryviews of
+    `frame` (None when null).
+    """
+    try:
+        return _decode_produce(frame, offset, version)
+    except MalformedRequest:
+        raise
+    except (struct.error, ValueError, IndexError, TypeError, OverflowError) as exc:
+        raise MalformedRequest(f"undecodable body: {exc!r}") from exc
+
+
+def _decode_produce(frame: bytes | bytearray, pos: int, version: int) -> Container:
+    flexible = version >= PRODUCE_FLEXIBLE_MIN
+    by_id = version >= PRODUCE_TOPIC_ID_MIN
+    view = memoryview(frame)
+    end = len(frame)
+    buf = frame
+    transactional_id, pos = _string(buf, pos, end, flexible, True)
+    _need(pos, 6, end)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
+    pos += 6
+    # minimum element sizes (what construct's array-count check uses)
+    if flexible:
+        topic_unit = (16 if by_id else 1) + 1 + 1
+        part_unit = 4 + 1 + 1
+    else:
+        topic_unit = 2 + 4
+        part_unit = 4 + 4
+    n_topics, pos = _count(buf, pos, end, flexible, topic_unit)
+    topic_data = []
+    for _ in range(n_topics):
+        if by_id:
+            _need(pos, 16, end)
+            topic = Container(topic_id=uuid.UUID(bytes=bytes(buf[pos : pos + 16])))
+            pos += 16
+        else:
+            name, pos = _string(buf, pos, end, flexible, False)
+            topic = Container(name=name)
+        n_parts, pos = _count(buf, pos, end, flexible, part_unit)
+        partition_data = []
+        for _ in range(n_parts):
+            _need(pos, 4, end)
+            index = _I32.unpack_from(buf, pos)[0]
+            pos += 4
+            if flexible:
+                size, pos = _uvarint(buf, pos, end)
+                size -= 1
+            else:
+                _need(pos, 4, end)
+                size = _I32.unpack_from(buf, pos)[0]
+                pos += 4
+                if size < -1:
+                    raise MalformedRequest(f"negative bytes length {size}")
+            records: memoryview | None
+            if size < 0:
+                records = None
+            else:
+                _need(pos, size, end)
+                records = view[pos : pos + size]
+                pos += size
+            if flexible:
+                pos = _skip_tags(buf, pos, end)
+            partition_data.append(Container(index=index, records=records))
+        topic["partition_data"] = partition_data
+        if flexible:
+            pos = _skip_tags(buf, pos, end)
+        topic_data.append(topic)
+    if flexible:
+        pos = _skip_tags(buf, pos, end)
+    return Container(
+        transactional_id=transactional_id,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=topic_data,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Fetch response
+# --------------------------------------------------------------------------------------------
+
+_TOP_KEYS = frozenset({"throttle_time_ms", "error_code", "session_id", "responses"})
+_TOPIC_KEYS = frozenset({"topic", "topic_id", "partitions"})
+_PART_KEYS = frozenset(
+    {
+        "partition_index",
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "aborted_transactions",
+        "preferred_read_replica",
+        "records",
+    }
+)
+_ABORTED_KEYS = frozenset({"producer_id", "first_offset"})
+_PART_FIXED = struct.Struct(">ihqqq")  # index, error, hw, lso, log start (v5+)
+_PART_FIXED_V4 = struct.Struct(">ihqq")
+_TOP7 = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id (v7+)
+_AT = struct.Struct(">qq")
+_UVARINT_SMALL = [bytes((i,)) for i in range(128)]
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _UVARINT_SMALL[value]
+    if value < 0 or value > 0xFFFFFFFF:
+        raise OverflowError(value)
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _NotFast(Exception):
+    """The body is outside the fast path: build it with construct."""
+
+
+def _keys_ok(obj: Any, allowed: frozenset[str]) -> Any:
+    if not isinstance(obj, dict) or not allowed.issuperset(obj.keys()):
+        raise _NotFast
+    return obj
+
+
+def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes | None:
+    """The whole Fetch response frame (length prefix, header, body), or None when `body` is
+    outside the fast path (see the module docstring) and construct must build it."""
+    try:
+        return _encode_fetch(version, correlation_id, body)
+    except (_NotFast, struct.error, TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
+def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
+    flexible = version >= FETCH_FLEXIBLE_MIN
+    by_id = version >= 13
+    _keys_ok(body, _TOP_KEYS)
+    cid = _I32.pack(correlation_id)
+    throttle = body.get("throttle_time_ms", 0)
+    if version >= 7:
+        top = _TOP7.pack(throttle, body.get("error_code", 0), body.get("session_id", 0))
+    else:
+        top = _I32.pack(throttle)
+    # [length prefix (filled in last), response header (v1 when flexible: + empty tags), ...]
+    parts: list[Any] = [b"", cid + b"\x00" + top if flexible else cid + top]
+    append = parts.append
+    responses = body.get("responses", [])
+    if responses is None:
+        raise _NotFast
+    append(_uvarint_bytes(len(responses) + 1) if flexible else _I32.pack(len(responses)))
+    for topic in responses:
+        _keys_ok(topic, _TOPIC_KEYS)
+        if by_id:
+            tid = topic.get("topic_id", _NIL_UUID)
+            if not isinstance(tid, uuid.UUID):
+                raise _NotFast
+            append(tid.bytes)
+        else:
+            name = topic.get("topic", "")
+            if not isinstance(name, str):
+                raise _NotFast
+            raw = name.encode("utf-8")
+            if len(raw) > _MAX_COMPACT_STRING:
+                raise _NotFast
+            append(_uvarint_bytes(len(raw) + 1) + raw if flexible else _I16.pack(len(raw)) + raw)
+        partitions = topic.get("partitions", [])
+        if partitions is None:
+            raise _NotFast
+        append(_uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
+        for p in partitions:
+            _keys_ok(p, _PART_KEYS)
+            if version >= 5:
+                append(
+                    _PART_FIXED.pack(
+                        p.get("partition_index", 0),
+                        p.get("error_code", 0),
+                        p.get("high_watermark", 0),
+                        p.get("last_stable_offset", -1),
+                        p.get("log_start_offset", -1),
+                    )
+                )
+            else:
+                append(
+                    _PART_FIXED_V4.pack(
+                        p.get("partition_index", 0),
+                        p.get("error_code", 0),
+                        p.get("high_watermark", 0),
+                        p.get("last_stable_offset", -1),
+                    )
+                )
+            aborted = p.get("aborted_transactions")
+            if aborted is None:
+                append(b"\x00" if flexible else b"\xff\xff\xff\xff")
+            else:
+                append(_uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted)))
+                for at in aborted:
+                    _keys_ok(at, _ABORTED_KEYS)
+                    append(_AT.pack(at.get("producer_id", 0), at.get("first_offset", 0)))
+                    if flexible:
+                        append(b"\x00")
+            if version >= 11:
+                append(_I32.pack(p.get("preferred_read_replica", -1)))
+            records = p.get("records")
+            if records is None:
+                append(b"\x00" if flexible else b"\xff\xff\xff\xff")
+            else:
+                if not isinstance(records, bytes | bytearray | memoryview):
+                    raise _NotFast
+                n = len(records)
+                if n > 0x7FFFFFFF:
+                    raise _NotFast
+                append(_uvarint_bytes(n + 1) if flexible else _I32.pack(n))
+                append(records)
+            if flexible:
+                append(b"\x00")
+        if flexible:
+            append(b"\x00")
+    if flexible:
+        append(b"\x00")
+    parts[0] = _I32.pack(sum(map(len, parts)))
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata response
+# --------------------------------------------------------------------------------------------
+
+_META_TOP_KEYS = frozenset(
+    {
+        "throttle_time_ms",
+        "brokers",
+        "cluster_id",
+        "controller_id",
+        "topics",
+        "cluster_authorized_operations",
+        "error_code",
+    }
+)
+_META_BROKER_KEYS = frozenset({"node_id", "host", "port", "rack"})
+_META_TOPIC_KEYS = frozenset(
+    {"error_code", "name", "topic_id", "is_internal", "partitions", "topic_authorized_operations"}
+)
+_META_PART_KEYS = frozenset(
+    {
+        "error_code",
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "replica_nodes",
+        "isr_nodes",
+        "offline_replicas",
+    }
+)
+METADATA_FLEXIBLE_MIN = 9
+_OPS_OMITTED = -2147483648
+_I16_PACK = _I16.pack
+_I32_PACK = _I32.pack
+_BOOL = struct.Struct(">?")
+_part_structs: dict[tuple[bool, bool, bool, int, int, int], Any] = {}
+_PART_STRUCTS_MAX = 256
+
+
+def _part_struct(version: int, n_rep: int, n_isr: int, n_off: int) -> Any:
+    """One Struct for a whole partition entry: fixed fields, the three int32 arrays with
+    their counts (compact: one byte, so only counts below 127), the tag byte (flexible)."""
+    flexible = version >= METADATA_FLEXIBLE_MIN
+    key = (version >= 5, version >= 7, flexible, n_rep, n_isr, n_off)
+    st = _part_structs.get(key)
+    if st is None:
+        if len(_part_structs) >= _PART_STRUCTS_MAX:
+            _part_structs.clear()
+        count = "B" if flexible else "i"
+        fmt = ">hii" + ("i" if version >= 7 else "")
+        fmt += f"{count}{n_rep}i{count}{n_isr}i"
+        if version >= 5:
+            fmt += f"{count}{n_off}i"
+        if flexible:
+            fmt += "B"
+        st = _part_structs[key] = struct.Struct(fmt)
+    return st
+
+
+def _str(value: Any, flexible: bool, nullable: bool) -> bytes:
+    if value is None:
+        if not nullable:
+            raise _NotFast
+        return b"\x00" if flexible else b"\xff\xff"
+    if not isinstance(value, str):
+        raise _NotFast
+    raw = value.encode("utf-8")
+    if len(raw) > _MAX_COMPACT_STRING:
+        raise _NotFast
+    return (_uvarint_bytes(len(raw) + 1) if flexible else _I16_PACK(len(raw))) + raw
+
+
+def _append_partitions(version: int, partitions: Any, append: Any) -> None:
+    """Pack each partition entry with one Struct. Values are not type-checked here: struct
+    rejects what construct's int packing rejects (the caller then falls back)."""
+    flexible = version >= METADATA_FLEXIBLE_MIN
+    with_epoch = version >= 7
+    with_offline = version >= 5
+    bias = 1 if flexible else 0
+    keys = _META_PART_KEYS
+    structs = _part_structs
+    for p in partitions:
+        if not isinstance(p, dict) or not p.keys() <= keys:
+            raise _NotFast
+        get = p.get
+        rep = get("replica_nodes", ())
+        isr = get("isr_nodes", ())
+        off = get("offline_replicas", ()) if with_offline else ()
+        if rep is None or isr is None or off is None:
+            raise _NotFast
+        n_rep, n_isr, n_off = len(rep), len(isr), len(off)
+        key = (with_offline, with_epoch, flexible, n_rep, n_isr, n_off)
+        st = structs.get(key) or _part_struct(version, n_rep, n_isr, n_off)
+        if flexible:
+            if n_rep >= 0x7F or n_isr >= 0x7F or n_off >= 0x7F:
+                raise _NotFast
+            append(
+                st.pack(
+                    get("error_code", 0),
+                    get("partition_index", 0),
+                    get("leader_id", 0),
+                    get("leader_epoch", -1),
+                    n_rep + 1,
+                    *rep,
+                    n_isr + 1,
+                    *isr,
+                    n_off + 1,
+                    *off,
+                    0,
+                )
+            )
+        elif with_epoch:
+            append(
+                st.pack(
+                    get("error_code", 0),
+                    get("partition_index", 0),
+                    get("leader_id", 0),
+                    get("leader_epoch", -1),
+                    n_rep,
+                    *rep,
+                    n_isr,
+                    *isr,
+                    n_off,
+                    *off,
+                )
+            )
+        elif with_offline:
+            append(
+                st.pack(
+                    get("error_code", 0),
+                    get("partition_index", 0),
+                    get("leader_id", 0),
+                    n_rep,
+                    *rep,
+                    n_isr,
+                    *isr,
+                    n_off,
+                    *off,
+                )
+            )
+        else:
+            append(
+                st.pack(
+                    get("error_code", 0),
+                    get("partition_index", 0),
+                    get("leader_id", 0),
+                    n_rep + bias,
+                    *rep,
+                    n_isr + bias,
+                    *isr,
+                )
+            )
+
+
+def encode_metadata_response(version: int, correlation_id: int, body: Any) -> bytes | None:
+    """The whole Metadata response frame, or None when `body` is outside the fast path (any
+    key the schema does not have, a value of an unexpected type: construct builds it)."""
+    try:
+        return _encode_metadata(version, correlation_id, body)
+    except (_NotFast, struct.error, TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
+def _encode_metadata(version: int, correlation_id: int, body: Any) -> bytes:
+    flexible = version >= METADATA_FLEXIBLE_MIN
+    _keys_ok(body, _META_TOP_KEYS)
+    count = (lambda n: _uvarint_bytes(n + 1)) if flexible else _I32_PACK
+    tag = b"\x00" if flexible else b""
+    parts: list[bytes] = [b"", _I32_PACK(correlation_id) + tag]
+    append = parts.append
+    if version >= 3:
+        append(_I32_PACK(body.get("throttle_time_ms", 0)))
+    brokers = body.get("brokers", [])
+    if brokers is None:
+        raise _NotFast
+    append(count(len(brokers)))
+    for b in brokers:
+        _keys_ok(b, _META_BROKER_KEYS)
+        append(_I32_PACK(b.get("node_id", 0)))
+        append(_str(b.get("host", ""), flexible, False))
+        append(_I32_PACK(b.get("port", 0)))
+        if version >= 1:
+            append(_str(b.get("rack"), flexible, True))
+        append(tag)
+    if version >= 2:
+        append(_str(body.get("cluster_id"), flexible, True))
+    if version >= 1:
+        append(_I32_PACK(body.get("controller_id", -1)))
+    topics = body.get("topics", [])
+    if topics is None:
+        raise _NotFast
+    append(count(len(topics)))
+    for t in topics:
+        _keys_ok(t, _META_TOPIC_KEYS)
+        append(_I16_PACK(t.get("error_code", 0)))
+        append(_str(t.get("name", None if version >= 12 else ""), flexible, version >= 12))
+        if version >= 10:
+            tid = t.get("topic_id", _NIL_UUID)
+            if not isinstance(tid, uuid.UUID):
+                raise _NotFast
+            append(tid.bytes)
+        if version >= 1:
+            append(_BOOL.pack(t.get("is_internal", False)))
+        partitions = t.get("partitions", [])
+        if partitions is None:
+            raise _NotFast
+        append(count(len(partitions)))
+        _append_partitions(version, partitions, append)
+        if version >= 8:
+            append(_I32_PACK(t.get("topic_authorized_operations", _OPS_OMITTED)))
+        append(tag)
+    if 8 <= version <= 10:
+        append(_I32_PACK(body.get("cluster_authorized_operations", _OPS_OMITTED)))
+    if version >= 13:
+        append(_I16_PACK(body.get("error_code", 0)))
+    append(tag)
+    parts[0] = _I32_PACK(sum(map(len, parts)))
+    return b"".join(parts)

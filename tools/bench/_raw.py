@@ -1,0 +1,175 @@
+"""Broker-bound throughput, without a client library: pre-encoded requests over one socket.
+
+    produce(port, topic, cpu, requests) -> {"mb_s", "cpu_ms_per_mb"}
+    fetch(port, topic, cpu, batches)    -> {"mb_s", "cpu_ms_per_mb"}
+
+(`cpu`: a function returning the broker process's CPU seconds so far.)
+
+bench_broker.py measures with confluent-kafka, which on a 2-CPU machine is often the
+bottleneck itself (its Python produce() loop, its fetch queue). These two figures take the
+client out: the same Produce v9 request (one ~1 MB batch of 100 x 10 KiB records, acks=1) is
+sent `requests` times with up to 5 requests in flight (librdkafka's default
+max.in.flight.requests.per.connection), then the data is read back with Fetch v11 requests
+(partition_max_bytes and max_bytes 1 MiB, max_wait_ms 100), one at a time, each from the
+offset after the previous answer's last batch, as a consumer does. (Tansu 0.6 ignores
+partition_max_bytes and returns about 2 MB per request; MB/s counts what arrived.)
+Reported: MB/s of record data and the broker's CPU time per MB (/proc/PID/stat, user +
+system), which is what limits a broker sharing 2 CPUs with its clients.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+_SIZE = struct.Struct(">i")
+RECORDS_PER_BATCH = 100
+RECORD_BYTES = 10 * 1024
+WINDOW = 5
+
+
+def _batch() -> bytes:
+    from protocol.records import build_batch
+
+    return build_batch(
+        [(None, os.urandom(RECORD_BYTES))] * RECORDS_PER_BATCH,
+        base_timestamp=int(time.time() * 1000),
+    )
+
+
+def _produce_frame(topic: str, batch: bytes, cid: int) -> bytes:
+    from protocol.codec import encode_request
+
+    body = {
+        "acks": 1,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    return encode_request(0, 9, cid, "bench-raw", body)
+
+
+def _fetch_frame(topic: str, offset: int, cid: int) -> bytes:
+    from protocol.codec import encode_request
+
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 100,  # the data is there; Tansu 0.6 answers nothing at max_wait_ms 0
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    return encode_request(1, 11, cid, "bench-raw", body)
+
+
+def _pipeline(port: int, frames: list[bytes], window: int) -> tuple[float, list[bytes]]:
+    """Send `frames` keeping up to `window` unanswered; (seconds, response frames)."""
+    sock = socket.create_connection(("127.0.0.1", port), 30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.settimeout(60)
+    responses: list[bytes] = []
+    buf = bytearray()
+    sent = 0
+    t0 = time.perf_counter()
+    try:
+        while len(responses) < len(frames):
+            while sent < len(frames) and sent - len(responses) < window:
+                sock.sendall(frames[sent])
+                sent += 1
+            while True:
+                if len(buf) >= 4:
+                    size = _SIZE.unpack_from(buf)[0]
+                    if len(buf) >= 4 + size:
+                        responses.append(bytes(buf[4 : 4 + size]))
+                        del buf[: 4 + size]
+                        break
+                chunk = sock.recv(1 << 20)
+                if not chunk:
+                    raise ConnectionError("broker closed the connection")
+                buf += chunk
+    finally:
+        sock.close()
+    return time.perf_counter() - t0, responses
+
+
+def produce(port: int, topic: str, cpu: Callable[[], float], requests: int) -> dict[str, Any]:
+    from protocol.codec import decode_response
+
+    batch = _batch()
+    frames = [_produce_frame(topic, batch, cid) for cid in range(requests)]
+    _pipeline(port, frames[:10], WINDOW)  # warm-up: connection, segment
+    c0 = cpu()
+    seconds, responses = _pipeline(port, frames, WINDOW)
+    cpu_s = cpu() - c0
+    for frame in responses[:3] + responses[-3:]:
+        _cid, resp = decode_response(0, 9, frame)
+        code = resp.responses[0].partition_responses[0].error_code
+        if code != 0:
+            raise RuntimeError(f"raw produce: error code {code}")
+    mb = len(batch) * requests / 1e6
+    return {"mb_s": mb / seconds, "cpu_ms_per_mb": cpu_s * 1000 / mb}
+
+
+def fetch(port: int, topic: str, cpu: Callable[[], float], batches: int) -> dict[str, Any]:
+    """Read the first `batches` batches back as a consumer does: one Fetch at a time, each
+    from the offset after the last batch of the previous answer."""
+    from protocol.codec import decode_response
+    from protocol.records import iter_batches
+
+    end = batches * RECORDS_PER_BATCH
+    sock = socket.create_connection(("127.0.0.1", port), 30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.settimeout(60)
+    offset = total = cid = 0
+    c0 = cpu()
+    t0 = time.perf_counter()
+    try:
+        while offset < end:
+            cid += 1
+            sock.sendall(_fetch_frame(topic, offset, cid))
+            (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+            _cid, resp = decode_response(1, 11, _recv_exact(sock, size))
+            parts = [p for t in resp.responses for p in t.partitions]
+            if not parts or parts[0].error_code != 0 or not parts[0].records:
+                raise RuntimeError(f"raw fetch at offset {offset}: {resp}")
+            records = parts[0].records
+            total += len(records)
+            for _pos, header in iter_batches(records):
+                offset = max(offset, header.next_offset)
+    finally:
+        sock.close()
+    seconds = time.perf_counter() - t0
+    cpu_s = cpu() - c0
+    mb = total / 1e6
+    return {"mb_s": mb / seconds, "cpu_ms_per_mb": cpu_s * 1000 / mb}
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        buf += chunk
+    return bytes(buf)

@@ -77,6 +77,7 @@ _MAX_COMPACT_STRING = 0x7FFF
 PRODUCE_FLEXIBLE_MIN = 9
 PRODUCE_TOPIC_ID_MIN = 13
 FETCH_FLEXIBLE_MIN = 12
+FETCH_MIN_VERSION = 4  # the oldest served (and in the schema)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,6 +304,8 @@ def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes
 
 
 def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
+    if version < FETCH_MIN_VERSION:
+        raise _NotFast
     flexible = version >= FETCH_FLEXIBLE_MIN
     by_id = version >= 13
     _keys_ok(body, _TOP_KEYS)
@@ -473,7 +476,33 @@ def _append_partitions(version: int, partitions: Any, append: Any) -> None:
     bias = 1 if flexible else 0
     keys = _META_PART_KEYS
     structs = _part_structs
+    # The common entry of a single-broker cluster (flexible versions, every key present, one
+    # replica, one ISR member, no offline replica): one pack, no lookups of optional keys.
+    one = _part_struct(version, 1, 1, 0) if flexible else None
     for p in partitions:
+        if one is not None:
+            try:
+                if len(p) == 7:  # with the 7 lookups below: exactly the schema's keys
+                    rep = p["replica_nodes"]
+                    isr = p["isr_nodes"]
+                    if len(rep) == 1 and len(isr) == 1 and len(p["offline_replicas"]) == 0:
+                        append(
+                            one.pack(
+                                p["error_code"],
+                                p["partition_index"],
+                                p["leader_id"],
+                                p["leader_epoch"],
+                                2,
+                                rep[0],
+                                2,
+                                isr[0],
+                                1,
+                                0,
+                            )
+                        )
+                        continue
+            except (KeyError, TypeError, IndexError):
+                pass  # the general path below decides
         if not isinstance(p, dict) or not p.keys() <= keys:
             raise _NotFast
         get = p.get

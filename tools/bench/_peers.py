@@ -146,13 +146,17 @@ class RawClient:
         from protocol.codec import decode_response, encode_request
 
         self._cid += 1
-        self.sock.sendall(encode_request(api_key, version, self._cid, "bench", body))
-        (size,) = struct.unpack(">i", _recv_exact(self.sock, 4))
-        frame = _recv_exact(self.sock, size)
+        frame = self.round_trip(encode_request(api_key, version, self._cid, "bench", body))
         cid, resp = decode_response(api_key, version, frame)
         if cid != self._cid:
             raise RuntimeError(f"correlation id {cid} != {self._cid}")
         return resp
+
+    def round_trip(self, request: bytes) -> bytes:
+        """Send a whole request frame; the response frame (without its length prefix)."""
+        self.sock.sendall(request)
+        (size,) = struct.unpack(">i", _recv_exact(self.sock, 4))
+        return _recv_exact(self.sock, size)
 
     def api_versions(self) -> dict[int, tuple[int, int]]:
         resp = self.request(18, 0, {})

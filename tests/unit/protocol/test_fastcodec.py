@@ -475,3 +475,42 @@ def test_metadata_unknown_key_falls_back(version: int) -> None:
     body = {"brokers": [], "topics": [], "unknown_future_field": 1}
     assert encode_metadata_response(version, 1, body) is None
     assert encode_response(3, version, 1, body) == encode_response_generic(3, version, 1, body)
+
+
+single_replica_partitions = st.fixed_dictionaries(
+    {
+        "error_code": int16,
+        "partition_index": int32,
+        "leader_id": int32,
+        "leader_epoch": int32,
+        "replica_nodes": st.lists(int32, min_size=1, max_size=1),
+        "isr_nodes": st.lists(int32, min_size=1, max_size=1),
+        "offline_replicas": st.just([]),
+    }
+)
+
+
+@pytest.mark.parametrize("version", [9, 12, 13])
+@settings(max_examples=80, deadline=None)
+@given(
+    parts=st.lists(single_replica_partitions, max_size=5),
+    odd=st.sampled_from([None, ("leader_id", 2**31), ("isr_nodes", ["x"]), ("extra", 1)]),
+)
+def test_metadata_single_replica_entries(
+    version: int, parts: list[dict[str, Any]], odd: tuple[str, Any] | None
+) -> None:
+    """The one-replica fast path (every key present) against construct, and with one entry
+    made odd: a value out of range, a non-int node, an unknown key."""
+    if odd is not None and parts:
+        parts[-1] = {**parts[-1], odd[0]: odd[1]}
+    body = {"brokers": [], "topics": [{"name": "t", "partitions": parts}]}
+    try:
+        expected: bytes | type[EncodeError] = encode_response_generic(3, version, 5, body)
+    except EncodeError:
+        expected = EncodeError
+    fast = encode_metadata_response(version, 5, body)
+    if expected is EncodeError:
+        assert fast is None
+    else:
+        assert fast is None or fast == expected
+        assert encode_response(3, version, 5, body) == expected

@@ -203,6 +203,15 @@ class GroupCoordinatorCore:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
+    def request_error(self, group_id: str) -> ErrorCode:
+        """The checks every group request starts with, in Kafka's order: an inactive
+        coordinator, an empty group id, then `coordinator_error`."""
+        if not self._active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group_id == "":
+            return ErrorCode.INVALID_GROUP_ID
+        return self.coordinator_error(group_id)
+
     # == loading ===========================================================================
     def _all_partitions(self, partitions: Iterable[int] | None) -> list[int]:
         if partitions is None:
@@ -927,11 +936,7 @@ class GroupCoordinatorCore:
 
         if api_version >= 5 and (protocol_type is None or protocol_name is None):
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # checked first, in KafkaApis
-        if not self._active:
-            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group_id == "":
-            return fail(ErrorCode.INVALID_GROUP_ID)
-        err = self.coordinator_error(group_id)
+        err = self.request_error(group_id)
         if err is not ErrorCode.NONE:
             return fail(err)
         group = self._groups.get(group_id)
@@ -1006,11 +1011,7 @@ class GroupCoordinatorCore:
         def answer(error: ErrorCode) -> Result:
             return Result(response={"throttle_time_ms": 0, "error_code": int(error)})
 
-        if not self._active:
-            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group_id == "":
-            return answer(ErrorCode.INVALID_GROUP_ID)
-        err = self.coordinator_error(group_id)
+        err = self.request_error(group_id)
         if err is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return answer(ErrorCode.NONE)  # Kafka answers blindly while loading
         if err is not ErrorCode.NONE:
@@ -1056,11 +1057,7 @@ class GroupCoordinatorCore:
                 body["members"] = []
             return fx.result(body)
 
-        if not self._active:
-            return top(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group_id == "":
-            return top(ErrorCode.INVALID_GROUP_ID)
-        err = self.coordinator_error(group_id)
+        err = self.request_error(group_id)
         if err is not ErrorCode.NONE:
             return top(err)
         group = self._groups.get(group_id)
@@ -1240,11 +1237,7 @@ class GroupCoordinatorCore:
         def top(error: ErrorCode) -> Result:
             return fx.result({"error_code": int(error), "throttle_time_ms": 0, "topics": []})
 
-        if not self._active:
-            return top(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group_id == "":
-            return top(ErrorCode.INVALID_GROUP_ID)
-        err = self.coordinator_error(group_id)
+        err = self.request_error(group_id)
         if err is not ErrorCode.NONE:
             return top(err)
         group = self._groups.get(group_id)

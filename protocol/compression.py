@@ -22,14 +22,19 @@ xerial framing (snappy-java `SnappyOutputStream`)::
 
 A raw snappy block starts with its uncompressed length as an unsigned LEB128 varint.
 
-Decompression bomb protection: `decompress(codec, data, max_size)` never materializes more
-than `max_size` bytes plus one chunk (`_CHUNK`, 256 KiB) of output: gzip (zlib
-`max_length`), lz4 (`max_length`) and zstd (`read(n)`) decompress chunk by chunk against the
-remaining budget (+1 byte to detect overflow). Snappy checks every block's declared
-uncompressed length against the budget before decompressing it (snappy fails a block whose
-real length differs from its declared one). Anything above `max_size`, and any corrupt or
-truncated input, raises `DecompressionError`. (A successful call briefly holds its output
-twice, the chunks and their join: at most 2 * `max_size`.)
+Decompression bomb protection: `iter_decompressed(codec, data, max_size, chunk)` yields
+the output in pieces of at most `chunk` bytes (default `_CHUNK`, 256 KiB) and never holds more
+than one piece: gzip (zlib `max_length`), lz4 (`max_length`) and zstd (`read(n)`) decompress
+piece by piece against the remaining budget (+1 byte to detect overflow); gzip and lz4 are fed
+their input in 64 KiB slices, so the decompressor's copy of unconsumed input stays small.
+Snappy checks every block's declared uncompressed length against the budget before
+decompressing it (snappy fails a block whose real length differs from its declared one) and
+yields whole blocks: a xerial block (Java writes 32 KiB ones) or a raw block may be larger than
+`chunk`, up to the budget. Anything above `max_size`, and any corrupt or truncated input,
+raises `DecompressionError` (when the generator reaches it: pieces yielded before are not
+proof that the stream is valid). `decompress(codec, data, max_size)` joins the pieces, so it
+holds at most `max_size` bytes plus one piece; a successful call briefly holds its output
+twice, the pieces and their join: at most 2 * `max_size`.
 
 Written formats are those of Kafka's Java client: gzip (level 6, mtime 0), xerial snappy in
 32 KiB blocks, lz4 frames with independent 64 KiB blocks and no content size or checksums
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Generator
 
 import cramjam
 import lz4.frame
@@ -61,11 +67,14 @@ ZSTD = 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 _CHUNK = 256 * 1024
+_IN_SLICE = 64 * 1024  # compressed bytes fed to gzip / lz4 per call
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
 _XERIAL_BLOCK = 32 * 1024
 _INT32 = struct.Struct(">i")
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+Buffer = bytes | bytearray | memoryview
 
 
 class InvalidBatch(ProtocolError, ValueError):
@@ -99,22 +108,42 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+def decompress(codec: int, data: Buffer, max_size: int) -> bytes:
     """Decompress `data`; `DecompressionError` if corrupt or larger than `max_size` bytes."""
-    if max_size < 0:
-        raise ValueError("max_size must be >= 0")
     if codec == NONE:
+        if max_size < 0:
+            raise ValueError("max_size must be >= 0")
         if len(data) > max_size:
             raise DecompressionError(f"records larger than {max_size} bytes")
         return bytes(data)
+    return b"".join(iter_decompressed(codec, data, max_size))
+
+
+def iter_decompressed(
+    codec: int, data: Buffer, max_size: int, chunk: int = _CHUNK
+) -> Generator[bytes, None, None]:
+    """Yield the decompressed bytes of `data` in non-empty pieces of at most `chunk` bytes.
+
+    Snappy yields whole blocks (each checked against the remaining budget first), which may
+    be larger than `chunk`. Raises `DecompressionError` (while iterating) when the data is
+    corrupt or truncated or decompresses to more than `max_size` bytes, and (at once) for
+    an unknown codec; `ValueError` for a negative `max_size` or a `chunk` below 1. The
+    pieces joined are exactly what `decompress` returns. Codec 0 yields copies of slices.
+    """
+    if max_size < 0:
+        raise ValueError("max_size must be >= 0")
+    if chunk < 1:
+        raise ValueError("chunk must be >= 1")
+    if codec == NONE:
+        return _iter_plain(data, max_size, chunk)
     if codec == GZIP:
-        return _gunzip(data, max_size)
+        return _iter_gunzip(data, max_size, chunk)
     if codec == SNAPPY:
-        return _unsnappy(data, max_size)
+        return _iter_unsnappy(data, max_size)
     if codec == LZ4:
-        return _unlz4(data, max_size)
+        return _iter_unlz4(data, max_size, chunk)
     if codec == ZSTD:
-        return _unzstd(data, max_size)
+        return _iter_unzstd(data, max_size, chunk)
     raise DecompressionError(f"unknown compression codec {codec}")
 
 
@@ -122,35 +151,50 @@ def _too_big(max_size: int) -> DecompressionError:
     return DecompressionError(f"decompressed records exceed {max_size} bytes")
 
 
+def _iter_plain(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
+    if len(data) > max_size:
+        raise DecompressionError(f"records larger than {max_size} bytes")
+    mv = memoryview(data)
+    for start in range(0, len(mv), chunk):
+        yield bytes(mv[start : start + chunk])
+
+
 # -- gzip -----------------------------------------------------------------------------------
 
 
-def _gunzip(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
-    parts: list[bytes] = []
+def _iter_gunzip(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
+    """Members one after the other; input fed in `_IN_SLICE` slices (so `unconsumed_tail`,
+    zlib's copy of the input it could not use yet, is at most one slice)."""
+    mv = memoryview(data)
+    end = len(mv)
+    fed = 0
     total = 0
     d = zlib.decompressobj(_GZIP_WBITS)
-    pending: bytes | bytearray | memoryview = data
+    pending: bytes | memoryview = b""
     try:
         while True:
-            limit = min(_CHUNK, max_size - total + 1)
-            chunk = d.decompress(pending, limit)
-            total += len(chunk)
+            if not pending and fed < end:
+                pending = mv[fed : fed + _IN_SLICE]
+                fed += len(pending)
+            limit = min(chunk, max_size - total + 1)
+            out = d.decompress(pending, limit)
+            total += len(out)
             if total > max_size:
                 raise _too_big(max_size)
-            parts.append(chunk)
+            if out:
+                yield out
             if d.eof:
                 pending = d.unused_data
-                if not pending:
-                    break
+                if not pending and fed >= end:
+                    return
                 d = zlib.decompressobj(_GZIP_WBITS)  # another gzip member follows
                 continue
             pending = d.unconsumed_tail
-            # Less output than allowed means all input was used up: the stream is cut short.
-            if len(chunk) < limit and not pending:
+            # Less output than allowed with all input used up: the stream is cut short.
+            if len(out) < limit and not pending and fed >= end:
                 raise DecompressionError("truncated gzip data")
     except zlib.error as e:
         raise DecompressionError(f"bad gzip data: {e}") from None
-    return b"".join(parts)
 
 
 # -- snappy ---------------------------------------------------------------------------------
@@ -169,12 +213,12 @@ def _snappy_declared_length(block: bytes | memoryview) -> int:
     raise DecompressionError("bad raw snappy length header")
 
 
-def _snappy_block(block: bytes | memoryview, budget: int, max_size: int) -> bytes:
+def _snappy_block(block: memoryview, budget: int, max_size: int) -> bytes:
     declared = _snappy_declared_length(block)
     if declared > budget:
         raise _too_big(max_size)
     try:
-        out = bytes(cramjam.snappy.decompress_raw(bytes(block)))
+        out = bytes(cramjam.snappy.decompress_raw(block))
     except cramjam.DecompressionError as e:
         raise DecompressionError(f"bad snappy data: {e}") from None
     if len(out) != declared:  # pragma: no cover - snappy itself enforces this
@@ -182,11 +226,13 @@ def _snappy_block(block: bytes | memoryview, budget: int, max_size: int) -> byte
     return out
 
 
-def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+def _iter_unsnappy(data: Buffer, max_size: int) -> Generator[bytes, None, None]:
     mv = memoryview(data)
     if len(mv) < _XERIAL_HEADER.size or bytes(mv[:8]) != _XERIAL_MAGIC:
-        return _snappy_block(mv, max_size, max_size)
-    parts: list[bytes] = []
+        out = _snappy_block(mv, max_size, max_size)  # raw: one block, length checked first
+        if out:
+            yield out
+        return
     total = 0
     pos = _XERIAL_HEADER.size
     end = len(mv)
@@ -199,9 +245,9 @@ def _unsnappy(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
             raise DecompressionError(f"bad xerial snappy block length {clen}")
         out = _snappy_block(mv[pos : pos + clen], max_size - total, max_size)
         total += len(out)
-        parts.append(out)
         pos += clen
-    return b"".join(parts)
+        if out:
+            yield out
 
 
 def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
@@ -217,30 +263,41 @@ def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
 # -- lz4 ------------------------------------------------------------------------------------
 
 
-def _unlz4(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
-    parts: list[bytes] = []
+def _iter_unlz4(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
+    """Frames one after the other; input fed in `_IN_SLICE` slices when the decompressor
+    asks for more (it keeps its own copy of input it has not used yet)."""
+    mv = memoryview(data)
+    end = len(mv)
+    pending: bytes | memoryview = mv[:_IN_SLICE]
+    fed = len(pending)
     total = 0
     d = lz4.frame.LZ4FrameDecompressor()
-    pending: bytes | bytearray | memoryview = data
     try:
         while True:
-            chunk = d.decompress(pending, max_length=min(_CHUNK, max_size - total + 1))
-            total += len(chunk)
+            out = d.decompress(pending, max_length=min(chunk, max_size - total + 1))
+            total += len(out)
             if total > max_size:
                 raise _too_big(max_size)
-            parts.append(chunk)
+            if out:
+                yield out
             if d.eof:
                 pending = d.unused_data or b""
                 if not pending:
-                    break
+                    if fed >= end:
+                        return
+                    pending = mv[fed : fed + _IN_SLICE]
+                    fed += len(pending)
                 d = lz4.frame.LZ4FrameDecompressor()  # another frame follows
                 continue
             if d.needs_input:
-                raise DecompressionError("truncated lz4 frame")
-            pending = b""
+                if fed >= end:
+                    raise DecompressionError("truncated lz4 frame")
+                pending = mv[fed : fed + _IN_SLICE]
+                fed += len(pending)
+            else:
+                pending = b""
     except RuntimeError as e:  # lz4.frame reports corrupt input as RuntimeError
         raise DecompressionError(f"bad lz4 data: {e}") from None
-    return b"".join(parts)
 
 
 # -- zstd -----------------------------------------------------------------------------------
@@ -310,24 +367,22 @@ def _check_zstd_frames(mv: memoryview) -> None:
                 raise DecompressionError("truncated zstd checksum")
 
 
-def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+def _iter_unzstd(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
     _check_zstd_frames(memoryview(data))
-    parts: list[bytes] = []
     total = 0
     dctx = zstandard.ZstdDecompressor()
     try:
         with dctx.stream_reader(data, read_across_frames=True) as reader:
             while True:
-                chunk = reader.read(min(_CHUNK, max_size - total + 1))
-                if not chunk:
-                    break
-                total += len(chunk)
+                out = reader.read(min(chunk, max_size - total + 1))
+                if not out:
+                    return
+                total += len(out)
                 if total > max_size:
                     raise _too_big(max_size)
-                parts.append(chunk)
+                yield out
     except zstandard.ZstdError as e:
         raise DecompressionError(f"bad zstd data: {e}") from None
-    return b"".join(parts)
 
 
 __all__ = [
@@ -341,4 +396,5 @@ __all__ = [
     "InvalidBatch",
     "compress",
     "decompress",
+    "iter_decompressed",
 ]

@@ -47,6 +47,12 @@ used; `iter_batches` walks the headers only, never allocating from a length; dec
 is capped (`max_decompressed_bytes`). All errors are `InvalidBatch` (`CorruptBatch` for a
 CRC mismatch, `DecompressionError` for bad compressed data or over the cap).
 
+Two readers of a batch's records: `decode_records` builds a `Record` per record (for reads:
+timestamp lookups, the cleaner); `check_records` gives the same verdict without building
+anything, walking uncompressed records in place and compressed ones through a bounded
+decompression window (about 1 MiB, plus one record larger than that), and can require
+non-null keys (`NullKeyError`): the Produce check of compacted topics.
+
 Not done here: CRC checks in `decode_records` (call `verify_crc` first), legacy magic 0/1
 message sets (rejected as `InvalidBatch`), producer-state/sequence validation (storage).
 """
@@ -55,10 +61,16 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 
-from protocol.compression import DecompressionError, InvalidBatch, compress, decompress
+from protocol.compression import (
+    DecompressionError,
+    InvalidBatch,
+    compress,
+    decompress,
+    iter_decompressed,
+)
 from protocol.crc32c import crc32c
 
 BATCH_HEADER_SIZE = 61
@@ -99,6 +111,10 @@ Buffer = bytes | bytearray | memoryview
 
 class CorruptBatch(InvalidBatch):
     """The batch's CRC-32C does not match its contents."""
+
+
+class NullKeyError(InvalidBatch):
+    """`check_records(require_keys=True)`: a well-formed batch holds a record with a null key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +279,7 @@ def stamp_batch(
 # -- varints --------------------------------------------------------------------------------
 
 
-def _read_varint(data: bytes, p: int, end: int, bits: int) -> tuple[int, int]:
+def _read_varint(data: Buffer, p: int, end: int, bits: int) -> tuple[int, int]:
     """Zigzag varint (bits=32) or varlong (bits=64) at `p`, never past `end` -> (value, next p).
 
     At most 5 (10) bytes, and the unsigned value must fit in `bits` bits.
@@ -386,6 +402,206 @@ def decode_records(
     return records
 
 
+def check_records(
+    buf: Buffer,
+    pos: int = 0,
+    *,
+    require_keys: bool,
+    max_decompressed_bytes: int,
+    window: int = 1 << 20,
+) -> int:
+    """Check the records of the batch at `pos` as `decode_records` does; return their count.
+
+    Same checks, same outcome: raises `InvalidBatch` exactly when `decode_records` would, with
+    the same class (`DecompressionError` for bad compressed data or data over the cap, else
+    plain `InvalidBatch`). Then, when `require_keys`, raises `NullKeyError` if a record's key
+    is null (so a malformed batch is always reported as malformed). The CRC is not checked.
+
+    Memory: no per-record objects and no key or value copies (a header key is decoded once to
+    check its utf-8). Uncompressed records are walked in place in `buf`. Compressed records
+    are decompressed incrementally (`iter_decompressed`, pieces of `window // 2` bytes) into a
+    window holding the unchecked tail (less than one record) plus one piece, so about
+    `window` decompressed bytes are resident; a record larger than that grows the window to
+    hold it whole (bounded by `max_decompressed_bytes`). On a record error in compressed data
+    the rest of the stream is still decompressed (and dropped) so that a corrupt stream is
+    reported as `DecompressionError`, as `decode_records` does.
+    """
+    h = parse_header(buf, pos)
+    if len(buf) - pos < h.size:
+        raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
+    count = h.records_count
+    if count < 0:
+        raise InvalidBatch(f"records count {count} impossible")
+    codec = h.compression
+    if codec > 4:
+        raise InvalidBatch(f"unknown compression codec {codec}")
+    last_delta = h.last_offset_delta
+    if codec == 0:
+        start = pos + BATCH_HEADER_SIZE
+        end = pos + h.size
+        p, _, _, nulls, _ = _check_run(buf, start, end, end, True, count, -1, last_delta, 0)
+        if p != end:
+            raise InvalidBatch(f"{end - p} bytes after the last record")
+    else:
+        payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
+        pieces = iter_decompressed(codec, payload, max_decompressed_bytes, max(1, window // 2))
+        try:
+            nulls = _check_stream(pieces, max_decompressed_bytes, count, last_delta)
+        except DecompressionError:
+            raise
+        except InvalidBatch:
+            for _ in pieces:  # a corrupt stream takes precedence, as in decode_records
+                pass
+            raise
+        finally:
+            pieces.close()
+    if require_keys and nulls:
+        raise NullKeyError(f"{nulls} of {count} records have a null key")
+    return count
+
+
+def _check_stream(
+    pieces: Generator[bytes, None, None], cap: int, count: int, last_delta: int
+) -> int:
+    """Check `count` records from decompressed `pieces` (then no more bytes); -> null keys.
+
+    At most `cap` bytes come: a record declaring more than what is left of it is an error
+    at once (it would be one at the end of the stream), so a lying length does not make
+    the window swallow the whole stream.
+    """
+    data: bytes | bytearray = b""
+    base = 0  # stream offset of data[0]
+    p = n = 0
+    final = False
+    todo = count
+    prev = -1
+    nulls = 0
+    while True:
+        p, todo, prev, nulls, need = _check_run(
+            data, p, n, cap - base, final, todo, prev, last_delta, nulls
+        )
+        if not todo:
+            break
+        # data[p:] is an incomplete record (or length varint): refill with at least `need`
+        # bytes from p (all of them at once, so a large record is not copied repeatedly)
+        window = bytearray(memoryview(data)[p:])
+        del data
+        while len(window) < need:
+            piece = next(pieces, None)
+            if piece is None:
+                final = True
+                break
+            window += piece
+        data = window
+        base += p
+        p = 0
+        n = len(data)
+    if p != n:
+        raise InvalidBatch(f"{n - p} bytes after the last record")
+    for piece in pieces:
+        raise InvalidBatch(f"{len(piece)} or more bytes after the last record")
+    return nulls
+
+
+def _check_run(
+    data: Buffer,
+    p: int,
+    n: int,
+    room: int,
+    final: bool,
+    todo: int,
+    prev: int,
+    last_delta: int,
+    nulls: int,
+) -> tuple[int, int, int, int, int]:
+    """Check whole records in data[p:n]; -> (p, todo, prev offset delta, null keys, need).
+
+    Stops at the first record not wholly in the window unless `final` (no more bytes come:
+    then that record is an error) or the record is longer than the `room` (bytes that can
+    still come, counted from data[0]) allows; `need` is the bytes from p that record takes
+    (at least its length varint's 5). The one-byte varint case is inlined (the common one).
+    """
+    while todo:
+        start = p
+        if p < n and data[p] < 0x80:
+            b = data[p]
+            length = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif not final and n - p < 5:
+            return start, todo, prev, nulls, 5
+        else:
+            length, p = _read_varint(data, p, n, 32)
+        if length < _MIN_RECORD_SIZE - 1 or length > n - p:
+            if not final and _MIN_RECORD_SIZE - 1 <= length <= room - p:
+                return start, todo, prev, nulls, p - start + length
+            raise InvalidBatch(f"bad record length {length}")
+        rend = p + length
+        p += 1  # attributes: unused
+        if data[p] < 0x80:  # timestampDelta (p < rend: the record is at least 6 bytes)
+            p += 1
+        else:
+            _, p = _read_varint(data, p, rend, 64)
+        if p < rend and data[p] < 0x80:
+            b = data[p]
+            off_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            off_delta, p = _read_varint(data, p, rend, 32)
+        if off_delta <= prev or off_delta > last_delta:
+            raise InvalidBatch(f"bad offset delta {off_delta} after {prev}")
+        prev = off_delta
+        if p < rend and data[p] < 0x80:
+            b = data[p]
+            klen = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            klen, p = _read_varint(data, p, rend, 32)
+        if klen == -1:
+            nulls += 1
+        elif 0 <= klen <= rend - p:
+            p += klen
+        else:
+            raise InvalidBatch(f"bad key length {klen}")
+        if p < rend and data[p] < 0x80:
+            b = data[p]
+            vlen = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            vlen, p = _read_varint(data, p, rend, 32)
+        if vlen == -1:
+            pass
+        elif 0 <= vlen <= rend - p:
+            p += vlen
+        else:
+            raise InvalidBatch(f"bad value length {vlen}")
+        if p < rend and data[p] == 0:  # no headers
+            p += 1
+        else:
+            hcount, p = _read_varint(data, p, rend, 32)
+            if hcount < 0 or hcount * 2 > rend - p:
+                raise InvalidBatch(f"bad header count {hcount}")
+            for _ in range(hcount):
+                hklen, p = _read_varint(data, p, rend, 32)
+                if not 0 <= hklen <= rend - p:
+                    raise InvalidBatch(f"bad header key length {hklen}")
+                try:
+                    str(data[p : p + hklen], "utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidBatch("header key is not utf-8") from None
+                p += hklen
+                hvlen, p = _read_varint(data, p, rend, 32)
+                if hvlen == -1:
+                    pass
+                elif 0 <= hvlen <= rend - p:
+                    p += hvlen
+                else:
+                    raise InvalidBatch(f"bad header value length {hvlen}")
+        if p != rend:
+            raise InvalidBatch(f"record has {rend - p} bytes past its fields")
+        todo -= 1
+    return p, todo, prev, nulls, 0
+
+
 def _encode_record(
     out: bytearray,
     offset_delta: int,
@@ -489,9 +705,11 @@ __all__ = [
     "CorruptBatch",
     "DecompressionError",
     "InvalidBatch",
+    "NullKeyError",
     "Record",
     "RecordSpec",
     "build_batch",
+    "check_records",
     "compute_crc",
     "decode_records",
     "iter_batches",

@@ -14,6 +14,8 @@ import lz4.frame
 import pytest
 import snappy  # python-snappy: an independent implementation, test-only
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
 from protocol.compression import (
@@ -26,6 +28,7 @@ from protocol.compression import (
     InvalidBatch,
     compress,
     decompress,
+    iter_decompressed,
 )
 from protocol.exceptions import ProtocolError
 
@@ -233,3 +236,143 @@ def test_bomb_measurement_can_fail() -> None:
     finally:
         tracemalloc.stop()
     assert peak >= 20 * MiB
+
+
+# -- incremental decompression --------------------------------------------------------------
+
+
+def _outcome(codec: int, data: bytes, max_size: int, chunk: int | None) -> bytes | str:
+    """The joined pieces (checking their sizes), or the exception's class name."""
+    try:
+        if chunk is None:
+            return decompress(codec, data, max_size)
+        pieces = list(iter_decompressed(codec, data, max_size, chunk))
+    except DecompressionError as e:
+        return type(e).__name__
+    assert all(pieces)
+    if codec != SNAPPY:  # snappy yields whole blocks
+        assert max(map(len, pieces), default=0) <= chunk
+    return b"".join(pieces)
+
+
+_data = st.one_of(
+    st.binary(max_size=3000),
+    st.builds(_sample, st.integers(0, 200_000), st.integers(0, 5)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    codec=st.sampled_from([NONE, *CODECS]),
+    data=_data,
+    chunk=st.one_of(st.integers(1, 70), st.integers(1000, 300_000)),
+)
+def test_pieces_join_to_the_data(codec: int, data: bytes, chunk: int) -> None:
+    if chunk < 100:
+        data = data[:5000]  # one-byte pieces are slow
+    packed = compress(codec, data)
+    assert _outcome(codec, packed, len(data), chunk) == data
+    assert _outcome(codec, packed, len(data), None) == data
+    if data:
+        assert _outcome(codec, packed, len(data) - 1, chunk) == "DecompressionError"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    codec=st.sampled_from(CODECS),
+    data=st.binary(max_size=2000),
+    flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=3),
+    cut=st.one_of(st.none(), st.integers(0, 10**6)),
+    garbage=st.binary(max_size=6),
+    cap_cut=st.integers(0, 3),
+)
+def test_corrupt_input_gives_the_same_outcome_for_every_piece_size(
+    codec: int,
+    data: bytes,
+    flips: list[tuple[int, int]],
+    cut: int | None,
+    garbage: bytes,
+    cap_cut: int,
+) -> None:
+    """Flipped bytes, cut tails, appended garbage, caps just below the size: whatever the
+    one-shot `decompress` says (bytes or DecompressionError), every piece size says."""
+    packed = bytearray(compress(codec, data))
+    for where, xor in flips:
+        packed[where % len(packed)] ^= xor
+    if cut is not None:
+        del packed[cut % len(packed) :]
+    packed += garbage
+    max_size = max(len(data) - cap_cut, 0)
+    want = _outcome(codec, bytes(packed), max_size, None)
+    for chunk in (1, 2, 7, 4096):
+        assert _outcome(codec, bytes(packed), max_size, chunk) == want, chunk
+
+
+def test_iter_decompressed_arguments() -> None:
+    with pytest.raises(DecompressionError):
+        iter_decompressed(9, b"x", 10)
+    with pytest.raises(ValueError):
+        iter_decompressed(GZIP, b"x", -1)
+    with pytest.raises(ValueError):
+        iter_decompressed(GZIP, b"x", 10, 0)
+    assert list(iter_decompressed(NONE, b"abcde", 5, 2)) == [b"ab", b"cd", b"e"]
+    with pytest.raises(DecompressionError):
+        list(iter_decompressed(NONE, b"abcde", 4))
+
+
+def _iteration_peak(codec: int, packed: bytes, max_size: int, chunk: int) -> int:
+    """tracemalloc peak of iterating (and dropping) the pieces; -> peak (raises through)."""
+    tracemalloc.start()
+    try:
+        for _ in iter_decompressed(codec, packed, max_size, chunk):
+            pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("name", BOMB_NAMES)
+def test_bomb_iterated_in_small_pieces(bombs: dict[str, tuple[int, bytes]], name: str) -> None:
+    """Dropping the pieces, memory stays about one piece (plus a 32 KiB snappy block), far
+    below the cap, until the cap is passed."""
+    codec, bomb = bombs[name]
+    cap = 16 * MiB
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecompressionError, match="exceed"):
+            for _ in iter_decompressed(codec, bomb, cap, 64 * 1024):
+                pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 1024, peak
+
+
+@pytest.mark.parametrize("codec", [GZIP, LZ4])
+def test_input_is_fed_in_slices(codec: int) -> None:
+    """Incompressible input: the decompressor never holds a copy of all of it (zlib's
+    `unconsumed_tail`, lz4's buffered input)."""
+    data = random.Random(3).randbytes(8 * MiB)
+    packed = compress(codec, data)
+    assert _iteration_peak(codec, packed, len(data), 64 * 1024) < MiB
+
+
+@pytest.mark.parametrize("codec", [GZIP, LZ4])
+@pytest.mark.parametrize("in_slice", [1, 2, 5, 64])
+def test_tiny_input_slices_change_nothing(
+    monkeypatch: pytest.MonkeyPatch, codec: int, in_slice: int
+) -> None:
+    """Members/frames ending on, before and after a slice boundary; cut and garbage tails."""
+    from protocol import compression
+
+    a, b = _sample(3000, 1), _sample(500, 2)
+    inputs = [compress(codec, a) + compress(codec, b), compress(codec, b"") + compress(codec, a)]
+    inputs += [inputs[0][:-3], inputs[0] + b"\x00", inputs[0] + b"garbage", b"", b"\x1f"]
+    want = [_outcome(codec, data, MiB, 100) for data in inputs]
+    monkeypatch.setattr(compression, "_IN_SLICE", in_slice)
+    for data, expected in zip(inputs, want, strict=True):
+        for chunk in (1, 100, MiB):
+            assert _outcome(codec, data, MiB, chunk) == expected
+    assert want[0] == a + b
+    assert want[1] == a

@@ -31,7 +31,7 @@ import base64
 import uuid
 from pathlib import Path
 
-from wirebroker.log.fs import FileSystem, read_file, write_file_atomic
+from wirebroker.log.fs import FileSystem, read_file, write_file, write_file_atomic
 
 __all__ = [
     "CheckpointError",
@@ -144,8 +144,16 @@ def parse_topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
 
-def write_partition_metadata(fs: FileSystem, path: Path, topic_id: uuid.UUID) -> None:
-    write_file_atomic(fs, path, f"version: 0\ntopic_id: {format_topic_id(topic_id)}".encode())
+def write_partition_metadata(
+    fs: FileSystem, path: Path, topic_id: uuid.UUID, *, durable: bool = True
+) -> None:
+    """`durable`: atomically and fsynced (`write_file_atomic`); otherwise a plain write with
+    no fsync (`write_file`), for a new partition whose file is checked at start-up."""
+    data = f"version: 0\ntopic_id: {format_topic_id(topic_id)}".encode()
+    if durable:
+        write_file_atomic(fs, path, data)
+    else:
+        write_file(fs, path, data)
 
 
 def read_partition_metadata(fs: FileSystem, path: Path) -> uuid.UUID | None:

@@ -13,12 +13,22 @@ Helpers built on the primitives (so injected faults reach them too):
 - `write_file_atomic(fs, path, data)`: `<path>.tmp` + write + fsync + rename + fsync of the
   directory, so a crash leaves either the old or the new content, never a mix (a failed
   write removes its `.tmp` again).
+- `fsync_dirs(fs, paths)`: `fs.fsync_dir` of each path; many at once run on a few threads
+  (fsync releases the GIL, and the device overlaps the writes), the first error raised
+  after all were tried.
+- `write_file(fs, path, data)`: create/replace `path` with `data`, no fsync, no rename: for
+  files whose loss or truncation after a power failure is repaired at start-up (the
+  `partition.metadata` of a new partition, see `LogManager.create_many`). A process crash
+  (`kill -9`) cannot tear it (the bytes are in the page cache once `write` returns); it can
+  leave the file empty if the process dies between the open and the write.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
@@ -26,9 +36,11 @@ from typing import Protocol
 __all__ = [
     "FileSystem",
     "OsFileSystem",
+    "fsync_dirs",
     "pread_exact",
     "read_file",
     "write_all",
+    "write_file",
     "write_file_atomic",
 ]
 
@@ -150,6 +162,33 @@ def read_file(fs: FileSystem, path: Path) -> bytes | None:
     try:
         size = fs.fsize(fd)
         return pread_exact(fs, fd, size, 0)
+    finally:
+        fs.close(fd)
+
+
+#: `fsync_dirs` uses threads from this many paths on, at most FSYNC_THREADS of them.
+FSYNC_PARALLEL_FROM = 16
+FSYNC_THREADS = 8
+
+
+def fsync_dirs(fs: FileSystem, paths: Sequence[Path]) -> None:
+    """fsync every directory in `paths` (see the module docstring). Raises the first error
+    (OSError, or whatever the file system raised) once every fsync has finished."""
+    if len(paths) < FSYNC_PARALLEL_FROM:
+        for path in paths:
+            fs.fsync_dir(path)
+        return
+    with ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix="fsync-dir") as pool:
+        futures = [pool.submit(fs.fsync_dir, path) for path in paths]
+    for future in futures:
+        future.result()
+
+
+def write_file(fs: FileSystem, path: Path, data: Buffer) -> None:
+    """Create or truncate `path` and write `data` (no fsync: see the module docstring)."""
+    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        write_all(fs, fd, data)
     finally:
         fs.close(fd)
 

@@ -10,7 +10,7 @@ Directory contents::
                                                      every batch below 1234), taken at each
                                                      roll and at close; the newest 3 kept
     leader-epoch-checkpoint                          epoch -> start offset (Kafka's format)
-    partition.metadata                               topic id (written by LogManager.create)
+    partition.metadata                               topic id (written by LogManager.create*)
 
 Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset`. The high watermark is
 set by the owner (replication); it starts at the log end offset on open (a single-replica
@@ -24,7 +24,8 @@ Append (`append_as_leader`), all or nothing per call:
    no decompression), no control batches, idempotent batches carry a sequence, CreateTime
    timestamps within message.timestamp.{before,after}.max.ms of now (checked on the header:
    max timestamp for "after", base timestamp for "before"), no client LogAppendTime batches;
-   records are decoded only for compacted topics (keys are required there);
+   records are checked only for compacted topics (keys are required there), streamed
+   by `check_records` (no record objects; decompressed in a ~1 MiB window);
 2. idempotence: a duplicate of one of the producer's last 5 batches returns the ORIGINAL
    offsets with `duplicate=True` and writes nothing;
 3. stamp base offsets and the leader epoch (and LogAppendTime when the topic uses it) into
@@ -61,6 +62,13 @@ expired here too (producer_id_expiration_ms).
 Recovery (`open`, clean=False): see `_load`. With clean=True no batch is scanned, but every
 index is sanity-checked, and a missing or bad one makes that segment recover (scan + rebuild).
 
+Creation (`create_new`): a new partition's log in a directory its caller just made: one
+empty segment at offset 0 (three empty files), nothing read, scanned, written or fsynced
+(no leader-epoch checkpoint: a missing one means "no epochs", as for Kafka, whose
+checkpoint file starts empty). The segment starts dirty, so the first flush (flush.messages,
+flush.ms, roll, close) fsyncs its files. Making the new directory entries durable is the
+caller's job, batched over all the partitions of a request (`LogManager.create_many`).
+
 Flush: flush.messages counts records (Kafka: log end offset - recovery point), flush.ms is
 applied by `maybe_flush(now_ms)`; a roll fsyncs the segments it leaves behind (Kafka does so
 asynchronously) and moves the recovery point to the new segment's base.
@@ -88,7 +96,9 @@ from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     InvalidBatch,
+    NullKeyError,
     Record,
+    check_records,
     decode_records,
     parse_header,
     stamp_batch,
@@ -263,6 +273,32 @@ class PartitionLog:
             raise
         return self
 
+    @classmethod
+    def create_new(
+        cls,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        now_ms: int,
+        fs: FileSystem | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> PartitionLog:
+        """A new, empty log in `directory`, which must exist and hold no segment (the caller
+        just created it): see "Creation" in the module docstring. Raises StorageError on an
+        OSError (files opened so far are closed; created files are left to the caller)."""
+        self = cls(Path(directory), topic, partition, config, fs or OsFileSystem())
+        try:
+            seg = Segment(self.fs, self.directory, 0, config, now_ms, create=True)
+        except OSError as exc:
+            raise StorageError(f"{self.name}: cannot create log in {directory}: {exc}") from exc
+        self._segments = [seg]
+        self._bases = [0]
+        self._last_flush_ms = now_ms
+        self.topic_id = topic_id
+        return self
+
     def _load(self, now_ms: int, recovery_point: int, log_start_offset: int, clean: bool) -> None:
         """Load segments and rebuild state.
 
@@ -280,7 +316,8 @@ class PartitionLog:
            over empty at the log start. Recovered segments are fsynced and the recovery
            point moves to the log end.
         6. Leader-epoch cache: the checkpoint, or a full header scan when missing/corrupt;
-           truncated to [log start, log end].
+           truncated to [log start, log end]; rewritten when that changed it or the file was
+           corrupt (a missing file whose scan finds no epoch stays missing).
         7. Producer state: the newest valid snapshot at or below the log end, then a header
            scan of the batches after it; snapshots above the log end are deleted; idle
            producers expire.
@@ -317,11 +354,13 @@ class PartitionLog:
         else:
             recover_from = max(bisect_right(self._bases, recovery_point) - 1, 0)
 
+        epoch_file_bad = False
         try:
             entries = read_epoch_checkpoint(fs, self.directory / LEADER_EPOCH_FILE)
         except CheckpointError as exc:
             log.warning("%s: %s; rebuilding the leader epoch cache", self.name, exc)
             entries = None
+            epoch_file_bad = True
         rebuild_epochs = entries is None
         self._epochs = LeaderEpochCache(entries)
         recovered: list[Segment] = []
@@ -395,7 +434,8 @@ class PartitionLog:
         self._scan_headers(scan_from, on_batch)
         self._epochs.truncate_from_end(self.log_end_offset)
         self._epochs.truncate_from_start(self.log_start_offset)
-        if self._epochs.changed or rebuild_epochs:
+        # a missing checkpoint rebuilt empty stays missing (a new partition has none)
+        if self._epochs.changed or epoch_file_bad:
             self._write_epoch_checkpoint()
         self._producers.remove_expired(now_ms, self.config.producer_id_expiration_ms)
         self._hw = self.log_end_offset
@@ -568,12 +608,14 @@ class PartitionLog:
             if not cfg.log_append_time:
                 self._check_timestamps(h, now_ms)
             if cfg.compact:
-                try:
-                    records = decode_records(buf, pos, max_decompressed_bytes=_DECODE_CAP)
+                try:  # streamed: no record objects, about 1 MiB of decompressed bytes
+                    check_records(buf, pos, require_keys=True, max_decompressed_bytes=_DECODE_CAP)
+                except NullKeyError:
+                    raise InvalidRecordError(
+                        "compacted topic cannot accept a record without key"
+                    ) from None
                 except InvalidBatch as exc:
                     raise InvalidRecordError(f"undecodable batch: {exc}") from None
-                if any(r.key is None for r in records):
-                    raise InvalidRecordError("compacted topic cannot accept a record without key")
             batches.append((pos, h))
             pos += h.size
         return batches

@@ -5,12 +5,20 @@
 go through data listeners (`add_data_listener`), which `replication.fetch_waiters` installs.
 
 Ordering, so that a crash at any point leaves a state `load` repairs:
-- create topic / partitions: create the logs, then record the topic in the store. A crash in
-  between leaves logs of an unknown topic, deleted by the next `load` as stray.
+- create topic / partitions: create every log in one batch (`LogManager.create_many`: all
+  directories and files, then one fsync per new directory and one per log dir), then record
+  the topic in the store (one fsynced rewrite). The store is the commit point: a crash
+  before it leaves logs of an unknown topic (or partitions beyond the recorded count),
+  deleted by the next `load` as stray, so a half-created topic is REMOVED at start, never
+  completed (its CreateTopics / CreatePartitions was not answered); a crash after it leaves
+  a complete topic. A failure (ENOSPC, EIO) deletes the logs the call created and answers
+  the error.
 - delete topic: remove it from the store, then delete the logs (same repair).
 - `load`: logs of a topic the store does not know are deleted, unless the store was created by
   this process (a missing store must never wipe data; those logs are left and logged). A
-  partition the store knows without a log (crash during create) gets an empty log.
+  partition the store knows without a log (lost by a power failure, or a crash during an
+  older create) gets an empty log, and a `partition.metadata` that is missing or does not
+  hold the store's topic id (it is written without fsync) is rewritten.
 
 Topic configs: `TopicInfo.configs` holds the explicit overrides; every other topic config
 takes the broker's synonym value or the default (`BrokerConfig.topic_defaults`). The
@@ -149,12 +157,18 @@ class ReplicaManager:
         self._partitions.clear()
         for info in self.topics.all():
             config = self.log_config(info.name)
+            min_isr = self._min_insync(info.name)
             parts = []
+            missing = [i for i in range(info.partitions) if self.logs.get(info.name, i) is None]
+            if missing:
+                log.warning("%s: creating %d missing partition log(s)", info.name, len(missing))
+                self.logs.create_many(info.name, missing, config, now_ms, info.topic_id)
             for index in range(info.partitions):
                 plog = self.logs.get(info.name, index)
-                if plog is None:
-                    plog = self.logs.create(info.name, index, config, now_ms, info.topic_id)
-                parts.append(self._new_partition(info, index, plog))
+                assert plog is not None
+                if self.logs.repair_topic_id(info.name, index, info.topic_id):
+                    log.warning("%s-%d: partition.metadata rewritten", info.name, index)
+                parts.append(self._new_partition(info, index, plog, min_isr))
             self._partitions[info.name] = parts
 
     def _log_config_for_loading(self, topic: str) -> LogConfig:
@@ -162,14 +176,17 @@ class ReplicaManager:
             return LogConfig.from_topic_configs(self.config.topic_defaults())
         return self.log_config(topic)
 
-    def _new_partition(self, info: TopicInfo, index: int, plog: PartitionLog) -> Partition:
+    def _new_partition(
+        self, info: TopicInfo, index: int, plog: PartitionLog, min_isr: int | None = None
+    ) -> Partition:
+        """`min_isr`: the topic's min.insync.replicas when the caller already has it."""
         return Partition(
             info.name,
             index,
             plog,
             node_id=self.node_id,
             topic_id=info.topic_id,
-            min_insync_replicas=self._min_insync(info.name),
+            min_insync_replicas=self._min_insync(info.name) if min_isr is None else min_isr,
         )
 
     # -- configs ------------------------------------------------------------------------------
@@ -281,22 +298,31 @@ class ReplicaManager:
         if validate_only:
             return info
         log_config = LogConfig.from_topic_configs({**self.config.topic_defaults(), **overrides})
-        created = []
+        created = self._create_logs(info, 0, num_partitions, log_config, now_ms)
+        min_isr = self._min_insync(name)
+        self._partitions[name] = [
+            self._new_partition(info, i, plog, min_isr) for i, plog in enumerate(created)
+        ]
+        return info
+
+    def _create_logs(
+        self, info: TopicInfo, first: int, count: int, log_config: LogConfig, now_ms: int
+    ) -> list[PartitionLog]:
+        """Logs `first` .. `count`-1 of the topic in one batch, then `info` into the store
+        (the commit point); on failure the new logs are deleted again and the error raised."""
+        created = self.logs.create_many(
+            info.name, range(first, count), log_config, now_ms, info.topic_id
+        )
         try:
-            for index in range(num_partitions):
-                created.append(self.logs.create(name, index, log_config, now_ms, topic_id))
             self.topics.put(info)
         except BaseException:
             for plog in created:
                 try:
-                    self.logs.delete(name, plog.partition)
+                    self.logs.delete(info.name, plog.partition)
                 except Exception:  # pragma: no cover - best effort rollback
-                    log.exception("rollback of %s-%d failed", name, plog.partition)
+                    log.exception("rollback of %s-%d failed", info.name, plog.partition)
             raise
-        self._partitions[name] = [
-            self._new_partition(info, i, plog) for i, plog in enumerate(created)
-        ]
-        return info
+        return created
 
     def _check_assignments(
         self, assignments: Mapping[int, list[int]], existing: int
@@ -379,30 +405,19 @@ class ReplicaManager:
                 )
         if validate_only:
             return
-        log_config = self.log_config(name)
-        created = []
-        try:
-            for index in range(info.partitions, count):
-                created.append(self.logs.create(name, index, log_config, now_ms, info.topic_id))
-            new_info = TopicInfo(
-                name=info.name,
-                topic_id=info.topic_id,
-                partitions=count,
-                replication_factor=info.replication_factor,
-                configs=info.configs,
-                is_internal=info.is_internal,
-            )
-            self.topics.put(new_info)
-        except BaseException:
-            for plog in created:
-                try:
-                    self.logs.delete(name, plog.partition)
-                except Exception:  # pragma: no cover - best effort rollback
-                    log.exception("rollback of %s-%d failed", name, plog.partition)
-            raise
+        new_info = TopicInfo(
+            name=info.name,
+            topic_id=info.topic_id,
+            partitions=count,
+            replication_factor=info.replication_factor,
+            configs=info.configs,
+            is_internal=info.is_internal,
+        )
+        created = self._create_logs(new_info, info.partitions, count, self.log_config(name), now_ms)
         parts = self._partitions.setdefault(name, [])
+        min_isr = self._min_insync(name)
         for plog in created:
-            parts.append(self._new_partition(new_info, plog.partition, plog))
+            parts.append(self._new_partition(new_info, plog.partition, plog, min_isr))
 
     def alter_topic_configs(
         self, name: str, configs: Mapping[str, str], *, validate_only: bool = False

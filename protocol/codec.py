@@ -1,6 +1,6 @@
 """Request decoding and response encoding (and the reverse, for clients and tests).
 
-    decode_request(frame) -> (RequestHeader, Container)
+    decode_request(frame, *, max_decoded_bytes=None) -> (RequestHeader, Container)
     encode_response(api_key, api_version, correlation_id, body) -> bytes (whole frame)
     encode_request(api_key, api_version, correlation_id, client_id, body) -> bytes (frame)
     decode_response(api_key, api_version, frame) -> (correlation_id, Container)
@@ -13,6 +13,13 @@ outside the schema's `VALID_VERSIONS` `UnsupportedVersion(header)` (for ApiVersi
 header is parsed as v2 for versions above ours, see `protocol.headers`). Nothing else
 escapes on bad bytes. A body that does not fit its schema when encoding raises
 `EncodeError` naming the field path.
+
+Decode budget: `max_decoded_bytes` bounds the estimated bytes of Python objects the body
+decodes into (None = unlimited: tools and tests). A frame of tiny structs decodes into ~100x
+its size, so the frame cap alone does not bound the memory of a request; over the budget,
+`RequestTooComplex` (a `MalformedRequest`) is raised at the array count that would exceed it,
+before its elements are created. The estimates are those of `protocol.primitives` ("Decode
+budget"); the Produce fast path charges the same amounts. Responses are decoded unlimited.
 
 Hot paths: Produce requests are decoded and Fetch and Metadata responses encoded by the
 hand-written `protocol.fastcodec` (Produce records come out as memoryviews of the frame instead
@@ -47,6 +54,7 @@ from protocol.headers import (
     parse_request_header,
     parse_response_header,
 )
+from protocol.primitives import MAX_CHARGE_PER_BYTE, DecodeBudget
 
 __all__ = [
     "decode_request",
@@ -73,11 +81,17 @@ _LENGTH = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
 _FETCH = int(ApiKey.FETCH)
 _METADATA = int(ApiKey.METADATA)
+#: api_key << 16 | version -> `MessageSpec.charge_per_byte` of the request (filled on use)
+_CHARGE_PER_BYTE: dict[int, int] = {}
 
 
-def _parse_body(schema: Any, data: bytes, offset: int) -> Container:
+def _parse_body(
+    schema: Any, data: bytes, offset: int, budget: DecodeBudget | None = None
+) -> Container:
     stream = io.BytesIO(data)
     stream.seek(offset)
+    if budget is not None:
+        stream.budget = budget  # type: ignore[attr-defined]  # read by the count readers
     try:
         return schema._parse(stream, None, "(parsing)")
     except ProtocolError:
@@ -108,21 +122,41 @@ def _build_frame(prefix: bytes, spec: Any, version: int, body: Any) -> bytes:
     return stream.getvalue()
 
 
-def decode_request(frame: bytes) -> tuple[RequestHeader, Container]:
-    """Parse a request frame (without length prefix) into its header and body."""
+def decode_request(
+    frame: bytes, *, max_decoded_bytes: int | None = None
+) -> tuple[RequestHeader, Container]:
+    """Parse a request frame (without length prefix) into its header and body.
+
+    `max_decoded_bytes`: the decode budget (None = unlimited); a body over it raises
+    `RequestTooComplex`.
+    """
     header, offset = parse_request_header(frame)
+    budget = None
+    if max_decoded_bytes is not None and len(frame) * MAX_CHARGE_PER_BYTE > max_decoded_bytes:
+        key = header.api_key << 16 | header.api_version
+        ratio = _CHARGE_PER_BYTE.get(key)
+        if ratio is None:
+            spec = schema_module(header.api_key).REQUEST
+            ratio = _CHARGE_PER_BYTE[key] = spec.charge_per_byte(header.api_version)
+        if (len(frame) - offset) * ratio > max_decoded_bytes:
+            # Only bodies that could exceed the budget carry one (see `charge_per_byte`).
+            budget = DecodeBudget(max_decoded_bytes)
     if header.api_key == _PRODUCE:
-        return header, decode_produce_request(frame, offset, header.api_version)
+        return header, decode_produce_request(frame, offset, header.api_version, budget)
     module = schema_module(header.api_key)
-    body = _parse_body(module.request_schema(header.api_version), frame, offset)
+    body = _parse_body(module.request_schema(header.api_version), frame, offset, budget)
     return header, body
 
 
-def decode_request_generic(frame: bytes) -> tuple[RequestHeader, Container]:
+def decode_request_generic(
+    frame: bytes, *, max_decoded_bytes: int | None = None
+) -> tuple[RequestHeader, Container]:
     """`decode_request` through the construct schemas only (tests, benchmarks)."""
     header, offset = parse_request_header(frame)
     module = schema_module(header.api_key)
-    return header, _parse_body(module.request_schema(header.api_version), frame, offset)
+    budget = None if max_decoded_bytes is None else DecodeBudget(max_decoded_bytes)
+    schema = module.request_schema(header.api_version)
+    return header, _parse_body(schema, frame, offset, budget)
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:

@@ -7,6 +7,10 @@ else (no `struct.error`, `IndexError`, `UnicodeDecodeError`, construct errors) e
 - `MalformedRequest` (alias `MalformedFrame`): the bytes do not follow the schema (short
   read, bad length, over-long varint, count larger than the bytes left). Invalid UTF-8 is
   not an error: like Kafka (Java's decoder), it is replaced with U+FFFD.
+- `RequestTooComplex` (a `MalformedRequest`): decoding the body would create more Python
+  objects than the decode budget allows (`protocol.primitives.DecodeBudget`); raised at the
+  array count, before the objects exist. Kafka answers an undecodable request by closing the
+  connection, and so does the broker.
 - `UnknownApiKey`: the request header names an API key we have no schema for.
 - `UnsupportedVersion`: the API is known but the version is outside `VALID_VERSIONS`;
   carries the parsed `header` so the caller can answer ApiVersions with a v0
@@ -33,6 +37,18 @@ class MalformedRequest(ProtocolError):
 
 
 MalformedFrame = MalformedRequest
+
+
+class RequestTooComplex(MalformedRequest):
+    """Decoding would cost more memory (estimated Python objects) than the decode budget."""
+
+    def __init__(self, charged: int, limit: int) -> None:
+        super().__init__(
+            f"decoding needs more than the budget of {limit} bytes of objects "
+            f"(estimate {charged} bytes so far)"
+        )
+        self.charged = charged
+        self.limit = limit
 
 
 class UnknownApiKey(ProtocolError):

@@ -1,6 +1,6 @@
 """Hand-written `struct` codecs for the hottest messages, equal to the construct schemas.
 
-    decode_produce_request(frame, offset, version) -> Container
+    decode_produce_request(frame, offset, version, budget=None) -> Container
     encode_fetch_response(version, correlation_id, body) -> bytes | None
     encode_metadata_response(version, correlation_id, body) -> bytes | None
 
@@ -34,6 +34,13 @@ against the bytes left (each element needs at least its minimum size), null for 
 non-nullable string or array, compact strings above 32767 bytes, varints above 5 bytes.
 Invalid UTF-8 is replaced with U+FFFD. Trailing bytes are ignored.
 
+Decode budget (`budget`, a `protocol.primitives.DecodeBudget`, None = unlimited): charged
+exactly what the construct schema charges, at the same points and in the same order -- each
+topic and partition array count (after its bytes-left check) the schema's per-element
+estimate (`KArray.element_charge` of the ProduceRequest construct of that version), each
+tagged-field section `TAG_COST` per tag -- so both raise `RequestTooComplex` for the same
+bodies and budgets.
+
 Fetch response, versions 4-18: the fast path covers bodies whose keys are the fields below
 (any may be missing: the schema's default is used). Any other key (diverging_epoch,
 current_leader, snapshot_id, node_endpoints: tagged fields) or a value the fast path cannot
@@ -65,6 +72,7 @@ from typing import Any
 from construct import Container
 
 from protocol.exceptions import MalformedRequest
+from protocol.primitives import TAG_COST, DecodeBudget
 
 __all__ = ["decode_produce_request", "encode_fetch_response", "encode_metadata_response"]
 
@@ -110,8 +118,17 @@ def _need(pos: int, n: int, end: int) -> None:
         raise MalformedRequest(f"needed {n} bytes, {max(end - pos, 0)} left")
 
 
-def _count(buf: Any, pos: int, end: int, flexible: bool, unit: int) -> tuple[int, int]:
-    """A non-nullable array count whose elements need >= `unit` bytes each."""
+def _count(
+    buf: Any,
+    pos: int,
+    end: int,
+    flexible: bool,
+    unit: int,
+    budget: DecodeBudget | None,
+    cost: int,
+) -> tuple[int, int]:
+    """A non-nullable array count whose elements need >= `unit` bytes each; charges
+    `n * cost` to `budget`."""
     if flexible:
         n, pos = _uvarint(buf, pos, end)
         n -= 1
@@ -125,6 +142,8 @@ def _count(buf: Any, pos: int, end: int, flexible: bool, unit: int) -> tuple[int
         raise MalformedRequest(
             f"array of {n} elements of >= {unit} bytes with only {end - pos} bytes left"
         )
+    if n > 0 and budget is not None:
+        budget.charge(n * cost)
     return n, pos
 
 
@@ -152,11 +171,14 @@ def _string(buf: Any, pos: int, end: int, flexible: bool, nullable: bool) -> tup
     return bytes(buf[pos : pos + n]).decode("utf-8", "replace"), pos + n
 
 
-def _skip_tags(buf: Any, pos: int, end: int) -> int:
+def _skip_tags(buf: Any, pos: int, end: int, budget: DecodeBudget | None) -> int:
     """Skip a tagged-field section (no tagged field is known in a Produce request)."""
     n, pos = _uvarint(buf, pos, end)
-    if n and n > end - pos:
-        raise MalformedRequest(f"{n} tagged fields with only {end - pos} bytes left")
+    if n:
+        if n > end - pos:
+            raise MalformedRequest(f"{n} tagged fields with only {end - pos} bytes left")
+        if budget is not None:
+            budget.charge(n * TAG_COST)
     for _ in range(n):
         _tag, pos = _uvarint(buf, pos, end)
         size, pos = _uvarint(buf, pos, end)
@@ -165,22 +187,44 @@ def _skip_tags(buf: Any, pos: int, end: int) -> int:
     return pos
 
 
-def decode_produce_request(frame: bytes | bytearray, offset: int, version: int) -> Container:
+_charges: dict[int, tuple[int, int]] = {}
+
+
+def _element_charges(version: int) -> tuple[int, int]:
+    """(per topic, per partition) charges of the ProduceRequest construct of `version`."""
+    charges = _charges.get(version)
+    if charges is None:
+        from protocol.messages import produce  # the schema module imports this one's peers
+
+        top = produce.REQUEST.interpreted(version)
+        topics = dict((i.name, c) for i, c in top.regular)["topic_data"]
+        parts = dict((i.name, c) for i, c in topics.element.regular)["partition_data"]
+        charges = _charges[version] = (topics.element_charge, parts.element_charge)
+    return charges
+
+
+def decode_produce_request(
+    frame: bytes | bytearray, offset: int, version: int, budget: DecodeBudget | None = None
+) -> Container:
     """The body of a Produce request (versions 3-13) starting at `offset` of `frame`.
 
-    Raises MalformedRequest for bytes construct would reject. `records` are memoryviews of
-    `frame` (None when null).
+    Raises MalformedRequest for bytes construct would reject, RequestTooComplex when the
+    construct schema would exceed `budget` too. `records` are memoryviews of `frame` (None
+    when null).
     """
     try:
-        return _decode_produce(frame, offset, version)
+        return _decode_produce(frame, offset, version, budget)
     except MalformedRequest:
         raise
     except (struct.error, ValueError, IndexError, TypeError, OverflowError) as exc:
         raise MalformedRequest(f"undecodable body: {exc!r}") from exc
 
 
-def _decode_produce(frame: bytes | bytearray, pos: int, version: int) -> Container:
+def _decode_produce(
+    frame: bytes | bytearray, pos: int, version: int, budget: DecodeBudget | None
+) -> Container:
     flexible = version >= PRODUCE_FLEXIBLE_MIN
+    topic_cost, part_cost = _element_charges(version) if budget is not None else (0, 0)
     by_id = version >= PRODUCE_TOPIC_ID_MIN
     view = memoryview(frame)
     end = len(frame)
@@ -196,7 +240,7 @@ def _decode_produce(frame: bytes | bytearray, pos: int, version: int) -> Contain
     else:
         topic_unit = 2 + 4
         part_unit = 4 + 4
-    n_topics, pos = _count(buf, pos, end, flexible, topic_unit)
+    n_topics, pos = _count(buf, pos, end, flexible, topic_unit, budget, topic_cost)
     topic_data = []
     for _ in range(n_topics):
         if by_id:
@@ -206,7 +250,7 @@ def _decode_produce(frame: bytes | bytearray, pos: int, version: int) -> Contain
         else:
             name, pos = _string(buf, pos, end, flexible, False)
             topic = Container(name=name)
-        n_parts, pos = _count(buf, pos, end, flexible, part_unit)
+        n_parts, pos = _count(buf, pos, end, flexible, part_unit, budget, part_cost)
         partition_data = []
         for _ in range(n_parts):
             _need(pos, 4, end)
@@ -229,14 +273,14 @@ def _decode_produce(frame: bytes | bytearray, pos: int, version: int) -> Contain
                 records = view[pos : pos + size]
                 pos += size
             if flexible:
-                pos = _skip_tags(buf, pos, end)
+                pos = _skip_tags(buf, pos, end, budget)
             partition_data.append(Container(index=index, records=records))
         topic["partition_data"] = partition_data
         if flexible:
-            pos = _skip_tags(buf, pos, end)
+            pos = _skip_tags(buf, pos, end, budget)
         topic_data.append(topic)
     if flexible:
-        pos = _skip_tags(buf, pos, end)
+        pos = _skip_tags(buf, pos, end, budget)
     return Container(
         transactional_id=transactional_id,
         acks=acks,

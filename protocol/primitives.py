@@ -34,6 +34,32 @@ array counts are compared with `remaining`), varints longer than 5 bytes are rej
 every decode failure raises `MalformedRequest` (the codec turns stray `struct.error` /
 `ValueError` of the compiled path into it too).
 
+Decode budget (memory per request): a frame of tiny structs decodes into ~100x its size in
+Python objects (a Container per 2-6 wire bytes), so the frame cap alone does not bound memory.
+`protocol.codec._parse_body` puts a `DecodeBudget` on the stream (`stream.budget`; absent =
+unlimited) and every array count charges an *estimate* of what its elements will create,
+before they exist (`_check_count`, after the count-vs-bytes-left check); going over the limit
+raises `RequestTooComplex` (a `MalformedRequest`). Estimates (`KafkaConstruct.mem_cost`,
+computed once from `sys.getsizeof`, rounded up to pymalloc's 8 bytes):
+
+- array element, charged at the count: a list slot (9: 8 bytes, over-allocated by 1/8) plus
+  the element's `mem_cost`. Fixed-width elements are read with one `struct.unpack`, whose
+  tuple (8) and input bytes (the width) live until the list is built: charged too.
+- int8/int16/uint16 28 -> 32, int32 32, int64 40, float64 24, bool 0 (singletons); uuid: the
+  UUID object and its 128-bit int; string: the header of the widest str kind (80; an ASCII
+  string of <= 31 bytes fits in it); bytes: the bytes header (40); records: a memoryview (184,
+  what the Produce fast path yields). Payloads beyond the header are bounded by the frame.
+- struct: its Container (getsizeof for its field count, tagged fields included) plus its
+  scalar fields, nested structs, tagged fields' values and a list header (56) per array field
+  (whose elements charge at their own count).
+- arrays of strings/bytes: the count charges the slots only; each non-empty string/bytes then
+  charges its header as it is read (empty ones are shared singletons: a count of empty strings
+  costs 9 bytes each, and charging 80 for them would refuse honest requests ~10x too early).
+- tagged-field sections: every tag (known or not) charges a tuple, a bytes and an int (128)
+  at the section's count. Kafka keeps unknown tags (RawTaggedField); we drop them as soon as
+  read, so this over-charges, but only a hostile client sends many tags. Known tags are parsed
+  from a sub-stream carrying the same budget (`rt_substream`).
+
 Compilation: each construct implements construct's `_emitparse`/`_emitbuild`, so
 `schema.compile()` yields straight-line Python (consecutive fixed-width fields are read
 and written with one `struct` call). `MessageSpec.schema` compiles, checks the compiled
@@ -45,17 +71,21 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from construct import Construct, Container
 
-from protocol.exceptions import EncodeError, MalformedRequest
+from protocol.exceptions import EncodeError, MalformedRequest, RequestTooComplex
 
 __all__ = [
+    "MAX_CHARGE_PER_BYTE",
     "MISSING",
     "NIL_UUID",
+    "TAG_COST",
+    "DecodeBudget",
     "Field",
     "FieldInfo",
     "MessageSpec",
@@ -108,6 +138,73 @@ _S_INT16 = struct.Struct(">h")
 _S_INT32 = struct.Struct(">i")
 _UVARINT_SMALL = [bytes((i,)) for i in range(128)]
 _EMPTY_DICT: dict[str, Any] = {}
+
+
+# --------------------------------------------------------------------------------------
+# decode budget: estimated Python memory of parsed values (see the module docstring)
+# --------------------------------------------------------------------------------------
+
+
+def _mem(obj: object) -> int:
+    """`sys.getsizeof` rounded up to pymalloc's 8-byte granularity."""
+    return (sys.getsizeof(obj) + 7) & ~7
+
+
+SLOT_COST = 9  # a list slot, over-allocated by 1/8 as a list comprehension grows
+TUPLE_SLOT_COST = 8  # struct.unpack's tuple, alive while a fixed-width array is built
+LIST_COST = _mem([])
+FIXED_COSTS: dict[str, int] = {
+    "b": _mem(-(2**7)),
+    "h": _mem(-(2**15)),
+    "H": _mem(2**16 - 1),
+    "i": _mem(-(2**31)),
+    "q": _mem(-(2**63)),
+    "d": _mem(1.5),
+    "?": 0,
+}
+UUID_COST = _mem(uuid.UUID(int=2**128 - 1)) + _mem(2**128 - 1)
+STRING_COST = max(_mem("\U00010000"), _mem("a" * 31))
+BYTES_COST = _mem(b"x")
+RECORDS_COST = max(BYTES_COST, _mem(memoryview(b"x")))
+TAG_COST = _mem((1, b"")) + BYTES_COST + _mem(2**31 - 1)
+_CONTAINER_COSTS: dict[int, int] = {}
+
+
+def container_cost(fields: int) -> int:
+    """Memory of a Container holding `fields` keys."""
+    cost = _CONTAINER_COSTS.get(fields)
+    if cost is None:
+        obj = Container()
+        for i in range(fields):
+            obj[f"f{i}"] = None
+        cost = _CONTAINER_COSTS[fields] = _mem(obj)
+    return cost
+
+
+class DecodeBudget:
+    """Bytes of Python objects one decode may create (estimated); `charged` so far.
+
+    `charge(n)` raises `RequestTooComplex` once the total exceeds `limit`.
+    """
+
+    __slots__ = ("charged", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.charged = 0
+
+    def charge(self, amount: int) -> None:
+        self.charged += amount
+        if self.charged > self.limit:
+            raise RequestTooComplex(self.charged, self.limit)
+
+    def blob(self, value: Any) -> Any:
+        """Charge one string/bytes element of an array (after it is read); returns it."""
+        if value:
+            self.charged += STRING_COST if isinstance(value, str) else BYTES_COST
+            if self.charged > self.limit:
+                raise RequestTooComplex(self.charged, self.limit)
+        return value
 
 
 # --------------------------------------------------------------------------------------
@@ -382,43 +479,48 @@ def rt_cnbytes(stream: Any) -> bytes | None:
     return read_exact(stream, n)
 
 
-def _check_count(stream: Any, n: int, unit: int) -> int:
-    """`n` elements of at least `unit` (>= 1) bytes each must fit in the bytes left."""
-    if n > 0 and n * unit > remaining(stream):
-        raise MalformedRequest(
-            f"array of {n} elements of >= {unit} bytes with only {remaining(stream)} bytes left"
-        )
+def _check_count(stream: Any, n: int, unit: int, cost: int) -> int:
+    """`n` elements of at least `unit` (>= 1) bytes each must fit in the bytes left; then
+    `n * cost` (estimated bytes of objects) is charged to the stream's budget, if any."""
+    if n > 0:
+        if n * unit > remaining(stream):
+            raise MalformedRequest(
+                f"array of {n} elements of >= {unit} bytes with only {remaining(stream)} bytes left"
+            )
+        budget = getattr(stream, "budget", None)
+        if budget is not None:
+            budget.charge(n * cost)
     return n
 
 
-def rt_count(stream: Any, unit: int = 1) -> int:
+def rt_count(stream: Any, unit: int = 1, cost: int = 0) -> int:
     n = _S_INT32.unpack(read_exact(stream, 4))[0]
     if n < 0:
         raise MalformedRequest("null for a non-nullable array")
-    return _check_count(stream, n, unit)
+    return _check_count(stream, n, unit, cost)
 
 
-def rt_ncount(stream: Any, unit: int = 1) -> int | None:
+def rt_ncount(stream: Any, unit: int = 1, cost: int = 0) -> int | None:
     n = _S_INT32.unpack(read_exact(stream, 4))[0]
     if n < 0:
         if n != -1:
             raise MalformedRequest(f"negative array count {n}")
         return None
-    return _check_count(stream, n, unit)
+    return _check_count(stream, n, unit, cost)
 
 
-def rt_ccount(stream: Any, unit: int = 1) -> int:
+def rt_ccount(stream: Any, unit: int = 1, cost: int = 0) -> int:
     n = read_uvarint(stream) - 1
     if n < 0:
         raise MalformedRequest("null for a non-nullable array")
-    return _check_count(stream, n, unit)
+    return _check_count(stream, n, unit, cost)
 
 
-def rt_cncount(stream: Any, unit: int = 1) -> int | None:
+def rt_cncount(stream: Any, unit: int = 1, cost: int = 0) -> int | None:
     n = read_uvarint(stream) - 1
     if n < 0:
         return None
-    return _check_count(stream, n, unit)
+    return _check_count(stream, n, unit, cost)
 
 
 def rt_uuid(stream: Any) -> uuid.UUID:
@@ -438,10 +540,24 @@ def rt_read_tag(stream: Any) -> tuple[int, bytes]:
 
 
 def rt_tag_count(stream: Any) -> int:
+    """The count of a tagged-field section (each tag charges `TAG_COST` to the budget)."""
     n = read_uvarint(stream)
-    if n and n > remaining(stream):
-        raise MalformedRequest(f"{n} tagged fields with only {remaining(stream)} bytes left")
+    if n:
+        if n > remaining(stream):
+            raise MalformedRequest(f"{n} tagged fields with only {remaining(stream)} bytes left")
+        budget = getattr(stream, "budget", None)
+        if budget is not None:
+            budget.charge(n * TAG_COST)
     return n
+
+
+def rt_substream(stream: Any, data: bytes) -> io.BytesIO:
+    """A stream over a known tagged field's `data`, charging the same budget as `stream`."""
+    sub = io.BytesIO(data)
+    budget = getattr(stream, "budget", None)
+    if budget is not None:
+        sub.budget = budget  # type: ignore[attr-defined]
+    return sub
 
 
 def rt_w_tags(stream: Any, tags: list[tuple[int, bytes]]) -> None:
@@ -622,6 +738,7 @@ _RT_IMPORT = (
                 "rt_w_struct_marker",
                 "rt_read_tag",
                 "rt_tag_count",
+                "rt_substream",
                 "rt_w_tags",
                 "read_exact",
             }
@@ -673,10 +790,13 @@ def _emit_struct_fmt(code: Any, fmt: str) -> str:
 class KafkaConstruct(Construct):
     """Base: `read_expr`/`write_stmts` drive compilation, `_parse`/`_build` interpret.
 
-    `min_size` is the fewest bytes one value occupies (used to bound array counts).
+    `min_size` is the fewest bytes one value occupies (used to bound array counts);
+    `mem_cost` the estimated bytes of Python objects one parsed value holds, arrays' elements
+    excluded (they are charged at their count; see "Decode budget" above).
     """
 
     min_size = 1
+    mem_cost = 0
 
     def read_expr(self, code: Any) -> str:
         """A Python expression reading one value from `io`."""
@@ -710,6 +830,7 @@ class KFixed(KafkaConstruct):
         self.fmt = fmt
         self.packer = struct.Struct(">" + fmt)
         self.min_size = self.packer.size
+        self.mem_cost = FIXED_COSTS[fmt]
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
         return self.packer.unpack(read_exact(stream, self.packer.size))[0]
@@ -734,6 +855,7 @@ class KUuid(KafkaConstruct):
     """16-byte UUID <-> `uuid.UUID`."""
 
     min_size = 16
+    mem_cost = UUID_COST
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
         return rt_uuid(stream)
@@ -754,10 +876,14 @@ class KUuid(KafkaConstruct):
 class KBlob(KafkaConstruct):
     """String (`kind="string"`) or bytes/records (`kind="bytes"`), compact or not."""
 
-    def __init__(self, kind: str, compact: bool, nullable: bool) -> None:
+    def __init__(self, kind: str, compact: bool, nullable: bool, records: bool = False) -> None:
         super().__init__()
         key = (kind, compact, nullable)
         self.min_size = 1 if compact else (2 if kind == "string" else 4)
+        if records:
+            self.mem_cost = RECORDS_COST
+        else:
+            self.mem_cost = STRING_COST if kind == "string" else BYTES_COST
         self.reader = _READERS[key]
         self.writer = _WRITERS[key]
 
@@ -785,14 +911,28 @@ class KArray(KafkaConstruct):
         self.element = element
         self.nullable = nullable
         self.min_size = 1 if compact else 4
+        self.mem_cost = LIST_COST
         self.count_reader = _COUNT_READERS[(compact, nullable)]
         self.count_writer = _COUNT_WRITERS[(compact, nullable)]
 
+    @property
+    def element_charge(self) -> int:
+        """Bytes charged per element at the count (strings/bytes add theirs when read)."""
+        element = self.element
+        if isinstance(element, KFixed):
+            return SLOT_COST + TUPLE_SLOT_COST + element.packer.size + element.mem_cost
+        if isinstance(element, KBlob):
+            return SLOT_COST
+        return SLOT_COST + element.mem_cost
+
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
-        n = self.count_reader(stream, max(self.element.min_size, 1))
+        n = self.count_reader(stream, max(self.element.min_size, 1), self.element_charge)
         if n is None:
             return None
         parse = self.element._parse
+        budget = getattr(stream, "budget", None)
+        if budget is not None and isinstance(self.element, KBlob):
+            return [budget.blob(parse(stream, context, path)) for _ in range(n)]
         return [parse(stream, context, path) for _ in range(n)]
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
@@ -810,7 +950,8 @@ class KArray(KafkaConstruct):
         name, new = _emit_name(code, self, "ka")
         if new:
             unit = max(self.element.min_size, 1)
-            lines = [f"def {name}(io):", f"    n = {self.count_reader.__name__}(io, {unit})"]
+            reader = self.count_reader.__name__
+            lines = [f"def {name}(io):", f"    n = {reader}(io, {unit}, {self.element_charge})"]
             if self.nullable:
                 lines.append("    if n is None:\n        return None")
             if isinstance(self.element, KFixed):
@@ -819,6 +960,12 @@ class KArray(KafkaConstruct):
                 lines.append(
                     f"    return list(struct.unpack('>%d{fmt}' % n, read_exact(io, n * {size})))"
                 )
+            elif isinstance(self.element, KBlob):
+                elem = self.element.read_expr(code)
+                lines.append("    budget = getattr(io, 'budget', None)")
+                lines.append("    if budget is not None:")
+                lines.append(f"        return [budget.blob({elem}) for _ in range(n)]")
+                lines.append(f"    return [{elem} for _ in range(n)]")
             else:
                 lines.append(f"    return [{self.element.read_expr(code)} for _ in range(n)]")
             code.append("\n".join(lines) + "\n")
@@ -846,6 +993,7 @@ class KNullableStruct(KafkaConstruct):
     def __init__(self, struct_: KStruct) -> None:
         super().__init__()
         self.struct = struct_
+        self.mem_cost = struct_.mem_cost
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
         if not rt_struct_present(stream):
@@ -928,6 +1076,8 @@ class KStruct(KafkaConstruct):
         tagged.sort(key=lambda ic: ic[0].tag)  # type: ignore[arg-type, return-value]
         self.tagged = tagged
         self.tag_map = {i.tag: (i, c) for i, c in tagged}
+        self.all_subcons = tuple(subcons)
+        self.mem_cost = container_cost(len(self.infos)) + sum(c.mem_cost for c in subcons)
         # bytes of each tagged field's default: a value encoding the same is not written
         self.tag_default_bytes = {i.tag: c.build(_build_default(i)) for i, c in tagged}
 
@@ -945,7 +1095,7 @@ class KStruct(KafkaConstruct):
                 known = self.tag_map.get(tag)
                 if known is not None:
                     info, sub = known
-                    obj[info.name] = sub._parse(io.BytesIO(data), context, path)
+                    obj[info.name] = sub._parse(rt_substream(stream, data), context, path)
         return obj
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
@@ -1019,7 +1169,7 @@ class KStruct(KafkaConstruct):
             for k, (tag, tname) in enumerate(tag_fns.items()):
                 kw = "if" if k == 0 else "elif"
                 lines.append(f"        {kw} tag == {tag}:")
-                lines.append(f"            t{tag} = {tname}(BytesIO(data))")
+                lines.append(f"            t{tag} = {tname}(rt_substream(io, data))")
             for info, _ in self.tagged:
                 if info.kind in ("array", "struct") and info.default is not None:
                     fresh = _fresh_default_expr(info)
@@ -1080,6 +1230,36 @@ class KStruct(KafkaConstruct):
         return "\n".join(lines) + "\n"
 
 
+#: Above `MessageSpec.charge_per_byte` of every request schema (a test checks it; 141 is the
+#: highest, Metadata v4's empty topic names): frames shorter than budget / this skip the budget
+#: without looking their schema up.
+MAX_CHARGE_PER_BYTE = 256
+
+
+def max_charge_per_byte(con: KafkaConstruct) -> int:
+    """An upper bound of the budget a value of `con` charges per wire byte (rounded up).
+
+    Every charge is for elements (or tags) whose minimal bytes are counted at the charge and
+    are disjoint from other elements' minimal bytes, so a body of `b` bytes charges at most
+    `b * max_charge_per_byte`: when that fits in the budget, the codec skips the budget.
+    """
+    if isinstance(con, KArray):
+        element = con.element
+        unit = max(element.min_size, 1)
+        per = con.element_charge
+        if isinstance(element, KBlob):
+            per += max(STRING_COST, BYTES_COST)
+        return max(-(-per // unit), max_charge_per_byte(element))
+    if isinstance(con, KNullableStruct):
+        return max_charge_per_byte(con.struct)
+    if isinstance(con, KStruct):
+        ratios = [max_charge_per_byte(c) for c in con.all_subcons]
+        if con.flexible:
+            ratios.append(-(-TAG_COST // 2))  # a tag takes >= 2 bytes (tag, size)
+        return max(ratios, default=0)
+    return 0
+
+
 # --------------------------------------------------------------------------------------
 # schema construction
 # --------------------------------------------------------------------------------------
@@ -1109,7 +1289,7 @@ def _scalar(kind: str, flexible: bool, nullable: bool) -> KafkaConstruct:
     if kind == "string":
         return KBlob("string", flexible, nullable)
     # bytes and records (records are opaque bytes here)
-    return KBlob("bytes", flexible, nullable)
+    return KBlob("bytes", flexible, nullable, records=kind == "records")
 
 
 def build_struct(infos: Sequence[FieldInfo], flexible: bool) -> KStruct:
@@ -1133,6 +1313,7 @@ class MessageSpec:
         self._fields: dict[int, tuple[FieldInfo, ...]] = {}
         self._schemas: dict[int, Any] = {}
         self._interpreted: dict[int, KStruct] = {}
+        self._charge_ratios: dict[int, int] = {}
         self.compile_failures: dict[int, str] = {}
 
     def _check(self, version: int) -> None:
@@ -1158,6 +1339,13 @@ class MessageSpec:
         if cached is None:
             cached = build_struct(self.fields(version), self.is_flexible(version))
             self._interpreted[version] = cached
+        return cached
+
+    def charge_per_byte(self, version: int) -> int:
+        """`max_charge_per_byte` of `version`'s construct (cached)."""
+        cached = self._charge_ratios.get(version)
+        if cached is None:
+            cached = self._charge_ratios[version] = max_charge_per_byte(self.interpreted(version))
         return cached
 
     def schema(self, version: int) -> Any:

@@ -28,7 +28,10 @@ Pieces (importable; the tests use them):
 
 `memory_figures(broker, frame_bytes)`
     tracemalloc peak of serving one hostile frame of about `frame_bytes` bytes (its share of
-    the process's allocations, the frame itself excluded), per kind of hostile frame.
+    the process's allocations, the frame itself excluded), per kind of hostile frame, and
+    whether it was answered. Frames of tiny structs (`TINY_STRUCT_KINDS`) are bounded by the
+    decode budget, `max(socket.request.max.bytes, 16 MiB)` of estimated objects: under it they
+    are served, over it refused (connection closed) at the array count that crosses it.
 
 Bombs go to a compacted topic: that is where the broker decodes (decompresses) records on
 Produce; elsewhere batches are stored as produced.
@@ -70,13 +73,14 @@ from protocol import codec  # noqa: E402
 from protocol.api import ApiKey  # noqa: E402
 from protocol.crc32c import crc32c  # noqa: E402
 from protocol.exceptions import ProtocolError  # noqa: E402
+from protocol.fastcodec import decode_produce_request  # noqa: E402
 from protocol.headers import parse_request_header  # noqa: E402
 from protocol.messages import API_MODULES  # noqa: E402
-from protocol.primitives import FieldInfo  # noqa: E402
+from protocol.primitives import DecodeBudget, FieldInfo  # noqa: E402
 from protocol.records import build_batch  # noqa: E402
 from wirebroker.broker import Broker  # noqa: E402
 from wirebroker.config import BrokerConfig  # noqa: E402
-from wirebroker.net.connection import Connection  # noqa: E402
+from wirebroker.net.connection import Connection, decode_budget  # noqa: E402
 
 #: Every (api key, version) the protocol package knows, served or not.
 REQUEST_VERSIONS: list[tuple[int, int]] = [
@@ -96,6 +100,15 @@ KNOWN_TOPICS = (PLAIN_TOPIC, COMPACT_TOPIC, "__consumer_offsets", "missing-topic
 
 #: The decompression cap of the log layer (wirebroker.log.partition_log._DECODE_CAP).
 DECODE_CAP = 64 * 1024 * 1024
+
+#: Hostile frames made of tiny structs (a Python object per 2-6 wire bytes): bounded by the
+#: decode budget (`wirebroker.net.connection.decode_budget`), refused past it.
+TINY_STRUCT_KINDS = (
+    "Metadata, array of empty topic names",
+    "Produce, array of partitions with null records",
+    "Produce, topics of 1000 partitions with null records",
+)
+NESTED_KIND = TINY_STRUCT_KINDS[2]
 
 
 # -- the in-process broker ----------------------------------------------------------------
@@ -739,26 +752,7 @@ def memory_frames(frame_bytes: int) -> dict[str, bytes]:
     frames["Produce, garbage records (plain topic)"] = produce_request(
         PLAIN_TOPIC, rng.randbytes(budget)
     )
-    # Metadata v4: topics array of empty names: 2 wire bytes -> one parsed struct each.
-    n = budget // 2
-    frames["Metadata, array of empty topic names"] = reframe(
-        request_header(ApiKey.METADATA, 4) + struct.pack(">i", n) + b"\x00\x00" * n + b"\x00"
-    )
-    # Produce v9 (flexible): many partitions with null records: ~6 wire bytes each.
-    n = budget // 6
-    body = (
-        b"\x00"  # transactional id: null (compact nullable string)
-        + struct.pack(">hi", -1, 5000)
-        + b"\x02"  # one topic
-        + b"\x02t"  # name "t"
-        + _uvarint(n + 1)
-        + (struct.pack(">i", 0) + b"\x00" + b"\x00") * n  # index, null records, no tags
-        + b"\x00"  # topic tags
-        + b"\x00"  # request tags
-    )
-    frames["Produce, array of partitions with null records"] = reframe(
-        request_header(ApiKey.PRODUCE, 9) + body
-    )
+    frames.update(tiny_struct_frames(frame_bytes))
     # A valid batch of many tiny keyed records, uncompressed, to the compacted topic.
     count = budget // 10
     frames["Produce to compacted topic, many tiny records"] = produce_request(
@@ -773,6 +767,67 @@ def memory_frames(frame_bytes: int) -> dict[str, bytes]:
     frames["Produce to compacted topic, gzip bomb (64 MiB + 1 MiB of zeros)"] = bomb_request(1)
     frames["Produce to compacted topic, zstd bomb"] = bomb_request(4)
     frames["Produce to compacted topic, lz4 bomb"] = bomb_request(3)
+    return frames
+
+
+def tiny_struct_frames(frame_bytes: int) -> dict[str, bytes]:
+    """The `TINY_STRUCT_KINDS` frames (size prefix included) of about `frame_bytes` bytes."""
+    budget = frame_bytes - 200
+    frames: dict[str, bytes] = {}
+    # Metadata v4: topics array of empty names: 2 wire bytes -> one parsed struct each.
+    n = budget // 2
+    frames[TINY_STRUCT_KINDS[0]] = reframe(
+        request_header(ApiKey.METADATA, 4) + struct.pack(">i", n) + b"\x00\x00" * n + b"\x00"
+    )
+    # Produce v9 (flexible): many partitions with null records: ~6 wire bytes each.
+    n = budget // 6
+    body = (
+        b"\x00"  # transactional id: null (compact nullable string)
+        + struct.pack(">hi", -1, 5000)
+        + b"\x02"  # one topic
+        + b"\x02t"  # name "t"
+        + _uvarint(n + 1)
+        + (struct.pack(">i", 0) + b"\x00" + b"\x00") * n  # index, null records, no tags
+        + b"\x00"  # topic tags
+        + b"\x00"  # request tags
+    )
+    frames[TINY_STRUCT_KINDS[1]] = reframe(request_header(ApiKey.PRODUCE, 9) + body)
+    # The same partitions split into topics of 1000: each count charges the decode budget
+    # on its own, so an over-budget frame is refused part-way, after allocating ~the budget.
+    per_topic = 1000
+    part = struct.pack(">i", 1000) + b"\x00\x00"  # index (not a cached int), null records, tags
+    topic = b"\x02t" + _uvarint(per_topic + 1) + part * per_topic + b"\x00"
+    n = max(budget // len(topic), 1)
+    body = b"\x00" + struct.pack(">hi", -1, 5000) + _uvarint(n + 1) + topic * n + b"\x00"
+    frames[NESTED_KIND] = reframe(request_header(ApiKey.PRODUCE, 9) + body)
+    return frames
+
+
+def decode_charge(frame: bytes) -> int:
+    """The decode budget the body of a request `frame` (size prefix included) charges."""
+    header, offset = parse_request_header(frame[4:])
+    budget = DecodeBudget(1 << 62)
+    if int(header.api_key) == ApiKey.PRODUCE:
+        decode_produce_request(frame[4:], offset, header.api_version, budget)
+    else:
+        schema = API_MODULES[int(header.api_key)].request_schema(header.api_version)
+        codec._parse_body(schema, frame[4:], offset, budget)
+    return budget.charged
+
+
+def tiny_struct_frames_under(budget: int) -> dict[str, bytes]:
+    """`TINY_STRUCT_KINDS` frames whose decode charges 90-97% of `budget`: the worst ones
+    a broker with that decode budget serves."""
+    frames = {}
+    for kind in TINY_STRUCT_KINDS:
+        size = 256 * 1024 * budget // decode_charge(tiny_struct_frames(256 * 1024)[kind])
+        frame = tiny_struct_frames(size)[kind]
+        while decode_charge(frame) > 0.97 * budget:
+            size = int(size * 0.98)
+            frame = tiny_struct_frames(size)[kind]
+        if decode_charge(frame) < 0.9 * budget:
+            raise RuntimeError(f"{kind}: no frame charging 90-97% of {budget}")
+        frames[kind] = frame
     return frames
 
 
@@ -832,10 +887,18 @@ def measure_memory(broker: InProcessBroker, frame: bytes, kind: str) -> MemoryFi
 
 def memory_figures(broker: InProcessBroker, frame_bytes: int) -> list[MemoryFigure]:
     """Peak per hostile frame kind, after a warm-up with small frames of every kind (so the
-    first request's one-time costs, schema caches and the like, are not counted)."""
+    first request's one-time costs, schema caches and the like, are not counted); then the
+    tiny-struct kinds again, sized just under the broker's decode budget (`UNDER_BUDGET`)."""
     for frame in memory_frames(64 * 1024).values():
         broker.exchange(frame, timeout=120)
-    return [measure_memory(broker, f, k) for k, f in memory_frames(frame_bytes).items()]
+    figures = [measure_memory(broker, f, k) for k, f in memory_frames(frame_bytes).items()]
+    under = tiny_struct_frames_under(decode_budget(broker.max_frame_bytes))
+    figures += [measure_memory(broker, f, k + UNDER_BUDGET) for k, f in under.items()]
+    return figures
+
+
+#: Suffix of the kinds measured just under the decode budget (`tiny_struct_frames_under`).
+UNDER_BUDGET = ", just under the decode budget"
 
 
 # -- command line ---------------------------------------------------------------------------
@@ -847,6 +910,10 @@ def _mib(n: float) -> str:
 
 def _kib(n: float) -> str:
     return f"{n / 1024:.0f} KiB"
+
+
+def _size(n: float) -> str:
+    return _mib(n) if n >= 1 << 20 else _kib(n)
 
 
 @dataclass
@@ -896,16 +963,74 @@ How to read these:
   log record (an unhandled handler exception), stray bytes or a hang. CI runs the same property
   with hypothesis (`tests/reliability/test_hostile_server_path.py`).
 - *Memory*: tracemalloc peak above the level before, while one hostile frame goes through
-  framing, decoding and the handler (the frame's own bytes excluded). Raw bytes cost ~2x the
-  frame (receive buffer + the frame copied out). Frames made of tiny structs cost ~100x: each
-  2-6 wire bytes become a parsed Python object, so with Kafka's default
-  `socket.request.max.bytes` (100 MiB) one such request could take ~10 GiB -- lower
-  `socket.request.max.bytes` where untrusted clients connect. Keyed records sent to a compacted
-  topic are decoded into objects (~20x; ~200x when zstd-compressed, bounded by the 64 MiB
-  decode cap and by `max.message.bytes`). Decompression bombs stop at the 64 MiB decode cap and
-  are answered INVALID_RECORD; topics that are not compacted store batches without
-  decompressing them.
+  framing, decoding and the handler (the frame's own bytes excluded); `python
+  tools/reliability/hostile.py --memory-only` prints just these figures. Raw bytes cost ~2x the
+  frame (receive buffer + the frame copied out). Frames made of tiny structs would cost ~100x
+  (each 2-6 wire bytes become a parsed Python object: ~10 GiB for one request at Kafka's default
+  `socket.request.max.bytes` of 100 MiB), so request decoding has a budget: every array count
+  charges an estimate of the objects its elements will create, before creating them, and a
+  request whose estimate passes `max(socket.request.max.bytes, 16 MiB)` is refused (connection
+  closed, one warning, as Kafka closes on an invalid request). Near the cap such a frame is
+  refused at ~2x the frame when one array count is over the budget, or after about the budget's
+  worth of objects when nested arrays reach it one by one; the worst frames still served (just
+  under the budget) peak at ~1.4x the budget (the decoded request plus the handler's response
+  entries). One request thus costs at most ~2x the frame + ~1.5x the budget. Records sent to
+  a compacted topic are checked for keys by walking their bytes, never decoded into objects,
+  and compressed batches are decompressed in 256 KiB chunks through a 1 MiB window: ~2x the
+  frame (~3x for zstd batches of tiny records). Decompression bombs are answered
+  INVALID_RECORD once the decompressed size passes the 64 MiB decode cap, having held ~2-3 MiB;
+  topics that are not compacted store batches without decompressing them. `python
+  tools/reliability/hostile.py --memory-only --frame-mib 2` reproduces these lines (54 s).
 """
+
+
+def memory_overrides(frame_bytes: int) -> dict[str, str]:
+    """Broker settings for memory figures of `frame_bytes` frames (the cap just above)."""
+    return {
+        "socket.request.max.bytes": str(frame_bytes + 1024),
+        "message.max.bytes": str(frame_bytes + 1024),
+    }
+
+
+def memory_lines(figures: list[MemoryFigure], frame_bytes: int) -> list[tuple[str, bool]]:
+    """The printed memory figures: (line, whether it reports a failure)."""
+    out: list[tuple[str, bool]] = []
+    budget = decode_budget(frame_bytes + 1024)
+    for fig in figures:
+        if "bomb" in fig.kind:
+            out.append(
+                (
+                    f"- peak memory of one hostile request, {fig.kind}: {_mib(fig.peak_bytes)} "
+                    f"for a {_kib(fig.frame_bytes)} frame (decode cap {_mib(DECODE_CAP)}) "
+                    f"(1 operations, 1 faults)",
+                    False,
+                )
+            )
+            continue
+        outcome = "answered" if fig.answered else "refused, connection closed"
+        if fig.kind in TINY_STRUCT_KINDS or fig.kind.endswith(UNDER_BUDGET):
+            outcome += f"; decode budget {_mib(budget)}"
+        line = (
+            f"- peak memory of one hostile request, {fig.kind}: {fig.ratio:.1f}x the frame "
+            f"({_mib(fig.peak_bytes)} for {_size(fig.frame_bytes)}; {outcome}) "
+            f"(1 operations, 1 faults)"
+        )
+        out.append((line, bool(fig.errors)))
+        out += [(f"  - ERROR {error}", True) for error in fig.errors]
+    return out
+
+
+def _memory_only(frame_mib: int) -> int:
+    frame_bytes = frame_mib << 20
+    with tempfile.TemporaryDirectory(prefix="wb-hostile-mem-") as tmp:
+        overrides = memory_overrides(frame_bytes)
+        with InProcessBroker(Path(tmp) / "memory", overrides) as broker:
+            figures = memory_figures(broker, frame_bytes)
+    failed = False
+    for line, bad in memory_lines(figures, frame_bytes):
+        print(line, flush=True)
+        failed |= bad
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -920,8 +1045,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--fuzz-seconds", type=int, default=300, help="tools/fuzz/run.py time")
     parser.add_argument("--update-doc", action="store_true", help="rewrite docs/reliability.md")
+    parser.add_argument(
+        "--memory-only", action="store_true", help="print the memory figures only (no doc update)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)
+    if args.memory_only:
+        if args.update_doc:
+            parser.error("--memory-only prints part of the section: no --update-doc")
+        return _memory_only(args.frame_mib)
     command = " ".join(["python tools/reliability/hostile.py", *(argv or sys.argv[1:])])
     command = command.replace(" --update-doc", "")
     lines: list[str] = []
@@ -965,10 +1097,7 @@ def main(argv: list[str] | None = None) -> int:
 
     frame_bytes = args.frame_mib << 20
     with tempfile.TemporaryDirectory(prefix="wb-hostile-mem-") as tmp:
-        overrides = {
-            "socket.request.max.bytes": str(frame_bytes + 1024),
-            "message.max.bytes": str(frame_bytes + 1024),
-        }
+        overrides = memory_overrides(frame_bytes)
         with InProcessBroker(Path(tmp) / "path", overrides) as broker:
             path = server_path(broker, args.per_version, args.seed)
         # a fresh broker: random requests may have deleted or reconfigured the test topics
@@ -984,21 +1113,9 @@ def main(argv: list[str] | None = None) -> int:
     for problem in path.problems[:20]:
         emit(f"  - FAILURE {problem}")
     failed |= bool(path.problems)
-    for fig in figures:
-        if "bomb" in fig.kind:
-            emit(
-                f"- peak memory of one hostile request, {fig.kind}: {_mib(fig.peak_bytes)} "
-                f"for a {_kib(fig.frame_bytes)} frame (decode cap {_mib(DECODE_CAP)}) "
-                f"(1 operations, 1 faults)"
-            )
-            continue
-        emit(
-            f"- peak memory of one hostile request, {fig.kind}: {fig.ratio:.1f}x the frame "
-            f"({_mib(fig.peak_bytes)} for {_mib(fig.frame_bytes)}) (1 operations, 1 faults)"
-        )
-        failed |= bool(fig.errors)
-        for error in fig.errors:
-            emit(f"  - ERROR {error}")
+    for line, bad in memory_lines(figures, frame_bytes):
+        emit(line)
+        failed |= bad
 
     fuzz = subprocess.run(
         [

@@ -24,6 +24,7 @@ correlation id when known):
     a request incomplete, or a response unread, after connections.max.idle.ms    info
     frame size negative or above socket.request.max.bytes      warning
     unknown API key, API without a handler, version not served, malformed body    warning
+    a body decoding into more objects than the decode budget (RequestTooComplex)   warning
     an unexpected exception in a handler or while encoding     error, with traceback
 An acks=0 Produce that failed (`ProduceWithoutAckFailed`) closes the connection with an info
 line, as Kafka does. An ApiVersions request newer than served is answered (v0
@@ -33,6 +34,12 @@ So is a Produce v0-2 request
 (`protocol.legacy_produce`; Kafka closes the connection, which leaves the client retrying
 blind until its message timeout), except with acks=0, which closes. acks=0 Produce (handler
 returns None) sends nothing. A failure in one connection never touches another.
+
+Decode budget: `decode_request` gets `max_decoded_bytes = max(max_frame_bytes, 16 MiB)`
+(`decode_budget`). A frame of tiny structs decodes into ~100x its size in Python objects; the
+budget makes the frame cap (socket.request.max.bytes) the bound of a request's memory again,
+and the 16 MiB floor keeps honest requests made of many small structs (a large Metadata or
+OffsetCommit request costs ~15-30x its frame) working when the cap is lowered.
 """
 
 from __future__ import annotations
@@ -73,6 +80,14 @@ log = logging.getLogger("wirebroker.net")
 RECEIVE_SIZE = 65536
 MAX_RECEIVE_SIZE = 1 << 20
 
+#: The least decode budget (see the module docstring).
+DECODE_BUDGET_FLOOR = 16 << 20
+
+
+def decode_budget(max_frame_bytes: int) -> int:
+    """Bytes of Python objects one request body may decode into."""
+    return max(max_frame_bytes, DECODE_BUDGET_FLOOR)
+
 
 class _Close(Exception):
     """Internal: stop serving this connection (the reason is already logged)."""
@@ -103,6 +118,7 @@ class Connection:
         self.services = services
         self.handlers = handlers
         self.max_frame_bytes = max_frame_bytes
+        self.max_decoded_bytes = decode_budget(max_frame_bytes)
         self.idle_timeout_s = idle_timeout_s
         self.peer_host, self.peer_port = peer
         self.requests_handled = 0
@@ -231,7 +247,7 @@ class Connection:
     async def _handle_frame(self, frame: bytes) -> bytes | None:
         """Decode, dispatch and encode one request; raises _Close when the connection must go."""
         try:
-            header, request = decode_request(frame)
+            header, request = decode_request(frame, max_decoded_bytes=self.max_decoded_bytes)
         except UnknownApiKey as exc:
             log.warning("closing connection from %s: unknown api key: %s", self.peer, exc)
             raise _Close from exc

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from protocoltest_helpers import zigzag_varint as _varint
 
 from protocol.compression import compress
 from protocol.records import (
@@ -31,17 +32,6 @@ CODECS = [0, 1, 2, 3, 4]
 WINDOWS = [1, 2, 7, 64, 1 << 20]
 
 Outcome = tuple[str, int]  # ("ok", record count) or (exception class name, 0)
-
-
-def _varint(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
-    raw &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
 
 
 def _with_payload(batch: bytes, payload: bytes) -> bytes:

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from protocoltest_helpers import plain as _plain
 
 from protocol import codec
 from protocol.api import schema_module
@@ -450,16 +451,6 @@ def _outcome(frame: bytes, limit: int, fast: bool) -> tuple[Any, int]:
     except MalformedRequest as exc:
         return type(exc), budget.charged
     return _plain(body), budget.charged
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, memoryview):
-        return bytes(value)
-    return value
 
 
 @pytest.mark.parametrize("version", range(produce.VALID_VERSIONS[0], produce.VALID_VERSIONS[1] + 1))

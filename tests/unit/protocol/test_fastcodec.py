@@ -18,6 +18,7 @@ import pytest
 from construct import Container
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from protocoltest_helpers import plain as _plain
 
 from protocol.codec import (
     decode_request,
@@ -44,17 +45,6 @@ int64 = st.integers(-(2**63), 2**63 - 1)
 names = st.text(max_size=12)
 uuids = st.builds(uuid.UUID, int=st.integers(0, 2**128 - 1))
 blobs = st.binary(max_size=80)
-
-
-def _plain(value: Any) -> Any:
-    """Containers/lists/memoryviews -> dicts/lists/bytes, for comparison."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, memoryview):
-        return bytes(value)
-    return value
 
 
 produce_bodies = st.fixed_dictionaries(

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from protocoltest_helpers import zigzag_varint as _varint
 
 from protocol.compression import compress
 from protocol.crc32c import crc32c
@@ -44,17 +45,6 @@ def _specs(n: int = 5) -> list[RecordSpec]:
         )
         for i in range(n)
     ]
-
-
-def _varint(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
-    raw &= (1 << 64) - 1
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
 
 
 def _wrap(

@@ -18,6 +18,13 @@ Differences from Kafka: no preallocation and no mmap. The file always holds exac
 entries (appended with `os.write` on an O_APPEND fd, like the `.log`), and the entries are
 also kept in memory in `array`s (4-8 bytes each) for `bisect` lookups. `max_bytes`
 (segment.index.bytes) still bounds the entry count: a full index makes the segment roll.
+
+File descriptors: lookups never touch the file, so its descriptor is opened on demand (the
+first read, write or truncation) and closed again once nothing unsynced remains: after
+`read_raw` when it opened it, and at `release` (the segment calls it after each fsync). A
+segment thus holds one descriptor (its `.log`) unless entries were written since its last
+flush, as Kafka holds one per segment (its indexes are mmapped). `dirty`: bytes written or
+truncated since the last fsync; a dirty index keeps its descriptor until `flush`.
 """
 
 from __future__ import annotations
@@ -44,7 +51,24 @@ class _Index:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(max_bytes // self.entry_size, 1)
-        self.fd = fs.open(path, APPEND_FLAGS)
+        self.fd = -1
+        self.dirty = False
+
+    def _open(self) -> int:
+        if self.fd < 0:
+            self.fd = self.fs.open(self.path, APPEND_FLAGS)
+        return self.fd
+
+    def create_empty(self) -> None:
+        """Create the file empty (truncating a leftover), holding no descriptor afterwards:
+        the caller makes the new directory entry durable (an empty file has no data)."""
+        fd = self._open()
+        try:
+            if self.fs.fsize(fd):
+                self.fs.ftruncate(fd, 0)
+                self.dirty = True
+        finally:
+            self.release()
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -57,18 +81,38 @@ class _Index:
         self.max_entries = max(max_bytes // self.entry_size, 1)
 
     def read_raw(self) -> bytes:
-        return pread_exact(self.fs, self.fd, self.fs.fsize(self.fd), 0)
+        """The whole file (created empty when missing)."""
+        was_open = self.fd >= 0
+        fd = self._open()
+        try:
+            return pread_exact(self.fs, fd, self.fs.fsize(fd), 0)
+        finally:
+            if not was_open:
+                self.release()
 
     def write_raw(self, data: bytes) -> None:
         """Append encoded entries to the file (in-memory arrays are updated by the caller)."""
         if data:
-            write_all(self.fs, self.fd, data)
+            fd = self._open()
+            self.dirty = True
+            write_all(self.fs, fd, data)
 
     def truncate_file(self, entries: int) -> None:
-        self.fs.ftruncate(self.fd, entries * self.entry_size)
+        fd = self._open()
+        self.dirty = True
+        self.fs.ftruncate(fd, entries * self.entry_size)
 
     def flush(self) -> None:
-        self.fs.fsync(self.fd)
+        """fsync what was written since the last flush (nothing to do when not dirty)."""
+        if self.dirty:
+            self.fs.fsync(self._open())
+            self.dirty = False
+
+    def release(self) -> None:
+        """Close the descriptor unless unsynced writes need it (see the module docstring)."""
+        if self.fd >= 0 and not self.dirty:
+            fd, self.fd = self.fd, -1
+            self.fs.close(fd)
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -122,8 +122,8 @@ class Segment:
             closers.append(self.time_index.close)
             if create:
                 fs.ftruncate(self.fd, 0)
-                self.index.truncate_file(0)
-                self.time_index.truncate_file(0)
+                self.index.create_empty()
+                self.time_index.create_empty()
                 self.size = 0
                 self.last_modified_ms = now_ms
             else:
@@ -460,11 +460,15 @@ class Segment:
         self.dirty = True
 
     def flush(self) -> None:
+        """fsync the three files when written since the last flush, then let the indexes
+        close their descriptors (reopened by the next index write: see `index.py`)."""
         if self.dirty:
             self.fs.fsync(self.fd)
             self.index.flush()
             self.time_index.flush()
             self.dirty = False
+        self.index.release()
+        self.time_index.release()
 
     def set_index_max_bytes(self, max_bytes: int) -> None:
         self.index.set_max_bytes(max_bytes)

@@ -60,8 +60,13 @@ def open_log(
 ) -> PartitionLog:
     kwargs.setdefault("fs", NoSyncFileSystem())
     return PartitionLog.open(
-        path / f"{TOPIC}-0", TOPIC, 0, config or LogConfig(), now_ms=now_ms, **kwargs
-    )  # type: ignore[arg-type]
+        path / f"{TOPIC}-0",
+        TOPIC,
+        0,
+        config or LogConfig(),
+        now_ms=now_ms,
+        **kwargs,  # type: ignore[arg-type]
+    )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from construct import Container
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from protocoltest_helpers import plain as _plain
+from protocoltest_helpers import uvarint as _uv
 
 from protocol.codec import (
     decode_request,
@@ -123,15 +124,6 @@ def test_produce_damaged_frames_agree(version: int, body: dict[str, Any], data: 
         damaged = frame[:offset] + data.draw(st.binary(max_size=60))
     generic, fast = _both(damaged)
     assert fast == generic
-
-
-def _uv(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 _HEAD_V3 = _produce_frame(3, {"acks": 1, "timeout_ms": 1, "topic_data": []})[: -4 - 6 - 2]

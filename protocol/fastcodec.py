@@ -72,7 +72,7 @@ from typing import Any
 from construct import Container
 
 from protocol.exceptions import MalformedRequest
-from protocol.primitives import TAG_COST, DecodeBudget
+from protocol.primitives import TAG_COST, DecodeBudget, uvarint_bytes
 
 __all__ = ["decode_produce_request", "encode_fetch_response", "encode_metadata_response"]
 
@@ -312,20 +312,6 @@ _PART_FIXED = struct.Struct(">ihqqq")  # index, error, hw, lso, log start (v5+)
 _PART_FIXED_V4 = struct.Struct(">ihqq")
 _TOP7 = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id (v7+)
 _AT = struct.Struct(">qq")
-_UVARINT_SMALL = [bytes((i,)) for i in range(128)]
-
-
-def _uvarint_bytes(value: int) -> bytes:
-    if 0 <= value < 0x80:
-        return _UVARINT_SMALL[value]
-    if value < 0 or value > 0xFFFFFFFF:
-        raise OverflowError(value)
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 class _NotFast(Exception):
@@ -365,7 +351,7 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
     responses = body.get("responses", [])
     if responses is None:
         raise _NotFast
-    append(_uvarint_bytes(len(responses) + 1) if flexible else _I32.pack(len(responses)))
+    append(uvarint_bytes(len(responses) + 1) if flexible else _I32.pack(len(responses)))
     for topic in responses:
         _keys_ok(topic, _TOPIC_KEYS)
         if by_id:
@@ -380,11 +366,11 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
             raw = name.encode("utf-8")
             if len(raw) > _MAX_COMPACT_STRING:
                 raise _NotFast
-            append(_uvarint_bytes(len(raw) + 1) + raw if flexible else _I16.pack(len(raw)) + raw)
+            append(uvarint_bytes(len(raw) + 1) + raw if flexible else _I16.pack(len(raw)) + raw)
         partitions = topic.get("partitions", [])
         if partitions is None:
             raise _NotFast
-        append(_uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
+        append(uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
         for p in partitions:
             _keys_ok(p, _PART_KEYS)
             if version >= 5:
@@ -410,7 +396,7 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
             if aborted is None:
                 append(b"\x00" if flexible else b"\xff\xff\xff\xff")
             else:
-                append(_uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted)))
+                append(uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted)))
                 for at in aborted:
                     _keys_ok(at, _ABORTED_KEYS)
                     append(_AT.pack(at.get("producer_id", 0), at.get("first_offset", 0)))
@@ -427,7 +413,7 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
                 n = len(records)
                 if n > 0x7FFFFFFF:
                     raise _NotFast
-                append(_uvarint_bytes(n + 1) if flexible else _I32.pack(n))
+                append(uvarint_bytes(n + 1) if flexible else _I32.pack(n))
                 append(records)
             if flexible:
                 append(b"\x00")
@@ -508,7 +494,7 @@ def _str(value: Any, flexible: bool, nullable: bool) -> bytes:
     raw = value.encode("utf-8")
     if len(raw) > _MAX_COMPACT_STRING:
         raise _NotFast
-    return (_uvarint_bytes(len(raw) + 1) if flexible else _I16_PACK(len(raw))) + raw
+    return (uvarint_bytes(len(raw) + 1) if flexible else _I16_PACK(len(raw))) + raw
 
 
 def _append_partitions(version: int, partitions: Any, append: Any) -> None:
@@ -631,7 +617,7 @@ def encode_metadata_response(version: int, correlation_id: int, body: Any) -> by
 def _encode_metadata(version: int, correlation_id: int, body: Any) -> bytes:
     flexible = version >= METADATA_FLEXIBLE_MIN
     _keys_ok(body, _META_TOP_KEYS)
-    count = (lambda n: _uvarint_bytes(n + 1)) if flexible else _I32_PACK
+    count = (lambda n: uvarint_bytes(n + 1)) if flexible else _I32_PACK
     tag = b"\x00" if flexible else b""
     parts: list[bytes] = [b"", _I32_PACK(correlation_id) + tag]
     append = parts.append

@@ -5,19 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def uvarint(value: int) -> bytes:
-    """An unsigned varint (7 bits per byte, low bits first)."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def zigzag_varint(value: int) -> bytes:
     """A signed varint (zigzag, 64-bit), as record fields are encoded."""
-    return uvarint(((value << 1) ^ (value >> 63)) & ((1 << 64) - 1))
+    raw = ((value << 1) ^ (value >> 63)) & ((1 << 64) - 1)
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
 
 
 def plain(value: Any) -> Any:

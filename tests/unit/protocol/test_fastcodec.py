@@ -19,7 +19,6 @@ from construct import Container
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from protocoltest_helpers import plain as _plain
-from protocoltest_helpers import uvarint as _uv
 
 from protocol.codec import (
     decode_request,
@@ -36,6 +35,7 @@ from protocol.fastcodec import (
 )
 from protocol.headers import parse_request_header
 from protocol.messages import fetch, produce
+from protocol.primitives import uvarint_bytes as _uv
 
 PRODUCE_VERSIONS = range(produce.VALID_VERSIONS[0], produce.VALID_VERSIONS[1] + 1)
 FETCH_VERSIONS = range(4, fetch.VALID_VERSIONS[1] + 1)

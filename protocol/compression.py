@@ -309,8 +309,9 @@ _ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
 _UINT32_LE = struct.Struct("<I")
 
 
-def _check_zstd_frames(mv: memoryview) -> None:
+def _check_zstd_frames(mv: memoryview) -> int | None:
     """Walk the zstd frames' headers and block headers: they must cover `mv` exactly.
+    Returns the sum of the frames' declared content sizes (None when a frame declares none).
 
     zstandard's stream reader treats a truncated frame as a clean end of input; this walk
     (no decompression, O(blocks)) catches truncation and trailing garbage. Frame layout:
@@ -323,6 +324,7 @@ def _check_zstd_frames(mv: memoryview) -> None:
     """
     pos = 0
     end = len(mv)
+    declared: int | None = 0
     if end == 0:
         raise DecompressionError("empty zstd data")
     while pos < end:
@@ -347,6 +349,13 @@ def _check_zstd_frames(mv: memoryview) -> None:
         fcs_flag = desc >> 6
         fcs_size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
         header = 1 + (0 if single_segment else 1) + (0, 1, 2, 4)[desc & 3] + fcs_size
+        if pos + header > end:
+            raise DecompressionError("truncated zstd frame header")
+        if fcs_size == 0:
+            declared = None
+        elif declared is not None:
+            fcs = int.from_bytes(mv[pos + header - fcs_size : pos + header], "little")
+            declared += fcs + 256 if fcs_size == 2 else fcs
         pos += header
         while True:
             if end - pos < 3:
@@ -365,10 +374,11 @@ def _check_zstd_frames(mv: memoryview) -> None:
             pos += 4
             if pos > end:
                 raise DecompressionError("truncated zstd checksum")
+    return declared
 
 
 def _iter_unzstd(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
-    _check_zstd_frames(memoryview(data))
+    declared = _check_zstd_frames(memoryview(data))
     total = 0
     dctx = zstandard.ZstdDecompressor()
     try:
@@ -376,6 +386,12 @@ def _iter_unzstd(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, No
             while True:
                 out = reader.read(min(chunk, max_size - total + 1))
                 if not out:
+                    # zstandard's reader checks a frame's declared content size only when
+                    # a read asks for at least that much: check it here for every chunk size
+                    if declared is not None and total != declared:
+                        raise DecompressionError(
+                            f"bad zstd data: {total} bytes where the frames declare {declared}"
+                        )
                     return
                 total += len(out)
                 if total > max_size:

@@ -430,11 +430,15 @@ def check_records(
     if len(buf) - pos < h.size:
         raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
     count = h.records_count
-    if count < 0:
-        raise InvalidBatch(f"records count {count} impossible")
     codec = h.compression
     if codec > 4:
         raise InvalidBatch(f"unknown compression codec {codec}")
+    if count < 0:
+        if codec:  # a corrupt stream takes precedence, as in decode_records
+            payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
+            for _ in iter_decompressed(codec, payload, max_decompressed_bytes, max(1, window // 2)):
+                pass
+        raise InvalidBatch(f"records count {count} impossible")
     last_delta = h.last_offset_delta
     if codec == 0:
         start = pos + BATCH_HEADER_SIZE

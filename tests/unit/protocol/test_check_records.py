@@ -257,6 +257,29 @@ def test_corrupt_stream_wins_over_a_record_error(codec: int) -> None:
         check_records(batch, require_keys=True, max_decompressed_bytes=CAP, window=1024)
 
 
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_corrupt_stream_wins_over_a_negative_records_count(codec: int) -> None:
+    """recordsCount < 0 and a stream cut short: a DecompressionError from both."""
+    packed = compress(codec, bytes(200_000))
+    batch = build_batch([(b"k", b"v")])
+    head = bytearray(batch[:BATCH_HEADER_SIZE])
+    struct.pack_into(">h", head, 21, codec)
+    struct.pack_into(">i", head, 57, -4)
+    batch = _with_payload(bytes(head), packed[: len(packed) // 2])
+    with pytest.raises(DecompressionError):
+        decode_records(batch, max_decompressed_bytes=CAP)
+    for window in (1, 1 << 20):
+        with pytest.raises(DecompressionError):
+            check_records(batch, require_keys=True, max_decompressed_bytes=CAP, window=window)
+    # the same count with an intact stream: a plain InvalidBatch from both
+    batch = _with_payload(bytes(head), packed)
+    with pytest.raises(InvalidBatch) as decoded:
+        decode_records(batch, max_decompressed_bytes=CAP)
+    with pytest.raises(InvalidBatch) as checked:
+        check_records(batch, require_keys=True, max_decompressed_bytes=CAP)
+    assert type(decoded.value) is type(checked.value) is InvalidBatch
+
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_record_larger_than_the_window(codec: int) -> None:
     specs = [(b"a", bytes(300_000)), (b"b", b"x"), (b"c", bytes(70_000))]

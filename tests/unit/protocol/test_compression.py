@@ -376,3 +376,18 @@ def test_tiny_input_slices_change_nothing(
             assert _outcome(codec, data, MiB, chunk) == expected
     assert want[0] == a + b
     assert want[1] == a
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 256 * 1024])
+@pytest.mark.parametrize("declared", [1, 2, 3, 200])
+def test_zstd_frame_whose_content_size_lies_fails_at_every_chunk_size(
+    chunk: int, declared: int
+) -> None:
+    """A single-segment frame declaring `declared` bytes that holds one empty raw block:
+    zstandard's reader notices only when a read asks for at least the declared size (so a
+    frame declaring more than a 256 KiB chunk got through); both paths must refuse it."""
+    frame = b"\x28\xb5\x2f\xfd" + bytes([0x20, declared]) + b"\x01\x00\x00"
+    with pytest.raises(DecompressionError):
+        decompress(ZSTD, frame, 1 << 20)
+    with pytest.raises(DecompressionError):
+        b"".join(iter_decompressed(ZSTD, frame, 1 << 20, chunk))

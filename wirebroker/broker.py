@@ -1,6 +1,8 @@
 """The composition root: one `Broker` builds every service from a `BrokerConfig` and runs them.
 
-Construction (`Broker(config)`, synchronous): creates the log directories, opens the
+Construction (`Broker(config)`, synchronous): creates the log directories, locks each one
+(`<dir>/.lock`, `wirebroker.log.dir_lock`: a second broker on a directory fails here, before
+touching any other file; the lock is held until the logs are closed), opens the
 `TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
 each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
 `LogManager`, `ReplicaManager`, `ProducerIdManager` and the `Services` every handler sees, and
@@ -53,6 +55,7 @@ from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.registry import load_handlers
+from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
 from wirebroker.replication.producer_ids import ProducerIdManager
@@ -91,6 +94,16 @@ class Broker:
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
+        # Before any file of a log dir is read or written; held until the logs are closed.
+        self.dir_locks = LogDirLocks.acquire(self.log_dirs)
+        try:
+            self._build(config, clock, grace_s)
+        except BaseException:
+            self.dir_locks.release()
+            raise
+        self.bound: list[tuple[str, int]] = []
+
+    def _build(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         node_id = config.node_id
         self.topics = TopicStore.open(self.log_dirs[0], cluster_id=config.values.get("cluster.id"))
         ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
@@ -117,7 +130,6 @@ class Broker:
             idle_timeout_ms=int(str(config.raw("connections.max.idle.ms"))),
             grace_s=grace_s,
         )
-        self.bound: list[tuple[str, int]] = []
 
     # -- configuration ------------------------------------------------------------------------
     def _listen_addresses(self) -> list[tuple[str, int]]:
@@ -201,6 +213,7 @@ class Broker:
                 if loaded:
                     self.logs.close()
                     log.info("logs closed cleanly")
+                self.dir_locks.release()
 
     def _start_background(self, nursery: trio.Nursery) -> None:
         retention_ms = int(str(self.config.raw("log.retention.check.interval.ms")))

@@ -3,8 +3,8 @@
     python tools/compat_report.py [--check]
 
 Inputs (written by compat/<client>/run and compat/kafka-python-suite/run):
-    compat/results/<client>.json            {"client", "version", "cases": {id: {status, detail,
-                                             seconds}}}, status pass / fail / n/a
+    compat/results/<client>.json            {"client", "version", "cases": {id: {status,
+                                             detail}}}, status pass / fail / n/a
     compat/results/kafka-python-suite.json  {"version", "kafka_version", "tests": {id: {status,
                                              detail}}}, status passed / failed / skipped /
                                              excluded

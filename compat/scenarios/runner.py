@@ -7,7 +7,9 @@ subclass) and `passing.txt`. The runner starts one wirebroker (defaults; a scrat
 runs every case in `cases.CASES` (or `--only`), each in a worker thread bounded by
 CASE_TIMEOUT seconds (a hang is a failure; the adapter is then rebuilt), and writes
 
-    compat/results/<CLIENT>.json   {"client", "version", "cases": {id: {status, detail, seconds}}}
+    compat/results/<CLIENT>.json   {"client", "version", "cases": {id: {status, detail}}}
+                                   (tracked, so no timings: a run that changes nothing leaves the
+                                   work tree clean; times are in the run's log lines)
 
 status: "pass", "fail" or "n/a" (the client cannot express the case; the detail says why).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -152,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 threading.Thread(target=adapter.close, daemon=True).start()
                 adapter = adapter_cls(bootstrap)
             first = detail.splitlines()[0] if detail else ""
-            results[case.id] = {"status": status, "detail": first[:400], "seconds": round(took, 1)}
+            results[case.id] = {"status": status, "detail": first[:400]}
             print(f"{status:>5}  {case.id:<34} {took:5.1f}s  {first[:160]}", flush=True)
             if status == "fail":
                 full = detail + "\n--- broker log tail ---\n" + broker.log_tail(15)
@@ -162,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             adapter.close()
         finally:
             broker.stop()
+    if any(r["status"] == "fail" for r in results.values()):
+        print(f"   (work directory kept for inspection: {workdir})", flush=True)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
 
     counts = {
         s: sum(1 for r in results.values() if r["status"] == s) for s in ("pass", "fail", "n/a")

@@ -4,7 +4,7 @@ Construction (`Broker(config)`, synchronous): creates the log directories, opens
 `TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
 each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
 `LogManager`, `ReplicaManager`, `ProducerIdManager` and the `Services` every handler sees, and
-imports the handlers (`load_handlers`).
+imports the handlers (`load_handlers`) behind the one `Dispatcher` the server calls.
 
 Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
 
@@ -52,6 +52,7 @@ from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
+from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
@@ -110,12 +111,15 @@ class Broker:
             group_coordinator=self.group_coordinator,
         )
         self.handlers = load_handlers()
+        max_frame_bytes = config.socket_request_max_bytes
+        self.dispatcher = Dispatcher(self.services, self.handlers, max_frame_bytes=max_frame_bytes)
         self.server = KafkaServer(
-            self.services,
-            self.handlers,
-            max_frame_bytes=config.socket_request_max_bytes,
+            self.dispatcher,
+            max_frame_bytes=max_frame_bytes,
             idle_timeout_ms=int(str(config.raw("connections.max.idle.ms"))),
             grace_s=grace_s,
+            max_connections=int(str(config.raw("max.connections"))),
+            max_connections_per_ip=int(str(config.raw("max.connections.per.ip"))),
         )
         self.bound: list[tuple[str, int]] = []
 

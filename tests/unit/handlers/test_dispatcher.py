@@ -7,16 +7,16 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from protocol.api import ApiKey
 from protocol.codec import decode_response, encode_request
 from protocol.errors import ErrorCode
-from wirebroker.config import BrokerConfig
+from tests.unit.net.netwire import stub_services
 from wirebroker.handlers.api_versions import handle as api_versions_handle
-from wirebroker.handlers.context import RequestContext, Services
+from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.dispatcher import (
     CLOSE,
     DECODE_BUDGET_FLOOR,
@@ -33,19 +33,6 @@ HOST = "198.51.100.7"
 Handler = Callable[[RequestContext, Any], Awaitable[dict[str, Any] | None]]
 
 
-def _services() -> Services:
-    none = cast(Any, None)
-    return Services(
-        config=BrokerConfig(),
-        logs=none,
-        topics=none,
-        replicas=none,
-        producer_ids=none,
-        node_id=0,
-        cluster_id="dispatcher",
-    )
-
-
 def _spec(api_key: ApiKey, func: Handler, lo: int, hi: int) -> HandlerSpec:
     return HandlerSpec(int(api_key), api_key.name, func, lo, hi, lo)
 
@@ -53,7 +40,7 @@ def _spec(api_key: ApiKey, func: Handler, lo: int, hi: int) -> HandlerSpec:
 def _dispatcher(*specs: HandlerSpec) -> Dispatcher:
     api_versions = _spec(ApiKey.API_VERSIONS, api_versions_handle, 0, 4)
     handlers = {spec.api_key: spec for spec in (api_versions, *specs)}
-    return Dispatcher(_services(), handlers, max_frame_bytes=4096)
+    return Dispatcher(stub_services(), handlers, max_frame_bytes=4096)
 
 
 def _request(api_key: ApiKey, version: int, correlation_id: int, body: Any) -> bytes:
@@ -114,17 +101,32 @@ async def test_refused_requests_close_with_one_warning(
     assert PEER in record.getMessage()
 
 
+async def never(ctx: RequestContext, req: Any) -> None:
+    raise AssertionError("not called")
+
+
+async def _closed_by(
+    caplog: pytest.LogCaptureFixture,
+    func: Handler,
+    lo: int = 0,
+    frame: bytes = METADATA_V1,
+    budget: int | None = None,
+) -> logging.LogRecord:
+    """Dispatch `frame` to a Metadata handler `func` serving `lo`-13 (with a decode `budget`);
+    assert the dispatcher closes, and return its one log line."""
+    dispatcher = _dispatcher(_spec(ApiKey.METADATA, func, lo, 13))
+    if budget is not None:
+        dispatcher.max_decoded_bytes = budget
+    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
+        assert await dispatcher.dispatch(frame, HOST, PEER) is CLOSE
+    (record,) = _closing(caplog)
+    return record
+
+
 async def test_a_version_the_handler_does_not_serve_closes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def never(ctx: RequestContext, req: Any) -> None:
-        raise AssertionError("not called")
-
-    dispatcher = _dispatcher(_spec(ApiKey.METADATA, never, 4, 13))
-    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
-        assert await dispatcher.dispatch(METADATA_V1, HOST, PEER) is CLOSE
-    (record,) = _closing(caplog)
-    message = record.getMessage()
+    message = (await _closed_by(caplog, never, lo=4)).getMessage()
     assert "served 4-13" in message and "correlation id 61" in message and "v1" in message
 
 
@@ -173,10 +175,7 @@ async def test_a_failed_acks_0_produce_closes_at_info(caplog: pytest.LogCaptureF
     async def failed(ctx: RequestContext, req: Any) -> None:
         raise ProduceWithoutAckFailed("partition t-0 failed")
 
-    dispatcher = _dispatcher(_spec(ApiKey.METADATA, failed, 0, 13))
-    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
-        assert await dispatcher.dispatch(METADATA_V1, HOST, PEER) is CLOSE
-    (record,) = _closing(caplog)
+    record = await _closed_by(caplog, failed)
     assert record.levelno == logging.INFO and record.exc_info is None
     assert "partition t-0 failed" in record.getMessage()
 
@@ -185,10 +184,7 @@ async def test_a_handler_bug_closes_with_a_traceback(caplog: pytest.LogCaptureFi
     async def buggy(ctx: RequestContext, req: Any) -> None:
         raise RuntimeError("boom in handler")
 
-    dispatcher = _dispatcher(_spec(ApiKey.METADATA, buggy, 0, 13))
-    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
-        assert await dispatcher.dispatch(METADATA_V1, HOST, PEER) is CLOSE
-    (record,) = _closing(caplog)
+    record = await _closed_by(caplog, buggy)
     assert record.levelno == logging.ERROR and record.exc_info is not None
     assert "boom in handler" in str(record.exc_info[1])
     assert "correlation id 61" in record.getMessage()
@@ -198,28 +194,18 @@ async def test_a_body_that_cannot_be_encoded_closes(caplog: pytest.LogCaptureFix
     async def bad_body(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"brokers": [{"node_id": "not a number"}]}
 
-    dispatcher = _dispatcher(_spec(ApiKey.METADATA, bad_body, 0, 13))
-    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
-        assert await dispatcher.dispatch(METADATA_V1, HOST, PEER) is CLOSE
-    assert [r.levelno for r in _closing(caplog)] == [logging.ERROR]
+    assert (await _closed_by(caplog, bad_body)).levelno == logging.ERROR
 
 
 def test_the_decode_budget_has_a_floor() -> None:
     assert decode_budget(4096) == DECODE_BUDGET_FLOOR == 16 << 20
     assert decode_budget(100 << 20) == 100 << 20
-    assert Dispatcher(_services(), {}, max_frame_bytes=4096).max_decoded_bytes == 16 << 20
+    assert Dispatcher(stub_services(), {}, max_frame_bytes=4096).max_decoded_bytes == 16 << 20
 
 
 async def test_a_body_over_the_decode_budget_closes(caplog: pytest.LogCaptureFixture) -> None:
-    async def never(ctx: RequestContext, req: Any) -> None:
-        raise AssertionError("not called")
-
-    dispatcher = _dispatcher(_spec(ApiKey.METADATA, never, 0, 13))
-    dispatcher.max_decoded_bytes = 1000  # as if socket.request.max.bytes were tiny
     frame = _request(ApiKey.METADATA, 1, 3, {"topics": [{"name": "t"}] * 200})
-    with caplog.at_level(logging.INFO, logger="wirebroker.net"):
-        assert await dispatcher.dispatch(frame, HOST, PEER) is CLOSE
-    (record,) = _closing(caplog)
+    record = await _closed_by(caplog, never, frame=frame, budget=1000)  # a tiny budget
     assert record.levelno == logging.WARNING and "budget" in record.getMessage()
 
 

@@ -6,7 +6,7 @@ touching any other file; the lock is held until the logs are closed), opens the
 `TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
 each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
 `LogManager`, `ReplicaManager`, `ProducerIdManager` and the `Services` every handler sees, and
-imports the handlers (`load_handlers`).
+imports the handlers (`load_handlers`) behind the one `Dispatcher` the server calls.
 
 Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
 
@@ -54,6 +54,7 @@ from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
+from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.log_manager import LogManager
@@ -123,12 +124,15 @@ class Broker:
             group_coordinator=self.group_coordinator,
         )
         self.handlers = load_handlers()
+        max_frame_bytes = config.socket_request_max_bytes
+        self.dispatcher = Dispatcher(self.services, self.handlers, max_frame_bytes=max_frame_bytes)
         self.server = KafkaServer(
-            self.services,
-            self.handlers,
-            max_frame_bytes=config.socket_request_max_bytes,
+            self.dispatcher,
+            max_frame_bytes=max_frame_bytes,
             idle_timeout_ms=int(str(config.raw("connections.max.idle.ms"))),
             grace_s=grace_s,
+            max_connections=int(str(config.raw("max.connections"))),
+            max_connections_per_ip=int(str(config.raw("max.connections.per.ip"))),
         )
 
     # -- configuration ------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from protocol import codec
 from protocol.api import ApiKey
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import Services
+from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import HandlerSpec, load_handlers
 from wirebroker.net.connection import Connection
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
@@ -53,7 +54,8 @@ def _request(correlation_id: int) -> bytes:
 
 
 def _connection(stream: trio.abc.Stream) -> Connection:
-    return Connection(stream, _services(), HANDLERS, max_frame_bytes=4096, idle_timeout_s=IDLE_S)
+    dispatcher = Dispatcher(_services(), HANDLERS, max_frame_bytes=4096)
+    return Connection(stream, dispatcher, max_frame_bytes=4096, idle_timeout_s=IDLE_S)
 
 
 async def _read_response(stream: trio.abc.Stream) -> bytes:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _nettools import hostile
 
-from wirebroker.net.connection import decode_budget
+from wirebroker.handlers.dispatcher import decode_budget
 
 FRAME = 128 * 1024  # the hostile frames' size (bombs are what they are: 2 KiB to 280 KiB)
 MIB = 1 << 20

@@ -80,7 +80,8 @@ from protocol.primitives import DecodeBudget, FieldInfo  # noqa: E402
 from protocol.records import build_batch  # noqa: E402
 from wirebroker.broker import Broker  # noqa: E402
 from wirebroker.config import BrokerConfig  # noqa: E402
-from wirebroker.net.connection import Connection, decode_budget  # noqa: E402
+from wirebroker.handlers.dispatcher import decode_budget  # noqa: E402
+from wirebroker.net.connection import Connection  # noqa: E402
 
 #: Every (api key, version) the protocol package knows, served or not.
 REQUEST_VERSIONS: list[tuple[int, int]] = [
@@ -102,7 +103,7 @@ KNOWN_TOPICS = (PLAIN_TOPIC, COMPACT_TOPIC, "__consumer_offsets", "missing-topic
 DECODE_CAP = 64 * 1024 * 1024
 
 #: Hostile frames made of tiny structs (a Python object per 2-6 wire bytes): bounded by the
-#: decode budget (`wirebroker.net.connection.decode_budget`), refused past it.
+#: decode budget (`wirebroker.handlers.dispatcher.decode_budget`), refused past it.
 TINY_STRUCT_KINDS = (
     "Metadata, array of empty topic names",
     "Produce, array of partitions with null records",
@@ -283,8 +284,7 @@ class InProcessBroker:
         stream = ScriptedStream(data)
         conn = Connection(
             stream,
-            self.broker.services,
-            self.broker.handlers,
+            self.broker.dispatcher,
             max_frame_bytes=self.max_frame_bytes,
             idle_timeout_s=60.0,
             peer=("198.51.100.7", 40000),

@@ -14,10 +14,11 @@ Response
     FinalizedFeatures, ZkMigrationReady) stay at their defaults and are therefore not written:
     kcat 1.7.1 / librdkafka 2.0.2 fails to parse a v3 response that carries them.
 Newer version than served (v5+)
-    Not a handler call: `wirebroker.net` answers with `unsupported_version_body()` encoded as a v0
-    response (header v0): UNSUPPORTED_VERSION (35) plus the API list, so the client retries with
-    the highest ApiVersions version listed (KIP-511). Kafka lists only ApiVersions' own range in
-    that answer; wirebroker lists every API, which clients treat the same way.
+    Not a handler call: `wirebroker.handlers.dispatcher` answers with `unsupported_version_body()`
+    encoded as a v0 response (header v0): UNSUPPORTED_VERSION (35) plus the API list, so the
+    client retries with the highest ApiVersions version listed (KIP-511). Kafka lists only
+    ApiVersions' own range in that answer; wirebroker lists every API, which clients treat the
+    same way.
 
 Skipped: features (KIP-584) are not advertised; throttling does not exist.
 """

@@ -4,7 +4,7 @@
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
 `group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
 call.
-`RequestContext` is built per request by `wirebroker.net`.
+`RequestContext` is built per request by `wirebroker.handlers.dispatcher`.
 """
 
 from __future__ import annotations

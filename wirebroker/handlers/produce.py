@@ -1,4 +1,5 @@
-"""Produce (API key 0): serves v3-13 (advertised from v0, KAFKA-18659; v0-2 close the connection).
+"""Produce (API key 0): serves v3-13 (advertised from v0, KAFKA-18659; v0-2 are answered
+UNSUPPORTED_VERSION per partition by `wirebroker.handlers.dispatcher`, acks=0 ones close).
 
 Per request
     acks            must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every partition.

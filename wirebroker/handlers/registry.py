@@ -13,12 +13,14 @@ handler for it is registered, and only for the versions the handler serves (fran
 Versions
     served range      `min_version..max_version`: by default the generated schema's
                       `VALID_VERSIONS`; a handler may narrow it. A request outside it closes the
-                      connection (Kafka does the same; ApiVersions is the one exception, see
-                      `wirebroker.handlers.api_versions`).
+                      connection (Kafka does the same), except ApiVersions newer than served and
+                      Produce v0-2 (`wirebroker.handlers.dispatcher` applies these rules).
     advertised range  `advertised_min..max_version`. Equal to the served range, except Produce,
                       which advertises min version 0 although v0-2 are not served: Kafka 4.x does
                       this because some librdkafka versions refuse a broker whose Produce minimum
-                      is above 0 (KAFKA-18659). A Produce v0-2 request closes the connection.
+                      is above 0 (KAFKA-18659). A Produce v0-2 request is answered
+                      UNSUPPORTED_VERSION for each partition; with acks=0 it closes the
+                      connection.
 
 `load_handlers()` imports every module of the package (pkgutil), so their decorators run, and
 returns the registry. Registering a second handler for the same API key is a programming error.
@@ -56,7 +58,7 @@ class HandlerSpec:
     advertised_min: int
 
     def serves(self, version: int) -> bool:
-        """True when a request of this version is handled (else the connection is closed)."""
+        """True when a request of this version is handled (see the module docstring)."""
         return self.min_version <= version <= self.max_version
 
 

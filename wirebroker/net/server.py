@@ -23,8 +23,9 @@ Accepting (one loop per listener, Kafka's `Acceptor`)::
     otherwise                  start a `Connection` task; its slot is released when it ends
 
 Start-up raises the soft RLIMIT_NOFILE to the hard limit (`limits.raise_nofile_limit`).
-`max.connections` and `max.connections.per.ip` come from the `KafkaServer` arguments, or from
-`services.config` when not given.
+`max.connections` and `max.connections.per.ip` come from the `KafkaServer` arguments (Kafka's
+default, 2**31-1, when not given). Requests go to the `RequestDispatcher` the server is given
+(net/dispatch.py); net imports no handler module.
 """
 
 from __future__ import annotations
@@ -32,13 +33,12 @@ from __future__ import annotations
 import errno
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import trio
 
-from wirebroker.handlers.context import Services
-from wirebroker.handlers.registry import HandlerSpec
 from wirebroker.net.connection import Connection
+from wirebroker.net.dispatch import RequestDispatcher
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
 
 log = logging.getLogger("wirebroker.net")
@@ -47,31 +47,27 @@ log = logging.getLogger("wirebroker.net")
 _ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 _ACCEPT_RETRY_S = 0.1
 
+#: Kafka's default max.connections and max.connections.per.ip.
+_UNLIMITED = 2**31 - 1
+
 
 class KafkaServer:
     """Serves the Kafka protocol on one or more TCP listeners."""
 
     def __init__(
         self,
-        services: Services,
-        handlers: Mapping[int, HandlerSpec],
+        dispatcher: RequestDispatcher,
         *,
         max_frame_bytes: int = 104857600,
         idle_timeout_ms: int = 600000,
         grace_s: float = 5.0,
-        max_connections: int | None = None,
-        max_connections_per_ip: int | None = None,
+        max_connections: int = _UNLIMITED,
+        max_connections_per_ip: int = _UNLIMITED,
     ) -> None:
-        self.services = services
-        self.handlers = handlers
+        self.dispatcher = dispatcher
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else math.inf
         self.grace_s = grace_s
-        config = services.config
-        if max_connections is None:
-            max_connections = int(str(config.raw("max.connections")))
-        if max_connections_per_ip is None:
-            max_connections_per_ip = int(str(config.raw("max.connections.per.ip")))
         self.quotas = ConnectionQuotas(max_connections, max_connections_per_ip)
         self.connections: set[Connection] = set()
         self._stop = trio.Event()
@@ -173,8 +169,7 @@ class KafkaServer:
     async def _serve_connection(self, stream: trio.SocketStream, peer: tuple[str, int]) -> None:
         conn = Connection(
             stream,
-            self.services,
-            self.handlers,
+            self.dispatcher,
             max_frame_bytes=self.max_frame_bytes,
             idle_timeout_s=self.idle_timeout_s,
             peer=peer,

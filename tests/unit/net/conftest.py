@@ -17,7 +17,6 @@ import trio
 
 import wirebroker.handlers.api_versions  # noqa: F401  (registers ApiVersions)
 from wirebroker.handlers.registry import HANDLERS, HandlerSpec
-from wirebroker.net.server import KafkaServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -26,7 +25,7 @@ from netwire import (
     RunningServer,
     StartServer,
     WireClient,
-    stub_services,
+    stub_server,
 )
 
 
@@ -57,7 +56,7 @@ async def start_server(
 ) -> AsyncIterator[StartServer]:
     async def start(**kwargs: Any) -> RunningServer:
         kwargs.setdefault("max_frame_bytes", MAX_FRAME)
-        server = KafkaServer(stub_services(), registry, **kwargs)
+        server = stub_server(registry, **kwargs)
         bound = await nursery.start(server.run, [("127.0.0.1", 0)])
         return RunningServer(server, bound[0])
 

@@ -16,6 +16,8 @@ import trio
 
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import Services
+from wirebroker.handlers.dispatcher import Dispatcher
+from wirebroker.handlers.registry import HandlerSpec
 from wirebroker.net.server import KafkaServer
 
 #: Bound on every wait in these tests: a hang fails instead of blocking the suite.
@@ -48,6 +50,13 @@ def stub_services() -> Services:
         advertised_host="127.0.0.1",
         advertised_port=9092,
     )
+
+
+def stub_server(handlers: dict[int, HandlerSpec], **kwargs: Any) -> KafkaServer:
+    """A `KafkaServer` dispatching to `handlers` with `stub_services()`."""
+    max_frame_bytes = kwargs.setdefault("max_frame_bytes", 104857600)
+    dispatcher = Dispatcher(stub_services(), handlers, max_frame_bytes=max_frame_bytes)
+    return KafkaServer(dispatcher, **kwargs)
 
 
 def frame(payload: bytes) -> bytes:

@@ -351,9 +351,7 @@ async def test_idle_connection_is_closed(start_server: StartServer) -> None:
 async def test_shutdown_lets_the_request_in_flight_finish(
     registry: dict[int, HandlerSpec], clients: list[WireClient]
 ) -> None:
-    from netwire import stub_services
-
-    from wirebroker.net.server import KafkaServer
+    from netwire import stub_server
 
     entered, release = trio.Event(), trio.Event()
 
@@ -363,7 +361,7 @@ async def test_shutdown_lets_the_request_in_flight_finish(
         return metadata_body(ctx)
 
     register_metadata(registry, slow)
-    server = KafkaServer(stub_services(), registry, grace_s=TIMEOUT_S)
+    server = stub_server(registry, grace_s=TIMEOUT_S)
     with trio.fail_after(TIMEOUT_S):
         async with trio.open_nursery() as nursery:
             (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])
@@ -386,9 +384,7 @@ async def test_shutdown_lets_the_request_in_flight_finish(
 async def test_shutdown_cancels_requests_after_the_grace_period(
     registry: dict[int, HandlerSpec], clients: list[WireClient]
 ) -> None:
-    from netwire import stub_services
-
-    from wirebroker.net.server import KafkaServer
+    from netwire import stub_server
 
     entered = trio.Event()
 
@@ -398,7 +394,7 @@ async def test_shutdown_cancels_requests_after_the_grace_period(
         raise AssertionError("unreachable")
 
     register_metadata(registry, stuck)
-    server = KafkaServer(stub_services(), registry, grace_s=0.05)
+    server = stub_server(registry, grace_s=0.05)
     with trio.fail_after(TIMEOUT_S):
         async with trio.open_nursery() as nursery:
             (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])

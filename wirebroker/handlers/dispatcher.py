@@ -1,0 +1,203 @@
+"""The one dispatcher: a request frame in, what its connection does next out.
+
+`Dispatcher.dispatch(frame, client_host, peer)` decodes the frame, finds the registered handler
+(`wirebroker.handlers.registry`), checks the version, awaits the handler, encodes its answer and
+returns a `Reply`: send `response` / send nothing (`NOTHING`) / close (`CLOSE`). `wirebroker.net`
+only moves bytes and calls this through its own `RequestDispatcher` protocol. Every reason to
+close is logged here, once, before `CLOSE` is returned (one line with peer, API, version and
+correlation id when known), on the "wirebroker.net" logger: these are connection events::
+
+    unknown API key, API without a handler, version not served, malformed body    warning
+    a body decoding into more objects than the decode budget (RequestTooComplex)   warning
+    acks=0 Produce that failed (`ProduceWithoutAckFailed`), as Kafka does         info
+    any other exception in a handler or while encoding                 error, with traceback
+
+Not closed although the version is not served:
+    ApiVersions newer than served   answered with v0 UNSUPPORTED_VERSION and the API list
+                                    (`api_versions.unsupported_version_body`, KIP-511)
+    Produce v0-2                    advertised (KAFKA-18659) but not served: UNSUPPORTED_VERSION
+                                    for each partition (`protocol.legacy_produce`; Kafka closes,
+                                    leaving the client retrying blind until its message timeout),
+                                    except acks=0, which closes
+A handler returning None (acks=0 Produce) sends nothing.
+
+Decode budget: `decode_request` gets `max_decoded_bytes = max(max_frame_bytes, 16 MiB)`
+(`decode_budget`). A frame of tiny structs decodes into ~100x its size in Python objects; the
+budget makes the frame cap (socket.request.max.bytes) the bound of a request's memory again,
+and the 16 MiB floor keeps honest requests made of many small structs (a large Metadata or
+OffsetCommit request costs ~15-30x its frame) working when the cap is lowered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from protocol.api import ApiKey
+from protocol.codec import decode_request, encode_response
+from protocol.errors import ErrorCode
+from protocol.exceptions import MalformedRequest, ProtocolError, UnknownApiKey, UnsupportedVersion
+from protocol.legacy_produce import (
+    LEGACY_VERSIONS,
+    encode_legacy_produce_error,
+    parse_legacy_produce,
+)
+from wirebroker.handlers.api_versions import unsupported_version_body
+from wirebroker.handlers.context import RequestContext, Services
+from wirebroker.handlers.produce import ProduceWithoutAckFailed
+from wirebroker.handlers.registry import HandlerSpec, api_name
+
+#: Connection events keep the network layer's logger: operators (and tests) filter on it.
+log = logging.getLogger("wirebroker.net")
+
+#: The least decode budget (see the module docstring).
+DECODE_BUDGET_FLOOR = 16 << 20
+
+#: Kafka's default socket.request.max.bytes.
+DEFAULT_MAX_FRAME_BYTES = 104857600
+
+
+def decode_budget(max_frame_bytes: int) -> int:
+    """Bytes of Python objects one request body may decode into."""
+    return max(max_frame_bytes, DECODE_BUDGET_FLOOR)
+
+
+class Reply(NamedTuple):
+    """What the connection does after one request: send `response` (None: nothing), or close
+    (`close`; never with a response, the reason is already logged)."""
+
+    response: bytes | None
+    close: bool = False
+
+
+#: Send nothing and go on reading (acks=0 Produce).
+NOTHING = Reply(None)
+#: Close the connection (the reason is already logged).
+CLOSE = Reply(None, True)
+
+
+def describe(header: Any) -> str:
+    """The request, for a log line: API name and key, version, correlation id, client id."""
+    return (
+        f"api {api_name(int(header.api_key))} (key {int(header.api_key)}) "
+        f"v{int(header.api_version)}, correlation id {int(header.correlation_id)}, "
+        f"client id {header.client_id!r}"
+    )
+
+
+class Dispatcher:
+    """Serves request frames with the registered handlers (see the module docstring)."""
+
+    def __init__(
+        self,
+        services: Services,
+        handlers: Mapping[int, HandlerSpec],
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.services = services
+        self.handlers = handlers
+        self.max_decoded_bytes = decode_budget(max_frame_bytes)
+
+    async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
+        """Serve one request frame (without its size prefix) from `peer` (for log lines)."""
+        try:
+            header, request = decode_request(frame, max_decoded_bytes=self.max_decoded_bytes)
+        except UnsupportedVersion as exc:
+            return _unsupported_version(frame, exc.header, peer)
+        except UnknownApiKey as exc:
+            log.warning("closing connection from %s: unknown api key: %s", peer, exc)
+            return CLOSE
+        except (MalformedRequest, ProtocolError) as exc:
+            log.warning("closing connection from %s: malformed request: %s", peer, exc)
+            return CLOSE
+        spec = self.handlers.get(int(header.api_key))
+        if spec is None:
+            log.warning("closing connection from %s: api not served: %s", peer, describe(header))
+            return CLOSE
+        if not spec.serves(int(header.api_version)):
+            return _not_served(spec, header, peer)
+        ctx = RequestContext(header=header, services=self.services, client_host=client_host)
+        try:
+            body = await spec.func(ctx, request)
+            if body is None:
+                return NOTHING
+            return Reply(
+                encode_response(
+                    int(header.api_key), int(header.api_version), int(header.correlation_id), body
+                )
+            )
+        except ProduceWithoutAckFailed as exc:
+            # Kafka logs this at INFO: closing is how an acks=0 producer learns of the error.
+            log.info("closing connection from %s: %s: %s", peer, exc, describe(header))
+            return CLOSE
+        except Exception:
+            log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
+            return CLOSE
+
+
+def _unsupported_version(frame: bytes, header: Any, peer: str) -> Reply:
+    """A version the schemas do not know: ApiVersions and Produce v0-2 are answered."""
+    if int(header.api_key) == ApiKey.API_VERSIONS:
+        return _api_versions_unsupported(header, peer)
+    if int(header.api_key) == ApiKey.PRODUCE and header.api_version in LEGACY_VERSIONS:
+        return _legacy_produce_unsupported(frame, peer)
+    log.warning("closing connection from %s: unsupported version: %s", peer, describe(header))
+    return CLOSE
+
+
+def _not_served(spec: HandlerSpec, header: Any, peer: str) -> Reply:
+    """A version the schema knows but the handler does not serve."""
+    version = int(header.api_version)
+    if int(header.api_key) == ApiKey.API_VERSIONS and version > spec.max_version:
+        return _api_versions_unsupported(header, peer)
+    log.warning(
+        "closing connection from %s: unsupported version (served %d-%d): %s",
+        peer,
+        spec.min_version,
+        spec.max_version,
+        describe(header),
+    )
+    return CLOSE
+
+
+def _api_versions_unsupported(header: Any, peer: str) -> Reply:
+    """ApiVersions newer than served: a v0 UNSUPPORTED_VERSION answer listing the APIs."""
+    log.info(
+        "ApiVersions v%d from %s is newer than served; answering with v0",
+        int(header.api_version),
+        peer,
+    )
+    body = unsupported_version_body()
+    return Reply(encode_response(int(ApiKey.API_VERSIONS), 0, int(header.correlation_id), body))
+
+
+def _legacy_produce_unsupported(frame: bytes, peer: str) -> Reply:
+    """Produce v0-2 (advertised, KAFKA-18659, but not served): UNSUPPORTED_VERSION for every
+    partition instead of a closed connection, so the client fails fast and says why
+    (`protocol.legacy_produce`). acks=0 expects no answer: closed, as for any failed acks=0
+    produce."""
+    try:
+        request = parse_legacy_produce(frame)
+    except ProtocolError as exc:
+        log.warning("closing connection from %s: malformed request: %s", peer, exc)
+        return CLOSE
+    header = request.header
+    if request.acks == 0:
+        log.warning(
+            "closing connection from %s: acks=0 Produce v%d (message format v0/v1, "
+            "removed in Kafka 4.0) is not supported: %s",
+            peer,
+            header.api_version,
+            describe(header),
+        )
+        return CLOSE
+    log.warning(
+        "answering UNSUPPORTED_VERSION to %s: Produce v%d (message format v0/v1, removed in "
+        "Kafka 4.0; the client skipped or ignored ApiVersions): %s",
+        peer,
+        header.api_version,
+        describe(header),
+    )
+    return Reply(encode_legacy_produce_error(request, int(ErrorCode.UNSUPPORTED_VERSION)))

@@ -114,7 +114,7 @@ class Broker:
             self.services,
             self.handlers,
             max_frame_bytes=config.socket_request_max_bytes,
-            idle_timeout_ms=int(str(config.raw("connections.max.idle.ms"))),
+            idle_timeout_ms=config.get_int("connections.max.idle.ms"),
             grace_s=grace_s,
         )
         self.bound: list[tuple[str, int]] = []
@@ -203,11 +203,9 @@ class Broker:
                     log.info("logs closed cleanly")
 
     def _start_background(self, nursery: trio.Nursery) -> None:
-        retention_ms = int(str(self.config.raw("log.retention.check.interval.ms")))
-        flush_ms = min(
-            int(str(self.config.raw("log.flush.scheduler.interval.ms"))), _FLUSH_CHECK_MAX_MS
-        )
-        checkpoint_ms = int(str(self.config.raw("log.flush.offset.checkpoint.interval.ms")))
+        retention_ms = self.config.get_int("log.retention.check.interval.ms")
+        flush_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), _FLUSH_CHECK_MAX_MS)
+        checkpoint_ms = self.config.get_int("log.flush.offset.checkpoint.interval.ms")
         nursery.start_soon(
             self._every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
         )
@@ -215,8 +213,8 @@ class Broker:
             self._every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock())
         )
         nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
-        if self.config.get("log.cleaner.enable"):
-            backoff_ms = int(str(self.config.raw("log.cleaner.backoff.ms")))
+        if self.config.get_bool("log.cleaner.enable"):
+            backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
             nursery.start_soon(self._clean_logs, backoff_ms)
         nursery.start_soon(self.group_coordinator.run)
 

@@ -137,7 +137,7 @@ class GroupCoordinatorRuntime:
             )
             group_config = dataclasses.replace(group_config, num_partitions=existing.partitions)
         self.core = GroupCoordinatorCore(group_config, member_id_suffix=member_id_suffix)
-        self.segment_bytes = int(str(config.raw("offsets.topic.segment.bytes")))
+        self.segment_bytes = config.get_int("offsets.topic.segment.bytes")
         self._waiters: dict[Hashable, _Waiter] = {}
         self._keys = itertools.count(1)
         self._timer_changed = trio.Event()

@@ -162,7 +162,7 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
         if num_partitions == -1:
             num_partitions = config.num_partitions
         if replication_factor == -1:
-            replication_factor = int(str(config.raw("default.replication.factor")))
+            replication_factor = config.get_int("default.replication.factor")
         brokers = 1
         if replication_factor > brokers:
             raise _fail(

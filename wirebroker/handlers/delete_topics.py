@@ -62,7 +62,7 @@ def _requested(ctx: RequestContext, req: Any) -> list[tuple[str | None, uuid.UUI
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     services = ctx.services
     requested = _requested(ctx, req)
-    if not services.config.get("delete.topic.enable"):
+    if not services.config.get_bool("delete.topic.enable"):
         code = (
             ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
         )

@@ -69,9 +69,9 @@ class KafkaServer:
         self.grace_s = grace_s
         config = services.config
         if max_connections is None:
-            max_connections = int(str(config.raw("max.connections")))
+            max_connections = config.get_int("max.connections")
         if max_connections_per_ip is None:
-            max_connections_per_ip = int(str(config.raw("max.connections.per.ip")))
+            max_connections_per_ip = config.get_int("max.connections.per.ip")
         self.quotas = ConnectionQuotas(max_connections, max_connections_per_ip)
         self.connections: set[Connection] = set()
         self._stop = trio.Event()

@@ -268,7 +268,7 @@ class ReplicaManager:
             if num_partitions == -1:
                 num_partitions = self.config.num_partitions
             if replication_factor == -1:
-                replication_factor = int(str(self.config.raw("default.replication.factor")))
+                replication_factor = self.config.get_int("default.replication.factor")
             if num_partitions <= 0:
                 raise InvalidPartitionsError(
                     "Number of partitions was set to an invalid non-positive value."

@@ -3,8 +3,9 @@
 Construction (`Broker(config)`, synchronous): creates the log directories, opens the
 `TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
 each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
-`LogManager`, `ReplicaManager`, `ProducerIdManager` and the `Services` every handler sees, and
-imports the handlers (`load_handlers`).
+`LogManager`, `ReplicaManager`, the `LocalTopicAdmin` (which tells the `ReplicaManager` of new,
+deleted and reconfigured topics), the `FetchWaiters` (a data listener of the `ReplicaManager`),
+`ProducerIdManager` and the `Services` every handler sees, and imports the handlers.
 
 Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
 
@@ -48,6 +49,7 @@ from pathlib import Path
 
 import trio
 
+from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.group.runtime import GroupCoordinatorRuntime
@@ -55,6 +57,7 @@ from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
+from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -96,13 +99,22 @@ class Broker:
         ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
         self.logs = LogManager(self.log_dirs)
         self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
+        self.admin = LocalTopicAdmin(
+            config, self.topics, self.logs, node_id=node_id, listener=self.replicas
+        )
+        self.fetch_waiters = FetchWaiters()
+        self.replicas.add_data_listener(self.fetch_waiters.notify)
         self.producer_ids = ProducerIdManager(self.topics)
-        self.group_coordinator = GroupCoordinatorRuntime(config, self.replicas, clock=clock)
+        self.group_coordinator = GroupCoordinatorRuntime(
+            config, self.replicas, admin=self.admin, clock=clock
+        )
         self.services = Services(
             config=config,
             logs=self.logs,
             topics=self.topics,
             replicas=self.replicas,
+            admin=self.admin,
+            fetch_waiters=self.fetch_waiters,
             producer_ids=self.producer_ids,
             node_id=node_id,
             cluster_id=self.topics.cluster_id,

@@ -25,6 +25,7 @@ new partitions with their open logs, deleted topics, changed configs.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,6 +67,7 @@ __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "CreateTopicResult",
     "LocalTopicAdmin",
+    "NewPartitions",
     "NewTopic",
     "PartitionListener",
     "TopicAdmin",
@@ -105,14 +107,44 @@ class PartitionListener(Protocol):
     def on_topic_configs_changed(self, info: TopicInfo) -> None: ...
 
 
-class TopicAdmin(Protocol):
+@dataclass(frozen=True)
+class NewPartitions:
+    """One topic of a CreatePartitions request: grow `name` to `count` partitions;
+    `assignments` gives the replicas of each new partition, in order."""
+
+    name: str
+    count: int
+    assignments: Sequence[Sequence[int]] | None = None
+
+
+class TopicAdmin(abc.ABC):
     """Topic administration (see the module docstring); errors are `ClusterError`s."""
 
-    def describe(self, name: str) -> TopicInfo | None: ...
+    @abc.abstractmethod
+    def describe(self, name: str) -> TopicInfo | None:
+        """The topic as the metadata knows it, or None."""
 
+    @abc.abstractmethod
     def create_topics(
         self, topics: Sequence[NewTopic], *, now_ms: int, validate_only: bool = False
-    ) -> list[CreateTopicResult]: ...
+    ) -> list[CreateTopicResult]:
+        """Each topic's TopicInfo, or the error that refused or stopped it."""
+
+    @abc.abstractmethod
+    def delete_topic(self, name: str) -> TopicInfo:
+        """Delete the topic (UnknownTopicError when there is none); its last TopicInfo."""
+
+    @abc.abstractmethod
+    def create_partitions(
+        self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
+    ) -> None:
+        """Grow a topic (Kafka never shrinks one)."""
+
+    @abc.abstractmethod
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str | None], *, validate_only: bool = False
+    ) -> None:
+        """Replace the topic's config overrides with `configs`."""
 
     def create_topic(
         self,
@@ -124,23 +156,19 @@ class TopicAdmin(Protocol):
         now_ms: int,
         validate_only: bool = False,
         assignments: Mapping[int, Sequence[int]] | None = None,
-    ) -> TopicInfo: ...
-
-    def delete_topic(self, name: str) -> TopicInfo: ...
-
-    def create_partitions(
-        self,
-        name: str,
-        count: int,
-        *,
-        now_ms: int,
-        validate_only: bool = False,
-        assignments: Sequence[Sequence[int]] | None = None,
-    ) -> None: ...
-
-    def alter_topic_configs(
-        self, name: str, configs: Mapping[str, str | None], *, validate_only: bool = False
-    ) -> None: ...
+    ) -> TopicInfo:
+        """One topic, raising its error (the group coordinator, auto-creation, tests)."""
+        topic = NewTopic(
+            name,
+            num_partitions,
+            replication_factor,
+            configs or {},
+            list(assignments.items()) if assignments else None,
+        )
+        [result] = self.create_topics([topic], now_ms=now_ms, validate_only=validate_only)
+        if isinstance(result, TopicInfo):
+            return result
+        raise result
 
 
 def _assignment_error(message: str) -> InvalidReplicationAssignmentError:
@@ -193,7 +221,7 @@ def check_new_topic_assignments(
     return len(seen), rf or 0
 
 
-class LocalTopicAdmin:
+class LocalTopicAdmin(TopicAdmin):
     """`TopicAdmin` of a single broker: the `TopicStore` is the metadata, `LogManager` the logs."""
 
     def __init__(
@@ -233,7 +261,6 @@ class LocalTopicAdmin:
     def create_topics(
         self, topics: Sequence[NewTopic], *, now_ms: int, validate_only: bool = False
     ) -> list[CreateTopicResult]:
-        """Each topic's TopicInfo, or the error that refused or stopped it."""
         out: list[CreateTopicResult] = []
         for topic in topics:
             try:
@@ -241,27 +268,6 @@ class LocalTopicAdmin:
             except (ClusterError, LogError) as exc:
                 out.append(exc)
         return out
-
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int = -1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str | None] | None = None,
-        *,
-        now_ms: int,
-        validate_only: bool = False,
-        assignments: Mapping[int, Sequence[int]] | None = None,
-    ) -> TopicInfo:
-        """One topic, raising its ClusterError (the group coordinator, auto-creation, tests)."""
-        topic = NewTopic(
-            name,
-            num_partitions,
-            replication_factor,
-            configs or {},
-            list(assignments.items()) if assignments else None,
-        )
-        return self.create(topic, now_ms=now_ms, validate_only=validate_only)
 
     def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
         """Check `topic` in Kafka's order, then create it (unless `validate_only`)."""
@@ -331,16 +337,9 @@ class LocalTopicAdmin:
         return num_partitions, rf
 
     def create_partitions(
-        self,
-        name: str,
-        count: int,
-        *,
-        now_ms: int,
-        validate_only: bool = False,
-        assignments: Sequence[Sequence[int]] | None = None,
+        self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
     ) -> None:
-        """Grow topic `name` to `count` partitions (Kafka never shrinks); `assignments` gives
-        the replicas of each new partition, in order."""
+        name, count, assignments = request.name, request.count, request.assignments
         info = self.topics.get(name)
         if info is None:
             raise UnknownTopicError()

@@ -29,6 +29,7 @@ from typing import Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.cluster.topic_admin import NewPartitions
 from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -37,12 +38,11 @@ from wirebroker.handlers.registry import handler
 def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
     given = topic.assignments
     with as_request_error():
+        replicas = None if given is None else [[int(b) for b in a.broker_ids] for a in given]
         ctx.services.admin.create_partitions(
-            topic.name,
-            int(topic.count),
+            NewPartitions(topic.name, int(topic.count), replicas),
             now_ms=ctx.now_ms(),
             validate_only=validate_only,
-            assignments=None if given is None else [[int(b) for b in a.broker_ids] for a in given],
         )
 
 

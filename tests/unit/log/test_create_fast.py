@@ -27,7 +27,7 @@ import pytest
 from logtest_helpers import NOW, NoSyncFileSystem
 
 from protocol.records import build_batch, iter_batches
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.log import LogConfig, LogManager, StorageError
@@ -221,7 +221,7 @@ def test_create_topic_and_create_partitions_use_the_batched_path(tmp_path: Path)
     b.admin.create_topic(TOPIC, 1000, now_ms=NOW)
     assert fs.file_fsyncs == 0 and len(fs.dir_fsyncs) == 1001
     fs.dir_fsyncs.clear()
-    b.admin.create_partitions(TOPIC, 1200, now_ms=NOW)
+    b.admin.create_partitions(NewPartitions(TOPIC, 1200), now_ms=NOW)
     assert fs.file_fsyncs == 0 and len(fs.dir_fsyncs) == 201
     assert len(b.rm.partitions_of(TOPIC)) == 1200
     b.logs.close()
@@ -305,7 +305,7 @@ def test_crash_at_every_step_of_create_partitions(tmp_path: Path) -> None:
         b.logs.close()
 
     def grow(b: Broker) -> None:
-        b.admin.create_partitions(TOPIC, 4, now_ms=NOW)
+        b.admin.create_partitions(NewPartitions(TOPIC, 4), now_ms=NOW)
 
     seed(tmp_path / "count")
     total = _crash_run(tmp_path / "count", None, grow, False)
@@ -319,7 +319,7 @@ def test_crash_at_every_step_of_create_partitions(tmp_path: Path) -> None:
         assert partition_dirs(data, TOPIC) == [f"{TOPIC}-0", f"{TOPIC}-1"]
         p1 = b.rm.partition(TOPIC, 1)
         assert p1 is not None and p1.log.log_end_offset == 1
-        b.admin.create_partitions(TOPIC, 4, now_ms=NOW)  # the retry works
+        b.admin.create_partitions(NewPartitions(TOPIC, 4), now_ms=NOW)  # the retry works
         b.logs.close()
         b = Broker(data)
         assert [p.index for p in b.rm.partitions_of(TOPIC)] == [0, 1, 2, 3]

@@ -21,7 +21,7 @@ from wirebroker.cluster.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions
 from wirebroker.cluster.topic_store import TopicStore, read_meta_properties
 from wirebroker.config import BrokerConfig
 from wirebroker.log.config import LogConfig
@@ -238,20 +238,20 @@ def test_alter_topic_configs_replaces_overrides_and_updates_logs(env: Env) -> No
 
 def test_create_partitions(env: Env) -> None:
     env.admin.create_topic("t", 2, now_ms=NOW)
-    env.admin.create_partitions("t", 5, now_ms=NOW, validate_only=True)
+    env.admin.create_partitions(NewPartitions("t", 5), now_ms=NOW, validate_only=True)
     assert len(env.rm.partitions_of("t")) == 2
-    env.admin.create_partitions("t", 5, now_ms=NOW)
+    env.admin.create_partitions(NewPartitions("t", 5), now_ms=NOW)
     assert [p.index for p in env.rm.partitions_of("t")] == [0, 1, 2, 3, 4]
     assert env.topics.get("t").partitions == 5  # type: ignore[union-attr]
     assert env.logs.get("t", 4) is not None
     for count in (5, 3):
         with pytest.raises(InvalidPartitionsError):
-            env.admin.create_partitions("t", count, now_ms=NOW)
+            env.admin.create_partitions(NewPartitions("t", count), now_ms=NOW)
     with pytest.raises(UnknownTopicError):
-        env.admin.create_partitions("missing", 3, now_ms=NOW)
+        env.admin.create_partitions(NewPartitions("missing", 3), now_ms=NOW)
     with pytest.raises(InvalidReplicationAssignmentError):
-        env.admin.create_partitions("t", 7, now_ms=NOW, assignments=[[0]])
-    env.admin.create_partitions("t", 6, now_ms=NOW, assignments=[[0]])
+        env.admin.create_partitions(NewPartitions("t", 7, [[0]]), now_ms=NOW)
+    env.admin.create_partitions(NewPartitions("t", 6, [[0]]), now_ms=NOW)
     assert len(env.rm.partitions_of("t")) == 6
 
 

@@ -102,7 +102,7 @@ class TopicInfo:
     """One topic as the metadata image knows it.
 
     `configs` holds only the explicit topic-level overrides (Kafka topic config names); the
-    effective values come from `ReplicaManager.effective_topic_configs`. It is read-only.
+    effective values come from `topic_configs.effective_topic_configs`. It is read-only.
     """
 
     name: str

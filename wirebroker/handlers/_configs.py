@@ -37,8 +37,9 @@ BROKER_LOGGER (`describe_loggers` / `alter_loggers`)
     source DYNAMIC_BROKER_LOGGER_CONFIG (6). IncrementalAlterConfigs SET sets a level, DELETE
     resets one to inherit (not allowed for root), as Kafka's RuntimeLoggerManager does.
 
-Validation messages are Kafka's: "Unknown topic config name: x", "Invalid value v for
-configuration k: <reason>" (ConfigException), "Null value not supported for topic configs: a,b".
+Topic config validation is `wirebroker.cluster.topic_configs.validate_topic_configs` (run by
+the `TopicAdmin`); `as_request_error` maps its errors (and any error carrying a Kafka code) to a
+per-resource `ConfigRequestError`.
 """
 
 from __future__ import annotations

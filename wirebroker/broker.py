@@ -5,8 +5,10 @@ Construction (`Broker(config)`, synchronous): creates the log directories, locks
 touching any other file; the lock is held until the logs are closed), opens the
 `TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
 each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
-`LogManager`, `ReplicaManager`, `ProducerIdManager` and the `Services` every handler sees, and
-imports the handlers (`load_handlers`) behind the one `Dispatcher` the server calls.
+`LogManager`, `ReplicaManager`, the `LocalTopicAdmin` (which tells the `ReplicaManager` of new,
+deleted and reconfigured topics), the `FetchWaiters` (a data listener of the `ReplicaManager`),
+`ProducerIdManager` and the `Services` every handler sees, and imports the handlers
+(`load_handlers`) behind the one `Dispatcher` the server calls.
 
 Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
 
@@ -50,6 +52,7 @@ from pathlib import Path
 
 import trio
 
+from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.group.runtime import GroupCoordinatorRuntime
@@ -59,6 +62,7 @@ from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
+from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -110,13 +114,22 @@ class Broker:
         ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
         self.logs = LogManager(self.log_dirs)
         self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
+        self.admin = LocalTopicAdmin(
+            config, self.topics, self.logs, node_id=node_id, listener=self.replicas
+        )
+        self.fetch_waiters = FetchWaiters()
+        self.replicas.add_data_listener(self.fetch_waiters.notify)
         self.producer_ids = ProducerIdManager(self.topics)
-        self.group_coordinator = GroupCoordinatorRuntime(config, self.replicas, clock=clock)
+        self.group_coordinator = GroupCoordinatorRuntime(
+            config, self.replicas, admin=self.admin, clock=clock
+        )
         self.services = Services(
             config=config,
             logs=self.logs,
             topics=self.topics,
             replicas=self.replicas,
+            admin=self.admin,
+            fetch_waiters=self.fetch_waiters,
             producer_ids=self.producer_ids,
             node_id=node_id,
             cluster_id=self.topics.cluster_id,
@@ -129,10 +142,10 @@ class Broker:
         self.server = KafkaServer(
             self.dispatcher,
             max_frame_bytes=max_frame_bytes,
-            idle_timeout_ms=int(str(config.raw("connections.max.idle.ms"))),
+            idle_timeout_ms=config.get_int("connections.max.idle.ms"),
             grace_s=grace_s,
-            max_connections=int(str(config.raw("max.connections"))),
-            max_connections_per_ip=int(str(config.raw("max.connections.per.ip"))),
+            max_connections=config.get_int("max.connections"),
+            max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
 
     # -- configuration ------------------------------------------------------------------------
@@ -220,11 +233,9 @@ class Broker:
                 self.dir_locks.release()
 
     def _start_background(self, nursery: trio.Nursery) -> None:
-        retention_ms = int(str(self.config.raw("log.retention.check.interval.ms")))
-        flush_ms = min(
-            int(str(self.config.raw("log.flush.scheduler.interval.ms"))), _FLUSH_CHECK_MAX_MS
-        )
-        checkpoint_ms = int(str(self.config.raw("log.flush.offset.checkpoint.interval.ms")))
+        retention_ms = self.config.get_int("log.retention.check.interval.ms")
+        flush_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), _FLUSH_CHECK_MAX_MS)
+        checkpoint_ms = self.config.get_int("log.flush.offset.checkpoint.interval.ms")
         nursery.start_soon(
             self._every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
         )
@@ -232,8 +243,8 @@ class Broker:
             self._every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock())
         )
         nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
-        if self.config.get("log.cleaner.enable"):
-            backoff_ms = int(str(self.config.raw("log.cleaner.backoff.ms")))
+        if self.config.get_bool("log.cleaner.enable"):
+            backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
             nursery.start_soon(self._clean_logs, backoff_ms)
         nursery.start_soon(self.group_coordinator.run)
 

@@ -468,6 +468,25 @@ class BrokerConfig:
         d = BROKER_CONFIGS[name]
         return d.parse(self.raw(name))
 
+    def get_int(self, name: str) -> int:
+        """The effective value of an INT/LONG/SHORT broker config, parsed."""
+        value = self.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{name} is not an integer config")
+        return value
+
+    def get_bool(self, name: str) -> bool:
+        """The effective value of a BOOLEAN broker config, parsed."""
+        value = self.get(name)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} is not a boolean config")
+        return value
+
+    def get_str(self, name: str) -> str:
+        """The effective string value of a broker config ("" when it has none)."""
+        raw = self.raw(name)
+        return "" if raw is None else raw
+
     # -- derived values -------------------------------------------------------------------
     def retention_ms(self) -> int:
         for key, unit in _RETENTION_UNITS:
@@ -513,12 +532,12 @@ class BrokerConfig:
         dirs = self.values.get("log.dirs")
         if dirs:
             return [s.strip() for s in dirs.split(",") if s.strip()]
-        return [str(self.raw("log.dir"))]
+        return [self.get_str("log.dir")]
 
     @property
     def listeners(self) -> list[tuple[str, str, int]]:
         """(name, host, port) for each entry of `listeners`."""
-        return parse_listeners(str(self.raw("listeners")))
+        return parse_listeners(self.get_str("listeners"))
 
     @property
     def advertised_listeners(self) -> list[tuple[str, str, int]]:
@@ -527,19 +546,19 @@ class BrokerConfig:
 
     @property
     def num_partitions(self) -> int:
-        return int(str(self.raw("num.partitions")))
+        return self.get_int("num.partitions")
 
     @property
     def auto_create_topics(self) -> bool:
-        return bool(self.get("auto.create.topics.enable"))
+        return self.get_bool("auto.create.topics.enable")
 
     @property
     def message_max_bytes(self) -> int:
-        return int(str(self.raw("message.max.bytes")))
+        return self.get_int("message.max.bytes")
 
     @property
     def socket_request_max_bytes(self) -> int:
-        return int(str(self.raw("socket.request.max.bytes")))
+        return self.get_int("socket.request.max.bytes")
 
 
 def parse_listeners(raw: str) -> list[tuple[str, str, int]]:

@@ -38,6 +38,8 @@ def _services() -> Services:
         logs=none,
         topics=none,
         replicas=none,
+        admin=none,
+        fetch_waiters=none,
         producer_ids=none,
         node_id=0,
         cluster_id="deadlines",

@@ -12,7 +12,8 @@ it ends in `.json`)::
                  "replication_factor": 1, "configs": {"retention.ms": "1000"},
                  "is_internal": false}, ...]}
 
-Every mutation rewrites the whole document atomically before returning: write `<file>.tmp`,
+Every mutation rewrites the whole document atomically before returning
+(`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
 fsync it, rename it over the file, fsync the directory. A crash leaves either the old or the
 new document, never a mix (a stale `.tmp` is ignored and overwritten by the next write).
 
@@ -40,13 +41,14 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from wirebroker.log.fs import FileSystem, OsFileSystem, read_file, write_file_atomic
 
 __all__ = [
     "META_PROPERTIES",
@@ -100,7 +102,7 @@ class TopicInfo:
     """One topic as the metadata image knows it.
 
     `configs` holds only the explicit topic-level overrides (Kafka topic config names); the
-    effective values come from `ReplicaManager.effective_topic_configs`. It is read-only.
+    effective values come from `topic_configs.effective_topic_configs`. It is read-only.
     """
 
     name: str
@@ -151,42 +153,14 @@ class TopicInfo:
         )
 
 
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: tmp file, fsync, rename, fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
+def read_meta_properties(log_dir: Path, fs: FileSystem | None = None) -> dict[str, str] | None:
     """The key=value pairs of `<log_dir>/meta.properties`, or None when it does not exist."""
     path = Path(log_dir) / META_PROPERTIES
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        data = read_file(fs or OsFileSystem(), path)
+        if data is None:
+            return None
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise MetaPropertiesError(f"cannot read {path}: {exc}") from exc
     out: dict[str, str] = {}
@@ -201,12 +175,15 @@ def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
     return out
 
 
-def ensure_meta_properties(log_dirs: Sequence[Path], *, node_id: int, cluster_id: str) -> None:
+def ensure_meta_properties(
+    log_dirs: Sequence[Path], *, node_id: int, cluster_id: str, fs: FileSystem | None = None
+) -> None:
     """Check every log dir's meta.properties against this node and cluster; write missing ones."""
+    fs = fs or OsFileSystem()
     for log_dir in log_dirs:
         directory = Path(log_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        props = read_meta_properties(directory)
+        props = read_meta_properties(directory, fs)
         path = directory / META_PROPERTIES
         if props is None:
             text = (
@@ -216,7 +193,7 @@ def ensure_meta_properties(log_dirs: Sequence[Path], *, node_id: int, cluster_id
                 f"node.id={node_id}\n"
                 f"directory.id={uuid_to_base64(new_random_uuid())}\n"
             )
-            _atomic_write(path, text.encode("utf-8"))
+            write_file_atomic(fs, path, text.encode("utf-8"))
             continue
         version = props.get("version")
         if version not in ("0", "1"):
@@ -235,10 +212,10 @@ def ensure_meta_properties(log_dirs: Sequence[Path], *, node_id: int, cluster_id
             )
 
 
-def _cluster_id_from_meta(directory: Path) -> str | None:
+def _cluster_id_from_meta(directory: Path, fs: FileSystem) -> str | None:
     if not directory.is_dir():
         return None
-    props = read_meta_properties(directory)
+    props = read_meta_properties(directory, fs)
     return props.get("cluster.id") if props else None
 
 
@@ -250,9 +227,16 @@ class TopicStore:
     """
 
     def __init__(
-        self, file: Path, cluster_id: str, topics: Mapping[str, TopicInfo], next_producer_id: int
+        self,
+        file: Path,
+        cluster_id: str,
+        topics: Mapping[str, TopicInfo],
+        next_producer_id: int,
+        *,
+        fs: FileSystem | None = None,
     ) -> None:
         self.path = file
+        self.fs: FileSystem = fs or OsFileSystem()
         self.cluster_id = cluster_id
         self._topics: dict[str, TopicInfo] = dict(topics)
         self._by_id: dict[uuid.UUID, TopicInfo] = {t.topic_id: t for t in topics.values()}
@@ -261,28 +245,31 @@ class TopicStore:
         self.created = False
 
     @classmethod
-    def open(cls, path: Path, *, cluster_id: str | None = None) -> TopicStore:
+    def open(
+        cls, path: Path, *, cluster_id: str | None = None, fs: FileSystem | None = None
+    ) -> TopicStore:
         """Open (or create) the store.
 
         `path` is a log dir (the store is `<path>/wirebroker-topics.json`) or a file path ending
         in `.json`. A new store takes `cluster_id` when given, else the cluster id of an existing
-        `meta.properties` in that dir, else a fresh one; it is written at once.
+        `meta.properties` in that dir, else a fresh one; it is written at once. Every read and
+        write goes through `fs` (the storage layer's seam, so crash tests can tear them).
         """
+        fs = fs or OsFileSystem()
         path = Path(path)
         if path.suffix == ".json":
             file, directory = path, path.parent
         else:
             file, directory = path / STORE_FILE, path
-        try:
-            raw = file.read_bytes()
-        except FileNotFoundError:
-            raw = None
+        raw = read_file(fs, file)
         if raw is None:
             directory.mkdir(parents=True, exist_ok=True)
             chosen = (
-                cluster_id or _cluster_id_from_meta(directory) or uuid_to_base64(new_random_uuid())
+                cluster_id
+                or _cluster_id_from_meta(directory, fs)
+                or uuid_to_base64(new_random_uuid())
             )
-            store = cls(file, chosen, {}, 0)
+            store = cls(file, chosen, {}, 0, fs=fs)
             store._save()
             store.created = True
             return store
@@ -308,7 +295,7 @@ class TopicStore:
                 f"{file}: stored cluster id {stored_cluster!r} differs from the configured "
                 f"cluster.id {cluster_id!r}"
             )
-        return cls(file, stored_cluster, {t.name: t for t in topics}, next_pid)
+        return cls(file, stored_cluster, {t.name: t for t in topics}, next_pid, fs=fs)
 
     # -- reads ------------------------------------------------------------------------------
     def get(self, name: str) -> TopicInfo | None:
@@ -390,4 +377,5 @@ class TopicStore:
             "next_producer_id": self._next_producer_id,
             "topics": [t.to_json() for t in self.all()],
         }
-        _atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8"))
+        data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
+        write_file_atomic(self.fs, self.path, data)

@@ -72,7 +72,9 @@ import trio
 from protocol.errors import ErrorCode
 from protocol.group_records import GroupRecordError
 from protocol.records import InvalidBatch, build_batch, decode_records, iter_batches
-from wirebroker.cluster.errors import ClusterError
+from wirebroker.cluster.errors import ClusterError, UnknownTopicOrPartitionError
+from wirebroker.cluster.topic_admin import NewTopic
+from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.group.config import GroupConfig
 from wirebroker.group.coordinator import GroupCoordinatorCore
 from wirebroker.group.effects import (
@@ -86,6 +88,7 @@ from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
 
 if TYPE_CHECKING:
+    from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.config import BrokerConfig
     from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -120,13 +123,15 @@ class GroupCoordinatorRuntime:
         config: BrokerConfig,
         replicas: ReplicaManager,
         *,
+        admin: TopicAdmin,
         clock: Callable[[], int],
         member_id_suffix: Callable[[], str] | None = None,
     ) -> None:
         self.replicas = replicas
+        self.admin = admin
         self.clock = clock
         group_config = GroupConfig.from_broker_config(config)
-        existing = replicas.topics.get(OFFSETS_TOPIC)
+        existing = admin.describe(OFFSETS_TOPIC)
         if existing is not None and existing.partitions != group_config.num_partitions:
             log.info(
                 "%s has %d partitions (offsets.topic.num.partitions is %d); using %d",
@@ -137,7 +142,7 @@ class GroupCoordinatorRuntime:
             )
             group_config = dataclasses.replace(group_config, num_partitions=existing.partitions)
         self.core = GroupCoordinatorCore(group_config, member_id_suffix=member_id_suffix)
-        self.segment_bytes = int(str(config.raw("offsets.topic.segment.bytes")))
+        self.segment_bytes = config.get_int("offsets.topic.segment.bytes")
         self._waiters: dict[Hashable, _Waiter] = {}
         self._keys = itertools.count(1)
         self._timer_changed = trio.Event()
@@ -155,7 +160,7 @@ class GroupCoordinatorRuntime:
 
     async def load(self) -> None:
         """Replay every partition of `__consumer_offsets` into the core (see the docstring)."""
-        info = self.replicas.topics.get(OFFSETS_TOPIC)
+        info = self.admin.describe(OFFSETS_TOPIC)
         if info is None:
             self.core.begin_loading()
             self._process(self.core.complete_loading(self.clock()))
@@ -213,19 +218,20 @@ class GroupCoordinatorRuntime:
 
     def ensure_offsets_topic(self) -> ErrorCode:
         """Create `__consumer_offsets` unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""
-        if self.replicas.topics.get(OFFSETS_TOPIC) is not None:
+        if self.admin.describe(OFFSETS_TOPIC) is not None:
             return ErrorCode.NONE
         configs = {
             "cleanup.policy": "compact",
             "segment.bytes": str(self.segment_bytes),
             "compression.type": "producer",
         }
+        topic = NewTopic(OFFSETS_TOPIC, self.core.config.num_partitions, 1, configs)
         try:
-            self.replicas.create_topic(
-                OFFSETS_TOPIC, self.core.config.num_partitions, 1, configs, now_ms=self.clock()
-            )
+            [created] = self.admin.create_topics([topic], now_ms=self.clock())
+            if not isinstance(created, TopicInfo):
+                raise created
         except ClusterError as exc:
-            if self.replicas.topics.get(OFFSETS_TOPIC) is not None:
+            if self.admin.describe(OFFSETS_TOPIC) is not None:
                 return ErrorCode.NONE
             log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -345,9 +351,10 @@ class GroupCoordinatorRuntime:
             for chunk in _chunks(recs):
                 batch = build_batch([(r.key, r.value) for r in chunk], base_timestamp=now)
                 try:
-                    self.replicas.append(
-                        OFFSETS_TOPIC, partition, batch, now_ms=now, required_acks=-1
-                    )
+                    part = self.replicas.partition(OFFSETS_TOPIC, partition)
+                    if part is None:
+                        raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC}-{partition}")
+                    self.replicas.append(part, batch, now_ms=now, required_acks=-1)
                 except (ClusterError, LogError, NotEnoughReplicasError) as exc:
                     log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
                     failed[partition] = exc.error_code

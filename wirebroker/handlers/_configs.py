@@ -37,28 +37,26 @@ BROKER_LOGGER (`describe_loggers` / `alter_loggers`)
     source DYNAMIC_BROKER_LOGGER_CONFIG (6). IncrementalAlterConfigs SET sets a level, DELETE
     resets one to inherit (not allowed for root), as Kafka's RuntimeLoggerManager does.
 
-Validation messages are Kafka's: "Unknown topic config name: x", "Invalid value v for
-configuration k: <reason>" (ConfigException), "Null value not supported for topic configs: a,b".
+Topic config validation is `wirebroker.cluster.topic_configs.validate_topic_configs` (run by
+the `TopicAdmin`); `as_request_error` maps its errors (and any error carrying a Kafka code) to a
+per-resource `ConfigRequestError`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from wirebroker.cluster.names import validate_topic_name
-from wirebroker.config import (
-    BROKER_CONFIGS,
-    TOPIC_CONFIGS,
-    BrokerConfig,
-    ConfigDef,
-    ConfigError,
-    ConfigSource,
-    ConfigType,
-)
+from wirebroker.cluster.topic_configs import normalize_stored
+from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigSource, ConfigType
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.topic_admin import TopicAdmin
 
 # -- resource types and operations -----------------------------------------------------------
 RESOURCE_TOPIC = 2
@@ -116,6 +114,20 @@ class ConfigRequestError(Exception):
         self.message = message
 
 
+@contextmanager
+def as_request_error() -> Iterator[None]:
+    """Turn an error that carries a Kafka error code (`error_of`) into a ConfigRequestError."""
+    try:
+        yield
+    except ConfigRequestError:
+        raise
+    except Exception as exc:
+        found = error_of(exc)
+        if found is None:
+            raise
+        raise ConfigRequestError(*found) from exc
+
+
 def error_of(exc: BaseException) -> tuple[ErrorCode, str | None] | None:
     """(error code, message) of an exception that carries a Kafka error code, else None.
 
@@ -133,105 +145,6 @@ def error_of(exc: BaseException) -> tuple[ErrorCode, str | None] | None:
         return None
     text = str(exc)
     return code, (text or None)
-
-
-# -- value parsing and normalising -------------------------------------------------------------
-def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
-    """Why `raw` is not a valid value of `d`, in the words of Kafka's ConfigDef."""
-    t = d.type
-    text = raw.strip()
-    if t == ConfigType.BOOLEAN:
-        return "Expected value to be either true or false"
-    if t in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG, ConfigType.DOUBLE):
-        try:
-            number = float(text) if t == ConfigType.DOUBLE else int(text)
-        except ValueError:
-            return f"Not a number of type {t.name}"
-        if d.minimum is not None and number < d.minimum:
-            return f"Value must be at least {d.minimum}"
-        return f"Not a number of type {t.name}"  # out of the type's range
-    if d.choices is not None:
-        return "String must be one of: " + ", ".join(d.choices)
-    return "Invalid value"
-
-
-def _format_parsed(d: ConfigDef, value: object) -> str:
-    """Kafka's ConfigDef.convertToString for a parsed value."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def parse_value(d: ConfigDef, raw: str) -> str:
-    """Validate `raw` for `d`; its normalised string, else ConfigRequestError(INVALID_CONFIG)."""
-    try:
-        parsed = d.parse(raw)
-    except ConfigError as exc:
-        reason = _invalid_value_reason(d, raw)
-        if reason == "Invalid value":
-            reason = str(exc)
-        raise ConfigRequestError(
-            ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for configuration {d.name}: {reason}"
-        ) from exc
-    return _format_parsed(d, parsed)
-
-
-def normalize_stored(d: ConfigDef, raw: str | None) -> str | None:
-    """A stored or configured value as Kafka would print it (unchanged when it does not parse)."""
-    if raw is None:
-        return None
-    try:
-        return _format_parsed(d, d.parse(raw))
-    except ConfigError:
-        return raw
-
-
-def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
-    """Check topic overrides as Kafka's LogConfig.validate does; returns normalised values.
-
-    Raises ConfigRequestError(INVALID_CONFIG) for null values, unknown names, bad values,
-    min.compaction.lag.ms > max.compaction.lag.ms and remote.storage.enable=true (tiered
-    storage is not supported, as on a Kafka broker without it enabled).
-    """
-    nulls = [name for name, value in configs.items() if value is None]
-    if nulls:
-        raise ConfigRequestError(
-            ErrorCode.INVALID_CONFIG,
-            "Null value not supported for topic configs: " + ",".join(nulls),
-        )
-    for name in configs:
-        if name not in TOPIC_CONFIGS:
-            raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
-    out: dict[str, str] = {}
-    for name, value in configs.items():
-        assert value is not None
-        out[name] = parse_value(TOPIC_CONFIGS[name], value)
-    _cross_check(out)
-    return out
-
-
-def _cross_check(configs: Mapping[str, str]) -> None:
-    def as_int(name: str) -> int:
-        raw = configs.get(name, TOPIC_CONFIGS[name].default)
-        return int(str(raw))
-
-    lo, hi = as_int("min.compaction.lag.ms"), as_int("max.compaction.lag.ms")
-    if lo > hi:
-        raise ConfigRequestError(
-            ErrorCode.INVALID_CONFIG,
-            f"conflict topic config setting min.compaction.lag.ms ({lo}) > "
-            f"max.compaction.lag.ms ({hi})",
-        )
-    if configs.get("remote.storage.enable") == "true":
-        raise ConfigRequestError(
-            ErrorCode.INVALID_CONFIG,
-            "Tiered Storage functionality is disabled in the broker. Topic cannot be "
-            "configured with remote log storage.",
-        )
 
 
 def apply_incremental(
@@ -456,13 +369,8 @@ def check_topic_resource_name(name: str | None) -> str:
         raise ConfigRequestError(
             ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
         )
-    try:
+    with as_request_error():
         validate_topic_name(name)
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise ConfigRequestError(*found) from exc
     return name
 
 
@@ -665,17 +573,9 @@ def alter_resources(req: Any, alter_one: Callable[[Any, bool], None]) -> dict[st
 
 
 def apply_topic_overrides(
-    replicas: Any, name: str, exists: bool, overrides: dict[str, str], validate_only: bool
+    admin: TopicAdmin, name: str, overrides: Mapping[str, str | None], validate_only: bool
 ) -> None:
-    """Replace topic `name`'s overrides (already validated), mapping errors as Kafka does."""
-    if not exists:
-        raise ConfigRequestError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
-        )
-    try:
-        replicas.alter_topic_configs(name, overrides, validate_only=validate_only)
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise ConfigRequestError(*found) from exc
+    """Replace topic `name`'s overrides through the admin (which checks them, then that the
+    topic exists), mapping errors as Kafka does."""
+    with as_request_error():
+        admin.alter_topic_configs(name, overrides, validate_only=validate_only)

@@ -25,7 +25,7 @@ ConfigurationControlManager.legacyAlterConfigs and its validator):
                                   CLIENT_METRICS configs do not exist in wirebroker)
 
 `validate_only` checks everything and changes nothing. Applied topic configs take effect on
-the live logs at once (ReplicaManager.alter_topic_configs). Results: `error_code`,
+the live logs at once (TopicAdmin.alter_topic_configs). Results: `error_code`,
 `error_message`, `resource_type`, `resource_name`, in request order.
 
 Skipped: authorization, AlterConfigPolicy, throttling (throttle_time_ms 0).
@@ -47,7 +47,6 @@ from wirebroker.handlers._configs import (
     check_config_list,
     check_topic_resource_name,
     reject_broker_changes,
-    validate_topic_configs,
 )
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -67,9 +66,7 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     name = check_topic_resource_name(resource.resource_name)
-    overrides = validate_topic_configs({c.name: c.value for c in configs})
-    exists = services.topics.get(name) is not None
-    apply_topic_overrides(services.replicas, name, exists, overrides, validate_only)
+    apply_topic_overrides(services.admin, name, {c.name: c.value for c in configs}, validate_only)
 
 
 @handler(ApiKey.ALTER_CONFIGS)

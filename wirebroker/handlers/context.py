@@ -2,6 +2,8 @@
 
 `Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
+`admin` (`wirebroker.cluster.TopicAdmin`) does every topic change; `replicas` serves the
+partitions; `fetch_waiters` parks long-poll fetches (attached to `replicas` by the broker).
 `group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
 call.
 `RequestContext` is built per request by `wirebroker.handlers.dispatcher`.
@@ -16,10 +18,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
+    from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.cluster.topic_store import TopicStore
     from wirebroker.config import BrokerConfig
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
+    from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -37,6 +41,8 @@ class Services:
     logs: LogManager
     topics: TopicStore
     replicas: ReplicaManager
+    admin: TopicAdmin
+    fetch_waiters: FetchWaiters
     producer_ids: ProducerIdManager
     node_id: int
     cluster_id: str

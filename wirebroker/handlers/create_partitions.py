@@ -17,6 +17,8 @@ ReplicationControlManager.createPartitions), per topic:
 `validate_only` checks everything and changes nothing. Results: `name`, `error_code`,
 `error_message` (null on success). Duplicated names come first, as in Kafka.
 
+The checks are `wirebroker.cluster.TopicAdmin.create_partitions`'s; this handler maps them.
+
 Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeout_ms`.
 """
 
@@ -27,83 +29,21 @@ from typing import Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.handlers._configs import ConfigRequestError, error_of
+from wirebroker.cluster.topic_admin import NewPartitions
+from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
 
-def _check_assignment(replicas: list[int], node_id: int, rf: int) -> None:
-    def fail(message: str) -> ConfigRequestError:
-        return ConfigRequestError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT, message)
-
-    if not replicas:
-        raise fail("The manual partition assignment includes an empty replica list.")
-    previous: int | None = None
-    for broker in sorted(replicas):
-        if broker != node_id:
-            raise fail(
-                f"The manual partition assignment includes broker {broker}, but no "
-                "such broker is registered."
-            )
-        if broker == previous:
-            raise fail(
-                f"The manual partition assignment includes the broker {broker} more than once."
-            )
-        previous = broker
-    if len(replicas) != rf:
-        raise fail(
-            f"The manual partition assignment includes a partition with "
-            f"{len(replicas)} replica(s), but this is not consistent with previous "
-            f"partitions, which have {rf} replica(s)."
-        )
-
-
 def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
-    services = ctx.services
-    name: str = topic.name
-    count = int(topic.count)
-    info = services.topics.get(name)
-    if info is None:
-        raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
-    current = info.partitions
-    if count == current:
-        raise ConfigRequestError(
-            ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
-        )
-    if count < current:
-        raise ConfigRequestError(
-            ErrorCode.INVALID_PARTITIONS,
-            f"The topic {name} currently has {current} partition(s); {count} would not be an "
-            "increase.",
-        )
-    additional = count - current
-    assignments: dict[int, list[int]] | None = None
-    if topic.assignments is not None:
-        given = list(topic.assignments)
-        if len(given) != additional:
-            raise ConfigRequestError(
-                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                f"Attempted to add {additional} additional partition(s), but only "
-                f"{len(given)} assignment(s) were specified.",
-            )
-        assignments = {}
-        for i, a in enumerate(given):
-            replicas = [int(b) for b in a.broker_ids]
-            _check_assignment(replicas, services.node_id, info.replication_factor)
-            assignments[current + i] = replicas
-    try:
-        services.replicas.create_partitions(
-            name,
-            count,
+    given = topic.assignments
+    with as_request_error():
+        replicas = None if given is None else [[int(b) for b in a.broker_ids] for a in given]
+        ctx.services.admin.create_partitions(
+            NewPartitions(topic.name, int(topic.count), replicas),
             now_ms=ctx.now_ms(),
             validate_only=validate_only,
-            assignments=assignments or None,
         )
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise ConfigRequestError(*found) from exc
 
 
 @handler(ApiKey.CREATE_PARTITIONS)

@@ -30,6 +30,9 @@ also `num_partitions`, `replication_factor`, `configs` (every topic config with 
 read_only, config_source, is_sensitive; sorted by name) and `topic_config_error_code` 0; v7
 `topic_id`. Failed topics keep the defaults (-1, -1, [], zero uuid).
 
+Every check is `wirebroker.cluster.TopicAdmin`'s (one `create_topics` call for the request);
+this handler only builds the request's `NewTopic`s and maps errors to codes.
+
 Skipped: authorization (every principal may create), CreateTopicPolicy, controller mutation
 quotas (throttle_time_ms is always 0), `timeout_ms` (creation is synchronous).
 """
@@ -42,162 +45,32 @@ from typing import Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.names import collision_key, has_collision_chars, validate_topic_name
-from wirebroker.handlers._configs import (
-    ConfigRequestError,
-    describe_topic_configs,
-    error_of,
-    validate_topic_configs,
-)
+from wirebroker.cluster.topic_admin import NewTopic
+from wirebroker.cluster.topic_store import TopicInfo
+from wirebroker.config import BrokerConfig
+from wirebroker.handlers._configs import describe_topic_configs
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 
-def _fail(code: ErrorCode, message: str | None) -> ConfigRequestError:
-    return ConfigRequestError(code, message)
+def _new_topic(topic: Any) -> NewTopic:
+    assignments = topic.assignments
+    return NewTopic(
+        name=topic.name,
+        num_partitions=int(topic.num_partitions),
+        replication_factor=int(topic.replication_factor),
+        configs={c.name: c.value for c in (topic.configs or [])},
+        assignments=[(int(a.partition_index), [int(b) for b in a.broker_ids]) for a in assignments]
+        if assignments
+        else None,
+    )
 
 
-def _check_assignments(assignments: list[Any], node_id: int) -> dict[int, list[int]]:
-    """Kafka's manual-assignment checks (ReplicationControlManager.createTopic)."""
-    out: dict[int, list[int]] = {}
-    rf: int | None = None
-    for a in assignments:
-        index = int(a.partition_index)
-        if index in out:
-            raise _fail(
-                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                f"Found multiple manual partition assignments for partition {index}",
-            )
-        replicas = [int(b) for b in a.broker_ids]
-        if not replicas:
-            raise _fail(
-                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                "The manual partition assignment includes an empty replica list.",
-            )
-        previous: int | None = None
-        for broker in sorted(replicas):
-            if broker != node_id:
-                raise _fail(
-                    ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                    f"The manual partition assignment includes broker {broker}, but "
-                    "no such broker is registered.",
-                )
-            if broker == previous:
-                raise _fail(
-                    ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                    f"The manual partition assignment includes the broker {broker} more than once.",
-                )
-            previous = broker
-        if rf is not None and len(replicas) != rf:
-            raise _fail(
-                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                f"The manual partition assignment includes a partition with "
-                f"{len(replicas)} replica(s), but this is not consistent with previous "
-                f"partitions, which have {rf} replica(s).",
-            )
-        rf = len(replicas)
-        out[index] = replicas
-    for i in range(len(out)):
-        if i not in out:
-            raise _fail(
-                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                "partitions should be a consecutive 0-based integer sequence",
-            )
-    return out
-
-
-def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
-    services = ctx.services
-    config = services.config
-    name: str = topic.name
-    try:
-        validate_topic_name(name)
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise _fail(*found) from exc
-    if services.topics.get(name) is not None:
-        raise _fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-    if has_collision_chars(name):
-        key = collision_key(name)
-        for other in services.topics.all():
-            if other.name != name and collision_key(other.name) == key:
-                raise _fail(
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Topic '{name}' collides with existing topic: {other.name}",
-                )
-    requested = {c.name: c.value for c in (topic.configs or [])}
-    overrides = validate_topic_configs(requested)
-
-    num_partitions = int(topic.num_partitions)
-    replication_factor = int(topic.replication_factor)
-    assignments: dict[int, list[int]] | None = None
-    if topic.assignments:
-        if replication_factor != -1:
-            raise _fail(
-                ErrorCode.INVALID_REQUEST,
-                "A manual partition assignment was specified, but replication factor "
-                "was not set to -1.",
-            )
-        if num_partitions != -1:
-            raise _fail(
-                ErrorCode.INVALID_REQUEST,
-                "A manual partition assignment was specified, but numPartitions was not set to -1.",
-            )
-        assignments = _check_assignments(list(topic.assignments), services.node_id)
-    elif replication_factor < -1 or replication_factor == 0:
-        raise _fail(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            "Replication factor must be larger than 0, or -1 to use the default value.",
-        )
-    elif num_partitions < -1 or num_partitions == 0:
-        raise _fail(
-            ErrorCode.INVALID_PARTITIONS,
-            "Number of partitions was set to an invalid non-positive value.",
-        )
-    else:
-        if num_partitions == -1:
-            num_partitions = config.num_partitions
-        if replication_factor == -1:
-            replication_factor = int(str(config.raw("default.replication.factor")))
-        brokers = 1
-        if replication_factor > brokers:
-            raise _fail(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication_factor} time(s): The "
-                f"target replication factor of {replication_factor} cannot be reached "
-                f"because only {brokers} broker(s) are registered.",
-            )
-    try:
-        if assignments is not None:
-            info = services.replicas.create_topic(
-                name,
-                -1,
-                -1,
-                overrides,
-                now_ms=ctx.now_ms(),
-                validate_only=validate_only,
-                assignments=assignments,
-            )
-        else:
-            info = services.replicas.create_topic(
-                name,
-                num_partitions,
-                replication_factor,
-                overrides,
-                now_ms=ctx.now_ms(),
-                validate_only=validate_only,
-            )
-    except Exception as exc:
-        found = error_of(exc)
-        if found is None:
-            raise
-        raise _fail(*found) from exc
+def _created(config: BrokerConfig, info: TopicInfo) -> dict[str, Any]:
     return {
-        "name": name,
+        "name": info.name,
         "topic_id": info.topic_id,
         "error_code": ErrorCode.NONE,
         "error_message": None,
@@ -225,23 +98,25 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = list(req.topics or [])
     counts = Counter(t.name for t in topics)
     validate_only = bool(getattr(req, "validate_only", False))
+    wanted = [t for t in topics if counts[t.name] == 1]
+    outcomes = iter(
+        ctx.services.admin.create_topics(
+            [_new_topic(t) for t in wanted if t.name != CLUSTER_METADATA_TOPIC],
+            now_ms=ctx.now_ms(),
+            validate_only=validate_only,
+        )
+    )
     results: list[dict[str, Any]] = []
-    for topic in topics:
-        if counts[topic.name] > 1:
-            continue
+    for topic in wanted:
         if topic.name == CLUSTER_METADATA_TOPIC:
-            results.append(
-                _failed(
-                    topic.name,
-                    ErrorCode.INVALID_REQUEST,
-                    f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.",
-                )
-            )
+            message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
+            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST, message))
             continue
-        try:
-            results.append(_create_one(ctx, topic, validate_only))
-        except ConfigRequestError as exc:
-            results.append(_failed(topic.name, exc.error_code, exc.message))
+        outcome = next(outcomes)
+        if isinstance(outcome, TopicInfo):
+            results.append(_created(ctx.services.config, outcome))
+        else:
+            results.append(_failed(topic.name, outcome.error_code, str(outcome) or None))
     for name, count in counts.items():
         if count > 1:
             results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))

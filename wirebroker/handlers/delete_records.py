@@ -41,14 +41,14 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[E
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK
     if is_internal(topic):
         return ErrorCode.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK
-    if "delete" not in part.log.config.cleanup_policy:
+    if not part.deletes_records:
         return ErrorCode.POLICY_VIOLATION, INVALID_LOW_WATERMARK
     target = part.high_watermark if offset == HIGH_WATERMARK else offset
     if target < 0 or target > part.high_watermark:
         return ErrorCode.OFFSET_OUT_OF_RANGE, INVALID_LOW_WATERMARK
     if target > part.log_start_offset:
         try:
-            part.log.delete_records_before(target)
+            part.delete_records_before(target)
         except Exception as exc:
             found = error_of(exc)
             if found is None:

@@ -35,10 +35,11 @@ from typing import Any
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers._configs import error_of
+from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
-ZERO_UUID = uuid.UUID(int=0)
+ZERO_UUID = NIL_UUID
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
 
@@ -62,7 +63,7 @@ def _requested(ctx: RequestContext, req: Any) -> list[tuple[str | None, uuid.UUI
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     services = ctx.services
     requested = _requested(ctx, req)
-    if not services.config.get("delete.topic.enable"):
+    if not services.config.get_bool("delete.topic.enable"):
         code = (
             ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
         )
@@ -119,21 +120,17 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     for tid in ids:
         if tid in duplicate_ids:
             continue
-        info = services.topics.by_id(tid)
+        info, missing = resolve_topic(services.topics, by_id=True, topic_id=tid)
         if info is None:
-            results.append(_result(None, tid, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE))
+            results.append(_result(None, tid, missing, UNKNOWN_TOPIC_ID_MESSAGE))
         else:
             to_delete[tid] = info.name
     for name in names:
         if name_counts[name] > 1:
             continue
-        info = services.topics.get(name)
+        info, missing = resolve_topic(services.topics, by_id=False, name=name)
         if info is None:
-            results.append(
-                _result(
-                    name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE
-                )
-            )
+            results.append(_result(name, ZERO_UUID, missing, UNKNOWN_TOPIC_MESSAGE))
         elif info.topic_id in to_delete or info.topic_id in duplicate_ids:
             to_delete.pop(info.topic_id, None)
             duplicate_ids.add(info.topic_id)
@@ -150,13 +147,12 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
 
     for tid, name in to_delete.items():
         try:
-            services.replicas.delete_topic(name)
+            services.admin.delete_topic(name)
         except Exception as exc:
             found = error_of(exc)
             if found is None:
                 raise
-            code, message = found
-            results.append(_result(name, tid, code, message))
+            results.append(_result(name, tid, *found))
             continue
         results.append(_result(name, tid))
     if ctx.api_version < 6:

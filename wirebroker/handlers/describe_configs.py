@@ -41,11 +41,11 @@ from wirebroker.handlers._configs import (
     RESOURCE_TYPE_NAMES,
     ConfigEntry,
     ConfigRequestError,
+    as_request_error,
     check_broker_resource_name,
     describe_broker_configs,
     describe_loggers,
     describe_topic_configs,
-    error_of,
     filter_entries,
 )
 from wirebroker.handlers.context import RequestContext
@@ -57,14 +57,9 @@ def _entries(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
     rtype = int(resource.resource_type)
     name = resource.resource_name
     if rtype == RESOURCE_TOPIC:
-        try:
+        with as_request_error():
             validate_topic_name(name)
-        except Exception as exc:
-            found = error_of(exc)
-            if found is None:
-                raise
-            raise ConfigRequestError(*found) from exc
-        info = services.topics.get(name)
+        info = services.admin.describe(name)
         if info is None:
             raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         return describe_topic_configs(services.config, info.configs)

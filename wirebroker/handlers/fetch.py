@@ -41,7 +41,7 @@ returns at least one whole batch even when it exceeds both limits, later ones on
 Long poll: the response goes out at once when the bytes gathered reach min_bytes, when any
 partition has an error or a diverging epoch, when no partition is requested or when
 max_wait_ms <= 0. Otherwise the handler parks this connection only, subscribed to every
-requested partition (`replication.fetch_waiters`), and reads again whenever one gets data,
+requested partition (`Services.fetch_waiters`), and reads again whenever one gets data,
 until min_bytes is reached or max_wait_ms passes; then it answers with what there is.
 Timing uses trio's clock (so tests run it under MockClock).
 """
@@ -54,9 +54,9 @@ import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._topics import resolve_topic
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
-from wirebroker.replication.fetch_waiters import waiters_for
 from wirebroker.replication.partition import READ_COMMITTED
 
 if TYPE_CHECKING:
@@ -91,16 +91,10 @@ class _Plan:
         self.topics: list[tuple[dict[str, Any], str | None, ErrorCode, list[Any]]] = []
         topics = ctx.services.topics
         for ftopic in req.get("topics") or []:
-            if version >= 13:
-                topic_id = ftopic.get("topic_id")
-                info = topics.by_id(topic_id) if topic_id is not None else None
-                key: dict[str, Any] = {"topic_id": topic_id}
-                missing = ErrorCode.UNKNOWN_TOPIC_ID
-            else:
-                name = ftopic.get("topic")
-                info = topics.get(name) if name is not None else None
-                key = {"topic": name}
-                missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            by_id = version >= 13
+            name, topic_id = ftopic.get("topic"), ftopic.get("topic_id")
+            info, missing = resolve_topic(topics, by_id=by_id, name=name, topic_id=topic_id)
+            key: dict[str, Any] = {"topic_id": topic_id} if by_id else {"topic": name}
             self.topics.append(
                 (
                     key,
@@ -150,7 +144,7 @@ def _read_partition(
     }
     last_fetched_epoch = int(pdata.get("last_fetched_epoch", -1)) if version >= 12 else -1
     if last_fetched_epoch >= 0:
-        epoch, end_offset = part.log.end_offset_for_epoch(last_fetched_epoch)
+        epoch, end_offset = part.end_offset_for_epoch(last_fetched_epoch)
         if epoch < last_fetched_epoch or end_offset < fetch_offset:
             base["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
             return base, True
@@ -238,7 +232,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
 
     plan = _Plan(ctx, req)
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
-    waiters = waiters_for(ctx.services.replicas)
+    waiters = ctx.services.fetch_waiters
     while True:
         responses, total, complete = _read_all(
             ctx,

@@ -36,7 +36,7 @@ ConfigurationControlManager.incrementalAlterConfigs and its validator):
                                   already refuse them with this message)
 
 `validate_only` checks everything and changes nothing. Applied topic configs take effect on
-the live logs at once (ReplicaManager.alter_topic_configs). Results in request order.
+the live logs at once (TopicAdmin.alter_topic_configs). Results in request order.
 
 Skipped: authorization, AlterConfigPolicy, throttling (throttle_time_ms 0).
 """
@@ -61,7 +61,6 @@ from wirebroker.handlers._configs import (
     check_config_list,
     check_topic_resource_name,
     reject_broker_changes,
-    validate_topic_configs,
 )
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -85,10 +84,9 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
     name = check_topic_resource_name(name)
-    info = services.topics.get(name)
+    info = services.admin.describe(name)
     current = dict(info.configs) if info is not None else {}
-    overrides = validate_topic_configs(apply_incremental(current, ops))
-    apply_topic_overrides(services.replicas, name, info is not None, overrides, validate_only)
+    apply_topic_overrides(services.admin, name, apply_incremental(current, ops), validate_only)
 
 
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)

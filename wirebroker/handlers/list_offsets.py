@@ -81,11 +81,6 @@ def _answer(
     }
 
 
-def _epoch_of_data(part: Partition) -> int:
-    latest = part.log.latest_epoch
-    return -1 if latest is None else int(latest)
-
-
 def _lookup(part: Partition, target: int, *, isolation: int, from_client: bool) -> dict[str, Any]:
     index = part.index
     if not from_client:
@@ -97,21 +92,21 @@ def _lookup(part: Partition, target: int, *, isolation: int, from_client: bool) 
     if target == LATEST_TIMESTAMP:
         return _answer(index, offset=last_fetchable, leader_epoch=part.leader_epoch)
     if target in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-        return _answer(index, offset=part.log_start_offset, leader_epoch=_epoch_of_data(part))
+        return _answer(index, offset=part.log_start_offset, leader_epoch=part.latest_epoch)
     if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         return _answer(index)
     if target == MAX_TIMESTAMP:
-        timestamp, offset = part.log.max_timestamp()
+        timestamp, offset = part.max_timestamp()
         if offset < 0:
             return _answer(index)
     else:
-        found = part.log.offset_for_timestamp(target)
+        found = part.offset_for_timestamp(target)
         if found is None:
             return _answer(index)
         offset, timestamp = found
     if offset >= last_fetchable:
         return _answer(index)
-    return _answer(index, offset=offset, timestamp=timestamp, leader_epoch=_epoch_of_data(part))
+    return _answer(index, offset=offset, timestamp=timestamp, leader_epoch=part.latest_epoch)
 
 
 @handler(ApiKey.LIST_OFFSETS)

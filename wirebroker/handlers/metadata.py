@@ -47,10 +47,12 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.cluster.errors import ClusterError
 from wirebroker.cluster.names import is_internal, validate_topic_name
+from wirebroker.cluster.topic_admin import NewTopic
+from wirebroker.cluster.topic_store import TopicInfo
+from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_store import TopicInfo
     from wirebroker.handlers.context import RequestContext
 
 __all__ = [
@@ -78,7 +80,7 @@ def _bits(*codes: int) -> int:
 TOPIC_ALL_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)
 CLUSTER_ALL_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
 
-_NIL_UUID = uuid.UUID(int=0)
+_NIL_UUID = NIL_UUID
 
 
 def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> dict[str, Any]:
@@ -131,12 +133,16 @@ def _unknown_name(
     if not allow_create:
         return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     try:
-        info = ctx.services.replicas.create_topic(name, now_ms=ctx.now_ms())
-    except ClusterError as exc:
-        return _missing(name, exc.error_code)
+        [created] = ctx.services.admin.create_topics([NewTopic(name)], now_ms=ctx.now_ms())
     except Exception:
         log.exception("auto-creating topic %r failed", name)
         return _missing(name, ErrorCode.UNKNOWN)
+    if isinstance(created, ClusterError):
+        return _missing(name, created.error_code)
+    if not isinstance(created, TopicInfo):
+        log.error("auto-creating topic %r failed: %s", name, created)
+        return _missing(name, ErrorCode.UNKNOWN)
+    info = created
     log.info("auto-created topic %s with %d partition(s)", name, info.partitions)
     return _topic_entry(ctx, info, ops)
 
@@ -169,21 +175,17 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         ids = [t.get("topic_id") for t in requested if t.get("topic_id") not in (None, _NIL_UUID)]
         if ids:
             for topic_id in dict.fromkeys(ids):
-                info = store.by_id(topic_id)
+                info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)
                 if info is None:
                     topics_out.append(
-                        _missing(
-                            None if version >= 12 else "",
-                            ErrorCode.UNKNOWN_TOPIC_ID,
-                            topic_id=topic_id,
-                        )
+                        _missing(None if version >= 12 else "", missing, topic_id=topic_id)
                     )
                 else:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
         else:
             names = [t.get("name") for t in requested if t.get("name") is not None]
             for name in dict.fromkeys(names):
-                info = store.get(name)
+                info, _missing_code = resolve_topic(store, by_id=False, name=name)
                 if info is not None:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
                 else:

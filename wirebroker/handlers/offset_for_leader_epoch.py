@@ -57,7 +57,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions_out.append(_answer(index, code))
                 continue
             try:
-                epoch, end_offset = part.log.end_offset_for_epoch(int(pdata.get("leader_epoch")))
+                epoch, end_offset = part.end_offset_for_epoch(int(pdata.get("leader_epoch")))
             except LogError as exc:
                 partitions_out.append(_answer(index, exc.error_code))
                 continue

@@ -52,6 +52,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import InvalidBatch, iter_batches
 from wirebroker.cluster.names import is_internal
+from wirebroker.handlers._topics import resolve_topic
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
@@ -133,10 +134,9 @@ def _has_transactional_batch(topic_data: list[Any]) -> bool:
 def _append(
     ctx: RequestContext, part: Partition, records: bytes | memoryview, acks: int
 ) -> dict[str, Any]:
-    replicas = ctx.services.replicas
     try:
-        result = replicas.append(
-            part.topic, part.index, records, now_ms=ctx.now_ms(), required_acks=acks
+        result = ctx.services.replicas.append(
+            part, records, now_ms=ctx.now_ms(), required_acks=acks
         )
     except (LogError, NotEnoughReplicasError) as exc:
         return _failed(part.index, exc.error_code, str(exc) or None)
@@ -172,18 +172,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     responses = []
     any_error = False
     for topic in topic_data:
-        name: str | None
-        if version >= 13:
-            topic_id = topic.get("topic_id")
-            info = topics.by_id(topic_id) if topic_id is not None else None
-            name = info.name if info is not None else None
-            missing_code = ErrorCode.UNKNOWN_TOPIC_ID
-            out_topic: dict[str, Any] = {"topic_id": topic_id}
-        else:
-            name = topic.get("name")
-            info = topics.get(name) if name is not None else None
-            missing_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            out_topic = {"name": name}
+        by_id = version >= 13
+        topic_id = topic.get("topic_id")
+        info, missing_code = resolve_topic(
+            topics, by_id=by_id, name=topic.get("name"), topic_id=topic_id
+        )
+        name = info.name if info is not None else None
+        out_topic: dict[str, Any] = {"topic_id": topic_id} if by_id else {"name": topic.get("name")}
         partition_responses = []
         for pdata in topic.get("partition_data") or []:
             index = int(pdata.get("index"))

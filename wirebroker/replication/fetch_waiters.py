@@ -3,7 +3,8 @@
 A fetch that has not gathered `min_bytes` subscribes to the partitions it reads and waits on
 one `trio.Event` until data arrives on any of them or its deadline passes. `ReplicaManager`
 calls its data listeners after every append (and when a topic is deleted); `FetchWaiters` is
-such a listener and sets the events subscribed to that partition.
+such a listener and sets the events subscribed to that partition. The broker builds one and
+attaches it (`replicas.add_data_listener(waiters.notify)`); handlers find it in `Services`.
 
 There is no lost wake-up: a handler reads the logs and subscribes without awaiting in between,
 and trio runs one task at a time, so an append either happened before the read (the read sees
@@ -11,23 +12,19 @@ it) or happens after the subscription (the event is set).
 
 Usage::
 
-    waiters = waiters_for(ctx.services.replicas)       # one per ReplicaManager
-    with waiters.subscribe(keys) as event:
+    with ctx.services.fetch_waiters.subscribe(keys) as event:
         with trio.move_on_at(deadline):
             await event.wait()
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import trio
 
-from wirebroker.replication.replica_manager import ReplicaManager
-
-__all__ = ["FetchWaiters", "waiters_for"]
+__all__ = ["FetchWaiters"]
 
 Key = tuple[str, int]
 
@@ -66,16 +63,3 @@ class FetchWaiters:
     def waiting_count(self) -> int:
         """Number of (partition, fetch) subscriptions; for tests and metrics."""
         return sum(len(v) for v in self._waiting.values())
-
-
-_BY_MANAGER: weakref.WeakKeyDictionary[ReplicaManager, FetchWaiters] = weakref.WeakKeyDictionary()
-
-
-def waiters_for(replicas: ReplicaManager) -> FetchWaiters:
-    """The FetchWaiters attached to `replicas` (created and attached on first use)."""
-    waiters = _BY_MANAGER.get(replicas)
-    if waiters is None:
-        waiters = FetchWaiters()
-        replicas.add_data_listener(waiters.notify)
-        _BY_MANAGER[replicas] = waiters
-    return waiters

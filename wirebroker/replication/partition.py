@@ -28,6 +28,7 @@ from protocol.errors import ErrorCode
 if TYPE_CHECKING:
     import uuid
 
+    from wirebroker.log.config import LogConfig
     from wirebroker.log.partition_log import AppendResult, PartitionLog
 
 __all__ = ["NotEnoughReplicasError", "Partition"]
@@ -157,3 +158,41 @@ class Partition:
         return self.log.read(
             offset, max_bytes=max_bytes, max_offset=bound, min_one_batch=min_one_batch
         )
+
+    # -- log queries and changes the handlers need (they never reach into `log`) -------------
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch of the data in the log (-1 when it never had any)."""
+        latest = self.log.latest_epoch
+        return -1 if latest is None else int(latest)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the log's segments."""
+        return self.log.size_in_bytes()
+
+    @property
+    def deletes_records(self) -> bool:
+        """Whether cleanup.policy includes delete (DeleteRecords needs it)."""
+        return self.log.config.delete
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `timestamp`, else None."""
+        return self.log.offset_for_timestamp(timestamp)
+
+    def max_timestamp(self) -> tuple[int, int]:
+        """(timestamp, offset) of the record with the largest timestamp; (-1, -1) if none."""
+        return self.log.max_timestamp()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) per KIP-101/279 (OffsetForLeaderEpoch, Fetch divergence)."""
+        return self.log.end_offset_for_epoch(epoch)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to `offset`; raises LogError."""
+        return self.log.delete_records_before(offset)
+
+    def update_config(self, config: LogConfig, min_insync_replicas: int) -> None:
+        """The topic's configs changed: new LogConfig and min.insync.replicas."""
+        self.log.update_config(config)
+        self.min_insync_replicas = min_insync_replicas

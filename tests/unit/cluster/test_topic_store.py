@@ -17,6 +17,7 @@ from wirebroker.cluster.topic_store import (
     read_meta_properties,
     uuid_to_base64,
 )
+from wirebroker.log.fs import OsFileSystem
 
 
 def _info(name: str = "t", partitions: int = 3, **configs: str) -> TopicInfo:
@@ -179,3 +180,26 @@ def test_new_store_adopts_cluster_id_from_meta_properties(tmp_path: Path) -> Non
     ensure_meta_properties([tmp_path], node_id=0, cluster_id="keptCLUSTERidAAAAAAAAA")
     store = TopicStore.open(tmp_path)
     assert store.cluster_id == "keptCLUSTERidAAAAAAAAA"
+
+
+class _FailingRename(OsFileSystem):
+    """Fails every rename: a write torn before its commit point."""
+
+    def __init__(self) -> None:
+        self.renames = 0
+
+    def rename(self, src: Path, dst: Path) -> None:
+        self.renames += 1
+        raise OSError("injected: rename failed")
+
+
+def test_writes_go_through_the_file_system_seam(tmp_path: Path) -> None:
+    store = TopicStore.open(tmp_path)
+    store.put(_info("kept"))
+    fs = _FailingRename()
+    torn = TopicStore.open(tmp_path, fs=fs)
+    with pytest.raises(OSError, match="injected"):
+        torn.put(_info("lost"))
+    assert fs.renames == 1
+    assert torn.get("lost") is None  # rolled back in memory
+    assert [t.name for t in TopicStore.open(tmp_path).all()] == ["kept"]

@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from protocol.errors import ErrorCode
+from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.group.coordinator import CommitPartition, CommitTopic, TopicPartitions
@@ -60,13 +61,20 @@ class Node:
         self.logs = LogManager([data_dir])
         self.replicas = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
         self.replicas.load(trio_ms())
+        self.admin = LocalTopicAdmin(
+            self.config, self.topics, self.logs, node_id=0, listener=self.replicas
+        )
         counter = itertools.count(1)
         self.runtime = GroupCoordinatorRuntime(
-            self.config, self.replicas, clock=trio_ms, member_id_suffix=lambda: f"m{next(counter)}"
+            self.config,
+            self.replicas,
+            admin=self.admin,
+            clock=trio_ms,
+            member_id_suffix=lambda: f"m{next(counter)}",
         )
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        self.replicas.create_topic(name, partitions, now_ms=trio_ms())
+        self.admin.create_topic(name, partitions, now_ms=trio_ms())
 
     def close(self) -> None:
         self.logs.close()

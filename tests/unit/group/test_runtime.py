@@ -204,10 +204,10 @@ async def test_an_append_failure_answers_with_the_mapped_error_and_reloads(
         assert commit(rt, {("t", 0): 5})["topics"][0]["partitions"][0]["error_code"] == 0
         real_append = node.replicas.append
 
-        def broken(topic: str, *args: Any, **kwargs: Any) -> Any:
-            if topic == OFFSETS_TOPIC:
+        def broken(part: Any, *args: Any, **kwargs: Any) -> Any:
+            if part.topic == OFFSETS_TOPIC:
                 raise StorageError("disk on fire")
-            return real_append(topic, *args, **kwargs)
+            return real_append(part, *args, **kwargs)
 
         monkeypatch.setattr(node.replicas, "append", broken)
         resp = commit(rt, {("t", 0): 9})

@@ -173,7 +173,7 @@ async def test_many_records_load_and_junk_is_skipped(
         junk = build_batch(
             [(b"\x00\x00garbage", b"junk"), (b"\x7f\x00", b"future type")], base_timestamp=now
         )
-        node.replicas.append(OFFSETS_TOPIC, p, junk, now_ms=now)
+        node.replicas.append(node.replicas.partition(OFFSETS_TOPIC, p), junk, now_ms=now)
     async with running(data) as node:
         for g in range(7):
             expected = {}

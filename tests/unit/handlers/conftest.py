@@ -35,11 +35,13 @@ import pytest
 from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.headers import RequestHeader
 from protocol.records import build_batch
+from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS
 from wirebroker.log.log_manager import LogManager
+from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -70,11 +72,16 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     logs = LogManager(log_dirs)
     replicas = ReplicaManager(config, logs, topics, node_id=config.node_id)
     replicas.load(clock())
+    admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
+    waiters = FetchWaiters()
+    replicas.add_data_listener(waiters.notify)
     return Services(
         config=config,
         logs=logs,
         topics=topics,
         replicas=replicas,
+        admin=admin,
+        fetch_waiters=waiters,
         producer_ids=ProducerIdManager(topics),
         node_id=config.node_id,
         cluster_id=topics.cluster_id,
@@ -166,7 +173,9 @@ def produce(services: Services, topic: str, partition: int, n: int = 1, value: b
     """Append one batch of `n` records (timestamps from the services' clock)."""
     now = services.clock()
     batch = build_batch([(None, value)] * n, base_timestamp=now)
-    return services.replicas.append(topic, partition, batch, now_ms=now)
+    return services.replicas.append(
+        services.replicas.partition(topic, partition), batch, now_ms=now
+    )
 
 
 @pytest.fixture(name="produce")

@@ -52,7 +52,7 @@ async def test_describe_cluster_endpoint_types(call):
 # -- DeleteRecords -----------------------------------------------------------------------------
 @pytest.fixture
 def topic(services, produce):
-    services.replicas.create_topic("dr", 2, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("dr", 2, 1, {}, now_ms=services.clock())
     for _ in range(5):
         produce(services, "dr", 0, n=2)  # offsets 0..9
     return "dr"
@@ -114,8 +114,8 @@ async def test_delete_records_unknown(call, topic):
 
 
 async def test_delete_records_internal_and_compacted(call, services):
-    services.replicas.create_topic("__consumer_offsets", 1, 1, {}, now_ms=services.clock())
-    services.replicas.create_topic(
+    services.admin.create_topic("__consumer_offsets", 1, 1, {}, now_ms=services.clock())
+    services.admin.create_topic(
         "compacted", 1, 1, {"cleanup.policy": "compact"}, now_ms=services.clock()
     )
     assert await delete_records(call, "__consumer_offsets", [(0, 0)]) == {
@@ -139,7 +139,7 @@ def sizes(result):
 
 
 async def test_describe_log_dirs_all(call, services, produce):
-    services.replicas.create_topic("ld", 2, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("ld", 2, 1, {}, now_ms=services.clock())
     resp = await describe_dirs(call)
     assert resp.error_code == ErrorCode.NONE
     (result,) = resp.results
@@ -159,8 +159,8 @@ async def test_describe_log_dirs_all(call, services, produce):
 
 
 async def test_describe_log_dirs_selected(call, services):
-    services.replicas.create_topic("a", 2, 1, {}, now_ms=services.clock())
-    services.replicas.create_topic("b", 1, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("a", 2, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("b", 1, 1, {}, now_ms=services.clock())
     resp = await describe_dirs(
         call, [{"topic": "a", "partitions": [1, 9]}, {"topic": "zz", "partitions": [0]}]
     )
@@ -171,7 +171,7 @@ async def test_describe_log_dirs_selected(call, services):
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 async def test_describe_log_dirs_versions(call, services, version):
-    services.replicas.create_topic("v", 1, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("v", 1, 1, {}, now_ms=services.clock())
     resp = await describe_dirs(call, None, version)
     assert set(sizes(resp.results[0])) == {("v", 0)}
 
@@ -179,7 +179,7 @@ async def test_describe_log_dirs_versions(call, services, version):
 async def test_describe_log_dirs_several_dirs(make_services, call_with, tmp_path):
     dirs = [tmp_path / "d1", tmp_path / "d2"]
     services = make_services(**{"log.dirs": ",".join(str(d) for d in dirs)})
-    services.replicas.create_topic("multi", 4, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("multi", 4, 1, {}, now_ms=services.clock())
     resp = await call_with(services, LOG_DIRS, 4, {"topics": None})
     assert [r.log_dir for r in resp.results] == [str(d) for d in dirs]
     found = set()

@@ -12,6 +12,8 @@ import wirebroker.handlers.describe_configs
 import wirebroker.handlers.incremental_alter_configs  # noqa: F401  (register the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.cluster import topic_configs
+from wirebroker.cluster.errors import InvalidConfigError
 from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from wirebroker.handlers import _configs
 
@@ -24,7 +26,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 @pytest.fixture
 def topic(services):
-    return services.replicas.create_topic(
+    return services.admin.create_topic(
         "cfg", 2, 1, {"retention.ms": "1000"}, now_ms=services.clock()
     )
 
@@ -108,7 +110,7 @@ async def test_describe_topic_lists_every_topic_config(call, topic):
 
 async def test_describe_topic_synonyms_in_kafka_order(call_with, make_services):
     services = make_services(**{"log.segment.bytes": "5000000"})
-    services.replicas.create_topic("s", 1, 1, {"segment.bytes": "7000000"}, now_ms=services.clock())
+    services.admin.create_topic("s", 1, 1, {"segment.bytes": "7000000"}, now_ms=services.clock())
     resp = await call_with(
         services,
         DESCRIBE,
@@ -141,7 +143,7 @@ async def test_describe_topic_synonyms_in_kafka_order(call_with, make_services):
 
 async def test_describe_topic_static_broker_value(call_with, make_services):
     services = make_services(**{"log.retention.ms": "5000"})
-    services.replicas.create_topic("r", 1, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("r", 1, 1, {}, now_ms=services.clock())
     resp = await call_with(
         services,
         DESCRIBE,
@@ -502,14 +504,14 @@ async def test_round_trip_create_describe_alter_describe(call, services):
 
 # -- pure helpers -------------------------------------------------------------------------------
 def test_validate_topic_configs_normalises():
-    assert _configs.validate_topic_configs(
+    assert topic_configs.validate_topic_configs(
         {"retention.ms": " 100 ", "preallocate": "TRUE", "cleanup.policy": "compact , delete"}
     ) == {"retention.ms": "100", "preallocate": "true", "cleanup.policy": "compact,delete"}
 
 
 def test_validate_topic_configs_rejects_remote_storage():
-    with pytest.raises(_configs.ConfigRequestError) as info:
-        _configs.validate_topic_configs({"remote.storage.enable": "true"})
+    with pytest.raises(InvalidConfigError) as info:
+        topic_configs.validate_topic_configs({"remote.storage.enable": "true"})
     assert info.value.error_code == ErrorCode.INVALID_CONFIG
 
 

@@ -13,7 +13,7 @@ KEY = ApiKey.CREATE_PARTITIONS
 
 @pytest.fixture
 def three(services):
-    return services.replicas.create_topic("t", 3, 1, {}, now_ms=services.clock())
+    return services.admin.create_topic("t", 3, 1, {}, now_ms=services.clock())
 
 
 def grow(name, count, assignments=None):
@@ -101,7 +101,7 @@ async def test_bad_assignments(call, services, three, assignments, fragment):
 
 
 async def test_one_bad_topic_does_not_block_others(call, services, three):
-    services.replicas.create_topic("u", 1, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("u", 1, 1, {}, now_ms=services.clock())
     results = await run(call, grow("t", 1), grow("u", 2))
     assert results["t"].error_code == ErrorCode.INVALID_PARTITIONS
     assert results["u"].error_code == ErrorCode.NONE

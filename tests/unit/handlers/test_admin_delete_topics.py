@@ -15,7 +15,7 @@ ZERO = uuid.UUID(int=0)
 
 
 def make_topic(services, name, partitions=1):
-    return services.replicas.create_topic(name, partitions, 1, {}, now_ms=services.clock())
+    return services.admin.create_topic(name, partitions, 1, {}, now_ms=services.clock())
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5])

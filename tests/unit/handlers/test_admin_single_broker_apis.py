@@ -21,9 +21,9 @@ from protocol.errors import ErrorCode
 @pytest.fixture
 def topics(services):
     now = services.clock()
-    services.replicas.create_topic("b", 3, 1, {}, now_ms=now)
-    services.replicas.create_topic("a", 2, 1, {}, now_ms=now)
-    services.replicas.create_topic("c", 1, 1, {}, now_ms=now)
+    services.admin.create_topic("b", 3, 1, {}, now_ms=now)
+    services.admin.create_topic("a", 2, 1, {}, now_ms=now)
+    services.admin.create_topic("c", 1, 1, {}, now_ms=now)
 
 
 # -- ElectLeaders ----------------------------------------------------------------------------
@@ -177,7 +177,7 @@ async def test_describe_topic_partitions_cursor_outside_the_request(call, topics
 async def test_alter_replica_log_dirs(make_services, call_with, tmp_path, version):
     d1, d2 = tmp_path / "d1", tmp_path / "d2"
     services = make_services(**{"log.dirs": f"{d1},{d2}"})
-    services.replicas.create_topic("t", 4, 1, {}, now_ms=services.clock())
+    services.admin.create_topic("t", 4, 1, {}, now_ms=services.clock())
     where = {i: str(services.logs.log_dir_of("t", i)) for i in range(4)}
     assert len(set(where.values())) == 2, "partitions should spread over both dirs"
     other = {str(d1): str(d2), str(d2): str(d1)}

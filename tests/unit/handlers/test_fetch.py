@@ -87,13 +87,15 @@ def make_batch(
 
 def append(services: Any, topic: str, index: int, n: int, tag: bytes = b"v") -> None:
     services.replicas.append(
-        topic, index, make_batch(services, n, tag=tag), now_ms=services.clock()
+        services.replicas.partition(topic, index),
+        make_batch(services, n, tag=tag),
+        now_ms=services.clock(),
     )
 
 
 @pytest.mark.parametrize("version", range(4, 19))
 async def test_produce_then_fetch_byte_exact(call, services, version):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 3, b"a")
     append(services, "t", 0, 2, b"b")
     resp = await call(KEY, version, fetch_body(services, "t", {0: 0}, version=version))
@@ -119,7 +121,7 @@ async def test_produce_then_fetch_byte_exact(call, services, version):
 
 
 async def test_fetch_inside_a_batch_returns_the_whole_batch(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 3, b"a")
     append(services, "t", 0, 2, b"b")
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 1})))[0]
@@ -129,14 +131,14 @@ async def test_fetch_inside_a_batch_returns_the_whole_batch(call, services):
 
 
 async def test_fetch_at_log_end_is_empty(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 2)
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 2})))[0]
     assert p.error_code == ErrorCode.NONE and p.records == b"" and p.high_watermark == 2
 
 
 async def test_offset_out_of_range(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 3)
     append(services, "t", 0, 3)
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 7})))[0]
@@ -150,7 +152,7 @@ async def test_offset_out_of_range(call, services):
 
 
 async def test_unknown_topic_partition_and_id(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     p = by_index(await call(KEY, 12, fetch_body(services, "nope", {0: 0})))[0]
     assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {3: 0})))[3]
@@ -161,7 +163,7 @@ async def test_unknown_topic_partition_and_id(call, services):
 
 
 async def test_leader_epoch_fencing(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, current_leader_epoch=0)))[0]
     assert p.error_code == ErrorCode.NONE
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, current_leader_epoch=1)))[0]
@@ -183,7 +185,7 @@ async def test_leader_epoch_fencing(call, services):
     ],
 )
 async def test_sessions(call, services, session_id, epoch, error):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 1)
     resp = await call(
         KEY, 12, fetch_body(services, "t", {0: 0}, session_id=session_id, session_epoch=epoch)
@@ -197,7 +199,7 @@ async def test_sessions(call, services, session_id, epoch, error):
 
 
 async def test_max_bytes_kip74(call, services):
-    services.replicas.create_topic("t", 2, now_ms=services.clock())
+    services.admin.create_topic("t", 2, now_ms=services.clock())
     append(services, "t", 0, 5, b"first-partition-")
     append(services, "t", 0, 5, b"first-partition-")
     append(services, "t", 1, 5, b"second-partition-")
@@ -220,7 +222,7 @@ async def test_max_bytes_kip74(call, services):
 
 
 async def test_read_committed_and_follower_bounds(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 2)
     append(services, "t", 0, 2)
     part = services.replicas.partition("t", 0)
@@ -238,7 +240,7 @@ async def test_read_committed_and_follower_bounds(call, services):
 
 
 async def test_diverging_epoch(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 3)
     ok = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3}, last_fetched_epoch=0)))[0]
     assert ok.error_code == ErrorCode.NONE and ok.diverging_epoch.epoch == -1
@@ -251,7 +253,7 @@ async def test_diverging_epoch(call, services):
 
 
 async def test_long_poll_times_out_after_max_wait(call, services, autojump_clock):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     start = trio.current_time()
     resp = await call(KEY, 12, fetch_body(services, "t", {0: 0}, max_wait_ms=500, min_bytes=1))
     assert trio.current_time() - start == pytest.approx(0.5)
@@ -259,7 +261,7 @@ async def test_long_poll_times_out_after_max_wait(call, services, autojump_clock
 
 
 async def test_long_poll_woken_by_produce(call, services, mock_clock):
-    services.replicas.create_topic("t", 2, now_ms=services.clock())
+    services.admin.create_topic("t", 2, now_ms=services.clock())
     result: list[Any] = []
 
     async def fetcher() -> None:
@@ -283,7 +285,7 @@ async def test_long_poll_woken_by_produce(call, services, mock_clock):
 
 
 async def test_long_poll_waits_for_min_bytes(call, services, mock_clock):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     one = len(make_batch(services, 1))
     result: list[Any] = []
 
@@ -309,7 +311,7 @@ async def test_long_poll_waits_for_min_bytes(call, services, mock_clock):
 
 
 async def test_long_poll_deadline_returns_partial_data(call, services, autojump_clock):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 1)
     start = trio.current_time()
     resp = await call(
@@ -320,7 +322,7 @@ async def test_long_poll_deadline_returns_partial_data(call, services, autojump_
 
 
 async def test_errors_answer_at_once(call, services, autojump_clock):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     start = trio.current_time()
     resp = await call(
         KEY, 12, fetch_body(services, "t", {0: 0, 9: 0}, max_wait_ms=5000, min_bytes=1)
@@ -330,7 +332,7 @@ async def test_errors_answer_at_once(call, services, autojump_clock):
 
 
 async def test_topic_deleted_during_long_poll(call, services, mock_clock):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     result: list[Any] = []
 
     async def fetcher() -> None:
@@ -341,5 +343,5 @@ async def test_topic_deleted_during_long_poll(call, services, mock_clock):
     async with trio.open_nursery() as nursery:
         nursery.start_soon(fetcher)
         await trio.testing.wait_all_tasks_blocked()
-        services.replicas.delete_topic("t")
+        services.admin.delete_topic("t")
     assert by_index(result[0])[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

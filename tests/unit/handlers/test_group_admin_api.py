@@ -43,8 +43,10 @@ async def coordinator(
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
     """Groups: "active" (one member, CompletingRebalance, protocol type "consumer") and
     "simple" (offsets only, Empty)."""
-    services.replicas.create_topic("t", 1, now_ms=START_MS)
-    runtime = GroupCoordinatorRuntime(services.config, services.replicas, clock=trio_ms)
+    services.admin.create_topic("t", 1, now_ms=START_MS)
+    runtime = GroupCoordinatorRuntime(
+        services.config, services.replicas, admin=services.admin, clock=trio_ms
+    )
     services.group_coordinator = runtime
     await nursery.start(runtime.run)
     join = {

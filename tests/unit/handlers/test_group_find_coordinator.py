@@ -36,7 +36,9 @@ def broker_overrides() -> dict[str, str]:
 async def coordinator(
     services: Services, nursery: trio.Nursery
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
-    runtime = GroupCoordinatorRuntime(services.config, services.replicas, clock=trio_ms)
+    runtime = GroupCoordinatorRuntime(
+        services.config, services.replicas, admin=services.admin, clock=trio_ms
+    )
     services.group_coordinator = runtime
     await nursery.start(runtime.run)
     yield runtime
@@ -130,7 +132,9 @@ async def test_share_and_unknown_key_types(call: Any, coordinator: object) -> No
 async def test_without_an_active_coordinator(call: Any, services: Services) -> None:
     resp = await call(FIND, 0, {"key": "g"})
     assert resp.error_code == E.COORDINATOR_NOT_AVAILABLE  # no coordinator at all
-    runtime = GroupCoordinatorRuntime(services.config, services.replicas, clock=trio_ms)
+    runtime = GroupCoordinatorRuntime(
+        services.config, services.replicas, admin=services.admin, clock=trio_ms
+    )
     services.group_coordinator = runtime  # not loaded yet
     resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": ["g"]})
     assert resp.coordinators[0].error_code == E.COORDINATOR_NOT_AVAILABLE

@@ -52,7 +52,9 @@ def broker_overrides() -> dict[str, str]:
 async def coordinator(
     services: Services, nursery: trio.Nursery
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
-    runtime = GroupCoordinatorRuntime(services.config, services.replicas, clock=trio_ms)
+    runtime = GroupCoordinatorRuntime(
+        services.config, services.replicas, admin=services.admin, clock=trio_ms
+    )
     services.group_coordinator = runtime
     await nursery.start(runtime.run)
     yield runtime

@@ -38,9 +38,11 @@ def broker_overrides() -> dict[str, str]:
 async def coordinator(
     services: Services, nursery: trio.Nursery
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
-    services.replicas.create_topic("t", 2, now_ms=START_MS)
-    services.replicas.create_topic("u", 1, now_ms=START_MS)
-    runtime = GroupCoordinatorRuntime(services.config, services.replicas, clock=trio_ms)
+    services.admin.create_topic("t", 2, now_ms=START_MS)
+    services.admin.create_topic("u", 1, now_ms=START_MS)
+    runtime = GroupCoordinatorRuntime(
+        services.config, services.replicas, admin=services.admin, clock=trio_ms
+    )
     services.group_coordinator = runtime
     await nursery.start(runtime.run)
     yield runtime
@@ -212,7 +214,9 @@ async def test_fetch_single_group_versions(call: Any, coordinator: object, versi
 
 
 async def test_fetch_group_errors_by_version(call: Any, services: Services) -> None:
-    runtime = GroupCoordinatorRuntime(services.config, services.replicas, clock=trio_ms)
+    runtime = GroupCoordinatorRuntime(
+        services.config, services.replicas, admin=services.admin, clock=trio_ms
+    )
     services.group_coordinator = runtime  # not loaded: COORDINATOR_NOT_AVAILABLE
     request = {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 2]}]}
     v1 = await call(FETCH, 1, request)  # no top-level error field: on the partitions
@@ -289,7 +293,7 @@ async def test_offset_delete(call: Any, coordinator: object) -> None:
 
 
 async def test_no_coordinator(call: Any, services: Services) -> None:
-    services.replicas.create_topic("t", 1, now_ms=START_MS)
+    services.admin.create_topic("t", 1, now_ms=START_MS)
     resp = await call(COMMIT, 8, commit_body([{"name": "t", "partitions": [part(0, 1)]}]))
     assert errors(resp) == [("t", 0, E.COORDINATOR_NOT_AVAILABLE)]
     fetched = await call(FETCH, 8, {"groups": [{"group_id": "g", "topics": None}]})

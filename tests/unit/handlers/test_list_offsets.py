@@ -51,13 +51,15 @@ async def one(call: Any, version: int, body: dict[str, Any]) -> Any:
 def filled(services):
     """Topic t: offsets 0-1 at T and T+5 (one batch), 2 at T+20, 3 at T-100 (out of order)."""
     now = services.clock()
-    services.replicas.create_topic("t", 1, now_ms=now)
+    services.admin.create_topic("t", 1, now_ms=now)
     for records in (
         [RecordSpec(value=b"a", timestamp=now), RecordSpec(value=b"b", timestamp=now + 5)],
         [RecordSpec(value=b"c", timestamp=now + 20)],
         [RecordSpec(value=b"d", timestamp=now - 100)],
     ):
-        services.replicas.append("t", 0, build_batch(records), now_ms=now)
+        services.replicas.append(
+            services.replicas.partition("t", 0), build_batch(records), now_ms=now
+        )
     return now
 
 
@@ -94,7 +96,7 @@ async def test_max_timestamp_and_tiered(call, services, filled):
 
 
 async def test_empty_partition(call, services):
-    services.replicas.create_topic("e", 1, now_ms=services.clock())
+    services.admin.create_topic("e", 1, now_ms=services.clock())
     p = await one(call, 9, req("e", [(0, -2)]))
     assert (p.offset, p.leader_epoch) == (0, -1)
     p = await one(call, 9, req("e", [(0, -1)]))

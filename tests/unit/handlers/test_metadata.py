@@ -30,8 +30,8 @@ def body(topics, *, allow=True, topic_ops=False, cluster_ops=False) -> dict:
 
 @pytest.mark.parametrize("version", range(0, 14))
 async def test_all_topics_every_version(call, services, version):
-    services.replicas.create_topic("b", 2, now_ms=services.clock())
-    services.replicas.create_topic("a", 1, now_ms=services.clock())
+    services.admin.create_topic("b", 2, now_ms=services.clock())
+    services.admin.create_topic("a", 1, now_ms=services.clock())
     resp = await call(KEY, version, body([] if version == 0 else None))
     assert [(b.node_id, b.host, b.port) for b in resp.brokers] == [(0, "127.0.0.1", 9092)]
     if version >= 1:
@@ -61,7 +61,7 @@ async def test_all_topics_every_version(call, services, version):
 
 
 async def test_empty_list_means_no_topics_from_v1(call, services):
-    services.replicas.create_topic("a", 1, now_ms=services.clock())
+    services.admin.create_topic("a", 1, now_ms=services.clock())
     assert (await call(KEY, 1, body([]))).topics == []
     assert len((await call(KEY, 0, body([]))).topics) == 1
 
@@ -103,20 +103,20 @@ async def test_internal_topic_never_auto_created(call, services):
     t = resp.topics[0]
     assert (t.error_code, t.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
     assert services.topics.get("__consumer_offsets") is None
-    services.replicas.create_topic("__consumer_offsets", 2, now_ms=services.clock())
+    services.admin.create_topic("__consumer_offsets", 2, now_ms=services.clock())
     t = (await call(KEY, 12, body(names("__consumer_offsets")))).topics[0]
     assert (t.error_code, t.is_internal, len(t.partitions)) == (ErrorCode.NONE, True, 2)
 
 
 async def test_auto_create_collision(call, services):
-    services.replicas.create_topic("a.b", 1, now_ms=services.clock())
+    services.admin.create_topic("a.b", 1, now_ms=services.clock())
     resp = await call(KEY, 12, body(names("a_b")))
     assert resp.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert services.topics.get("a_b") is None
 
 
 async def test_lookup_by_topic_id(call, services):
-    info = services.replicas.create_topic("t", 2, now_ms=services.clock())
+    info = services.admin.create_topic("t", 2, now_ms=services.clock())
     unknown = uuid.uuid4()
     resp = await call(
         KEY,
@@ -135,7 +135,7 @@ async def test_lookup_by_topic_id(call, services):
 
 
 async def test_authorized_operations(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     resp = await call(KEY, 10, body(names("t"), topic_ops=True, cluster_ops=True))
     assert resp.topics[0].topic_authorized_operations == TOPIC_ALL_OPERATIONS
     assert resp.cluster_authorized_operations == CLUSTER_ALL_OPERATIONS

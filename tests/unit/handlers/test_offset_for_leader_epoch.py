@@ -33,11 +33,10 @@ async def one(call, version, b):
 
 @pytest.mark.parametrize("version", [2, 3, 4])
 async def test_end_offset_for_current_epoch(call, services, version):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     for _ in range(2):
         services.replicas.append(
-            "t",
-            0,
+            services.replicas.partition("t", 0),
             build_batch([(None, b"x")] * 3, base_timestamp=services.clock()),
             now_ms=services.clock(),
         )
@@ -46,13 +45,13 @@ async def test_end_offset_for_current_epoch(call, services, version):
 
 
 async def test_unknown_epochs(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     p = await one(call, 4, body("t", [(0, 0)]))  # empty log: no epoch known
     assert (p.error_code, p.leader_epoch, p.end_offset) == (ErrorCode.NONE, -1, -1)
 
 
 async def test_errors(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     p = await one(call, 4, body("nope", [(0, 0)]))
     assert (p.error_code, p.leader_epoch, p.end_offset) == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -53,7 +53,7 @@ def parts(resp: Any) -> dict[int, Any]:
 
 @pytest.mark.parametrize("version", range(3, 14))
 async def test_produce_every_version(call, services, version):
-    services.replicas.create_topic("t", 2, now_ms=services.clock())
+    services.admin.create_topic("t", 2, now_ms=services.clock())
     resp = await call(
         KEY,
         version,
@@ -76,7 +76,7 @@ async def test_produce_every_version(call, services, version):
 
 
 async def test_invalid_acks_rejects_every_partition(call, services):
-    services.replicas.create_topic("t", 2, now_ms=services.clock())
+    services.admin.create_topic("t", 2, now_ms=services.clock())
     resp = await call(KEY, 9, body(services, "t", {0: batch(services), 1: batch(services)}, acks=2))
     for p in parts(resp).values():
         assert p.error_code == ErrorCode.INVALID_REQUIRED_ACKS
@@ -85,7 +85,7 @@ async def test_invalid_acks_rejects_every_partition(call, services):
 
 
 async def test_transactional_requests_are_refused(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     resp = await call(KEY, 9, body(services, "t", {0: batch(services)}, transactional_id="tx"))
     assert parts(resp)[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     txn = batch(services, producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
@@ -106,7 +106,7 @@ async def test_unknown_topic_id_v13(call, services):
 
 
 async def test_unknown_partition(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     resp = await call(KEY, 9, body(services, "t", {0: batch(services), 5: batch(services)}))
     p = parts(resp)
     assert p[0].error_code == ErrorCode.NONE
@@ -114,7 +114,7 @@ async def test_unknown_partition(call, services):
 
 
 async def test_internal_topic_not_writable(call, services):
-    services.replicas.create_topic("__consumer_offsets", 1, now_ms=services.clock())
+    services.admin.create_topic("__consumer_offsets", 1, now_ms=services.clock())
     resp = await call(KEY, 9, body(services, "__consumer_offsets", {0: batch(services)}))
     p = parts(resp)[0]
     assert p.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -123,7 +123,7 @@ async def test_internal_topic_not_writable(call, services):
 
 @pytest.mark.parametrize("records", [None, b"", "two", "truncated", "garbage"])
 async def test_bad_record_sets_are_invalid_record(call, services, records):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     one = batch(services)
     data = {"two": one + one, "truncated": one[:-3], "garbage": b"\x01" * 80}.get(records, records)  # type: ignore[arg-type]
     resp = await call(KEY, 9, body(services, "t", {0: data}))
@@ -134,7 +134,7 @@ async def test_bad_record_sets_are_invalid_record(call, services, records):
 
 
 async def test_crc_mismatch_is_corrupt_message(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     bad = bytearray(batch(services))
     bad[-1] ^= 0xFF
     resp = await call(KEY, 9, body(services, "t", {0: bytes(bad)}))
@@ -142,7 +142,7 @@ async def test_crc_mismatch_is_corrupt_message(call, services):
 
 
 async def test_batch_above_max_message_bytes(call, services):
-    services.replicas.create_topic(
+    services.admin.create_topic(
         "t", 1, configs={"max.message.bytes": "100"}, now_ms=services.clock()
     )
     big = build_batch([(None, b"x" * 500)], base_timestamp=services.clock())
@@ -151,7 +151,7 @@ async def test_batch_above_max_message_bytes(call, services):
 
 
 async def test_zstd_needs_v7(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     z = batch(services, compression=4)
     resp = await call(KEY, 6, body(services, "t", {0: z}, version=6))
     assert parts(resp)[0].error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
@@ -160,7 +160,7 @@ async def test_zstd_needs_v7(call, services):
 
 
 async def test_idempotent_duplicate_returns_original_offset(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     await call(KEY, 9, body(services, "t", {0: batch(services, 2)}))  # offsets 0-1
     b = batch(services, 3, producer_id=42, producer_epoch=0, base_sequence=0)
     first = parts(await call(KEY, 9, body(services, "t", {0: b})))[0]
@@ -175,7 +175,7 @@ async def test_idempotent_duplicate_returns_original_offset(call, services):
 
 
 async def test_log_append_time_topic(call, services, clock):
-    services.replicas.create_topic(
+    services.admin.create_topic(
         "t", 1, configs={"message.timestamp.type": "LogAppendTime"}, now_ms=services.clock()
     )
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)})))[0]
@@ -184,7 +184,7 @@ async def test_log_append_time_topic(call, services, clock):
 
 
 async def test_min_insync_replicas_with_acks_all(call, services):
-    services.replicas.create_topic(
+    services.admin.create_topic(
         "t", 1, configs={"min.insync.replicas": "2"}, now_ms=services.clock()
     )
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=-1)))[0]
@@ -194,7 +194,7 @@ async def test_min_insync_replicas_with_acks_all(call, services):
 
 
 async def test_acks_zero_sends_no_response(call, services):
-    services.replicas.create_topic("t", 1, now_ms=services.clock())
+    services.admin.create_topic("t", 1, now_ms=services.clock())
     assert await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=0)) is None
     assert services.replicas.partition("t", 0).log_end_offset == 1
 

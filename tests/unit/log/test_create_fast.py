@@ -27,6 +27,7 @@ import pytest
 from logtest_helpers import NOW, NoSyncFileSystem
 
 from protocol.records import build_batch, iter_batches
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.log import LogConfig, LogManager, StorageError
@@ -131,6 +132,9 @@ class Broker:
         self.logs = LogManager(dirs, fs=fs or NoSyncFileSystem())
         self.rm = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
         self.rm.load(NOW)
+        self.admin = LocalTopicAdmin(
+            self.config, self.topics, self.logs, node_id=0, listener=self.rm
+        )
 
 
 def batch(value: bytes) -> bytes:
@@ -154,7 +158,7 @@ def assert_complete_and_writable(b: Broker, topic: str, count: int) -> None:
         assert read_partition_metadata(
             OsFileSystem(), p.log.directory / PARTITION_METADATA_FILE
         ) == (info.topic_id)
-        result = b.rm.append(topic, p.index, batch(b"v%d" % p.index), now_ms=NOW)
+        result = b.rm.append(p, batch(b"v%d" % p.index), now_ms=NOW)
         assert result.first_offset == 0
         data = p.log.read(0, max_bytes=1 << 20)
         assert [h.base_offset for _, h in iter_batches(data)] == [0]
@@ -214,10 +218,10 @@ def test_two_log_dirs_are_balanced_and_each_fsynced_once(tmp_path: Path) -> None
 def test_create_topic_and_create_partitions_use_the_batched_path(tmp_path: Path) -> None:
     fs = CountingFileSystem()
     b = Broker(tmp_path / "data", fs)
-    b.rm.create_topic(TOPIC, 1000, now_ms=NOW)
+    b.admin.create_topic(TOPIC, 1000, now_ms=NOW)
     assert fs.file_fsyncs == 0 and len(fs.dir_fsyncs) == 1001
     fs.dir_fsyncs.clear()
-    b.rm.create_partitions(TOPIC, 1200, now_ms=NOW)
+    b.admin.create_partitions(NewPartitions(TOPIC, 1200), now_ms=NOW)
     assert fs.file_fsyncs == 0 and len(fs.dir_fsyncs) == 201
     assert len(b.rm.partitions_of(TOPIC)) == 1200
     b.logs.close()
@@ -226,7 +230,7 @@ def test_create_topic_and_create_partitions_use_the_batched_path(tmp_path: Path)
 def test_reloading_new_partitions_writes_no_epoch_checkpoint(tmp_path: Path) -> None:
     data = tmp_path / "data"
     b = Broker(data)
-    b.rm.create_topic(TOPIC, 3, now_ms=NOW)
+    b.admin.create_topic(TOPIC, 3, now_ms=NOW)
     for plog in b.logs.all_logs().values():
         plog._close_files()  # kill -9: no clean shutdown
     fs = CountingFileSystem()
@@ -277,7 +281,7 @@ def _check_after_crash(data: Path, topic: str, before: int, after: int) -> int:
 
 def test_crash_at_every_step_of_create_topic(tmp_path: Path) -> None:
     def create(b: Broker) -> None:
-        b.rm.create_topic(TOPIC, 3, now_ms=NOW)
+        b.admin.create_topic(TOPIC, 3, now_ms=NOW)
 
     total = _crash_run(tmp_path / "count", None, create, False)
     assert total > 10
@@ -296,12 +300,12 @@ def test_crash_at_every_step_of_create_topic(tmp_path: Path) -> None:
 def test_crash_at_every_step_of_create_partitions(tmp_path: Path) -> None:
     def seed(data: Path) -> None:
         b = Broker(data)
-        b.rm.create_topic(TOPIC, 2, now_ms=NOW)
-        b.rm.append(TOPIC, 1, batch(b"kept"), now_ms=NOW)
+        b.admin.create_topic(TOPIC, 2, now_ms=NOW)
+        b.rm.append(b.rm.partition(TOPIC, 1), batch(b"kept"), now_ms=NOW)
         b.logs.close()
 
     def grow(b: Broker) -> None:
-        b.rm.create_partitions(TOPIC, 4, now_ms=NOW)
+        b.admin.create_partitions(NewPartitions(TOPIC, 4), now_ms=NOW)
 
     seed(tmp_path / "count")
     total = _crash_run(tmp_path / "count", None, grow, False)
@@ -315,7 +319,7 @@ def test_crash_at_every_step_of_create_partitions(tmp_path: Path) -> None:
         assert partition_dirs(data, TOPIC) == [f"{TOPIC}-0", f"{TOPIC}-1"]
         p1 = b.rm.partition(TOPIC, 1)
         assert p1 is not None and p1.log.log_end_offset == 1
-        b.rm.create_partitions(TOPIC, 4, now_ms=NOW)  # the retry works
+        b.admin.create_partitions(NewPartitions(TOPIC, 4), now_ms=NOW)  # the retry works
         b.logs.close()
         b = Broker(data)
         assert [p.index for p in b.rm.partitions_of(TOPIC)] == [0, 1, 2, 3]
@@ -328,7 +332,7 @@ def test_crash_at_every_step_of_create_partitions(tmp_path: Path) -> None:
 def test_what_power_loss_can_drop_is_repaired_at_load(tmp_path: Path) -> None:
     data = tmp_path / "data"
     b = Broker(data)
-    info = b.rm.create_topic(TOPIC, 4, now_ms=NOW)
+    info = b.admin.create_topic(TOPIC, 4, now_ms=NOW)
     for plog in b.logs.all_logs().values():
         plog._close_files()
     # never fsynced: partition.metadata content; fsynced, but lost in this scenario anyway:
@@ -368,11 +372,11 @@ def test_an_io_error_mid_create_removes_what_it_made(tmp_path: Path) -> None:
     data = tmp_path / "data"
     b = Broker(data, FailingOpenFileSystem(fail_on=4))
     with pytest.raises(StorageError):
-        b.rm.create_topic(TOPIC, 6, now_ms=NOW)
+        b.admin.create_topic(TOPIC, 6, now_ms=NOW)
     assert b.topics.get(TOPIC) is None
     assert b.rm.partitions_of(TOPIC) == []
     assert all(b.logs.get(TOPIC, i) is None for i in range(6))
     assert partition_dirs(data, TOPIC) == []
-    b.rm.create_topic(TOPIC, 6, now_ms=NOW)  # the retry works
+    b.admin.create_topic(TOPIC, 6, now_ms=NOW)  # the retry works
     assert_complete_and_writable(b, TOPIC, 6)
     b.logs.close()

@@ -44,6 +44,8 @@ def stub_services() -> Services:
         logs=none,
         topics=none,
         replicas=none,
+        admin=none,
+        fetch_waiters=none,
         producer_ids=none,
         node_id=0,
         cluster_id="test-cluster",

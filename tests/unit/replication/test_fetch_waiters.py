@@ -8,7 +8,7 @@ import trio.testing
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import LogManager
-from wirebroker.replication.fetch_waiters import FetchWaiters, waiters_for
+from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.replica_manager import ReplicaManager
 
 
@@ -45,12 +45,12 @@ async def test_timeout_unsubscribes(autojump_clock: trio.testing.MockClock) -> N
     assert waiters.waiting_count() == 0
 
 
-def test_waiters_for_attaches_once(tmp_path: Path) -> None:
+def test_attached_waiters_wake_on_notify(tmp_path: Path) -> None:
     topics = TopicStore.open(tmp_path)
     logs = LogManager([tmp_path])
     rm = ReplicaManager(BrokerConfig({"log.dirs": str(tmp_path)}), logs, topics, node_id=0)
-    first = waiters_for(rm)
-    assert waiters_for(rm) is first
+    first = FetchWaiters()
+    rm.add_data_listener(first.notify)  # as the broker wires it
     with first.subscribe([("t", 0)]) as event:
         rm.notify_data("t", 0)
         assert event.is_set()

@@ -9,24 +9,25 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from wirebroker.cluster.errors import ClusterError, InvalidTopicError
-from wirebroker.cluster.topic_store import TopicStore, read_meta_properties
-from wirebroker.config import BrokerConfig
-from wirebroker.log.config import LogConfig
-from wirebroker.log.log_manager import LogManager
-from wirebroker.replication.partition import READ_COMMITTED, NotEnoughReplicasError
-from wirebroker.replication.replica_manager import (
+from wirebroker.cluster.errors import (
+    ClusterError,
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicationAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
+    InvalidTopicError,
     PolicyViolationError,
-    ReplicaManager,
     TopicExistsError,
     UnknownTopicError,
-    UnknownTopicOrPartitionError,
 )
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions
+from wirebroker.cluster.topic_store import TopicStore, read_meta_properties
+from wirebroker.config import BrokerConfig
+from wirebroker.log.config import LogConfig
+from wirebroker.log.log_manager import LogManager
+from wirebroker.replication.partition import READ_COMMITTED, NotEnoughReplicasError
+from wirebroker.replication.replica_manager import ReplicaManager
 
 NOW = 1_700_000_000_000
 
@@ -50,6 +51,9 @@ class Env:
             on_data=lambda t, i: self.events.append((t, i)),
         )
         self.rm.load(NOW)
+        self.admin = LocalTopicAdmin(
+            self.config, self.topics, self.logs, node_id=0, listener=self.rm
+        )
 
     def reopen(self) -> None:
         self.logs.close()
@@ -68,7 +72,7 @@ def batch(n: int = 1, **kw: object) -> bytes:
 
 
 def test_create_topic_defaults_and_partitions(env: Env) -> None:
-    info = env.rm.create_topic("orders", now_ms=NOW)
+    info = env.admin.create_topic("orders", now_ms=NOW)
     assert info.partitions == 1 and info.replication_factor == 1
     assert not info.is_internal
     assert env.topics.get("orders") == info
@@ -86,18 +90,18 @@ def test_create_topic_defaults_and_partitions(env: Env) -> None:
 def test_create_topic_uses_broker_num_partitions(tmp_path: Path) -> None:
     e = Env(tmp_path / "d", **{"num.partitions": "4"})
     try:
-        assert e.rm.create_topic("t", now_ms=NOW).partitions == 4
+        assert e.admin.create_topic("t", now_ms=NOW).partitions == 4
         assert len(e.rm.partitions_of("t")) == 4
     finally:
         e.logs.close()
 
 
 def test_internal_topic_flag(env: Env) -> None:
-    info = env.rm.create_topic(
+    info = env.admin.create_topic(
         "__consumer_offsets", 3, configs={"cleanup.policy": "compact"}, now_ms=NOW
     )
     assert info.is_internal
-    assert env.rm.effective_topic_configs("__consumer_offsets")["cleanup.policy"] == "compact"
+    assert env.admin.effective_configs("__consumer_offsets")["cleanup.policy"] == "compact"
 
 
 @pytest.mark.parametrize(
@@ -170,7 +174,7 @@ def test_internal_topic_flag(env: Env) -> None:
 )
 def test_create_topic_errors(env: Env, kwargs: dict, exc: type, code: ErrorCode) -> None:
     with pytest.raises(exc) as info:
-        env.rm.create_topic(now_ms=NOW, **kwargs)
+        env.admin.create_topic(now_ms=NOW, **kwargs)
     assert isinstance(info.value, ClusterError)
     assert info.value.error_code == code
     assert str(info.value)
@@ -179,17 +183,17 @@ def test_create_topic_errors(env: Env, kwargs: dict, exc: type, code: ErrorCode)
 
 
 def test_create_topic_exists_and_collisions(env: Env) -> None:
-    env.rm.create_topic("a.b", now_ms=NOW)
+    env.admin.create_topic("a.b", now_ms=NOW)
     with pytest.raises(TopicExistsError) as exists:
-        env.rm.create_topic("a.b", now_ms=NOW)
+        env.admin.create_topic("a.b", now_ms=NOW)
     assert exists.value.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     with pytest.raises(InvalidTopicError, match=r"collides with existing topic: a\.b"):
-        env.rm.create_topic("a_b", now_ms=NOW)
-    env.rm.create_topic("ab", now_ms=NOW)  # no '.' or '_': no collision
+        env.admin.create_topic("a_b", now_ms=NOW)
+    env.admin.create_topic("ab", now_ms=NOW)  # no '.' or '_': no collision
 
 
 def test_validate_only_has_no_effect(env: Env) -> None:
-    info = env.rm.create_topic("v", 3, now_ms=NOW, validate_only=True)
+    info = env.admin.create_topic("v", 3, now_ms=NOW, validate_only=True)
     assert info.partitions == 3
     assert env.topics.get("v") is None
     assert env.rm.partitions_of("v") == []
@@ -197,15 +201,15 @@ def test_validate_only_has_no_effect(env: Env) -> None:
 
 
 def test_manual_assignment(env: Env) -> None:
-    info = env.rm.create_topic("m", assignments={0: [0], 1: [0]}, now_ms=NOW)
+    info = env.admin.create_topic("m", assignments={0: [0], 1: [0]}, now_ms=NOW)
     assert (info.partitions, info.replication_factor) == (2, 1)
 
 
 def test_effective_configs_precedence(tmp_path: Path) -> None:
     e = Env(tmp_path / "d", **{"log.retention.ms": "5000", "log.segment.bytes": "100000"})
     try:
-        e.rm.create_topic("t", configs={"segment.bytes": "20000"}, now_ms=NOW)
-        values = e.rm.effective_topic_configs("t")
+        e.admin.create_topic("t", configs={"segment.bytes": "20000"}, now_ms=NOW)
+        values = e.admin.effective_configs("t")
         assert values["segment.bytes"] == "20000"  # topic override
         assert values["retention.ms"] == "5000"  # broker synonym
         assert values["max.message.bytes"] == "1048588"  # default
@@ -218,99 +222,98 @@ def test_effective_configs_precedence(tmp_path: Path) -> None:
 
 
 def test_alter_topic_configs_replaces_overrides_and_updates_logs(env: Env) -> None:
-    env.rm.create_topic("t", 2, configs={"retention.ms": "1000"}, now_ms=NOW)
-    env.rm.alter_topic_configs("t", {"max.message.bytes": "2000"}, validate_only=True)
+    env.admin.create_topic("t", 2, configs={"retention.ms": "1000"}, now_ms=NOW)
+    env.admin.alter_topic_configs("t", {"max.message.bytes": "2000"}, validate_only=True)
     assert env.topics.get("t").configs == {"retention.ms": "1000"}  # type: ignore[union-attr]
-    env.rm.alter_topic_configs("t", {"max.message.bytes": "2000"})
+    env.admin.alter_topic_configs("t", {"max.message.bytes": "2000"})
     assert dict(env.topics.get("t").configs) == {"max.message.bytes": "2000"}  # type: ignore[union-attr]
     for p in env.rm.partitions_of("t"):
         assert p.log.config.max_message_bytes == 2000
         assert p.log.config.retention_ms == 604800000
     with pytest.raises(InvalidConfigError):
-        env.rm.alter_topic_configs("t", {"bogus": "1"})
+        env.admin.alter_topic_configs("t", {"bogus": "1"})
     with pytest.raises(UnknownTopicError):
-        env.rm.alter_topic_configs("missing", {})
+        env.admin.alter_topic_configs("missing", {})
 
 
 def test_create_partitions(env: Env) -> None:
-    env.rm.create_topic("t", 2, now_ms=NOW)
-    env.rm.create_partitions("t", 5, now_ms=NOW, validate_only=True)
+    env.admin.create_topic("t", 2, now_ms=NOW)
+    env.admin.create_partitions(NewPartitions("t", 5), now_ms=NOW, validate_only=True)
     assert len(env.rm.partitions_of("t")) == 2
-    env.rm.create_partitions("t", 5, now_ms=NOW)
+    env.admin.create_partitions(NewPartitions("t", 5), now_ms=NOW)
     assert [p.index for p in env.rm.partitions_of("t")] == [0, 1, 2, 3, 4]
     assert env.topics.get("t").partitions == 5  # type: ignore[union-attr]
     assert env.logs.get("t", 4) is not None
     for count in (5, 3):
         with pytest.raises(InvalidPartitionsError):
-            env.rm.create_partitions("t", count, now_ms=NOW)
+            env.admin.create_partitions(NewPartitions("t", count), now_ms=NOW)
     with pytest.raises(UnknownTopicError):
-        env.rm.create_partitions("missing", 3, now_ms=NOW)
+        env.admin.create_partitions(NewPartitions("missing", 3), now_ms=NOW)
     with pytest.raises(InvalidReplicationAssignmentError):
-        env.rm.create_partitions("t", 7, now_ms=NOW, assignments={5: [0]})
-    env.rm.create_partitions("t", 6, now_ms=NOW, assignments={5: [0]})
+        env.admin.create_partitions(NewPartitions("t", 7, [[0]]), now_ms=NOW)
+    env.admin.create_partitions(NewPartitions("t", 6, [[0]]), now_ms=NOW)
     assert len(env.rm.partitions_of("t")) == 6
 
 
 def test_delete_topic_removes_logs_and_metadata_and_wakes(env: Env) -> None:
-    info = env.rm.create_topic("t", 2, now_ms=NOW)
-    env.rm.append("t", 1, batch(), now_ms=NOW)
+    info = env.admin.create_topic("t", 2, now_ms=NOW)
+    env.rm.append(env.rm.partition("t", 1), batch(), now_ms=NOW)
     dirs = [env.logs.log_dir_of("t", i) / f"t-{i}" for i in range(2)]
     env.events.clear()
-    env.rm.delete_topic("t")
+    env.admin.delete_topic("t")
     assert env.topics.get("t") is None and env.topics.by_id(info.topic_id) is None
     assert env.rm.partitions_of("t") == [] and env.rm.partition("t", 0) is None
     assert env.logs.get("t", 0) is None and env.logs.get("t", 1) is None
     assert not any(d.exists() for d in dirs)
     assert sorted(env.events) == [("t", 0), ("t", 1)]
     with pytest.raises(UnknownTopicError) as unknown:
-        env.rm.delete_topic("t")
+        env.admin.delete_topic("t")
     assert unknown.value.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     # Re-creating the name gives a new, empty topic.
-    again = env.rm.create_topic("t", 1, now_ms=NOW)
+    again = env.admin.create_topic("t", 1, now_ms=NOW)
     assert again.topic_id != info.topic_id
     assert env.rm.partition("t", 0).log_end_offset == 0  # type: ignore[union-attr]
 
 
 def test_append_advances_high_watermark_and_notifies(env: Env) -> None:
-    env.rm.create_topic("t", 1, now_ms=NOW)
+    env.admin.create_topic("t", 1, now_ms=NOW)
     p = env.rm.partition("t", 0)
     assert p is not None
     assert (p.high_watermark, p.log_end_offset, p.last_stable_offset) == (0, 0, 0)
-    result = env.rm.append("t", 0, batch(3), now_ms=NOW)
+    result = env.rm.append(env.rm.partition("t", 0), batch(3), now_ms=NOW)
     assert (result.first_offset, result.last_offset) == (0, 2)
     assert (p.high_watermark, p.log_end_offset, p.last_stable_offset) == (3, 3, 3)
     assert env.events == [("t", 0)]
     assert p.fetch_upper_bound(READ_COMMITTED) == 3
     assert p.read(0, max_bytes=1 << 20).startswith(b"\x00" * 8)
-    with pytest.raises(UnknownTopicOrPartitionError):
-        env.rm.append("t", 1, batch(), now_ms=NOW)
+    assert env.rm.partition("t", 1) is None  # append takes the Partition the caller holds
 
 
 def test_idempotent_duplicate_does_not_notify(env: Env) -> None:
-    env.rm.create_topic("t", 1, now_ms=NOW)
+    env.admin.create_topic("t", 1, now_ms=NOW)
     b = batch(2, producer_id=7, producer_epoch=0, base_sequence=0)
-    first = env.rm.append("t", 0, b, now_ms=NOW)
+    first = env.rm.append(env.rm.partition("t", 0), b, now_ms=NOW)
     env.events.clear()
-    dup = env.rm.append("t", 0, b, now_ms=NOW)
+    dup = env.rm.append(env.rm.partition("t", 0), b, now_ms=NOW)
     assert dup.duplicate and dup.first_offset == first.first_offset
     assert env.events == []
     assert env.rm.partition("t", 0).log_end_offset == 2  # type: ignore[union-attr]
 
 
 def test_min_insync_replicas(env: Env) -> None:
-    env.rm.create_topic("t", 1, configs={"min.insync.replicas": "2"}, now_ms=NOW)
+    env.admin.create_topic("t", 1, configs={"min.insync.replicas": "2"}, now_ms=NOW)
     with pytest.raises(NotEnoughReplicasError) as info:
-        env.rm.append("t", 0, batch(), now_ms=NOW, required_acks=-1)
+        env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=-1)
     assert info.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert env.rm.partition("t", 0).log_end_offset == 0  # type: ignore[union-attr]
-    env.rm.append("t", 0, batch(), now_ms=NOW, required_acks=1)
-    env.rm.alter_topic_configs("t", {})
-    env.rm.append("t", 0, batch(), now_ms=NOW, required_acks=-1)
+    env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=1)
+    env.admin.alter_topic_configs("t", {})
+    env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=-1)
     assert env.rm.partition("t", 0).log_end_offset == 2  # type: ignore[union-attr]
 
 
 def test_leader_epoch_checks(env: Env) -> None:
-    env.rm.create_topic("t", 1, now_ms=NOW)
+    env.admin.create_topic("t", 1, now_ms=NOW)
     p = env.rm.partition("t", 0)
     assert p is not None
     assert p.check_leader_epoch(-1) == ErrorCode.NONE
@@ -321,8 +324,8 @@ def test_leader_epoch_checks(env: Env) -> None:
 
 
 def test_reload_restores_topics_data_and_meta_properties(env: Env) -> None:
-    info = env.rm.create_topic("t", 2, configs={"retention.ms": "123456"}, now_ms=NOW)
-    env.rm.append("t", 1, batch(4), now_ms=NOW)
+    info = env.admin.create_topic("t", 2, configs={"retention.ms": "123456"}, now_ms=NOW)
+    env.rm.append(env.rm.partition("t", 1), batch(4), now_ms=NOW)
     env.reopen()
     assert env.topics.get("t") == info
     p = env.rm.partition("t", 1)
@@ -335,7 +338,7 @@ def test_reload_restores_topics_data_and_meta_properties(env: Env) -> None:
 
 
 def test_load_repairs_interrupted_create_and_delete(env: Env) -> None:
-    env.rm.create_topic("keep", 1, now_ms=NOW)
+    env.admin.create_topic("keep", 1, now_ms=NOW)
     # A crash after the logs of "stray" were created but before the store recorded it.
     env.logs.create("stray", 0, LogConfig(), NOW)
     # A crash after "keep" got a partition in the store whose log was never created.
@@ -355,8 +358,8 @@ def test_load_repairs_interrupted_create_and_delete(env: Env) -> None:
 def test_fresh_store_never_deletes_existing_logs(tmp_path: Path) -> None:
     data = tmp_path / "d"
     e = Env(data)
-    e.rm.create_topic("precious", 1, now_ms=NOW)
-    e.rm.append("precious", 0, batch(), now_ms=NOW)
+    e.admin.create_topic("precious", 1, now_ms=NOW)
+    e.rm.append(e.rm.partition("precious", 0), batch(), now_ms=NOW)
     e.logs.close()
     (e.topics.path).unlink()  # the metadata store is lost, the logs are not
     e.open()

@@ -38,27 +38,19 @@ Where the core is not Kafka (on purpose):
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from protocol.errors import ErrorCode
-from wirebroker.group.classic import ClassicGroup, GroupState, protocols_tuple
+from wirebroker.group.classic import ClassicGroup, GroupState
 from wirebroker.group.config import GroupConfig
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.loader import GroupLoader
-from wirebroker.group.membership import GroupMembership, JoinRequest
+from wirebroker.group.membership import GroupMembership
 from wirebroker.group.messages import (
-    CommitResult,
-    CommitTopic,
-    DeleteGroupsResult,
-    DeleteOffsetsResult,
     DescribedGroup,
     DescribedMember,
-    LeaveMember,
-    LeaveResult,
     ListedGroup,
     ListGroupsResult,
-    OffsetFetchResult,
-    TopicPartitions,
 )
 from wirebroker.group.offsets import OffsetAndMetadata
 from wirebroker.group.offsets_manager import EXPIRE_KEY, OffsetsManager
@@ -83,6 +75,15 @@ class GroupCoordinatorCore:
         )
         self.offsets = OffsetsManager(self.state, self.rebalancer)
         self.loader = GroupLoader(self.state)
+        # The request APIs are the parts' own (see their docstrings).
+        self.join_group = self.membership.join_group
+        self.sync_group = self.membership.sync_group
+        self.heartbeat = self.membership.heartbeat
+        self.leave_group = self.membership.leave_group
+        self.commit_offsets = self.offsets.commit_offsets
+        self.fetch_offsets = self.offsets.fetch_offsets
+        self.delete_offsets = self.offsets.delete_offsets
+        self.delete_groups = self.offsets.delete_groups
 
     # == introspection =====================================================================
     def partition_for(self, group_id: str) -> int:
@@ -197,129 +198,6 @@ class GroupCoordinatorCore:
             _, action = due
             action(now_ms, fx)
         return fx.result()
-
-    # == membership ========================================================================
-    def join_group(
-        self,
-        key: Hashable,
-        now_ms: int,
-        *,
-        group_id: str,
-        member_id: str,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int = -1,
-        group_instance_id: str | None = None,
-        client_id: str = "",
-        client_host: str = "",
-        require_known_member_id: bool = True,
-        supports_skip_assignment: bool = True,
-    ) -> Result[None]:
-        """JoinGroup; the answer comes as `Completion(key, JoinResult)`, possibly later.
-        `rebalance_timeout_ms` -1 (JoinGroup v0) is the session timeout;
-        `require_known_member_id` (v4+) hands out member ids first; `supports_skip_assignment`
-        (v9+) lets a restarted static leader skip the assignment."""
-        req = JoinRequest(
-            member_id=member_id,
-            protocol_type=protocol_type,
-            protocols=protocols_tuple(protocols),
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=(
-                session_timeout_ms if rebalance_timeout_ms < 0 else rebalance_timeout_ms
-            ),
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            require_known_member_id=require_known_member_id,
-            supports_skip_assignment=supports_skip_assignment,
-        )
-        return self.membership.join_group(key, now_ms, group_id, req)
-
-    def sync_group(
-        self,
-        key: Hashable,
-        now_ms: int,
-        *,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-        assignments: Sequence[tuple[str, bytes]] = (),
-    ) -> Result[None]:
-        """SyncGroup; the answer comes as `Completion(key, SyncResult)`, possibly later."""
-        return self.membership.sync_group(
-            key,
-            now_ms,
-            group_id=group_id,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-            assignments=assignments,
-        )
-
-    def heartbeat(
-        self,
-        now_ms: int,
-        *,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None = None,
-    ) -> Result[ErrorCode]:
-        error = self.membership.heartbeat(
-            now_ms,
-            group_id=group_id,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-        )
-        return Result(response=error)
-
-    def leave_group(
-        self, now_ms: int, *, group_id: str, members: Sequence[LeaveMember]
-    ) -> Result[LeaveResult]:
-        return self.membership.leave_group(now_ms, group_id=group_id, members=members)
-
-    # == offsets ===========================================================================
-    def commit_offsets(
-        self,
-        now_ms: int,
-        *,
-        group_id: str,
-        topics: Sequence[CommitTopic],
-        generation_id: int = -1,
-        member_id: str = "",
-        group_instance_id: str | None = None,
-        retention_time_ms: int = -1,
-    ) -> Result[CommitResult]:
-        return self.offsets.commit_offsets(
-            now_ms,
-            group_id=group_id,
-            topics=topics,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            retention_time_ms=retention_time_ms,
-        )
-
-    def fetch_offsets(
-        self, *, group_id: str, topics: Sequence[TopicPartitions] | None
-    ) -> OffsetFetchResult:
-        return self.offsets.fetch_offsets(group_id=group_id, topics=topics)
-
-    def delete_offsets(
-        self, now_ms: int, *, group_id: str, topics: Sequence[TopicPartitions]
-    ) -> Result[DeleteOffsetsResult]:
-        del now_ms
-        return self.offsets.delete_offsets(group_id=group_id, topics=topics)
-
-    def delete_groups(self, now_ms: int, *, group_ids: Sequence[str]) -> Result[DeleteGroupsResult]:
-        return self.offsets.delete_groups(now_ms, group_ids=group_ids)
 
     # == ListGroups / DescribeGroups =======================================================
     def list_groups(

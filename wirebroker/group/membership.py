@@ -20,6 +20,7 @@ from wirebroker.group.classic import (
     GroupState,
     Protocols,
     protocol_names,
+    protocols_tuple,
 )
 from wirebroker.group.effects import Effects, Parked, Result
 from wirebroker.group.messages import JoinResult, LeaveMember, LeaveResult, MemberLeft, SyncResult
@@ -54,9 +55,43 @@ class GroupMembership:
 
     # == JoinGroup =========================================================================
     def join_group(
-        self, key: Hashable, now_ms: int, group_id: str, req: JoinRequest
+        self,
+        key: Hashable,
+        now_ms: int,
+        *,
+        group_id: str,
+        member_id: str,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int = -1,
+        group_instance_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+        require_known_member_id: bool = True,
+        supports_skip_assignment: bool = True,
     ) -> Result[None]:
-        """JoinGroup. The answer comes as `Completion(key, JoinResult)`, possibly later."""
+        """JoinGroup; the answer comes as `Completion(key, JoinResult)`, possibly later.
+        `rebalance_timeout_ms` -1 (JoinGroup v0) is the session timeout;
+        `require_known_member_id` (v4+) hands out member ids first; `supports_skip_assignment`
+        (v9+) lets a restarted static leader skip the assignment."""
+        req = JoinRequest(
+            member_id=member_id,
+            protocol_type=protocol_type,
+            protocols=protocols_tuple(protocols),
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=(
+                session_timeout_ms if rebalance_timeout_ms < 0 else rebalance_timeout_ms
+            ),
+            group_instance_id=group_instance_id,
+            client_id=client_id,
+            client_host=client_host,
+            require_known_member_id=require_known_member_id,
+            supports_skip_assignment=supports_skip_assignment,
+        )
+        return self._join(key, now_ms, group_id, req)
+
+    def _join(self, key: Hashable, now_ms: int, group_id: str, req: JoinRequest) -> Result[None]:
         fx = Effects()
 
         def fail(error: ErrorCode, mid: str = req.member_id) -> Result[None]:
@@ -319,13 +354,9 @@ class GroupMembership:
         group = self.state.groups.get(group_id)
         if group is None or group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        err = group.validate_member(member_id, group_instance_id)
+        err = _member_error(group, member_id, group_instance_id, generation_id)
         if err is not ErrorCode.NONE:
             return err
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
         if _inconsistent(protocol_type, group.protocol_type) or _inconsistent(
             protocol_name, group.protocol_name
         ):
@@ -362,8 +393,20 @@ class GroupMembership:
         generation_id: int,
         member_id: str,
         group_instance_id: str | None = None,
-    ) -> ErrorCode:
+    ) -> Result[ErrorCode]:
         """Heartbeat: the error to answer (renews the member's session when it is valid)."""
+        return Result(
+            response=self._heartbeat(now_ms, group_id, generation_id, member_id, group_instance_id)
+        )
+
+    def _heartbeat(
+        self,
+        now_ms: int,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> ErrorCode:
         err = self.state.request_error(group_id)
         if err is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.NONE  # Kafka answers blindly while loading
@@ -372,13 +415,9 @@ class GroupMembership:
         group = self.state.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        err = group.validate_member(member_id, group_instance_id)
+        err = _member_error(group, member_id, group_instance_id, generation_id)
         if err is not ErrorCode.NONE:
             return err
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
         if group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members[member_id]
@@ -467,6 +506,20 @@ def _static_rejoin_answer(
     # Before v9 the old leader id is returned, so a restarted leader acts as a follower and
     # does not recompute the assignment.
     return generation_answer(group, member_id, (), leader=current_leader or "")
+
+
+def _member_error(
+    group: ClassicGroup, member_id: str, group_instance_id: str | None, generation_id: int
+) -> ErrorCode:
+    """SyncGroup's and Heartbeat's common checks: a Dead group, the member, its generation."""
+    if group.is_in(GroupState.DEAD):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    err = group.validate_member(member_id, group_instance_id)
+    if err is not ErrorCode.NONE:
+        return err
+    if generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    return ErrorCode.NONE
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:

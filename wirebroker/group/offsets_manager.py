@@ -155,10 +155,11 @@ class OffsetsManager:
 
     # == OffsetDelete ======================================================================
     def delete_offsets(
-        self, *, group_id: str, topics: Sequence[TopicPartitions]
+        self, now_ms: int, *, group_id: str, topics: Sequence[TopicPartitions]
     ) -> Result[DeleteOffsetsResult]:
         """OffsetDelete: only for Empty groups (or topics a `consumer` group does not
         subscribe to)."""
+        del now_ms
         fx = Effects()
         err = self.state.request_error(group_id)
         group = self.state.groups.get(group_id)

@@ -1,8 +1,11 @@
 """Classic consumer groups (JoinGroup/SyncGroup protocol): states, members, one group.
 
 The data model and the group-local rules of Kafka's `ClassicGroup`, `ClassicGroupMember` and
-`ClassicGroupState`. The request flows that move a group between states (and the timers
-that drive them) live in `wirebroker.group.coordinator`; this table is their summary.
+`ClassicGroupState`. The request flows that move a group between states live in
+`wirebroker.group.membership` (JoinGroup/SyncGroup/Heartbeat/LeaveGroup),
+`wirebroker.group.rebalance` (the join phase and the timers that drive it) and
+`wirebroker.group.offsets_manager` (offsets, group deletion, expiry); this table is their
+summary.
 
 States and what each request does in them
 =========================================
@@ -80,11 +83,12 @@ from __future__ import annotations
 import enum
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
-from wirebroker.group.effects import Completion, Parked, Response, join_response, sync_response
+from wirebroker.group.effects import Completion, Parked
+from wirebroker.group.messages import JoinMember, JoinResult, SyncResult
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 NO_LEADER = ""
@@ -117,7 +121,6 @@ class IllegalTransition(RuntimeError):
 
 
 Protocols = tuple[tuple[str, bytes], ...]
-JoinAnswer = Callable[[int], Response]
 
 
 @dataclass(eq=False)
@@ -295,20 +298,16 @@ class ClassicGroup:
             topics |= parsed
         return frozenset(topics)
 
-    def join_members_list(self) -> list[dict[str, object]]:  # JoinGroupResponseMember
+    def join_members_list(self) -> tuple[JoinMember, ...]:
         """Every member's metadata for the selected protocol (the leader's JoinGroup answer)."""
         if self.state in (GroupState.DEAD, GroupState.PREPARING_REBALANCE):
             raise IllegalTransition(
                 f"cannot list members of group {self.group_id} in state {self.state}"
             )
-        return [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "metadata": m.metadata(self.protocol_name),
-            }
+        return tuple(
+            JoinMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
             for m in self.members.values()
-        ]
+        )
 
     # -- validation ------------------------------------------------------------------------
     def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
@@ -407,12 +406,7 @@ class ClassicGroup:
         elif parked is not None and member.awaiting_join is not None:
             # A retried JoinGroup (another connection): answer the superseded one.
             old = member.awaiting_join
-            out.append(
-                Completion(
-                    old.key,
-                    join_response(old.api_version, error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=""),
-                )
-            )
+            out.append(Completion(old.key, JoinResult(error=ErrorCode.UNKNOWN_MEMBER_ID)))
         member.awaiting_join = parked
 
     def maybe_elect_new_joined_leader(self) -> bool:
@@ -444,18 +438,14 @@ class ClassicGroup:
             out.append(
                 Completion(
                     old.awaiting_join.key,
-                    join_response(
-                        old.awaiting_join.api_version,
-                        error=ErrorCode.FENCED_INSTANCE_ID,
-                        member_id=old_member_id,
-                    ),
+                    JoinResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id),
                 )
             )
             old.awaiting_join = None
             self.num_awaiting_join -= 1
         if old.awaiting_sync is not None:
             out.append(
-                Completion(old.awaiting_sync.key, sync_response(error=ErrorCode.FENCED_INSTANCE_ID))
+                Completion(old.awaiting_sync.key, SyncResult(error=ErrorCode.FENCED_INSTANCE_ID))
             )
             old.awaiting_sync = None
         new = ClassicGroupMember(
@@ -488,38 +478,31 @@ class ClassicGroup:
         self.pending_sync_members.clear()
 
     def complete_join(
-        self, member: ClassicGroupMember, response_of: JoinAnswer, out: list[Completion]
+        self, member: ClassicGroupMember, result: JoinResult, out: list[Completion]
     ) -> bool:
-        """Answer the member's parked JoinGroup (the body depends on its API version)."""
+        """Answer the member's parked JoinGroup."""
         if member.awaiting_join is None:
             return False
         parked = member.awaiting_join
         member.awaiting_join = None
         self.num_awaiting_join -= 1
-        out.append(Completion(parked.key, response_of(parked.api_version)))
+        out.append(Completion(parked.key, result))
         return True
 
     def complete_sync(
-        self, member: ClassicGroupMember, response: Response, out: list[Completion]
+        self, member: ClassicGroupMember, result: SyncResult, out: list[Completion]
     ) -> bool:
         if member.awaiting_sync is None:
             return False
-        out.append(Completion(member.awaiting_sync.key, dict(response)))
+        out.append(Completion(member.awaiting_sync.key, result))
         member.awaiting_sync = None
         return True
 
     def complete_all_parked(self, error: ErrorCode, out: list[Completion]) -> None:
         """Answer every parked join and sync with `error` (coordinator unloading)."""
         for member_id, m in self.members.items():
-            self.complete_join(m, _error_join_answer(error, member_id), out)
-            self.complete_sync(m, sync_response(error=error), out)
-
-
-def _error_join_answer(error: ErrorCode, member_id: str) -> JoinAnswer:
-    def answer(api_version: int) -> Response:
-        return join_response(api_version, error=error, member_id=member_id)
-
-    return answer
+            self.complete_join(m, JoinResult(error=error, member_id=member_id), out)
+            self.complete_sync(m, SyncResult(error=error), out)
 
 
 def protocols_tuple(protocols: Iterable[tuple[str, bytes]]) -> Protocols:

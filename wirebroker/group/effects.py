@@ -1,17 +1,17 @@
-"""What the pure coordinator core hands back to its runtime: responses, completions, records.
+"""What the pure coordinator core hands back to its runtime: results, completions, records.
 
 Every core call returns a `Result`:
-    response     the caller's own response (APIs that never wait), a dict with the
-                 snake_case field names of Kafka's JSON message definitions;
-    completions  `Completion(key, response)` for parked JoinGroup / SyncGroup requests that
+    response     the caller's own typed result (APIs that never wait; `wirebroker.group
+                 .messages`), from which the handler builds its version's response;
+    completions  `Completion(key, result)` for parked JoinGroup / SyncGroup requests that
                  this call (or timer tick) answered -- the caller's own one too when it was
-                 answered at once;
+                 answered at once; `result` is a `JoinResult` or `SyncResult`;
     records      `Record(partition, key, value)` to append to `__consumer_offsets`.
 
 Contract for the runtime: append `records` (in order; those of one partition as one batch)
 BEFORE sending `response` or any completion -- an offset commit or a new assignment is
-acknowledged only once it is in the log. If the append fails, do not send the responses:
-answer every waiting request with `append_error_to_response_error(error)`, then call the
+acknowledged only once it is in the log. If the append fails, do not send the results as
+they are: answer with their `failed(append_error_to_response_error(error))`, then call the
 core's `unload(partitions)` and reload those partitions from the log (the core applied the
 change optimistically, as Kafka does before it reverts to its last committed snapshot).
 
@@ -27,17 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 from protocol.errors import ErrorCode
+from wirebroker.group.messages import ParkedResult
 
-Response = dict[str, Any]
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
 class Completion:
     key: Hashable
-    response: Response
+    result: ParkedResult
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ class Record:
 
 
 @dataclass
-class Result:
-    response: Response | None = None
+class Result(Generic[R]):
+    response: R | None = None
     completions: list[Completion] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
 
@@ -62,57 +63,25 @@ class Result:
 
 @dataclass(frozen=True)
 class Parked:
-    """A JoinGroup / SyncGroup request waiting for the group: runtime key + API version."""
+    """A JoinGroup / SyncGroup request waiting for the group (the runtime's key)."""
 
     key: Hashable
-    api_version: int
 
 
-def join_response(
-    api_version: int,
-    *,
-    error: ErrorCode = ErrorCode.NONE,
-    member_id: str = "",
-    generation_id: int = -1,
-    protocol_type: str | None = None,
-    protocol_name: str | None = None,
-    leader: str = "",
-    skip_assignment: bool = False,
-    members: list[dict[str, Any]] | None = None,
-) -> Response:
-    """A JoinGroup response body. Like Kafka's `JoinGroupResponse`: below v7 a null protocol
-    name is sent as "", from v7 an empty one as null."""
-    if api_version < 7 and protocol_name is None:
-        protocol_name = ""
-    elif api_version >= 7 and protocol_name == "":
-        protocol_name = None
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(error),
-        "generation_id": generation_id,
-        "protocol_type": protocol_type,
-        "protocol_name": protocol_name,
-        "leader": leader,
-        "skip_assignment": skip_assignment,
-        "member_id": member_id,
-        "members": members if members is not None else [],
-    }
+class Effects:
+    """Completions and records collected during one core call."""
 
+    __slots__ = ("completions", "records")
 
-def sync_response(
-    *,
-    error: ErrorCode = ErrorCode.NONE,
-    protocol_type: str | None = None,
-    protocol_name: str | None = None,
-    assignment: bytes = b"",
-) -> Response:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(error),
-        "protocol_type": protocol_type,
-        "protocol_name": protocol_name,
-        "assignment": assignment,
-    }
+    def __init__(self) -> None:
+        self.completions: list[Completion] = []
+        self.records: list[Record] = []
+
+    def result(self, response: R | None = None) -> Result[R]:
+        return Result(response=response, completions=self.completions, records=self.records)
+
+    def complete(self, key: Hashable, result: ParkedResult) -> None:
+        self.completions.append(Completion(key, result))
 
 
 def append_error_to_response_error(error: ErrorCode) -> ErrorCode:

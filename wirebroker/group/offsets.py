@@ -6,8 +6,8 @@ OffsetCommit v2-4 requests that carried an explicit `RetentionTimeMs` -- an abso
 expire time (Kafka writes those as OffsetCommitValue v1).
 
 Expiry (`offsets.retention.minutes`, Kafka >= 2.1 semantics, checked every
-`offsets.retention.check.interval.ms`), decided per group by `expiration_base` in
-`wirebroker.group.coordinator`:
+`offsets.retention.check.interval.ms`), decided per group by `_expiration_base` in
+`wirebroker.group.offsets_manager`:
 - an explicit expire timestamp wins: expired when now >= expire_timestamp;
 - group with a protocol type, Empty: retention counts from the time the group became
   Empty (its current state timestamp; from the commit time if unknown);
@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from protocol.group_records import OffsetCommitValue
+
 
 @dataclass(frozen=True)
 class OffsetAndMetadata:
@@ -31,6 +33,17 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp_ms: int = -1
     expire_timestamp_ms: int | None = None
+
+    @classmethod
+    def from_value(cls, v: OffsetCommitValue) -> OffsetAndMetadata:
+        """From an `__consumer_offsets` offset commit value (expire timestamp -1: none)."""
+        return cls(
+            committed_offset=v.offset,
+            leader_epoch=v.leader_epoch,
+            metadata=v.metadata,
+            commit_timestamp_ms=v.commit_timestamp,
+            expire_timestamp_ms=None if v.expire_timestamp == -1 else v.expire_timestamp,
+        )
 
     def is_expired(self, now_ms: int, retention_ms: int, base_timestamp_ms: int) -> bool:
         if self.expire_timestamp_ms is not None:
@@ -74,8 +87,14 @@ class OffsetStore:
             del self._by_group[group]
         return removed
 
-    def remove_group(self, group: str) -> None:
-        self._by_group.pop(group, None)
+    def remove_group(self, group: str) -> dict[str, dict[int, OffsetAndMetadata]]:
+        """Drop one group's offsets; they are returned (empty when none)."""
+        return self._by_group.pop(group, {})
+
+    def set_group(self, group: str, topics: dict[str, dict[int, OffsetAndMetadata]]) -> None:
+        """Install one group's offsets as `remove_group` returned them (replacing any)."""
+        if topics:
+            self._by_group[group] = topics
 
     def has_offsets(self, group: str) -> bool:
         return group in self._by_group

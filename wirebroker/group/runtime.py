@@ -18,10 +18,10 @@ parked JoinGroup/SyncGroup, so core calls never interleave):
        same call; later deadlines are left to the timer task, which is woken whenever a call
        changes `core.next_deadline()`.
 
-Append failure (Kafka's contract, see `effects`): the responses of that result are not sent as
-they are: every error_code still NONE (or MEMBER_ID_REQUIRED, whose new group is dropped) in
-them becomes `append_error_to_response_error(error)` (DeleteGroups: only the groups of the
-failed partitions), then the failed partitions are unloaded (parked requests there:
+Append failure (Kafka's contract, see `effects`): the results of that call are not sent as
+they are: every error still NONE (or MEMBER_ID_REQUIRED, whose new group is dropped) in them
+becomes `append_error_to_response_error(error)` (their `failed`; DeleteGroups: only the groups
+of the failed partitions), then the failed partitions are unloaded (parked requests there:
 NOT_COORDINATOR) and reloaded from the log, which drops the change the core applied
 optimistically. If the reload fails too, the partitions stay unloaded (NOT_COORDINATOR) and the
 failure is logged.
@@ -65,7 +65,7 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -80,9 +80,23 @@ from wirebroker.group.coordinator import GroupCoordinatorCore
 from wirebroker.group.effects import (
     Completion,
     Record,
-    Response,
     Result,
     append_error_to_response_error,
+)
+from wirebroker.group.messages import (
+    CommitResult,
+    CommitTopic,
+    DeleteGroupsResult,
+    DeleteOffsetsResult,
+    DescribedGroup,
+    JoinResult,
+    LeaveMember,
+    LeaveResult,
+    ListGroupsResult,
+    OffsetFetchResult,
+    ParkedResult,
+    SyncResult,
+    TopicPartitions,
 )
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
@@ -95,6 +109,10 @@ if TYPE_CHECKING:
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinatorRuntime"]
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+#: Results answered before their records are appended (`failed` gives the error answer).
+_FAILABLE = (JoinResult, SyncResult, LeaveResult, CommitResult, DeleteOffsetsResult)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -112,7 +130,7 @@ class _Waiter:
 
     partition: int
     event: trio.Event = dataclasses.field(default_factory=trio.Event)
-    response: Response | None = None
+    response: ParkedResult | None = None
 
 
 class GroupCoordinatorRuntime:
@@ -205,7 +223,7 @@ class GroupCoordinatorRuntime:
         COORDINATOR_NOT_AVAILABLE."""
         self._process(self.core.shutdown())
 
-    # == request entry points (keyword arguments are the core's) ===========================
+    # == request entry points (typed: `wirebroker.group.messages`) =========================
     def partition_for(self, group_id: str) -> int:
         return self.core.partition_for(group_id)
 
@@ -241,62 +259,165 @@ class GroupCoordinatorRuntime:
         log.info("created %s with %d partitions", OFFSETS_TOPIC, self.core.config.num_partitions)
         return ErrorCode.NONE
 
-    async def join_group(self, **kwargs: Any) -> Response:
-        """JoinGroup (`GroupCoordinatorCore.join_group` arguments but key and now_ms); waits
-        until the group answers."""
-        return await self._parked(self.core.join_group, kwargs)
+    async def join_group(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int = -1,
+        group_instance_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+        require_known_member_id: bool = True,
+        supports_skip_assignment: bool = True,
+    ) -> JoinResult:
+        """JoinGroup (see `GroupCoordinatorCore.join_group`); waits until the group answers."""
+        result = await self._parked(
+            group_id,
+            lambda key, now: self.core.join_group(
+                key,
+                now,
+                group_id=group_id,
+                member_id=member_id,
+                protocol_type=protocol_type,
+                protocols=protocols,
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=rebalance_timeout_ms,
+                group_instance_id=group_instance_id,
+                client_id=client_id,
+                client_host=client_host,
+                require_known_member_id=require_known_member_id,
+                supports_skip_assignment=supports_skip_assignment,
+            ),
+        )
+        assert isinstance(result, JoinResult)
+        return result
 
-    async def sync_group(self, **kwargs: Any) -> Response:
-        """SyncGroup (`GroupCoordinatorCore.sync_group` arguments but key and now_ms)."""
-        return await self._parked(self.core.sync_group, kwargs)
+    async def sync_group(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        assignments: Sequence[tuple[str, bytes]] = (),
+    ) -> SyncResult:
+        """SyncGroup (see `GroupCoordinatorCore.sync_group`); waits until the group answers."""
+        result = await self._parked(
+            group_id,
+            lambda key, now: self.core.sync_group(
+                key,
+                now,
+                group_id=group_id,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                protocol_type=protocol_type,
+                protocol_name=protocol_name,
+                assignments=assignments,
+            ),
+        )
+        assert isinstance(result, SyncResult)
+        return result
 
-    def heartbeat(self, **kwargs: Any) -> Response:
-        return self._call(lambda now: self.core.heartbeat(now, **kwargs))
+    def heartbeat(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None = None,
+    ) -> ErrorCode:
+        return self._call(
+            lambda now: self.core.heartbeat(
+                now,
+                group_id=group_id,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+            )
+        )
 
-    def leave_group(self, **kwargs: Any) -> Response:
-        return self._call(lambda now: self.core.leave_group(now, **kwargs))
+    def leave_group(self, *, group_id: str, members: Sequence[LeaveMember]) -> LeaveResult:
+        return self._call(
+            lambda now: self.core.leave_group(now, group_id=group_id, members=members)
+        )
 
-    def commit_offsets(self, **kwargs: Any) -> Response:
-        return self._call(lambda now: self.core.commit_offsets(now, **kwargs))
+    def commit_offsets(
+        self,
+        *,
+        group_id: str,
+        topics: Sequence[CommitTopic],
+        generation_id: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        retention_time_ms: int = -1,
+    ) -> CommitResult:
+        return self._call(
+            lambda now: self.core.commit_offsets(
+                now,
+                group_id=group_id,
+                topics=topics,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                retention_time_ms=retention_time_ms,
+            )
+        )
 
-    def delete_offsets(self, **kwargs: Any) -> Response:
-        return self._call(lambda now: self.core.delete_offsets(now, **kwargs))
+    def delete_offsets(
+        self, *, group_id: str, topics: Sequence[TopicPartitions]
+    ) -> DeleteOffsetsResult:
+        return self._call(
+            lambda now: self.core.delete_offsets(now, group_id=group_id, topics=topics)
+        )
 
-    def delete_groups(self, group_ids: Sequence[str]) -> Response:
+    def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
         return self._call(lambda now: self.core.delete_groups(now, group_ids=group_ids))
 
-    def fetch_offsets(self, **kwargs: Any) -> Response:
-        return self.core.fetch_offsets(**kwargs)
+    def fetch_offsets(
+        self, *, group_id: str, topics: Sequence[TopicPartitions] | None
+    ) -> OffsetFetchResult:
+        return self.core.fetch_offsets(group_id=group_id, topics=topics)
 
-    def list_groups(self, **kwargs: Any) -> Response:
-        return self.core.list_groups(**kwargs)
+    def list_groups(
+        self, *, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()
+    ) -> ListGroupsResult:
+        return self.core.list_groups(states_filter=states_filter, types_filter=types_filter)
 
-    def describe_groups(self, **kwargs: Any) -> Response:
-        return self.core.describe_groups(**kwargs)
+    def describe_groups(self, *, group_ids: Sequence[str]) -> list[DescribedGroup]:
+        return self.core.describe_groups(group_ids=group_ids)
 
     def tick(self) -> None:
         """Run every timer due now (the timer task does this by itself)."""
         self._process(Result())
 
     # == core calls and their effects ======================================================
-    def _call(self, call: Callable[[int], Result]) -> Response:
+    def _call(self, call: Callable[[int], Result[R]]) -> R:
         response = self._process(call(self.clock()))
         assert response is not None, "core call without a response"
         return response
 
-    async def _parked(self, method: Callable[..., Result], kwargs: dict[str, Any]) -> Response:
+    async def _parked(
+        self, group_id: str, call: Callable[[Hashable, int], Result[None]]
+    ) -> ParkedResult:
         key = ("req", next(self._keys))
-        waiter = _Waiter(self.core.partition_for(str(kwargs.get("group_id", ""))))
+        waiter = _Waiter(self.core.partition_for(group_id))
         self._waiters[key] = waiter
         try:
-            self._process(method(key, self.clock(), **kwargs))
+            self._process(call(key, self.clock()))
             await waiter.event.wait()
         finally:
             self._waiters.pop(key, None)
         assert waiter.response is not None
         return waiter.response
 
-    def _process(self, result: Result) -> Response | None:
+    def _process(self, result: Result[R]) -> R | None:
         """Apply one core result, then run the timers already due."""
         response = self._apply(result)
         self._run_due_timers()
@@ -315,7 +436,7 @@ class GroupCoordinatorRuntime:
             self._apply(self.core.tick(now))
         log.error("group timers kept firing; %d rounds run, the rest deferred", _MAX_TICKS)
 
-    def _apply(self, result: Result) -> Response | None:
+    def _apply(self, result: Result[R]) -> R | None:
         response = result.response
         completions = result.completions
         if result.records:
@@ -334,7 +455,7 @@ class GroupCoordinatorRuntime:
         waiter = self._waiters.get(completion.key)
         if waiter is None:
             return  # the request's task is gone (connection closed while parked)
-        waiter.response = completion.response
+        waiter.response = completion.result
         waiter.event.set()
 
     # -- appending --------------------------------------------------------------------------
@@ -367,34 +488,31 @@ class GroupCoordinatorRuntime:
 
     def _failed(
         self,
-        response: Response | None,
+        response: R | None,
         completions: list[Completion],
         failed: dict[int, ErrorCode],
-    ) -> tuple[Response | None, list[Completion]]:
-        """The responses of a result whose append failed (see the module docstring)."""
+    ) -> tuple[R | None, list[Completion]]:
+        """The results of a core call whose append failed (see the module docstring)."""
         mapped = {p: append_error_to_response_error(e) for p, e in failed.items()}
         any_error = next(iter(mapped.values()))
-        if response is not None:
-            response = _copy(response)
-            results = response.get("results")
-            if isinstance(results, list) and all("group_id" in r for r in results):
-                for r in results:  # DeleteGroups: per group
-                    p = self.core.partition_for(r["group_id"])
-                    if p in mapped and r.get("error_code") == 0:
-                        r["error_code"] = int(mapped[p])
-            else:
-                _replace_errors(response, any_error)
+        out_response: Any = response
+        if isinstance(response, DeleteGroupsResult):  # per group
+            partition_for = self.core.partition_for
+            out_response = response.failed_where(
+                {
+                    r.group_id: mapped[partition_for(r.group_id)]
+                    for r in response.results
+                    if partition_for(r.group_id) in mapped
+                }
+            )
+        elif isinstance(response, _FAILABLE):
+            out_response = response.failed(any_error)
         out = []
         for c in completions:
             waiter = self._waiters.get(c.key)
             error = mapped.get(waiter.partition) if waiter is not None else any_error
-            if error is None:
-                out.append(c)
-            else:
-                body = _copy(c.response)
-                _replace_errors(body, error)
-                out.append(Completion(c.key, body))
-        return response, out
+            out.append(c if error is None else Completion(c.key, c.result.failed(error)))
+        return out_response, out
 
     def _recover(self, partitions: list[int]) -> None:
         """Unload `partitions` and reload them from the log (after a failed append)."""
@@ -521,29 +639,3 @@ def _chunks(records: list[Record]) -> Iterator[list[Record]]:
         size += n
     if chunk:
         yield chunk
-
-
-def _copy(body: Any) -> Any:
-    if isinstance(body, dict):
-        return {k: _copy(v) for k, v in body.items()}
-    if isinstance(body, list):
-        return [_copy(v) for v in body]
-    return body
-
-
-#: Answers that count as success when their records could not be appended.
-_SUCCESS_CODES = (int(ErrorCode.NONE), int(ErrorCode.MEMBER_ID_REQUIRED))
-
-
-def _replace_errors(body: Any, error: ErrorCode) -> None:
-    """Set every error_code that is NONE (or MEMBER_ID_REQUIRED: the new group it created is
-    gone) in `body`, nested ones too, to `error`."""
-    if isinstance(body, dict):
-        if body.get("error_code") in _SUCCESS_CODES:
-            body["error_code"] = int(error)
-        for value in body.values():
-            if isinstance(value, dict | list):
-                _replace_errors(value, error)
-    elif isinstance(body, list):
-        for item in body:
-            _replace_errors(item, error)

@@ -14,12 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.group.messages import DeleteGroupsResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["handle"]
+__all__ = ["delete_groups_response", "handle"]
+
+
+def delete_groups_response(result: DeleteGroupsResult) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": r.group_id, "error_code": int(r.error)} for r in result.results],
+    }
 
 
 @handler(ApiKey.DELETE_GROUPS)
@@ -34,4 +42,4 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 for g in group_ids
             ],
         }
-    return coordinator.delete_groups(group_ids)
+    return delete_groups_response(coordinator.delete_groups(group_ids))

@@ -16,20 +16,49 @@ Skipped: authorization, throttling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.group.messages import DescribedGroup
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "GROUP_ALL_OPERATIONS", "handle"]
+__all__ = [
+    "AUTHORIZED_OPERATIONS_OMITTED",
+    "GROUP_ALL_OPERATIONS",
+    "describe_groups_response",
+    "handle",
+]
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # AclOperation codes: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
 GROUP_ALL_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
+_NOT_FOUND_VERSION = 6
+
+
+def _described(version: int, g: DescribedGroup) -> dict[str, Any]:
+    error, message = g.error, None
+    if not g.exists and version >= _NOT_FOUND_VERSION:
+        error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
+    return {
+        "error_code": int(error),
+        "error_message": message,
+        "group_id": g.group_id,
+        "group_state": g.state,
+        "protocol_type": g.protocol_type,
+        "protocol_data": g.protocol_data,
+        "members": [m._asdict() for m in g.members],
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def describe_groups_response(version: int, groups: Sequence[DescribedGroup]) -> dict[str, Any]:
+    """The DescribeGroups response (authorized_operations left 'omitted')."""
+    return {"throttle_time_ms": 0, "groups": [_described(version, g) for g in groups]}
 
 
 @handler(ApiKey.DESCRIBE_GROUPS)
@@ -38,23 +67,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     group_ids = [str(g) for g in req.get("groups") or []]
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
-        return {
-            "throttle_time_ms": 0,
-            "groups": [
-                {
-                    "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-                    "error_message": None,
-                    "group_id": g,
-                    "group_state": "",
-                    "protocol_type": "",
-                    "protocol_data": "",
-                    "members": [],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                }
-                for g in group_ids
-            ],
-        }
-    answer = coordinator.describe_groups(api_version=version, group_ids=group_ids)
+        unavailable = [
+            DescribedGroup(g, error=ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in group_ids
+        ]
+        return describe_groups_response(version, unavailable)
+    answer = describe_groups_response(version, coordinator.describe_groups(group_ids=group_ids))
     if version >= 3 and req.get("include_authorized_operations"):
         for group in answer["groups"]:
             if group["error_code"] == 0:

@@ -1,7 +1,7 @@
 """Heartbeat (API key 12): serves v0-4 (classic protocol).
 
 `GroupCoordinatorRuntime.heartbeat` renews the member's session; the answer is the core's
-(`wirebroker.group.coordinator.heartbeat`): NONE in Stable and CompletingRebalance,
+(`wirebroker.group.membership`): NONE in Stable and CompletingRebalance,
 REBALANCE_IN_PROGRESS while the group prepares a rebalance (the member must rejoin),
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, INVALID_GROUP_ID for "", NONE while
 the group's partition is loading (Kafka answers blindly), NOT_COORDINATOR /
@@ -28,9 +28,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
-    return coordinator.heartbeat(
+    error = coordinator.heartbeat(
         group_id=str(req.get("group_id") or ""),
         generation_id=int(req.get("generation_id")),
         member_id=str(req.get("member_id") or ""),
         group_instance_id=req.get("group_instance_id") if ctx.api_version >= 3 else None,
     )
+    return {"throttle_time_ms": 0, "error_code": int(error)}

@@ -6,7 +6,7 @@ batch of `members` (member_id, group_instance_id, reason v5+); each gets its own
 the whole request failed (INVALID_GROUP_ID for "", COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS). An empty member id with a group_instance_id removes that static
 member (the admin client's removeMembersFromConsumerGroup). Departures start a rebalance; the
-rules are the core's (`wirebroker.group.coordinator.leave_group`). reason is ignored (Kafka
+rules are the core's (`wirebroker.group.membership`). reason is ignored (Kafka
 only logs it). No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization,
 throttling.
 """
@@ -17,13 +17,34 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.coordinator import LeaveMember
+from wirebroker.group.messages import LeaveMember, LeaveResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["handle"]
+__all__ = ["handle", "leave_response"]
+
+_BATCH_VERSION = 3
+
+
+def leave_response(version: int, result: LeaveResult) -> dict[str, Any]:
+    """v0-2: the one member's error at the top level (or the request's); v3+: `members`."""
+    if version < _BATCH_VERSION:
+        error = result.members[0].error if result.members else result.error
+        return {"throttle_time_ms": 0, "error_code": int(error)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "members": [
+            {
+                "member_id": m.member.member_id,
+                "group_instance_id": m.member.group_instance_id,
+                "error_code": int(m.error),
+            }
+            for m in result.members
+        ],
+    }
 
 
 @handler(ApiKey.LEAVE_GROUP)
@@ -36,15 +57,12 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
             "members": [],
         }
-    members = None
-    if version >= 3:
+    if version >= _BATCH_VERSION:
         members = [
             LeaveMember(str(m.get("member_id") or ""), m.get("group_instance_id"), m.get("reason"))
             for m in req.get("members") or []
         ]
-    return coordinator.leave_group(
-        api_version=version,
-        group_id=str(req.get("group_id") or ""),
-        member_id=str(req.get("member_id") or "") if version < 3 else "",
-        members=members,
-    )
+    else:
+        members = [LeaveMember(str(req.get("member_id") or ""))]
+    result = coordinator.leave_group(group_id=str(req.get("group_id") or ""), members=members)
+    return leave_response(version, result)

@@ -15,24 +15,29 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.group.messages import ListGroupsResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["handle"]
+__all__ = ["handle", "list_groups_response"]
+
+
+def list_groups_response(result: ListGroupsResult) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "groups": [g._asdict() for g in result.groups],
+    }
 
 
 @handler(ApiKey.LIST_GROUPS)
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-            "groups": [],
-        }
+        return list_groups_response(ListGroupsResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     version = ctx.api_version
     states = [str(s) for s in req.get("states_filter") or []] if version >= 4 else []
     types = [str(t) for t in req.get("types_filter") or []] if version >= 5 else []
-    return coordinator.list_groups(states_filter=states, types_filter=types)
+    return list_groups_response(coordinator.list_groups(states_filter=states, types_filter=types))

@@ -5,9 +5,9 @@ Per topic, before the coordinator sees the request (KafkaApis' order):
     topic name unknown                          UNKNOWN_TOPIC_OR_PARTITION for each partition
     partition index outside the topic           UNKNOWN_TOPIC_OR_PARTITION for that partition
 The rest goes to `GroupCoordinatorRuntime.commit_offsets` (skipped when nothing is left, as
-Kafka), whose per-partition errors come from the core (`wirebroker.group.coordinator
-.commit_offsets`): generation -1 with no member id is a "simple" commit (admin tools, manual
-assignment), accepted while the group is Empty; members commit with their generation
+Kafka), whose per-partition errors come from the core (`wirebroker.group.offsets_manager`):
+generation -1 with no member id is a "simple" commit (admin tools, manual assignment), accepted
+while the group is Empty; members commit with their generation
 (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while
 CompletingRebalance, GROUP_ID_NOT_FOUND from v9 for an unknown group with a generation);
 OFFSET_METADATA_TOO_LARGE above offset.metadata.max.bytes; COORDINATOR_NOT_AVAILABLE /
@@ -30,16 +30,28 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.coordinator import CommitPartition, CommitTopic
+from wirebroker.group.messages import CommitPartition, CommitResult, CommitTopic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["handle"]
+__all__ = ["commit_errors", "handle"]
 
 _TOPIC_IDS_VERSION = 10
+_GROUP_ID_NOT_FOUND_VERSION = 9
 _NIL_UUID = uuid.UUID(int=0)
+
+
+def commit_errors(version: int, result: CommitResult) -> dict[tuple[str, int], int]:
+    """The coordinator's error per (topic, partition); an unknown group with a generation is
+    GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before."""
+    out = {}
+    for key, error in result.errors().items():
+        if error is ErrorCode.GROUP_ID_NOT_FOUND and version < _GROUP_ID_NOT_FOUND_VERSION:
+            error = ErrorCode.ILLEGAL_GENERATION
+        out[key] = int(error)
+    return out
 
 
 @handler(ApiKey.OFFSET_COMMIT)
@@ -86,8 +98,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
 
     results: dict[tuple[str, int], int] = {}
     if valid and coordinator is not None:
-        response = coordinator.commit_offsets(
-            api_version=version,
+        result = coordinator.commit_offsets(
             group_id=str(req.get("group_id") or ""),
             topics=valid,
             generation_id=int(req.get("generation_id_or_member_epoch", -1)),
@@ -95,9 +106,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             group_instance_id=req.get("group_instance_id") if version >= 7 else None,
             retention_time_ms=int(req.get("retention_time_ms", -1)) if version <= 4 else -1,
         )
-        for t in response["topics"]:
-            for p in t["partitions"]:
-                results[(t["name"], p["partition_index"])] = p["error_code"]
+        results = commit_errors(version, result)
 
     out_topics = []
     for i, topic in enumerate(request_topics):

@@ -3,7 +3,7 @@
 Per topic, before the coordinator (KafkaApis' order): an unknown topic answers
 UNKNOWN_TOPIC_OR_PARTITION for each of its partitions, a partition index outside the topic
 likewise for that partition. The rest goes to `GroupCoordinatorRuntime.delete_offsets` (the
-core's rules, `wirebroker.group.coordinator.delete_offsets`): top-level INVALID_GROUP_ID for "",
+core's rules, `wirebroker.group.offsets_manager`): top-level INVALID_GROUP_ID for "",
 GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP (a group with members that is not a `consumer` group);
 per partition GROUP_SUBSCRIBED_TO_TOPIC for a topic the members consume, else NONE (a
 tombstone is appended when an offset existed, before the answer). The response merges both, in
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.coordinator import TopicPartitions
+from wirebroker.group.messages import TopicPartitions
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -54,9 +54,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
 
     answer = coordinator.delete_offsets(group_id=str(req.get("group_id") or ""), topics=valid)
     remote = {
-        (t["name"], p["partition_index"]): p["error_code"]
-        for t in answer["topics"]
-        for p in t["partitions"]
+        (t.name, p.partition_index): int(p.error) for t in answer.topics for p in t.partitions
     }
     out_topics = []
     for t in request_topics:
@@ -70,4 +68,4 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 parts.append({"partition_index": index, "error_code": remote[(name, index)]})
         if parts:
             out_topics.append({"name": name, "partitions": parts})
-    return {"error_code": answer["error_code"], "throttle_time_ms": 0, "topics": out_topics}
+    return {"error_code": int(answer.error), "throttle_time_ms": 0, "topics": out_topics}

@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.coordinator import TopicPartitions
+from wirebroker.group.messages import FetchedPartition, OffsetFetchResult, TopicPartitions
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["handle"]
+__all__ = ["fetch_group_response", "handle"]
 
 _GROUPS_VERSION = 8
 _TOPIC_IDS_VERSION = 10
@@ -43,12 +43,28 @@ _NIL_UUID = uuid.UUID(int=0)
 
 
 def _partition(index: int, error: ErrorCode) -> dict[str, Any]:
+    return _fetched(FetchedPartition(index), error)
+
+
+def _fetched(p: FetchedPartition, error: ErrorCode = ErrorCode.NONE) -> dict[str, Any]:
     return {
-        "partition_index": index,
-        "committed_offset": -1,
-        "committed_leader_epoch": -1,
-        "metadata": "",
+        "partition_index": p.partition_index,
+        "committed_offset": p.committed_offset,
+        "committed_leader_epoch": p.committed_leader_epoch,
+        "metadata": p.metadata,
         "error_code": int(error),
+    }
+
+
+def fetch_group_response(result: OffsetFetchResult) -> dict[str, Any]:
+    """One group's answer in the v8+ shape, topics by name."""
+    return {
+        "group_id": result.group_id,
+        "topics": [
+            {"name": t.name, "partitions": [_fetched(p) for p in t.partitions]}
+            for t in result.topics
+        ],
+        "error_code": int(result.error),
     }
 
 
@@ -86,9 +102,8 @@ def _fetch_group(
                 requested.append(TopicPartitions(info.name, indexes))
             else:
                 requested.append(TopicPartitions(str(t.get("name") or ""), indexes))
-    answer = coordinator.fetch_offsets(
-        group_id=group_id, topics=requested, require_stable=require_stable
-    )
+    del require_stable  # changes nothing: there are no transactional offsets
+    answer = fetch_group_response(coordinator.fetch_offsets(group_id=group_id, topics=requested))
     if by_id and answer["error_code"] == 0:
         out = []
         for t in answer["topics"]:

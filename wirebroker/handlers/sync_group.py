@@ -3,9 +3,9 @@
 Awaits `GroupCoordinatorRuntime.sync_group`: a member's SyncGroup is parked until the leader's
 SyncGroup brings the assignment (or the rebalance is restarted, the member removed, the group
 unloaded); in Stable the member's current assignment is returned at once. Checks are the core's
-(`wirebroker.group.coordinator.sync_group`): v5+ protocol_type and protocol_name are mandatory
-(INCONSISTENT_GROUP_PROTOCOL, checked first as in KafkaApis), INVALID_GROUP_ID for "",
-UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS. The leader's
+(`wirebroker.group.membership`), after this handler's own first check (KafkaApis'): v5+
+protocol_type and protocol_name are mandatory (INCONSISTENT_GROUP_PROTOCOL), INVALID_GROUP_ID for
+"", UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS. The leader's
 assignment is appended to `__consumer_offsets` before any member is answered.
 
 Fields: group_instance_id from v3, protocol_type/protocol_name from v5 (null before: not
@@ -19,13 +19,30 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.effects import sync_response
+from wirebroker.group.messages import SyncResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["handle"]
+__all__ = ["handle", "missing_protocol", "sync_response"]
+
+_PROTOCOL_VERSION = 5
+
+
+def sync_response(result: SyncResult) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "assignment": result.assignment,
+    }
+
+
+def missing_protocol(version: int, protocol_type: str | None, protocol_name: str | None) -> bool:
+    """v5+ must name both protocol_type and protocol_name (KafkaApis checks it first)."""
+    return version >= _PROTOCOL_VERSION and (protocol_type is None or protocol_name is None)
 
 
 @handler(ApiKey.SYNC_GROUP)
@@ -33,18 +50,22 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
-        return sync_response(error=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return sync_response(SyncResult(error=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    protocol_type = req.get("protocol_type") if version >= _PROTOCOL_VERSION else None
+    protocol_name = req.get("protocol_name") if version >= _PROTOCOL_VERSION else None
+    if missing_protocol(version, protocol_type, protocol_name):
+        return sync_response(SyncResult(error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
     assignments = [
         (str(a.get("member_id") or ""), bytes(a.get("assignment") or b""))
         for a in req.get("assignments") or []
     ]
-    return await coordinator.sync_group(
-        api_version=version,
+    result = await coordinator.sync_group(
         group_id=str(req.get("group_id") or ""),
         generation_id=int(req.get("generation_id")),
         member_id=str(req.get("member_id") or ""),
         group_instance_id=req.get("group_instance_id") if version >= 3 else None,
-        protocol_type=req.get("protocol_type") if version >= 5 else None,
-        protocol_name=req.get("protocol_name") if version >= 5 else None,
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
         assignments=assignments,
     )
+    return sync_response(result)

@@ -1,5 +1,8 @@
 """Test kit for the pure group coordinator: a fake clock, answered-request bookkeeping and
-request helpers with defaults (one group "g", consumer protocol "range")."""
+request helpers with defaults (one group "g", consumer protocol "range").
+
+The helpers decode like the handlers (version -> the core's flags) and turn the core's typed
+results into each version's response with the handlers' builders, so tests read dicts."""
 
 from __future__ import annotations
 
@@ -14,11 +17,20 @@ from wirebroker.group import (
     CommitTopic,
     GroupConfig,
     GroupCoordinatorCore,
+    JoinResult,
     LeaveMember,
     Record,
     Result,
+    SyncResult,
     TopicPartitions,
 )
+from wirebroker.handlers.describe_groups import describe_groups_response
+from wirebroker.handlers.join_group import join_response
+from wirebroker.handlers.leave_group import leave_response
+from wirebroker.handlers.list_groups import list_groups_response
+from wirebroker.handlers.offset_commit import commit_errors
+from wirebroker.handlers.offset_fetch import fetch_group_response
+from wirebroker.handlers.sync_group import missing_protocol, sync_response
 
 SESSION = 10_000
 REBALANCE = 30_000
@@ -41,16 +53,21 @@ class Kit:
         self.records: list[Record] = []
         self.answers: dict[Hashable, dict[str, Any]] = {}
         self._keys = itertools.count(1)
+        self._join_versions: dict[Hashable, int] = {}
         if load:
             self.core.begin_loading()
             self.absorb(self.core.complete_loading(self.now))
 
     # -- bookkeeping -----------------------------------------------------------------------
-    def absorb(self, result: Result) -> Result:
+    def absorb(self, result: Result[Any]) -> Result[Any]:
         self.records.extend(result.records)
         for c in result.completions:
             assert c.key not in self.answers, f"request {c.key!r} answered twice"
-            self.answers[c.key] = c.response
+            if isinstance(c.result, JoinResult):
+                self.answers[c.key] = join_response(self._join_versions[c.key], c.result)
+            else:
+                assert isinstance(c.result, SyncResult)
+                self.answers[c.key] = sync_response(c.result)
         return result
 
     def answer(self, key: Hashable) -> dict[str, Any] | None:
@@ -63,13 +80,13 @@ class Kit:
     def new_key(self) -> str:
         return f"req{next(self._keys)}"
 
-    def tick(self) -> Result:
+    def tick(self) -> Result[Any]:
         return self.absorb(self.core.tick(self.now))
 
-    def advance(self, ms: int) -> Result:
+    def advance(self, ms: int) -> Result[Any]:
         """Move the clock, firing every timer on the way in deadline order."""
         target = self.now + ms
-        merged = Result()
+        merged: Result[Any] = Result()
         while True:
             deadline = self.core.next_deadline()
             if deadline is None or deadline > target:
@@ -100,20 +117,22 @@ class Kit:
         key: str | None = None,
     ) -> str:
         key = key or self.new_key()
+        self._join_versions[key] = version
         self.absorb(
             self.core.join_group(
                 key,
                 self.now,
-                api_version=version,
                 group_id=group,
                 member_id=member_id,
                 protocol_type=protocol_type,
                 protocols=protocols,
                 session_timeout_ms=session,
-                rebalance_timeout_ms=rebalance,
+                rebalance_timeout_ms=rebalance if version >= 1 else -1,
                 group_instance_id=instance,
                 client_id=client_id,
                 client_host="/127.0.0.1",
+                require_known_member_id=version >= 4,
+                supports_skip_assignment=version >= 9,
             )
         )
         return key
@@ -132,11 +151,13 @@ class Kit:
         key: str | None = None,
     ) -> str:
         key = key or self.new_key()
+        if missing_protocol(version, protocol_type, protocol_name):  # the handler's check
+            self.answers[key] = sync_response(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return key
         self.absorb(
             self.core.sync_group(
                 key,
                 self.now,
-                api_version=version,
                 group_id=group,
                 generation_id=generation,
                 member_id=member_id,
@@ -161,7 +182,7 @@ class Kit:
             )
         )
         assert r.response is not None
-        return ErrorCode(r.response["error_code"])
+        return r.response
 
     def leave(
         self,
@@ -171,19 +192,11 @@ class Kit:
         version: int = 3,
         members: Sequence[LeaveMember] | None = None,
     ) -> dict[str, Any]:
-        if version >= 3 and members is None:
+        if version < 3 or members is None:
             members = [LeaveMember(member_id)]
-        r = self.absorb(
-            self.core.leave_group(
-                self.now,
-                api_version=version,
-                group_id=group,
-                member_id=member_id,
-                members=members,
-            )
-        )
+        r = self.absorb(self.core.leave_group(self.now, group_id=group, members=members))
         assert r.response is not None
-        return r.response
+        return leave_response(version, r.response)
 
     def commit(
         self,
@@ -206,7 +219,6 @@ class Kit:
         r = self.absorb(
             self.core.commit_offsets(
                 self.now,
-                api_version=version,
                 group_id=group,
                 topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
                 generation_id=generation,
@@ -216,11 +228,7 @@ class Kit:
             )
         )
         assert r.response is not None
-        return {
-            (t["name"], p["partition_index"]): ErrorCode(p["error_code"])
-            for t in r.response["topics"]
-            for p in t["partitions"]
-        }
+        return {k: ErrorCode(e) for k, e in commit_errors(version, r.response).items()}
 
     def fetch(
         self, partitions: dict[str, Sequence[int]] | None = None, *, group: str = "g"
@@ -230,7 +238,13 @@ class Kit:
             if partitions is None
             else [TopicPartitions(t, list(ps)) for t, ps in partitions.items()]
         )
-        return self.core.fetch_offsets(group_id=group, topics=topics)
+        return fetch_group_response(self.core.fetch_offsets(group_id=group, topics=topics))
+
+    def list_groups(self, **filters: Sequence[str]) -> dict[str, Any]:
+        return list_groups_response(self.core.list_groups(**filters))
+
+    def describe_groups(self, *, api_version: int, group_ids: Sequence[str]) -> dict[str, Any]:
+        return describe_groups_response(api_version, self.core.describe_groups(group_ids=group_ids))
 
     def fetched(self, group: str = "g") -> dict[tuple[str, int], int]:
         resp = self.fetch(None, group=group)

@@ -8,6 +8,8 @@ speaks the classic protocol through `GroupCoordinatorRuntime`.
                                     running (timers); logs closed on exit
     Member(runtime, client_id)      join() (with the MEMBER_ID_REQUIRED handshake), sync(),
                                     heartbeat(), commit(), leave()
+    commit / fetched / describe / listed / deleted   one request through the runtime, answered
+                                    as the handlers' response dicts (their builders)
 """
 
 from __future__ import annotations
@@ -25,8 +27,15 @@ from protocol.errors import ErrorCode
 from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
-from wirebroker.group.coordinator import CommitPartition, CommitTopic, TopicPartitions
+from wirebroker.group.messages import CommitPartition, CommitTopic, LeaveMember, TopicPartitions
 from wirebroker.group.runtime import GroupCoordinatorRuntime
+from wirebroker.handlers.delete_groups import delete_groups_response
+from wirebroker.handlers.describe_groups import describe_groups_response
+from wirebroker.handlers.join_group import join_response
+from wirebroker.handlers.list_groups import list_groups_response
+from wirebroker.handlers.offset_commit import commit_errors
+from wirebroker.handlers.offset_fetch import fetch_group_response
+from wirebroker.handlers.sync_group import sync_response
 from wirebroker.log.log_manager import LogManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -123,8 +132,7 @@ class Member:
         self.assignment = b""
 
     async def join_once(self) -> dict[str, Any]:
-        return await self.runtime.join_group(
-            api_version=self.version,
+        result = await self.runtime.join_group(
             group_id=self.group,
             member_id=self.member_id,
             protocol_type="consumer",
@@ -134,7 +142,10 @@ class Member:
             group_instance_id=self.instance,
             client_id=self.client_id,
             client_host="/127.0.0.1",
+            require_known_member_id=self.version >= 4,
+            supports_skip_assignment=self.version >= 9,
         )
+        return join_response(self.version, result)
 
     async def join(self) -> dict[str, Any]:
         """JoinGroup, redoing it once with the handed-out id on MEMBER_ID_REQUIRED."""
@@ -154,8 +165,7 @@ class Member:
         return self.member_id == self.leader
 
     async def sync(self, assignments: dict[str, bytes] | None = None) -> dict[str, Any]:
-        resp = await self.runtime.sync_group(
-            api_version=5,
+        result = await self.runtime.sync_group(
             group_id=self.group,
             generation_id=self.generation,
             member_id=self.member_id,
@@ -164,18 +174,18 @@ class Member:
             protocol_name="range",
             assignments=list((assignments or {}).items()),
         )
+        resp = sync_response(result)
         if resp["error_code"] == 0:
             self.assignment = resp["assignment"]
         return resp
 
     def heartbeat(self) -> ErrorCode:
-        resp = self.runtime.heartbeat(
+        return self.runtime.heartbeat(
             group_id=self.group,
             generation_id=self.generation,
             member_id=self.member_id,
             group_instance_id=self.instance,
         )
-        return ErrorCode(resp["error_code"])
 
     def commit(self, offsets: dict[tuple[str, int], int], *, version: int = 8) -> dict[str, Any]:
         return commit(
@@ -188,10 +198,8 @@ class Member:
         )
 
     def leave(self) -> ErrorCode:
-        resp = self.runtime.leave_group(
-            api_version=0, group_id=self.group, member_id=self.member_id
-        )
-        return ErrorCode(resp["error_code"])
+        resp = self.runtime.leave_group(group_id=self.group, members=[LeaveMember(self.member_id)])
+        return resp.members[0].error if resp.members else resp.error
 
 
 def commit(
@@ -206,22 +214,42 @@ def commit(
     by_topic: dict[str, list[CommitPartition]] = {}
     for (topic, partition), offset in offsets.items():
         by_topic.setdefault(topic, []).append(CommitPartition(partition, offset, -1, "meta"))
-    return runtime.commit_offsets(
-        api_version=version,
+    result = runtime.commit_offsets(
         group_id=group,
         topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
         generation_id=generation,
         member_id=member_id,
     )
+    errors = commit_errors(version, result)
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": errors[(t.name, p.partition_index)],
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in result.topics
+        ],
+    }
 
 
 def fetched(
     runtime: GroupCoordinatorRuntime, group: str, topics: dict[str, list[int]] | None = None
 ) -> tuple[ErrorCode, dict[tuple[str, int], int]]:
     """(group error, {(topic, partition): committed offset}) from OffsetFetch."""
-    resp = runtime.fetch_offsets(
-        group_id=group,
-        topics=None if topics is None else [TopicPartitions(t, ps) for t, ps in topics.items()],
+    resp = fetch_group_response(
+        runtime.fetch_offsets(
+            group_id=group,
+            topics=(
+                None if topics is None else [TopicPartitions(t, ps) for t, ps in topics.items()]
+            ),
+        )
     )
     offsets = {
         (t["name"], p["partition_index"]): p["committed_offset"]
@@ -232,6 +260,16 @@ def fetched(
 
 
 def describe(runtime: GroupCoordinatorRuntime, group: str) -> dict[str, Any]:
-    groups = runtime.describe_groups(api_version=5, group_ids=[group])["groups"]
+    groups = describe_groups_response(5, runtime.describe_groups(group_ids=[group]))["groups"]
     assert len(groups) == 1
     return dict(groups[0])
+
+
+def listed(runtime: GroupCoordinatorRuntime) -> dict[str, Any]:
+    """The ListGroups response (v5 shape)."""
+    return list_groups_response(runtime.list_groups())
+
+
+def deleted(runtime: GroupCoordinatorRuntime, group_ids: list[str]) -> dict[str, Any]:
+    """The DeleteGroups response."""
+    return delete_groups_response(runtime.delete_groups(group_ids))

@@ -20,7 +20,7 @@ def three_groups() -> Kit:
 
 def test_list_groups_with_state_and_type_filters() -> None:
     k = three_groups()
-    everything = k.core.list_groups()
+    everything = k.list_groups()
     assert everything["error_code"] == 0
     assert sorted(
         (g["group_id"], g["protocol_type"], g["group_state"], g["group_type"])
@@ -32,7 +32,7 @@ def test_list_groups_with_state_and_type_filters() -> None:
     ]
 
     def ids(**kw: list[str]) -> list[str]:
-        return sorted(g["group_id"] for g in k.core.list_groups(**kw)["groups"])
+        return sorted(g["group_id"] for g in k.list_groups(**kw)["groups"])
 
     assert ids(states_filter=["stable", " EMPTY "]) == ["simple", "stable"]
     assert ids(states_filter=["Dead"]) == []
@@ -44,7 +44,7 @@ def test_list_groups_with_state_and_type_filters() -> None:
 def test_describe_stable_group_has_protocol_and_member_metadata() -> None:
     k = Kit()
     leader, follower = k.stable_group(2)
-    (d,) = k.core.describe_groups(api_version=5, group_ids=["g"])["groups"]
+    (d,) = k.describe_groups(api_version=5, group_ids=["g"])["groups"]
     assert (d["error_code"], d["group_state"], d["protocol_type"], d["protocol_data"]) == (
         0,
         "Stable",
@@ -76,7 +76,7 @@ def test_describe_rebalancing_group_hides_metadata() -> None:
     k = Kit()
     leader, _ = k.stable_group(2)
     k.join(leader)
-    (d,) = k.core.describe_groups(api_version=5, group_ids=["g"])["groups"]
+    (d,) = k.describe_groups(api_version=5, group_ids=["g"])["groups"]
     assert d["group_state"] == "PreparingRebalance" and d["protocol_data"] == ""
     assert all(m["member_metadata"] == b"" for m in d["members"])
     assert d["members"][0]["member_assignment"] == f"assign-{leader}".encode()
@@ -84,9 +84,9 @@ def test_describe_rebalancing_group_hides_metadata() -> None:
 
 def test_describe_unknown_group_dead_and_v6_group_id_not_found() -> None:
     k = Kit()
-    (v5,) = k.core.describe_groups(api_version=5, group_ids=["nope"])["groups"]
+    (v5,) = k.describe_groups(api_version=5, group_ids=["nope"])["groups"]
     assert (v5["error_code"], v5["group_state"], v5["error_message"]) == (0, "Dead", None)
-    (v6,) = k.core.describe_groups(api_version=6, group_ids=["nope"])["groups"]
+    (v6,) = k.describe_groups(api_version=6, group_ids=["nope"])["groups"]
     assert v6["error_code"] == E.GROUP_ID_NOT_FOUND and v6["group_state"] == "Dead"
     assert v6["error_message"] == "Group nope not found."
 
@@ -98,7 +98,7 @@ def test_delete_groups_writes_offset_and_group_tombstones() -> None:
     before = len(k.records)
     r = k.absorb(k.core.delete_groups(k.now, group_ids=["idle", "busy", "ghost", "idle"]))
     assert r.response is not None
-    assert [(x["group_id"], x["error_code"]) for x in r.response["results"]] == [
+    assert [(x.group_id, x.error) for x in r.response.results] == [
         ("idle", 0),
         ("busy", E.NON_EMPTY_GROUP),
         ("ghost", E.GROUP_ID_NOT_FOUND),

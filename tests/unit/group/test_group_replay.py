@@ -195,7 +195,7 @@ def test_coordinator_errors_while_not_loaded_loading_and_unowned() -> None:
     assert k.heartbeat("m", 1) == E.COORDINATOR_NOT_AVAILABLE
     assert k.commit({("t", 0): 1}) == {("t", 0): E.COORDINATOR_NOT_AVAILABLE}
     assert k.fetch({"t": [0]})["error_code"] == E.COORDINATOR_NOT_AVAILABLE
-    assert k.core.list_groups()["error_code"] == E.COORDINATOR_NOT_AVAILABLE
+    assert k.list_groups()["error_code"] == E.COORDINATOR_NOT_AVAILABLE
 
     p = k.core.partition_for("g")
     others = [x for x in range(k.core.config.num_partitions) if x != p]
@@ -205,11 +205,11 @@ def test_coordinator_errors_while_not_loaded_loading_and_unowned() -> None:
     k.core.begin_loading([p])
     assert k.error(k.join()) == E.COORDINATOR_LOAD_IN_PROGRESS
     assert k.heartbeat("m", 1) == E.NONE  # Kafka answers heartbeats blindly while loading
-    assert k.core.list_groups()["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
-    (d,) = k.core.describe_groups(api_version=5, group_ids=["g"])["groups"]
+    assert k.list_groups()["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
+    (d,) = k.describe_groups(api_version=5, group_ids=["g"])["groups"]
     assert d["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
     r = k.core.delete_groups(0, group_ids=["g"]).response
-    assert r is not None and r["results"][0]["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert r is not None and r.results[0].error == E.COORDINATOR_LOAD_IN_PROGRESS
     k.absorb(k.core.complete_loading(0, [p]))
     assert k.error(k.join()) == E.MEMBER_ID_REQUIRED
 

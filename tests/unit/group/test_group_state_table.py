@@ -94,15 +94,15 @@ def do_delete_offsets(k: Kit, c: dict[str, Any]) -> object:
         k.core.delete_offsets(k.now, group_id="g", topics=[TopicPartitions("t", [0])])
     ).response
     assert r is not None
-    if r["error_code"]:
-        return E(r["error_code"])
-    return E(r["topics"][0]["partitions"][0]["error_code"])
+    if r.error:
+        return E(r.error)
+    return E(r.topics[0].partitions[0].error)
 
 
 def do_delete_group(k: Kit, c: dict[str, Any]) -> object:
     r = k.absorb(k.core.delete_groups(k.now, group_ids=["g"])).response
     assert r is not None
-    return E(r["results"][0]["error_code"])
+    return E(r.results[0].error)
 
 
 Request = Callable[[Kit, dict[str, Any]], object]
@@ -236,7 +236,7 @@ def test_offset_delete_non_consumer_group_is_non_empty() -> None:
     k = Kit()
     k.stable_group(1, protocol_type="connect")
     r = k.core.delete_offsets(k.now, group_id="g", topics=[TopicPartitions("t", [0])]).response
-    assert r is not None and r["error_code"] == E.NON_EMPTY_GROUP
+    assert r is not None and r.error == E.NON_EMPTY_GROUP
 
 
 def test_offset_delete_unsubscribed_topic_of_stable_consumer_group() -> None:
@@ -248,7 +248,7 @@ def test_offset_delete_unsubscribed_topic_of_stable_consumer_group() -> None:
         k.core.delete_offsets(k.now, group_id="g", topics=[TopicPartitions("other", [0, 1])])
     ).response
     assert r is not None
-    assert [p["error_code"] for p in r["topics"][0]["partitions"]] == [0, 0]
+    assert [p.error for p in r.topics[0].partitions] == [0, 0]
     assert len(k.records) == before + 1  # one tombstone: partition 1 had no offset
     assert k.records[-1].value is None
     assert k.fetched() == {("t", 0): 4}

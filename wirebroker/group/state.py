@@ -1,0 +1,70 @@
+"""The state the parts of the group coordinator core share (Kafka's `GroupCoordinatorShard`
+holds the same for its `GroupMetadataManager` and `OffsetMetadataManager`).
+
+`CoordinatorState` is plain data plus the checks every request starts with: the classic
+groups by id, the committed offsets, the timers, which `__consumer_offsets` partitions are
+loading or active, and whether the coordinator has become active at all. Invariant: groups,
+offsets and timers exist only for partitions that are active (loading partitions are being
+rebuilt by `wirebroker.group.loader`, unowned ones hold nothing).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+from protocol.errors import ErrorCode
+from wirebroker.group.classic import ClassicGroup
+from wirebroker.group.config import GroupConfig
+from wirebroker.group.effects import Effects
+from wirebroker.group.offsets import OffsetStore
+from wirebroker.group.partitioning import partition_for
+from wirebroker.group.timers import Timers
+
+TimerAction = Callable[[int, Effects], None]
+
+
+class PartitionStatus(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+class CoordinatorState:
+    def __init__(self, config: GroupConfig) -> None:
+        self.config = config
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
+        self.timers: Timers[TimerAction] = Timers()
+        self.partitions: dict[int, PartitionStatus] = {}
+        self.active = False
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.num_partitions)
+
+    def status(self, group_id: str) -> PartitionStatus | None:
+        return self.partitions.get(self.partition_for(group_id))
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE when this core serves `group_id` now, else the error to answer with."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        status = self.status(group_id)
+        if status is None:
+            return ErrorCode.NOT_COORDINATOR
+        if status is PartitionStatus.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def request_error(self, group_id: str) -> ErrorCode:
+        """The checks every group request starts with, in Kafka's order: an inactive
+        coordinator, an empty group id, then `coordinator_error`."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group_id == "":
+            return ErrorCode.INVALID_GROUP_ID
+        return self.coordinator_error(group_id)
+
+    def cancel_group_timers(self, group_id: str) -> None:
+        self.timers.cancel_where(
+            lambda k: isinstance(k, tuple) and len(k) >= 2 and k[1] == group_id
+        )

@@ -45,7 +45,7 @@ log as they are: the log copies each batch once, into the buffer it stamps and w
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -56,6 +56,13 @@ from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
 
 if TYPE_CHECKING:
+    from protocol.messages.produce import (
+        PartitionProduceResponse,
+        ProduceRequest,
+        ProduceResponse,
+        TopicProduceData,
+        TopicProduceResponse,
+    )
     from wirebroker.handlers.context import RequestContext
     from wirebroker.replication.partition import Partition
 
@@ -73,7 +80,7 @@ class ProduceWithoutAckFailed(Exception):
     """acks=0 produce with a failed partition: closing the connection is the only signal."""
 
 
-def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _failed(index: int, code: ErrorCode, message: str | None = None) -> PartitionProduceResponse:
     return {
         "index": index,
         "error_code": int(code),
@@ -114,7 +121,7 @@ def _check_records(
     return ErrorCode.NONE, None
 
 
-def _has_transactional_batch(topic_data: list[Any]) -> bool:
+def _has_transactional_batch(topic_data: list[TopicProduceData]) -> bool:
     for topic in topic_data:
         for part in topic.get("partition_data") or []:
             records = part.get("records")
@@ -131,7 +138,7 @@ def _has_transactional_batch(topic_data: list[Any]) -> bool:
 
 def _append(
     ctx: RequestContext, part: Partition, records: bytes | memoryview, acks: int
-) -> dict[str, Any]:
+) -> PartitionProduceResponse:
     replicas = ctx.services.replicas
     try:
         result = replicas.append(
@@ -154,7 +161,7 @@ def _append(
 
 
 @handler(ApiKey.PRODUCE)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     version = ctx.api_version
     acks = int(req.get("acks", 1))
     topic_data = list(req.get("topic_data") or [])
@@ -173,16 +180,16 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     for topic in topic_data:
         name: str | None
         if version >= 13:
-            topic_id = topic.get("topic_id")
-            info = topics.by_id(topic_id) if topic_id is not None else None
+            topic_id = topic["topic_id"]  # every v13+ topic has one
+            info = topics.by_id(topic_id)
             name = info.name if info is not None else None
             missing_code = ErrorCode.UNKNOWN_TOPIC_ID
-            out_topic: dict[str, Any] = {"topic_id": topic_id}
+            out_topic: TopicProduceResponse = {"topic_id": topic_id, "partition_responses": []}
         else:
-            name = topic.get("name")
-            info = topics.get(name) if name is not None else None
+            name = topic["name"]  # every v3-12 topic has one
+            info = topics.get(name)
             missing_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            out_topic = {"name": name}
+            out_topic = {"name": name, "partition_responses": []}
         partition_responses = []
         for pdata in topic.get("partition_data") or []:
             index = int(pdata.get("index"))

@@ -23,13 +23,21 @@ Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeou
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers._configs import ConfigRequestError, error_of
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreatePartitionsTopic,
+        CreatePartitionsTopicResult,
+    )
 
 
 def _check_assignment(replicas: list[int], node_id: int, rf: int) -> None:
@@ -58,10 +66,10 @@ def _check_assignment(replicas: list[int], node_id: int, rf: int) -> None:
         )
 
 
-def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
+def _grow(ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool) -> None:
     services = ctx.services
-    name: str = topic.name
-    count = int(topic.count)
+    name: str = topic["name"]
+    count = int(topic["count"])
     info = services.topics.get(name)
     if info is None:
         raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
@@ -78,8 +86,8 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
         )
     additional = count - current
     assignments: dict[int, list[int]] | None = None
-    if topic.assignments is not None:
-        given = list(topic.assignments)
+    if topic["assignments"] is not None:
+        given = list(topic["assignments"])
         if len(given) != additional:
             raise ConfigRequestError(
                 ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
@@ -88,7 +96,7 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
             )
         assignments = {}
         for i, a in enumerate(given):
-            replicas = [int(b) for b in a.broker_ids]
+            replicas = [int(b) for b in a["broker_ids"]]
             _check_assignment(replicas, services.node_id, info.replication_factor)
             assignments[current + i] = replicas
     try:
@@ -107,11 +115,11 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
 
 
 @handler(ApiKey.CREATE_PARTITIONS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = list(req.topics or [])
-    counts = Counter(t.name for t in topics)
-    validate_only = bool(req.validate_only)
-    results: list[dict[str, Any]] = [
+async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    topics = list(req["topics"] or [])
+    counts = Counter(t["name"] for t in topics)
+    validate_only = bool(req["validate_only"])
+    results: list[CreatePartitionsTopicResult] = [
         {
             "name": name,
             "error_code": ErrorCode.INVALID_REQUEST,
@@ -121,14 +129,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if n > 1
     ]
     for topic in topics:
-        if counts[topic.name] > 1:
+        if counts[topic["name"]] > 1:
             continue
         try:
             _grow(ctx, topic, validate_only)
         except ConfigRequestError as exc:
             results.append(
-                {"name": topic.name, "error_code": exc.error_code, "error_message": exc.message}
+                {"name": topic["name"], "error_code": exc.error_code, "error_message": exc.message}
             )
             continue
-        results.append({"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None})
+        results.append({"name": topic["name"], "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "results": results}

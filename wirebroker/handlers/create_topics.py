@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -52,6 +52,15 @@ from wirebroker.handlers._configs import (
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.create_topics import (
+        CreatableReplicaAssignment,
+        CreatableTopic,
+        CreatableTopicResult,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
+
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 
@@ -59,18 +68,20 @@ def _fail(code: ErrorCode, message: str | None) -> ConfigRequestError:
     return ConfigRequestError(code, message)
 
 
-def _check_assignments(assignments: list[Any], node_id: int) -> dict[int, list[int]]:
+def _check_assignments(
+    assignments: list[CreatableReplicaAssignment], node_id: int
+) -> dict[int, list[int]]:
     """Kafka's manual-assignment checks (ReplicationControlManager.createTopic)."""
     out: dict[int, list[int]] = {}
     rf: int | None = None
     for a in assignments:
-        index = int(a.partition_index)
+        index = int(a["partition_index"])
         if index in out:
             raise _fail(
                 ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                 f"Found multiple manual partition assignments for partition {index}",
             )
-        replicas = [int(b) for b in a.broker_ids]
+        replicas = [int(b) for b in a["broker_ids"]]
         if not replicas:
             raise _fail(
                 ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
@@ -108,10 +119,12 @@ def _check_assignments(assignments: list[Any], node_id: int) -> dict[int, list[i
     return out
 
 
-def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+def _create_one(
+    ctx: RequestContext, topic: CreatableTopic, validate_only: bool
+) -> CreatableTopicResult:
     services = ctx.services
     config = services.config
-    name: str = topic.name
+    name: str = topic["name"]
     try:
         validate_topic_name(name)
     except Exception as exc:
@@ -129,13 +142,13 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"Topic '{name}' collides with existing topic: {other.name}",
                 )
-    requested = {c.name: c.value for c in (topic.configs or [])}
+    requested = {c["name"]: c["value"] for c in (topic["configs"] or [])}
     overrides = validate_topic_configs(requested)
 
-    num_partitions = int(topic.num_partitions)
-    replication_factor = int(topic.replication_factor)
+    num_partitions = int(topic["num_partitions"])
+    replication_factor = int(topic["replication_factor"])
     assignments: dict[int, list[int]] | None = None
-    if topic.assignments:
+    if topic["assignments"]:
         if replication_factor != -1:
             raise _fail(
                 ErrorCode.INVALID_REQUEST,
@@ -147,7 +160,7 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
                 ErrorCode.INVALID_REQUEST,
                 "A manual partition assignment was specified, but numPartitions was not set to -1.",
             )
-        assignments = _check_assignments(list(topic.assignments), services.node_id)
+        assignments = _check_assignments(list(topic["assignments"]), services.node_id)
     elif replication_factor < -1 or replication_factor == 0:
         raise _fail(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -208,7 +221,7 @@ def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[st
     }
 
 
-def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
     return {
         "name": name,
         "topic_id": uuid.UUID(int=0),
@@ -221,18 +234,18 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 
 
 @handler(ApiKey.CREATE_TOPICS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = list(req.topics or [])
-    counts = Counter(t.name for t in topics)
-    validate_only = bool(getattr(req, "validate_only", False))
-    results: list[dict[str, Any]] = []
+async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    topics = list(req["topics"] or [])
+    counts = Counter(t["name"] for t in topics)
+    validate_only = bool(req.get("validate_only", False))
+    results: list[CreatableTopicResult] = []
     for topic in topics:
-        if counts[topic.name] > 1:
+        if counts[topic["name"]] > 1:
             continue
-        if topic.name == CLUSTER_METADATA_TOPIC:
+        if topic["name"] == CLUSTER_METADATA_TOPIC:
             results.append(
                 _failed(
-                    topic.name,
+                    topic["name"],
                     ErrorCode.INVALID_REQUEST,
                     f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.",
                 )
@@ -241,7 +254,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         try:
             results.append(_create_one(ctx, topic, validate_only))
         except ConfigRequestError as exc:
-            results.append(_failed(topic.name, exc.error_code, exc.message))
+            results.append(_failed(topic["name"], exc.error_code, exc.message))
     for name, count in counts.items():
         if count > 1:
             results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))

@@ -23,6 +23,7 @@ from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.describe_groups import DescribeGroupsRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "GROUP_ALL_OPERATIONS", "handle"]
@@ -33,7 +34,7 @@ GROUP_ALL_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
 
 
 @handler(ApiKey.DESCRIBE_GROUPS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     group_ids = [str(g) for g in req.get("groups") or []]
     coordinator = ctx.services.group_coordinator

@@ -21,13 +21,14 @@ from wirebroker.group.coordinator import LeaveMember
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.leave_group import LeaveGroupRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.LEAVE_GROUP)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

@@ -18,13 +18,14 @@ from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.list_groups import ListGroupsRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.LIST_GROUPS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: ListGroupsRequest) -> dict[str, Any] | None:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {

@@ -34,6 +34,7 @@ from wirebroker.group.coordinator import CommitPartition, CommitTopic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.offset_commit import OffsetCommitRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
@@ -43,7 +44,7 @@ _NIL_UUID = uuid.UUID(int=0)
 
 
 @handler(ApiKey.OFFSET_COMMIT)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     by_id = version >= _TOPIC_IDS_VERSION
     store = ctx.services.topics

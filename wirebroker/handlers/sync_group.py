@@ -23,13 +23,14 @@ from wirebroker.group.effects import sync_response
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.sync_group import SyncGroupRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.SYNC_GROUP)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: SyncGroupRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

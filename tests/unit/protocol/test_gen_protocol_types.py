@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 from types import ModuleType
+
+import pytest
+
+from protocol.messages import API_MODULES
+from protocol.primitives import FieldInfo
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -101,3 +109,57 @@ def test_generated_produce_module_declares_its_types() -> None:
     assert "    class TopicProduceData(TypedDict):" in text
     assert "    class ProduceResponse(TypedDict):" in text
     assert "    class PartitionProduceResponse(TypedDict):" in text
+
+
+def _declared_types(source: str) -> dict[str, dict[str, str]]:
+    """class name -> {key: annotation} of the TypedDicts under `if TYPE_CHECKING:`."""
+    out: dict[str, dict[str, str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            out[node.name] = {
+                item.target.id: ast.unparse(item.annotation)
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            }
+    return out
+
+
+def _struct_class(annotation: str) -> str:
+    return re.sub(r"NotRequired\[|list\[|\]| \| None", "", annotation)
+
+
+def _count(
+    fields: tuple[FieldInfo, ...],
+    cls: str,
+    types: dict[str, dict[str, str]],
+    seen: dict[str, Counter[str]],
+    visits: Counter[str],
+) -> None:
+    visits[cls] += 1
+    for f in fields:
+        seen[cls][f.name] += 1
+        if f.fields:
+            _count(f.fields, _struct_class(types[cls][f.name]), types, seen, visits)
+
+
+@pytest.mark.parametrize("module", list(API_MODULES.values()), ids=lambda m: m.NAME)
+def test_types_match_the_served_versions(module: ModuleType) -> None:
+    """Every key of every version is declared; NotRequired exactly where a version lacks it."""
+    types = _declared_types(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    lo, hi = module.VALID_VERSIONS
+    for side, fields_of in (
+        ("Request", module.request_fields),
+        ("Response", module.response_fields),
+    ):
+        seen: dict[str, Counter[str]] = defaultdict(Counter)
+        visits: Counter[str] = Counter()
+        for version in range(lo, hi + 1):
+            _count(fields_of(version), module.NAME + side, types, seen, visits)
+        for cls, keys in seen.items():
+            assert set(types[cls]) == set(keys), cls
+            for key, n in keys.items():
+                optional = types[cls][key].startswith("NotRequired[")
+                if n < visits[cls]:
+                    assert optional, f"{cls}.{key}"
+                elif side == "Request":
+                    assert not optional, f"{cls}.{key}"

@@ -14,6 +14,12 @@ values, tags) and the accessors `request_schema(v)`, `response_schema(v)`,
 `request_fields(v)`, `response_fields(v)`. The JSON's prose ("about") is not copied. Fields
 of `commonStructs` are emitted once as module-level tuples.
 
+Each API module ends with a types section, defined under `if TYPE_CHECKING:` only (no runtime
+cost): a `TypedDict` per struct, `<Name>Request` (what a parsed request holds, over all served
+versions; keys some version lacks are NotRequired) and `<Name>Response` (what a handler builds;
+NotRequired also where the builder fills a default). Nested structs keep Kafka's JSON struct
+names, prefixed with the message name when request and response both use the name.
+
 A latest version marked `"latestVersionUnstable": true` is left out of `VALID_VERSIONS`
 (Kafka does not serve unstable versions unless told to); its fields stay declared.
 
@@ -35,6 +41,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +197,166 @@ class Emitter:
         return found
 
 
+# --- types: TypedDicts for mypy (no runtime use) ---------------------------------------------
+
+_PY_TYPES = {
+    "int8": "int",
+    "int16": "int",
+    "int32": "int",
+    "int64": "int",
+    "uint16": "int",
+    "float64": "float",
+    "bool": "bool",
+    "string": "str",
+    "bytes": "bytes",
+    "uuid": "UUID",
+}
+#: Produce records are decoded as memoryviews of the frame (protocol.fastcodec).
+_RECORDS = {"read": "bytes | memoryview", "build": "bytes"}
+_MAX_VERSION = 1 << 15
+
+
+def _span(spec: str, within: tuple[int, int]) -> tuple[int, int] | None:
+    """The versions of `spec` ("3+", "0-12", "5", "none") inside `within`, or None."""
+    if spec == "none":
+        return None
+    if spec.endswith("+"):
+        lo, hi = int(spec[:-1]), _MAX_VERSION
+    else:
+        lo, hi = versions_of(spec)
+    lo, hi = max(lo, within[0]), min(hi, within[1])
+    return (lo, hi) if lo <= hi else None
+
+
+def _struct_refs(fields: list[dict[str, Any]], common: dict[str, Any]) -> set[str]:
+    """JSON struct names used by `fields`, nested and common ones included."""
+    found: set[str] = set()
+    for f in fields:
+        inner = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+        if not inner[:1].isupper():
+            continue
+        found.add(inner)
+        sub = f.get("fields") or common.get(inner, {}).get("fields", [])
+        found |= _struct_refs(sub, common)
+    return found
+
+
+def _message_refs(message: dict[str, Any]) -> set[str]:
+    common = {s["name"]: s for s in message.get("commonStructs", [])}
+    return _struct_refs(message.get("fields", []), common)
+
+
+class TypeEmitter:
+    """One message -> TypedDict classes, one per struct, nested structs after their parent.
+
+    mode "read" (requests as handlers read them): a key is NotRequired when some served
+    version lacks it. mode "build" (responses as handlers build them): also NotRequired when
+    the builder fills it (a JSON default, or a tagged field).
+    """
+
+    def __init__(
+        self, message: dict[str, Any], valid: tuple[int, int], mode: str, rename: set[str]
+    ) -> None:
+        self.message = message
+        self.valid = valid
+        self.mode = mode
+        self.rename = rename
+        self.common = {s["name"]: s for s in message.get("commonStructs", [])}
+        self.classes: list[str] = []
+        self.seen: set[str] = set()
+        self.used: set[str] = set()
+
+    def name(self, struct: str) -> str:
+        return self.message["name"] + struct if struct in self.rename else struct
+
+    def emit(self) -> list[str]:
+        self.struct(self.message["name"], self.message.get("fields", []), self.valid)
+        return self.classes
+
+    def struct(self, cls: str, fields: list[dict[str, Any]], span: tuple[int, int]) -> None:
+        if cls in self.seen:
+            return
+        self.seen.add(cls)
+        body: list[str] = []
+        nested: list[tuple[str, list[dict[str, Any]], tuple[int, int]]] = []
+        for f in fields:
+            fspan = _span(f["versions"], span)
+            if fspan is None:
+                continue
+            body.append(self.member(f, fspan, span, nested))
+        self.classes.append(f"class {cls}(TypedDict):\n" + ("\n".join(body) or "    pass"))
+        for sub in nested:
+            self.struct(*sub)
+
+    def member(
+        self,
+        f: dict[str, Any],
+        fspan: tuple[int, int],
+        span: tuple[int, int],
+        nested: list[tuple[str, list[dict[str, Any]], tuple[int, int]]],
+    ) -> str:
+        ftype = f["type"]
+        array = ftype.startswith("[]")
+        inner = ftype[2:] if array else ftype
+        if inner[:1].isupper():
+            py = self.name(inner)
+            sub = f["fields"] if "fields" in f else self.common[inner]["fields"]
+            nested.append((py, sub, fspan))
+        elif inner == "records":
+            py = _RECORDS[self.mode]
+        else:
+            py = _PY_TYPES[inner]
+            if inner == "uuid":
+                self.used.add("UUID")
+        if array:
+            py = f"list[{py}]"
+        if _span(f.get("nullableVersions", "none"), fspan) is not None and "None" not in py:
+            py += " | None"
+        optional = fspan != span
+        if self.mode == "build" and ("default" in f or "tag" in f):
+            optional = True
+        if optional:
+            self.used.add("NotRequired")
+            py = f"NotRequired[{py}]"
+        note = "" if fspan == span else f"  # v{_versions_text(fspan, self.valid)}"
+        return f"    {snake(f['name'])}: {py}{note}"
+
+
+def _versions_text(span: tuple[int, int], valid: tuple[int, int]) -> str:
+    lo, hi = span
+    if hi == valid[1]:
+        return f"{lo}+"
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def types_source(req: dict[str, Any], resp: dict[str, Any], valid: tuple[int, int]) -> list[str]:
+    """The TypedDict section of an API module (under `if TYPE_CHECKING:`)."""
+    req_refs, resp_refs = _message_refs(req), _message_refs(resp)
+    clashes = (req_refs & resp_refs) | ((req_refs | resp_refs) & {req["name"], resp["name"]})
+    emitters = [
+        TypeEmitter(req, valid, "read", clashes),
+        TypeEmitter(resp, valid, "build", clashes),
+    ]
+    classes = [c for em in emitters for c in em.emit()]
+    used = set().union(*(em.used for em in emitters))
+    imports = ["from typing import " + ", ".join(sorted({"TypedDict"} | (used & {"NotRequired"})))]
+    if "UUID" in used:
+        imports.append("from uuid import UUID")
+    body = "\n".join([*imports, *classes])
+    return [TYPES_HEADER, "if TYPE_CHECKING:", textwrap.indent(body, "    ")]
+
+
+TYPES_HEADER = """
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+"""
+
+
 def spec_source(var: str, message: dict[str, Any], valid: tuple[int, int]) -> list[str]:
     em = Emitter(message)
     body = em.fields(message.get("fields", []), message["name"])
@@ -235,11 +402,12 @@ def api_module(
     # keep common-struct names of request and response apart
     req_lines = _prefix_common(req_lines, "REQUEST")
     resp_lines = _prefix_common(resp_lines, "RESPONSE")
+    type_lines = types_source(req, resp, valid)
     parts = [
         banner(sources, version),
         f'"""{doc}"""\n',
         "from __future__ import annotations\n",
-        "from typing import Any\n",
+        "from typing import TYPE_CHECKING, Any\n",
         "from protocol.primitives import Field, FieldInfo, MessageSpec\n",
         f"API_KEY = {req['apiKey']}",
         f"NAME = {base!r}",
@@ -249,6 +417,7 @@ def api_module(
         *resp_lines,
         "",
         _accessors(),
+        *type_lines,
     ]
     return "\n".join(parts)
 

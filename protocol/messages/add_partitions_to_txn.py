@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -113,3 +113,51 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class AddPartitionsToTxnRequest(TypedDict):
+        transactions: NotRequired[list[AddPartitionsToTxnTransaction]]  # v4+
+        v3_and_below_transactional_id: NotRequired[str]  # v0-3
+        v3_and_below_producer_id: NotRequired[int]  # v0-3
+        v3_and_below_producer_epoch: NotRequired[int]  # v0-3
+        v3_and_below_topics: NotRequired[list[AddPartitionsToTxnTopic]]  # v0-3
+
+    class AddPartitionsToTxnTransaction(TypedDict):
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnTopic]
+
+    class AddPartitionsToTxnTopic(TypedDict):
+        name: str
+        partitions: list[int]
+
+    class AddPartitionsToTxnResponse(TypedDict):
+        throttle_time_ms: int
+        error_code: NotRequired[int]  # v4+
+        results_by_transaction: NotRequired[list[AddPartitionsToTxnResult]]  # v4+
+        results_by_topic_v3_and_below: NotRequired[list[AddPartitionsToTxnTopicResult]]  # v0-3
+
+    class AddPartitionsToTxnResult(TypedDict):
+        transactional_id: str
+        topic_results: list[AddPartitionsToTxnTopicResult]
+
+    class AddPartitionsToTxnTopicResult(TypedDict):
+        name: str
+        results_by_partition: list[AddPartitionsToTxnPartitionResult]
+
+    class AddPartitionsToTxnPartitionResult(TypedDict):
+        partition_index: int
+        partition_error_code: int

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -88,3 +88,43 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class ApiVersionsRequest(TypedDict):
+        client_software_name: NotRequired[str]  # v3+
+        client_software_version: NotRequired[str]  # v3+
+
+    class ApiVersionsResponse(TypedDict):
+        error_code: int
+        api_keys: list[ApiVersion]
+        throttle_time_ms: NotRequired[int]  # v1+
+        supported_features: NotRequired[list[SupportedFeatureKey]]  # v3+
+        finalized_features_epoch: NotRequired[int]  # v3+
+        finalized_features: NotRequired[list[FinalizedFeatureKey]]  # v3+
+        zk_migration_ready: NotRequired[bool]  # v3+
+
+    class ApiVersion(TypedDict):
+        api_key: int
+        min_version: int
+        max_version: int
+
+    class SupportedFeatureKey(TypedDict):
+        name: str
+        min_version: int
+        max_version: int
+
+    class FinalizedFeatureKey(TypedDict):
+        name: str
+        max_version_level: int
+        min_version_level: int

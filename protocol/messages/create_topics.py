@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -106,3 +106,57 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class CreateTopicsRequest(TypedDict):
+        topics: list[CreatableTopic]
+        timeout_ms: int
+        validate_only: bool
+
+    class CreatableTopic(TypedDict):
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreatableReplicaAssignment]
+        configs: list[CreatableTopicConfig]
+
+    class CreatableReplicaAssignment(TypedDict):
+        partition_index: int
+        broker_ids: list[int]
+
+    class CreatableTopicConfig(TypedDict):
+        name: str
+        value: str | None
+
+    class CreateTopicsResponse(TypedDict):
+        throttle_time_ms: int
+        topics: list[CreatableTopicResult]
+
+    class CreatableTopicResult(TypedDict):
+        name: str
+        topic_id: NotRequired[UUID]  # v7+
+        error_code: int
+        error_message: str | None
+        topic_config_error_code: NotRequired[int]  # v5+
+        num_partitions: NotRequired[int]  # v5+
+        replication_factor: NotRequired[int]  # v5+
+        configs: NotRequired[list[CreatableTopicConfigs] | None]  # v5+
+
+    class CreatableTopicConfigs(TypedDict):
+        name: str
+        value: str | None
+        read_only: bool
+        config_source: NotRequired[int]
+        is_sensitive: bool

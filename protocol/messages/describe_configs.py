@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -97,3 +97,51 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class DescribeConfigsRequest(TypedDict):
+        resources: list[DescribeConfigsResource]
+        include_synonyms: bool
+        include_documentation: NotRequired[bool]  # v3+
+
+    class DescribeConfigsResource(TypedDict):
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None
+
+    class DescribeConfigsResponse(TypedDict):
+        throttle_time_ms: int
+        results: list[DescribeConfigsResult]
+
+    class DescribeConfigsResult(TypedDict):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        configs: list[DescribeConfigsResourceResult]
+
+    class DescribeConfigsResourceResult(TypedDict):
+        name: str
+        value: str | None
+        read_only: bool
+        config_source: NotRequired[int]
+        is_sensitive: bool
+        synonyms: list[DescribeConfigsSynonym]
+        config_type: NotRequired[int]  # v3+
+        documentation: NotRequired[str | None]  # v3+
+
+    class DescribeConfigsSynonym(TypedDict):
+        name: str
+        value: str | None
+        source: int

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -91,3 +91,45 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class DescribeLogDirsRequest(TypedDict):
+        topics: list[DescribableLogDirTopic] | None
+
+    class DescribableLogDirTopic(TypedDict):
+        topic: str
+        partitions: list[int]
+
+    class DescribeLogDirsResponse(TypedDict):
+        throttle_time_ms: int
+        error_code: NotRequired[int]  # v3+
+        results: list[DescribeLogDirsResult]
+
+    class DescribeLogDirsResult(TypedDict):
+        error_code: int
+        log_dir: str
+        topics: list[DescribeLogDirsTopic]
+        total_bytes: NotRequired[int]  # v4+
+        usable_bytes: NotRequired[int]  # v4+
+        is_cordoned: NotRequired[bool]  # v5+
+
+    class DescribeLogDirsTopic(TypedDict):
+        name: str
+        partitions: list[DescribeLogDirsPartition]
+
+    class DescribeLogDirsPartition(TypedDict):
+        partition_index: int
+        partition_size: int
+        offset_lag: int
+        is_future_key: bool

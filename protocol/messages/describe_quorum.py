@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -114,3 +114,62 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class DescribeQuorumRequest(TypedDict):
+        topics: list[DescribeQuorumRequestTopicData]
+
+    class DescribeQuorumRequestTopicData(TypedDict):
+        topic_name: str
+        partitions: list[DescribeQuorumRequestPartitionData]
+
+    class DescribeQuorumRequestPartitionData(TypedDict):
+        partition_index: int
+
+    class DescribeQuorumResponse(TypedDict):
+        error_code: int
+        error_message: NotRequired[str | None]  # v2+
+        topics: list[DescribeQuorumResponseTopicData]
+        nodes: NotRequired[list[Node]]  # v2+
+
+    class DescribeQuorumResponseTopicData(TypedDict):
+        topic_name: str
+        partitions: list[DescribeQuorumResponsePartitionData]
+
+    class DescribeQuorumResponsePartitionData(TypedDict):
+        partition_index: int
+        error_code: int
+        error_message: NotRequired[str | None]  # v2+
+        leader_id: int
+        leader_epoch: int
+        high_watermark: int
+        current_voters: list[ReplicaState]
+        observers: list[ReplicaState]
+
+    class ReplicaState(TypedDict):
+        replica_id: int
+        replica_directory_id: NotRequired[UUID]  # v2+
+        log_end_offset: int
+        last_fetch_timestamp: NotRequired[int]  # v1+
+        last_caught_up_timestamp: NotRequired[int]  # v1+
+
+    class Node(TypedDict):
+        node_id: int
+        listeners: list[Listener]
+
+    class Listener(TypedDict):
+        name: str
+        host: str
+        port: int

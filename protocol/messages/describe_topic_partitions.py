@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -103,3 +103,56 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class DescribeTopicPartitionsRequest(TypedDict):
+        topics: list[TopicRequest]
+        response_partition_limit: int
+        cursor: DescribeTopicPartitionsRequestCursor | None
+
+    class TopicRequest(TypedDict):
+        name: str
+
+    class DescribeTopicPartitionsRequestCursor(TypedDict):
+        topic_name: str
+        partition_index: int
+
+    class DescribeTopicPartitionsResponse(TypedDict):
+        throttle_time_ms: int
+        topics: list[DescribeTopicPartitionsResponseTopic]
+        next_cursor: NotRequired[DescribeTopicPartitionsResponseCursor | None]
+
+    class DescribeTopicPartitionsResponseTopic(TypedDict):
+        error_code: int
+        name: str | None
+        topic_id: UUID
+        is_internal: NotRequired[bool]
+        partitions: list[DescribeTopicPartitionsResponsePartition]
+        topic_authorized_operations: NotRequired[int]
+
+    class DescribeTopicPartitionsResponsePartition(TypedDict):
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: NotRequired[int]
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        eligible_leader_replicas: NotRequired[list[int] | None]
+        last_known_elr: NotRequired[list[int] | None]
+        offline_replicas: list[int]
+
+    class DescribeTopicPartitionsResponseCursor(TypedDict):
+        topic_name: str
+        partition_index: int

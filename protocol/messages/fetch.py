@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -191,3 +191,101 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class FetchRequest(TypedDict):
+        cluster_id: NotRequired[str | None]  # v12+
+        replica_id: NotRequired[int]  # v4-14
+        replica_state: NotRequired[ReplicaState]  # v15+
+        max_wait_ms: int
+        min_bytes: int
+        max_bytes: int
+        isolation_level: int
+        session_id: NotRequired[int]  # v7+
+        session_epoch: NotRequired[int]  # v7+
+        topics: list[FetchTopic]
+        forgotten_topics_data: NotRequired[list[ForgottenTopic]]  # v7+
+        rack_id: NotRequired[str]  # v11+
+
+    class ReplicaState(TypedDict):
+        replica_id: int
+        replica_epoch: int
+
+    class FetchTopic(TypedDict):
+        topic: NotRequired[str]  # v4-12
+        topic_id: NotRequired[UUID]  # v13+
+        partitions: list[FetchPartition]
+
+    class FetchPartition(TypedDict):
+        partition: int
+        current_leader_epoch: NotRequired[int]  # v9+
+        fetch_offset: int
+        last_fetched_epoch: NotRequired[int]  # v12+
+        log_start_offset: NotRequired[int]  # v5+
+        partition_max_bytes: int
+        replica_directory_id: NotRequired[UUID]  # v17+
+        high_watermark: NotRequired[int]  # v18+
+
+    class ForgottenTopic(TypedDict):
+        topic: NotRequired[str]  # v7-12
+        topic_id: NotRequired[UUID]  # v13+
+        partitions: list[int]
+
+    class FetchResponse(TypedDict):
+        throttle_time_ms: int
+        error_code: NotRequired[int]  # v7+
+        session_id: NotRequired[int]  # v7+
+        responses: list[FetchableTopicResponse]
+        node_endpoints: NotRequired[list[NodeEndpoint]]  # v16+
+
+    class FetchableTopicResponse(TypedDict):
+        topic: NotRequired[str]  # v4-12
+        topic_id: NotRequired[UUID]  # v13+
+        partitions: list[PartitionData]
+
+    class PartitionData(TypedDict):
+        partition_index: int
+        error_code: int
+        high_watermark: int
+        last_stable_offset: NotRequired[int]
+        log_start_offset: NotRequired[int]  # v5+
+        diverging_epoch: NotRequired[EpochEndOffset]  # v12+
+        current_leader: NotRequired[LeaderIdAndEpoch]  # v12+
+        snapshot_id: NotRequired[SnapshotId]  # v12+
+        aborted_transactions: list[AbortedTransaction] | None
+        preferred_read_replica: NotRequired[int]  # v11+
+        records: bytes | None
+
+    class EpochEndOffset(TypedDict):
+        epoch: NotRequired[int]
+        end_offset: NotRequired[int]
+
+    class LeaderIdAndEpoch(TypedDict):
+        leader_id: NotRequired[int]
+        leader_epoch: NotRequired[int]
+
+    class SnapshotId(TypedDict):
+        end_offset: NotRequired[int]
+        epoch: NotRequired[int]
+
+    class AbortedTransaction(TypedDict):
+        producer_id: int
+        first_offset: int
+
+    class NodeEndpoint(TypedDict):
+        node_id: int
+        host: str
+        port: int
+        rack: NotRequired[str | None]

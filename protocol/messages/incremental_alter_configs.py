@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -80,3 +80,39 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class IncrementalAlterConfigsRequest(TypedDict):
+        resources: list[AlterConfigsResource]
+        validate_only: bool
+
+    class AlterConfigsResource(TypedDict):
+        resource_type: int
+        resource_name: str
+        configs: list[AlterableConfig]
+
+    class AlterableConfig(TypedDict):
+        name: str
+        config_operation: int
+        value: str | None
+
+    class IncrementalAlterConfigsResponse(TypedDict):
+        throttle_time_ms: int
+        responses: list[AlterConfigsResourceResponse]
+
+    class AlterConfigsResourceResponse(TypedDict):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str

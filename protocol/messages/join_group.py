@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -82,3 +82,45 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class JoinGroupRequest(TypedDict):
+        group_id: str
+        session_timeout_ms: int
+        rebalance_timeout_ms: NotRequired[int]  # v1+
+        member_id: str
+        group_instance_id: NotRequired[str | None]  # v5+
+        protocol_type: str
+        protocols: list[JoinGroupRequestProtocol]
+        reason: NotRequired[str | None]  # v8+
+
+    class JoinGroupRequestProtocol(TypedDict):
+        name: str
+        metadata: bytes
+
+    class JoinGroupResponse(TypedDict):
+        throttle_time_ms: NotRequired[int]  # v2+
+        error_code: int
+        generation_id: NotRequired[int]
+        protocol_type: NotRequired[str | None]  # v7+
+        protocol_name: str | None
+        leader: str
+        skip_assignment: NotRequired[bool]  # v9+
+        member_id: str
+        members: list[JoinGroupResponseMember]
+
+    class JoinGroupResponseMember(TypedDict):
+        member_id: str
+        group_instance_id: NotRequired[str | None]  # v5+
+        metadata: bytes

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -92,3 +92,45 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class ListOffsetsRequest(TypedDict):
+        replica_id: int
+        isolation_level: NotRequired[int]  # v2+
+        topics: list[ListOffsetsTopic]
+        timeout_ms: NotRequired[int]  # v10+
+
+    class ListOffsetsTopic(TypedDict):
+        name: str
+        partitions: list[ListOffsetsPartition]
+
+    class ListOffsetsPartition(TypedDict):
+        partition_index: int
+        current_leader_epoch: NotRequired[int]  # v4+
+        timestamp: int
+
+    class ListOffsetsResponse(TypedDict):
+        throttle_time_ms: NotRequired[int]  # v2+
+        topics: list[ListOffsetsTopicResponse]
+
+    class ListOffsetsTopicResponse(TypedDict):
+        name: str
+        partitions: list[ListOffsetsPartitionResponse]
+
+    class ListOffsetsPartitionResponse(TypedDict):
+        partition_index: int
+        error_code: int
+        timestamp: NotRequired[int]
+        offset: NotRequired[int]
+        leader_epoch: NotRequired[int]  # v4+

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -65,3 +65,32 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class ListTransactionsRequest(TypedDict):
+        state_filters: list[str]
+        producer_id_filters: list[int]
+        duration_filter: NotRequired[int]  # v1+
+        transactional_id_pattern: NotRequired[str | None]  # v2+
+
+    class ListTransactionsResponse(TypedDict):
+        throttle_time_ms: int
+        error_code: int
+        unknown_state_filters: list[str]
+        transaction_states: list[TransactionState]
+
+    class TransactionState(TypedDict):
+        transactional_id: str
+        producer_id: int
+        transaction_state: str

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -103,3 +103,58 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class MetadataRequest(TypedDict):
+        topics: list[MetadataRequestTopic] | None
+        allow_auto_topic_creation: NotRequired[bool]  # v4+
+        include_cluster_authorized_operations: NotRequired[bool]  # v8-10
+        include_topic_authorized_operations: NotRequired[bool]  # v8+
+
+    class MetadataRequestTopic(TypedDict):
+        topic_id: NotRequired[UUID]  # v10+
+        name: str | None
+
+    class MetadataResponse(TypedDict):
+        throttle_time_ms: NotRequired[int]  # v3+
+        brokers: list[MetadataResponseBroker]
+        cluster_id: NotRequired[str | None]  # v2+
+        controller_id: NotRequired[int]  # v1+
+        topics: list[MetadataResponseTopic]
+        cluster_authorized_operations: NotRequired[int]  # v8-10
+        error_code: NotRequired[int]  # v13+
+
+    class MetadataResponseBroker(TypedDict):
+        node_id: int
+        host: str
+        port: int
+        rack: NotRequired[str | None]  # v1+
+
+    class MetadataResponseTopic(TypedDict):
+        error_code: int
+        name: str | None
+        topic_id: NotRequired[UUID]  # v10+
+        is_internal: NotRequired[bool]  # v1+
+        partitions: list[MetadataResponsePartition]
+        topic_authorized_operations: NotRequired[int]  # v8+
+
+    class MetadataResponsePartition(TypedDict):
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: NotRequired[int]  # v7+
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        offline_replicas: NotRequired[list[int]]  # v5+

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -93,3 +93,48 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class OffsetCommitRequest(TypedDict):
+        group_id: str
+        generation_id_or_member_epoch: int
+        member_id: str
+        group_instance_id: NotRequired[str | None]  # v7+
+        retention_time_ms: NotRequired[int]  # v2-4
+        topics: list[OffsetCommitRequestTopic]
+
+    class OffsetCommitRequestTopic(TypedDict):
+        name: NotRequired[str]  # v2-9
+        topic_id: NotRequired[UUID]  # v10+
+        partitions: list[OffsetCommitRequestPartition]
+
+    class OffsetCommitRequestPartition(TypedDict):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: NotRequired[int]  # v6+
+        committed_metadata: str | None
+
+    class OffsetCommitResponse(TypedDict):
+        throttle_time_ms: NotRequired[int]  # v3+
+        topics: list[OffsetCommitResponseTopic]
+
+    class OffsetCommitResponseTopic(TypedDict):
+        name: NotRequired[str]  # v2-9
+        topic_id: NotRequired[UUID]  # v10+
+        partitions: list[OffsetCommitResponsePartition]
+
+    class OffsetCommitResponsePartition(TypedDict):
+        partition_index: int
+        error_code: int

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -82,3 +82,39 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class OffsetDeleteRequest(TypedDict):
+        group_id: str
+        topics: list[OffsetDeleteRequestTopic]
+
+    class OffsetDeleteRequestTopic(TypedDict):
+        name: str
+        partitions: list[OffsetDeleteRequestPartition]
+
+    class OffsetDeleteRequestPartition(TypedDict):
+        partition_index: int
+
+    class OffsetDeleteResponse(TypedDict):
+        error_code: int
+        throttle_time_ms: int
+        topics: list[OffsetDeleteResponseTopic]
+
+    class OffsetDeleteResponseTopic(TypedDict):
+        name: str
+        partitions: list[OffsetDeleteResponsePartition]
+
+    class OffsetDeleteResponsePartition(TypedDict):
+        partition_index: int
+        error_code: int

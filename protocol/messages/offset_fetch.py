@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -133,3 +133,71 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class OffsetFetchRequest(TypedDict):
+        group_id: NotRequired[str]  # v1-7
+        topics: NotRequired[list[OffsetFetchRequestTopic] | None]  # v1-7
+        groups: NotRequired[list[OffsetFetchRequestGroup]]  # v8+
+        require_stable: NotRequired[bool]  # v7+
+
+    class OffsetFetchRequestTopic(TypedDict):
+        name: str
+        partition_indexes: list[int]
+
+    class OffsetFetchRequestGroup(TypedDict):
+        group_id: str
+        member_id: NotRequired[str | None]  # v9+
+        member_epoch: NotRequired[int]  # v9+
+        topics: list[OffsetFetchRequestTopics] | None
+
+    class OffsetFetchRequestTopics(TypedDict):
+        name: NotRequired[str]  # v8-9
+        topic_id: NotRequired[UUID]  # v10+
+        partition_indexes: list[int]
+
+    class OffsetFetchResponse(TypedDict):
+        throttle_time_ms: NotRequired[int]  # v3+
+        topics: NotRequired[list[OffsetFetchResponseTopic]]  # v1-7
+        error_code: NotRequired[int]  # v2-7
+        groups: NotRequired[list[OffsetFetchResponseGroup]]  # v8+
+
+    class OffsetFetchResponseTopic(TypedDict):
+        name: str
+        partitions: list[OffsetFetchResponsePartition]
+
+    class OffsetFetchResponsePartition(TypedDict):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: NotRequired[int]  # v5-7
+        metadata: str | None
+        error_code: int
+
+    class OffsetFetchResponseGroup(TypedDict):
+        group_id: str
+        topics: list[OffsetFetchResponseTopics]
+        error_code: NotRequired[int]
+
+    class OffsetFetchResponseTopics(TypedDict):
+        name: NotRequired[str]  # v8-9
+        topic_id: NotRequired[UUID]  # v10+
+        partitions: list[OffsetFetchResponsePartitions]
+
+    class OffsetFetchResponsePartitions(TypedDict):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: NotRequired[int]
+        metadata: str | None
+        error_code: int

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -131,3 +131,65 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+    from uuid import UUID
+
+    class ProduceRequest(TypedDict):
+        transactional_id: str | None
+        acks: int
+        timeout_ms: int
+        topic_data: list[TopicProduceData]
+
+    class TopicProduceData(TypedDict):
+        name: NotRequired[str]  # v3-12
+        topic_id: NotRequired[UUID]  # v13+
+        partition_data: list[PartitionProduceData]
+
+    class PartitionProduceData(TypedDict):
+        index: int
+        records: bytes | memoryview | None
+
+    class ProduceResponse(TypedDict):
+        responses: list[TopicProduceResponse]
+        throttle_time_ms: NotRequired[int]
+        node_endpoints: NotRequired[list[NodeEndpoint]]  # v10+
+
+    class TopicProduceResponse(TypedDict):
+        name: NotRequired[str]  # v3-12
+        topic_id: NotRequired[UUID]  # v13+
+        partition_responses: list[PartitionProduceResponse]
+
+    class PartitionProduceResponse(TypedDict):
+        index: int
+        error_code: int
+        base_offset: int
+        log_append_time_ms: NotRequired[int]
+        log_start_offset: NotRequired[int]  # v5+
+        record_errors: NotRequired[list[BatchIndexAndErrorMessage]]  # v8+
+        error_message: NotRequired[str | None]  # v8+
+        current_leader: NotRequired[LeaderIdAndEpoch]  # v10+
+
+    class BatchIndexAndErrorMessage(TypedDict):
+        batch_index: int
+        batch_index_error_message: NotRequired[str | None]
+
+    class LeaderIdAndEpoch(TypedDict):
+        leader_id: NotRequired[int]
+        leader_epoch: NotRequired[int]
+
+    class NodeEndpoint(TypedDict):
+        node_id: int
+        host: str
+        port: int
+        rack: NotRequired[str | None]

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -92,3 +92,47 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class TxnOffsetCommitRequest(TypedDict):
+        transactional_id: str
+        group_id: str
+        producer_id: int
+        producer_epoch: int
+        generation_id: NotRequired[int]  # v3+
+        member_id: NotRequired[str]  # v3+
+        group_instance_id: NotRequired[str | None]  # v3+
+        topics: list[TxnOffsetCommitRequestTopic]
+
+    class TxnOffsetCommitRequestTopic(TypedDict):
+        name: str
+        partitions: list[TxnOffsetCommitRequestPartition]
+
+    class TxnOffsetCommitRequestPartition(TypedDict):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: NotRequired[int]  # v2+
+        committed_metadata: str | None
+
+    class TxnOffsetCommitResponse(TypedDict):
+        throttle_time_ms: int
+        topics: list[TxnOffsetCommitResponseTopic]
+
+    class TxnOffsetCommitResponseTopic(TypedDict):
+        name: str
+        partitions: list[TxnOffsetCommitResponsePartition]
+
+    class TxnOffsetCommitResponsePartition(TypedDict):
+        partition_index: int
+        error_code: int

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.primitives import Field, FieldInfo, MessageSpec
 
@@ -74,3 +74,37 @@ def request_fields(version: int) -> tuple[FieldInfo, ...]:
 def response_fields(version: int) -> tuple[FieldInfo, ...]:
     """The response's fields in `version`."""
     return RESPONSE.fields(version)
+
+
+# --- Types for mypy ----------------------------------------------------------------------------
+# Defined only while type checking (no import cost): import them under `if TYPE_CHECKING:`.
+# Decoders still return construct Containers and builders take plain dicts; these describe them.
+# `{Name}Request` is what a parsed request holds (a key is NotRequired when a served version
+# lacks it: read it with .get()). `{Name}Response` is what a handler builds (NotRequired: a
+# served version lacks it, or the builder fills its default). Nested structs keep Kafka's JSON
+# struct names, prefixed with the message name where request and response both use one.
+
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class UpdateFeaturesRequest(TypedDict):
+        timeout_ms: int
+        feature_updates: list[FeatureUpdateKey]
+        validate_only: NotRequired[bool]  # v1+
+
+    class FeatureUpdateKey(TypedDict):
+        feature: str
+        max_version_level: int
+        allow_downgrade: NotRequired[bool]  # v0
+        upgrade_type: NotRequired[int]  # v1+
+
+    class UpdateFeaturesResponse(TypedDict):
+        throttle_time_ms: int
+        error_code: int
+        error_message: str | None
+        results: NotRequired[list[UpdatableFeatureResult]]  # v0-1
+
+    class UpdatableFeatureResult(TypedDict):
+        feature: str
+        error_code: int
+        error_message: str | None

@@ -48,7 +48,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from protocol.errors import ErrorCode
 from wirebroker.cluster.names import validate_topic_name
@@ -57,6 +57,17 @@ from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, Confi
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
+
+if TYPE_CHECKING:
+    from protocol.messages import alter_configs
+    from protocol.messages import incremental_alter_configs as incremental
+    from protocol.messages.alter_configs import AlterConfigsResourceResponse, AlterConfigsResponse
+    from protocol.messages.create_topics import CreatableTopicConfigs
+    from protocol.messages.describe_configs import DescribeConfigsResourceResult
+
+    #: A resource / config entry of AlterConfigs or IncrementalAlterConfigs.
+    AlterResource = alter_configs.AlterConfigsResource | incremental.AlterConfigsResource
+    AlterConfig = alter_configs.AlterableConfig | incremental.AlterableConfig
 
 # -- resource types and operations -----------------------------------------------------------
 RESOURCE_TOPIC = 2
@@ -209,14 +220,13 @@ class ConfigEntry:
 
     def describe_dict(
         self, *, include_synonyms: bool, include_documentation: bool
-    ) -> dict[str, Any]:
-        """A DescribeConfigsResourceResult (v1-4; `is_default` for v0 is derived)."""
+    ) -> DescribeConfigsResourceResult:
+        """A DescribeConfigsResourceResult (v1-4)."""
         return {
             "name": self.name,
             "value": self.value,
             "read_only": self.read_only,
             "config_source": self.source,
-            "is_default": self.source == ConfigSource.DEFAULT_CONFIG,
             "is_sensitive": self.is_sensitive,
             "synonyms": [
                 {"name": s.name, "value": s.value, "source": s.source} for s in self.synonyms
@@ -227,7 +237,7 @@ class ConfigEntry:
             "documentation": self.documentation if include_documentation else None,
         }
 
-    def creatable_dict(self) -> dict[str, Any]:
+    def creatable_dict(self) -> CreatableTopicConfigs:
         """A CreateTopics v5+ CreatableTopicConfigs entry."""
         return {
             "name": self.name,
@@ -503,31 +513,33 @@ def alter_loggers(ops: Iterable[tuple[str, int, str | None]], *, validate_only: 
 
 
 # -- request preprocessing shared by AlterConfigs and IncrementalAlterConfigs -------------------
-def duplicate_resources(resources: Iterable[Any]) -> set[tuple[int, str]]:
+def duplicate_resources(resources: Iterable[AlterResource]) -> set[tuple[int, str]]:
     """(type, name) pairs that appear more than once in a request."""
     seen: set[tuple[int, str]] = set()
     dups: set[tuple[int, str]] = set()
     for r in resources:
-        key = (int(r.resource_type), r.resource_name)
+        key = (int(r["resource_type"]), r["resource_name"])
         if key in seen:
             dups.add(key)
         seen.add(key)
     return dups
 
 
-def check_config_list(configs: Iterable[Any], *, null_allowed_for_delete: bool) -> None:
+def _operation(config: Mapping[str, object]) -> object:
+    """An IncrementalAlterConfigs entry's config_operation (AlterConfigs has none: SET)."""
+    return config.get("config_operation", OP_SET)
+
+
+def check_config_list(configs: Iterable[AlterConfig], *, null_allowed_for_delete: bool) -> None:
     """Kafka's ConfigAdminManager.preprocess checks of one resource's config list."""
     configs = list(configs)
-    names = [c.name for c in configs]
+    names = [c["name"] for c in configs]
     if len(set(names)) != len(names):
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     nulls = [
-        c.name
+        c["name"]
         for c in configs
-        if c.value is None
-        and not (
-            null_allowed_for_delete and int(getattr(c, "config_operation", OP_SET)) == OP_DELETE
-        )
+        if c["value"] is None and not (null_allowed_for_delete and _operation(c) == OP_DELETE)
     ]
     if nulls:
         raise ConfigRequestError(
@@ -536,27 +548,31 @@ def check_config_list(configs: Iterable[Any], *, null_allowed_for_delete: bool) 
 
 
 def resource_result(
-    resource: Any, error: ErrorCode = ErrorCode.NONE, message: str | None = None
-) -> dict[str, Any]:
+    resource: AlterResource, error: ErrorCode = ErrorCode.NONE, message: str | None = None
+) -> AlterConfigsResourceResponse:
     """An AlterConfigs / IncrementalAlterConfigs per-resource response."""
     return {
         "error_code": error,
         "error_message": message,
-        "resource_type": int(resource.resource_type),
-        "resource_name": resource.resource_name,
+        "resource_type": int(resource["resource_type"]),
+        "resource_name": resource["resource_name"],
     }
 
 
-def alter_resources(req: Any, alter_one: Callable[[Any, bool], None]) -> dict[str, Any]:
+_R = TypeVar("_R", "alter_configs.AlterConfigsResource", "incremental.AlterConfigsResource")
+
+
+def alter_resources(
+    resources: list[_R] | None, validate_only: bool, alter_one: Callable[[_R, bool], None]
+) -> AlterConfigsResponse:
     """The AlterConfigs / IncrementalAlterConfigs response: `alter_one(resource, validate_only)`
-    for each resource in request order, duplicates refused, a ConfigRequestError becoming that
-    resource's error."""
-    resources = list(req.resources or [])
+    for each of the request's `resources` in order, duplicates refused, a ConfigRequestError
+    becoming that resource's error."""
+    resources = list(resources or [])
     dups = duplicate_resources(resources)
-    validate_only = bool(req.validate_only)
-    responses = []
+    responses: list[AlterConfigsResourceResponse] = []
     for resource in resources:
-        if (int(resource.resource_type), resource.resource_name) in dups:
+        if (int(resource["resource_type"]), resource["resource_name"]) in dups:
             responses.append(
                 resource_result(
                     resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."

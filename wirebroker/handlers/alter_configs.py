@@ -33,7 +33,7 @@ Skipped: authorization, AlterConfigPolicy, throttling (throttle_time_ms 0).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -51,26 +51,37 @@ from wirebroker.handlers._configs import (
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.alter_configs import (
+        AlterConfigsRequest,
+        AlterConfigsResource,
+        AlterConfigsResponse,
+    )
 
-def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+
+def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     services = ctx.services
-    configs = list(resource.configs or [])
+    configs = list(resource["configs"] or [])
     check_config_list(configs, null_allowed_for_delete=False)
-    rtype = int(resource.resource_type)
+    rtype = int(resource["resource_type"])
     if rtype == RESOURCE_BROKER:
         check_broker_resource_name(
-            resource.resource_name, services.node_id, allow_empty=True, describe=False
+            resource["resource_name"], services.node_id, allow_empty=True, describe=False
         )
-        reject_broker_changes(c.name for c in configs)
+        reject_broker_changes(c["name"] for c in configs)
         return
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
-    name = check_topic_resource_name(resource.resource_name)
-    apply_topic_overrides(services.admin, name, {c.name: c.value for c in configs}, validate_only)
+    name = check_topic_resource_name(resource["resource_name"])
+    apply_topic_overrides(
+        services.admin, name, {c["name"]: c["value"] for c in configs}, validate_only
+    )
 
 
 @handler(ApiKey.ALTER_CONFIGS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
     return alter_resources(
-        req, lambda resource, validate_only: _alter(ctx, resource, validate_only)
+        req["resources"],
+        bool(req["validate_only"]),
+        lambda resource, validate_only: _alter(ctx, resource, validate_only),
     )

@@ -16,12 +16,20 @@ Top-level error_code NONE; allow_replication_factor_change (v1) is echoed and ch
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+        ReassignablePartitionResponse,
+        ReassignableTopicResponse,
+    )
 
 
 def _check(
@@ -50,21 +58,24 @@ def _check(
 
 
 @handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    responses = []
-    for topic in req.topics:
-        partitions = []
-        for part in topic.partitions:
-            replicas = None if part.replicas is None else [int(r) for r in part.replicas]
-            code, message = _check(ctx, topic.name, int(part.partition_index), replicas)
+async def handle(
+    ctx: RequestContext, req: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
+    responses: list[ReassignableTopicResponse] = []
+    for topic in req["topics"]:
+        partitions: list[ReassignablePartitionResponse] = []
+        for part in topic["partitions"]:
+            wanted = part["replicas"]
+            replicas = None if wanted is None else [int(r) for r in wanted]
+            code, message = _check(ctx, topic["name"], int(part["partition_index"]), replicas)
             partitions.append(
                 {
-                    "partition_index": part.partition_index,
+                    "partition_index": part["partition_index"],
                     "error_code": code,
                     "error_message": message,
                 }
             )
-        responses.append({"name": topic.name, "partitions": partitions})
+        responses.append({"name": topic["name"], "partitions": partitions})
     return {
         "throttle_time_ms": 0,
         "allow_replication_factor_change": bool(req.get("allow_replication_factor_change", True)),

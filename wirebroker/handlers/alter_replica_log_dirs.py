@@ -21,12 +21,19 @@ Results are grouped by topic in request order. Skipped: authorization, throttlin
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.alter_replica_log_dirs import (
+        AlterReplicaLogDirPartitionResult,
+        AlterReplicaLogDirsRequest,
+        AlterReplicaLogDirsResponse,
+    )
 
 
 def _abs(path: str | os.PathLike[str]) -> str:
@@ -34,17 +41,19 @@ def _abs(path: str | os.PathLike[str]) -> str:
 
 
 @handler(ApiKey.ALTER_REPLICA_LOG_DIRS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(
+    ctx: RequestContext, req: AlterReplicaLogDirsRequest
+) -> AlterReplicaLogDirsResponse:
     dirs = {_abs(d) for d in ctx.services.config.log_dirs}
     logs = ctx.services.logs
     hosted = logs.all_logs()
-    results: dict[str, list[dict[str, Any]]] = {}
-    for entry in req.dirs:
-        target = _abs(entry.path)
-        for topic in entry.topics:
-            out = results.setdefault(topic.name, [])
-            for index in topic.partitions:
-                key = (topic.name, index)
+    results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+    for entry in req["dirs"]:
+        target = _abs(entry["path"])
+        for topic in entry["topics"]:
+            out = results.setdefault(topic["name"], [])
+            for index in topic["partitions"]:
+                key = (topic["name"], index)
                 if target not in dirs:
                     code = ErrorCode.LOG_DIR_NOT_FOUND
                 elif key in hosted and _abs(logs.log_dir_of(*key)) != target:

@@ -26,12 +26,15 @@ Skipped: features (KIP-584) are not advertised; throttling does not exist.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import HANDLERS, handler
+
+if TYPE_CHECKING:
+    from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 
 #: Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (whole-string match).
 _SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -42,7 +45,7 @@ def valid_software_field(value: str | None) -> bool:
     return value is not None and _SOFTWARE_NAME_VERSION.fullmatch(value) is not None
 
 
-def advertised_api_keys() -> list[dict[str, int]]:
+def advertised_api_keys() -> list[ApiVersion]:
     """The `api_keys` array: every registered API, by key, with its advertised range."""
     return [
         {
@@ -54,16 +57,16 @@ def advertised_api_keys() -> list[dict[str, int]]:
     ]
 
 
-def unsupported_version_body() -> dict[str, Any]:
+def unsupported_version_body() -> ApiVersionsResponse:
     """The v0 body answering an ApiVersions request of a version newer than served."""
     return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised_api_keys()}
 
 
 @handler(ApiKey.API_VERSIONS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and not (
-        valid_software_field(req.client_software_name)
-        and valid_software_field(req.client_software_version)
+        valid_software_field(req.get("client_software_name"))
+        and valid_software_field(req.get("client_software_version"))
     ):
         return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
     return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_keys(), "throttle_time_ms": 0}

@@ -25,7 +25,7 @@ Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeou
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -34,24 +34,32 @@ from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreatePartitionsTopic,
+        CreatePartitionsTopicResult,
+    )
 
-def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
-    given = topic.assignments
+
+def _grow(ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool) -> None:
+    given = topic["assignments"]
     with as_request_error():
-        replicas = None if given is None else [[int(b) for b in a.broker_ids] for a in given]
+        replicas = None if given is None else [[int(b) for b in a["broker_ids"]] for a in given]
         ctx.services.admin.create_partitions(
-            NewPartitions(topic.name, int(topic.count), replicas),
+            NewPartitions(topic["name"], int(topic["count"]), replicas),
             now_ms=ctx.now_ms(),
             validate_only=validate_only,
         )
 
 
 @handler(ApiKey.CREATE_PARTITIONS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = list(req.topics or [])
-    counts = Counter(t.name for t in topics)
-    validate_only = bool(req.validate_only)
-    results: list[dict[str, Any]] = [
+async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    topics = list(req["topics"] or [])
+    counts = Counter(t["name"] for t in topics)
+    validate_only = bool(req["validate_only"])
+    results: list[CreatePartitionsTopicResult] = [
         {
             "name": name,
             "error_code": ErrorCode.INVALID_REQUEST,
@@ -61,14 +69,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if n > 1
     ]
     for topic in topics:
-        if counts[topic.name] > 1:
+        if counts[topic["name"]] > 1:
             continue
         try:
             _grow(ctx, topic, validate_only)
         except ConfigRequestError as exc:
             results.append(
-                {"name": topic.name, "error_code": exc.error_code, "error_message": exc.message}
+                {"name": topic["name"], "error_code": exc.error_code, "error_message": exc.message}
             )
             continue
-        results.append({"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None})
+        results.append({"name": topic["name"], "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "results": results}

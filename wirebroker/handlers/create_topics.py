@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -52,23 +52,33 @@ from wirebroker.handlers._configs import describe_topic_configs
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.create_topics import (
+        CreatableTopic,
+        CreatableTopicResult,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
+
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 
-def _new_topic(topic: Any) -> NewTopic:
-    assignments = topic.assignments
+def _new_topic(topic: CreatableTopic) -> NewTopic:
+    assignments = topic["assignments"]
     return NewTopic(
-        name=topic.name,
-        num_partitions=int(topic.num_partitions),
-        replication_factor=int(topic.replication_factor),
-        configs={c.name: c.value for c in (topic.configs or [])},
-        assignments=[(int(a.partition_index), [int(b) for b in a.broker_ids]) for a in assignments]
+        name=topic["name"],
+        num_partitions=int(topic["num_partitions"]),
+        replication_factor=int(topic["replication_factor"]),
+        configs={c["name"]: c["value"] for c in (topic["configs"] or [])},
+        assignments=[
+            (int(a["partition_index"]), [int(b) for b in a["broker_ids"]]) for a in assignments
+        ]
         if assignments
         else None,
     )
 
 
-def _created(config: BrokerConfig, info: TopicInfo) -> dict[str, Any]:
+def _created(config: BrokerConfig, info: TopicInfo) -> CreatableTopicResult:
     return {
         "name": info.name,
         "topic_id": info.topic_id,
@@ -81,7 +91,7 @@ def _created(config: BrokerConfig, info: TopicInfo) -> dict[str, Any]:
     }
 
 
-def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
     return {
         "name": name,
         "topic_id": uuid.UUID(int=0),
@@ -94,29 +104,29 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 
 
 @handler(ApiKey.CREATE_TOPICS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = list(req.topics or [])
-    counts = Counter(t.name for t in topics)
-    validate_only = bool(getattr(req, "validate_only", False))
-    wanted = [t for t in topics if counts[t.name] == 1]
+async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    topics = list(req["topics"] or [])
+    counts = Counter(t["name"] for t in topics)
+    validate_only = bool(req.get("validate_only", False))
+    wanted = [t for t in topics if counts[t["name"]] == 1]
     outcomes = iter(
         ctx.services.admin.create_topics(
-            [_new_topic(t) for t in wanted if t.name != CLUSTER_METADATA_TOPIC],
+            [_new_topic(t) for t in wanted if t["name"] != CLUSTER_METADATA_TOPIC],
             now_ms=ctx.now_ms(),
             validate_only=validate_only,
         )
     )
-    results: list[dict[str, Any]] = []
+    results: list[CreatableTopicResult] = []
     for topic in wanted:
-        if topic.name == CLUSTER_METADATA_TOPIC:
+        if topic["name"] == CLUSTER_METADATA_TOPIC:
             message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
-            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST, message))
+            results.append(_failed(topic["name"], ErrorCode.INVALID_REQUEST, message))
             continue
         outcome = next(outcomes)
         if isinstance(outcome, TopicInfo):
             results.append(_created(ctx.services.config, outcome))
         else:
-            results.append(_failed(topic.name, outcome.error_code, str(outcome) or None))
+            results.append(_failed(topic["name"], outcome.error_code, str(outcome) or None))
     for name, count in counts.items():
         if count > 1:
             results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))

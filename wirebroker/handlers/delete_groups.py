@@ -18,6 +18,7 @@ from wirebroker.group.messages import DeleteGroupsResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.delete_groups import DeleteGroupsRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["delete_groups_response", "handle"]
@@ -31,7 +32,7 @@ def delete_groups_response(result: DeleteGroupsResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.DELETE_GROUPS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> dict[str, Any] | None:
     group_ids = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

@@ -22,7 +22,7 @@ Skipped: authorization, throttling (throttle_time_ms 0).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -30,6 +30,14 @@ from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._configs import error_of
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.delete_records import (
+        DeleteRecordsPartitionResult,
+        DeleteRecordsRequest,
+        DeleteRecordsResponse,
+        DeleteRecordsTopicResult,
+    )
 
 HIGH_WATERMARK = -1
 INVALID_LOW_WATERMARK = -1
@@ -58,15 +66,15 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[E
 
 
 @handler(ApiKey.DELETE_RECORDS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     grouped: dict[str, dict[int, int]] = {}
-    for topic in req.topics or []:
-        partitions = grouped.setdefault(topic.name, {})
-        for p in topic.partitions or []:
-            partitions[int(p.partition_index)] = int(p.offset)
-    topics = []
+    for topic in req["topics"] or []:
+        partitions = grouped.setdefault(topic["name"], {})
+        for p in topic["partitions"] or []:
+            partitions[int(p["partition_index"])] = int(p["offset"])
+    topics: list[DeleteRecordsTopicResult] = []
     for name, partitions in grouped.items():
-        results = []
+        results: list[DeleteRecordsPartitionResult] = []
         for index, offset in partitions.items():
             code, low = _delete(ctx, name, index, offset)
             results.append({"partition_index": index, "low_watermark": low, "error_code": code})

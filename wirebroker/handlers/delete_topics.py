@@ -30,7 +30,7 @@ shuffles the results, wirebroker keeps them in a stable order.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -38,6 +38,13 @@ from wirebroker.handlers._configs import error_of
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.delete_topics import (
+        DeletableTopicResult,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
 
 ZERO_UUID = NIL_UUID
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
@@ -49,18 +56,18 @@ def _result(
     topic_id: uuid.UUID,
     code: ErrorCode = ErrorCode.NONE,
     message: str | None = None,
-) -> dict[str, Any]:
+) -> DeletableTopicResult:
     return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
 
 
-def _requested(ctx: RequestContext, req: Any) -> list[tuple[str | None, uuid.UUID]]:
+def _requested(ctx: RequestContext, req: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
     if ctx.api_version >= 6:
-        return [(t.name, t.topic_id or ZERO_UUID) for t in (req.topics or [])]
-    return [(name, ZERO_UUID) for name in (req.topic_names or [])]
+        return [(t["name"], t["topic_id"] or ZERO_UUID) for t in (req.get("topics") or [])]
+    return [(name, ZERO_UUID) for name in (req.get("topic_names") or [])]
 
 
 @handler(ApiKey.DELETE_TOPICS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     services = ctx.services
     requested = _requested(ctx, req)
     if not services.config.get_bool("delete.topic.enable"):
@@ -72,7 +79,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             "responses": [_result(name, tid, code) for name, tid in requested],
         }
 
-    results: list[dict[str, Any]] = []
+    results: list[DeletableTopicResult] = []
     names: list[str] = []
     ids: list[uuid.UUID] = []
     name_counts: dict[str, int] = {}

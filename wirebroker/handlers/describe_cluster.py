@@ -25,12 +25,15 @@ Skipped: throttling (throttle_time_ms 0).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 
 ENDPOINT_BROKER = 1
 ENDPOINT_CONTROLLER = 2
@@ -43,9 +46,9 @@ CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
 
 
 @handler(ApiKey.DESCRIBE_CLUSTER)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
     services = ctx.services
-    requested = int(getattr(req, "endpoint_type", ENDPOINT_BROKER))
+    requested = int(req.get("endpoint_type", ENDPOINT_BROKER))
     if requested not in _ENDPOINT_NAMES:
         return {
             "throttle_time_ms": 0,
@@ -77,7 +80,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         }
     operations = (
         CLUSTER_AUTHORIZED_OPERATIONS
-        if req.include_cluster_authorized_operations
+        if req["include_cluster_authorized_operations"]
         else AUTHORIZED_OPERATIONS_OMITTED
     )
     return {

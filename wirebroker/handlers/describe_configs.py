@@ -27,7 +27,7 @@ Skipped: authorization (everything is describable), throttling (throttle_time_ms
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -51,11 +51,20 @@ from wirebroker.handlers._configs import (
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.describe_configs import (
+        DescribeConfigsRequest,
+        DescribeConfigsResource,
+        DescribeConfigsResourceResult,
+        DescribeConfigsResponse,
+        DescribeConfigsResult,
+    )
 
-def _entries(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
+
+def _entries(ctx: RequestContext, resource: DescribeConfigsResource) -> list[ConfigEntry]:
     services = ctx.services
-    rtype = int(resource.resource_type)
-    name = resource.resource_name
+    rtype = int(resource["resource_type"])
+    name = resource["resource_name"]
     if rtype == RESOURCE_TOPIC:
         with as_request_error():
             validate_topic_name(name)
@@ -77,45 +86,47 @@ def _entries(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
 
 
 @handler(ApiKey.DESCRIBE_CONFIGS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    resources = list(req.resources or [])
-    include_synonyms = bool(getattr(req, "include_synonyms", False))
-    include_documentation = bool(getattr(req, "include_documentation", False))
-    if any(int(r.resource_type) not in KNOWN_RESOURCE_TYPES for r in resources):
+async def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    resources = list(req["resources"] or [])
+    include_synonyms = bool(req.get("include_synonyms", False))
+    include_documentation = bool(req.get("include_documentation", False))
+    if any(int(r["resource_type"]) not in KNOWN_RESOURCE_TYPES for r in resources):
         return {
             "throttle_time_ms": 0,
             "results": [
                 {
                     "error_code": ErrorCode.INVALID_REQUEST,
                     "error_message": INVALID_REQUEST_MESSAGE,
-                    "resource_type": int(r.resource_type),
-                    "resource_name": r.resource_name,
+                    "resource_type": int(r["resource_type"]),
+                    "resource_name": r["resource_name"],
                     "configs": [],
                 }
                 for r in resources
             ],
         }
-    results = []
+    results: list[DescribeConfigsResult] = []
     for resource in resources:
-        result: dict[str, Any] = {
-            "resource_type": int(resource.resource_type),
-            "resource_name": resource.resource_name,
-        }
+        configs: list[DescribeConfigsResourceResult] = []
         try:
-            entries = filter_entries(_entries(ctx, resource), resource.configuration_keys)
+            entries = filter_entries(_entries(ctx, resource), resource["configuration_keys"])
         except ConfigRequestError as exc:
-            result.update(error_code=exc.error_code, error_message=exc.message, configs=[])
+            code, message = exc.error_code, exc.message
         else:
-            result.update(
-                error_code=ErrorCode.NONE,
-                error_message=None,
-                configs=[
-                    e.describe_dict(
-                        include_synonyms=include_synonyms,
-                        include_documentation=include_documentation,
-                    )
-                    for e in entries
-                ],
-            )
-        results.append(result)
+            code, message = ErrorCode.NONE, None
+            configs = [
+                e.describe_dict(
+                    include_synonyms=include_synonyms,
+                    include_documentation=include_documentation,
+                )
+                for e in entries
+            ]
+        results.append(
+            {
+                "resource_type": int(resource["resource_type"]),
+                "resource_name": resource["resource_name"],
+                "error_code": code,
+                "error_message": message,
+                "configs": configs,
+            }
+        )
     return {"throttle_time_ms": 0, "results": results}

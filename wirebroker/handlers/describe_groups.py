@@ -25,6 +25,7 @@ from wirebroker.group.messages import DescribedGroup
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.describe_groups import DescribeGroupsRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = [
@@ -62,7 +63,7 @@ def describe_groups_response(version: int, groups: Sequence[DescribedGroup]) -> 
 
 
 @handler(ApiKey.DESCRIBE_GROUPS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     group_ids = [str(g) for g in req.get("groups") or []]
     coordinator = ctx.services.group_coordinator

@@ -24,12 +24,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.describe_log_dirs import (
+        DescribableLogDirTopic,
+        DescribeLogDirsPartition,
+        DescribeLogDirsRequest,
+        DescribeLogDirsResponse,
+        DescribeLogDirsResult,
+        DescribeLogDirsTopic,
+    )
 
 
 def _configured_dirs(ctx: RequestContext) -> list[str]:
@@ -39,11 +49,13 @@ def _configured_dirs(ctx: RequestContext) -> list[str]:
     return list(seen)
 
 
-def _selected(ctx: RequestContext, topics: Iterable[Any] | None) -> set[tuple[str, int]]:
+def _selected(
+    ctx: RequestContext, topics: Iterable[DescribableLogDirTopic] | None
+) -> set[tuple[str, int]]:
     logs = ctx.services.logs.all_logs()
     if topics is None:
         return set(logs)
-    wanted = {(t.topic, int(p)) for t in topics for p in (t.partitions or [])}
+    wanted = {(t["topic"], int(p)) for t in topics for p in (t["partitions"] or [])}
     return wanted & set(logs)
 
 
@@ -53,11 +65,11 @@ def _space(directory: str) -> tuple[int, int]:
 
 
 @handler(ApiKey.DESCRIBE_LOG_DIRS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     logs_service = ctx.services.logs
     all_logs = logs_service.all_logs()
-    selected = _selected(ctx, req.topics)
-    by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    selected = _selected(ctx, req["topics"])
+    by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {}
     for topic, index in sorted(selected):
         directory = os.path.abspath(Path(logs_service.log_dir_of(topic, index)))
         by_dir.setdefault(directory, {}).setdefault(topic, []).append(
@@ -68,7 +80,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "is_future_key": False,
             }
         )
-    results = []
+    results: list[DescribeLogDirsResult] = []
     for directory in _configured_dirs(ctx):
         try:
             total, usable = _space(directory)
@@ -83,7 +95,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 }
             )
             continue
-        topics = [
+        topics: list[DescribeLogDirsTopic] = [
             {"name": name, "partitions": parts} for name, parts in by_dir.get(directory, {}).items()
         ]
         results.append(

@@ -5,8 +5,8 @@ included); answered in name order, duplicates once. Paging (as Kafka 4.x):
 
     limit           min(response_partition_limit, 2000): partitions per response (Kafka's
                     max.request.partition.size.limit default); a value < 1 means 2000
-    cursor          where to start: topics before cursor.topic_name are skipped, and that
-                    topic starts at cursor.partition_index. A cursor naming a topic that is not
+    cursor          where to start: topics before cursor["topic_name"] are skipped, and that
+                    topic starts at cursor["partition_index"]. A cursor naming a topic that is not
                     among the requested ones answers every requested topic with INVALID_REQUEST
     next_cursor     null when everything fitted; else the first partition left out (the next
                     topic's partition 0 when a page ends exactly at a topic's end)
@@ -22,7 +22,7 @@ the same bit set Metadata uses.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -30,11 +30,19 @@ from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.metadata import TOPIC_ALL_OPERATIONS
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsResponse,
+        DescribeTopicPartitionsResponseCursor,
+        DescribeTopicPartitionsResponseTopic,
+    )
+
 MAX_PARTITIONS_PER_RESPONSE = 2000
 _NIL_UUID = uuid.UUID(int=0)
 
 
-def _error_topic(name: str, code: int) -> dict[str, Any]:
+def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
     return {
         "error_code": code,
         "name": name,
@@ -46,31 +54,35 @@ def _error_topic(name: str, code: int) -> dict[str, Any]:
 
 
 @handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(
+    ctx: RequestContext, req: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse:
     store = ctx.services.topics
-    requested = [t.name for t in req.topics]
+    requested = [t["name"] for t in req["topics"]]
     names = sorted(set(requested)) if requested else sorted(info.name for info in store.all())
-    limit = int(req.response_partition_limit)
+    limit = int(req["response_partition_limit"])
     limit = MAX_PARTITIONS_PER_RESPONSE if limit < 1 else min(limit, MAX_PARTITIONS_PER_RESPONSE)
     cursor = req.get("cursor")
-    if cursor is not None and cursor.topic_name not in names:
+    if cursor is not None and cursor["topic_name"] not in names:
         return {
             "throttle_time_ms": 0,
             "topics": [_error_topic(n, ErrorCode.INVALID_REQUEST) for n in names],
             "next_cursor": None,
         }
     if cursor is not None:
-        names = [n for n in names if n >= cursor.topic_name]
-    topics: list[dict[str, Any]] = []
+        names = [n for n in names if n >= cursor["topic_name"]]
+    topics: list[DescribeTopicPartitionsResponseTopic] = []
     left = limit
-    next_cursor = None
+    next_cursor: DescribeTopicPartitionsResponseCursor | None = None
     for name in names:
         info = store.get(name)
         if info is None:
             topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         start = (
-            int(cursor.partition_index) if cursor is not None and name == cursor.topic_name else 0
+            int(cursor["partition_index"])
+            if cursor is not None and name == cursor["topic_name"]
+            else 0
         )
         parts = [p for p in ctx.services.replicas.partitions_of(name) if p.index >= start]
         if not parts:

@@ -18,18 +18,26 @@ wait for).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.elect_leaders import (
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        PartitionResult,
+        ReplicaElectionResult,
+    )
+
 PREFERRED, UNCLEAN = 0, 1
 
 
 @handler(ApiKey.ELECT_LEADERS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     election_type = int(req.get("election_type", PREFERRED)) if ctx.api_version >= 1 else 0
     if election_type not in (PREFERRED, UNCLEAN):
         return {
@@ -37,27 +45,28 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             "error_code": ErrorCode.INVALID_REQUEST,
             "replica_election_results": [],
         }
-    results: list[dict[str, Any]] = []
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    results: list[ReplicaElectionResult] = []
+    by_topic: dict[str, list[PartitionResult]] = {}
     store = ctx.services.topics
-    for entry in req.topic_partitions or []:
-        info = store.get(entry.topic)
-        if entry.topic not in by_topic:
-            by_topic[entry.topic] = []
-            results.append({"topic": entry.topic, "partition_result": by_topic[entry.topic]})
-        seen = {r["partition_id"] for r in by_topic[entry.topic]}
-        for index in entry.partitions:
+    for entry in req["topic_partitions"] or []:
+        topic = entry["topic"]
+        info = store.get(topic)
+        if topic not in by_topic:
+            by_topic[topic] = []
+            results.append({"topic": topic, "partition_result": by_topic[topic]})
+        seen = {r["partition_id"] for r in by_topic[topic]}
+        for index in entry["partitions"]:
             if index in seen:
                 continue
             seen.add(index)
             if info is None or not 0 <= index < info.partitions:
                 code, message = (
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"The partition {entry.topic}-{index} does not exist.",
+                    f"The partition {topic}-{index} does not exist.",
                 )
             else:
                 code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed"
-            by_topic[entry.topic].append(
+            by_topic[topic].append(
                 {"partition_id": index, "error_code": code, "error_message": message}
             )
     return {

@@ -48,7 +48,7 @@ Timing uses trio's clock (so tests run it under MockClock).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -60,6 +60,13 @@ from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import READ_COMMITTED
 
 if TYPE_CHECKING:
+    from protocol.messages.fetch import (
+        FetchableTopicResponse,
+        FetchPartition,
+        FetchRequest,
+        FetchResponse,
+        PartitionData,
+    )
     from wirebroker.handlers.context import RequestContext
     from wirebroker.replication.partition import Partition
 
@@ -70,7 +77,7 @@ _FINAL_EPOCH = -1
 _INITIAL_EPOCH = 0
 
 
-def _failed(index: int, code: ErrorCode) -> dict[str, Any]:
+def _failed(index: int, code: ErrorCode) -> PartitionData:
     return {
         "partition_index": index,
         "error_code": int(code),
@@ -86,15 +93,22 @@ def _failed(index: int, code: ErrorCode) -> dict[str, Any]:
 class _Plan:
     """The request resolved against the topic store once: (response key, partitions)."""
 
-    def __init__(self, ctx: RequestContext, req: Any) -> None:
+    def __init__(self, ctx: RequestContext, req: FetchRequest) -> None:
         version = ctx.api_version
-        self.topics: list[tuple[dict[str, Any], str | None, ErrorCode, list[Any]]] = []
+        self.topics: list[
+            tuple[FetchableTopicResponse, str | None, ErrorCode, list[FetchPartition]]
+        ] = []
         topics = ctx.services.topics
         for ftopic in req.get("topics") or []:
             by_id = version >= 13
-            name, topic_id = ftopic.get("topic"), ftopic.get("topic_id")
-            info, missing = resolve_topic(topics, by_id=by_id, name=name, topic_id=topic_id)
-            key: dict[str, Any] = {"topic_id": topic_id} if by_id else {"topic": name}
+            key: FetchableTopicResponse = (  # v13+ topics all have an id, v4-12 a name
+                {"topic_id": ftopic["topic_id"], "partitions": []}
+                if by_id
+                else {"topic": ftopic["topic"], "partitions": []}
+            )
+            info, missing = resolve_topic(
+                topics, by_id=by_id, name=key.get("topic"), topic_id=key.get("topic_id")
+            )
             self.topics.append(
                 (
                     key,
@@ -118,21 +132,21 @@ class _Plan:
 
 def _read_partition(
     part: Partition,
-    pdata: Any,
+    pdata: FetchPartition,
     *,
     version: int,
     isolation: int,
     from_follower: bool,
     limit: int,
     min_one: bool,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[PartitionData, bool]:
     """One partition's response and whether it completes the fetch at once (error/divergence)."""
     index = part.index
     code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
     if code != ErrorCode.NONE:
         return _failed(index, code), True
     fetch_offset = int(pdata.get("fetch_offset"))
-    base: dict[str, Any] = {
+    base: PartitionData = {
         "partition_index": index,
         "error_code": 0,
         "high_watermark": part.high_watermark,
@@ -170,15 +184,15 @@ def _read_all(
     isolation: int,
     from_follower: bool,
     max_bytes: int,
-) -> tuple[list[dict[str, Any]], int, bool]:
+) -> tuple[list[FetchableTopicResponse], int, bool]:
     """Read every requested partition once: (responses, bytes gathered, complete now)."""
     replicas = ctx.services.replicas
     remaining = max(0, max_bytes)
     total = 0
     complete = False
-    responses = []
+    responses: list[FetchableTopicResponse] = []
     for key, name, missing, parts in plan.topics:
-        out = []
+        out: list[PartitionData] = []
         for pdata in parts:
             index = int(pdata.get("partition"))
             part = replicas.partition(name, index) if name is not None else None
@@ -198,7 +212,7 @@ def _read_all(
                 min_one=total == 0,
             )
             complete = complete or done
-            size = len(presp["records"])
+            size = len(presp["records"] or b"")
             total += size
             remaining = max(0, remaining - size)
             out.append(presp)
@@ -207,7 +221,7 @@ def _read_all(
 
 
 @handler(ApiKey.FETCH)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     version = ctx.api_version
     if version >= 7 and int(req.get("session_epoch", _FINAL_EPOCH)) not in (
         _FINAL_EPOCH,
@@ -220,8 +234,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             "responses": [],
         }
     if version >= 15:
-        state = req.get("replica_state") or {}
-        replica_id = int(state.get("replica_id", -1))
+        state = req.get("replica_state")
+        replica_id = int(state["replica_id"]) if state is not None else -1
     else:
         replica_id = int(req.get("replica_id", -1))
     from_follower = replica_id >= 0

@@ -41,6 +41,7 @@ from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.find_coordinator import FindCoordinatorRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["KEY_TYPE_GROUP", "KEY_TYPE_SHARE", "KEY_TYPE_TRANSACTION", "handle"]
@@ -86,7 +87,7 @@ def _node(ctx: RequestContext, error: ErrorCode) -> dict[str, Any]:
 
 
 @handler(ApiKey.FIND_COORDINATOR)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     key_type = int(req.get("key_type", KEY_TYPE_GROUP) or 0) if version >= 1 else KEY_TYPE_GROUP
     valid_type = key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE)

@@ -18,13 +18,14 @@ from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.heartbeat import HeartbeatRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.HEARTBEAT)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: HeartbeatRequest) -> dict[str, Any] | None:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}

@@ -43,7 +43,7 @@ Skipped: authorization, AlterConfigPolicy, throttling (throttle_time_ms 0).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -65,14 +65,21 @@ from wirebroker.handlers._configs import (
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.incremental_alter_configs import (
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
 
-def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+
+def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     services = ctx.services
-    configs = list(resource.configs or [])
+    configs = list(resource["configs"] or [])
     check_config_list(configs, null_allowed_for_delete=True)
-    ops = [(c.name, int(c.config_operation), c.value) for c in configs]
-    rtype = int(resource.resource_type)
-    name = resource.resource_name
+    ops = [(c["name"], int(c["config_operation"]), c["value"]) for c in configs]
+    rtype = int(resource["resource_type"])
+    name = resource["resource_name"]
     if rtype == RESOURCE_BROKER_LOGGER:
         check_broker_resource_name(name, services.node_id, allow_empty=False, describe=False)
         alter_loggers(ops, validate_only=validate_only)
@@ -90,7 +97,11 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
 
 
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(
+    ctx: RequestContext, req: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     return alter_resources(
-        req, lambda resource, validate_only: _alter(ctx, resource, validate_only)
+        req["resources"],
+        bool(req["validate_only"]),
+        lambda resource, validate_only: _alter(ctx, resource, validate_only),
     )

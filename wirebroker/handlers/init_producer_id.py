@@ -15,20 +15,21 @@ idempotent (non-transactional) producers.
                                the retriable alternatives (NOT_COORDINATOR,
                                COORDINATOR_NOT_AVAILABLE) would make producers retry forever.
 Failures answer producer_id -1, producer_epoch -1. transaction_timeout_ms is ignored. The v6 fields
-(enable2_pc, keep_prepared_txn, ongoing_txn_producer_id/epoch = -1) are handled should v6 be
-generated later.
+(unstable upstream, not served) need nothing should v6 be served later: enable2_pc and
+keep_prepared_txn are ignored, ongoing_txn_producer_id/epoch take their JSON default -1.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
@@ -39,19 +40,17 @@ _NO_PRODUCER_ID = -1
 _NO_PRODUCER_EPOCH = -1
 
 
-def _response(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
+def _response(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> InitProducerIdResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(code),
         "producer_id": producer_id,
         "producer_epoch": epoch,
-        "ongoing_txn_producer_id": -1,
-        "ongoing_txn_producer_epoch": -1,
     }
 
 
 @handler(ApiKey.INIT_PRODUCER_ID)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse | None:
     transactional_id = req.get("transactional_id")
     if transactional_id is not None:
         if transactional_id == "":

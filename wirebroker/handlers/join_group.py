@@ -27,6 +27,7 @@ from wirebroker.group.messages import JoinResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.join_group import JoinGroupRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["client_host", "handle", "join_response"]
@@ -72,7 +73,7 @@ def join_response(version: int, result: JoinResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.JOIN_GROUP)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: JoinGroupRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     member_id = str(req.get("member_id") or "")
     coordinator = ctx.services.group_coordinator

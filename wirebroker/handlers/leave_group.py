@@ -21,6 +21,7 @@ from wirebroker.group.messages import LeaveMember, LeaveResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.leave_group import LeaveGroupRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle", "leave_response"]
@@ -48,7 +49,7 @@ def leave_response(version: int, result: LeaveResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.LEAVE_GROUP)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

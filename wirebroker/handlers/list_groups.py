@@ -19,6 +19,7 @@ from wirebroker.group.messages import ListGroupsResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.list_groups import ListGroupsRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle", "list_groups_response"]
@@ -33,7 +34,7 @@ def list_groups_response(result: ListGroupsResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.LIST_GROUPS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: ListGroupsRequest) -> dict[str, Any] | None:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return list_groups_response(ListGroupsResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))

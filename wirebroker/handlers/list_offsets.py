@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -39,6 +39,12 @@ from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import READ_COMMITTED
 
 if TYPE_CHECKING:
+    from protocol.messages.list_offsets import (
+        ListOffsetsPartitionResponse,
+        ListOffsetsRequest,
+        ListOffsetsResponse,
+        ListOffsetsTopicResponse,
+    )
     from wirebroker.handlers.context import RequestContext
     from wirebroker.replication.partition import Partition
 
@@ -71,7 +77,7 @@ def _answer(
     offset: int = -1,
     timestamp: int = -1,
     leader_epoch: int = -1,
-) -> dict[str, Any]:
+) -> ListOffsetsPartitionResponse:
     return {
         "partition_index": index,
         "error_code": int(code),
@@ -81,7 +87,9 @@ def _answer(
     }
 
 
-def _lookup(part: Partition, target: int, *, isolation: int, from_client: bool) -> dict[str, Any]:
+def _lookup(
+    part: Partition, target: int, *, isolation: int, from_client: bool
+) -> ListOffsetsPartitionResponse:
     index = part.index
     if not from_client:
         last_fetchable = part.log_end_offset
@@ -110,7 +118,7 @@ def _lookup(part: Partition, target: int, *, isolation: int, from_client: bool) 
 
 
 @handler(ApiKey.LIST_OFFSETS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse | None:
     replicas = ctx.services.replicas
     replica_id = int(req.get("replica_id", _CONSUMER_REPLICA_ID))
     from_client = replica_id == _CONSUMER_REPLICA_ID
@@ -121,10 +129,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         for t in topics_in
         for p in t.get("partitions") or []
     )
-    topics_out = []
+    topics_out: list[ListOffsetsTopicResponse] = []
     for topic in topics_in:
         name = topic.get("name")
-        partitions_out = []
+        partitions_out: list[ListOffsetsPartitionResponse] = []
         for pdata in topic.get("partitions") or []:
             index = int(pdata.get("partition_index"))
             part = replicas.partition(name, index) if name is not None else None

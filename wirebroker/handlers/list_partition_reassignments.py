@@ -10,16 +10,24 @@ Skipped: authorization, timeout_ms.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
+if TYPE_CHECKING:
+    from protocol.messages.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    )
+
 
 @handler(ApiKey.LIST_PARTITION_REASSIGNMENTS)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(
+    ctx: RequestContext, req: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,

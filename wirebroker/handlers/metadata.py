@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -53,6 +53,13 @@ from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.metadata import (
+        MetadataRequest,
+        MetadataResponse,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )
+    from wirebroker.cluster.topic_store import TopicInfo
     from wirebroker.handlers.context import RequestContext
 
 __all__ = [
@@ -83,10 +90,10 @@ CLUSTER_ALL_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
 _NIL_UUID = NIL_UUID
 
 
-def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> dict[str, Any]:
+def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> MetadataResponseTopic:
     # One comprehension, and the partitions' own replica/ISR lists (the response is encoded
     # before anything can change them): a 1,000-partition topic is answered often.
-    partitions = [
+    partitions: list[MetadataResponsePartition] = [
         {
             "error_code": 0,
             "partition_index": part.index,
@@ -110,7 +117,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> dict[str, An
 
 def _missing(
     name: str | None, code: ErrorCode, *, topic_id: uuid.UUID = _NIL_UUID, internal: bool = False
-) -> dict[str, Any]:
+) -> MetadataResponseTopic:
     return {
         "error_code": int(code),
         "name": name,
@@ -123,7 +130,7 @@ def _missing(
 
 def _unknown_name(
     ctx: RequestContext, name: str, *, allow_create: bool, ops: int
-) -> dict[str, Any]:
+) -> MetadataResponseTopic:
     try:
         validate_topic_name(name)
     except ClusterError as exc:
@@ -148,7 +155,7 @@ def _unknown_name(
 
 
 @handler(ApiKey.METADATA)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | None:
     version = ctx.api_version
     services = ctx.services
     store = services.topics
@@ -168,11 +175,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     )
 
     requested = req.get("topics")
-    topics_out: list[dict[str, Any]] = []
+    topics_out: list[MetadataResponseTopic] = []
     if requested is None or (version == 0 and not requested):
         topics_out = [_topic_entry(ctx, info, topic_ops) for info in store.all()]
     else:
-        ids = [t.get("topic_id") for t in requested if t.get("topic_id") not in (None, _NIL_UUID)]
+        ids = [
+            tid for t in requested if (tid := t.get("topic_id")) is not None and tid != _NIL_UUID
+        ]
         if ids:
             for topic_id in dict.fromkeys(ids):
                 info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)
@@ -183,7 +192,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 else:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
         else:
-            names = [t.get("name") for t in requested if t.get("name") is not None]
+            names = [name for t in requested if (name := t.get("name")) is not None]
             for name in dict.fromkeys(names):
                 info, _missing_code = resolve_topic(store, by_id=False, name=name)
                 if info is not None:

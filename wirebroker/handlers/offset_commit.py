@@ -34,6 +34,7 @@ from wirebroker.group.messages import CommitPartition, CommitResult, CommitTopic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.offset_commit import OffsetCommitRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["commit_errors", "handle"]
@@ -55,7 +56,7 @@ def commit_errors(version: int, result: CommitResult) -> dict[tuple[str, int], i
 
 
 @handler(ApiKey.OFFSET_COMMIT)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     by_id = version >= _TOPIC_IDS_VERSION
     store = ctx.services.topics

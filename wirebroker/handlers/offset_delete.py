@@ -21,13 +21,14 @@ from wirebroker.group.messages import TopicPartitions
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.offset_delete import OffsetDeleteRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.OFFSET_DELETE)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> dict[str, Any] | None:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {

@@ -33,6 +33,7 @@ from wirebroker.group.messages import FetchedPartition, OffsetFetchResult, Topic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.offset_fetch import OffsetFetchRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["fetch_group_response", "handle"]
@@ -115,7 +116,7 @@ def _fetch_group(
 
 
 @handler(ApiKey.OFFSET_FETCH)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetFetchRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     require_stable = bool(req.get("require_stable", False))
     if version >= _GROUPS_VERSION:
@@ -134,8 +135,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             )
         return {"throttle_time_ms": 0, "groups": groups}
 
-    topics = req.get("topics")
-    requested = None if topics is None else list(topics)
+    v1_topics = req.get("topics")
+    requested = None if v1_topics is None else list(v1_topics)
     answer = _fetch_group(ctx, str(req.get("group_id") or ""), requested, require_stable, False)
     error = ErrorCode(answer["error_code"])
     out_topics = answer["topics"]

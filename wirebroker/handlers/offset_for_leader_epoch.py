@@ -13,7 +13,7 @@ accepted and not checked: the answer is the same for both on a single broker.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -21,6 +21,12 @@ from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
 
 if TYPE_CHECKING:
+    from protocol.messages.offset_for_leader_epoch import (
+        EpochEndOffset,
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochResponse,
+        OffsetForLeaderTopicResult,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
@@ -30,7 +36,7 @@ log = logging.getLogger(__name__)
 
 def _answer(
     index: int, code: ErrorCode = ErrorCode.NONE, *, epoch: int = -1, end_offset: int = -1
-) -> dict[str, Any]:
+) -> EpochEndOffset:
     return {
         "error_code": int(code),
         "partition": index,
@@ -40,12 +46,14 @@ def _answer(
 
 
 @handler(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(
+    ctx: RequestContext, req: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse | None:
     replicas = ctx.services.replicas
-    topics_out = []
+    topics_out: list[OffsetForLeaderTopicResult] = []
     for topic in req.get("topics") or []:
         name = topic.get("topic")
-        partitions_out = []
+        partitions_out: list[EpochEndOffset] = []
         for pdata in topic.get("partitions") or []:
             index = int(pdata.get("partition"))
             part = replicas.partition(name, index) if name is not None else None

@@ -46,7 +46,7 @@ log as they are: the log copies each batch once, into the buffer it stamps and w
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -58,6 +58,13 @@ from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
 
 if TYPE_CHECKING:
+    from protocol.messages.produce import (
+        PartitionProduceResponse,
+        ProduceRequest,
+        ProduceResponse,
+        TopicProduceData,
+        TopicProduceResponse,
+    )
     from wirebroker.handlers.context import RequestContext
     from wirebroker.replication.partition import Partition
 
@@ -75,7 +82,7 @@ class ProduceWithoutAckFailed(Exception):
     """acks=0 produce with a failed partition: closing the connection is the only signal."""
 
 
-def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _failed(index: int, code: ErrorCode, message: str | None = None) -> PartitionProduceResponse:
     return {
         "index": index,
         "error_code": int(code),
@@ -116,7 +123,7 @@ def _check_records(
     return ErrorCode.NONE, None
 
 
-def _has_transactional_batch(topic_data: list[Any]) -> bool:
+def _has_transactional_batch(topic_data: list[TopicProduceData]) -> bool:
     for topic in topic_data:
         for part in topic.get("partition_data") or []:
             records = part.get("records")
@@ -133,7 +140,7 @@ def _has_transactional_batch(topic_data: list[Any]) -> bool:
 
 def _append(
     ctx: RequestContext, part: Partition, records: bytes | memoryview, acks: int
-) -> dict[str, Any]:
+) -> PartitionProduceResponse:
     try:
         result = ctx.services.replicas.append(
             part, records, now_ms=ctx.now_ms(), required_acks=acks
@@ -155,7 +162,7 @@ def _append(
 
 
 @handler(ApiKey.PRODUCE)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     version = ctx.api_version
     acks = int(req.get("acks", 1))
     topic_data = list(req.get("topic_data") or [])
@@ -173,12 +180,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     any_error = False
     for topic in topic_data:
         by_id = version >= 13
-        topic_id = topic.get("topic_id")
+        out_topic: TopicProduceResponse = (  # v13+ topics all have an id, v3-12 a name
+            {"topic_id": topic["topic_id"], "partition_responses": []}
+            if by_id
+            else {"name": topic["name"], "partition_responses": []}
+        )
         info, missing_code = resolve_topic(
-            topics, by_id=by_id, name=topic.get("name"), topic_id=topic_id
+            topics, by_id=by_id, name=out_topic.get("name"), topic_id=out_topic.get("topic_id")
         )
         name = info.name if info is not None else None
-        out_topic: dict[str, Any] = {"topic_id": topic_id} if by_id else {"name": topic.get("name")}
         partition_responses = []
         for pdata in topic.get("partition_data") or []:
             index = int(pdata.get("index"))

@@ -4,7 +4,7 @@ Each module of `wirebroker.handlers` registers one coroutine per API with the `@
 decorator::
 
     @handler(ApiKey.METADATA)
-    async def handle(ctx: RequestContext, req: Container) -> dict | None: ...
+    async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | None: ...
 
 The registry is the single source of truth for ApiVersions: an API is advertised only when a
 handler for it is registered, and only for the versions the handler serves (franz-go kfake's
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
 #: `async def handle(ctx, req) -> dict | None`; None means "send no response" (acks=0 Produce).
-HandlerFunc = Callable[["RequestContext", Any], Awaitable[dict[str, Any] | None]]
+#: Handlers annotate `req` and the result with their API's generated TypedDicts
+#: (`protocol.messages.<api>.<Name>Request` / `<Name>Response`).
+HandlerFunc = Callable[["RequestContext", Any], Awaitable[Mapping[str, Any] | None]]
 
 #: APIs whose advertised minimum version is 0 whatever they serve (KAFKA-18659).
 _ADVERTISE_FROM_ZERO = frozenset({int(ApiKey.PRODUCE)})

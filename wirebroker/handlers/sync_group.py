@@ -23,6 +23,7 @@ from wirebroker.group.messages import SyncResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
+    from protocol.messages.sync_group import SyncGroupRequest
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle", "missing_protocol", "sync_response"]
@@ -46,7 +47,7 @@ def missing_protocol(version: int, protocol_type: str | None, protocol_name: str
 
 
 @handler(ApiKey.SYNC_GROUP)
-async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: SyncGroupRequest) -> dict[str, Any] | None:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

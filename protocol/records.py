@@ -258,22 +258,42 @@ def stamp_batch(
     base_offset: int,
     partition_leader_epoch: int,
     log_append_time: int | None = None,
-) -> None:
-    """Patch the batch at `pos` in place with broker-assigned fields.
+    header: BatchHeader | None = None,
+) -> BatchHeader:
+    """Patch the batch at `pos` in place with broker-assigned fields; -> its new header.
 
     baseOffset and partitionLeaderEpoch are outside the CRC. `log_append_time` (ms) sets the
-    LogAppendTime bit and maxTimestamp and recomputes the CRC.
+    LogAppendTime bit and maxTimestamp and recomputes the CRC. `header`: the batch's header
+    as already parsed by the caller (not parsed again).
     """
-    h = parse_header(buf, pos)
+    h = parse_header(buf, pos) if header is None else header
     if len(buf) - pos < h.size:
         raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
     _INT64.pack_into(buf, pos + _OFF_BASE_OFFSET, base_offset)
     _INT32.pack_into(buf, pos + _OFF_LEADER_EPOCH, partition_leader_epoch)
+    attributes, max_timestamp, crc = h.attributes, h.max_timestamp, h.crc
     if log_append_time is not None:
-        _INT16.pack_into(buf, pos + _OFF_ATTRIBUTES, h.attributes | TIMESTAMP_TYPE_BIT)
-        _INT64.pack_into(buf, pos + _OFF_MAX_TIMESTAMP, log_append_time)
+        attributes |= TIMESTAMP_TYPE_BIT
+        max_timestamp = log_append_time
+        _INT16.pack_into(buf, pos + _OFF_ATTRIBUTES, attributes)
+        _INT64.pack_into(buf, pos + _OFF_MAX_TIMESTAMP, max_timestamp)
         crc = crc32c(memoryview(buf)[pos + CRC_START : pos + h.size])
         _UINT32.pack_into(buf, pos + _OFF_CRC, crc)
+    return BatchHeader(
+        base_offset,
+        h.batch_length,
+        partition_leader_epoch,
+        h.magic,
+        crc,
+        attributes,
+        h.last_offset_delta,
+        h.base_timestamp,
+        max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        h.records_count,
+    )
 
 
 # -- varints --------------------------------------------------------------------------------

@@ -93,13 +93,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import re
 import struct
 from bisect import bisect_right
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocol.compression import compress
@@ -114,8 +111,9 @@ from protocol.records import (
     verify_crc,
 )
 from wirebroker.log.errors import LogError
-from wirebroker.log.fs import FileSystem, pread_exact
-from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment, segment_file_name
+from wirebroker.log.fs import pread_exact
+from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment
+from wirebroker.log.segments import CLEANED_SUFFIX, SWAP_SUFFIX
 
 if TYPE_CHECKING:
     from wirebroker.log.partition_log import PartitionLog
@@ -126,12 +124,10 @@ __all__ = [
     "SWAP_SUFFIX",
     "LogCleaner",
     "LogToClean",
-    "complete_interrupted_swaps",
     "encode_batch",
     "filter_batch",
     "group_segments",
     "log_to_clean",
-    "swap_in",
 ]
 
 log = logging.getLogger(__name__)
@@ -139,8 +135,6 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
 READ_WINDOW = 1 << 20
 WRITE_BUFFER = 1 << 20
 DEFAULT_MAX_MAP_ENTRIES = 1_000_000
@@ -154,8 +148,6 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC = struct.Struct(">I")
 _CRC_POS = 17
 _CRC_START = 21
-_SWAP_LOG_RE = re.compile(r"(\d{20})\.log\.swap")
-_SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)")
 
 
 # -- batch filtering and encoding (pure) ------------------------------------------------------
@@ -421,76 +413,6 @@ def group_segments(
             i += 1
         groups.append(group)
     return groups
-
-
-# -- crash-safe swap --------------------------------------------------------------------------
-
-
-def swap_in(fs: FileSystem, directory: Path, new: Segment, old: Sequence[Segment]) -> None:
-    """Replace the files of `old` by those of `new` (named `<base>.*.cleaned`, flushed).
-
-    .cleaned -> .swap (commit point: the .log's rename), delete the old files, .swap -> live
-    names; a directory fsync after each step. OSError propagates (the caller takes the log
-    offline; `complete_interrupted_swaps` finishes the job at the next load).
-    """
-    new.rename_files(SWAP_SUFFIX)
-    fs.fsync_dir(directory)
-    for seg in old:
-        seg.delete_files()
-    fs.fsync_dir(directory)
-    new.rename_files("")
-    fs.fsync_dir(directory)
-
-
-def _next_offset_of_file(fs: FileSystem, path: Path, base_offset: int) -> int:
-    """Next offset after the last well-formed batch of a .log file (header walk, no CRC)."""
-    fd = fs.open(path, os.O_RDONLY)
-    try:
-        size = fs.fsize(fd)
-        pos = 0
-        next_offset = base_offset
-        while size - pos >= BATCH_HEADER_SIZE:
-            try:
-                h = parse_header(pread_exact(fs, fd, BATCH_HEADER_SIZE, pos))
-            except InvalidBatch:
-                break
-            if h.base_offset < next_offset or h.size > size - pos or h.last_offset_delta < 0:
-                break
-            next_offset = h.next_offset
-            pos += h.size
-        return next_offset
-    finally:
-        fs.close(fd)
-
-
-def complete_interrupted_swaps(fs: FileSystem, directory: Path) -> list[int]:
-    """Finish swaps a crash interrupted after their commit point (see the module doc).
-
-    Returns the base offsets of the swaps completed. OSError propagates.
-    """
-    done: list[int] = []
-    for name in sorted(fs.listdir(directory)):
-        m = _SWAP_LOG_RE.fullmatch(name)
-        if m is None:
-            continue
-        base = int(m.group(1))
-        swap = directory / name
-        end = max(_next_offset_of_file(fs, swap, base), base + 1)
-        for other in sorted(fs.listdir(directory)):
-            om = _SEGMENT_FILE_RE.fullmatch(other)
-            if om is not None and base <= int(om.group(1)) < end:
-                fs.unlink(directory / other)
-        fs.rename(swap, directory / segment_file_name(base, ".log"))
-        log.warning(
-            "%s: completed an interrupted swap of cleaned segment %d (offsets below %d)",
-            directory.name,
-            base,
-            end,
-        )
-        done.append(base)
-    if done:
-        fs.fsync_dir(directory)
-    return done
 
 
 # -- a cleaning round -------------------------------------------------------------------------

@@ -699,6 +699,74 @@ def build_batch(
         attributes |= TRANSACTIONAL_BIT
     if is_control:
         attributes |= CONTROL_BIT
+    return _pack_batch(
+        base_offset,
+        partition_leader_epoch,
+        attributes,
+        max(len(specs) - 1, 0),
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(specs),
+        payload,
+    )
+
+
+def rebuild_batch(
+    h: BatchHeader,
+    records: Sequence[Record],
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+) -> bytes:
+    """A batch holding `records` (offsets within `h`'s range) with `h`'s base offset,
+    lastOffsetDelta, leader epoch and producer id / epoch / base sequence, the given
+    attributes and timestamps, compressed with the codec in `attributes`; CRC computed.
+    Record timestamp deltas are taken against `base_timestamp` (the log cleaner's
+    re-encoding of a filtered batch; no records gives an empty batch)."""
+    body = bytearray()
+    for rec in records:
+        _encode_record(
+            body,
+            rec.offset - h.base_offset,
+            rec.timestamp - base_timestamp,
+            rec.key,
+            rec.value,
+            rec.headers,
+        )
+    codec = attributes & COMPRESSION_MASK
+    payload = compress(codec, body) if codec else body
+    return _pack_batch(
+        h.base_offset,
+        h.partition_leader_epoch,
+        attributes,
+        h.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        len(records),
+        payload,
+    )
+
+
+def _pack_batch(
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    records_count: int,
+    payload: bytes | bytearray,
+) -> bytes:
     size = BATCH_HEADER_SIZE + len(payload)
     out = bytearray(size)
     _HEADER.pack_into(
@@ -710,13 +778,13 @@ def build_batch(
         MAGIC,
         0,
         attributes,
-        max(len(specs) - 1, 0),
+        last_offset_delta,
         base_timestamp,
         max_timestamp,
         producer_id,
         producer_epoch,
         base_sequence,
-        len(specs),
+        records_count,
     )
     out[BATCH_HEADER_SIZE:] = payload
     _UINT32.pack_into(out, _OFF_CRC, crc32c(memoryview(out)[CRC_START:]))
@@ -738,6 +806,7 @@ __all__ = [
     "decode_records",
     "iter_batches",
     "parse_header",
+    "rebuild_batch",
     "stamp_batch",
     "verify_crc",
 ]

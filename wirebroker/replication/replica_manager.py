@@ -51,6 +51,9 @@ from wirebroker.log.config import LogConfig
 from wirebroker.replication.partition import Partition
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from protocol.records import BatchHeader
     from wirebroker.log.log_manager import LogManager
     from wirebroker.log.partition_log import AppendResult, PartitionLog
 
@@ -465,8 +468,10 @@ class ReplicaManager:
         *,
         now_ms: int,
         required_acks: int = -1,
+        batches: Sequence[tuple[int, BatchHeader]] | None = None,
     ) -> AppendResult:
-        """Append to a partition as leader and wake its fetchers.
+        """Append to a partition as leader and wake its fetchers (`batches`: the records'
+        batch headers when the caller parsed them).
 
         Raises UnknownTopicOrPartitionError, NotEnoughReplicasError or a
         wirebroker.log.errors.LogError.
@@ -474,7 +479,9 @@ class ReplicaManager:
         part = self.partition(topic, index)
         if part is None:
             raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
-        result = part.append_records(records, now_ms=now_ms, required_acks=required_acks)
+        result = part.append_records(
+            records, now_ms=now_ms, required_acks=required_acks, batches=batches
+        )
         if not result.duplicate:
             self.notify_data(topic, index)
         return result

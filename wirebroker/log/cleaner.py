@@ -40,7 +40,7 @@ from protocol.records import (
     rebuild_batch,
     verify_crc,
 )
-from wirebroker.log.config import LogConfig
+from wirebroker.log.config import DECODE_CAP, LogConfig
 from wirebroker.log.errors import LogError
 from wirebroker.log.fs import FileSystem, pread_exact
 from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment
@@ -68,7 +68,6 @@ READ_WINDOW = 1 << 20
 WRITE_BUFFER = 1 << 20
 DEFAULT_MAX_MAP_ENTRIES = 1_000_000
 DEFAULT_MAX_BYTES_PER_RUN = 4 << 20
-_DECODE_CAP = 64 * 1024 * 1024
 
 
 class CleanableLog(Protocol):
@@ -156,7 +155,7 @@ def filter_batch(
     """
     if h.is_control:
         return data
-    records = decode_records(data, 0, max_decompressed_bytes=_DECODE_CAP)
+    records = decode_records(data, 0, max_decompressed_bytes=DECODE_CAP)
     horizon = delete_horizon_of(h)
     kept: list[Record] = []
     tombstones = False
@@ -379,7 +378,7 @@ class _Round:
             for pos, h, data in _batches(seg):
                 if not h.is_control:
                     _checked(seg, pos, h, data)
-                    for rec in decode_records(data, 0, max_decompressed_bytes=_DECODE_CAP):
+                    for rec in decode_records(data, 0, max_decompressed_bytes=DECODE_CAP):
                         if rec.key is not None:
                             offset_map[key_digest(rec.key)] = rec.offset
                 yield h.size

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from protocol.records import BatchHeader, InvalidBatch, Record, decode_records
+from protocol.records import BatchHeader
 from wirebroker.log.config import LogConfig
 from wirebroker.log.errors import OffsetOutOfRangeError, StorageError
 from wirebroker.log.fs import FileSystem, OsFileSystem
@@ -41,7 +41,7 @@ from wirebroker.log.loader import (
 from wirebroker.log.producer_state import ProducerEntry, ProducerStateManager, SnapshotFiles
 from wirebroker.log.segment import CorruptSegment, RollbackFailed, Segment, roll_jitter_ms
 from wirebroker.log.segments import LogSegments
-from wirebroker.log.validator import DECODE_CAP, LogValidator
+from wirebroker.log.validator import LogValidator
 
 __all__ = ["LEADER_EPOCH_FILE", "PARTITION_METADATA_FILE", "AppendResult", "PartitionLog"]
 
@@ -141,11 +141,7 @@ class PartitionLog:
     def producer_last_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its last batch, for every producer in the state
         (the log cleaner keeps those batches)."""
-        return {
-            pid: e.batches[-1].last_offset
-            for pid, e in self._producers.producers.items()
-            if e.batches
-        }
+        return self._producers.last_offsets()
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -192,10 +188,8 @@ class PartitionLog:
         fs: FileSystem | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> PartitionLog:
-        """A new, empty log in `directory`, which must exist and hold no segment (the caller
-        just created it): one empty segment at offset 0, nothing read, scanned or fsynced
-        (see docs/log.md, "Creation"). Raises StorageError on an OSError (files opened so
-        far are closed; created files are left to the caller)."""
+        """A new, empty log in `directory` (which exists, without segments): one empty
+        segment at offset 0 (docs/log.md, "Creation"). StorageError on an OSError."""
         self = cls(Path(directory), topic, partition, config, fs or OsFileSystem())
         try:
             seg = Segment(self.fs, self.directory, 0, config, now_ms, create=True)
@@ -218,13 +212,11 @@ class PartitionLog:
         self._check_online()
         try:
             yield
-        except _NothingChanged as exc:
+        except (_NothingChanged, CorruptSegment) as exc:
             raise StorageError(f"{self.name}: {what}: {exc}") from exc
         except OSError as exc:
             if offline_on_error:
                 self._go_offline()
-            raise StorageError(f"{self.name}: {what}: {exc}") from exc
-        except CorruptSegment as exc:
             raise StorageError(f"{self.name}: {what}: {exc}") from exc
 
     @contextmanager
@@ -236,11 +228,9 @@ class PartitionLog:
             self._corrupt(seg, exc)
 
     def _corrupt(self, seg: Segment, exc: CorruptSegment) -> NoReturn:
-        """A batch about to be served failed its checks (CRC, header, length): it is never
-        served. The log goes offline (every later call raises StorageError, and
-        LogManager.close writes no clean-shutdown marker for its directory) and the recovery
-        point moves back to the segment's base offset, so the next start scans that segment
-        and truncates at the damage, as after a crash."""
+        """A batch about to be served failed its checks: it is never served; the log goes
+        offline (no clean-shutdown marker) and its recovery point moves back to the segment,
+        so the next start scans and truncates it (docs/log.md, "Read")."""
         log.error(
             "%s: corrupt batch in segment %d (%s); taking the log offline until a restart "
             "recovers it",
@@ -278,17 +268,15 @@ class PartitionLog:
 
         # idempotence: duplicates first, against committed state, as Kafka does (for a
         # LogAppendTime topic the original batch's append time is reported)
-        for _, h in checked:
-            if h.producer_id >= 0:
-                dup = self._producers.find_duplicate(h)
-                if dup is not None:
-                    return AppendResult(
-                        dup.first_offset,
-                        dup.last_offset,
-                        dup.timestamp if log_append_time >= 0 else -1,
-                        self.log_start_offset,
-                        duplicate=True,
-                    )
+        dup = self._producers.find_first_duplicate(h for _, h in checked)
+        if dup is not None:
+            return AppendResult(
+                dup.first_offset,
+                dup.last_offset,
+                dup.timestamp if log_append_time >= 0 else -1,
+                self.log_start_offset,
+                duplicate=True,
+            )
 
         # stamp offsets, leader epoch, LogAppendTime (buf is our copy: nothing leaks on error)
         first_offset = self.log_end_offset
@@ -297,10 +285,7 @@ class PartitionLog:
         max_ts = max(h.max_timestamp for _, h in stamped)
 
         # sequences and epochs, on staged copies (committed after the write)
-        staged: dict[int, ProducerEntry] = {}
-        for _, h in stamped:
-            if h.producer_id >= 0:
-                self._producers.validate(h, h.base_offset, h.last_offset, staged)
+        staged = self._producers.validate_all(h for _, h in stamped)
 
         with self._io("append", offline_on_error=True):
             if leader_epoch >= 0 and self._epochs.assign(leader_epoch, first_offset):
@@ -401,55 +386,19 @@ class PartitionLog:
         limit = self.log_end_offset if max_offset is None else max_offset
         if offset >= self.log_end_offset or offset >= limit:
             return b""
-        out: list[bytes] = []
-        total = 0
         with self._io("read", offline_on_error=False):
-            i = self._segments.index_for(offset)
-            first = True
-            while i < len(self._segments):
-                seg = self._segments[i]
-                try:
-                    if first:
-                        found = seg.translate_offset(offset)
-                        if found is None:
-                            i += 1
-                            continue
-                        pos = found[0]
-                    else:
-                        pos = 0
-                    first = False
-                    data, stop = seg.read(
-                        pos, max_bytes - total, limit, min_one_batch and total == 0
-                    )
-                except CorruptSegment as exc:
-                    if total:  # serve what lies before the damage; a read from it fails
-                        break
-                    self._corrupt(seg, exc)
-                if data:
-                    out.append(data)
-                    total += len(data)
-                if stop or total >= max_bytes:
-                    break
-                i += 1
-        return out[0] if len(out) == 1 else b"".join(out)
+            return self._segments.read(offset, max_bytes, limit, min_one_batch, self._corrupt)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `timestamp` (Kafka's
-        fetchOffsetByTimestamp: time index -> offset index -> batch scan -> record decode)."""
+        fetchOffsetByTimestamp, per segment: `Segment.find_offset_by_timestamp`)."""
         self._check_online()
         with self._io("offset lookup", offline_on_error=False):
             for seg in self._segments:
-                if seg.largest_timestamp() < timestamp or seg.size == 0:
-                    continue
-                start_offset = seg.time_index.lookup(timestamp)
-                _, pos = seg.index.lookup(start_offset)
                 with self._serving(seg):
-                    for bpos, h in seg.batches_from(pos):
-                        if h.max_timestamp < timestamp or h.last_offset < self.log_start_offset:
-                            continue
-                        for rec in self._decode(seg, bpos, h):
-                            if rec.timestamp >= timestamp and rec.offset >= self.log_start_offset:
-                                return rec.offset, rec.timestamp
+                    found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
         return None
 
     def max_timestamp(self) -> tuple[int, int]:
@@ -466,27 +415,8 @@ class PartitionLog:
                 best = seg
         if best is None:
             return -1, -1
-        target = best.max_timestamp
         with self._io("max timestamp", offline_on_error=False), self._serving(best):
-            _, pos = best.index.lookup(best.offset_of_max_timestamp)
-            for pass_start in (pos, 0):
-                for bpos, h in best.batches_from(pass_start):
-                    if h.max_timestamp != target:
-                        continue
-                    if h.timestamp_type == 1:
-                        return target, h.base_offset
-                    for rec in self._decode(best, bpos, h):
-                        if rec.timestamp == target:
-                            return target, rec.offset
-                    return target, h.last_offset
-        return target, best.offset_of_max_timestamp
-
-    def _decode(self, seg: Segment, pos: int, h: BatchHeader) -> list[Record]:
-        data = seg.read_batch(pos, h)
-        try:
-            return decode_records(data, 0, max_decompressed_bytes=DECODE_CAP)
-        except InvalidBatch as exc:
-            raise CorruptSegment(f"batch at {pos} of {seg.log_path.name}: {exc}") from exc
+            return best.max_timestamp, best.find_max_timestamp_offset()
 
     # -- deletion -----------------------------------------------------------------------------
     def _delete_segments(self, doomed: list[Segment]) -> None:
@@ -507,19 +437,10 @@ class PartitionLog:
     def _delete_old_segments(
         self, predicate: Callable[[Segment, Segment | None], bool], now_ms: int
     ) -> int:
-        doomed: list[Segment] = []
-        segs = self._segments.to_list()
-        for i, seg in enumerate(segs):
-            nxt = segs[i + 1] if i + 1 < len(segs) else None
-            upper = nxt.base_offset if nxt is not None else self.log_end_offset
-            last_and_empty = nxt is None and seg.size == 0
-            if self._hw >= upper and predicate(seg, nxt) and not last_and_empty:
-                doomed.append(seg)
-            else:
-                break
+        doomed = self._segments.deletable(predicate, self._hw, self.log_end_offset)
         if not doomed:
             return 0
-        if len(doomed) == len(segs):
+        if len(doomed) == len(self._segments):
             self._roll(now_ms)
         self._delete_segments(doomed)
         return len(doomed)
@@ -532,28 +453,12 @@ class PartitionLog:
         deleted = 0
         with self._io("retention", offline_on_error=True):
             if cfg.delete and cfg.retention_ms >= 0:
-
-                def expired(seg: Segment, _nxt: Segment | None) -> bool:
-                    return now_ms - seg.largest_timestamp() > cfg.retention_ms
-
-                deleted += self._delete_old_segments(expired, now_ms)
+                deleted += self._delete_old_segments(_expired(now_ms, cfg.retention_ms), now_ms)
             if cfg.delete and cfg.retention_bytes >= 0:
                 diff = self.size_in_bytes() - cfg.retention_bytes
                 if diff > 0:
-
-                    def too_big(seg: Segment, _nxt: Segment | None) -> bool:
-                        nonlocal diff
-                        if diff - seg.size >= 0:
-                            diff -= seg.size
-                            return True
-                        return False
-
-                    deleted += self._delete_old_segments(too_big, now_ms)
-
-            def below_start(_seg: Segment, nxt: Segment | None) -> bool:
-                return nxt is not None and nxt.base_offset <= self.log_start_offset
-
-            deleted += self._delete_old_segments(below_start, now_ms)
+                    deleted += self._delete_old_segments(_over_size(diff), now_ms)
+            deleted += self._delete_old_segments(_below(self.log_start_offset), now_ms)
         self._producers.remove_expired(now_ms, cfg.producer_id_expiration_ms)
         return deleted
 
@@ -667,3 +572,25 @@ class PartitionLog:
 
     def _close_files(self) -> None:
         self._segments.close()
+
+
+# -- retention predicates (segment, next segment) -> delete? ------------------------------------
+def _expired(now_ms: int, retention_ms: int) -> Callable[[Segment, Segment | None], bool]:
+    return lambda seg, _nxt: now_ms - seg.largest_timestamp() > retention_ms
+
+
+def _over_size(diff: int) -> Callable[[Segment, Segment | None], bool]:
+    """Deletes segments while the log stays at least `diff` bytes above retention.bytes."""
+
+    def too_big(seg: Segment, _nxt: Segment | None) -> bool:
+        nonlocal diff
+        if diff - seg.size >= 0:
+            diff -= seg.size
+            return True
+        return False
+
+    return too_big
+
+
+def _below(log_start_offset: int) -> Callable[[Segment, Segment | None], bool]:
+    return lambda _seg, nxt: nxt is not None and nxt.base_offset <= log_start_offset

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +140,28 @@ class ProducerStateManager:
         if entry is None:
             return None
         return entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
+
+    def find_first_duplicate(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
+        """The first of the idempotent batches `headers` that duplicates a retained batch."""
+        for h in headers:
+            if h.producer_id >= 0:
+                dup = self.find_duplicate(h)
+                if dup is not None:
+                    return dup
+        return None
+
+    def validate_all(self, headers: Iterable[BatchHeader]) -> dict[int, ProducerEntry]:
+        """`validate` every idempotent batch of a leader append (stamped headers, in
+        order); -> the staged entries for `commit`."""
+        staged: dict[int, ProducerEntry] = {}
+        for h in headers:
+            if h.producer_id >= 0:
+                self.validate(h, h.base_offset, h.last_offset, staged)
+        return staged
+
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its last batch (the log cleaner keeps those)."""
+        return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
 
     def validate(
         self, h: BatchHeader, first_offset: int, last_offset: int, staged: dict[int, ProducerEntry]

@@ -18,11 +18,12 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from protocol.records import BATCH_HEADER_SIZE, BatchHeader, InvalidBatch, parse_header
 from wirebroker.log.config import LogConfig
 from wirebroker.log.fs import FileSystem, pread_exact
-from wirebroker.log.segment import Segment, segment_file_name
+from wirebroker.log.segment import CorruptSegment, Segment, segment_file_name
 
 __all__ = [
     "CLEANED_SUFFIX",
@@ -126,6 +127,68 @@ class LogSegments:
         self._bases = [s.base_offset for s in segments]
 
     # -- walks ------------------------------------------------------------------------------
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        limit: int,
+        min_one_batch: bool,
+        on_corrupt: Callable[[Segment, CorruptSegment], NoReturn],
+    ) -> bytes:
+        """Whole batches from the one holding `offset` (log start <= offset < log end), up to
+        `max_bytes` (at least one with `min_one_batch`), none with a base offset >= `limit`,
+        continuing into the next segment when one ends with room to spare. Damage found
+        after some batches ends the read before it; at the first batch, `on_corrupt`."""
+        out: list[bytes] = []
+        total = 0
+        i = self.index_for(offset)
+        first = True
+        while i < len(self._segments):
+            seg = self._segments[i]
+            try:
+                if first:
+                    found = seg.translate_offset(offset)
+                    if found is None:
+                        i += 1
+                        continue
+                    pos = found[0]
+                else:
+                    pos = 0
+                first = False
+                data, stop = seg.read(pos, max_bytes - total, limit, min_one_batch and total == 0)
+            except CorruptSegment as exc:
+                if total:  # serve what lies before the damage; a read from it fails
+                    break
+                on_corrupt(seg, exc)
+            if data:
+                out.append(data)
+                total += len(data)
+            if stop or total >= max_bytes:
+                break
+            i += 1
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def deletable(
+        self,
+        predicate: Callable[[Segment, Segment | None], bool],
+        high_watermark: int,
+        log_end_offset: int,
+    ) -> list[Segment]:
+        """The oldest segments, in order, while `predicate(segment, next)` holds and the
+        segment lies wholly below the high watermark; never an empty active segment
+        (Kafka's deletableSegments)."""
+        doomed: list[Segment] = []
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            upper = nxt.base_offset if nxt is not None else log_end_offset
+            last_and_empty = nxt is None and seg.size == 0
+            if high_watermark >= upper and predicate(seg, nxt) and not last_and_empty:
+                doomed.append(seg)
+            else:
+                break
+        return doomed
+
     def scan_headers(self, from_offset: int, on_batch: Callable[[BatchHeader], None]) -> None:
         """Header walk of every segment that may hold batches at or above `from_offset`."""
         segs = self._segments

@@ -28,7 +28,7 @@ from protocol.records import (
     stamp_batch,
     verify_crc,
 )
-from wirebroker.log.config import LogConfig
+from wirebroker.log.config import DECODE_CAP, LogConfig
 from wirebroker.log.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -36,9 +36,8 @@ from wirebroker.log.errors import (
     RecordTooLargeError,
 )
 
-__all__ = ["DECODE_CAP", "Batches", "LogValidator"]
+__all__ = ["Batches", "LogValidator"]
 
-DECODE_CAP = 64 * 1024 * 1024  # decompressed bytes one batch may decode to
 _MAGIC_POS = 16
 
 Batches = list[tuple[int, BatchHeader]]

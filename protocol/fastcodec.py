@@ -73,6 +73,7 @@ from construct import Container
 
 from protocol.exceptions import MalformedRequest
 from protocol.primitives import TAG_COST, DecodeBudget, uvarint_bytes
+from protocol.varint import read_uvarint as _uvarint
 
 __all__ = ["decode_produce_request", "encode_fetch_response", "encode_metadata_response"]
 
@@ -91,26 +92,6 @@ FETCH_MIN_VERSION = 4  # the oldest served (and in the schema)
 # --------------------------------------------------------------------------------------------
 # Produce request
 # --------------------------------------------------------------------------------------------
-
-
-def _uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:
-    """Kafka unsigned varint (at most 5 bytes) at `pos` -> (value, next position)."""
-    if pos >= end:
-        raise MalformedRequest("truncated varint")
-    byte = buf[pos]
-    if byte < 0x80:
-        return byte, pos + 1
-    value = byte & 0x7F
-    shift = 7
-    for i in range(1, 5):
-        if pos + i >= end:
-            raise MalformedRequest("truncated varint")
-        byte = buf[pos + i]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos + i + 1
-        shift += 7
-    raise MalformedRequest("varint longer than 5 bytes")
 
 
 def _need(pos: int, n: int, end: int) -> None:

@@ -65,6 +65,7 @@ import struct
 from dataclasses import dataclass, field
 
 from protocol.exceptions import ProtocolError
+from protocol.varint import read_uvarint, write_uvarint
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -191,13 +192,8 @@ class _Reader:
         return int(_I64.unpack(self._take(8))[0])
 
     def uvarint(self) -> int:
-        value = 0
-        for shift in range(0, 35, 7):
-            b = self._take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-        raise GroupRecordError("unsigned varint longer than 5 bytes")
+        value, self._pos = read_uvarint(self._data, self._pos, len(self._data), GroupRecordError)
+        return value
 
     def _utf8(self, n: int) -> str:
         raw = self._take(n)
@@ -256,10 +252,7 @@ class _Writer:
         self.buf += _I64.pack(v)
 
     def uvarint(self, v: int) -> None:
-        while v >= 0x80:
-            self.buf.append((v & 0x7F) | 0x80)
-            v >>= 7
-        self.buf.append(v)
+        write_uvarint(self.buf, v)
 
     def nullable_string(self, s: str | None, flexible: bool) -> None:
         if s is None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from protocol.api import SCHEMAS
 from protocol.exceptions import MalformedRequest, UnknownApiKey, UnsupportedVersion
+from protocol.varint import read_uvarint
 
 _PREFIX = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -40,20 +41,6 @@ class RequestHeader:
     api_version: int
     correlation_id: int
     client_id: str | None
-
-
-def _uvarint(frame: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned varint at `pos` (at most 5 bytes) -> (value, next position)."""
-    value = 0
-    for i in range(5):
-        if pos >= len(frame):
-            raise MalformedRequest("truncated varint in request header")
-        byte = frame[pos]
-        pos += 1
-        value |= (byte & 0x7F) << (7 * i)
-        if byte < 0x80:
-            return value, pos
-    raise MalformedRequest("varint longer than 5 bytes in request header")
 
 
 def parse_header(frame: bytes, header_version: int) -> tuple[RequestHeader, int]:
@@ -77,12 +64,12 @@ def parse_header(frame: bytes, header_version: int) -> tuple[RequestHeader, int]
         elif n != -1:
             raise MalformedRequest(f"negative client id length {n}")
     if header_version >= 2:
-        count, pos = _uvarint(frame, pos)
+        count, pos = read_uvarint(frame, pos, len(frame))
         if count > end - pos:
             raise MalformedRequest(f"{count} header tagged fields, {end - pos} bytes left")
         for _ in range(count):
-            _tag, pos = _uvarint(frame, pos)
-            size, pos = _uvarint(frame, pos)
+            _tag, pos = read_uvarint(frame, pos, len(frame))
+            size, pos = read_uvarint(frame, pos, len(frame))
             if pos + size > end:
                 raise MalformedRequest(f"header tagged field of {size} bytes, {end - pos} left")
             pos += size
@@ -139,10 +126,10 @@ def parse_response_header(frame: bytes, header_version: int) -> tuple[int, int]:
     correlation_id = _INT32.unpack_from(frame, 0)[0]
     pos = 4
     if header_version >= 1:
-        count, pos = _uvarint(frame, pos)
+        count, pos = read_uvarint(frame, pos, len(frame))
         for _ in range(count):
-            _tag, pos = _uvarint(frame, pos)
-            size, pos = _uvarint(frame, pos)
+            _tag, pos = read_uvarint(frame, pos, len(frame))
+            size, pos = read_uvarint(frame, pos, len(frame))
             if pos + size > len(frame):
                 raise MalformedRequest("truncated response header tagged field")
             pos += size

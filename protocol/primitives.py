@@ -78,6 +78,7 @@ from typing import Any
 
 from construct import Construct, Container
 
+from protocol import varint
 from protocol.exceptions import EncodeError, MalformedRequest, RequestTooComplex
 
 __all__ = [
@@ -374,25 +375,14 @@ def read_exact(stream: Any, n: int) -> bytes:
 
 
 def read_uvarint(stream: Any) -> int:
-    """Kafka unsigned varint (at most 5 bytes)."""
+    """Kafka unsigned varint (at most 5 bytes) from a stream (`protocol.varint`)."""
     b = stream.read(1)
-    if not b:
-        raise MalformedRequest("truncated varint")
-    byte = b[0]
-    if byte < 0x80:
-        return byte
-    value = byte & 0x7F
-    shift = 7
-    for _ in range(4):
-        b = stream.read(1)
-        if not b:
-            raise MalformedRequest("truncated varint")
-        byte = b[0]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value
-        shift += 7
-    raise MalformedRequest("varint longer than 5 bytes")
+    if b and b[0] < 0x80:
+        return int(b[0])
+    data = b + stream.read(4)
+    value, used = varint.read_uvarint(data, 0, len(data))
+    stream.seek(used - len(data), 1)
+    return value
 
 
 def uvarint_bytes(value: int) -> bytes:
@@ -402,10 +392,7 @@ def uvarint_bytes(value: int) -> bytes:
     if value < 0 or value > 0xFFFFFFFF:
         raise EncodeError(f"unsigned varint out of range: {value}")
     out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+    varint.write_uvarint(out, value)
     return bytes(out)
 
 

@@ -26,7 +26,7 @@ baseOffset and partitionLeaderEpoch lie before the CRC'd range, so a broker assi
 without recomputing the CRC; LogAppendTime changes attributes and maxTimestamp, so
 `stamp_batch` recomputes the CRC in that case only.
 
-Record (varint/varlong = zigzag LEB128, at most 5/10 bytes)::
+Record (varint/varlong = zigzag LEB128, at most 5/10 bytes, `protocol.varint`)::
 
     length          varint   bytes of the record after this field
     attributes      int8     unused
@@ -72,6 +72,7 @@ from protocol.compression import (
     iter_decompressed,
 )
 from protocol.crc32c import crc32c
+from protocol.varint import read_varint, write_varint
 
 BATCH_HEADER_SIZE = 61
 BATCH_OVERHEAD = 12  # baseOffset + batchLength: bytes not counted in batchLength
@@ -258,58 +259,42 @@ def stamp_batch(
     base_offset: int,
     partition_leader_epoch: int,
     log_append_time: int | None = None,
-) -> None:
-    """Patch the batch at `pos` in place with broker-assigned fields.
+    header: BatchHeader | None = None,
+) -> BatchHeader:
+    """Patch the batch at `pos` in place with broker-assigned fields; -> its new header.
 
     baseOffset and partitionLeaderEpoch are outside the CRC. `log_append_time` (ms) sets the
-    LogAppendTime bit and maxTimestamp and recomputes the CRC.
+    LogAppendTime bit and maxTimestamp and recomputes the CRC. `header`: the batch's header
+    as already parsed by the caller (not parsed again).
     """
-    h = parse_header(buf, pos)
+    h = parse_header(buf, pos) if header is None else header
     if len(buf) - pos < h.size:
         raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
     _INT64.pack_into(buf, pos + _OFF_BASE_OFFSET, base_offset)
     _INT32.pack_into(buf, pos + _OFF_LEADER_EPOCH, partition_leader_epoch)
+    attributes, max_timestamp, crc = h.attributes, h.max_timestamp, h.crc
     if log_append_time is not None:
-        _INT16.pack_into(buf, pos + _OFF_ATTRIBUTES, h.attributes | TIMESTAMP_TYPE_BIT)
-        _INT64.pack_into(buf, pos + _OFF_MAX_TIMESTAMP, log_append_time)
+        attributes |= TIMESTAMP_TYPE_BIT
+        max_timestamp = log_append_time
+        _INT16.pack_into(buf, pos + _OFF_ATTRIBUTES, attributes)
+        _INT64.pack_into(buf, pos + _OFF_MAX_TIMESTAMP, max_timestamp)
         crc = crc32c(memoryview(buf)[pos + CRC_START : pos + h.size])
         _UINT32.pack_into(buf, pos + _OFF_CRC, crc)
-
-
-# -- varints --------------------------------------------------------------------------------
-
-
-def _read_varint(data: Buffer, p: int, end: int, bits: int) -> tuple[int, int]:
-    """Zigzag varint (bits=32) or varlong (bits=64) at `p`, never past `end` -> (value, next p).
-
-    At most 5 (10) bytes, and the unsigned value must fit in `bits` bits.
-    """
-    raw = 0
-    shift = 0
-    limit = p + (bits + 6) // 7
-    while True:
-        if p >= end:
-            raise InvalidBatch("truncated varint")
-        if p >= limit:
-            raise InvalidBatch("varint too long")
-        b = data[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    if raw >> bits:
-        raise InvalidBatch("varint overflows")
-    return (raw >> 1) ^ -(raw & 1), p
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    raw = (value << 1) ^ (value >> 63)
-    raw &= 0xFFFFFFFFFFFFFFFF
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
+    return BatchHeader(
+        base_offset,
+        h.batch_length,
+        partition_leader_epoch,
+        h.magic,
+        crc,
+        attributes,
+        h.last_offset_delta,
+        h.base_timestamp,
+        max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        h.records_count,
+    )
 
 
 # -- records --------------------------------------------------------------------------------
@@ -345,17 +330,17 @@ def decode_records(
     p = 0
     prev_delta = -1
     for _ in range(count):
-        length, p = _read_varint(data, p, n, 32)
+        length, p = read_varint(data, p, n, 32, InvalidBatch)
         if length < _MIN_RECORD_SIZE - 1 or length > n - p:
             raise InvalidBatch(f"bad record length {length}")
         rend = p + length
         p += 1  # attributes: unused
-        ts_delta, p = _read_varint(data, p, rend, 64)
-        off_delta, p = _read_varint(data, p, rend, 32)
+        ts_delta, p = read_varint(data, p, rend, 64, InvalidBatch)
+        off_delta, p = read_varint(data, p, rend, 32, InvalidBatch)
         if off_delta <= prev_delta or off_delta > h.last_offset_delta:
             raise InvalidBatch(f"bad offset delta {off_delta} after {prev_delta}")
         prev_delta = off_delta
-        klen, p = _read_varint(data, p, rend, 32)
+        klen, p = read_varint(data, p, rend, 32, InvalidBatch)
         if klen == -1:
             key = None
         elif 0 <= klen <= rend - p:
@@ -363,7 +348,7 @@ def decode_records(
             p += klen
         else:
             raise InvalidBatch(f"bad key length {klen}")
-        vlen, p = _read_varint(data, p, rend, 32)
+        vlen, p = read_varint(data, p, rend, 32, InvalidBatch)
         if vlen == -1:
             value = None
         elif 0 <= vlen <= rend - p:
@@ -371,12 +356,12 @@ def decode_records(
             p += vlen
         else:
             raise InvalidBatch(f"bad value length {vlen}")
-        hcount, p = _read_varint(data, p, rend, 32)
+        hcount, p = read_varint(data, p, rend, 32, InvalidBatch)
         if hcount < 0 or hcount * 2 > rend - p:
             raise InvalidBatch(f"bad header count {hcount}")
         headers: list[tuple[str, bytes | None]] = []
         for _ in range(hcount):
-            hklen, p = _read_varint(data, p, rend, 32)
+            hklen, p = read_varint(data, p, rend, 32, InvalidBatch)
             if not 0 <= hklen <= rend - p:
                 raise InvalidBatch(f"bad header key length {hklen}")
             try:
@@ -384,7 +369,7 @@ def decode_records(
             except UnicodeDecodeError:
                 raise InvalidBatch("header key is not utf-8") from None
             p += hklen
-            hvlen, p = _read_varint(data, p, rend, 32)
+            hvlen, p = read_varint(data, p, rend, 32, InvalidBatch)
             if hvlen == -1:
                 hval = None
             elif 0 <= hvlen <= rend - p:
@@ -534,7 +519,7 @@ def _check_run(
         elif not final and n - p < 5:
             return start, todo, prev, nulls, 5
         else:
-            length, p = _read_varint(data, p, n, 32)
+            length, p = read_varint(data, p, n, 32, InvalidBatch)
         if length < _MIN_RECORD_SIZE - 1 or length > n - p:
             if not final and _MIN_RECORD_SIZE - 1 <= length <= room - p:
                 return start, todo, prev, nulls, p - start + length
@@ -544,13 +529,13 @@ def _check_run(
         if data[p] < 0x80:  # timestampDelta (p < rend: the record is at least 6 bytes)
             p += 1
         else:
-            _, p = _read_varint(data, p, rend, 64)
+            _, p = read_varint(data, p, rend, 64, InvalidBatch)
         if p < rend and data[p] < 0x80:
             b = data[p]
             off_delta = (b >> 1) ^ -(b & 1)
             p += 1
         else:
-            off_delta, p = _read_varint(data, p, rend, 32)
+            off_delta, p = read_varint(data, p, rend, 32, InvalidBatch)
         if off_delta <= prev or off_delta > last_delta:
             raise InvalidBatch(f"bad offset delta {off_delta} after {prev}")
         prev = off_delta
@@ -559,7 +544,7 @@ def _check_run(
             klen = (b >> 1) ^ -(b & 1)
             p += 1
         else:
-            klen, p = _read_varint(data, p, rend, 32)
+            klen, p = read_varint(data, p, rend, 32, InvalidBatch)
         if klen == -1:
             nulls += 1
         elif 0 <= klen <= rend - p:
@@ -571,7 +556,7 @@ def _check_run(
             vlen = (b >> 1) ^ -(b & 1)
             p += 1
         else:
-            vlen, p = _read_varint(data, p, rend, 32)
+            vlen, p = read_varint(data, p, rend, 32, InvalidBatch)
         if vlen == -1:
             pass
         elif 0 <= vlen <= rend - p:
@@ -581,11 +566,11 @@ def _check_run(
         if p < rend and data[p] == 0:  # no headers
             p += 1
         else:
-            hcount, p = _read_varint(data, p, rend, 32)
+            hcount, p = read_varint(data, p, rend, 32, InvalidBatch)
             if hcount < 0 or hcount * 2 > rend - p:
                 raise InvalidBatch(f"bad header count {hcount}")
             for _ in range(hcount):
-                hklen, p = _read_varint(data, p, rend, 32)
+                hklen, p = read_varint(data, p, rend, 32, InvalidBatch)
                 if not 0 <= hklen <= rend - p:
                     raise InvalidBatch(f"bad header key length {hklen}")
                 try:
@@ -593,7 +578,7 @@ def _check_run(
                 except UnicodeDecodeError:
                     raise InvalidBatch("header key is not utf-8") from None
                 p += hklen
-                hvlen, p = _read_varint(data, p, rend, 32)
+                hvlen, p = read_varint(data, p, rend, 32, InvalidBatch)
                 if hvlen == -1:
                     pass
                 elif 0 <= hvlen <= rend - p:
@@ -615,25 +600,25 @@ def _encode_record(
     headers: Sequence[tuple[str, bytes | None]],
 ) -> None:
     body = bytearray(b"\x00")  # attributes
-    _write_varint(body, timestamp_delta)
-    _write_varint(body, offset_delta)
+    write_varint(body, timestamp_delta)
+    write_varint(body, offset_delta)
     for field in (key, value):
         if field is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(field))
+            write_varint(body, len(field))
             body += field
-    _write_varint(body, len(headers))
+    write_varint(body, len(headers))
     for hkey, hval in headers:
         kb = hkey.encode("utf-8")
-        _write_varint(body, len(kb))
+        write_varint(body, len(kb))
         body += kb
         if hval is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(hval))
+            write_varint(body, len(hval))
             body += hval
-    _write_varint(out, len(body))
+    write_varint(out, len(body))
     out += body
 
 
@@ -679,6 +664,74 @@ def build_batch(
         attributes |= TRANSACTIONAL_BIT
     if is_control:
         attributes |= CONTROL_BIT
+    return _pack_batch(
+        base_offset,
+        partition_leader_epoch,
+        attributes,
+        max(len(specs) - 1, 0),
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(specs),
+        payload,
+    )
+
+
+def rebuild_batch(
+    h: BatchHeader,
+    records: Sequence[Record],
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+) -> bytes:
+    """A batch holding `records` (offsets within `h`'s range) with `h`'s base offset,
+    lastOffsetDelta, leader epoch and producer id / epoch / base sequence, the given
+    attributes and timestamps, compressed with the codec in `attributes`; CRC computed.
+    Record timestamp deltas are taken against `base_timestamp` (the log cleaner's
+    re-encoding of a filtered batch; no records gives an empty batch)."""
+    body = bytearray()
+    for rec in records:
+        _encode_record(
+            body,
+            rec.offset - h.base_offset,
+            rec.timestamp - base_timestamp,
+            rec.key,
+            rec.value,
+            rec.headers,
+        )
+    codec = attributes & COMPRESSION_MASK
+    payload = compress(codec, body) if codec else body
+    return _pack_batch(
+        h.base_offset,
+        h.partition_leader_epoch,
+        attributes,
+        h.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        len(records),
+        payload,
+    )
+
+
+def _pack_batch(
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    records_count: int,
+    payload: bytes | bytearray,
+) -> bytes:
     size = BATCH_HEADER_SIZE + len(payload)
     out = bytearray(size)
     _HEADER.pack_into(
@@ -690,13 +743,13 @@ def build_batch(
         MAGIC,
         0,
         attributes,
-        max(len(specs) - 1, 0),
+        last_offset_delta,
         base_timestamp,
         max_timestamp,
         producer_id,
         producer_epoch,
         base_sequence,
-        len(specs),
+        records_count,
     )
     out[BATCH_HEADER_SIZE:] = payload
     _UINT32.pack_into(out, _OFF_CRC, crc32c(memoryview(out)[CRC_START:]))
@@ -718,6 +771,7 @@ __all__ = [
     "decode_records",
     "iter_batches",
     "parse_header",
+    "rebuild_batch",
     "stamp_batch",
     "verify_crc",
 ]

@@ -99,7 +99,7 @@ PLAIN_TOPIC = "hostile-plain"
 COMPACT_TOPIC = "hostile-compact"
 KNOWN_TOPICS = (PLAIN_TOPIC, COMPACT_TOPIC, "__consumer_offsets", "missing-topic")
 
-#: The decompression cap of the log layer (wirebroker.log.partition_log._DECODE_CAP).
+#: The decompression cap of the log layer (wirebroker.log.config.DECODE_CAP).
 DECODE_CAP = 64 * 1024 * 1024
 
 #: Hostile frames made of tiny structs (a Python object per 2-6 wire bytes): bounded by the

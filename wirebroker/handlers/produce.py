@@ -40,7 +40,9 @@ NOT_LEADER_OR_FOLLOWER) are never sent. Appends wake long-poll fetches (ReplicaM
 notifies its data listeners).
 
 Records arrive as memoryviews of the request frame (`protocol.fastcodec`) and are handed to the
-log as they are: the log copies each batch once, into the buffer it stamps and writes.
+log as they are: the log copies each batch once, into the buffer it stamps and writes. Batch
+headers are parsed once per partition here (`_parse`) and handed down with the records
+(ReplicaManager.append -> Partition.append_records -> PartitionLog.append_as_leader).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from protocol.records import InvalidBatch, iter_batches
+from protocol.records import BatchHeader, InvalidBatch, iter_batches
 from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._topics import resolve_topic
 from wirebroker.handlers.registry import handler
@@ -59,6 +61,7 @@ from wirebroker.replication.partition import NotEnoughReplicasError
 
 if TYPE_CHECKING:
     from protocol.messages.produce import (
+        PartitionProduceData,
         PartitionProduceResponse,
         ProduceRequest,
         ProduceResponse,
@@ -77,6 +80,10 @@ ADMIN_CLIENT_ID = "__admin_client"
 _ZSTD = 4
 _ZSTD_MIN_VERSION = 7
 
+#: the (position, header) of each batch of a partition's records, and the error that stopped
+#: the walk (None when every batch parsed)
+_Parsed = tuple[list[tuple[int, BatchHeader]], InvalidBatch | None]
+
 
 class ProduceWithoutAckFailed(Exception):
     """acks=0 produce with a failed partition: closing the connection is the only signal."""
@@ -94,8 +101,23 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> Partitio
     }
 
 
+def _parse(parsed: dict[int, _Parsed], pdata: PartitionProduceData) -> _Parsed:
+    """The batch headers of a partition's records, parsed once per request (`parsed`)."""
+    key = id(pdata)
+    found = parsed.get(key)
+    if found is None:
+        batches: list[tuple[int, BatchHeader]] = []
+        try:
+            batches.extend(iter_batches(pdata.get("records") or b""))
+            found = (batches, None)
+        except InvalidBatch as exc:
+            found = (batches, exc)
+        parsed[key] = found
+    return found
+
+
 def _check_records(
-    records: bytes | memoryview | None, version: int
+    records: bytes | memoryview | None, version: int, parsed: _Parsed
 ) -> tuple[ErrorCode, str | None]:
     """Kafka's ProduceRequest.validateRecords: exactly one complete v2 batch."""
     if not records:
@@ -104,10 +126,9 @@ def _check_records(
             f"Produce requests with version {version} must have at least one record batch "
             "per partition",
         )
-    try:
-        batches = list(iter_batches(records))
-    except InvalidBatch as exc:
-        return ErrorCode.INVALID_RECORD, f"Invalid record batch: {exc}"
+    batches, error = parsed
+    if error is not None:
+        return ErrorCode.INVALID_RECORD, f"Invalid record batch: {error}"
     if len(batches) != 1:
         return (
             ErrorCode.INVALID_RECORD,
@@ -123,27 +144,29 @@ def _check_records(
     return ErrorCode.NONE, None
 
 
-def _has_transactional_batch(topic_data: list[TopicProduceData]) -> bool:
+def _has_transactional_batch(
+    topic_data: list[TopicProduceData], parsed: dict[int, _Parsed]
+) -> bool:
     for topic in topic_data:
         for part in topic.get("partition_data") or []:
-            records = part.get("records")
-            if not records:
+            if not part.get("records"):
                 continue
-            try:
-                for _pos, header in iter_batches(records):
-                    if header.is_transactional:
-                        return True
-            except InvalidBatch:
-                continue
+            batches, _error = _parse(parsed, part)
+            if any(header.is_transactional for _pos, header in batches):
+                return True
     return False
 
 
 def _append(
-    ctx: RequestContext, part: Partition, records: bytes | memoryview, acks: int
+    ctx: RequestContext,
+    part: Partition,
+    records: bytes | memoryview,
+    acks: int,
+    batches: list[tuple[int, BatchHeader]],
 ) -> PartitionProduceResponse:
     try:
         result = ctx.services.replicas.append(
-            part, records, now_ms=ctx.now_ms(), required_acks=acks
+            part, records, now_ms=ctx.now_ms(), required_acks=acks, batches=batches
         )
     except (LogError, NotEnoughReplicasError) as exc:
         return _failed(part.index, exc.error_code, str(exc) or None)
@@ -170,10 +193,11 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     topics = ctx.services.topics
     client_id = getattr(ctx.header, "client_id", None)
 
+    parsed: dict[int, _Parsed] = {}
     request_error: ErrorCode | None = None
     if acks not in (-1, 0, 1):
         request_error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif req.get("transactional_id") is not None or _has_transactional_batch(topic_data):
+    elif req.get("transactional_id") is not None or _has_transactional_batch(topic_data, parsed):
         request_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
     responses = []
@@ -206,12 +230,13 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 )
             else:
                 records = pdata.get("records")
-                code, message = _check_records(records, version)
+                batches = _parse(parsed, pdata)
+                code, message = _check_records(records, version, batches)
                 if code != ErrorCode.NONE:
                     presp = _failed(index, code, message)
                 else:
                     assert records is not None
-                    presp = _append(ctx, part, records, acks)
+                    presp = _append(ctx, part, records, acks, batches[0])
             any_error = any_error or presp["error_code"] != 0
             partition_responses.append(presp)
         out_topic["partition_responses"] = partition_responses

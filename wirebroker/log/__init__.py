@@ -10,7 +10,11 @@ Modules (one concept each, as in Kafka):
 - `leader_epoch`               epoch -> start offset cache (KIP-101/279)
 - `producer_state`             idempotent producer sequences and epochs, snapshots
 - `checkpoint`                 Kafka's checkpoint text formats, written atomically
-- `partition_log.PartitionLog` one partition directory: append/read/retention/recovery
+- `segments.LogSegments`       the ordered segment set; crash-safe swap of cleaned segments
+- `validator.LogValidator`     checks of a client append, offset assignment
+- `loader.LogLoader`           recovery at open -> `LoadedLog`
+- `cleaner.LogCleaner`         compaction (cleanup.policy=compact)
+- `partition_log.PartitionLog` one partition directory: append/read/roll/retention/truncate
 - `log_manager.LogManager`     log directories, loading, checkpoints, clean shutdown
 
 Rules: no trio, no awaits, no clock reads (callers pass `now_ms`); bytes are handed to the

@@ -1,137 +1,62 @@
 """Log compaction (Kafka's `LogCleaner` / `LogCleanerManager` / `Cleaner`), cleanup.policy=compact.
 
 Synchronous and bounded: `LogCleaner.run(logs, now_ms)` does at most `max_bytes_per_run`
-bytes of segment reading, then returns; a cleaning round that is not finished is resumed by
-the next call (the broker calls `LogManager.run_cleaner` between requests, see
-log_manager.py). No trio, no clock reads.
+bytes of segment reading, then returns; an unfinished round is resumed by the next call (the
+broker calls `LogManager.run_cleaner` between requests). No trio, no clock reads. A round
+picks the filthiest compacted log, builds a key -> last offset map over its dirty segments,
+rewrites groups of segments below the first uncleanable offset keeping each key's latest
+record (tombstones kept for delete.retention.ms, KIP-534 delete horizon), and swaps each
+rewritten group in through the log's `replace_segments` (crash safe: `segments.swap_in`).
+Batches are re-encoded with `protocol.records.rebuild_batch`.
 
-Choosing a log (Kafka's `grabFilthiestCompactedLog` / `cleanableOffsets`), per log whose
-cleanup.policy contains "compact", skipping logs marked uncleanable after an error:
-
-- first dirty offset: the checkpointed cleaner offset, or the log start offset when there is
-  none or it lies outside [log start, log end] (the checkpoint is then reset);
-- first uncleanable offset: the lowest of the high watermark (Kafka: the last stable offset;
-  no transactions here), the active segment's base, and (min.compaction.lag.ms > 0) the base
-  of the first dirty non-active segment whose largest timestamp is newer than
-  now - min.compaction.lag.ms; then rounded down to the base of the segment holding it. The
-  active segment is never touched;
-- cleanable bytes: sizes of the segments from the one holding the first dirty offset up to
-  the first uncleanable one; clean bytes: the segments before; ratio = cleanable / total;
-- cleanable when ratio > min.cleanable.dirty.ratio (strictly, as Kafka: a ratio of 0 never
-  qualifies), or when max.compaction.lag.ms is exceeded (the earliest first-batch timestamp
-  of a dirty non-active segment is older than now - max.compaction.lag.ms) and there are
-  cleanable bytes. Among cleanable logs the one with the highest ratio is cleaned.
-
-A round (Kafka's `Cleaner.doClean`) over [log start segment, first uncleanable offset U):
-
-1. Offset map: key -> last offset, over every record of the dirty segments (control batches
-   and keyless records are skipped). Keys are stored as 16-byte BLAKE2b digests (Kafka keeps
-   MD5 hashes in a fixed buffer). The map stops at a segment boundary once it holds
-   `max_map_entries` keys (at least one segment is always mapped); U becomes that boundary.
-2. Segments below U are grouped (Kafka's `groupSegmentsBySize`): consecutive segments while
-   the summed .log sizes stay <= segment.bytes, each summed index size <= segment.index.bytes
-   and the offset span fits a relative int32 offset.
-3. Each group is rewritten into ONE new segment with the first segment's base offset, batch by
-   batch (`filter_batch`), keeping for each record only the latest value of its key:
-   - a record is kept when its offset >= the map's offset for its key (keys absent from the
-     map are kept: they were last seen in the clean section); keyless records are dropped
-     (Kafka rejects them at produce on compacted topics);
-   - tombstones (null value), KIP-534: a kept tombstone in a batch WITHOUT a delete horizon
-     makes the batch be rewritten with the delete-horizon attribute (bit 6) set and its base
-     timestamp = round start time + delete.retention.ms (record timestamp deltas are
-     re-encoded against it, so record timestamps are unchanged); a tombstone in a batch whose
-     horizon has passed (now >= horizon) is removed. So a tombstone survives at least
-     delete.retention.ms after the first clean that saw it, then goes at the next clean;
-   - a batch is copied byte for byte when all its records stay and no horizon must be set;
-     otherwise it is re-encoded (`encode_batch`): same base offset, lastOffsetDelta (so the
-     last offset and last sequence survive), partition leader epoch, producer id / epoch /
-     base sequence, timestamp type, transactional bit and compression codec (re-compressed
-     with the same codec); maxTimestamp is recomputed (kept for LogAppendTime);
-   - a batch left with no record is dropped, except (Kafka's RETAIN_EMPTY) the last batch of
-     an idempotent producer still in the producer state, and the batch ending exactly at U;
-     those stay as an empty batch (61-byte header, recordsCount 0, lastOffsetDelta kept, base
-     and max timestamp = the old max timestamp, uncompressed) so producer sequences and the
-     offset of the last cleaned batch survive a reload;
-   - control batches are copied unchanged (transactions are not supported: there are no
-     aborted transactions to purge and markers are never removed); the transactional bit of
-     data batches is ignored (treated as plain data).
-   Offsets are preserved: the cleaned segment has gaps, its offset and time indexes are built
-   by `Segment.append` as for any append, and a read from an offset in a gap returns the next
-   batch. The log end offset never changes (the active segment is never cleaned).
-4. Swap (crash safe, Kafka's `replaceSegments`): the group is written as
-   `<base>.log.cleaned` (+ `.index.cleaned`, `.timeindex.cleaned`), final time-index entry,
-   fsync; the three files are renamed to `.swap` (the .log last: the commit point), directory
-   fsync; the old segments' files are deleted, directory fsync; the `.swap` files are renamed
-   to their live names, directory fsync (`swap_in`). The cleaned segment takes the in-memory
-   last-modified time of the group's last segment (the file's mtime is not set: the
-   FileSystem seam has no utime).
-   Recovery at load (`complete_interrupted_swaps`, called first by `PartitionLog._load`):
-   for each `<B>.log.swap`, its batches are walked to find its next offset N; every segment
-   file (.log/.index/.timeindex) with a base offset in [B, max(N, B + 1)) is deleted (the old
-   segments the swap replaces, and B's old indexes) and the swap is renamed to `<B>.log`; its
-   indexes are then rebuilt by the normal load (missing index -> segment recovery).
-   Leftover `*.cleaned` files (crash before the commit point) and index `*.swap` files are
-   deleted by the loader as strays.
-5. The cleaner checkpoint of the log becomes U (`checkpoints`, persisted by LogManager in
-   each log dir's `cleaner-offset-checkpoint`, Kafka's offset checkpoint format).
-
-Between two `run` calls of an unfinished round the log may change: the round is abandoned
-(its `.cleaned` files deleted, nothing swapped in by it later) when the log was closed,
-deleted, taken offline, stopped being compacted, or when one of the segments the round still
-needs is gone or changed size (retention, truncation). Groups already swapped in stay (each
-is a correct compaction on its own). An OSError, a CRC mismatch or undecodable batch during a
-round marks the partition uncleanable until restart (Kafka does the same); an OSError inside
-the swap itself takes the log offline (PartitionLog) and the next load completes the swap.
-
-Not done (Kafka does them): transaction-aware cleaning (aborted data, marker removal, the
-transaction index), legacy (magic < 2) tombstones, I/O throttling
-(log.cleaner.io.max.bytes.per.second), several cleaner threads, splitting segments whose
-relative offsets overflow.
+Invariants: offsets and the log end never change (the active segment is never cleaned); the
+last batch of a live idempotent producer and the batch ending at the round's bound survive
+(possibly empty); a round abandoned between calls leaves no `.cleaned` files; an error marks
+the partition uncleanable until restart. The cleaner sees a log only through `CleanableLog`.
+Design notes (choosing a log, the round, the swap and its recovery): docs/log.md,
+"Compaction".
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import re
-import struct
 from bisect import bisect_right
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from protocol.compression import compress
-from protocol.crc32c import crc32c
 from protocol.records import (
     BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
+    LOG_APPEND_TIME,
     BatchHeader,
     InvalidBatch,
     Record,
     decode_records,
     parse_header,
+    rebuild_batch,
     verify_crc,
 )
+from wirebroker.log.config import DECODE_CAP, LogConfig
 from wirebroker.log.errors import LogError
 from wirebroker.log.fs import FileSystem, pread_exact
-from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment, segment_file_name
-
-if TYPE_CHECKING:
-    from wirebroker.log.partition_log import PartitionLog
+from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment
+from wirebroker.log.segments import CLEANED_SUFFIX, SWAP_SUFFIX
 
 __all__ = [
     "CLEANED_SUFFIX",
     "CLEANER_CHECKPOINT",
     "SWAP_SUFFIX",
+    "CleanableLog",
     "LogCleaner",
     "LogToClean",
-    "complete_interrupted_swaps",
     "encode_batch",
     "filter_batch",
     "group_segments",
     "log_to_clean",
-    "swap_in",
 ]
 
 log = logging.getLogger(__name__)
@@ -139,23 +64,36 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
 READ_WINDOW = 1 << 20
 WRITE_BUFFER = 1 << 20
 DEFAULT_MAX_MAP_ENTRIES = 1_000_000
 DEFAULT_MAX_BYTES_PER_RUN = 4 << 20
-DELETE_HORIZON_BIT = 0x40
-_COMPRESSION_MASK = 0x07
-_TIMESTAMP_TYPE_BIT = 0x08
-_LOG_APPEND_TIME = 1
-_DECODE_CAP = 64 * 1024 * 1024
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC = struct.Struct(">I")
-_CRC_POS = 17
-_CRC_START = 21
-_SWAP_LOG_RE = re.compile(r"(\d{20})\.log\.swap")
-_SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)")
+
+
+class CleanableLog(Protocol):
+    """What the cleaner needs of a log (`PartitionLog` provides it)."""
+
+    fs: FileSystem
+    directory: Path
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> LogConfig: ...
+    @property
+    def segments(self) -> list[Segment]: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def offline(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def producer_last_offsets(self) -> dict[int, int]: ...
+    def replace_segments(self, new: Segment, old: list[Segment]) -> None: ...
 
 
 # -- batch filtering and encoding (pure) ------------------------------------------------------
@@ -164,68 +102,6 @@ _SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)")
 def key_digest(key: bytes) -> bytes:
     """The offset map's key: a 16-byte BLAKE2b digest of the record key."""
     return hashlib.blake2b(key, digest_size=16).digest()
-
-
-def _put_varint(out: bytearray, value: int) -> None:
-    raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-
-
-def _put_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        _put_varint(out, -1)
-    else:
-        _put_varint(out, len(data))
-        out += data
-
-
-def _encode_record(out: bytearray, rec: Record, base_offset: int, base_timestamp: int) -> None:
-    body = bytearray(b"\x00")  # record attributes: unused
-    _put_varint(body, rec.timestamp - base_timestamp)
-    _put_varint(body, rec.offset - base_offset)
-    _put_bytes(body, rec.key)
-    _put_bytes(body, rec.value)
-    _put_varint(body, len(rec.headers))
-    for hkey, hval in rec.headers:
-        _put_bytes(body, hkey.encode("utf-8"))
-        _put_bytes(body, hval)
-    _put_varint(out, len(body))
-    out += body
-
-
-def _pack(
-    h: BatchHeader,
-    attributes: int,
-    base_timestamp: int,
-    max_timestamp: int,
-    records_count: int,
-    payload: bytes | bytearray,
-) -> bytes:
-    size = BATCH_HEADER_SIZE + len(payload)
-    out = bytearray(size)
-    _HEADER.pack_into(
-        out,
-        0,
-        h.base_offset,
-        size - 12,
-        h.partition_leader_epoch,
-        2,
-        0,
-        attributes,
-        h.last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        h.producer_id,
-        h.producer_epoch,
-        h.base_sequence,
-        records_count,
-    )
-    out[BATCH_HEADER_SIZE:] = payload
-    _CRC.pack_into(out, _CRC_POS, crc32c(memoryview(out)[_CRC_START:]))
-    return bytes(out)
 
 
 def encode_batch(h: BatchHeader, records: Sequence[Record], delete_horizon: int | None) -> bytes:
@@ -239,26 +115,24 @@ def encode_batch(h: BatchHeader, records: Sequence[Record], delete_horizon: int 
     if not records:
         raise ValueError("encode_batch needs at least one record")
     base_ts = delete_horizon if delete_horizon is not None else records[0].timestamp
-    if h.timestamp_type == _LOG_APPEND_TIME:
+    if h.timestamp_type == LOG_APPEND_TIME:
         max_ts = h.max_timestamp
     else:
         max_ts = max(r.timestamp for r in records)
-    body = bytearray()
-    for rec in records:
-        _encode_record(body, rec, h.base_offset, base_ts)
-    codec = h.attributes & _COMPRESSION_MASK
-    payload = compress(codec, body) if codec else body
     attributes = h.attributes & ~DELETE_HORIZON_BIT
     if delete_horizon is not None:
         attributes |= DELETE_HORIZON_BIT
-    return _pack(h, attributes, base_ts, max_ts, len(records), payload)
+    return rebuild_batch(
+        h, records, attributes=attributes, base_timestamp=base_ts, max_timestamp=max_ts
+    )
 
 
 def empty_batch(h: BatchHeader) -> bytes:
     """Kafka's `writeEmptyHeader`: the batch's header with no records, uncompressed, base and
     max timestamp = the old max timestamp, no delete horizon."""
-    attributes = h.attributes & ~(_COMPRESSION_MASK | DELETE_HORIZON_BIT)
-    return _pack(h, attributes, h.max_timestamp, h.max_timestamp, 0, b"")
+    attributes = h.attributes & ~(COMPRESSION_MASK | DELETE_HORIZON_BIT)
+    ts = h.max_timestamp
+    return rebuild_batch(h, (), attributes=attributes, base_timestamp=ts, max_timestamp=ts)
 
 
 def delete_horizon_of(h: BatchHeader) -> int | None:
@@ -281,7 +155,7 @@ def filter_batch(
     """
     if h.is_control:
         return data
-    records = decode_records(data, 0, max_decompressed_bytes=_DECODE_CAP)
+    records = decode_records(data, 0, max_decompressed_bytes=DECODE_CAP)
     horizon = delete_horizon_of(h)
     kept: list[Record] = []
     tombstones = False
@@ -313,7 +187,7 @@ class LogToClean:
     """What a round would clean in one log (Kafka's `LogToClean`)."""
 
     key: Key
-    plog: PartitionLog
+    plog: CleanableLog
     first_dirty_offset: int
     first_uncleanable_offset: int  # a segment base offset: the round's upper bound U
     segments: list[Segment]  # every segment below U (the round rewrites them)
@@ -338,7 +212,7 @@ class LogToClean:
         ) or self.cleanable_ratio > self.plog.config.min_cleanable_dirty_ratio
 
 
-def log_to_clean(key: Key, plog: PartitionLog, checkpoint: int | None, now_ms: int) -> LogToClean:
+def log_to_clean(key: Key, plog: CleanableLog, checkpoint: int | None, now_ms: int) -> LogToClean:
     """The cleanable range of `plog` given its cleaner checkpoint (see the module doc)."""
     cfg = plog.config
     segs = plog.segments
@@ -423,76 +297,6 @@ def group_segments(
     return groups
 
 
-# -- crash-safe swap --------------------------------------------------------------------------
-
-
-def swap_in(fs: FileSystem, directory: Path, new: Segment, old: Sequence[Segment]) -> None:
-    """Replace the files of `old` by those of `new` (named `<base>.*.cleaned`, flushed).
-
-    .cleaned -> .swap (commit point: the .log's rename), delete the old files, .swap -> live
-    names; a directory fsync after each step. OSError propagates (the caller takes the log
-    offline; `complete_interrupted_swaps` finishes the job at the next load).
-    """
-    new.rename_files(SWAP_SUFFIX)
-    fs.fsync_dir(directory)
-    for seg in old:
-        seg.delete_files()
-    fs.fsync_dir(directory)
-    new.rename_files("")
-    fs.fsync_dir(directory)
-
-
-def _next_offset_of_file(fs: FileSystem, path: Path, base_offset: int) -> int:
-    """Next offset after the last well-formed batch of a .log file (header walk, no CRC)."""
-    fd = fs.open(path, os.O_RDONLY)
-    try:
-        size = fs.fsize(fd)
-        pos = 0
-        next_offset = base_offset
-        while size - pos >= BATCH_HEADER_SIZE:
-            try:
-                h = parse_header(pread_exact(fs, fd, BATCH_HEADER_SIZE, pos))
-            except InvalidBatch:
-                break
-            if h.base_offset < next_offset or h.size > size - pos or h.last_offset_delta < 0:
-                break
-            next_offset = h.next_offset
-            pos += h.size
-        return next_offset
-    finally:
-        fs.close(fd)
-
-
-def complete_interrupted_swaps(fs: FileSystem, directory: Path) -> list[int]:
-    """Finish swaps a crash interrupted after their commit point (see the module doc).
-
-    Returns the base offsets of the swaps completed. OSError propagates.
-    """
-    done: list[int] = []
-    for name in sorted(fs.listdir(directory)):
-        m = _SWAP_LOG_RE.fullmatch(name)
-        if m is None:
-            continue
-        base = int(m.group(1))
-        swap = directory / name
-        end = max(_next_offset_of_file(fs, swap, base), base + 1)
-        for other in sorted(fs.listdir(directory)):
-            om = _SEGMENT_FILE_RE.fullmatch(other)
-            if om is not None and base <= int(om.group(1)) < end:
-                fs.unlink(directory / other)
-        fs.rename(swap, directory / segment_file_name(base, ".log"))
-        log.warning(
-            "%s: completed an interrupted swap of cleaned segment %d (offsets below %d)",
-            directory.name,
-            base,
-            end,
-        )
-        done.append(base)
-    if done:
-        fs.fsync_dir(directory)
-    return done
-
-
 # -- a cleaning round -------------------------------------------------------------------------
 
 
@@ -554,7 +358,7 @@ class _Round:
         self._watch = {id(s): (s, s.size) for s in ltc.segments}
         self.steps = self._run()
 
-    def still_valid(self, logs: Mapping[Key, PartitionLog]) -> bool:
+    def still_valid(self, logs: Mapping[Key, CleanableLog]) -> bool:
         plog = self.plog
         if logs.get(self.key) is not plog or plog.offline or plog.closed or not plog.config.compact:
             return False
@@ -574,7 +378,7 @@ class _Round:
             for pos, h, data in _batches(seg):
                 if not h.is_control:
                     _checked(seg, pos, h, data)
-                    for rec in decode_records(data, 0, max_decompressed_bytes=_DECODE_CAP):
+                    for rec in decode_records(data, 0, max_decompressed_bytes=DECODE_CAP):
                         if rec.key is not None:
                             offset_map[key_digest(rec.key)] = rec.offset
                 yield h.size
@@ -692,7 +496,7 @@ class LogCleaner:
         return self._round.key if self._round is not None else None
 
     def run(
-        self, logs: Mapping[Key, PartitionLog], now_ms: int, max_bytes: int | None = None
+        self, logs: Mapping[Key, CleanableLog], now_ms: int, max_bytes: int | None = None
     ) -> int:
         """Clean for at most `max_bytes` (default max_bytes_per_run) bytes read; returns the
         bytes reclaimed by the swaps done in this call. Never raises for a single log's
@@ -741,7 +545,7 @@ class LogCleaner:
             reclaimed += rnd.reclaimed - before
         return reclaimed
 
-    def _start_round(self, logs: Mapping[Key, PartitionLog], now_ms: int) -> _Round | None:
+    def _start_round(self, logs: Mapping[Key, CleanableLog], now_ms: int) -> _Round | None:
         best: LogToClean | None = None
         for key, plog in logs.items():
             if not plog.config.compact or plog.offline or plog.closed or key in self.uncleanable:

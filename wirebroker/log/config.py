@@ -43,7 +43,10 @@ from typing import Any
 
 from wirebroker.config import LONG_MAX, TOPIC_CONFIGS
 
-__all__ = ["LONG_MAX", "LogConfig"]
+__all__ = ["DECODE_CAP", "LONG_MAX", "LogConfig"]
+
+#: decompressed bytes one stored or produced batch may decode to (reads, checks, cleaning)
+DECODE_CAP = 64 * 1024 * 1024
 
 _TOPIC_KEYS: dict[str, str] = {
     "segment_bytes": "segment.bytes",

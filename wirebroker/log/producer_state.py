@@ -29,17 +29,24 @@ Snapshots: `<20-digit offset>.producers` files (wirebroker's own format, not Kaf
 `.snapshot`): an 8-hex-digit CRC-32C of the JSON body, a newline, then
 `{"version": 1, "offset": N, "producers": [[pid, epoch, last_ts, [[first_seq, last_seq,
 first_offset, last_offset, timestamp], ...]], ...]}` -- the state after every batch below N.
+`SnapshotFiles` lists, loads, writes (keeping the newest 3) and deletes them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from protocol.crc32c import crc32c
 from protocol.records import BatchHeader
 from wirebroker.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from wirebroker.log.fs import FileSystem, read_file, write_file_atomic
 
 __all__ = ["BatchMetadata", "ProducerEntry", "ProducerStateManager", "SnapshotError"]
 
@@ -133,6 +140,28 @@ class ProducerStateManager:
         if entry is None:
             return None
         return entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
+
+    def find_first_duplicate(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
+        """The first of the idempotent batches `headers` that duplicates a retained batch."""
+        for h in headers:
+            if h.producer_id >= 0:
+                dup = self.find_duplicate(h)
+                if dup is not None:
+                    return dup
+        return None
+
+    def validate_all(self, headers: Iterable[BatchHeader]) -> dict[int, ProducerEntry]:
+        """`validate` every idempotent batch of a leader append (stamped headers, in
+        order); -> the staged entries for `commit`."""
+        staged: dict[int, ProducerEntry] = {}
+        for h in headers:
+            if h.producer_id >= 0:
+                self.validate(h, h.base_offset, h.last_offset, staged)
+        return staged
+
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its last batch (the log cleaner keeps those)."""
+        return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
 
     def validate(
         self, h: BatchHeader, first_offset: int, last_offset: int, staged: dict[int, ProducerEntry]
@@ -242,3 +271,68 @@ class ProducerStateManager:
         except (ValueError, KeyError, TypeError) as exc:
             raise SnapshotError(f"malformed producer snapshot: {exc}") from None
         return offset, producers
+
+
+SNAPSHOT_SUFFIX = ".producers"
+SNAPSHOTS_KEPT = 3  # older ones only help after a deep truncation; then the log is scanned
+_SNAPSHOT_RE = re.compile(r"(\d{20})\.producers")
+log = logging.getLogger(__name__)
+
+
+class SnapshotFiles:
+    """The `<offset>.producers` files of one partition directory. OSError propagates."""
+
+    def __init__(self, fs: FileSystem, directory: Path) -> None:
+        self.fs = fs
+        self.directory = directory
+
+    def files(self) -> list[tuple[int, Path]]:
+        """(offset, path) of every snapshot, oldest first."""
+        out = []
+        for name in self.fs.listdir(self.directory):
+            m = _SNAPSHOT_RE.fullmatch(name)
+            if m:
+                out.append((int(m.group(1)), self.directory / name))
+        return sorted(out)
+
+    def load(self, log_end_offset: int) -> tuple[int, dict[int, ProducerEntry]]:
+        """Newest valid snapshot at or below the log end; deletes those above it and
+        corrupt ones. (0, {}) when there is none."""
+        found: tuple[int, dict[int, ProducerEntry]] | None = None
+        for offset, path in reversed(self.files()):
+            if offset > log_end_offset:
+                self.fs.unlink(path)
+                continue
+            if found is not None:
+                continue
+            data = read_file(self.fs, path)
+            try:
+                if data is None:
+                    raise SnapshotError("vanished")
+                snap_offset, producers = ProducerStateManager.from_snapshot(data)
+                if snap_offset != offset:
+                    raise SnapshotError(f"offset {snap_offset} does not match the name")
+            except SnapshotError as exc:
+                log.warning(
+                    "%s: dropping producer snapshot %s: %s", self.directory.name, path.name, exc
+                )
+                self.fs.unlink(path)
+                continue
+            found = (offset, producers)
+        return found if found is not None else (0, {})
+
+    def take(self, state: ProducerStateManager, offset: int) -> None:
+        """Snapshot `state` at `offset` (the log end); keep the newest SNAPSHOTS_KEPT."""
+        path = self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+        write_file_atomic(self.fs, path, state.to_snapshot(offset))
+        offsets = [off for off, _ in self.files()]
+        if len(offsets) > SNAPSHOTS_KEPT:
+            cutoff = offsets[-SNAPSHOTS_KEPT]
+            self.delete(lambda off: off >= cutoff)
+
+    def delete(self, keep: Callable[[int], bool]) -> None:
+        """Delete every snapshot whose offset `keep` rejects."""
+        for offset, path in self.files():
+            if not keep(offset):
+                with suppress(FileNotFoundError):
+                    self.fs.unlink(path)

@@ -27,7 +27,9 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     import uuid
+    from collections.abc import Sequence
 
+    from protocol.records import BatchHeader
     from wirebroker.log.config import LogConfig
     from wirebroker.log.partition_log import AppendResult, PartitionLog
 
@@ -120,16 +122,24 @@ class Partition:
 
     # -- operations ---------------------------------------------------------------------------
     def append_records(
-        self, records: bytes | bytearray | memoryview, *, now_ms: int, required_acks: int = -1
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        now_ms: int,
+        required_acks: int = -1,
+        batches: Sequence[tuple[int, BatchHeader]] | None = None,
     ) -> AppendResult:
-        """Append as leader; raises wirebroker.log.errors.LogError or NotEnoughReplicasError."""
+        """Append as leader; raises wirebroker.log.errors.LogError or NotEnoughReplicasError.
+        `batches`: the records' batch headers, when the caller parsed them (not parsed again)."""
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                 f"requirement of {self.min_insync_replicas} for partition {self.topic}-"
                 f"{self.index}"
             )
-        result = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        result = self.log.append_as_leader(
+            records, leader_epoch=self.leader_epoch, now_ms=now_ms, batches=batches
+        )
         self._maybe_advance_high_watermark()
         return result
 

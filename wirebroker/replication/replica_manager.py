@@ -30,6 +30,9 @@ from wirebroker.cluster.topic_store import TopicInfo, TopicStore, ensure_meta_pr
 from wirebroker.replication.partition import Partition
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from protocol.records import BatchHeader
     from wirebroker.config import BrokerConfig
     from wirebroker.log.config import LogConfig
     from wirebroker.log.log_manager import LogManager
@@ -155,12 +158,16 @@ class ReplicaManager:
         *,
         now_ms: int,
         required_acks: int = -1,
+        batches: Sequence[tuple[int, BatchHeader]] | None = None,
     ) -> AppendResult:
-        """Append to `part` as leader and wake its fetchers.
+        """Append to `part` as leader and wake its fetchers (`batches`: the records' batch
+        headers when the caller parsed them).
 
         Raises NotEnoughReplicasError or a wirebroker.log.errors.LogError.
         """
-        result = part.append_records(records, now_ms=now_ms, required_acks=required_acks)
+        result = part.append_records(
+            records, now_ms=now_ms, required_acks=required_acks, batches=batches
+        )
         if not result.duplicate:
             self.notify_data(part.topic, part.index)
         return result

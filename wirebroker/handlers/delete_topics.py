@@ -30,6 +30,7 @@ shuffles the results, wirebroker keeps them in a stable order.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         DeleteTopicsRequest,
         DeleteTopicsResponse,
     )
+    from wirebroker.cluster.topic_store import TopicStore
 
 ZERO_UUID = NIL_UUID
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
@@ -66,6 +68,68 @@ def _requested(ctx: RequestContext, req: DeleteTopicsRequest) -> list[tuple[str 
     return [(name, ZERO_UUID) for name in (req.get("topic_names") or [])]
 
 
+def _sort_requested(
+    requested: list[tuple[str | None, uuid.UUID]], results: list[DeletableTopicResult]
+) -> tuple[Counter[str], Counter[uuid.UUID]]:
+    """Requested names and ids, counted in request order; entries naming both or neither, and
+    duplicates, are answered INVALID_REQUEST into `results`."""
+    names: Counter[str] = Counter()
+    ids: Counter[uuid.UUID] = Counter()
+    for name, tid in requested:
+        if name is None and tid == ZERO_UUID:
+            message = "Neither topic name nor id were specified."
+            results.append(_result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, message))
+        elif name is None:
+            ids[tid] += 1
+        elif tid == ZERO_UUID:
+            names[name] += 1
+        else:
+            message = "You may not specify both topic name and topic id."
+            results.append(_result(name, tid, ErrorCode.INVALID_REQUEST, message))
+    for name, n in names.items():
+        if n > 1:
+            message = "Duplicate topic name."
+            results.append(_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, message))
+    for tid, n in ids.items():
+        if n > 1:
+            results.append(_result(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
+    return names, ids
+
+
+def _resolve(
+    topics: TopicStore,
+    names: Counter[str],
+    ids: Counter[uuid.UUID],
+    results: list[DeletableTopicResult],
+) -> dict[uuid.UUID, str]:
+    """The topics to delete (id -> name): ids first, then names; a name that maps to an id
+    already given is refused, and so is that id."""
+    to_delete: dict[uuid.UUID, str] = {}
+    refused = {tid for tid, n in ids.items() if n > 1}
+    for tid in ids:
+        if tid in refused:
+            continue
+        info, missing = resolve_topic(topics, by_id=True, topic_id=tid)
+        if info is None:
+            results.append(_result(None, tid, missing, UNKNOWN_TOPIC_ID_MESSAGE))
+        else:
+            to_delete[tid] = info.name
+    for name, n in names.items():
+        if n > 1:
+            continue
+        info, missing = resolve_topic(topics, by_id=False, name=name)
+        if info is None:
+            results.append(_result(name, ZERO_UUID, missing, UNKNOWN_TOPIC_MESSAGE))
+        elif info.topic_id in to_delete or info.topic_id in refused:
+            to_delete.pop(info.topic_id, None)
+            refused.add(info.topic_id)
+            message = "The provided topic name maps to an ID that was already supplied."
+            results.append(_result(name, info.topic_id, ErrorCode.INVALID_REQUEST, message))
+        else:
+            to_delete[info.topic_id] = name
+    return to_delete
+
+
 @handler(ApiKey.DELETE_TOPICS)
 async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     services = ctx.services
@@ -80,79 +144,8 @@ async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsR
         }
 
     results: list[DeletableTopicResult] = []
-    names: list[str] = []
-    ids: list[uuid.UUID] = []
-    name_counts: dict[str, int] = {}
-    id_counts: dict[uuid.UUID, int] = {}
-    for name, tid in requested:
-        if name is None:
-            if tid == ZERO_UUID:
-                results.append(
-                    _result(
-                        None,
-                        ZERO_UUID,
-                        ErrorCode.INVALID_REQUEST,
-                        "Neither topic name nor id were specified.",
-                    )
-                )
-            else:
-                id_counts[tid] = id_counts.get(tid, 0) + 1
-                if id_counts[tid] == 1:
-                    ids.append(tid)
-        elif tid == ZERO_UUID:
-            name_counts[name] = name_counts.get(name, 0) + 1
-            if name_counts[name] == 1:
-                names.append(name)
-        else:
-            results.append(
-                _result(
-                    name,
-                    tid,
-                    ErrorCode.INVALID_REQUEST,
-                    "You may not specify both topic name and topic id.",
-                )
-            )
-    for name in names:
-        if name_counts[name] > 1:
-            results.append(
-                _result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-            )
-    for tid in ids:
-        if id_counts[tid] > 1:
-            results.append(_result(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
-
-    # Resolve ids, then names, to the topics to delete (id -> name).
-    to_delete: dict[uuid.UUID, str] = {}
-    duplicate_ids = {tid for tid, n in id_counts.items() if n > 1}
-    for tid in ids:
-        if tid in duplicate_ids:
-            continue
-        info, missing = resolve_topic(services.topics, by_id=True, topic_id=tid)
-        if info is None:
-            results.append(_result(None, tid, missing, UNKNOWN_TOPIC_ID_MESSAGE))
-        else:
-            to_delete[tid] = info.name
-    for name in names:
-        if name_counts[name] > 1:
-            continue
-        info, missing = resolve_topic(services.topics, by_id=False, name=name)
-        if info is None:
-            results.append(_result(name, ZERO_UUID, missing, UNKNOWN_TOPIC_MESSAGE))
-        elif info.topic_id in to_delete or info.topic_id in duplicate_ids:
-            to_delete.pop(info.topic_id, None)
-            duplicate_ids.add(info.topic_id)
-            results.append(
-                _result(
-                    name,
-                    info.topic_id,
-                    ErrorCode.INVALID_REQUEST,
-                    "The provided topic name maps to an ID that was already supplied.",
-                )
-            )
-        else:
-            to_delete[info.topic_id] = name
-
-    for tid, name in to_delete.items():
+    names, ids = _sort_requested(requested, results)
+    for tid, name in _resolve(services.topics, names, ids, results).items():
         try:
             services.admin.delete_topic(name)
         except Exception as exc:

@@ -39,7 +39,6 @@ quotas (throttle_time_ms is always 0), `timeout_ms` (creation is synchronous).
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -49,6 +48,7 @@ from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers._configs import describe_topic_configs
+from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -94,7 +94,7 @@ def _created(config: BrokerConfig, info: TopicInfo) -> CreatableTopicResult:
 def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
     return {
         "name": name,
-        "topic_id": uuid.UUID(int=0),
+        "topic_id": NIL_UUID,
         "error_code": code,
         "error_message": message,
         "num_partitions": -1,

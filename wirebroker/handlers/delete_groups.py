@@ -10,7 +10,7 @@ coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttling.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -18,13 +18,16 @@ from wirebroker.group.messages import DeleteGroupsResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.delete_groups import DeleteGroupsRequest
+    from protocol.messages.delete_groups import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["delete_groups_response", "handle"]
 
 
-def delete_groups_response(result: DeleteGroupsResult) -> dict[str, Any]:
+def delete_groups_response(result: DeleteGroupsResult) -> DeleteGroupsResponse:
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": r.group_id, "error_code": int(r.error)} for r in result.results],
@@ -32,7 +35,7 @@ def delete_groups_response(result: DeleteGroupsResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.DELETE_GROUPS)
-async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     group_ids = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     )
     from wirebroker.cluster.topic_store import TopicStore
 
-ZERO_UUID = NIL_UUID
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
 
@@ -64,8 +63,8 @@ def _result(
 
 def _requested(ctx: RequestContext, req: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
     if ctx.api_version >= 6:
-        return [(t["name"], t["topic_id"] or ZERO_UUID) for t in (req.get("topics") or [])]
-    return [(name, ZERO_UUID) for name in (req.get("topic_names") or [])]
+        return [(t["name"], t["topic_id"] or NIL_UUID) for t in (req.get("topics") or [])]
+    return [(name, NIL_UUID) for name in (req.get("topic_names") or [])]
 
 
 def _sort_requested(
@@ -76,12 +75,12 @@ def _sort_requested(
     names: Counter[str] = Counter()
     ids: Counter[uuid.UUID] = Counter()
     for name, tid in requested:
-        if name is None and tid == ZERO_UUID:
+        if name is None and tid == NIL_UUID:
             message = "Neither topic name nor id were specified."
-            results.append(_result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, message))
+            results.append(_result(None, NIL_UUID, ErrorCode.INVALID_REQUEST, message))
         elif name is None:
             ids[tid] += 1
-        elif tid == ZERO_UUID:
+        elif tid == NIL_UUID:
             names[name] += 1
         else:
             message = "You may not specify both topic name and topic id."
@@ -89,7 +88,7 @@ def _sort_requested(
     for name, n in names.items():
         if n > 1:
             message = "Duplicate topic name."
-            results.append(_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, message))
+            results.append(_result(name, NIL_UUID, ErrorCode.INVALID_REQUEST, message))
     for tid, n in ids.items():
         if n > 1:
             results.append(_result(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
@@ -119,7 +118,7 @@ def _resolve(
             continue
         info, missing = resolve_topic(topics, by_id=False, name=name)
         if info is None:
-            results.append(_result(name, ZERO_UUID, missing, UNKNOWN_TOPIC_MESSAGE))
+            results.append(_result(name, NIL_UUID, missing, UNKNOWN_TOPIC_MESSAGE))
         elif info.topic_id in to_delete or info.topic_id in refused:
             to_delete.pop(info.topic_id, None)
             refused.add(info.topic_id)

@@ -17,7 +17,7 @@ Skipped: authorization, throttling.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -25,7 +25,13 @@ from wirebroker.group.messages import DescribedGroup
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.describe_groups import DescribeGroupsRequest
+    from protocol.messages.describe_groups import (
+        DescribedGroup as DescribedGroupEntry,
+    )
+    from protocol.messages.describe_groups import (
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = [
@@ -41,7 +47,7 @@ GROUP_ALL_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
 _NOT_FOUND_VERSION = 6
 
 
-def _described(version: int, g: DescribedGroup) -> dict[str, Any]:
+def _described(version: int, g: DescribedGroup) -> DescribedGroupEntry:
     error, message = g.error, None
     if not g.exists and version >= _NOT_FOUND_VERSION:
         error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
@@ -52,18 +58,30 @@ def _described(version: int, g: DescribedGroup) -> dict[str, Any]:
         "group_state": g.state,
         "protocol_type": g.protocol_type,
         "protocol_data": g.protocol_data,
-        "members": [m._asdict() for m in g.members],
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.member_metadata,
+                "member_assignment": m.member_assignment,
+            }
+            for m in g.members
+        ],
         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
-def describe_groups_response(version: int, groups: Sequence[DescribedGroup]) -> dict[str, Any]:
+def describe_groups_response(
+    version: int, groups: Sequence[DescribedGroup]
+) -> DescribeGroupsResponse:
     """The DescribeGroups response (authorized_operations left 'omitted')."""
     return {"throttle_time_ms": 0, "groups": [_described(version, g) for g in groups]}
 
 
 @handler(ApiKey.DESCRIBE_GROUPS)
-async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     version = ctx.api_version
     group_ids = [str(g) for g in req.get("groups") or []]
     coordinator = ctx.services.group_coordinator

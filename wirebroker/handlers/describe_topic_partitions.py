@@ -21,11 +21,11 @@ the same bit set Metadata uses.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.metadata import TOPIC_ALL_OPERATIONS
 from wirebroker.handlers.registry import handler
@@ -39,14 +39,13 @@ if TYPE_CHECKING:
     )
 
 MAX_PARTITIONS_PER_RESPONSE = 2000
-_NIL_UUID = uuid.UUID(int=0)
 
 
 def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
     return {
         "error_code": code,
         "name": name,
-        "topic_id": _NIL_UUID,
+        "topic_id": NIL_UUID,
         "is_internal": False,
         "partitions": [],
         "topic_authorized_operations": TOPIC_ALL_OPERATIONS,

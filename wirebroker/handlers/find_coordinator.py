@@ -34,14 +34,18 @@ message except for the whole-request INVALID_REQUEST. Skipped: authorization
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.find_coordinator import FindCoordinatorRequest
+    from protocol.messages.find_coordinator import (
+        Coordinator,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["KEY_TYPE_GROUP", "KEY_TYPE_SHARE", "KEY_TYPE_TRANSACTION", "handle"]
@@ -75,30 +79,30 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
     return coordinator.find_coordinator(key)
 
 
-def _node(ctx: RequestContext, error: ErrorCode) -> dict[str, Any]:
+def _node(ctx: RequestContext, error: ErrorCode) -> tuple[int, str, int]:
+    """The coordinator's (node id, host, port); -1, "", -1 with an error."""
     if error is not ErrorCode.NONE:
-        return {"node_id": -1, "host": "", "port": -1}
+        return -1, "", -1
     services = ctx.services
-    return {
-        "node_id": services.node_id,
-        "host": services.advertised_host,
-        "port": services.advertised_port,
-    }
+    return services.node_id, services.advertised_host, services.advertised_port
 
 
 @handler(ApiKey.FIND_COORDINATOR)
-async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     version = ctx.api_version
     key_type = int(req.get("key_type", KEY_TYPE_GROUP) or 0) if version >= 1 else KEY_TYPE_GROUP
     valid_type = key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE)
     if version >= _BATCHED_VERSION:
-        coordinators = []
+        coordinators: list[Coordinator] = []
         for key in list(req.get("coordinator_keys") or []):
             error = _lookup(ctx, key_type, key) if valid_type else ErrorCode.INVALID_REQUEST
+            node_id, host, port = _node(ctx, error)
             coordinators.append(
                 {
                     "key": key,
-                    **_node(ctx, error),
+                    "node_id": node_id,
+                    "host": host,
+                    "port": port,
                     "error_code": int(error),
                     "error_message": None if valid_type else _MESSAGES[error],
                 }
@@ -106,9 +110,12 @@ async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> dict[str, 
         return {"throttle_time_ms": 0, "coordinators": coordinators}
     key = str(req.get("key") or "")
     error = _lookup(ctx, key_type, key) if valid_type else ErrorCode.INVALID_REQUEST
+    node_id, host, port = _node(ctx, error)
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),
         "error_message": _MESSAGES.get(error, error.name),
-        **_node(ctx, error),
+        "node_id": node_id,
+        "host": host,
+        "port": port,
     }

@@ -11,21 +11,24 @@ No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.heartbeat import HeartbeatRequest
+    from protocol.messages.heartbeat import (
+        HeartbeatRequest,
+        HeartbeatResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.HEARTBEAT)
-async def handle(ctx: RequestContext, req: HeartbeatRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}

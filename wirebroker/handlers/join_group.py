@@ -19,7 +19,7 @@ Skipped: authorization, throttling."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -27,7 +27,10 @@ from wirebroker.group.messages import JoinResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.join_group import JoinGroupRequest
+    from protocol.messages.join_group import (
+        JoinGroupRequest,
+        JoinGroupResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["client_host", "handle", "join_response"]
@@ -44,7 +47,7 @@ def client_host(ctx: RequestContext) -> str:
     return host if host.startswith("/") else f"/{host}"
 
 
-def join_response(version: int, result: JoinResult) -> dict[str, Any]:
+def join_response(version: int, result: JoinResult) -> JoinGroupResponse:
     """The JoinGroup response body. Like Kafka's `JoinGroupResponse`: below v7 a null
     protocol name is sent as "", from v7 an empty one as null."""
     protocol_name = result.protocol_name
@@ -73,7 +76,7 @@ def join_response(version: int, result: JoinResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.JOIN_GROUP)
-async def handle(ctx: RequestContext, req: JoinGroupRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     member_id = str(req.get("member_id") or "")
     coordinator = ctx.services.group_coordinator

@@ -13,7 +13,7 @@ throttling.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -21,7 +21,10 @@ from wirebroker.group.messages import LeaveMember, LeaveResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.leave_group import LeaveGroupRequest
+    from protocol.messages.leave_group import (
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle", "leave_response"]
@@ -29,7 +32,7 @@ __all__ = ["handle", "leave_response"]
 _BATCH_VERSION = 3
 
 
-def leave_response(version: int, result: LeaveResult) -> dict[str, Any]:
+def leave_response(version: int, result: LeaveResult) -> LeaveGroupResponse:
     """v0-2: the one member's error at the top level (or the request's); v3+: `members`."""
     if version < _BATCH_VERSION:
         error = result.members[0].error if result.members else result.error
@@ -49,7 +52,7 @@ def leave_response(version: int, result: LeaveResult) -> dict[str, Any]:
 
 
 @handler(ApiKey.LEAVE_GROUP)
-async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

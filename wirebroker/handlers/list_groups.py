@@ -11,7 +11,7 @@ Skipped: authorization (Kafka filters by DESCRIBE on each group), throttling.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -19,22 +19,33 @@ from wirebroker.group.messages import ListGroupsResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.list_groups import ListGroupsRequest
+    from protocol.messages.list_groups import (
+        ListGroupsRequest,
+        ListGroupsResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle", "list_groups_response"]
 
 
-def list_groups_response(result: ListGroupsResult) -> dict[str, Any]:
+def list_groups_response(result: ListGroupsResult) -> ListGroupsResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),
-        "groups": [g._asdict() for g in result.groups],
+        "groups": [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type,
+                "group_state": g.group_state,
+                "group_type": g.group_type,
+            }
+            for g in result.groups
+        ],
     }
 
 
 @handler(ApiKey.LIST_GROUPS)
-async def handle(ctx: RequestContext, req: ListGroupsRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return list_groups_response(ListGroupsResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))

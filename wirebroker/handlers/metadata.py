@@ -87,8 +87,6 @@ def _bits(*codes: int) -> int:
 TOPIC_ALL_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)
 CLUSTER_ALL_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
 
-_NIL_UUID = NIL_UUID
-
 
 def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> MetadataResponseTopic:
     # One comprehension, and the partitions' own replica/ISR lists (the response is encoded
@@ -116,7 +114,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> MetadataResp
 
 
 def _missing(
-    name: str | None, code: ErrorCode, *, topic_id: uuid.UUID = _NIL_UUID, internal: bool = False
+    name: str | None, code: ErrorCode, *, topic_id: uuid.UUID = NIL_UUID, internal: bool = False
 ) -> MetadataResponseTopic:
     return {
         "error_code": int(code),
@@ -179,9 +177,7 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
     if requested is None or (version == 0 and not requested):
         topics_out = [_topic_entry(ctx, info, topic_ops) for info in store.all()]
     else:
-        ids = [
-            tid for t in requested if (tid := t.get("topic_id")) is not None and tid != _NIL_UUID
-        ]
+        ids = [tid for t in requested if (tid := t.get("topic_id")) is not None and tid != NIL_UUID]
         if ids:
             for topic_id in dict.fromkeys(ids):
                 info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)

@@ -25,23 +25,27 @@ throttling, the consumer protocol's member epochs (KIP-848).
 
 from __future__ import annotations
 
-import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import CommitPartition, CommitResult, CommitTopic
+from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.offset_commit import OffsetCommitRequest
+    from protocol.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["commit_errors", "handle"]
 
 _TOPIC_IDS_VERSION = 10
 _GROUP_ID_NOT_FOUND_VERSION = 9
-_NIL_UUID = uuid.UUID(int=0)
 
 
 def commit_errors(version: int, result: CommitResult) -> dict[tuple[str, int], int]:
@@ -56,7 +60,7 @@ def commit_errors(version: int, result: CommitResult) -> dict[tuple[str, int], i
 
 
 @handler(ApiKey.OFFSET_COMMIT)
-async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     version = ctx.api_version
     by_id = version >= _TOPIC_IDS_VERSION
     store = ctx.services.topics
@@ -69,12 +73,9 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> dict[str, Any
     request_topics = list(req.get("topics") or [])
     for i, topic in enumerate(request_topics):
         partitions = list(topic.get("partitions") or [])
-        if by_id:
-            info = store.by_id(topic.get("topic_id") or _NIL_UUID)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
-        else:
-            info = store.get(str(topic.get("name") or ""))
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        info, missing = resolve_topic(
+            store, by_id=by_id, name=topic.get("name"), topic_id=topic.get("topic_id")
+        )
         names.append(info.name if info is not None else None)
         ok = []
         for p in partitions:
@@ -109,10 +110,10 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> dict[str, Any
         )
         results = commit_errors(version, result)
 
-    out_topics = []
+    out_topics: list[OffsetCommitResponseTopic] = []
     for i, topic in enumerate(request_topics):
         name = names[i]
-        parts = []
+        parts: list[OffsetCommitResponsePartition] = []
         for p in topic.get("partitions") or []:
             index = int(p.get("partition_index"))
             code = errors.get((i, index))
@@ -121,10 +122,10 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> dict[str, Any
                 parts.append({"partition_index": index, "error_code": results[(name, index)]})
             else:
                 parts.append({"partition_index": index, "error_code": int(code)})
-        entry: dict[str, Any] = {"partitions": parts}
+        entry: OffsetCommitResponseTopic = {"partitions": parts}
         if by_id:
-            entry["topic_id"] = topic.get("topic_id") or _NIL_UUID
+            entry["topic_id"] = topic.get("topic_id") or NIL_UUID
         else:
-            entry["name"] = topic.get("name")
+            entry["name"] = topic["name"]  # every topic of a by-name version has one
         out_topics.append(entry)
     return {"throttle_time_ms": 0, "topics": out_topics}

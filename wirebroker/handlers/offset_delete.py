@@ -13,7 +13,7 @@ No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -21,14 +21,19 @@ from wirebroker.group.messages import TopicPartitions
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.offset_delete import OffsetDeleteRequest
+    from protocol.messages.offset_delete import (
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+        OffsetDeleteResponsePartition,
+        OffsetDeleteResponseTopic,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.OFFSET_DELETE)
-async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {
@@ -57,10 +62,10 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> dict[str, Any
     remote = {
         (t.name, p.partition_index): int(p.error) for t in answer.topics for p in t.partitions
     }
-    out_topics = []
+    out_topics: list[OffsetDeleteResponseTopic] = []
     for t in request_topics:
         name = str(t.get("name") or "")
-        parts = []
+        parts: list[OffsetDeleteResponsePartition] = []
         for p in t.get("partitions") or []:
             index = int(p.get("partition_index"))
             if (name, index) in local:

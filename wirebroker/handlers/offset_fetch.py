@@ -24,30 +24,39 @@ Skipped: authorization (TOPIC_AUTHORIZATION_FAILED filtering), throttling.
 
 from __future__ import annotations
 
-import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import FetchedPartition, OffsetFetchResult, TopicPartitions
+from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.offset_fetch import OffsetFetchRequest
+    from protocol.messages.offset_fetch import (
+        OffsetFetchRequest,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponsePartitions,
+        OffsetFetchResponseTopic,
+        OffsetFetchResponseTopics,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["fetch_group_response", "handle"]
 
 _GROUPS_VERSION = 8
 _TOPIC_IDS_VERSION = 10
-_NIL_UUID = uuid.UUID(int=0)
 
 
-def _partition(index: int, error: ErrorCode) -> dict[str, Any]:
+def _partition(index: int, error: ErrorCode) -> OffsetFetchResponsePartitions:
     return _fetched(FetchedPartition(index), error)
 
 
-def _fetched(p: FetchedPartition, error: ErrorCode = ErrorCode.NONE) -> dict[str, Any]:
+def _fetched(
+    p: FetchedPartition, error: ErrorCode = ErrorCode.NONE
+) -> OffsetFetchResponsePartitions:
     return {
         "partition_index": p.partition_index,
         "committed_offset": p.committed_offset,
@@ -57,21 +66,30 @@ def _fetched(p: FetchedPartition, error: ErrorCode = ErrorCode.NONE) -> dict[str
     }
 
 
-def fetch_group_response(result: OffsetFetchResult) -> dict[str, Any]:
+def _group_topic(
+    name: str, partitions: list[OffsetFetchResponsePartitions]
+) -> OffsetFetchResponseTopics:
+    return {"name": name, "partitions": partitions}
+
+
+def fetch_group_response(result: OffsetFetchResult) -> OffsetFetchResponseGroup:
     """One group's answer in the v8+ shape, topics by name."""
     return {
         "group_id": result.group_id,
         "topics": [
-            {"name": t.name, "partitions": [_fetched(p) for p in t.partitions]}
-            for t in result.topics
+            _group_topic(t.name, [_fetched(p) for p in t.partitions]) for t in result.topics
         ],
         "error_code": int(result.error),
     }
 
 
 def _fetch_group(
-    ctx: RequestContext, group_id: str, topics: list[Any] | None, require_stable: bool, by_id: bool
-) -> dict[str, Any]:
+    ctx: RequestContext,
+    group_id: str,
+    topics: list[OffsetFetchRequestTopics] | None,
+    require_stable: bool,
+    by_id: bool,
+) -> OffsetFetchResponseGroup:
     """One group's answer in the v8+ shape (topics by name, or by id when `by_id`)."""
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
@@ -82,21 +100,19 @@ def _fetch_group(
         }
     store = ctx.services.topics
     requested: list[TopicPartitions] | None = None
-    unknown_ids: list[dict[str, Any]] = []
+    unknown_ids: list[OffsetFetchResponseTopics] = []
     if topics is not None:
         requested = []
         for t in topics:
             indexes = [int(i) for i in t.get("partition_indexes") or []]
             if by_id:
-                topic_id = t.get("topic_id") or _NIL_UUID
-                info = store.by_id(topic_id)
+                topic_id = t.get("topic_id") or NIL_UUID
+                info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)
                 if info is None:
                     unknown_ids.append(
                         {
                             "topic_id": topic_id,
-                            "partitions": [
-                                _partition(i, ErrorCode.UNKNOWN_TOPIC_ID) for i in indexes
-                            ],
+                            "partitions": [_partition(i, missing) for i in indexes],
                         }
                     )
                     continue
@@ -106,22 +122,22 @@ def _fetch_group(
     del require_stable  # changes nothing: there are no transactional offsets
     answer = fetch_group_response(coordinator.fetch_offsets(group_id=group_id, topics=requested))
     if by_id and answer["error_code"] == 0:
-        out = []
-        for t in answer["topics"]:
-            info = store.get(t["name"])
+        out: list[OffsetFetchResponseTopics] = []
+        for answered in answer["topics"]:
+            info = store.get(answered.get("name", ""))
             if info is not None:
-                out.append({"topic_id": info.topic_id, "partitions": t["partitions"]})
+                out.append({"topic_id": info.topic_id, "partitions": answered["partitions"]})
         answer = {**answer, "topics": out + unknown_ids}
     return answer
 
 
 @handler(ApiKey.OFFSET_FETCH)
-async def handle(ctx: RequestContext, req: OffsetFetchRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     version = ctx.api_version
     require_stable = bool(req.get("require_stable", False))
     if version >= _GROUPS_VERSION:
         by_id = version >= _TOPIC_IDS_VERSION
-        groups = []
+        groups: list[OffsetFetchResponseGroup] = []
         for g in req.get("groups") or []:
             topics = g.get("topics")
             groups.append(
@@ -136,15 +152,21 @@ async def handle(ctx: RequestContext, req: OffsetFetchRequest) -> dict[str, Any]
         return {"throttle_time_ms": 0, "groups": groups}
 
     v1_topics = req.get("topics")
-    requested = None if v1_topics is None else list(v1_topics)
+    requested: list[OffsetFetchRequestTopics] | None = None
+    if v1_topics is not None:  # the v8+ shape by name carries the same fields
+        requested = [
+            {"name": t["name"], "partition_indexes": t["partition_indexes"]} for t in v1_topics
+        ]
     answer = _fetch_group(ctx, str(req.get("group_id") or ""), requested, require_stable, False)
     error = ErrorCode(answer["error_code"])
-    out_topics = answer["topics"]
+    out_topics: list[OffsetFetchResponseTopic] = [
+        {"name": t.get("name", ""), "partitions": list(t["partitions"])} for t in answer["topics"]
+    ]
     if version < 2 and error is not ErrorCode.NONE:
         out_topics = [
             {
-                "name": t.get("name"),
-                "partitions": [_partition(int(i), error) for i in t.get("partition_indexes") or []],
+                "name": t.get("name", ""),
+                "partitions": [_partition(int(i), error) for i in t["partition_indexes"] or []],
             }
             for t in requested or []
         ]

@@ -15,7 +15,7 @@ No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -23,7 +23,10 @@ from wirebroker.group.messages import SyncResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.sync_group import SyncGroupRequest
+    from protocol.messages.sync_group import (
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle", "missing_protocol", "sync_response"]
@@ -31,7 +34,7 @@ __all__ = ["handle", "missing_protocol", "sync_response"]
 _PROTOCOL_VERSION = 5
 
 
-def sync_response(result: SyncResult) -> dict[str, Any]:
+def sync_response(result: SyncResult) -> SyncGroupResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),
@@ -47,7 +50,7 @@ def missing_protocol(version: int, protocol_type: str | None, protocol_name: str
 
 
 @handler(ApiKey.SYNC_GROUP)
-async def handle(ctx: RequestContext, req: SyncGroupRequest) -> dict[str, Any] | None:
+async def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse:
     version = ctx.api_version
     coordinator = ctx.services.group_coordinator
     if coordinator is None:

@@ -1,62 +1,18 @@
 """The group coordinator's trio runtime: drives the pure `GroupCoordinatorCore`.
 
-The only module of `wirebroker.group` that imports trio. It owns one core and applies the
-effects of every core call (`wirebroker.group.effects`):
-
-Call path (handlers call the methods below; each is synchronous up to the one await of a
-parked JoinGroup/SyncGroup, so core calls never interleave):
-    1. `now_ms` = the runtime's clock (`Services.clock`: wall-clock ms; in tests a clock derived
-       from `trio.current_time()`, so trio's MockClock drives session expiry);
-    2. the core call returns `Result(response, completions, records)`;
-    3. the records are appended to `__consumer_offsets` (one uncompressed batch per partition
-       and per 512 KiB of keys+values, `ReplicaManager.append`, acks=-1) BEFORE the response
-       or any completion is released: the storage layer has done `os.write` when `append`
-       returns, so an acknowledged commit or assignment survives kill -9;
-    4. completions wake the parked requests (a per-request `trio.Event`);
-    5. timers already due are run at once (`core.tick`), e.g. the initial rebalance with
-       group.initial.rebalance.delay.ms = 0, so a lone consumer's JoinGroup is answered in the
-       same call; later deadlines are left to the timer task, which is woken whenever a call
-       changes `core.next_deadline()`.
-
-Append failure (Kafka's contract, see `effects`): the results of that call are not sent as
-they are: every error still NONE (or MEMBER_ID_REQUIRED, whose new group is dropped) in them
-becomes `append_error_to_response_error(error)` (their `failed`; DeleteGroups: only the groups
-of the failed partitions), then the failed partitions are unloaded (parked requests there:
-NOT_COORDINATOR) and reloaded from the log, which drops the change the core applied
-optimistically. If the reload fails too, the partitions stay unloaded (NOT_COORDINATOR) and the
-failure is logged.
-
-`__consumer_offsets`
-    Created lazily, as Kafka does: by the first FindCoordinator for a group
-    (`find_coordinator`), or by the first append if some client skipped FindCoordinator.
-    offsets.topic.num.partitions partitions (default 50), replication factor 1 (a single
-    broker; offsets.topic.replication.factor is not used), cleanup.policy=compact,
-    segment.bytes=offsets.topic.segment.bytes (100 MiB), compression.type=producer. Kafka
-    answers that first FindCoordinator with COORDINATOR_NOT_AVAILABLE while the controller
-    creates the topic; here creation is synchronous and the answer is the coordinator at once.
-    When the topic already exists its partition count wins over the config (as in Kafka).
-    Produce refuses it (internal topic); Metadata lists it (is_internal) once it exists.
-
-Loading (`run` -> `load`, a task of the broker's background nursery): when the topic does not
-exist the core simply becomes active. Otherwise every partition is marked loading
-(`begin_loading`), then each is replayed in log order from its log start offset
-(`PartitionLog.read` in 4 MiB chunks + `protocol.records.decode_records`; control batches and
-records without a key skipped, undecodable records logged and skipped) and activated
-(`complete_loading`), with a trio checkpoint between chunks so the server keeps answering.
-Only the last record of each key is replayed, in the order of those last records (what log
-compaction would keep; the state is the same), so a log full of superseded commits loads fast.
-Meanwhile group requests get COORDINATOR_NOT_AVAILABLE (before the first partition is active)
-or COORDINATOR_LOAD_IN_PROGRESS (their partition still loading), as the core says.
-
-Shutdown (`shutdown`, called by the broker before the server drains): the core unloads
-everything, every parked request is answered NOT_COORDINATOR, later requests get
-COORDINATOR_NOT_AVAILABLE.
-
-Not done: TxnOffsetCommit. The topic deleted while the broker runs (DeleteTopics allows it) is
-re-created empty by the next append: the state in memory is kept, the older records are gone at
-the next restart. A topic created by a client with another partition count before the first
-FindCoordinator makes appends to the missing partitions fail (COORDINATOR_NOT_AVAILABLE) until
-a restart adopts its count.
+The only module of `wirebroker.group` that imports trio. Handlers call its typed methods; each
+runs one core call with `now_ms` from the clock, appends the returned `__consumer_offsets`
+records (acks=-1, `ReplicaManager.append`) BEFORE any response or completion is released, then
+wakes parked JoinGroup/SyncGroup requests and runs timers already due; a timer task handles
+later deadlines. Invariants:
+- core calls never interleave (each method is synchronous up to its one await of a parked
+  request);
+- an acknowledged commit or assignment is in the kernel (the append returned) first;
+- an append that fails turns the call's results into `result.failed(error)` and reloads the
+  failed partitions from the log, dropping the core's optimistic change.
+`__consumer_offsets` is created on the first FindCoordinator (or append); `load` replays it at
+start (last record per key), partition by partition, while requests get
+COORDINATOR_LOAD_IN_PROGRESS. Details, limits and Kafka differences: docs/groups.md.
 """
 
 from __future__ import annotations

@@ -22,37 +22,10 @@ a name that `load` cleans up), then removes it.
 New partitions go to the log directory holding the fewest partitions (Kafka's rule; the
 counts are kept up to date, not recounted per partition).
 
-Creating partitions (`create_many`, `create` for one), batched per request:
-
-1. for each new partition: mkdir `<topic>-<n>`, write `partition.metadata` (plain write, no
-   fsync), create the empty first segment (`PartitionLog.create_new`: three empty files,
-   nothing fsynced, no leader-epoch checkpoint);
-2. then fsync every new partition directory (`fsync_dirs`: a few threads overlap them),
-   then each log directory that got one (files, their directory, its parent: the order of
-   Kafka's `Utils.flushDir` calls): n + (log dirs used) fsyncs for n partitions, before the
-   caller records the topic (ReplicaManager: logs first, then the topic store). These make
-   the first segment's directory entries durable, which a later fsync of its data relies
-   on (a roll fsyncs the directory for the segments after it).
-
-A failure rolls back every partition this call created (best effort) and raises
-StorageError. A partition directory that already exists on disk without being loaded is
-opened (recovered) instead, as before: the log layer never deletes data it did not create.
-
-What Kafka does (core LogManager.getOrCreateLog, storage UnifiedLog / LocalLog / LogLoader /
-LogSegment, 3.x-4.x): `Files.createDirectories` for the partition directory and
-`LogSegment.open` for the first segment, neither fsynced; the directory is flushed with the
-segments at the first `LocalLog.flush` (`Utils.flushDir` when new segments are flushed);
-`partition.metadata` is written by a task scheduled on the log's scheduler
-(`maybeFlushMetadataFile`: tmp file, fsync, atomic move, parent fsync), i.e. after
-`getOrCreateLog` returns; the controller's metadata log is what makes the partition exist,
-and a broker recreates a missing log from it. wirebroker matches that: the topic store
-(fsynced) is the source of truth, `ReplicaManager.load` gives a known partition without a
-log a new empty one and rewrites a missing or unreadable `partition.metadata` from the
-store; and it does a little more than Kafka at create time: the partition directories and
-their entries are fsynced before the topic is recorded (Kafka defers that to the first
-flush), so power loss after the CreateTopics response finds every directory and file.
-Before: 8 fsyncs per partition (makedirs, atomic partition.metadata, parent dir, a
-recovery scan + fsync of the three new segment files, an atomic leader-epoch checkpoint).
+Creating partitions (`create_many`, `create` for one) is batched per request: every new
+directory, `partition.metadata` and empty first segment first, then one fsync per new directory
+and per log dir used, before the caller records the topic (the store is the commit point); a
+failure rolls back what this call created. Steps and how Kafka does it: docs/log.md.
 
 Compaction: `run_cleaner(now_ms)` runs one bounded step of the `LogCleaner` (cleaner.py) and
 persists changed cleaner checkpoints. The broker calls it from a background loop: again at

@@ -553,10 +553,6 @@ class BrokerConfig:
         return self.get_bool("auto.create.topics.enable")
 
     @property
-    def message_max_bytes(self) -> int:
-        return self.get_int("message.max.bytes")
-
-    @property
     def socket_request_max_bytes(self) -> int:
         return self.get_int("socket.request.max.bytes")
 

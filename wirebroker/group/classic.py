@@ -91,7 +91,6 @@ from wirebroker.group.effects import Completion, Parked
 from wirebroker.group.messages import JoinMember, JoinResult, SyncResult
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-NO_LEADER = ""
 
 
 class GroupState(enum.Enum):
@@ -220,21 +219,11 @@ class ClassicGroup:
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
 
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
-
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id is not None and self.leader_id == member_id
 
     def is_pending_member(self, member_id: str) -> bool:
         return member_id in self.pending_join_members
-
-    def is_simple_group(self) -> bool:
-        return (
-            self.protocol_type is None
-            and self.state is GroupState.EMPTY
-            and not self.pending_join_members
-        )
 
     def uses_consumer_protocol(self) -> bool:
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE

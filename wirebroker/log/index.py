@@ -185,11 +185,6 @@ class OffsetIndex(_Index):
         self.write_raw(self.encode(entries))
         self.commit(entries)
 
-    def truncate_entries(self, count: int) -> None:
-        self.truncate_file(count)
-        del self.rel_offsets[count:]
-        del self.positions[count:]
-
 
 class TimeIndex(_Index):
     entry_size = _TIME_ENTRY.size
@@ -257,8 +252,3 @@ class TimeIndex(_Index):
         self.rel_offsets = array("i")
         self.write_raw(self.encode(entries))
         self.commit(entries)
-
-    def truncate_entries(self, count: int) -> None:
-        self.truncate_file(count)
-        del self.timestamps[count:]
-        del self.rel_offsets[count:]

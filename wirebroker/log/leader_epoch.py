@@ -94,8 +94,3 @@ class LeaderEpochCache:
         if higher == 0:
             return epoch, self._starts[0]
         return self._epochs[higher - 1], self._starts[higher]
-
-    def epoch_for_offset(self, offset: int) -> int | None:
-        """The epoch whose range holds `offset`, or None below the first entry."""
-        i = bisect_right(self._starts, offset)
-        return self._epochs[i - 1] if i else None

@@ -176,9 +176,6 @@ class ReplicaManager:
     def add_data_listener(self, listener: DataListener) -> None:
         self._listeners.append(listener)
 
-    def remove_data_listener(self, listener: DataListener) -> None:
-        self._listeners.remove(listener)
-
     def notify_data(self, topic: str, index: int) -> None:
         """Tell listeners that the partition changed (new data, new HW, or deleted)."""
         for listener in list(self._listeners):

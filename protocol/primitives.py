@@ -74,6 +74,7 @@ import struct
 import sys
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from construct import Construct, Container
@@ -229,36 +230,25 @@ def _in(spec: str | None, version: int) -> bool:
     return lo <= version <= hi
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Field:
     """A field as declared by a generated module (spanning a range of versions)."""
 
-    __slots__ = ("default", "fields", "name", "nullable", "tag", "tagged", "type", "versions")
-
-    def __init__(
-        self,
-        name: str,
-        type: str,
-        versions: str,
-        *,
-        nullable: str | None = None,
-        default: Any = MISSING,
-        tag: int | None = None,
-        tagged: str | None = None,
-        fields: tuple[Field, ...] = (),
-    ) -> None:
-        self.name = name
-        self.type = type
-        self.versions = versions
-        self.nullable = nullable
-        self.default = default
-        self.tag = tag
-        self.tagged = tagged
-        self.fields = fields
+    name: str
+    type: str
+    versions: str
+    _: KW_ONLY
+    nullable: str | None = None
+    default: Any = MISSING
+    tag: int | None = None
+    tagged: str | None = None
+    fields: tuple[Field, ...] = ()
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {self.type!r}, {self.versions!r})"
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class FieldInfo:
     """One field of one version of a message (the declarative description).
 
@@ -269,25 +259,13 @@ class FieldInfo:
     tagged field is compared with); use `default_value()` for a fresh (mutable) copy.
     """
 
-    __slots__ = ("default", "element", "fields", "kind", "name", "nullable", "tag")
-
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        nullable: bool,
-        default: Any,
-        tag: int | None,
-        element: str | None,
-        fields: tuple[FieldInfo, ...],
-    ) -> None:
-        self.name = name
-        self.kind = kind
-        self.nullable = nullable
-        self.default = default
-        self.tag = tag
-        self.element = element
-        self.fields = fields
+    name: str
+    kind: str
+    nullable: bool
+    default: Any
+    tag: int | None
+    element: str | None
+    fields: tuple[FieldInfo, ...]
 
     def default_value(self) -> Any:
         """A fresh default value (new list/Container for arrays and structs)."""

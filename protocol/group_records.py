@@ -80,16 +80,17 @@ __all__ = [
     "encode_offset_commit_value",
 ]
 
+
+class GroupRecordError(ProtocolError):
+    """Bytes that are not a valid `__consumer_offsets` key or value (or an unknown version)."""
+
+
 OFFSET_COMMIT_KEY_VERSION = 1
 """The key version Kafka writes for offset commits (0 and 1 share one layout)."""
 GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
 """The GroupMetadataValue version Kafka writes (highest non-flexible)."""
 _OFFSET_COMMIT_VALUE_DEFAULT_VERSION = 3
-
-
-class GroupRecordError(ProtocolError):
-    """Bytes that are not a valid `__consumer_offsets` key or value (or an unknown version)."""
 
 
 # -- record types --------------------------------------------------------------------------

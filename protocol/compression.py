@@ -52,6 +52,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Generator
+from typing import ClassVar
 
 import cramjam
 import lz4.frame
@@ -159,25 +160,43 @@ def _iter_plain(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, Non
         yield bytes(mv[start : start + chunk])
 
 
-# -- gzip -----------------------------------------------------------------------------------
+# -- the bounded streaming loop of gzip and lz4 ---------------------------------------------
 
 
-def _iter_gunzip(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
-    """Members one after the other; input fed in `_IN_SLICE` slices (so `unconsumed_tail`,
-    zlib's copy of the input it could not use yet, is at most one slice)."""
+class _Member:
+    """A decompressor of one gzip member / lz4 frame, after each `decompress` call: `eof`
+    (the member ended; `unused_data` is the input after it), `needs_input` (it cannot go on
+    without more input) and `tail` (input given back, to pass again; b"" for none)."""
+
+    name: ClassVar[str]
+    truncated: ClassVar[str]  # the error when the input ends inside a member
+    errors: ClassVar[type[Exception]]  # what the library raises on corrupt input
+    eof: bool
+    unused_data: bytes
+    needs_input: bool
+    tail: bytes | memoryview = b""
+
+    def decompress(self, data: Buffer, limit: int) -> bytes:
+        raise NotImplementedError
+
+
+def _iter_streamed(
+    data: Buffer,
+    max_size: int,
+    chunk: int,
+    member: type[_Member],
+) -> Generator[bytes, None, None]:
+    """Concatenated members decompressed piece by piece against the remaining budget (+1
+    byte to detect overflow), their input fed in `_IN_SLICE` slices when asked for."""
     mv = memoryview(data)
     end = len(mv)
-    fed = 0
+    pending: bytes | memoryview = mv[:_IN_SLICE]
+    fed = len(pending)
     total = 0
-    d = zlib.decompressobj(_GZIP_WBITS)
-    pending: bytes | memoryview = b""
+    d = member()
     try:
         while True:
-            if not pending and fed < end:
-                pending = mv[fed : fed + _IN_SLICE]
-                fed += len(pending)
-            limit = min(chunk, max_size - total + 1)
-            out = d.decompress(pending, limit)
+            out = d.decompress(pending, min(chunk, max_size - total + 1))
             total += len(out)
             if total > max_size:
                 raise _too_big(max_size)
@@ -185,16 +204,46 @@ def _iter_gunzip(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, No
                 yield out
             if d.eof:
                 pending = d.unused_data
-                if not pending and fed >= end:
-                    return
-                d = zlib.decompressobj(_GZIP_WBITS)  # another gzip member follows
-                continue
-            pending = d.unconsumed_tail
-            # Less output than allowed with all input used up: the stream is cut short.
-            if len(out) < limit and not pending and fed >= end:
-                raise DecompressionError("truncated gzip data")
-    except zlib.error as e:
-        raise DecompressionError(f"bad gzip data: {e}") from None
+                if not pending:
+                    if fed >= end:
+                        return
+                    pending = mv[fed : fed + _IN_SLICE]
+                    fed += len(pending)
+                d = member()  # another member follows
+            elif d.needs_input:
+                if fed >= end:
+                    raise DecompressionError(member.truncated)
+                pending = mv[fed : fed + _IN_SLICE]
+                fed += len(pending)
+            else:
+                pending = d.tail
+    except member.errors as e:
+        raise DecompressionError(f"bad {member.name} data: {e}") from None
+
+
+# -- gzip -----------------------------------------------------------------------------------
+
+
+class _Gunzip(_Member):
+    """One gzip member (zlib); input it could not use yet comes back as `tail`."""
+
+    name, truncated, errors = "gzip", "truncated gzip data", zlib.error
+
+    def __init__(self) -> None:
+        self._d = zlib.decompressobj(_GZIP_WBITS)
+
+    def decompress(self, data: Buffer, limit: int) -> bytes:
+        d = self._d
+        out = d.decompress(data, limit)
+        self.eof, self.unused_data, self.tail = d.eof, d.unused_data, d.unconsumed_tail
+        # less output than allowed with all input used up: zlib wants more input
+        self.needs_input = not self.tail and len(out) < limit
+        return out
+
+
+def _iter_gunzip(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
+    """Members one after the other (zlib's `unconsumed_tail` is at most one input slice)."""
+    return _iter_streamed(data, max_size, chunk, _Gunzip)
 
 
 # -- snappy ---------------------------------------------------------------------------------
@@ -263,41 +312,24 @@ def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
 # -- lz4 ------------------------------------------------------------------------------------
 
 
+class _Unlz4(_Member):
+    """One LZ4 frame; the decompressor keeps its own copy of input it has not used yet."""
+
+    name, truncated, errors = "lz4", "truncated lz4 frame", RuntimeError
+
+    def __init__(self) -> None:
+        self._d = lz4.frame.LZ4FrameDecompressor()
+
+    def decompress(self, data: Buffer, limit: int) -> bytes:
+        d = self._d
+        out: bytes = d.decompress(data, max_length=limit)
+        self.eof, self.unused_data, self.needs_input = d.eof, d.unused_data or b"", d.needs_input
+        return out
+
+
 def _iter_unlz4(data: Buffer, max_size: int, chunk: int) -> Generator[bytes, None, None]:
-    """Frames one after the other; input fed in `_IN_SLICE` slices when the decompressor
-    asks for more (it keeps its own copy of input it has not used yet)."""
-    mv = memoryview(data)
-    end = len(mv)
-    pending: bytes | memoryview = mv[:_IN_SLICE]
-    fed = len(pending)
-    total = 0
-    d = lz4.frame.LZ4FrameDecompressor()
-    try:
-        while True:
-            out = d.decompress(pending, max_length=min(chunk, max_size - total + 1))
-            total += len(out)
-            if total > max_size:
-                raise _too_big(max_size)
-            if out:
-                yield out
-            if d.eof:
-                pending = d.unused_data or b""
-                if not pending:
-                    if fed >= end:
-                        return
-                    pending = mv[fed : fed + _IN_SLICE]
-                    fed += len(pending)
-                d = lz4.frame.LZ4FrameDecompressor()  # another frame follows
-                continue
-            if d.needs_input:
-                if fed >= end:
-                    raise DecompressionError("truncated lz4 frame")
-                pending = mv[fed : fed + _IN_SLICE]
-                fed += len(pending)
-            else:
-                pending = b""
-    except RuntimeError as e:  # lz4.frame reports corrupt input as RuntimeError
-        raise DecompressionError(f"bad lz4 data: {e}") from None
+    """Frames one after the other (lz4.frame reports corrupt input as RuntimeError)."""
+    return _iter_streamed(data, max_size, chunk, _Unlz4)
 
 
 # -- zstd -----------------------------------------------------------------------------------

@@ -2,70 +2,63 @@
 
 Kafka stores the group coordinator's state as records of the compacted topic
 `__consumer_offsets`. Every record key and value starts with an int16 *version*; the key's
-version also tells the record type. Layouts below follow apache/kafka's group-coordinator
-message definitions (`OffsetCommitKey.json`, `OffsetCommitValue.json`, `GroupMetadataKey.json`,
-`GroupMetadataValue.json`); all integers are big-endian.
+version also tells the record type. Kafka generates these codecs from its JSON message
+definitions (`OffsetCommitKey.json`, `OffsetCommitValue.json`, `GroupMetadataKey.json`,
+`GroupMetadataValue.json`); here each record type is a small hand-written field table
+(`_Schema`: name, type, first/last version, nullable) read and written by ONE generic codec
+(`_read_struct` / `_write_struct`). The tables below are the byte layout: the fields of a
+version, in table order, after the int16 version. All integers are big-endian.
 
-Primitive encodings (non-flexible versions):
-    string           int16 length N >= 0, then N bytes of UTF-8
-    nullable string  int16 length, -1 = null
-    bytes            int32 length N >= 0, then N bytes
-    array            int32 count, then the elements
-Flexible versions (value version 4 of both values) use instead:
-    compact string   unsigned varint N+1 (0 = null), then N bytes
-    compact bytes    unsigned varint N+1, then N bytes
-    compact array    unsigned varint count+1
-    tagged fields    unsigned varint count, then per field: uvarint tag, uvarint size, data
-                     (at the end of every struct, nested ones included; unknown tags skipped)
-
-Keys (never flexible):
-    version 0, 1  OffsetCommitKey    group: string, topic: string, partition: int32
-    version 2     GroupMetadataKey   group: string
-    3 and above   records of the new consumer / share / streams protocols: `decode_key`
-                  returns `UnknownKey(version)` so a loader can skip them.
-
-OffsetCommitValue (versions 0-4):
-    offset int64
-    leader_epoch int32                (v3+, default -1)
-    metadata string
-    commit_timestamp int64
-    expire_timestamp int64            (v1 only, default -1)
-  Kafka (>= 2.1) writes version 3, or version 1 when the commit carried an explicit
-  retention time (OffsetCommit v2-4 `RetentionTimeMs`), so the expire timestamp is kept;
-  `encode_offset_commit_value(v)` makes the same choice when no version is given.
-
-GroupMetadataValue (versions 0-4):
-    protocol_type string
-    generation int32
-    protocol nullable string
-    leader nullable string
-    current_state_timestamp int64     (v2+, default -1)
-    members [MemberMetadata]
-  MemberMetadata:
-    member_id string
-    group_instance_id nullable string (v3+, default null)
-    client_id string
-    client_host string
-    rebalance_timeout int32           (v1+, default -1: the reader then uses session_timeout)
-    session_timeout int32
-    subscription bytes
-    assignment bytes
-  Kafka writes version 3 (the highest non-flexible one); we do too.
+Field encodings (non-flexible versions / flexible versions, i.e. value version 4):
+    int16/int32/int64  fixed width
+    string             int16 length (-1 = null) / unsigned varint length+1 (0 = null),
+                       then UTF-8 (invalid UTF-8 is an error, not replaced)
+    bytes              int32 length / unsigned varint length+1, then the bytes
+    array              int32 count / unsigned varint count+1, then the elements
+    tagged fields      flexible only, at the end of every struct (nested ones too):
+                       unsigned varint count, then per field uvarint tag, uvarint size, data;
+                       written empty, skipped when read
+Key versions 0-1 are an OffsetCommitKey, 2 a GroupMetadataKey; 3 and above belong to the new
+consumer / share / streams protocols: `decode_key` returns `UnknownKey(version)` so a loader
+can skip them. A field absent from a version takes its dataclass default (-1 or None).
+Kafka writes OffsetCommitValue version 3, or version 1 when the commit carried an explicit
+retention time (OffsetCommit v2-4 `RetentionTimeMs`, kept as the expire timestamp), and
+GroupMetadataValue version 3 (the highest non-flexible one); so do we.
 
 A tombstone is a record with a key and a null value (offset deleted / group deleted).
 
 Decoding never trusts a length: every length and count is checked against the bytes left
-before anything is allocated; any malformed input raises `GroupRecordError`. Trailing bytes
-after a known layout are ignored, as Kafka's readers do (a newer writer may append fields).
+before anything is allocated (`protocol.primitives` readers); any malformed input raises
+`GroupRecordError`. Trailing bytes after a known layout are ignored, as Kafka's readers do
+(a newer writer may append fields).
 """
 
 from __future__ import annotations
 
+import io
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
-from protocol.exceptions import ProtocolError
-from protocol.varint import read_uvarint, write_uvarint
+from protocol.exceptions import MalformedRequest, ProtocolError
+from protocol.primitives import (
+    read_exact,
+    read_uvarint,
+    rt_bytes,
+    rt_cbytes,
+    rt_ccount,
+    rt_count,
+    rt_read_tag,
+    rt_tag_count,
+    rt_w_bytes,
+    rt_w_cbytes,
+    rt_w_ccount,
+    rt_w_count,
+    rt_w_tags,
+    uvarint_bytes,
+)
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -87,18 +80,17 @@ __all__ = [
     "encode_offset_commit_value",
 ]
 
+
+class GroupRecordError(ProtocolError):
+    """Bytes that are not a valid `__consumer_offsets` key or value (or an unknown version)."""
+
+
 OFFSET_COMMIT_KEY_VERSION = 1
 """The key version Kafka writes for offset commits (0 and 1 share one layout)."""
 GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
 """The GroupMetadataValue version Kafka writes (highest non-flexible)."""
 _OFFSET_COMMIT_VALUE_DEFAULT_VERSION = 3
-_VALUE_MAX_VERSION = 4
-_FLEXIBLE_MIN = 4
-
-
-class GroupRecordError(ProtocolError):
-    """Bytes that are not a valid `__consumer_offsets` key or value (or an unknown version)."""
 
 
 # -- record types --------------------------------------------------------------------------
@@ -158,305 +150,269 @@ class GroupMetadataValue:
     version: int = field(default=-1, compare=False)
 
 
-# -- low-level reader / writer -------------------------------------------------------------
+# -- field tables --------------------------------------------------------------------------
+
+_NO_LAST = 0x7FFF
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One field: present in versions `first`..`last`; `element` for an array of structs."""
+
+    name: str
+    type: str  # "int16" | "int32" | "int64" | "string" | "bytes" | "array"
+    first: int = 0
+    last: int = _NO_LAST
+    nullable: bool = False
+    element: _Schema | None = None
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """A record type (or nested struct): its dataclass, versions and field table."""
+
+    cls: type
+    fields: tuple[_Field, ...]
+    versions: tuple[int, int] = (0, _NO_LAST)
+    flexible_from: int = _NO_LAST  # keys are never flexible
+    keeps_version: bool = True  # the dataclass has a `version` field to fill
+    plans: dict[tuple[int, bool], Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+_OFFSET_COMMIT_KEY = _Schema(
+    OffsetCommitKey,
+    (_Field("group", "string"), _Field("topic", "string"), _Field("partition", "int32")),
+    versions=(0, 1),
+)
+_GROUP_METADATA_KEY = _Schema(GroupMetadataKey, (_Field("group", "string"),), versions=(2, 2))
+_KEYS = {0: _OFFSET_COMMIT_KEY, 1: _OFFSET_COMMIT_KEY, 2: _GROUP_METADATA_KEY}
+
+_OFFSET_COMMIT_VALUE = _Schema(
+    OffsetCommitValue,
+    (
+        _Field("offset", "int64"),
+        _Field("leader_epoch", "int32", first=3),
+        _Field("metadata", "string"),
+        _Field("commit_timestamp", "int64"),
+        _Field("expire_timestamp", "int64", first=1, last=1),
+    ),
+    versions=(0, 4),
+    flexible_from=4,
+)
+
+_MEMBER_METADATA = _Schema(
+    MemberMetadata,
+    (
+        _Field("member_id", "string"),
+        _Field("group_instance_id", "string", first=3, nullable=True),
+        _Field("client_id", "string"),
+        _Field("client_host", "string"),
+        # absent before v1: -1, and the reader then uses the session timeout
+        _Field("rebalance_timeout", "int32", first=1),
+        _Field("session_timeout", "int32"),
+        _Field("subscription", "bytes"),
+        _Field("assignment", "bytes"),
+    ),
+    keeps_version=False,
+)
+
+_GROUP_METADATA_VALUE = _Schema(
+    GroupMetadataValue,
+    (
+        _Field("protocol_type", "string"),
+        _Field("generation", "int32"),
+        _Field("protocol", "string", nullable=True),
+        _Field("leader", "string", nullable=True),
+        _Field("current_state_timestamp", "int64", first=2),
+        _Field("members", "array", element=_MEMBER_METADATA),
+    ),
+    versions=(0, 4),
+    flexible_from=4,
+)
+
+
+# -- the generic codec ---------------------------------------------------------------------
+
+
+class _Out(list[bytes]):
+    """The encoded pieces, joined at the end; a stream to the `rt_w_*` writers."""
+
+    write = list.append
+
 
 _I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+_INTS = {"int16": _I16, "int32": struct.Struct(">i"), "int64": struct.Struct(">q")}
 
 
-class _Reader:
-    __slots__ = ("_data", "_pos")
+def _check_version(schema: _Schema, version: int) -> None:
+    lo, hi = schema.versions
+    if not lo <= version <= hi:
+        name = schema.cls.__name__
+        raise GroupRecordError(f"unsupported {name} version {version} (versions {lo}-{hi})")
 
-    def __init__(self, data: bytes) -> None:
-        self._data = memoryview(data)
-        self._pos = 0
 
-    def remaining(self) -> int:
-        return len(self._data) - self._pos
-
-    def _take(self, n: int) -> memoryview:
-        if n < 0 or n > self.remaining():
-            raise GroupRecordError(f"need {n} bytes at offset {self._pos}, {self.remaining()} left")
-        out = self._data[self._pos : self._pos + n]
-        self._pos += n
-        return out
-
-    def int16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        value, self._pos = read_uvarint(self._data, self._pos, len(self._data), GroupRecordError)
-        return value
-
-    def _utf8(self, n: int) -> str:
-        raw = self._take(n)
-        try:
-            return bytes(raw).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise GroupRecordError(f"invalid UTF-8 in string: {exc}") from None
-
-    def string(self, flexible: bool) -> str:
-        s = self.nullable_string(flexible)
-        if s is None:
-            raise GroupRecordError("null in a non-nullable string")
-        return s
-
-    def nullable_string(self, flexible: bool) -> str | None:
-        n = self.uvarint() - 1 if flexible else self.int16()
-        if n < 0:
-            if n == -1:
-                return None
+def _read_string(nullable: bool, flexible: bool, stream: io.BytesIO) -> str | None:
+    n = read_uvarint(stream) - 1 if flexible else _I16.unpack(read_exact(stream, 2))[0]
+    if n < 0:
+        if n != -1:
             raise GroupRecordError(f"negative string length {n}")
-        return self._utf8(n)
-
-    def bytes_(self, flexible: bool) -> bytes:
-        n = self.uvarint() - 1 if flexible else self.int32()
-        if n < 0:
-            raise GroupRecordError(f"negative or null bytes length {n}")
-        return bytes(self._take(n))
-
-    def array_len(self, flexible: bool) -> int:
-        n = self.uvarint() - 1 if flexible else self.int32()
-        if n < 0:
-            raise GroupRecordError(f"negative or null array length {n}")
-        if n > self.remaining():  # every element takes at least one byte
-            raise GroupRecordError(f"array of {n} elements but {self.remaining()} bytes left")
-        return n
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._take(self.uvarint())
+        if not nullable:
+            raise GroupRecordError("null in a non-nullable string")
+        return None
+    try:
+        return read_exact(stream, n).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GroupRecordError(f"invalid UTF-8 in string: {exc}") from None
 
 
-class _Writer:
-    __slots__ = ("buf",)
+def _write_string(flexible: bool, stream: _Out, value: str | None) -> None:
+    if value is None:
+        stream.write(b"\x00" if flexible else b"\xff\xff")
+        return
+    raw = value.encode("utf-8")
+    if flexible:
+        stream.write(uvarint_bytes(len(raw) + 1))
+    elif len(raw) > 0x7FFF:
+        raise GroupRecordError(f"string of {len(raw)} bytes exceeds int16 length")
+    else:
+        stream.write(_I16.pack(len(raw)))
+    stream.write(raw)
 
-    def __init__(self) -> None:
-        self.buf = bytearray()
 
-    def int16(self, v: int) -> None:
-        self.buf += _I16.pack(v)
+_Reader = Callable[[io.BytesIO], Any]
+_Writer = Callable[[_Out, Any], None]
 
-    def int32(self, v: int) -> None:
-        self.buf += _I32.pack(v)
 
-    def int64(self, v: int) -> None:
-        self.buf += _I64.pack(v)
+def _codec(f: _Field, version: int, flexible: bool) -> tuple[_Reader, _Writer]:
+    """The reader and the writer of field `f` in `version`."""
+    if f.type in _INTS:
+        fixed = _INTS[f.type]
+        return partial(_read_int, fixed), partial(_write_int, fixed)
+    if f.type == "string":
+        return partial(_read_string, f.nullable, flexible), partial(_write_string, flexible)
+    if f.type == "bytes":
+        return (rt_cbytes, rt_w_cbytes) if flexible else (rt_bytes, rt_w_bytes)
+    assert f.element is not None  # an array of structs
+    return partial(_read_array, f.element, version, flexible), partial(
+        _write_array, f.element, version, flexible
+    )
 
-    def uvarint(self, v: int) -> None:
-        write_uvarint(self.buf, v)
 
-    def nullable_string(self, s: str | None, flexible: bool) -> None:
-        if s is None:
-            if flexible:
-                self.uvarint(0)
-            else:
-                self.int16(-1)
-            return
-        raw = s.encode("utf-8")
-        if flexible:
-            self.uvarint(len(raw) + 1)
+def _plan(
+    schema: _Schema, version: int, flexible: bool
+) -> tuple[tuple[str, _Reader, _Writer], ...]:
+    """(name, reader, writer) of the fields present in `version`, built once per version."""
+    plan = schema.plans.get((version, flexible))
+    if plan is None:
+        _check_version(schema, version)
+        plan = tuple(
+            (f.name, *_codec(f, version, flexible))
+            for f in schema.fields
+            if f.first <= version <= f.last
+        )
+        schema.plans[version, flexible] = plan
+    return plan
+
+
+def _read_int(fixed: struct.Struct, stream: io.BytesIO) -> int:
+    value: int = fixed.unpack(read_exact(stream, fixed.size))[0]
+    return value
+
+
+def _write_int(fixed: struct.Struct, stream: _Out, value: int) -> None:
+    stream.write(fixed.pack(value))
+
+
+def _read_array(element: _Schema, version: int, flexible: bool, stream: io.BytesIO) -> Any:
+    count = rt_ccount(stream) if flexible else rt_count(stream)  # every element >= 1 byte
+    return tuple(_read_struct(stream, element, version, flexible) for _ in range(count))
+
+
+def _write_array(element: _Schema, version: int, flexible: bool, stream: _Out, value: Any) -> None:
+    (rt_w_ccount if flexible else rt_w_count)(stream, value)
+    for item in value:
+        _write_struct(stream, element, item, version, flexible)
+
+
+def _read_struct(stream: io.BytesIO, schema: _Schema, version: int, flexible: bool) -> Any:
+    values = {name: read(stream) for name, read, _ in _plan(schema, version, flexible)}
+    if flexible:
+        for _ in range(rt_tag_count(stream)):
+            rt_read_tag(stream)  # unknown tagged fields are skipped
+    if schema.keeps_version:
+        values["version"] = version
+    return schema.cls(**values)
+
+
+def _write_struct(stream: _Out, schema: _Schema, value: Any, version: int, flexible: bool) -> None:
+    for name, _, write in _plan(schema, version, flexible):
+        write(stream, getattr(value, name))
+    if flexible:
+        rt_w_tags(stream, [])
+
+
+def _encode(schema: _Schema, value: Any, version: int) -> bytes:
+    out = _Out([b""])
+    _write_struct(out, schema, value, version, version >= schema.flexible_from)
+    out[0] = _I16.pack(version)  # after `_plan` refused an unknown version
+    return b"".join(out)
+
+
+def _decode(schemas: dict[int, _Schema] | _Schema, data: bytes) -> Any:
+    """The record in `data` (its int16 version first); `UnknownKey` for a key version >= 3."""
+    stream = io.BytesIO(data)
+    try:
+        version = _I16.unpack(read_exact(stream, 2))[0]
+        if isinstance(schemas, _Schema):
+            schema = schemas
+        elif version in schemas:
+            schema = schemas[version]
+        elif version < 0:
+            raise GroupRecordError(f"negative record key version {version}")
         else:
-            if len(raw) > 0x7FFF:
-                raise GroupRecordError(f"string of {len(raw)} bytes exceeds int16 length")
-            self.int16(len(raw))
-        self.buf += raw
-
-    def string(self, s: str, flexible: bool) -> None:
-        self.nullable_string(s, flexible)
-
-    def bytes_(self, b: bytes, flexible: bool) -> None:
-        if flexible:
-            self.uvarint(len(b) + 1)
-        else:
-            self.int32(len(b))
-        self.buf += b
-
-    def array_len(self, n: int, flexible: bool) -> None:
-        if flexible:
-            self.uvarint(n + 1)
-        else:
-            self.int32(n)
-
-    def no_tagged_fields(self) -> None:
-        self.uvarint(0)
+            return UnknownKey(version)
+        return _read_struct(stream, schema, version, version >= schema.flexible_from)
+    except MalformedRequest as exc:  # from the primitives readers: short input, bad counts
+        raise GroupRecordError(str(exc)) from None
 
 
-def _check_value_version(version: int, what: str) -> None:
-    if not 0 <= version <= _VALUE_MAX_VERSION:
-        raise GroupRecordError(f"unsupported {what} version {version}")
-
-
-# -- keys ----------------------------------------------------------------------------------
+# -- public codecs -------------------------------------------------------------------------
 
 
 def encode_offset_commit_key(
     group: str, topic: str, partition: int, version: int = OFFSET_COMMIT_KEY_VERSION
 ) -> bytes:
-    if version not in (0, 1):
-        raise GroupRecordError(f"OffsetCommitKey has versions 0-1, not {version}")
-    w = _Writer()
-    w.int16(version)
-    w.string(group, False)
-    w.string(topic, False)
-    w.int32(partition)
-    return bytes(w.buf)
+    return _encode(_OFFSET_COMMIT_KEY, OffsetCommitKey(group, topic, partition), version)
 
 
 def encode_group_metadata_key(group: str) -> bytes:
-    w = _Writer()
-    w.int16(GROUP_METADATA_KEY_VERSION)
-    w.string(group, False)
-    return bytes(w.buf)
+    return _encode(_GROUP_METADATA_KEY, GroupMetadataKey(group), GROUP_METADATA_KEY_VERSION)
 
 
 def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
     """Decode a `__consumer_offsets` record key (raises `GroupRecordError` on bad bytes)."""
-    r = _Reader(data)
-    version = r.int16()
-    if version in (0, 1):
-        group = r.string(False)
-        topic = r.string(False)
-        partition = r.int32()
-        return OffsetCommitKey(group, topic, partition, version)
-    if version == GROUP_METADATA_KEY_VERSION:
-        group = r.string(False)
-        return GroupMetadataKey(group)
-    if version < 0:
-        raise GroupRecordError(f"negative record key version {version}")
-    return UnknownKey(version)
-
-
-# -- OffsetCommitValue ---------------------------------------------------------------------
+    key: OffsetCommitKey | GroupMetadataKey | UnknownKey = _decode(_KEYS, data)
+    return key
 
 
 def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
     """Encode; without `version`, pick Kafka's: 1 when an expire timestamp is set, else 3."""
     if version is None:
         version = 1 if value.expire_timestamp != -1 else _OFFSET_COMMIT_VALUE_DEFAULT_VERSION
-    _check_value_version(version, "OffsetCommitValue")
-    flexible = version >= _FLEXIBLE_MIN
-    w = _Writer()
-    w.int16(version)
-    w.int64(value.offset)
-    if version >= 3:
-        w.int32(value.leader_epoch)
-    w.string(value.metadata, flexible)
-    w.int64(value.commit_timestamp)
-    if version == 1:
-        w.int64(value.expire_timestamp)
-    if flexible:
-        w.no_tagged_fields()
-    return bytes(w.buf)
+    return _encode(_OFFSET_COMMIT_VALUE, value, version)
 
 
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
-    r = _Reader(data)
-    version = r.int16()
-    _check_value_version(version, "OffsetCommitValue")
-    flexible = version >= _FLEXIBLE_MIN
-    offset = r.int64()
-    leader_epoch = r.int32() if version >= 3 else -1
-    metadata = r.string(flexible)
-    commit_timestamp = r.int64()
-    expire_timestamp = r.int64() if version == 1 else -1
-    if flexible:
-        r.skip_tagged_fields()
-    return OffsetCommitValue(
-        offset=offset,
-        metadata=metadata,
-        commit_timestamp=commit_timestamp,
-        leader_epoch=leader_epoch,
-        expire_timestamp=expire_timestamp,
-        version=version,
-    )
-
-
-# -- GroupMetadataValue --------------------------------------------------------------------
+    value: OffsetCommitValue = _decode(_OFFSET_COMMIT_VALUE, data)
+    return value
 
 
 def encode_group_metadata_value(
     value: GroupMetadataValue, version: int = GROUP_METADATA_VALUE_VERSION
 ) -> bytes:
-    _check_value_version(version, "GroupMetadataValue")
-    flexible = version >= _FLEXIBLE_MIN
-    w = _Writer()
-    w.int16(version)
-    w.string(value.protocol_type, flexible)
-    w.int32(value.generation)
-    w.nullable_string(value.protocol, flexible)
-    w.nullable_string(value.leader, flexible)
-    if version >= 2:
-        w.int64(value.current_state_timestamp)
-    w.array_len(len(value.members), flexible)
-    for m in value.members:
-        w.string(m.member_id, flexible)
-        if version >= 3:
-            w.nullable_string(m.group_instance_id, flexible)
-        w.string(m.client_id, flexible)
-        w.string(m.client_host, flexible)
-        if version >= 1:
-            w.int32(m.rebalance_timeout)
-        w.int32(m.session_timeout)
-        w.bytes_(m.subscription, flexible)
-        w.bytes_(m.assignment, flexible)
-        if flexible:
-            w.no_tagged_fields()
-    if flexible:
-        w.no_tagged_fields()
-    return bytes(w.buf)
+    return _encode(_GROUP_METADATA_VALUE, value, version)
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
-    r = _Reader(data)
-    version = r.int16()
-    _check_value_version(version, "GroupMetadataValue")
-    flexible = version >= _FLEXIBLE_MIN
-    protocol_type = r.string(flexible)
-    generation = r.int32()
-    protocol = r.nullable_string(flexible)
-    leader = r.nullable_string(flexible)
-    current_state_timestamp = r.int64() if version >= 2 else -1
-    members: list[MemberMetadata] = []
-    for _ in range(r.array_len(flexible)):
-        member_id = r.string(flexible)
-        group_instance_id = r.nullable_string(flexible) if version >= 3 else None
-        client_id = r.string(flexible)
-        client_host = r.string(flexible)
-        rebalance_timeout = r.int32() if version >= 1 else -1
-        session_timeout = r.int32()
-        subscription = r.bytes_(flexible)
-        assignment = r.bytes_(flexible)
-        if flexible:
-            r.skip_tagged_fields()
-        members.append(
-            MemberMetadata(
-                member_id=member_id,
-                client_id=client_id,
-                client_host=client_host,
-                session_timeout=session_timeout,
-                subscription=subscription,
-                assignment=assignment,
-                rebalance_timeout=rebalance_timeout,
-                group_instance_id=group_instance_id,
-            )
-        )
-    if flexible:
-        r.skip_tagged_fields()
-    return GroupMetadataValue(
-        protocol_type=protocol_type,
-        generation=generation,
-        protocol=protocol,
-        leader=leader,
-        members=tuple(members),
-        current_state_timestamp=current_state_timestamp,
-        version=version,
-    )
+    value: GroupMetadataValue = _decode(_GROUP_METADATA_VALUE, data)
+    return value

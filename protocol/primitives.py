@@ -74,7 +74,8 @@ import struct
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, TypeVar
 
 from construct import Construct, Container
 
@@ -134,6 +135,7 @@ _ZERO: dict[str, Any] = {
     "records": b"",
 }
 
+_T = TypeVar("_T")
 _S_INT8 = struct.Struct(">b")
 _S_INT16 = struct.Struct(">h")
 _S_INT32 = struct.Struct(">i")
@@ -230,36 +232,25 @@ def _in(spec: str | None, version: int) -> bool:
     return lo <= version <= hi
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Field:
     """A field as declared by a generated module (spanning a range of versions)."""
 
-    __slots__ = ("default", "fields", "name", "nullable", "tag", "tagged", "type", "versions")
-
-    def __init__(
-        self,
-        name: str,
-        type: str,
-        versions: str,
-        *,
-        nullable: str | None = None,
-        default: Any = MISSING,
-        tag: int | None = None,
-        tagged: str | None = None,
-        fields: tuple[Field, ...] = (),
-    ) -> None:
-        self.name = name
-        self.type = type
-        self.versions = versions
-        self.nullable = nullable
-        self.default = default
-        self.tag = tag
-        self.tagged = tagged
-        self.fields = fields
+    name: str
+    type: str
+    versions: str
+    _: KW_ONLY
+    nullable: str | None = None
+    default: Any = MISSING
+    tag: int | None = None
+    tagged: str | None = None
+    fields: tuple[Field, ...] = ()
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {self.type!r}, {self.versions!r})"
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class FieldInfo:
     """One field of one version of a message (the declarative description).
 
@@ -270,25 +261,13 @@ class FieldInfo:
     tagged field is compared with); use `default_value()` for a fresh (mutable) copy.
     """
 
-    __slots__ = ("default", "element", "fields", "kind", "name", "nullable", "tag")
-
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        nullable: bool,
-        default: Any,
-        tag: int | None,
-        element: str | None,
-        fields: tuple[FieldInfo, ...],
-    ) -> None:
-        self.name = name
-        self.kind = kind
-        self.nullable = nullable
-        self.default = default
-        self.tag = tag
-        self.element = element
-        self.fields = fields
+    name: str
+    kind: str
+    nullable: bool
+    default: Any
+    tag: int | None
+    element: str | None
+    fields: tuple[FieldInfo, ...]
 
     def default_value(self) -> Any:
         """A fresh default value (new list/Container for arrays and structs)."""
@@ -409,13 +388,17 @@ def rt_string(stream: Any) -> str:
     return _decode_utf8(read_exact(stream, n))
 
 
+def _nullable_length(stream: Any, fixed: struct.Struct, what: str) -> int:
+    """A non-compact length or count where -1 means null (any other negative is refused)."""
+    n: int = fixed.unpack(read_exact(stream, fixed.size))[0]
+    if n < -1:
+        raise MalformedRequest(f"negative {what} {n}")
+    return n
+
+
 def rt_nstring(stream: Any) -> str | None:
-    n = _S_INT16.unpack(read_exact(stream, 2))[0]
-    if n < 0:
-        if n != -1:
-            raise MalformedRequest(f"negative string length {n}")
-        return None
-    return _decode_utf8(read_exact(stream, n))
+    n = _nullable_length(stream, _S_INT16, "string length")
+    return None if n < 0 else _decode_utf8(read_exact(stream, n))
 
 
 def rt_cstring(stream: Any) -> str:
@@ -444,12 +427,8 @@ def rt_bytes(stream: Any) -> bytes:
 
 
 def rt_nbytes(stream: Any) -> bytes | None:
-    n = _S_INT32.unpack(read_exact(stream, 4))[0]
-    if n < 0:
-        if n != -1:
-            raise MalformedRequest(f"negative bytes length {n}")
-        return None
-    return read_exact(stream, n)
+    n = _nullable_length(stream, _S_INT32, "bytes length")
+    return None if n < 0 else read_exact(stream, n)
 
 
 def rt_cbytes(stream: Any) -> bytes:
@@ -488,12 +467,8 @@ def rt_count(stream: Any, unit: int = 1, cost: int = 0) -> int:
 
 
 def rt_ncount(stream: Any, unit: int = 1, cost: int = 0) -> int | None:
-    n = _S_INT32.unpack(read_exact(stream, 4))[0]
-    if n < 0:
-        if n != -1:
-            raise MalformedRequest(f"negative array count {n}")
-        return None
-    return _check_count(stream, n, unit, cost)
+    n = _nullable_length(stream, _S_INT32, "array count")
+    return None if n < 0 else _check_count(stream, n, unit, cost)
 
 
 def rt_ccount(stream: Any, unit: int = 1, cost: int = 0) -> int:
@@ -573,23 +548,9 @@ def rt_w_string(stream: Any, value: Any) -> None:
     stream.write(_S_INT16.pack(len(data)) + data)
 
 
-def rt_w_nstring(stream: Any, value: Any) -> None:
-    if value is None:
-        stream.write(b"\xff\xff")
-    else:
-        rt_w_string(stream, value)
-
-
 def rt_w_cstring(stream: Any, value: Any) -> None:
     data = _utf8(value)
     stream.write(uvarint_bytes(len(data) + 1) + data)
-
-
-def rt_w_cnstring(stream: Any, value: Any) -> None:
-    if value is None:
-        stream.write(b"\x00")
-    else:
-        rt_w_cstring(stream, value)
 
 
 def _blob(value: Any) -> Any:
@@ -606,38 +567,15 @@ def rt_w_bytes(stream: Any, value: Any) -> None:
     stream.write(data)
 
 
-def rt_w_nbytes(stream: Any, value: Any) -> None:
-    if value is None:
-        stream.write(b"\xff\xff\xff\xff")
-    else:
-        rt_w_bytes(stream, value)
-
-
 def rt_w_cbytes(stream: Any, value: Any) -> None:
     data = _blob(value)
     stream.write(uvarint_bytes(len(data) + 1))
     stream.write(data)
 
 
-def rt_w_cnbytes(stream: Any, value: Any) -> None:
-    if value is None:
-        stream.write(b"\x00")
-    else:
-        rt_w_cbytes(stream, value)
-
-
 def rt_w_count(stream: Any, value: Any) -> int:
     if value is None:
         raise EncodeError("None for a non-nullable array")
-    n = len(value)
-    stream.write(_S_INT32.pack(n))
-    return n
-
-
-def rt_w_ncount(stream: Any, value: Any) -> int:
-    if value is None:
-        stream.write(b"\xff\xff\xff\xff")
-        return -1
     n = len(value)
     stream.write(_S_INT32.pack(n))
     return n
@@ -651,13 +589,28 @@ def rt_w_ccount(stream: Any, value: Any) -> int:
     return n
 
 
-def rt_w_cncount(stream: Any, value: Any) -> int:
-    if value is None:
-        stream.write(b"\x00")
-        return -1
-    n = len(value)
-    stream.write(uvarint_bytes(n + 1))
-    return n
+def _or_null(
+    write: Callable[[Any, Any], _T], null: bytes, null_result: _T, name: str
+) -> Callable[[Any, Any], _T]:
+    """The nullable form of `write`: None is written as the `null` marker (and the writer
+    returns `null_result`: -1 for a count writer, which returns the count written)."""
+
+    def write_or_null(stream: Any, value: Any) -> _T:
+        if value is None:
+            stream.write(null)
+            return null_result
+        return write(stream, value)
+
+    write_or_null.__name__ = write_or_null.__qualname__ = name  # imported by compiled code
+    return write_or_null
+
+
+rt_w_nstring = _or_null(rt_w_string, b"\xff\xff", None, "rt_w_nstring")
+rt_w_cnstring = _or_null(rt_w_cstring, b"\x00", None, "rt_w_cnstring")
+rt_w_nbytes = _or_null(rt_w_bytes, b"\xff\xff\xff\xff", None, "rt_w_nbytes")
+rt_w_cnbytes = _or_null(rt_w_cbytes, b"\x00", None, "rt_w_cnbytes")
+rt_w_ncount = _or_null(rt_w_count, b"\xff\xff\xff\xff", -1, "rt_w_ncount")
+rt_w_cncount = _or_null(rt_w_ccount, b"\x00", -1, "rt_w_cncount")
 
 
 def rt_w_uuid(stream: Any, value: Any) -> None:
@@ -675,39 +628,23 @@ def rt_w_struct_marker(stream: Any, value: Any) -> bool:
     return True
 
 
-_READERS: dict[tuple[str, bool, bool], Callable[[Any], Any]] = {
-    # (kind, compact, nullable) -> reader
-    ("string", False, False): rt_string,
-    ("string", False, True): rt_nstring,
-    ("string", True, False): rt_cstring,
-    ("string", True, True): rt_cnstring,
-    ("bytes", False, False): rt_bytes,
-    ("bytes", False, True): rt_nbytes,
-    ("bytes", True, False): rt_cbytes,
-    ("bytes", True, True): rt_cnbytes,
-}
-_WRITERS: dict[tuple[str, bool, bool], Callable[[Any, Any], None]] = {
-    ("string", False, False): rt_w_string,
-    ("string", False, True): rt_w_nstring,
-    ("string", True, False): rt_w_cstring,
-    ("string", True, True): rt_w_cnstring,
-    ("bytes", False, False): rt_w_bytes,
-    ("bytes", False, True): rt_w_nbytes,
-    ("bytes", True, False): rt_w_cbytes,
-    ("bytes", True, True): rt_w_cnbytes,
-}
-_COUNT_READERS = {
-    (False, False): rt_count,
-    (False, True): rt_ncount,
-    (True, False): rt_ccount,
-    (True, True): rt_cncount,
-}
-_COUNT_WRITERS = {
-    (False, False): rt_w_count,
-    (False, True): rt_w_ncount,
-    (True, False): rt_w_ccount,
-    (True, True): rt_w_cncount,
-}
+def _variants(prefix: str, kind: str) -> dict[tuple[bool, bool], Callable[..., Any]]:
+    """The four codecs of `kind` by (compact, nullable), named `{prefix}[c][n]{kind}`
+    (`rt_string`, `rt_nstring`, `rt_cstring`, `rt_cnstring`; `rt_w_` for the writers)."""
+    here = globals()
+    return {
+        (compact, nullable): here[f"{prefix}{'c' * compact}{'n' * nullable}{kind}"]
+        for compact in (False, True)
+        for nullable in (False, True)
+    }
+
+
+# (kind, compact, nullable) -> reader / writer of strings and bytes; (compact, nullable) ->
+# reader / writer of array counts
+_READERS = {(k, *key): f for k in ("string", "bytes") for key, f in _variants("rt_", k).items()}
+_WRITERS = {(k, *key): f for k in ("string", "bytes") for key, f in _variants("rt_w_", k).items()}
+_COUNT_READERS = _variants("rt_", "count")
+_COUNT_WRITERS = _variants("rt_w_", "count")
 
 # Names the compiled modules import from here (emitted once per compiled schema).
 _RT_IMPORT = (

@@ -68,6 +68,14 @@ def has_pip() -> bool:
     return probe.returncode == 0
 
 
+def remove_venv() -> None:
+    """Remove a broken or partial venv (a symlink or file of that name included)."""
+    if VENV.is_symlink() or VENV.is_file():
+        VENV.unlink()
+    else:
+        shutil.rmtree(VENV, ignore_errors=True)
+
+
 def create_venv(*, force_without_pip: bool = False) -> None:
     say(f"creating {VENV}")
     if not force_without_pip:
@@ -77,7 +85,9 @@ def create_venv(*, force_without_pip: bool = False) -> None:
         if made.returncode == 0 and has_pip():
             return
         say("this python has no ensurepip (Debian/Ubuntu without python3-venv): fetching pip")
-        shutil.rmtree(VENV, ignore_errors=True)
+        if made.returncode != 0:
+            say(f"(python3 -m venv said: {made.stderr.strip().splitlines()[-1:]})")
+        remove_venv()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", VENV], check=True)
     install_pip_from_index()
 
@@ -118,7 +128,7 @@ def install_pip_from_index() -> None:
 def ensure(extras: set[str], *, force_without_pip: bool = False) -> Path:
     """The venv's python, with wirebroker and `extras` installed."""
     if not PYTHON.exists() or not has_pip():
-        shutil.rmtree(VENV, ignore_errors=True)
+        remove_venv()
         create_venv(force_without_pip=force_without_pip)
     have = installed_extras()
     if have is None or not extras <= have:

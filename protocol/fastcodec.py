@@ -111,18 +111,6 @@ def _length(buf: Any, pos: int, end: int, flexible: bool) -> tuple[int, int]:
     return _I32.unpack_from(buf, pos)[0], pos + 4
 
 
-def _records(view: memoryview, pos: int, end: int, flexible: bool) -> tuple[Any, int]:
-    """The nullable records of a partition -> (a memoryview of the frame or None, position
-    after them)."""
-    size, pos = _length(view, pos, end, flexible)
-    if size < -1:
-        raise MalformedRequest(f"negative bytes length {size}")
-    if size < 0:
-        return None, pos
-    _need(pos, size, end)
-    return view[pos : pos + size], pos + size
-
-
 def _count(
     buf: Any,
     pos: int,
@@ -251,11 +239,25 @@ def _decode_produce(
             topic = Container(name=name)
         n_parts, pos = _count(buf, pos, end, flexible, part_unit, budget, part_cost)
         partition_data = []
-        for _ in range(n_parts):
+        for _ in range(n_parts):  # the hot loop: no call but for the bounds checks
             _need(pos, 4, end)
             index = _I32.unpack_from(buf, pos)[0]
             pos += 4
-            records, pos = _records(view, pos, end, flexible)
+            # records: nullable bytes (`_length` inlined), a view of the frame
+            if flexible:
+                size, pos = _uvarint(buf, pos, end)
+                size -= 1
+            else:
+                _need(pos, 4, end)
+                size = _I32.unpack_from(buf, pos)[0]
+                pos += 4
+                if size < -1:
+                    raise MalformedRequest(f"negative bytes length {size}")
+            records: memoryview | None = None
+            if size >= 0:
+                _need(pos, size, end)
+                records = view[pos : pos + size]
+                pos += size
             if flexible:
                 pos = _skip_tags(buf, pos, end, budget)
             partition_data.append(Container(index=index, records=records))

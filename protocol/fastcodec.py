@@ -507,7 +507,7 @@ def _append_partitions(version: int, partitions: Any, append: Any) -> None:
     structs = _part_structs
     # The common entry of a single-broker cluster (flexible versions, every key present, one
     # replica, one ISR member, no offline replica): one pack, no lookups of optional keys.
-    one = _part_struct(version, 1, 1, 0).pack if flexible else None
+    one = _part_struct(version, 1, 1, 0) if flexible else None
     for p in partitions:
         if one is not None:
             try:
@@ -515,9 +515,20 @@ def _append_partitions(version: int, partitions: Any, append: Any) -> None:
                     rep = p["replica_nodes"]
                     isr = p["isr_nodes"]
                     if len(rep) == 1 and len(isr) == 1 and len(p["offline_replicas"]) == 0:
-                        err, idx = p["error_code"], p["partition_index"]
-                        ldr, ep = p["leader_id"], p["leader_epoch"]
-                        append(one(err, idx, ldr, ep, 2, rep[0], 2, isr[0], 1, 0))
+                        append(
+                            one.pack(
+                                p["error_code"],
+                                p["partition_index"],
+                                p["leader_id"],
+                                p["leader_epoch"],
+                                2,
+                                rep[0],
+                                2,
+                                isr[0],
+                                1,
+                                0,
+                            )
+                        )
                         continue
             except (KeyError, TypeError, IndexError):
                 pass  # the general path below decides

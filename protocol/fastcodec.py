@@ -239,11 +239,11 @@ def _decode_produce(
             topic = Container(name=name)
         n_parts, pos = _count(buf, pos, end, flexible, part_unit, budget, part_cost)
         partition_data = []
-        for _ in range(n_parts):  # the hot loop: no call but for the bounds checks
+        for _ in range(n_parts):
             _need(pos, 4, end)
             index = _I32.unpack_from(buf, pos)[0]
             pos += 4
-            # records: nullable bytes (`_length` inlined), a view of the frame
+            # records: nullable bytes, a view of the frame (`_length` inlined: the hot loop)
             if flexible:
                 size, pos = _uvarint(buf, pos, end)
                 size -= 1

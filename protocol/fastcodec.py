@@ -79,6 +79,8 @@ __all__ = ["decode_produce_request", "encode_fetch_response", "encode_metadata_r
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I16_PACK = _I16.pack
+_I32_PACK = _I32.pack
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _NIL_UUID = uuid.UUID(int=0)
 _MAX_COMPACT_STRING = 0x7FFF
@@ -99,6 +101,16 @@ def _need(pos: int, n: int, end: int) -> None:
         raise MalformedRequest(f"needed {n} bytes, {max(end - pos, 0)} left")
 
 
+def _length(buf: Any, pos: int, end: int, flexible: bool) -> tuple[int, int]:
+    """An array count or bytes length: int32, or compact (unsigned varint N + 1) when
+    flexible -> (N, position after it); N < 0 is null."""
+    if flexible:
+        n, pos = _uvarint(buf, pos, end)
+        return n - 1, pos
+    _need(pos, 4, end)
+    return _I32.unpack_from(buf, pos)[0], pos + 4
+
+
 def _count(
     buf: Any,
     pos: int,
@@ -110,13 +122,7 @@ def _count(
 ) -> tuple[int, int]:
     """A non-nullable array count whose elements need >= `unit` bytes each; charges
     `n * cost` to `budget`."""
-    if flexible:
-        n, pos = _uvarint(buf, pos, end)
-        n -= 1
-    else:
-        _need(pos, 4, end)
-        n = _I32.unpack_from(buf, pos)[0]
-        pos += 4
+    n, pos = _length(buf, pos, end, flexible)
     if n < 0:
         raise MalformedRequest("null for a non-nullable array")
     if n > 0 and n * unit > end - pos:
@@ -237,6 +243,7 @@ def _decode_produce(
             _need(pos, 4, end)
             index = _I32.unpack_from(buf, pos)[0]
             pos += 4
+            # records: nullable bytes, a view of the frame (`_length` inlined: the hot loop)
             if flexible:
                 size, pos = _uvarint(buf, pos, end)
                 size -= 1
@@ -246,10 +253,8 @@ def _decode_produce(
                 pos += 4
                 if size < -1:
                     raise MalformedRequest(f"negative bytes length {size}")
-            records: memoryview | None
-            if size < 0:
-                records = None
-            else:
+            records: memoryview | None = None
+            if size >= 0:
                 _need(pos, size, end)
                 records = view[pos : pos + size]
                 pos += size
@@ -314,11 +319,46 @@ def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes
         return None
 
 
+def _array(obj: dict[str, Any], key: str) -> Any:
+    """The array `key` of a body dict (default empty); a null one is outside the fast path."""
+    items = obj.get(key, [])
+    if items is None:
+        raise _NotFast
+    return items
+
+
+def _compact_count(n: int) -> bytes:
+    """The count of a compact array (unsigned varint N + 1)."""
+    return uvarint_bytes(n + 1)
+
+
+def _topic_id(topic: dict[str, Any]) -> bytes:
+    """A topic's `topic_id` (default the nil UUID) as its 16 bytes."""
+    tid = topic.get("topic_id", _NIL_UUID)
+    if not isinstance(tid, uuid.UUID):
+        raise _NotFast
+    return tid.bytes
+
+
+def _str(value: Any, flexible: bool, nullable: bool) -> bytes:
+    """A response string: compact when flexible. A non-str, a null where not `nullable`, or
+    more than 32767 bytes is outside the fast path."""
+    if value is None:
+        if not nullable:
+            raise _NotFast
+        return b"\x00" if flexible else b"\xff\xff"
+    if not isinstance(value, str):
+        raise _NotFast
+    raw = value.encode("utf-8")
+    if len(raw) > _MAX_COMPACT_STRING:
+        raise _NotFast
+    return (uvarint_bytes(len(raw) + 1) if flexible else _I16_PACK(len(raw))) + raw
+
+
 def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
     if version < FETCH_MIN_VERSION:
         raise _NotFast
     flexible = version >= FETCH_FLEXIBLE_MIN
-    by_id = version >= 13
     _keys_ok(body, _TOP_KEYS)
     cid = _I32.pack(correlation_id)
     throttle = body.get("throttle_time_ms", 0)
@@ -329,81 +369,72 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
     # [length prefix (filled in last), response header (v1 when flexible: + empty tags), ...]
     parts: list[Any] = [b"", cid + b"\x00" + top if flexible else cid + top]
     append = parts.append
-    responses = body.get("responses", [])
-    if responses is None:
-        raise _NotFast
-    append(uvarint_bytes(len(responses) + 1) if flexible else _I32.pack(len(responses)))
+    count = _compact_count if flexible else _I32.pack
+    responses = _array(body, "responses")
+    append(count(len(responses)))
     for topic in responses:
         _keys_ok(topic, _TOPIC_KEYS)
-        if by_id:
-            tid = topic.get("topic_id", _NIL_UUID)
-            if not isinstance(tid, uuid.UUID):
-                raise _NotFast
-            append(tid.bytes)
+        if version >= 13:
+            append(_topic_id(topic))
         else:
-            name = topic.get("topic", "")
-            if not isinstance(name, str):
-                raise _NotFast
-            raw = name.encode("utf-8")
-            if len(raw) > _MAX_COMPACT_STRING:
-                raise _NotFast
-            append(uvarint_bytes(len(raw) + 1) + raw if flexible else _I16.pack(len(raw)) + raw)
-        partitions = topic.get("partitions", [])
-        if partitions is None:
-            raise _NotFast
-        append(uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
-        for p in partitions:
-            _keys_ok(p, _PART_KEYS)
-            if version >= 5:
-                append(
-                    _PART_FIXED.pack(
-                        p.get("partition_index", 0),
-                        p.get("error_code", 0),
-                        p.get("high_watermark", 0),
-                        p.get("last_stable_offset", -1),
-                        p.get("log_start_offset", -1),
-                    )
-                )
-            else:
-                append(
-                    _PART_FIXED_V4.pack(
-                        p.get("partition_index", 0),
-                        p.get("error_code", 0),
-                        p.get("high_watermark", 0),
-                        p.get("last_stable_offset", -1),
-                    )
-                )
-            aborted = p.get("aborted_transactions")
-            if aborted is None:
-                append(b"\x00" if flexible else b"\xff\xff\xff\xff")
-            else:
-                append(uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted)))
-                for at in aborted:
-                    _keys_ok(at, _ABORTED_KEYS)
-                    append(_AT.pack(at.get("producer_id", 0), at.get("first_offset", 0)))
-                    if flexible:
-                        append(b"\x00")
-            if version >= 11:
-                append(_I32.pack(p.get("preferred_read_replica", -1)))
-            records = p.get("records")
-            if records is None:
-                append(b"\x00" if flexible else b"\xff\xff\xff\xff")
-            else:
-                if not isinstance(records, bytes | bytearray | memoryview):
-                    raise _NotFast
-                n = len(records)
-                if n > 0x7FFFFFFF:
-                    raise _NotFast
-                append(uvarint_bytes(n + 1) if flexible else _I32.pack(n))
-                append(records)
-            if flexible:
-                append(b"\x00")
+            append(_str(topic.get("topic", ""), flexible, False))
+        partitions = _array(topic, "partitions")
+        append(count(len(partitions)))
+        _append_fetch_partitions(version, partitions, append)
         if flexible:
             append(b"\x00")
     if flexible:
         append(b"\x00")
     parts[0] = _I32.pack(sum(map(len, parts)))
     return b"".join(parts)
+
+
+def _append_fetch_partitions(version: int, partitions: Any, append: Any) -> None:
+    """The partitions of a Fetch response topic (Kafka's PartitionData): for each the fixed
+    fields, aborted transactions, preferred read replica (v11+), records, tagged fields (v12+).
+    One loop, no call per partition (a response may carry thousands)."""
+    flexible = version >= FETCH_FLEXIBLE_MIN
+    null = b"\x00" if flexible else b"\xff\xff\xff\xff"  # a null array or bytes
+    keys = _PART_KEYS
+    for p in partitions:
+        if not isinstance(p, dict) or not keys.issuperset(p.keys()):
+            raise _NotFast
+        index, error = p.get("partition_index", 0), p.get("error_code", 0)
+        hw, lso = p.get("high_watermark", 0), p.get("last_stable_offset", -1)
+        if version >= 5:
+            append(_PART_FIXED.pack(index, error, hw, lso, p.get("log_start_offset", -1)))
+        else:
+            append(_PART_FIXED_V4.pack(index, error, hw, lso))
+        aborted = p.get("aborted_transactions")
+        if aborted is None:
+            append(null)
+        else:
+            _append_aborted(aborted, flexible, append)
+        if version >= 11:
+            append(_I32.pack(p.get("preferred_read_replica", -1)))
+        records = p.get("records")
+        if records is None:
+            append(null)
+        else:
+            if not isinstance(records, bytes | bytearray | memoryview):
+                raise _NotFast
+            n = len(records)
+            if n > 0x7FFFFFFF:
+                raise _NotFast
+            append(uvarint_bytes(n + 1) if flexible else _I32.pack(n))
+            append(records)
+        if flexible:
+            append(b"\x00")
+
+
+def _append_aborted(aborted: Any, flexible: bool, append: Any) -> None:
+    """The aborted transactions of a partition (not null): (producer_id, first_offset)*."""
+    append(uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted)))
+    for at in aborted:
+        _keys_ok(at, _ABORTED_KEYS)
+        append(_AT.pack(at.get("producer_id", 0), at.get("first_offset", 0)))
+        if flexible:
+            append(b"\x00")
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,8 +469,6 @@ _META_PART_KEYS = frozenset(
 )
 METADATA_FLEXIBLE_MIN = 9
 _OPS_OMITTED = -2147483648
-_I16_PACK = _I16.pack
-_I32_PACK = _I32.pack
 _BOOL = struct.Struct(">?")
 _part_structs: dict[tuple[bool, bool, bool, int, int, int], Any] = {}
 _PART_STRUCTS_MAX = 256
@@ -465,26 +494,15 @@ def _part_struct(version: int, n_rep: int, n_isr: int, n_off: int) -> Any:
     return st
 
 
-def _str(value: Any, flexible: bool, nullable: bool) -> bytes:
-    if value is None:
-        if not nullable:
-            raise _NotFast
-        return b"\x00" if flexible else b"\xff\xff"
-    if not isinstance(value, str):
-        raise _NotFast
-    raw = value.encode("utf-8")
-    if len(raw) > _MAX_COMPACT_STRING:
-        raise _NotFast
-    return (uvarint_bytes(len(raw) + 1) if flexible else _I16_PACK(len(raw))) + raw
-
-
 def _append_partitions(version: int, partitions: Any, append: Any) -> None:
-    """Pack each partition entry with one Struct. Values are not type-checked here: struct
-    rejects what construct's int packing rejects (the caller then falls back)."""
+    """Pack each partition entry (Kafka's MetadataResponsePartition) with one Struct:
+    error_code, partition_index, leader_id, leader_epoch (v7+), replica_nodes, isr_nodes,
+    offline_replicas (v5+), tagged fields (v9+). Values are not type-checked here: struct
+    rejects what construct's int packing rejects (the caller then falls back). One loop, no
+    call per partition (an answer may carry thousands)."""
     flexible = version >= METADATA_FLEXIBLE_MIN
     with_epoch = version >= 7
     with_offline = version >= 5
-    bias = 1 if flexible else 0
     keys = _META_PART_KEYS
     structs = _part_structs
     # The common entry of a single-broker cluster (flexible versions, every key present, one
@@ -525,65 +543,20 @@ def _append_partitions(version: int, partitions: Any, append: Any) -> None:
         n_rep, n_isr, n_off = len(rep), len(isr), len(off)
         key = (with_offline, with_epoch, flexible, n_rep, n_isr, n_off)
         st = structs.get(key) or _part_struct(version, n_rep, n_isr, n_off)
+        err, idx, ldr = get("error_code", 0), get("partition_index", 0), get("leader_id", 0)
+        # one pack a version range; compact counts (N + 1) are one byte, the tag section one 0
         if flexible:
             if n_rep >= 0x7F or n_isr >= 0x7F or n_off >= 0x7F:
                 raise _NotFast
-            append(
-                st.pack(
-                    get("error_code", 0),
-                    get("partition_index", 0),
-                    get("leader_id", 0),
-                    get("leader_epoch", -1),
-                    n_rep + 1,
-                    *rep,
-                    n_isr + 1,
-                    *isr,
-                    n_off + 1,
-                    *off,
-                    0,
-                )
-            )
+            ep = get("leader_epoch", -1)
+            append(st.pack(err, idx, ldr, ep, n_rep + 1, *rep, n_isr + 1, *isr, n_off + 1, *off, 0))
         elif with_epoch:
-            append(
-                st.pack(
-                    get("error_code", 0),
-                    get("partition_index", 0),
-                    get("leader_id", 0),
-                    get("leader_epoch", -1),
-                    n_rep,
-                    *rep,
-                    n_isr,
-                    *isr,
-                    n_off,
-                    *off,
-                )
-            )
+            ep = get("leader_epoch", -1)
+            append(st.pack(err, idx, ldr, ep, n_rep, *rep, n_isr, *isr, n_off, *off))
         elif with_offline:
-            append(
-                st.pack(
-                    get("error_code", 0),
-                    get("partition_index", 0),
-                    get("leader_id", 0),
-                    n_rep,
-                    *rep,
-                    n_isr,
-                    *isr,
-                    n_off,
-                    *off,
-                )
-            )
+            append(st.pack(err, idx, ldr, n_rep, *rep, n_isr, *isr, n_off, *off))
         else:
-            append(
-                st.pack(
-                    get("error_code", 0),
-                    get("partition_index", 0),
-                    get("leader_id", 0),
-                    n_rep + bias,
-                    *rep,
-                    n_isr + bias,
-                    *isr,
-                )
-            )
+            append(st.pack(err, idx, ldr, n_rep, *rep, n_isr, *isr))
 
 
 def encode_metadata_response(version: int, correlation_id: int, body: Any) -> bytes | None:
@@ -598,15 +571,13 @@ def encode_metadata_response(version: int, correlation_id: int, body: Any) -> by
 def _encode_metadata(version: int, correlation_id: int, body: Any) -> bytes:
     flexible = version >= METADATA_FLEXIBLE_MIN
     _keys_ok(body, _META_TOP_KEYS)
-    count = (lambda n: uvarint_bytes(n + 1)) if flexible else _I32_PACK
+    count = _compact_count if flexible else _I32_PACK
     tag = b"\x00" if flexible else b""
     parts: list[bytes] = [b"", _I32_PACK(correlation_id) + tag]
     append = parts.append
     if version >= 3:
         append(_I32_PACK(body.get("throttle_time_ms", 0)))
-    brokers = body.get("brokers", [])
-    if brokers is None:
-        raise _NotFast
+    brokers = _array(body, "brokers")
     append(count(len(brokers)))
     for b in brokers:
         _keys_ok(b, _META_BROKER_KEYS)
@@ -620,24 +591,17 @@ def _encode_metadata(version: int, correlation_id: int, body: Any) -> bytes:
         append(_str(body.get("cluster_id"), flexible, True))
     if version >= 1:
         append(_I32_PACK(body.get("controller_id", -1)))
-    topics = body.get("topics", [])
-    if topics is None:
-        raise _NotFast
+    topics = _array(body, "topics")
     append(count(len(topics)))
     for t in topics:
         _keys_ok(t, _META_TOPIC_KEYS)
         append(_I16_PACK(t.get("error_code", 0)))
         append(_str(t.get("name", None if version >= 12 else ""), flexible, version >= 12))
         if version >= 10:
-            tid = t.get("topic_id", _NIL_UUID)
-            if not isinstance(tid, uuid.UUID):
-                raise _NotFast
-            append(tid.bytes)
+            append(_topic_id(t))
         if version >= 1:
             append(_BOOL.pack(t.get("is_internal", False)))
-        partitions = t.get("partitions", [])
-        if partitions is None:
-            raise _NotFast
+        partitions = _array(t, "partitions")
         append(count(len(partitions)))
         _append_partitions(version, partitions, append)
         if version >= 8:

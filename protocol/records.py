@@ -300,6 +300,130 @@ def stamp_batch(
 # -- records --------------------------------------------------------------------------------
 
 
+def _whole_batch(buf: Buffer, pos: int) -> BatchHeader:
+    """The header of the batch at `pos`, checking that the whole batch is in `buf`."""
+    h = parse_header(buf, pos)
+    if len(buf) - pos < h.size:
+        raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
+    return h
+
+
+def _payload(buf: Buffer, pos: int, h: BatchHeader) -> memoryview:
+    """The records section of the batch at `pos` as stored (compressed or not), no copy."""
+    return memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
+
+
+def _varint(data: Buffer, p: int, end: int, bits: int = 32) -> tuple[int, int]:
+    """`read_varint` (zigzag, `InvalidBatch`) with its one- and two-byte cases first: most
+    record fields (deltas, lengths below 8 KiB) take one or two bytes."""
+    if p < end:
+        b = data[p]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), p + 1
+        if p + 1 < end:
+            c = data[p + 1]
+            if c < 0x80:
+                raw = (b & 0x7F) | (c << 7)
+                return (raw >> 1) ^ -(raw & 1), p + 2
+    return read_varint(data, p, end, bits, InvalidBatch)
+
+
+def _nullable_bytes(data: Buffer, p: int, end: int, what: str) -> tuple[int, int]:
+    """The nullable bytes field (varint length, -1 = null) at `p` -> (start of its bytes,
+    -1 when null; position after it). Checks the length against `end`."""
+    b = data[p] if p < end else 0x80
+    if b < 0x80:  # one byte: the common case, inlined
+        size = (b >> 1) ^ -(b & 1)
+        p += 1
+    else:
+        size, p = _varint(data, p, end)
+    if size == -1:
+        return -1, p
+    if 0 <= size <= end - p:
+        return p, p + size
+    raise InvalidBatch(f"bad {what} length {size}")
+
+
+def _record_header(data: Buffer, p: int, rend: int) -> tuple[str, int, int]:
+    """The record header (Kafka's RecordHeader) at `p` -> (key, value start or -1 when the
+    value is null, position after it). The key must be utf-8."""
+    klen, p = _varint(data, p, rend)
+    if not 0 <= klen <= rend - p:
+        raise InvalidBatch(f"bad header key length {klen}")
+    try:
+        key = str(data[p : p + klen], "utf-8")
+    except UnicodeDecodeError:
+        raise InvalidBatch("header key is not utf-8") from None
+    vstart, p = _nullable_bytes(data, p + klen, rend, "header value")
+    return key, vstart, p
+
+
+def _header_count(data: Buffer, p: int, rend: int) -> tuple[int, int]:
+    """The headers count at `p` -> (count, position after it); each header takes >= 2 bytes."""
+    hcount, p = _varint(data, p, rend)
+    if hcount < 0 or hcount * 2 > rend - p:
+        raise InvalidBatch(f"bad header count {hcount}")
+    return hcount, p
+
+
+def _record_body(data: Buffer, p: int, n: int) -> tuple[int, int]:
+    """The length varint of the record at `p` -> (start of its body, end of the record)."""
+    length, p = _varint(data, p, n)
+    if length < _MIN_RECORD_SIZE - 1 or length > n - p:
+        raise InvalidBatch(f"bad record length {length}")
+    return p, p + length
+
+
+def _record_prefix(data: Buffer, p: int, rend: int, prev: int, last: int) -> tuple[int, int, int]:
+    """attributes (unused), timestampDelta, offsetDelta of the record body at `p` ->
+    (offsetDelta, timestampDelta, position after them). Offset deltas increase strictly, up
+    to the batch's lastOffsetDelta (`last`); `prev` is the previous record's."""
+    ts_delta, p = _varint(data, p + 1, rend, 64)
+    off_delta, p = _varint(data, p, rend)
+    if off_delta <= prev or off_delta > last:
+        raise InvalidBatch(f"bad offset delta {off_delta} after {prev}")
+    return off_delta, ts_delta, p
+
+
+def _read_record(
+    data: bytes, p: int, n: int, prev: int, last: int
+) -> tuple[int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]:
+    """The record at `p` (Kafka's DefaultRecord.readFrom) -> (position after it, offsetDelta,
+    timestampDelta, key, value, headers)."""
+    p, rend = _record_body(data, p, n)
+    off_delta, ts_delta, p = _record_prefix(data, p, rend, prev, last)
+    kstart, p = _nullable_bytes(data, p, rend, "key")
+    key = None if kstart < 0 else data[kstart:p]
+    vstart, p = _nullable_bytes(data, p, rend, "value")
+    value = None if vstart < 0 else data[vstart:p]
+    hcount, p = _header_count(data, p, rend)
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(hcount):
+        hkey, hstart, p = _record_header(data, p, rend)
+        headers.append((hkey, None if hstart < 0 else data[hstart:p]))
+    if p != rend:
+        raise InvalidBatch(f"record has {rend - p} bytes past its fields")
+    return p, off_delta, ts_delta, key, value, tuple(headers)
+
+
+def _skip_headers(data: Buffer, p: int, rend: int) -> int:
+    """Check the headers count and headers at `p` as `_read_record` does -> position after."""
+    hcount, p = _header_count(data, p, rend)
+    for _ in range(hcount):
+        _, _, p = _record_header(data, p, rend)
+    return p
+
+
+def _records_section(buf: Buffer, pos: int, h: BatchHeader, cap: int) -> bytes:
+    """The records of the batch at `pos`, decompressed (at most `cap` bytes)."""
+    codec = h.compression
+    if codec == 0:
+        return bytes(_payload(buf, pos, h))
+    if codec <= 4:
+        return decompress(codec, _payload(buf, pos, h), cap)
+    raise InvalidBatch(f"unknown compression codec {codec}")
+
+
 def decode_records(
     buf: Buffer, pos: int = 0, *, max_decompressed_bytes: int = 64 * 1024 * 1024
 ) -> list[Record]:
@@ -310,78 +434,23 @@ def decode_records(
     trailing bytes, offset deltas strictly increasing in [0, lastOffsetDelta]. The CRC is not
     checked. Raises `InvalidBatch` (or a subclass) on any error.
     """
-    h = parse_header(buf, pos)
-    if len(buf) - pos < h.size:
-        raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
-    payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
-    codec = h.compression
-    if codec == 0:
-        data = bytes(payload)
-    elif codec <= 4:
-        data = decompress(codec, payload, max_decompressed_bytes)
-    else:
-        raise InvalidBatch(f"unknown compression codec {codec}")
+    h = _whole_batch(buf, pos)
+    data = _records_section(buf, pos, h, max_decompressed_bytes)
     count = h.records_count
     n = len(data)
     if count < 0 or count > n // _MIN_RECORD_SIZE:
         raise InvalidBatch(f"records count {count} impossible in {n} bytes")
+    base_offset, base_timestamp, last = h.base_offset, h.base_timestamp, h.last_offset_delta
     log_append = h.timestamp_type == LOG_APPEND_TIME
     records: list[Record] = []
+    append = records.append
+    read_record = _read_record
     p = 0
-    prev_delta = -1
+    off_delta = -1
     for _ in range(count):
-        length, p = read_varint(data, p, n, 32, InvalidBatch)
-        if length < _MIN_RECORD_SIZE - 1 or length > n - p:
-            raise InvalidBatch(f"bad record length {length}")
-        rend = p + length
-        p += 1  # attributes: unused
-        ts_delta, p = read_varint(data, p, rend, 64, InvalidBatch)
-        off_delta, p = read_varint(data, p, rend, 32, InvalidBatch)
-        if off_delta <= prev_delta or off_delta > h.last_offset_delta:
-            raise InvalidBatch(f"bad offset delta {off_delta} after {prev_delta}")
-        prev_delta = off_delta
-        klen, p = read_varint(data, p, rend, 32, InvalidBatch)
-        if klen == -1:
-            key = None
-        elif 0 <= klen <= rend - p:
-            key = data[p : p + klen]
-            p += klen
-        else:
-            raise InvalidBatch(f"bad key length {klen}")
-        vlen, p = read_varint(data, p, rend, 32, InvalidBatch)
-        if vlen == -1:
-            value = None
-        elif 0 <= vlen <= rend - p:
-            value = data[p : p + vlen]
-            p += vlen
-        else:
-            raise InvalidBatch(f"bad value length {vlen}")
-        hcount, p = read_varint(data, p, rend, 32, InvalidBatch)
-        if hcount < 0 or hcount * 2 > rend - p:
-            raise InvalidBatch(f"bad header count {hcount}")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(hcount):
-            hklen, p = read_varint(data, p, rend, 32, InvalidBatch)
-            if not 0 <= hklen <= rend - p:
-                raise InvalidBatch(f"bad header key length {hklen}")
-            try:
-                hkey = data[p : p + hklen].decode("utf-8")
-            except UnicodeDecodeError:
-                raise InvalidBatch("header key is not utf-8") from None
-            p += hklen
-            hvlen, p = read_varint(data, p, rend, 32, InvalidBatch)
-            if hvlen == -1:
-                hval = None
-            elif 0 <= hvlen <= rend - p:
-                hval = data[p : p + hvlen]
-                p += hvlen
-            else:
-                raise InvalidBatch(f"bad header value length {hvlen}")
-            headers.append((hkey, hval))
-        if p != rend:
-            raise InvalidBatch(f"record has {rend - p} bytes past its fields")
-        timestamp = h.max_timestamp if log_append else h.base_timestamp + ts_delta
-        records.append(Record(h.base_offset + off_delta, timestamp, key, value, tuple(headers)))
+        p, off_delta, ts_delta, key, value, headers = read_record(data, p, n, off_delta, last)
+        timestamp = h.max_timestamp if log_append else base_timestamp + ts_delta
+        append(Record(base_offset + off_delta, timestamp, key, value, headers))
     if p != n:
         raise InvalidBatch(f"{n - p} bytes after the last record")
     return records
@@ -411,42 +480,53 @@ def check_records(
     the rest of the stream is still decompressed (and dropped) so that a corrupt stream is
     reported as `DecompressionError`, as `decode_records` does.
     """
-    h = parse_header(buf, pos)
-    if len(buf) - pos < h.size:
-        raise InvalidBatch(f"truncated batch at {pos}: {h.size} bytes needed")
+    h = _whole_batch(buf, pos)
     count = h.records_count
     codec = h.compression
     if codec > 4:
         raise InvalidBatch(f"unknown compression codec {codec}")
-    if count < 0:
-        if codec:  # a corrupt stream takes precedence, as in decode_records
-            payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
-            for _ in iter_decompressed(codec, payload, max_decompressed_bytes, max(1, window // 2)):
-                pass
-        raise InvalidBatch(f"records count {count} impossible")
-    last_delta = h.last_offset_delta
     if codec == 0:
-        start = pos + BATCH_HEADER_SIZE
-        end = pos + h.size
-        p, _, _, nulls, _ = _check_run(buf, start, end, end, True, count, -1, last_delta, 0)
-        if p != end:
-            raise InvalidBatch(f"{end - p} bytes after the last record")
+        nulls = _check_in_place(buf, pos, h)
     else:
-        payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
+        payload = _payload(buf, pos, h)
         pieces = iter_decompressed(codec, payload, max_decompressed_bytes, max(1, window // 2))
-        try:
-            nulls = _check_stream(pieces, max_decompressed_bytes, count, last_delta)
-        except DecompressionError:
-            raise
-        except InvalidBatch:
-            for _ in pieces:  # a corrupt stream takes precedence, as in decode_records
-                pass
-            raise
-        finally:
-            pieces.close()
+        nulls = _check_compressed(pieces, max_decompressed_bytes, count, h.last_offset_delta)
     if require_keys and nulls:
         raise NullKeyError(f"{nulls} of {count} records have a null key")
     return count
+
+
+def _check_in_place(buf: Buffer, pos: int, h: BatchHeader) -> int:
+    """Check the uncompressed records of the batch at `pos` where they are; -> null keys."""
+    if h.records_count < 0:
+        raise InvalidBatch(f"records count {h.records_count} impossible")
+    start = pos + BATCH_HEADER_SIZE
+    end = pos + h.size
+    p, _, _, nulls, _ = _check_run(
+        buf, start, end, end, True, h.records_count, -1, h.last_offset_delta, 0
+    )
+    if p != end:
+        raise InvalidBatch(f"{end - p} bytes after the last record")
+    return nulls
+
+
+def _check_compressed(
+    pieces: Generator[bytes, None, None], cap: int, count: int, last_delta: int
+) -> int:
+    """`_check_stream`, reporting a corrupt stream before any record error: on a record
+    error the rest of the stream is decompressed (and dropped), as `decode_records` would."""
+    try:
+        if count < 0:
+            raise InvalidBatch(f"records count {count} impossible")
+        return _check_stream(pieces, cap, count, last_delta)
+    except DecompressionError:
+        raise
+    except InvalidBatch:
+        for _ in pieces:
+            pass
+        raise
+    finally:
+        pieces.close()
 
 
 def _check_stream(
@@ -508,87 +588,52 @@ def _check_run(
     Stops at the first record not wholly in the window unless `final` (no more bytes come:
     then that record is an error) or the record is longer than the `room` (bytes that can
     still come, counted from data[0]) allows; `need` is the bytes from p that record takes
-    (at least its length varint's 5). The one-byte varint case is inlined (the common one).
+    (at least its length varint's 5).
     """
     while todo:
         start = p
-        if p < n and data[p] < 0x80:
-            b = data[p]
+        b = data[p] if p < n else 0x80
+        if b < 0x80:  # one-byte length: inlined, as the other one-byte fields below
             length = (b >> 1) ^ -(b & 1)
             p += 1
         elif not final and n - p < 5:
-            return start, todo, prev, nulls, 5
+            return start, todo, prev, nulls, 5  # the length varint may be cut
         else:
-            length, p = read_varint(data, p, n, 32, InvalidBatch)
+            length, p = _varint(data, p, n)
         if length < _MIN_RECORD_SIZE - 1 or length > n - p:
             if not final and _MIN_RECORD_SIZE - 1 <= length <= room - p:
                 return start, todo, prev, nulls, p - start + length
             raise InvalidBatch(f"bad record length {length}")
         rend = p + length
         p += 1  # attributes: unused
-        if data[p] < 0x80:  # timestampDelta (p < rend: the record is at least 6 bytes)
+        if data[p] < 0x80:  # timestampDelta, skipped (p < rend: a record has >= 6 bytes)
             p += 1
         else:
-            _, p = read_varint(data, p, rend, 64, InvalidBatch)
-        if p < rend and data[p] < 0x80:
-            b = data[p]
-            off_delta = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            off_delta, p = read_varint(data, p, rend, 32, InvalidBatch)
+            _, p = _varint(data, p, rend, 64)
+        off_delta, p = _varint(data, p, rend)
         if off_delta <= prev or off_delta > last_delta:
             raise InvalidBatch(f"bad offset delta {off_delta} after {prev}")
         prev = off_delta
-        if p < rend and data[p] < 0x80:
-            b = data[p]
-            klen = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            klen, p = read_varint(data, p, rend, 32, InvalidBatch)
-        if klen == -1:
+        kstart, p = _nullable_bytes(data, p, rend, "key")
+        if kstart < 0:
             nulls += 1
-        elif 0 <= klen <= rend - p:
-            p += klen
-        else:
-            raise InvalidBatch(f"bad key length {klen}")
-        if p < rend and data[p] < 0x80:
-            b = data[p]
-            vlen = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            vlen, p = read_varint(data, p, rend, 32, InvalidBatch)
-        if vlen == -1:
-            pass
-        elif 0 <= vlen <= rend - p:
-            p += vlen
-        else:
-            raise InvalidBatch(f"bad value length {vlen}")
+        _, p = _nullable_bytes(data, p, rend, "value")
         if p < rend and data[p] == 0:  # no headers
             p += 1
         else:
-            hcount, p = read_varint(data, p, rend, 32, InvalidBatch)
-            if hcount < 0 or hcount * 2 > rend - p:
-                raise InvalidBatch(f"bad header count {hcount}")
-            for _ in range(hcount):
-                hklen, p = read_varint(data, p, rend, 32, InvalidBatch)
-                if not 0 <= hklen <= rend - p:
-                    raise InvalidBatch(f"bad header key length {hklen}")
-                try:
-                    str(data[p : p + hklen], "utf-8")
-                except UnicodeDecodeError:
-                    raise InvalidBatch("header key is not utf-8") from None
-                p += hklen
-                hvlen, p = read_varint(data, p, rend, 32, InvalidBatch)
-                if hvlen == -1:
-                    pass
-                elif 0 <= hvlen <= rend - p:
-                    p += hvlen
-                else:
-                    raise InvalidBatch(f"bad header value length {hvlen}")
+            p = _skip_headers(data, p, rend)
         if p != rend:
             raise InvalidBatch(f"record has {rend - p} bytes past its fields")
         todo -= 1
     return p, todo, prev, nulls, 0
+
+
+def _write_nullable_bytes(out: bytearray, field: bytes | None) -> None:
+    if field is None:
+        write_varint(out, -1)
+    else:
+        write_varint(out, len(field))
+        out += field
 
 
 def _encode_record(
@@ -602,22 +647,12 @@ def _encode_record(
     body = bytearray(b"\x00")  # attributes
     write_varint(body, timestamp_delta)
     write_varint(body, offset_delta)
-    for field in (key, value):
-        if field is None:
-            write_varint(body, -1)
-        else:
-            write_varint(body, len(field))
-            body += field
+    _write_nullable_bytes(body, key)
+    _write_nullable_bytes(body, value)
     write_varint(body, len(headers))
     for hkey, hval in headers:
-        kb = hkey.encode("utf-8")
-        write_varint(body, len(kb))
-        body += kb
-        if hval is None:
-            write_varint(body, -1)
-        else:
-            write_varint(body, len(hval))
-            body += hval
+        _write_nullable_bytes(body, hkey.encode("utf-8"))
+        _write_nullable_bytes(body, hval)
     write_varint(out, len(body))
     out += body
 

@@ -10,7 +10,7 @@ replaced by `error` -- what the runtime answers when the append fails.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from protocol.errors import ErrorCode
@@ -47,6 +47,83 @@ class CommitTopic(NamedTuple):
 class TopicPartitions(NamedTuple):
     name: str
     partition_indexes: Sequence[int]
+
+
+#: A member's JoinGroup protocols: (name, metadata), one entry per name, in request order.
+Protocols = tuple[tuple[str, bytes], ...]
+
+
+def protocols_tuple(protocols: Iterable[tuple[str, bytes]]) -> Protocols:
+    """Normalise JoinGroup protocols: keep the first entry of each name, in request order.
+    (Kafka's collection is keyed by name but tolerates duplicates, which then skew its
+    protocol counts; dropping them is the robust reading.)"""
+    seen: set[str] = set()
+    out: list[tuple[str, bytes]] = []
+    for name, meta in protocols:
+        if name in seen:
+            continue
+        seen.add(name)
+        out.append((name, bytes(meta)))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinRequest:
+    """A decoded JoinGroup, the handler's flags in place of its version:
+    `require_known_member_id` (v4+) hands out member ids first; `supports_skip_assignment`
+    (v9+) lets a restarted static leader skip the assignment. Normalised on construction:
+    `rebalance_timeout_ms` -1 (v0) becomes the session timeout, `protocols` a `Protocols`."""
+
+    group_id: str
+    member_id: str
+    protocol_type: str
+    protocols: Protocols
+    session_timeout_ms: int
+    rebalance_timeout_ms: int = -1
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocols", protocols_tuple(self.protocols))
+        if self.rebalance_timeout_ms < 0:
+            object.__setattr__(self, "rebalance_timeout_ms", self.session_timeout_ms)
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncRequest:
+    """A decoded SyncGroup; only the leader's `assignments` are stored."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: Sequence[tuple[str, bytes]] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitRequest:
+    """A decoded OffsetCommit (topics by name). `generation_id` -1 with no member id is a
+    "simple" commit; `retention_time_ms` other than -1 sets an explicit expire time."""
+
+    group_id: str
+    topics: Sequence[CommitTopic]
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
 
 
 # -- JoinGroup / SyncGroup (parked: delivered as completions) --------------------------------

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.messages import JoinResult
+from wirebroker.group.messages import JoinRequest, JoinResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -84,21 +84,23 @@ async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRespons
         return join_response(
             version, JoinResult(error=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
         )
-    protocols = [
+    protocols = tuple(
         (str(p.get("name") or ""), bytes(p.get("metadata") or b""))
         for p in req.get("protocols") or []
-    ]
+    )
     result = await coordinator.join_group(
-        group_id=str(req.get("group_id") or ""),
-        member_id=member_id,
-        protocol_type=str(req.get("protocol_type") or ""),
-        protocols=protocols,
-        session_timeout_ms=int(req.get("session_timeout_ms")),
-        rebalance_timeout_ms=int(req.get("rebalance_timeout_ms", -1)) if version >= 1 else -1,
-        group_instance_id=req.get("group_instance_id") if version >= 5 else None,
-        client_id=str(getattr(ctx.header, "client_id", None) or ""),
-        client_host=client_host(ctx),
-        require_known_member_id=version >= _KNOWN_MEMBER_ID_VERSION,
-        supports_skip_assignment=version >= _SKIP_ASSIGNMENT_VERSION,
+        JoinRequest(
+            group_id=str(req.get("group_id") or ""),
+            member_id=member_id,
+            protocol_type=str(req.get("protocol_type") or ""),
+            protocols=protocols,
+            session_timeout_ms=int(req.get("session_timeout_ms")),
+            rebalance_timeout_ms=int(req.get("rebalance_timeout_ms", -1)) if version >= 1 else -1,
+            group_instance_id=req.get("group_instance_id") if version >= 5 else None,
+            client_id=str(getattr(ctx.header, "client_id", None) or ""),
+            client_host=client_host(ctx),
+            require_known_member_id=version >= _KNOWN_MEMBER_ID_VERSION,
+            supports_skip_assignment=version >= _SKIP_ASSIGNMENT_VERSION,
+        )
     )
     return join_response(version, result)

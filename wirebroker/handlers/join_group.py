@@ -19,7 +19,7 @@ Skipped: authorization, throttling."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from protocol.messages.join_group import (
         JoinGroupRequest,
         JoinGroupResponse,
+        JoinGroupResponseMember,
     )
     from wirebroker.handlers.context import RequestContext
 
@@ -64,14 +65,8 @@ def join_response(version: int, result: JoinResult) -> JoinGroupResponse:
         "leader": result.leader,
         "skip_assignment": result.skip_assignment,
         "member_id": result.member_id,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "metadata": m.metadata,
-            }
-            for m in result.members
-        ],
+        # a JoinMember's fields are the wire's
+        "members": [cast("JoinGroupResponseMember", m._asdict()) for m in result.members],
     }
 
 

@@ -255,8 +255,15 @@ class LogManager:
                     write_partition_metadata(
                         fs, path / PARTITION_METADATA_FILE, topic_id, durable=False
                     )
-                plog = PartitionLog.create_new(
-                    path, topic, partition, config, now_ms=now_ms, fs=fs, topic_id=topic_id
+                plog = PartitionLog.open(
+                    path,
+                    topic,
+                    partition,
+                    config,
+                    now_ms=now_ms,
+                    fs=fs,
+                    new=True,
+                    topic_id=topic_id,
                 )
             except (OSError, StorageError) as exc:
                 with suppress(OSError):
@@ -271,9 +278,9 @@ class LogManager:
                     write_partition_metadata(fs, path / PARTITION_METADATA_FILE, topic_id)
             except OSError as exc:
                 raise StorageError(f"cannot create {path}: {exc}") from exc
-            plog = PartitionLog.open(path, topic, partition, config, now_ms=now_ms, fs=fs)
-            if topic_id is not None:
-                plog.topic_id = topic_id
+            plog = PartitionLog.open(
+                path, topic, partition, config, now_ms=now_ms, fs=fs, topic_id=topic_id
+            )
         return plog, is_new
 
     def repair_topic_id(self, topic: str, partition: int, topic_id: uuid.UUID) -> bool:

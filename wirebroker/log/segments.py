@@ -80,6 +80,12 @@ class LogSegments:
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
 
+    def with_max_timestamp(self) -> Segment | None:
+        """The first non-empty segment holding the largest batch max timestamp (None when no
+        segment has a timestamp)."""
+        timed = [seg for seg in self._segments if seg.size and seg.max_timestamp >= 0]
+        return max(timed, key=lambda seg: seg.max_timestamp, default=None)
+
     # -- changes ----------------------------------------------------------------------------
     def add(self, seg: Segment) -> None:
         """A new active segment (its base is above every other)."""

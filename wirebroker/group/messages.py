@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, Self, TypeVar, cast
 
 from protocol.errors import ErrorCode
 
@@ -19,8 +19,39 @@ from protocol.errors import ErrorCode
 SUCCESS_CODES = (ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED)
 
 
+T = TypeVar("T")
+
+
 def _or_failed(current: ErrorCode, error: ErrorCode) -> ErrorCode:
     return error if current in SUCCESS_CODES else current
+
+
+def _failed(value: T, error: ErrorCode) -> T:
+    """`value` with each success code in an `error` field -- its own, and those of the
+    dataclasses and (named) tuples it holds -- replaced by `error`."""
+    if isinstance(value, tuple):
+        items = [_failed(v, error) for v in value]
+        if not hasattr(value, "_fields"):
+            return cast("T", tuple(items))
+        named: Any = type(value)(*items)
+        if "error" in value._fields:
+            named = named._replace(error=_or_failed(named.error, error))
+        return cast("T", named)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: _failed(getattr(value, f.name), error) for f in dataclasses.fields(value)
+        }
+        if "error" in changes:
+            changes["error"] = _or_failed(changes["error"], error)
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+class Failable:
+    """A result the runtime answers with `failed(error)` when its records were not appended."""
+
+    def failed(self, error: ErrorCode) -> Self:
+        return _failed(self, error)
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -138,7 +169,7 @@ class JoinMember(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class JoinResult:
+class JoinResult(Failable):
     error: ErrorCode = ErrorCode.NONE
     member_id: str = ""
     generation_id: int = -1
@@ -148,19 +179,13 @@ class JoinResult:
     skip_assignment: bool = False
     members: tuple[JoinMember, ...] = ()
 
-    def failed(self, error: ErrorCode) -> JoinResult:
-        return dataclasses.replace(self, error=_or_failed(self.error, error))
-
 
 @dataclasses.dataclass(frozen=True)
-class SyncResult:
+class SyncResult(Failable):
     error: ErrorCode = ErrorCode.NONE
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
-
-    def failed(self, error: ErrorCode) -> SyncResult:
-        return dataclasses.replace(self, error=_or_failed(self.error, error))
 
 
 ParkedResult = JoinResult | SyncResult
@@ -175,17 +200,11 @@ class MemberLeft(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class LeaveResult:
+class LeaveResult(Failable):
     """`error` is the request's own; `members` one answer per identity (empty on `error`)."""
 
     error: ErrorCode = ErrorCode.NONE
     members: tuple[MemberLeft, ...] = ()
-
-    def failed(self, error: ErrorCode) -> LeaveResult:
-        return LeaveResult(
-            _or_failed(self.error, error),
-            tuple(MemberLeft(m.member, _or_failed(m.error, error)) for m in self.members),
-        )
 
 
 # -- OffsetCommit / OffsetDelete --------------------------------------------------------------
@@ -201,38 +220,18 @@ class TopicErrors(NamedTuple):
     partitions: tuple[PartitionError, ...]
 
 
-def _failed_topics(topics: tuple[TopicErrors, ...], error: ErrorCode) -> tuple[TopicErrors, ...]:
-    return tuple(
-        TopicErrors(
-            t.name,
-            tuple(
-                PartitionError(p.partition_index, _or_failed(p.error, error)) for p in t.partitions
-            ),
-        )
-        for t in topics
-    )
-
-
 @dataclasses.dataclass(frozen=True)
-class CommitResult:
+class CommitResult(Failable):
     topics: tuple[TopicErrors, ...] = ()
-
-    def failed(self, error: ErrorCode) -> CommitResult:
-        return CommitResult(_failed_topics(self.topics, error))
 
     def errors(self) -> dict[tuple[str, int], ErrorCode]:
         return {(t.name, p.partition_index): p.error for t in self.topics for p in t.partitions}
 
 
 @dataclasses.dataclass(frozen=True)
-class DeleteOffsetsResult:
+class DeleteOffsetsResult(Failable):
     error: ErrorCode = ErrorCode.NONE
     topics: tuple[TopicErrors, ...] = ()
-
-    def failed(self, error: ErrorCode) -> DeleteOffsetsResult:
-        return DeleteOffsetsResult(
-            _or_failed(self.error, error), _failed_topics(self.topics, error)
-        )
 
 
 # -- DeleteGroups ----------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from wirebroker.group.messages import (
     DeleteGroupsResult,
     DeleteOffsetsResult,
     DescribedGroup,
+    Failable,
     HeartbeatRequest,
     JoinRequest,
     JoinResult,
@@ -71,8 +72,6 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 #: Results answered before their records are appended (`failed` gives the error answer).
-_FAILABLE = (JoinResult, SyncResult, LeaveResult, CommitResult, DeleteOffsetsResult)
-
 OFFSETS_TOPIC = "__consumer_offsets"
 
 #: Bytes asked for per `PartitionLog.read` while loading.
@@ -380,7 +379,7 @@ class GroupCoordinatorRuntime:
                     if partition_for(r.group_id) in mapped
                 }
             )
-        elif isinstance(response, _FAILABLE):
+        elif isinstance(response, Failable):
             out_response = response.failed(any_error)
         out = []
         for c in completions:

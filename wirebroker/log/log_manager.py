@@ -327,23 +327,21 @@ class LogManager:
     # -- periodic work ------------------------------------------------------------------------
     def run_retention(self, now_ms: int) -> None:
         """Retention on every online log; an I/O error takes only that log offline."""
-        for key, plog in list(self._logs.items()):
-            if plog.offline:
-                continue
-            try:
-                plog.delete_expired_segments(now_ms)
-            except StorageError:
-                log.exception("%s-%d: retention failed", *key)
+        self._on_each_online("retention", lambda plog: plog.delete_expired_segments(now_ms))
 
     def flush_due(self, now_ms: int) -> None:
         """flush.ms for every online log."""
+        self._on_each_online("flush", lambda plog: plog.maybe_flush(now_ms))
+
+    def _on_each_online(self, what: str, work: Callable[[PartitionLog], object]) -> None:
+        """`work` on every online log; its StorageError is logged and the loop goes on."""
         for key, plog in list(self._logs.items()):
             if plog.offline:
                 continue
             try:
-                plog.maybe_flush(now_ms)
+                work(plog)
             except StorageError:
-                log.exception("%s-%d: flush failed", *key)
+                log.exception("%s-%d: %s failed", *key, what)
 
     def run_cleaner(self, now_ms: int) -> int:
         """One bounded step of log compaction over the online logs; returns the bytes

@@ -124,24 +124,22 @@ class JoinRequest:
 
 
 @dataclasses.dataclass(frozen=True)
-class SyncRequest:
-    """A decoded SyncGroup; only the leader's `assignments` are stored."""
+class HeartbeatRequest:
+    """A decoded Heartbeat: a member of a generation (as SyncGroup names it too)."""
 
     group_id: str
     generation_id: int
     member_id: str
     group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignments: Sequence[tuple[str, bytes]] = ()
 
 
 @dataclasses.dataclass(frozen=True)
-class HeartbeatRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
+class SyncRequest(HeartbeatRequest):
+    """A decoded SyncGroup; only the leader's `assignments` are stored."""
+
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: Sequence[tuple[str, bytes]] = ()
 
 
 @dataclasses.dataclass(frozen=True)

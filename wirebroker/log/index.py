@@ -45,13 +45,11 @@ _INT32_MAX = 2**31 - 1
 
 
 class _Index:
-    """An index file and its entries in memory: two `array` columns (named by `columns`,
-    typed by `typecodes`) holding the two fields of each `entry`."""
+    """An index file and its entries in memory: two `array`s, one per field of `entry`,
+    each named and typed by `columns` ((attribute, typecode) in entry order)."""
 
     entry: ClassVar[struct.Struct]
-    columns: ClassVar[tuple[str, str]]
-    typecodes: ClassVar[tuple[str, str]]
-    entry_size = 0
+    columns: ClassVar[tuple[tuple[str, str], tuple[str, str]]]
 
     def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
         self.fs = fs
@@ -60,11 +58,23 @@ class _Index:
         self.max_entries = max(max_bytes // self.entry_size, 1)
         self.fd = -1
         self.dirty = False
-        self._set_columns(array(self.typecodes[0]), array(self.typecodes[1]))
+        self._set_columns(*self._new_columns())
+
+    @property
+    def entry_size(self) -> int:
+        return self.entry.size
+
+    def _new_columns(self) -> tuple[array[int], array[int]]:
+        (_, first), (_, second) = self.columns
+        return array(first), array(second)
 
     def _set_columns(self, first: array[int], second: array[int]) -> None:
-        setattr(self, self.columns[0], first)
-        setattr(self, self.columns[1], second)
+        self._first = first
+        setattr(self, self.columns[0][0], first)
+        setattr(self, self.columns[1][0], second)
+
+    def __len__(self) -> int:
+        return len(self._first)
 
     def _outside(self, first: int, second: int, limit: int | None) -> bool:
         raise NotImplementedError
@@ -79,7 +89,7 @@ class _Index:
         raw = self.read_raw()
         if len(raw) % self.entry_size:
             return f"{self.path.name}: length {len(raw)} is not a multiple of {self.entry_size}"
-        first, second = array(self.typecodes[0]), array(self.typecodes[1])
+        first, second = self._new_columns()
         for a, b in self.entry.iter_unpack(raw):
             if self._outside(a, b, limit):
                 return f"{self.path.name}: entry ({a}, {b}) outside the segment"
@@ -102,7 +112,7 @@ class _Index:
     def reset(self, entries: list[tuple[int, int]]) -> None:
         """Replace the whole index (file and memory) with `entries`."""
         self.truncate_file(0)
-        self._set_columns(array(self.typecodes[0]), array(self.typecodes[1]))
+        self._set_columns(*self._new_columns())
         self.write_raw(self.encode(entries))
         self.commit(entries)
 
@@ -121,9 +131,6 @@ class _Index:
                 self.dirty = True
         finally:
             self.release()
-
-    def __len__(self) -> int:
-        raise NotImplementedError
 
     @property
     def is_full(self) -> bool:
@@ -177,14 +184,9 @@ class OffsetIndex(_Index):
     the `limit` given to `load`: the log size), both strictly increasing."""
 
     entry = _OFFSET_ENTRY
-    entry_size = _OFFSET_ENTRY.size
-    columns = ("rel_offsets", "positions")
-    typecodes = ("i", "i")
+    columns = (("rel_offsets", "i"), ("positions", "i"))
     rel_offsets: array[int]
     positions: array[int]
-
-    def __len__(self) -> int:
-        return len(self.rel_offsets)
 
     def _outside(self, first: int, second: int, limit: int | None) -> bool:
         return first < 0 or second < 0 or (limit is not None and second >= limit)
@@ -218,14 +220,9 @@ class TimeIndex(_Index):
     non-decreasing and below the `limit` given to `load` (absolute) when there is one."""
 
     entry = _TIME_ENTRY
-    entry_size = _TIME_ENTRY.size
-    columns = ("timestamps", "rel_offsets")
-    typecodes = ("q", "i")
+    columns = (("timestamps", "q"), ("rel_offsets", "i"))
     timestamps: array[int]
     rel_offsets: array[int]
-
-    def __len__(self) -> int:
-        return len(self.timestamps)
 
     def _outside(self, first: int, second: int, limit: int | None) -> bool:
         return second < 0 or (limit is not None and self.base_offset + second >= limit)

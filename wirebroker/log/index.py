@@ -104,7 +104,7 @@ class _Index:
     def encode(cls, entries: list[tuple[int, int]]) -> bytes:
         """Entries given as (first field, second field)."""
         pack = cls.entry.pack
-        return b"".join(pack(a, b) for a, b in entries)
+        return b"".join([pack(a, b) for a, b in entries])
 
     def commit(self, entries: list[tuple[int, int]]) -> None:
         raise NotImplementedError

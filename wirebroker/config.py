@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 LONG_MAX = 9223372036854775807
@@ -118,158 +118,13 @@ class ConfigDef:
 
 _T = ConfigType
 
-#: Topic-level configs, as Kafka 4.x's `LogConfig` defines them.
-TOPIC_CONFIGS: dict[str, ConfigDef] = {
-    d.name: d
-    for d in [
-        ConfigDef(
-            "cleanup.policy",
-            _T.LIST,
-            "delete",
-            "delete and/or compact",
-            "log.cleanup.policy",
-            choices=("delete", "compact"),
-        ),
-        ConfigDef(
-            "compression.type",
-            _T.STRING,
-            "producer",
-            "",
-            "compression.type",
-            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-        ),
-        ConfigDef(
-            "delete.retention.ms",
-            _T.LONG,
-            "86400000",
-            "",
-            "log.cleaner.delete.retention.ms",
-            minimum=0,
-        ),
-        ConfigDef(
-            "file.delete.delay.ms", _T.LONG, "60000", "", "log.segment.delete.delay.ms", minimum=0
-        ),
-        ConfigDef(
-            "flush.messages",
-            _T.LONG,
-            str(LONG_MAX),
-            "fsync after this many messages",
-            "log.flush.interval.messages",
-            minimum=1,
-        ),
-        ConfigDef(
-            "flush.ms",
-            _T.LONG,
-            str(LONG_MAX),
-            "fsync when the oldest unflushed append is this old",
-            "log.flush.interval.ms",
-            minimum=0,
-        ),
-        ConfigDef(
-            "index.interval.bytes", _T.INT, "4096", "", "log.index.interval.bytes", minimum=0
-        ),
-        ConfigDef(
-            "local.retention.bytes",
-            _T.LONG,
-            "-2",
-            "tiered storage (not supported)",
-            "log.local.retention.bytes",
-            minimum=-2,
-        ),
-        ConfigDef(
-            "local.retention.ms",
-            _T.LONG,
-            "-2",
-            "tiered storage (not supported)",
-            "log.local.retention.ms",
-            minimum=-2,
-        ),
-        ConfigDef(
-            "max.compaction.lag.ms",
-            _T.LONG,
-            str(LONG_MAX),
-            "",
-            "log.cleaner.max.compaction.lag.ms",
-            minimum=1,
-        ),
-        ConfigDef(
-            "max.message.bytes",
-            _T.INT,
-            "1048588",
-            "largest record batch",
-            "message.max.bytes",
-            minimum=0,
-        ),
-        ConfigDef(
-            "message.timestamp.after.max.ms",
-            _T.LONG,
-            "3600000",
-            "",
-            "log.message.timestamp.after.max.ms",
-            minimum=0,
-        ),
-        ConfigDef(
-            "message.timestamp.before.max.ms",
-            _T.LONG,
-            str(LONG_MAX),
-            "",
-            "log.message.timestamp.before.max.ms",
-            minimum=0,
-        ),
-        ConfigDef(
-            "message.timestamp.type",
-            _T.STRING,
-            "CreateTime",
-            "",
-            "log.message.timestamp.type",
-            choices=("CreateTime", "LogAppendTime"),
-        ),
-        ConfigDef(
-            "min.cleanable.dirty.ratio",
-            _T.DOUBLE,
-            "0.5",
-            "",
-            "log.cleaner.min.cleanable.ratio",
-            minimum=0,
-        ),
-        ConfigDef(
-            "min.compaction.lag.ms",
-            _T.LONG,
-            "0",
-            "",
-            "log.cleaner.min.compaction.lag.ms",
-            minimum=0,
-        ),
-        ConfigDef("min.insync.replicas", _T.INT, "1", "", "min.insync.replicas", minimum=1),
-        ConfigDef("preallocate", _T.BOOLEAN, "false", "", "log.preallocate"),
-        ConfigDef("remote.storage.enable", _T.BOOLEAN, "false", "tiered storage (not supported)"),
-        ConfigDef("retention.bytes", _T.LONG, "-1", "", "log.retention.bytes"),
-        ConfigDef("retention.ms", _T.LONG, "604800000", "", "log.retention.ms", minimum=-1),
-        ConfigDef("segment.bytes", _T.INT, "1073741824", "", "log.segment.bytes", minimum=14),
-        ConfigDef(
-            "segment.index.bytes", _T.INT, "10485760", "", "log.index.size.max.bytes", minimum=4
-        ),
-        ConfigDef("segment.jitter.ms", _T.LONG, "0", "", "log.roll.jitter.ms", minimum=0),
-        ConfigDef("segment.ms", _T.LONG, "604800000", "", "log.roll.ms", minimum=1),
-        ConfigDef(
-            "unclean.leader.election.enable",
-            _T.BOOLEAN,
-            "false",
-            "",
-            "unclean.leader.election.enable",
-        ),
-        ConfigDef("leader.replication.throttled.replicas", _T.LIST, "", ""),
-        ConfigDef("follower.replication.throttled.replicas", _T.LIST, "", ""),
-    ]
-}
-
 
 def _default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "wirebroker" / "data")
 
 
-#: Broker-level configs (server.properties keys). Topic synonyms share the topic default.
+#: Broker-level configs (server.properties keys); a topic config's default is its synonym's.
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in [
@@ -403,6 +258,79 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("zookeeper.connect", _T.STRING, None, "multi-broker mode only", read_only=True),
     ]
 }
+
+
+def _topic(
+    name: str,
+    synonym: str,
+    doc: str = "",
+    *,
+    default: str | None = None,
+    minimum: float | None = None,
+) -> ConfigDef:
+    """A topic config with its broker synonym's type, default, choices and minimum (Kafka's
+    topic configs fall back to their synonym), but for the `default` and `minimum` given."""
+    base = BROKER_CONFIGS[synonym]
+    return replace(
+        base,
+        name=name,
+        doc=doc,
+        synonym=synonym,
+        default=base.default if default is None else default,
+        minimum=base.minimum if minimum is None else minimum,
+    )
+
+
+#: Topic-level configs, as Kafka 4.x's `LogConfig` defines them.
+TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in [
+        _topic("cleanup.policy", "log.cleanup.policy", "delete and/or compact"),
+        _topic("compression.type", "compression.type"),
+        _topic("delete.retention.ms", "log.cleaner.delete.retention.ms", minimum=0),
+        _topic("file.delete.delay.ms", "log.segment.delete.delay.ms", minimum=0),
+        _topic("flush.messages", "log.flush.interval.messages", "fsync after this many messages"),
+        _topic(
+            "flush.ms",
+            "log.flush.interval.ms",
+            "fsync when the oldest unflushed append is this old",
+            minimum=0,
+        ),
+        _topic("index.interval.bytes", "log.index.interval.bytes", minimum=0),
+        _topic(
+            "local.retention.bytes",
+            "log.local.retention.bytes",
+            "tiered storage (not supported)",
+            minimum=-2,
+        ),
+        _topic(
+            "local.retention.ms",
+            "log.local.retention.ms",
+            "tiered storage (not supported)",
+            minimum=-2,
+        ),
+        _topic("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", minimum=1),
+        _topic("max.message.bytes", "message.max.bytes", "largest record batch"),
+        _topic("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", minimum=0),
+        _topic("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", minimum=0),
+        _topic("message.timestamp.type", "log.message.timestamp.type"),
+        _topic("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", minimum=0),
+        _topic("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", minimum=0),
+        _topic("min.insync.replicas", "min.insync.replicas"),
+        _topic("preallocate", "log.preallocate"),
+        ConfigDef("remote.storage.enable", _T.BOOLEAN, "false", "tiered storage (not supported)"),
+        _topic("retention.bytes", "log.retention.bytes"),
+        _topic("retention.ms", "log.retention.ms", default="604800000", minimum=-1),
+        _topic("segment.bytes", "log.segment.bytes"),
+        _topic("segment.index.bytes", "log.index.size.max.bytes"),
+        _topic("segment.jitter.ms", "log.roll.jitter.ms", minimum=0),
+        _topic("segment.ms", "log.roll.ms", default="604800000", minimum=1),
+        _topic("unclean.leader.election.enable", "unclean.leader.election.enable"),
+        ConfigDef("leader.replication.throttled.replicas", _T.LIST, "", ""),
+        ConfigDef("follower.replication.throttled.replicas", _T.LIST, "", ""),
+    ]
+}
+
 
 _RETENTION_UNITS = (
     ("log.retention.ms", 1),

@@ -7,9 +7,8 @@ message, as Kafka does with its ApiExceptions.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from protocol.errors import ErrorCode
+from wirebroker.errors import KafkaError
 
 __all__ = [
     "ClusterError",
@@ -26,50 +25,46 @@ __all__ = [
 ]
 
 
-class ClusterError(Exception):
+class ClusterError(KafkaError):
     """Base of every topic-metadata error; `error_code` is what a handler returns."""
 
-    error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN
+
+class InvalidTopicError(ClusterError, code=ErrorCode.INVALID_TOPIC_EXCEPTION):
+    """An illegal topic name; the message says why."""
 
 
-class InvalidTopicError(ClusterError):
-    """An illegal topic name (INVALID_TOPIC_EXCEPTION); the message says why."""
-
-    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+class TopicExistsError(ClusterError, code=ErrorCode.TOPIC_ALREADY_EXISTS):
+    """CreateTopics of a topic that already exists."""
 
 
-class TopicExistsError(ClusterError):
-    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+class InvalidPartitionsError(ClusterError, code=ErrorCode.INVALID_PARTITIONS):
+    """A partition count below 1, or CreatePartitions not growing the topic."""
 
 
-class InvalidPartitionsError(ClusterError):
-    error_code = ErrorCode.INVALID_PARTITIONS
+class InvalidReplicationFactorError(ClusterError, code=ErrorCode.INVALID_REPLICATION_FACTOR):
+    """A replication factor below 1 or above the number of brokers."""
 
 
-class InvalidReplicationFactorError(ClusterError):
-    error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+class InvalidReplicationAssignmentError(
+    ClusterError, code=ErrorCode.INVALID_REPLICATION_ASSIGNMENT
+):
+    """A manual assignment naming unknown brokers, repeats or uneven replica counts."""
 
 
-class InvalidReplicationAssignmentError(ClusterError):
-    error_code = ErrorCode.INVALID_REPLICATION_ASSIGNMENT
+class InvalidConfigError(ClusterError, code=ErrorCode.INVALID_CONFIG):
+    """An unknown topic config or a value it does not accept."""
 
 
-class InvalidConfigError(ClusterError):
-    error_code = ErrorCode.INVALID_CONFIG
+class InvalidRequestError(ClusterError, code=ErrorCode.INVALID_REQUEST):
+    """A request whose fields contradict each other."""
 
 
-class InvalidRequestError(ClusterError):
-    error_code = ErrorCode.INVALID_REQUEST
+class PolicyViolationError(ClusterError, code=ErrorCode.POLICY_VIOLATION):
+    """A request a broker policy refuses."""
 
 
-class PolicyViolationError(ClusterError):
-    error_code = ErrorCode.POLICY_VIOLATION
-
-
-class UnknownTopicError(ClusterError):
-    """The topic does not exist (UNKNOWN_TOPIC_OR_PARTITION)."""
-
-    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+class UnknownTopicError(ClusterError, code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+    """The topic does not exist."""
 
 
 class UnknownTopicOrPartitionError(UnknownTopicError):

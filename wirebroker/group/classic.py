@@ -83,12 +83,12 @@ from __future__ import annotations
 import enum
 import struct
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from protocol.errors import ErrorCode
 from wirebroker.group.effects import Completion, Parked
-from wirebroker.group.messages import JoinMember, JoinResult, SyncResult
+from wirebroker.group.messages import JoinMember, JoinRequest, JoinResult, Protocols, SyncResult
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -119,9 +119,6 @@ class IllegalTransition(RuntimeError):
     """A bug: the coordinator tried a transition the state table forbids."""
 
 
-Protocols = tuple[tuple[str, bytes], ...]
-
-
 @dataclass(eq=False)
 class ClassicGroupMember:
     member_id: str
@@ -136,6 +133,21 @@ class ClassicGroupMember:
     awaiting_join: Parked | None = None
     awaiting_sync: Parked | None = None
     is_new: bool = False
+
+    @classmethod
+    def joining(cls, member_id: str, req: JoinRequest) -> ClassicGroupMember:
+        """A new member as its JoinGroup describes it."""
+        return cls(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.rebalance_timeout_ms,
+            req.session_timeout_ms,
+            req.protocol_type,
+            req.protocols,
+            is_new=True,
+        )
 
     @property
     def is_static(self) -> bool:
@@ -437,17 +449,7 @@ class ClassicGroup:
                 Completion(old.awaiting_sync.key, SyncResult(error=ErrorCode.FENCED_INSTANCE_ID))
             )
             old.awaiting_sync = None
-        new = ClassicGroupMember(
-            member_id=new_member_id,
-            group_instance_id=old.group_instance_id,
-            client_id=old.client_id,
-            client_host=old.client_host,
-            rebalance_timeout_ms=old.rebalance_timeout_ms,
-            session_timeout_ms=old.session_timeout_ms,
-            protocol_type=old.protocol_type,
-            protocols=old.protocols,
-            assignment=old.assignment,
-        )
+        new = replace(old, member_id=new_member_id, is_new=False)  # nothing parked (above)
         self.members[new_member_id] = new
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
@@ -492,20 +494,6 @@ class ClassicGroup:
         for member_id, m in self.members.items():
             self.complete_join(m, JoinResult(error=error, member_id=member_id), out)
             self.complete_sync(m, SyncResult(error=error), out)
-
-
-def protocols_tuple(protocols: Iterable[tuple[str, bytes]]) -> Protocols:
-    """Normalise JoinGroup protocols: keep the first entry of each name, in request order.
-    (Kafka's collection is keyed by name but tolerates duplicates, which then skew its
-    protocol counts; dropping them is the robust reading.)"""
-    seen: set[str] = set()
-    out: list[tuple[str, bytes]] = []
-    for name, meta in protocols:
-        if name in seen:
-            continue
-        seen.add(name)
-        out.append((name, bytes(meta)))
-    return tuple(out)
 
 
 def protocol_names(protocols: Sequence[tuple[str, bytes]]) -> set[str]:

@@ -17,24 +17,29 @@ present in the raw properties, so a Kafka server.properties keeps its meaning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from wirebroker.config import BROKER_CONFIGS, BrokerConfig
 
 INT_MAX = 2147483647
 
 
+def _from(key: str, default: int, unit: int = 1) -> int:
+    """A field read from the broker config `key` (times `unit`), `default` when unset."""
+    return field(default=default, metadata={"key": key, "unit": unit})
+
+
 @dataclass(frozen=True)
 class GroupConfig:
-    num_partitions: int = 50
-    initial_rebalance_delay_ms: int = 0
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1800000
-    max_group_size: int = INT_MAX
-    offsets_retention_ms: int = 10080 * 60_000
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-    new_member_join_timeout_ms: int = 300_000
+    num_partitions: int = _from("offsets.topic.num.partitions", 50)
+    initial_rebalance_delay_ms: int = _from("group.initial.rebalance.delay.ms", 0)
+    min_session_timeout_ms: int = _from("group.min.session.timeout.ms", 6000)
+    max_session_timeout_ms: int = _from("group.max.session.timeout.ms", 1800000)
+    max_group_size: int = _from("group.max.size", INT_MAX)
+    offsets_retention_ms: int = _from("offsets.retention.minutes", 10080 * 60_000, unit=60_000)
+    offsets_retention_check_interval_ms: int = _from("offsets.retention.check.interval.ms", 600_000)
+    offset_metadata_max_bytes: int = _from("offset.metadata.max.bytes", 4096)
+    new_member_join_timeout_ms: int = 300_000  # fixed in Kafka
 
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> GroupConfig:
@@ -45,18 +50,9 @@ class GroupConfig:
             raw = cfg.values.get(name)
             return default if raw is None else int(raw.strip())
 
-        d = cls()
-        return cls(
-            num_partitions=get("offsets.topic.num.partitions", d.num_partitions),
-            initial_rebalance_delay_ms=get(
-                "group.initial.rebalance.delay.ms", d.initial_rebalance_delay_ms
-            ),
-            min_session_timeout_ms=get("group.min.session.timeout.ms", d.min_session_timeout_ms),
-            max_session_timeout_ms=get("group.max.session.timeout.ms", d.max_session_timeout_ms),
-            max_group_size=get("group.max.size", d.max_group_size),
-            offsets_retention_ms=get("offsets.retention.minutes", 10080) * 60_000,
-            offsets_retention_check_interval_ms=get(
-                "offsets.retention.check.interval.ms", d.offsets_retention_check_interval_ms
-            ),
-            offset_metadata_max_bytes=get("offset.metadata.max.bytes", d.offset_metadata_max_bytes),
-        )
+        values: dict[str, int] = {}
+        for f in fields(cls):
+            if "key" in f.metadata:
+                unit = f.metadata["unit"]
+                values[f.name] = get(f.metadata["key"], f.default // unit) * unit
+        return cls(**values)

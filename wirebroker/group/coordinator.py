@@ -152,9 +152,7 @@ class GroupCoordinatorCore:
             if state.partition_for(group.group_id) not in parts:
                 continue
             for m in group.members.values():
-                self.rebalancer.schedule_heartbeat(
-                    group.group_id, m.member_id, now_ms + m.session_timeout_ms
-                )
+                self.rebalancer.renew_session(group.group_id, m, now_ms)
             if len(group.members) > self.config.max_group_size:
                 self.rebalancer.prepare_rebalance(group, fx, now_ms)
         if EXPIRE_KEY not in state.timers:

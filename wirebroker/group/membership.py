@@ -18,31 +18,22 @@ from wirebroker.group.classic import (
     ClassicGroup,
     ClassicGroupMember,
     GroupState,
-    Protocols,
     protocol_names,
-    protocols_tuple,
 )
 from wirebroker.group.effects import Effects, Parked, Result
-from wirebroker.group.messages import JoinResult, LeaveMember, LeaveResult, MemberLeft, SyncResult
+from wirebroker.group.messages import (
+    HeartbeatRequest,
+    JoinRequest,
+    JoinResult,
+    LeaveMember,
+    LeaveResult,
+    MemberLeft,
+    SyncRequest,
+    SyncResult,
+)
 from wirebroker.group.rebalance import Rebalancer, generation_answer, hb_key
 from wirebroker.group.records import empty_group_metadata_record, group_metadata_record
 from wirebroker.group.state import CoordinatorState
-
-
-@dataclass(frozen=True)
-class JoinRequest:
-    """A decoded JoinGroup (the handler's flags in place of its version)."""
-
-    member_id: str
-    protocol_type: str
-    protocols: Protocols
-    session_timeout_ms: int
-    rebalance_timeout_ms: int = -1
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    require_known_member_id: bool = True
-    supports_skip_assignment: bool = True
 
 
 class GroupMembership:
@@ -54,45 +45,10 @@ class GroupMembership:
         self._suffix = member_id_suffix
 
     # == JoinGroup =========================================================================
-    def join_group(
-        self,
-        key: Hashable,
-        now_ms: int,
-        *,
-        group_id: str,
-        member_id: str,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int = -1,
-        group_instance_id: str | None = None,
-        client_id: str = "",
-        client_host: str = "",
-        require_known_member_id: bool = True,
-        supports_skip_assignment: bool = True,
-    ) -> Result[None]:
-        """JoinGroup; the answer comes as `Completion(key, JoinResult)`, possibly later.
-        `rebalance_timeout_ms` -1 (JoinGroup v0) is the session timeout;
-        `require_known_member_id` (v4+) hands out member ids first; `supports_skip_assignment`
-        (v9+) lets a restarted static leader skip the assignment."""
-        req = JoinRequest(
-            member_id=member_id,
-            protocol_type=protocol_type,
-            protocols=protocols_tuple(protocols),
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=(
-                session_timeout_ms if rebalance_timeout_ms < 0 else rebalance_timeout_ms
-            ),
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            require_known_member_id=require_known_member_id,
-            supports_skip_assignment=supports_skip_assignment,
-        )
-        return self._join(key, now_ms, group_id, req)
-
-    def _join(self, key: Hashable, now_ms: int, group_id: str, req: JoinRequest) -> Result[None]:
+    def join_group(self, key: Hashable, now_ms: int, req: JoinRequest) -> Result[None]:
+        """JoinGroup; the answer comes as `Completion(key, JoinResult)`, possibly later."""
         fx = Effects()
+        group_id = req.group_id
 
         def fail(error: ErrorCode, mid: str = req.member_id) -> Result[None]:
             fx.complete(key, JoinResult(error=error, member_id=mid))
@@ -227,18 +183,7 @@ class GroupMembership:
     def _add_member_then_rebalance(
         self, group: ClassicGroup, join: _Joining, member_id: str, fx: Effects, now_ms: int
     ) -> None:
-        req = join.req
-        member = ClassicGroupMember(
-            member_id=member_id,
-            group_instance_id=req.group_instance_id,
-            client_id=req.client_id,
-            client_host=req.client_host,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            session_timeout_ms=req.session_timeout_ms,
-            protocol_type=req.protocol_type,
-            protocols=req.protocols,
-            is_new=True,
-        )
+        member = ClassicGroupMember.joining(member_id, join.req)
         if group.is_in(GroupState.PREPARING_REBALANCE) and (
             group.previous_state is GroupState.EMPTY
         ):
@@ -267,9 +212,7 @@ class GroupMembership:
             req.group_instance_id, old_member_id, new_member_id, fx.completions
         )
         self.state.timers.cancel(hb_key(group.group_id, old_member_id))
-        self.rebalancer.schedule_heartbeat(
-            group.group_id, new_member_id, now_ms + member.session_timeout_ms
-        )
+        self.rebalancer.renew_session(group.group_id, member, now_ms)
         join.update(group, member, fx)
         if group.is_in(GroupState.STABLE):
             if group.protocol_name == group.select_protocol():
@@ -291,24 +234,11 @@ class GroupMembership:
             self.rebalancer.maybe_complete_join_phase(group, fx, now_ms)
 
     # == SyncGroup =========================================================================
-    def sync_group(
-        self,
-        key: Hashable,
-        now_ms: int,
-        *,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-        assignments: Sequence[tuple[str, bytes]] = (),
-    ) -> Result[None]:
+    def sync_group(self, key: Hashable, now_ms: int, req: SyncRequest) -> Result[None]:
         """SyncGroup. The answer comes as `Completion(key, SyncResult)`, possibly later."""
         fx = Effects()
-        err = self._sync_error(
-            group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name
-        )
+        group_id, member_id = req.group_id, req.member_id
+        err = self._sync_error(req)
         group = self.state.groups.get(group_id)
         if err is not ErrorCode.NONE or group is None:
             fx.complete(key, SyncResult(error=err))
@@ -323,7 +253,7 @@ class GroupMembership:
             member.awaiting_sync = Parked(key)
             self.rebalancer.remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
-                self._store_assignment(group, assignments, fx, now_ms)
+                self._store_assignment(group, req.assignments, fx, now_ms)
             return fx.result()
 
         # Stable: hand out the current assignment.
@@ -338,27 +268,19 @@ class GroupMembership:
         )
         return fx.result()
 
-    def _sync_error(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-    ) -> ErrorCode:
+    def _sync_error(self, req: SyncRequest) -> ErrorCode:
         """The SyncGroup checks, in Kafka's order (NONE: the sync goes ahead)."""
-        err = self.state.request_error(group_id)
+        err = self.state.request_error(req.group_id)
         if err is not ErrorCode.NONE:
             return err
-        group = self.state.groups.get(group_id)
+        group = self.state.groups.get(req.group_id)
         if group is None or group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        err = _member_error(group, member_id, group_instance_id, generation_id)
+        err = _member_error(group, req.member_id, req.group_instance_id, req.generation_id)
         if err is not ErrorCode.NONE:
             return err
-        if _inconsistent(protocol_type, group.protocol_type) or _inconsistent(
-            protocol_name, group.protocol_name
+        if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(
+            req.protocol_name, group.protocol_name
         ):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         if group.is_in(GroupState.PREPARING_REBALANCE):
@@ -385,28 +307,12 @@ class GroupMembership:
         group.transition_to(GroupState.STABLE, now_ms)
 
     # == Heartbeat =========================================================================
-    def heartbeat(
-        self,
-        now_ms: int,
-        *,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None = None,
-    ) -> Result[ErrorCode]:
+    def heartbeat(self, now_ms: int, req: HeartbeatRequest) -> Result[ErrorCode]:
         """Heartbeat: the error to answer (renews the member's session when it is valid)."""
-        return Result(
-            response=self._heartbeat(now_ms, group_id, generation_id, member_id, group_instance_id)
-        )
+        return Result(response=self._heartbeat(now_ms, req))
 
-    def _heartbeat(
-        self,
-        now_ms: int,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-    ) -> ErrorCode:
+    def _heartbeat(self, now_ms: int, req: HeartbeatRequest) -> ErrorCode:
+        group_id, member_id = req.group_id, req.member_id
         err = self.state.request_error(group_id)
         if err is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.NONE  # Kafka answers blindly while loading
@@ -415,13 +321,12 @@ class GroupMembership:
         group = self.state.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        err = _member_error(group, member_id, group_instance_id, generation_id)
+        err = _member_error(group, member_id, req.group_instance_id, req.generation_id)
         if err is not ErrorCode.NONE:
             return err
         if group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        member = group.members[member_id]
-        self.rebalancer.schedule_heartbeat(group_id, member_id, now_ms + member.session_timeout_ms)
+        self.rebalancer.renew_session(group_id, group.members[member_id], now_ms)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE

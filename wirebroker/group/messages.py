@@ -10,8 +10,8 @@ replaced by `error` -- what the runtime answers when the append fails.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Self, TypeVar, cast
 
 from protocol.errors import ErrorCode
 
@@ -19,8 +19,39 @@ from protocol.errors import ErrorCode
 SUCCESS_CODES = (ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED)
 
 
+T = TypeVar("T")
+
+
 def _or_failed(current: ErrorCode, error: ErrorCode) -> ErrorCode:
     return error if current in SUCCESS_CODES else current
+
+
+def _failed(value: T, error: ErrorCode) -> T:
+    """`value` with each success code in an `error` field -- its own, and those of the
+    dataclasses and (named) tuples it holds -- replaced by `error`."""
+    if isinstance(value, tuple):
+        items = [_failed(v, error) for v in value]
+        if not hasattr(value, "_fields"):
+            return cast("T", tuple(items))
+        named: Any = type(value)(*items)
+        if "error" in value._fields:
+            named = named._replace(error=_or_failed(named.error, error))
+        return cast("T", named)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: _failed(getattr(value, f.name), error) for f in dataclasses.fields(value)
+        }
+        if "error" in changes:
+            changes["error"] = _or_failed(changes["error"], error)
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+class Failable:
+    """A result the runtime answers with `failed(error)` when its records were not appended."""
+
+    def failed(self, error: ErrorCode) -> Self:
+        return _failed(self, error)
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -49,6 +80,81 @@ class TopicPartitions(NamedTuple):
     partition_indexes: Sequence[int]
 
 
+#: A member's JoinGroup protocols: (name, metadata), one entry per name, in request order.
+Protocols = tuple[tuple[str, bytes], ...]
+
+
+def protocols_tuple(protocols: Iterable[tuple[str, bytes]]) -> Protocols:
+    """Normalise JoinGroup protocols: keep the first entry of each name, in request order.
+    (Kafka's collection is keyed by name but tolerates duplicates, which then skew its
+    protocol counts; dropping them is the robust reading.)"""
+    seen: set[str] = set()
+    out: list[tuple[str, bytes]] = []
+    for name, meta in protocols:
+        if name in seen:
+            continue
+        seen.add(name)
+        out.append((name, bytes(meta)))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinRequest:
+    """A decoded JoinGroup, the handler's flags in place of its version:
+    `require_known_member_id` (v4+) hands out member ids first; `supports_skip_assignment`
+    (v9+) lets a restarted static leader skip the assignment. Normalised on construction:
+    `rebalance_timeout_ms` -1 (v0) becomes the session timeout, `protocols` a `Protocols`."""
+
+    group_id: str
+    member_id: str
+    protocol_type: str
+    protocols: Protocols
+    session_timeout_ms: int
+    rebalance_timeout_ms: int = -1
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocols", protocols_tuple(self.protocols))
+        if self.rebalance_timeout_ms < 0:
+            object.__setattr__(self, "rebalance_timeout_ms", self.session_timeout_ms)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeartbeatRequest:
+    """A decoded Heartbeat: a member of a generation (as SyncGroup names it too)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncRequest(HeartbeatRequest):
+    """A decoded SyncGroup; only the leader's `assignments` are stored."""
+
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: Sequence[tuple[str, bytes]] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitRequest:
+    """A decoded OffsetCommit (topics by name). `generation_id` -1 with no member id is a
+    "simple" commit; `retention_time_ms` other than -1 sets an explicit expire time."""
+
+    group_id: str
+    topics: Sequence[CommitTopic]
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+
+
 # -- JoinGroup / SyncGroup (parked: delivered as completions) --------------------------------
 
 
@@ -61,7 +167,7 @@ class JoinMember(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class JoinResult:
+class JoinResult(Failable):
     error: ErrorCode = ErrorCode.NONE
     member_id: str = ""
     generation_id: int = -1
@@ -71,19 +177,13 @@ class JoinResult:
     skip_assignment: bool = False
     members: tuple[JoinMember, ...] = ()
 
-    def failed(self, error: ErrorCode) -> JoinResult:
-        return dataclasses.replace(self, error=_or_failed(self.error, error))
-
 
 @dataclasses.dataclass(frozen=True)
-class SyncResult:
+class SyncResult(Failable):
     error: ErrorCode = ErrorCode.NONE
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
-
-    def failed(self, error: ErrorCode) -> SyncResult:
-        return dataclasses.replace(self, error=_or_failed(self.error, error))
 
 
 ParkedResult = JoinResult | SyncResult
@@ -98,17 +198,11 @@ class MemberLeft(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class LeaveResult:
+class LeaveResult(Failable):
     """`error` is the request's own; `members` one answer per identity (empty on `error`)."""
 
     error: ErrorCode = ErrorCode.NONE
     members: tuple[MemberLeft, ...] = ()
-
-    def failed(self, error: ErrorCode) -> LeaveResult:
-        return LeaveResult(
-            _or_failed(self.error, error),
-            tuple(MemberLeft(m.member, _or_failed(m.error, error)) for m in self.members),
-        )
 
 
 # -- OffsetCommit / OffsetDelete --------------------------------------------------------------
@@ -124,38 +218,18 @@ class TopicErrors(NamedTuple):
     partitions: tuple[PartitionError, ...]
 
 
-def _failed_topics(topics: tuple[TopicErrors, ...], error: ErrorCode) -> tuple[TopicErrors, ...]:
-    return tuple(
-        TopicErrors(
-            t.name,
-            tuple(
-                PartitionError(p.partition_index, _or_failed(p.error, error)) for p in t.partitions
-            ),
-        )
-        for t in topics
-    )
-
-
 @dataclasses.dataclass(frozen=True)
-class CommitResult:
+class CommitResult(Failable):
     topics: tuple[TopicErrors, ...] = ()
-
-    def failed(self, error: ErrorCode) -> CommitResult:
-        return CommitResult(_failed_topics(self.topics, error))
 
     def errors(self) -> dict[tuple[str, int], ErrorCode]:
         return {(t.name, p.partition_index): p.error for t in self.topics for p in t.partitions}
 
 
 @dataclasses.dataclass(frozen=True)
-class DeleteOffsetsResult:
+class DeleteOffsetsResult(Failable):
     error: ErrorCode = ErrorCode.NONE
     topics: tuple[TopicErrors, ...] = ()
-
-    def failed(self, error: ErrorCode) -> DeleteOffsetsResult:
-        return DeleteOffsetsResult(
-            _or_failed(self.error, error), _failed_topics(self.topics, error)
-        )
 
 
 # -- DeleteGroups ----------------------------------------------------------------------------

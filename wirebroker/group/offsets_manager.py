@@ -19,6 +19,7 @@ from wirebroker.group.classic import ClassicGroup, GroupState
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.messages import (
     CommitPartition,
+    CommitRequest,
     CommitResult,
     CommitTopic,
     DeletedGroup,
@@ -45,29 +46,16 @@ class OffsetsManager:
         self.rebalancer = rebalancer
 
     # == OffsetCommit ======================================================================
-    def commit_offsets(
-        self,
-        now_ms: int,
-        *,
-        group_id: str,
-        topics: Sequence[CommitTopic],
-        generation_id: int = -1,
-        member_id: str = "",
-        group_instance_id: str | None = None,
-        retention_time_ms: int = -1,
-    ) -> Result[CommitResult]:
-        """OffsetCommit (topics by name).
-
-        `generation_id` -1 with no member id is a "simple" commit (admin client, consumers
-        with manual assignment): accepted while the group is Empty, creating the group if
-        needed. An unknown group with a generation is GROUP_ID_NOT_FOUND (the handler answers
-        ILLEGAL_GENERATION before v9). `retention_time_ms` other than -1 sets an explicit
-        expire time."""
+    def commit_offsets(self, now_ms: int, req: CommitRequest) -> Result[CommitResult]:
+        """OffsetCommit (see `CommitRequest`): a simple commit is accepted while the group is
+        Empty, creating the group if needed. An unknown group with a generation is
+        GROUP_ID_NOT_FOUND (the handler answers ILLEGAL_GENERATION before v9)."""
+        group_id, topics = req.group_id, req.topics
         fx = Effects()
-        err = self._commit_error(now_ms, group_id, generation_id, member_id, group_instance_id)
+        err = self._commit_error(now_ms, req)
         if err is not ErrorCode.NONE:
             return fx.result(_commit_result(topics, lambda _t, _p: err))
-        expire = -1 if retention_time_ms == -1 else now_ms + retention_time_ms
+        expire = -1 if req.retention_time_ms == -1 else now_ms + req.retention_time_ms
         max_meta = self.state.config.offset_metadata_max_bytes
         partition = self.state.partition_for(group_id)
 
@@ -92,34 +80,26 @@ class OffsetsManager:
 
         return fx.result(_commit_result(topics, commit_one))
 
-    def _commit_error(
-        self,
-        now_ms: int,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-    ) -> ErrorCode:
+    def _commit_error(self, now_ms: int, req: CommitRequest) -> ErrorCode:
         """The group-level checks of a commit (creating a simple group when accepted); a
         valid commit of a member counts as its heartbeat."""
+        group_id, member_id = req.group_id, req.member_id
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return err
         group = self.state.groups.get(group_id)
         if group is None:
-            if generation_id >= 0:
+            if req.generation_id >= 0:
                 return ErrorCode.GROUP_ID_NOT_FOUND
             group = ClassicGroup(group_id, current_state_timestamp=now_ms)
             self.state.groups[group_id] = group
-        err = group.validate_offset_commit(member_id, group_instance_id, generation_id)
+        err = group.validate_offset_commit(member_id, req.group_instance_id, req.generation_id)
         if err is not ErrorCode.NONE:
             return err
         if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             member = group.members.get(member_id)
             if member is not None:  # a commit counts as a heartbeat
-                self.rebalancer.schedule_heartbeat(
-                    group_id, member_id, now_ms + member.session_timeout_ms
-                )
+                self.rebalancer.renew_session(group_id, member, now_ms)
         return ErrorCode.NONE
 
     # == OffsetFetch =======================================================================

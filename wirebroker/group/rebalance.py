@@ -13,7 +13,7 @@ Every parked request of a removed member is answered (UNKNOWN_MEMBER_ID), never 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
-from wirebroker.group.classic import ClassicGroup, GroupState
+from wirebroker.group.classic import ClassicGroup, ClassicGroupMember, GroupState
 from wirebroker.group.effects import Effects
 from wirebroker.group.messages import JoinMember, JoinResult, SyncResult
 from wirebroker.group.records import group_metadata_record
@@ -37,6 +37,10 @@ class Rebalancer:
         self.state = state
 
     # -- sessions ----------------------------------------------------------------------------
+    def renew_session(self, group_id: str, member: ClassicGroupMember, now_ms: int) -> None:
+        """The member's session now expires one session timeout from `now_ms`."""
+        self.schedule_heartbeat(group_id, member.member_id, now_ms + member.session_timeout_ms)
+
     def schedule_heartbeat(self, group_id: str, member_id: str, deadline_ms: int) -> None:
         def expire(now_ms: int, fx: Effects) -> None:
             self._expire_heartbeat(group_id, member_id, fx, now_ms)
@@ -159,7 +163,7 @@ class Rebalancer:
         for m in list(group.members.values()):
             answer = generation_answer(group, m.member_id, members)
             group.complete_join(m, answer, fx.completions)
-            self.schedule_heartbeat(group.group_id, m.member_id, now_ms + m.session_timeout_ms)
+            self.renew_session(group.group_id, m, now_ms)
             m.is_new = False
             group.pending_sync_members.add(m.member_id)
         self._schedule_sync_expiration(group, now_ms)
@@ -205,7 +209,7 @@ class Rebalancer:
                 fx.completions,
             )
             if answered:
-                self.schedule_heartbeat(group.group_id, m.member_id, now_ms + m.session_timeout_ms)
+                self.renew_session(group.group_id, m, now_ms)
 
 
 def generation_answer(

@@ -40,17 +40,21 @@ from wirebroker.group.effects import (
     append_error_to_response_error,
 )
 from wirebroker.group.messages import (
+    CommitRequest,
     CommitResult,
-    CommitTopic,
     DeleteGroupsResult,
     DeleteOffsetsResult,
     DescribedGroup,
+    Failable,
+    HeartbeatRequest,
+    JoinRequest,
     JoinResult,
     LeaveMember,
     LeaveResult,
     ListGroupsResult,
     OffsetFetchResult,
     ParkedResult,
+    SyncRequest,
     SyncResult,
     TopicPartitions,
 )
@@ -68,8 +72,6 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 #: Results answered before their records are appended (`failed` gives the error answer).
-_FAILABLE = (JoinResult, SyncResult, LeaveResult, CommitResult, DeleteOffsetsResult)
-
 OFFSETS_TOPIC = "__consumer_offsets"
 
 #: Bytes asked for per `PartitionLog.read` while loading.
@@ -215,116 +217,32 @@ class GroupCoordinatorRuntime:
         log.info("created %s with %d partitions", OFFSETS_TOPIC, self.core.config.num_partitions)
         return ErrorCode.NONE
 
-    async def join_group(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int = -1,
-        group_instance_id: str | None = None,
-        client_id: str = "",
-        client_host: str = "",
-        require_known_member_id: bool = True,
-        supports_skip_assignment: bool = True,
-    ) -> JoinResult:
-        """JoinGroup (see `GroupCoordinatorCore.join_group`); waits until the group answers."""
+    async def join_group(self, req: JoinRequest) -> JoinResult:
+        """JoinGroup (see `GroupMembership.join_group`); waits until the group answers."""
         result = await self._parked(
-            group_id,
-            lambda key, now: self.core.join_group(
-                key,
-                now,
-                group_id=group_id,
-                member_id=member_id,
-                protocol_type=protocol_type,
-                protocols=protocols,
-                session_timeout_ms=session_timeout_ms,
-                rebalance_timeout_ms=rebalance_timeout_ms,
-                group_instance_id=group_instance_id,
-                client_id=client_id,
-                client_host=client_host,
-                require_known_member_id=require_known_member_id,
-                supports_skip_assignment=supports_skip_assignment,
-            ),
+            req.group_id, lambda key, now: self.core.join_group(key, now, req)
         )
         assert isinstance(result, JoinResult)
         return result
 
-    async def sync_group(
-        self,
-        *,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-        assignments: Sequence[tuple[str, bytes]] = (),
-    ) -> SyncResult:
-        """SyncGroup (see `GroupCoordinatorCore.sync_group`); waits until the group answers."""
+    async def sync_group(self, req: SyncRequest) -> SyncResult:
+        """SyncGroup (see `GroupMembership.sync_group`); waits until the group answers."""
         result = await self._parked(
-            group_id,
-            lambda key, now: self.core.sync_group(
-                key,
-                now,
-                group_id=group_id,
-                generation_id=generation_id,
-                member_id=member_id,
-                group_instance_id=group_instance_id,
-                protocol_type=protocol_type,
-                protocol_name=protocol_name,
-                assignments=assignments,
-            ),
+            req.group_id, lambda key, now: self.core.sync_group(key, now, req)
         )
         assert isinstance(result, SyncResult)
         return result
 
-    def heartbeat(
-        self,
-        *,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None = None,
-    ) -> ErrorCode:
-        return self._call(
-            lambda now: self.core.heartbeat(
-                now,
-                group_id=group_id,
-                generation_id=generation_id,
-                member_id=member_id,
-                group_instance_id=group_instance_id,
-            )
-        )
+    def heartbeat(self, req: HeartbeatRequest) -> ErrorCode:
+        return self._call(lambda now: self.core.heartbeat(now, req))
 
     def leave_group(self, *, group_id: str, members: Sequence[LeaveMember]) -> LeaveResult:
         return self._call(
             lambda now: self.core.leave_group(now, group_id=group_id, members=members)
         )
 
-    def commit_offsets(
-        self,
-        *,
-        group_id: str,
-        topics: Sequence[CommitTopic],
-        generation_id: int = -1,
-        member_id: str = "",
-        group_instance_id: str | None = None,
-        retention_time_ms: int = -1,
-    ) -> CommitResult:
-        return self._call(
-            lambda now: self.core.commit_offsets(
-                now,
-                group_id=group_id,
-                topics=topics,
-                generation_id=generation_id,
-                member_id=member_id,
-                group_instance_id=group_instance_id,
-                retention_time_ms=retention_time_ms,
-            )
-        )
+    def commit_offsets(self, req: CommitRequest) -> CommitResult:
+        return self._call(lambda now: self.core.commit_offsets(now, req))
 
     def delete_offsets(
         self, *, group_id: str, topics: Sequence[TopicPartitions]
@@ -461,7 +379,7 @@ class GroupCoordinatorRuntime:
                     if partition_for(r.group_id) in mapped
                 }
             )
-        elif isinstance(response, _FAILABLE):
+        elif isinstance(response, Failable):
             out_response = response.failed(any_error)
         out = []
         for c in completions:

@@ -223,11 +223,7 @@ class ConfigEntry:
     ) -> DescribeConfigsResourceResult:
         """A DescribeConfigsResourceResult (v1-4)."""
         return {
-            "name": self.name,
-            "value": self.value,
-            "read_only": self.read_only,
-            "config_source": self.source,
-            "is_sensitive": self.is_sensitive,
+            **self.creatable_dict(),
             "synonyms": [
                 {"name": s.name, "value": s.value, "source": s.source} for s in self.synonyms
             ]

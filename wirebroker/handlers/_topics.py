@@ -1,23 +1,35 @@
-"""Topic lookup shared by the handlers: one `resolve_topic` for name-or-topic-id entries.
+"""Topic and partition lookup shared by the handlers.
 
 Requests name a topic by `name` (older versions) or by `topic_id` (Fetch v13+, Produce v13+,
 Metadata v10+ with a non-zero id, DeleteTopics v6, OffsetCommit/OffsetFetch v10). An unknown
-id answers UNKNOWN_TOPIC_ID, an unknown name UNKNOWN_TOPIC_OR_PARTITION.
+id answers UNKNOWN_TOPIC_ID, an unknown name UNKNOWN_TOPIC_OR_PARTITION: `resolve_topic`, and
+`resolve_entry` for a request entry whose response names the topic the same way.
+`answer_partition` answers for one partition, fencing a stale or future leader epoch.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from protocol.errors import ErrorCode
+from wirebroker.log.errors import LogError
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+    from collections.abc import Callable, Mapping
 
-__all__ = ["NIL_UUID", "resolve_topic"]
+    from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+    from wirebroker.replication.partition import Partition
+    from wirebroker.replication.replica_manager import ReplicaManager
+
+__all__ = ["NIL_UUID", "answer_partition", "resolve_entry", "resolve_topic"]
+
+log = logging.getLogger(__name__)
 
 NIL_UUID = uuid.UUID(int=0)
+Q = TypeVar("Q")
+R = TypeVar("R")
 
 
 def resolve_topic(
@@ -36,3 +48,44 @@ def resolve_topic(
         info = store.get(name) if name is not None else None
         missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return info, (ErrorCode.NONE if info is not None else missing)
+
+
+def resolve_entry(
+    store: TopicStore, entry: Mapping[str, Any], *, by_id: bool, name_key: str
+) -> tuple[dict[str, Any], TopicInfo | None, ErrorCode]:
+    """A request's topic entry resolved by its `topic_id` (when `by_id`) or its `name_key`
+    field: (the response's naming field, {"topic_id": id} or {name_key: name}; the topic or
+    None; NONE or the error of an unknown topic)."""
+    if by_id:
+        topic_id = entry["topic_id"]
+        return {"topic_id": topic_id}, *resolve_topic(store, by_id=True, topic_id=topic_id)
+    name = entry[name_key]
+    return {name_key: name}, *resolve_topic(store, by_id=False, name=name)
+
+
+def answer_partition(
+    replicas: ReplicaManager,
+    name: str | None,
+    index: int,
+    current_leader_epoch: int,
+    request: Q,
+    answer: Callable[[Partition, Q], R],
+    failed: Callable[[int, ErrorCode], R],
+) -> R:
+    """`answer(partition, request)` for a partition this broker has at the client's current
+    leader epoch; else `failed(index, code)`: UNKNOWN_TOPIC_OR_PARTITION, the fencing error,
+    the code of a `LogError` that `answer` raised, or UNKNOWN for any other exception (logged
+    with `answer`'s name)."""
+    part = replicas.partition(name, index) if name is not None else None
+    if part is None:
+        return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    code = part.check_leader_epoch(current_leader_epoch)
+    if code is not ErrorCode.NONE:
+        return failed(index, code)
+    try:
+        return answer(part, request)
+    except LogError as exc:
+        return failed(index, exc.error_code)
+    except Exception:
+        log.exception("%s of %s-%d failed", answer.__name__, name, index)
+        return failed(index, ErrorCode.UNKNOWN)

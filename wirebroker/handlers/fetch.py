@@ -48,13 +48,13 @@ Timing uses trio's clock (so tests run it under MockClock).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.handlers._topics import resolve_topic
+from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import READ_COMMITTED
@@ -100,15 +100,11 @@ class _Plan:
         ] = []
         topics = ctx.services.topics
         for ftopic in req.get("topics") or []:
-            by_id = version >= 13
-            key: FetchableTopicResponse = (  # v13+ topics all have an id, v4-12 a name
-                {"topic_id": ftopic["topic_id"], "partitions": []}
-                if by_id
-                else {"topic": ftopic["topic"], "partitions": []}
+            # v13+ topics all have an id, v4-12 a name
+            naming, info, missing = resolve_entry(
+                topics, ftopic, by_id=version >= 13, name_key="topic"
             )
-            info, missing = resolve_topic(
-                topics, by_id=by_id, name=key.get("topic"), topic_id=key.get("topic_id")
-            )
+            key = cast("FetchableTopicResponse", {**naming, "partitions": []})
             self.topics.append(
                 (
                     key,

@@ -15,27 +15,27 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.group.messages import HeartbeatRequest
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
-    from protocol.messages.heartbeat import (
-        HeartbeatRequest,
-        HeartbeatResponse,
-    )
+    from protocol.messages import heartbeat as wire
     from wirebroker.handlers.context import RequestContext
 
 __all__ = ["handle"]
 
 
 @handler(ApiKey.HEARTBEAT)
-async def handle(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
+async def handle(ctx: RequestContext, req: wire.HeartbeatRequest) -> wire.HeartbeatResponse:
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
     error = coordinator.heartbeat(
-        group_id=str(req.get("group_id") or ""),
-        generation_id=int(req.get("generation_id")),
-        member_id=str(req.get("member_id") or ""),
-        group_instance_id=req.get("group_instance_id") if ctx.api_version >= 3 else None,
+        HeartbeatRequest(
+            group_id=str(req.get("group_id") or ""),
+            generation_id=int(req.get("generation_id")),
+            member_id=str(req.get("member_id") or ""),
+            group_instance_id=req.get("group_instance_id") if ctx.api_version >= 3 else None,
+        )
     )
     return {"throttle_time_ms": 0, "error_code": int(error)}

@@ -19,17 +19,18 @@ Skipped: authorization, throttling."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.messages import JoinResult
+from wirebroker.group.messages import JoinRequest, JoinResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from protocol.messages.join_group import (
         JoinGroupRequest,
         JoinGroupResponse,
+        JoinGroupResponseMember,
     )
     from wirebroker.handlers.context import RequestContext
 
@@ -64,14 +65,8 @@ def join_response(version: int, result: JoinResult) -> JoinGroupResponse:
         "leader": result.leader,
         "skip_assignment": result.skip_assignment,
         "member_id": result.member_id,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "metadata": m.metadata,
-            }
-            for m in result.members
-        ],
+        # a JoinMember's fields are the wire's
+        "members": [cast("JoinGroupResponseMember", m._asdict()) for m in result.members],
     }
 
 
@@ -84,21 +79,23 @@ async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRespons
         return join_response(
             version, JoinResult(error=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
         )
-    protocols = [
+    protocols = tuple(
         (str(p.get("name") or ""), bytes(p.get("metadata") or b""))
         for p in req.get("protocols") or []
-    ]
+    )
     result = await coordinator.join_group(
-        group_id=str(req.get("group_id") or ""),
-        member_id=member_id,
-        protocol_type=str(req.get("protocol_type") or ""),
-        protocols=protocols,
-        session_timeout_ms=int(req.get("session_timeout_ms")),
-        rebalance_timeout_ms=int(req.get("rebalance_timeout_ms", -1)) if version >= 1 else -1,
-        group_instance_id=req.get("group_instance_id") if version >= 5 else None,
-        client_id=str(getattr(ctx.header, "client_id", None) or ""),
-        client_host=client_host(ctx),
-        require_known_member_id=version >= _KNOWN_MEMBER_ID_VERSION,
-        supports_skip_assignment=version >= _SKIP_ASSIGNMENT_VERSION,
+        JoinRequest(
+            group_id=str(req.get("group_id") or ""),
+            member_id=member_id,
+            protocol_type=str(req.get("protocol_type") or ""),
+            protocols=protocols,
+            session_timeout_ms=int(req.get("session_timeout_ms")),
+            rebalance_timeout_ms=int(req.get("rebalance_timeout_ms", -1)) if version >= 1 else -1,
+            group_instance_id=req.get("group_instance_id") if version >= 5 else None,
+            client_id=str(getattr(ctx.header, "client_id", None) or ""),
+            client_host=client_host(ctx),
+            require_known_member_id=version >= _KNOWN_MEMBER_ID_VERSION,
+            supports_skip_assignment=version >= _SKIP_ASSIGNMENT_VERSION,
+        )
     )
     return join_response(version, result)

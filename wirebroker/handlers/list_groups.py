@@ -11,7 +11,7 @@ Skipped: authorization (Kafka filters by DESCRIBE on each group), throttling.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -20,6 +20,7 @@ from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
     from protocol.messages.list_groups import (
+        ListedGroup,
         ListGroupsRequest,
         ListGroupsResponse,
     )
@@ -32,15 +33,8 @@ def list_groups_response(result: ListGroupsResult) -> ListGroupsResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),
-        "groups": [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type,
-                "group_state": g.group_state,
-                "group_type": g.group_type,
-            }
-            for g in result.groups
-        ],
+        # a ListedGroup's fields are the wire's
+        "groups": [cast("ListedGroup", g._asdict()) for g in result.groups],
     }
 
 

@@ -28,18 +28,18 @@ Failed partitions answer offset -1, timestamp -1, leader_epoch -1. timeout_ms (v
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._topics import answer_partition
 from wirebroker.handlers.registry import handler
-from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import READ_COMMITTED
 
 if TYPE_CHECKING:
     from protocol.messages.list_offsets import (
+        ListOffsetsPartition,
         ListOffsetsPartitionResponse,
         ListOffsetsRequest,
         ListOffsetsResponse,
@@ -57,8 +57,6 @@ __all__ = [
     "MAX_TIMESTAMP",
     "handle",
 ]
-
-log = logging.getLogger(__name__)
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -129,36 +127,23 @@ async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsRes
         for t in topics_in
         for p in t.get("partitions") or []
     )
+
+    def list_offsets(part: Partition, pdata: ListOffsetsPartition) -> ListOffsetsPartitionResponse:
+        target = int(pdata.get("timestamp"))
+        return _lookup(part, target, isolation=isolation, from_client=from_client)
+
     topics_out: list[ListOffsetsTopicResponse] = []
     for topic in topics_in:
         name = topic.get("name")
         partitions_out: list[ListOffsetsPartitionResponse] = []
         for pdata in topic.get("partitions") or []:
             index = int(pdata.get("partition_index"))
-            part = replicas.partition(name, index) if name is not None else None
             if seen[(name, index)] > 1:
                 partitions_out.append(_answer(index, ErrorCode.INVALID_REQUEST))
                 continue
-            if part is None:
-                partitions_out.append(_answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
-            if code != ErrorCode.NONE:
-                partitions_out.append(_answer(index, code))
-                continue
-            try:
-                partitions_out.append(
-                    _lookup(
-                        part,
-                        int(pdata.get("timestamp")),
-                        isolation=isolation,
-                        from_client=from_client,
-                    )
-                )
-            except LogError as exc:
-                partitions_out.append(_answer(index, exc.error_code))
-            except Exception:
-                log.exception("list offsets of %s-%d failed", name, index)
-                partitions_out.append(_answer(index, ErrorCode.UNKNOWN))
+            epoch = int(pdata.get("current_leader_epoch", -1))
+            partitions_out.append(
+                answer_partition(replicas, name, index, epoch, pdata, list_offsets, _answer)
+            )
         topics_out.append({"name": name, "partitions": partitions_out})
     return {"throttle_time_ms": 0, "topics": topics_out}

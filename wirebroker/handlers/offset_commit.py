@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.messages import CommitPartition, CommitResult, CommitTopic
+from wirebroker.group.messages import CommitPartition, CommitRequest, CommitResult, CommitTopic
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 
@@ -101,12 +101,14 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
     results: dict[tuple[str, int], int] = {}
     if valid and coordinator is not None:
         result = coordinator.commit_offsets(
-            group_id=str(req.get("group_id") or ""),
-            topics=valid,
-            generation_id=int(req.get("generation_id_or_member_epoch", -1)),
-            member_id=str(req.get("member_id") or ""),
-            group_instance_id=req.get("group_instance_id") if version >= 7 else None,
-            retention_time_ms=int(req.get("retention_time_ms", -1)) if version <= 4 else -1,
+            CommitRequest(
+                group_id=str(req.get("group_id") or ""),
+                topics=valid,
+                generation_id=int(req.get("generation_id_or_member_epoch", -1)),
+                member_id=str(req.get("member_id") or ""),
+                group_instance_id=req.get("group_instance_id") if version >= 7 else None,
+                retention_time_ms=int(req.get("retention_time_ms", -1)) if version <= 4 else -1,
+            )
         )
         results = commit_errors(version, result)
 

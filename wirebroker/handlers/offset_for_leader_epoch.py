@@ -12,26 +12,25 @@ accepted and not checked: the answer is the same for both on a single broker.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._topics import answer_partition
 from wirebroker.handlers.registry import handler
-from wirebroker.log.errors import LogError
 
 if TYPE_CHECKING:
     from protocol.messages.offset_for_leader_epoch import (
         EpochEndOffset,
         OffsetForLeaderEpochRequest,
         OffsetForLeaderEpochResponse,
+        OffsetForLeaderPartition,
         OffsetForLeaderTopicResult,
     )
     from wirebroker.handlers.context import RequestContext
+    from wirebroker.replication.partition import Partition
 
 __all__ = ["handle"]
-
-log = logging.getLogger(__name__)
 
 
 def _answer(
@@ -45,6 +44,11 @@ def _answer(
     }
 
 
+def end_offset_for_epoch(part: Partition, pdata: OffsetForLeaderPartition) -> EpochEndOffset:
+    epoch, end_offset = part.end_offset_for_epoch(int(pdata.get("leader_epoch")))
+    return _answer(part.index, epoch=epoch, end_offset=end_offset)
+
+
 @handler(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 async def handle(
     ctx: RequestContext, req: OffsetForLeaderEpochRequest
@@ -56,23 +60,9 @@ async def handle(
         partitions_out: list[EpochEndOffset] = []
         for pdata in topic.get("partitions") or []:
             index = int(pdata.get("partition"))
-            part = replicas.partition(name, index) if name is not None else None
-            if part is None:
-                partitions_out.append(_answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
-            if code != ErrorCode.NONE:
-                partitions_out.append(_answer(index, code))
-                continue
-            try:
-                epoch, end_offset = part.end_offset_for_epoch(int(pdata.get("leader_epoch")))
-            except LogError as exc:
-                partitions_out.append(_answer(index, exc.error_code))
-                continue
-            except Exception:
-                log.exception("end offset for epoch of %s-%d failed", name, index)
-                partitions_out.append(_answer(index, ErrorCode.UNKNOWN))
-                continue
-            partitions_out.append(_answer(index, epoch=epoch, end_offset=end_offset))
+            epoch = int(pdata.get("current_leader_epoch", -1))
+            partitions_out.append(
+                answer_partition(replicas, name, index, epoch, pdata, end_offset_for_epoch, _answer)
+            )
         topics_out.append({"topic": name, "partitions": partitions_out})
     return {"throttle_time_ms": 0, "topics": topics_out}

@@ -48,13 +48,13 @@ headers are parsed once per partition here (`_parse`) and handed down with the r
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
 from wirebroker.cluster.names import is_internal
-from wirebroker.handlers._topics import resolve_topic
+from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
@@ -203,15 +203,11 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     responses = []
     any_error = False
     for topic in topic_data:
-        by_id = version >= 13
-        out_topic: TopicProduceResponse = (  # v13+ topics all have an id, v3-12 a name
-            {"topic_id": topic["topic_id"], "partition_responses": []}
-            if by_id
-            else {"name": topic["name"], "partition_responses": []}
+        # v13+ topics all have an id, v3-12 a name
+        naming, info, missing_code = resolve_entry(
+            topics, topic, by_id=version >= 13, name_key="name"
         )
-        info, missing_code = resolve_topic(
-            topics, by_id=by_id, name=out_topic.get("name"), topic_id=out_topic.get("topic_id")
-        )
+        out_topic = cast("TopicProduceResponse", {**naming, "partition_responses": []})
         name = info.name if info is not None else None
         partition_responses = []
         for pdata in topic.get("partition_data") or []:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.group.messages import SyncResult
+from wirebroker.group.messages import SyncRequest, SyncResult
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -64,12 +64,14 @@ async def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupRespons
         for a in req.get("assignments") or []
     ]
     result = await coordinator.sync_group(
-        group_id=str(req.get("group_id") or ""),
-        generation_id=int(req.get("generation_id")),
-        member_id=str(req.get("member_id") or ""),
-        group_instance_id=req.get("group_instance_id") if version >= 3 else None,
-        protocol_type=protocol_type,
-        protocol_name=protocol_name,
-        assignments=assignments,
+        SyncRequest(
+            group_id=str(req.get("group_id") or ""),
+            generation_id=int(req.get("generation_id")),
+            member_id=str(req.get("member_id") or ""),
+            group_instance_id=req.get("group_instance_id") if version >= 3 else None,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=assignments,
+        )
     )
     return sync_response(result)

@@ -5,7 +5,7 @@ Built from Kafka topic config names (`retention.ms`, ...) and their effective st
 with the topic's overrides) by `LogConfig.from_topic_configs`. Parsing and range checks are
 `wirebroker.config.TOPIC_CONFIGS`'s.
 
-Fields and the Kafka config each one comes from:
+Fields and the Kafka config each one comes from (its name with dots for underscores):
 
 =================================  ==================================  =====================
 field                              topic config                        default
@@ -47,27 +47,6 @@ __all__ = ["DECODE_CAP", "LONG_MAX", "LogConfig"]
 
 #: decompressed bytes one stored or produced batch may decode to (reads, checks, cleaning)
 DECODE_CAP = 64 * 1024 * 1024
-
-_TOPIC_KEYS: dict[str, str] = {
-    "segment_bytes": "segment.bytes",
-    "segment_ms": "segment.ms",
-    "segment_jitter_ms": "segment.jitter.ms",
-    "segment_index_bytes": "segment.index.bytes",
-    "index_interval_bytes": "index.interval.bytes",
-    "retention_ms": "retention.ms",
-    "retention_bytes": "retention.bytes",
-    "flush_messages": "flush.messages",
-    "flush_ms": "flush.ms",
-    "max_message_bytes": "max.message.bytes",
-    "message_timestamp_type": "message.timestamp.type",
-    "message_timestamp_before_max_ms": "message.timestamp.before.max.ms",
-    "message_timestamp_after_max_ms": "message.timestamp.after.max.ms",
-    "cleanup_policy": "cleanup.policy",
-    "min_cleanable_dirty_ratio": "min.cleanable.dirty.ratio",
-    "min_compaction_lag_ms": "min.compaction.lag.ms",
-    "max_compaction_lag_ms": "max.compaction.lag.ms",
-    "delete_retention_ms": "delete.retention.ms",
-}
 
 
 @dataclass(frozen=True)
@@ -113,8 +92,8 @@ class LogConfig:
         """
         kwargs: dict[str, Any] = {}
         for field in fields(cls):
-            key = _TOPIC_KEYS.get(field.name)
-            if key is None:
+            key = field.name.replace("_", ".")  # segment_bytes: segment.bytes
+            if key not in TOPIC_CONFIGS:
                 continue
             raw = values.get(key)
             if raw is None:

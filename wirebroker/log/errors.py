@@ -5,9 +5,8 @@ Handlers map a caught `LogError` with `exc.error_code`, no tables of their own.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from protocol.errors import ErrorCode
+from wirebroker.errors import KafkaError
 
 __all__ = [
     "CorruptRecordError",
@@ -22,58 +21,40 @@ __all__ = [
 ]
 
 
-class LogError(Exception):
+class LogError(KafkaError):
     """Base class of every storage error."""
 
-    error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN
 
-
-class CorruptRecordError(LogError):
+class CorruptRecordError(LogError, code=ErrorCode.CORRUPT_MESSAGE):
     """CRC mismatch, or a batch whose lengths do not add up (truncated, trailing bytes)."""
 
-    error_code = ErrorCode.CORRUPT_MESSAGE
 
-
-class InvalidRecordError(LogError):
+class InvalidRecordError(LogError, code=ErrorCode.INVALID_RECORD):
     """A well-formed batch Kafka refuses: magic != 2, base offset != 0, bad record count,
     control batch from a client, bad compressed data, keyless record in a compacted topic."""
 
-    error_code = ErrorCode.INVALID_RECORD
 
-
-class RecordTooLargeError(LogError):
+class RecordTooLargeError(LogError, code=ErrorCode.MESSAGE_TOO_LARGE):
     """A batch larger than the topic's max.message.bytes."""
 
-    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
-
-class InvalidTimestampError(LogError):
+class InvalidTimestampError(LogError, code=ErrorCode.INVALID_TIMESTAMP):
     """A CreateTime timestamp outside message.timestamp.{before,after}.max.ms of now, or a
     client batch that claims LogAppendTime."""
 
-    error_code = ErrorCode.INVALID_TIMESTAMP
 
-
-class OutOfOrderSequenceError(LogError):
+class OutOfOrderSequenceError(LogError, code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
     """Idempotent producer: a sequence gap, or a new epoch not starting at sequence 0."""
 
-    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
-
-class InvalidProducerEpochError(LogError):
+class InvalidProducerEpochError(LogError, code=ErrorCode.INVALID_PRODUCER_EPOCH):
     """Idempotent producer: a batch from an older epoch than the last one seen."""
 
-    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
-
-class OffsetOutOfRangeError(LogError):
+class OffsetOutOfRangeError(LogError, code=ErrorCode.OFFSET_OUT_OF_RANGE):
     """A read below the log start offset or above the log end offset; DeleteRecords above
     the high watermark."""
 
-    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
-
-class StorageError(LogError):
+class StorageError(LogError, code=ErrorCode.KAFKA_STORAGE_ERROR):
     """An OSError while reading or writing, or a log taken offline after one."""
-
-    error_code = ErrorCode.KAFKA_STORAGE_ERROR

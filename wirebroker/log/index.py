@@ -33,6 +33,7 @@ import struct
 from array import array
 from bisect import bisect_right
 from pathlib import Path
+from typing import ClassVar
 
 from wirebroker.log.fs import APPEND_FLAGS, FileSystem, pread_exact, write_all
 
@@ -44,7 +45,11 @@ _INT32_MAX = 2**31 - 1
 
 
 class _Index:
-    entry_size = 0
+    """An index file and its entries in memory: two `array`s, one per field of `entry`,
+    each named and typed by `columns` ((attribute, typecode) in entry order)."""
+
+    entry: ClassVar[struct.Struct]
+    columns: ClassVar[tuple[tuple[str, str], tuple[str, str]]]
 
     def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
         self.fs = fs
@@ -53,6 +58,63 @@ class _Index:
         self.max_entries = max(max_bytes // self.entry_size, 1)
         self.fd = -1
         self.dirty = False
+        self._set_columns(*self._new_columns())
+
+    @property
+    def entry_size(self) -> int:
+        return self.entry.size
+
+    def _new_columns(self) -> tuple[array[int], array[int]]:
+        (_, first), (_, second) = self.columns
+        return array(first), array(second)
+
+    def _set_columns(self, first: array[int], second: array[int]) -> None:
+        self._first = first
+        setattr(self, self.columns[0][0], first)
+        setattr(self, self.columns[1][0], second)
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def _outside(self, first: int, second: int, limit: int | None) -> bool:
+        raise NotImplementedError
+
+    def _increasing(self, first: int, second: int, last_first: int, last_second: int) -> bool:
+        raise NotImplementedError
+
+    def load(self, limit: int | None) -> str | None:
+        """Read the file into memory; a reason string if it fails the sanity check (a
+        length that is not a multiple of the entry size, an entry outside the segment
+        (`limit`: see the subclass), entries not increasing)."""
+        raw = self.read_raw()
+        if len(raw) % self.entry_size:
+            return f"{self.path.name}: length {len(raw)} is not a multiple of {self.entry_size}"
+        first, second = self._new_columns()
+        for a, b in self.entry.iter_unpack(raw):
+            if self._outside(a, b, limit):
+                return f"{self.path.name}: entry ({a}, {b}) outside the segment"
+            if first and not self._increasing(a, b, first[-1], second[-1]):
+                return f"{self.path.name}: entries not increasing at ({a}, {b})"
+            first.append(a)
+            second.append(b)
+        self._set_columns(first, second)
+        return None
+
+    @classmethod
+    def encode(cls, entries: list[tuple[int, int]]) -> bytes:
+        """Entries given as (first field, second field)."""
+        pack = cls.entry.pack
+        return b"".join([pack(a, b) for a, b in entries])
+
+    def commit(self, entries: list[tuple[int, int]]) -> None:
+        raise NotImplementedError
+
+    def reset(self, entries: list[tuple[int, int]]) -> None:
+        """Replace the whole index (file and memory) with `entries`."""
+        self.truncate_file(0)
+        self._set_columns(*self._new_columns())
+        self.write_raw(self.encode(entries))
+        self.commit(entries)
 
     def _open(self) -> int:
         if self.fd < 0:
@@ -69,9 +131,6 @@ class _Index:
                 self.dirty = True
         finally:
             self.release()
-
-    def __len__(self) -> int:
-        raise NotImplementedError
 
     @property
     def is_full(self) -> bool:
@@ -121,36 +180,19 @@ class _Index:
 
 
 class OffsetIndex(_Index):
-    entry_size = _OFFSET_ENTRY.size
+    """Entries (relative offset, position): offsets >= 0, positions inside the log (below
+    the `limit` given to `load`: the log size), both strictly increasing."""
 
-    def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
-        super().__init__(fs, path, base_offset, max_bytes)
-        self.rel_offsets = array("i")
-        self.positions = array("i")
+    entry = _OFFSET_ENTRY
+    columns = (("rel_offsets", "i"), ("positions", "i"))
+    rel_offsets: array[int]
+    positions: array[int]
 
-    def __len__(self) -> int:
-        return len(self.rel_offsets)
+    def _outside(self, first: int, second: int, limit: int | None) -> bool:
+        return first < 0 or second < 0 or (limit is not None and second >= limit)
 
-    def load(self, log_size: int) -> str | None:
-        """Read the file into memory; a reason string if it fails the sanity check.
-
-        Checks: length a multiple of 8; relative offsets >= 0 and strictly increasing;
-        positions strictly increasing and inside the log (< log_size).
-        """
-        raw = self.read_raw()
-        if len(raw) % self.entry_size:
-            return f"{self.path.name}: length {len(raw)} is not a multiple of 8"
-        rel = array("i")
-        pos = array("i")
-        for r, p in _OFFSET_ENTRY.iter_unpack(raw):
-            if r < 0 or p < 0 or p >= log_size:
-                return f"{self.path.name}: entry ({r}, {p}) outside the segment"
-            if rel and (r <= rel[-1] or p <= pos[-1]):
-                return f"{self.path.name}: entries not increasing at ({r}, {p})"
-            rel.append(r)
-            pos.append(p)
-        self.rel_offsets, self.positions = rel, pos
-        return None
+    def _increasing(self, first: int, second: int, last_first: int, last_second: int) -> bool:
+        return first > last_first and second > last_second
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the last entry whose offset <= `offset`; else (base, 0)."""
@@ -167,56 +209,26 @@ class OffsetIndex(_Index):
             return None
         return self.base_offset + self.rel_offsets[-1], self.positions[-1]
 
-    @staticmethod
-    def encode(entries: list[tuple[int, int]]) -> bytes:
-        """Entries given as (relative offset, position)."""
-        return b"".join(_OFFSET_ENTRY.pack(r, p) for r, p in entries)
-
     def commit(self, entries: list[tuple[int, int]]) -> None:
         for r, p in entries:
             self.rel_offsets.append(r)
             self.positions.append(p)
 
-    def reset(self, entries: list[tuple[int, int]]) -> None:
-        """Replace the whole index (file and memory) with `entries`."""
-        self.truncate_file(0)
-        self.rel_offsets = array("i")
-        self.positions = array("i")
-        self.write_raw(self.encode(entries))
-        self.commit(entries)
-
 
 class TimeIndex(_Index):
-    entry_size = _TIME_ENTRY.size
+    """Entries (timestamp, relative offset): timestamps strictly increasing, offsets >= 0,
+    non-decreasing and below the `limit` given to `load` (absolute) when there is one."""
 
-    def __init__(self, fs: FileSystem, path: Path, base_offset: int, max_bytes: int) -> None:
-        super().__init__(fs, path, base_offset, max_bytes)
-        self.timestamps = array("q")
-        self.rel_offsets = array("i")
+    entry = _TIME_ENTRY
+    columns = (("timestamps", "q"), ("rel_offsets", "i"))
+    timestamps: array[int]
+    rel_offsets: array[int]
 
-    def __len__(self) -> int:
-        return len(self.timestamps)
+    def _outside(self, first: int, second: int, limit: int | None) -> bool:
+        return second < 0 or (limit is not None and self.base_offset + second >= limit)
 
-    def load(self, offset_limit: int | None) -> str | None:
-        """Read the file into memory; a reason string if it fails the sanity check.
-
-        Checks: length a multiple of 12; timestamps strictly increasing; relative offsets
-        >= 0, non-decreasing and below `offset_limit` (absolute) when given.
-        """
-        raw = self.read_raw()
-        if len(raw) % self.entry_size:
-            return f"{self.path.name}: length {len(raw)} is not a multiple of 12"
-        ts = array("q")
-        rel = array("i")
-        for t, r in _TIME_ENTRY.iter_unpack(raw):
-            if r < 0 or (offset_limit is not None and self.base_offset + r >= offset_limit):
-                return f"{self.path.name}: entry ({t}, {r}) outside the segment"
-            if ts and (t <= ts[-1] or r < rel[-1]):
-                return f"{self.path.name}: entries not increasing at ({t}, {r})"
-            ts.append(t)
-            rel.append(r)
-        self.timestamps, self.rel_offsets = ts, rel
-        return None
+    def _increasing(self, first: int, second: int, last_first: int, last_second: int) -> bool:
+        return first > last_first and second >= last_second
 
     def lookup(self, timestamp: int) -> int:
         """Offset of the last entry whose timestamp <= `timestamp`; else the base offset."""
@@ -236,19 +248,7 @@ class TimeIndex(_Index):
         added only for a timestamp above this one."""
         return self.timestamps[-1] if self.timestamps else -1
 
-    @staticmethod
-    def encode(entries: list[tuple[int, int]]) -> bytes:
-        """Entries given as (timestamp, relative offset)."""
-        return b"".join(_TIME_ENTRY.pack(t, r) for t, r in entries)
-
     def commit(self, entries: list[tuple[int, int]]) -> None:
         for t, r in entries:
             self.timestamps.append(t)
             self.rel_offsets.append(r)
-
-    def reset(self, entries: list[tuple[int, int]]) -> None:
-        self.truncate_file(0)
-        self.timestamps = array("q")
-        self.rel_offsets = array("i")
-        self.write_raw(self.encode(entries))
-        self.commit(entries)

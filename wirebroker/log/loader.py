@@ -16,7 +16,6 @@ checkpointed when it changed. OSError propagates (files opened so far are closed
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,18 @@ from wirebroker.log.config import LogConfig
 from wirebroker.log.fs import FileSystem
 from wirebroker.log.leader_epoch import LeaderEpochCache
 from wirebroker.log.producer_state import ProducerStateManager, SnapshotFiles
-from wirebroker.log.segment import CorruptSegment, Segment
-from wirebroker.log.segments import LogSegments, complete_interrupted_swaps
+from wirebroker.log.segment import (
+    SEGMENT_SUFFIXES,
+    CorruptSegment,
+    Segment,
+    parse_segment_file_name,
+)
+from wirebroker.log.segments import (
+    CLEANED_SUFFIX,
+    SWAP_SUFFIX,
+    LogSegments,
+    complete_interrupted_swaps,
+)
 
 __all__ = [
     "LEADER_EPOCH_FILE",
@@ -48,9 +57,7 @@ log = logging.getLogger(__name__)
 
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 PARTITION_METADATA_FILE = "partition.metadata"
-_SEGMENT_RE = re.compile(r"(\d{20})\.log")
-_INDEX_RE = re.compile(r"(\d{20})\.(index|timeindex)")
-_STRAY_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
+_STRAY_SUFFIXES = (".tmp", ".deleted", CLEANED_SUFFIX, SWAP_SUFFIX)
 
 
 @dataclass
@@ -163,15 +170,18 @@ class LogLoader:
         complete_interrupted_swaps(fs, directory)
         names = sorted(fs.listdir(directory))
         bases = []
+        indexes: list[tuple[int, str]] = []
         for name in names:
+            parsed = parse_segment_file_name(name)
             if name.endswith(_STRAY_SUFFIXES):
                 fs.unlink(directory / name)
-            elif m := _SEGMENT_RE.fullmatch(name):
-                bases.append(int(m.group(1)))
+            elif parsed is not None and parsed[1] == ".log":
+                bases.append(parsed[0])
+            elif parsed is not None and parsed[1] in SEGMENT_SUFFIXES:
+                indexes.append((parsed[0], name))
         base_set = set(bases)
-        for name in names:
-            m = _INDEX_RE.fullmatch(name)
-            if m and int(m.group(1)) not in base_set:
+        for base, name in indexes:  # an index without its .log
+            if base not in base_set:
                 fs.unlink(directory / name)
         for base in bases:
             segments.add(Segment(fs, directory, base, self.config, self.now_ms, create=False))

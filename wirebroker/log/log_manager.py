@@ -255,8 +255,15 @@ class LogManager:
                     write_partition_metadata(
                         fs, path / PARTITION_METADATA_FILE, topic_id, durable=False
                     )
-                plog = PartitionLog.create_new(
-                    path, topic, partition, config, now_ms=now_ms, fs=fs, topic_id=topic_id
+                plog = PartitionLog.open(
+                    path,
+                    topic,
+                    partition,
+                    config,
+                    now_ms=now_ms,
+                    fs=fs,
+                    new=True,
+                    topic_id=topic_id,
                 )
             except (OSError, StorageError) as exc:
                 with suppress(OSError):
@@ -271,9 +278,9 @@ class LogManager:
                     write_partition_metadata(fs, path / PARTITION_METADATA_FILE, topic_id)
             except OSError as exc:
                 raise StorageError(f"cannot create {path}: {exc}") from exc
-            plog = PartitionLog.open(path, topic, partition, config, now_ms=now_ms, fs=fs)
-            if topic_id is not None:
-                plog.topic_id = topic_id
+            plog = PartitionLog.open(
+                path, topic, partition, config, now_ms=now_ms, fs=fs, topic_id=topic_id
+            )
         return plog, is_new
 
     def repair_topic_id(self, topic: str, partition: int, topic_id: uuid.UUID) -> bool:
@@ -320,23 +327,21 @@ class LogManager:
     # -- periodic work ------------------------------------------------------------------------
     def run_retention(self, now_ms: int) -> None:
         """Retention on every online log; an I/O error takes only that log offline."""
-        for key, plog in list(self._logs.items()):
-            if plog.offline:
-                continue
-            try:
-                plog.delete_expired_segments(now_ms)
-            except StorageError:
-                log.exception("%s-%d: retention failed", *key)
+        self._on_each_online("retention", lambda plog: plog.delete_expired_segments(now_ms))
 
     def flush_due(self, now_ms: int) -> None:
         """flush.ms for every online log."""
+        self._on_each_online("flush", lambda plog: plog.maybe_flush(now_ms))
+
+    def _on_each_online(self, what: str, work: Callable[[PartitionLog], object]) -> None:
+        """`work` on every online log; its StorageError is logged and the loop goes on."""
         for key, plog in list(self._logs.items()):
             if plog.offline:
                 continue
             try:
-                plog.maybe_flush(now_ms)
+                work(plog)
             except StorageError:
-                log.exception("%s-%d: flush failed", *key)
+                log.exception("%s-%d: %s failed", *key, what)
 
     def run_cleaner(self, now_ms: int) -> int:
         """One bounded step of log compaction over the online logs; returns the bytes

@@ -73,7 +73,7 @@ class PartitionLog:
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig, fs: FileSystem
     ) -> None:
-        """Use `PartitionLog.open` or `PartitionLog.create_new`."""
+        """Use `PartitionLog.open`."""
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -157,15 +157,30 @@ class PartitionLog:
         log_start_offset: int = 0,
         clean: bool = False,
         fs: FileSystem | None = None,
+        new: bool = False,
+        topic_id: uuid.UUID | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) and, unless `clean`, recover the partition directory
-        (`LogLoader`). Raises StorageError on an OSError."""
+        (`LogLoader`); or, when `new` (the caller just made `directory`, without segments),
+        start it with one empty segment at offset 0 (docs/log.md, "Creation"). `topic_id`,
+        when given, replaces the one in partition.metadata. StorageError on an OSError."""
         self = cls(Path(directory), topic, partition, config, fs or OsFileSystem())
-        loader = LogLoader(self.fs, self.directory, self.name, config, now_ms)
         try:
-            loaded = loader.load(recovery_point, log_start_offset, clean)
+            if new:
+                self._segments.add(Segment(self.fs, self.directory, 0, config, now_ms, create=True))
+            else:
+                self._load(now_ms, recovery_point, log_start_offset, clean)
         except OSError as exc:
-            raise StorageError(f"{self.name}: cannot open log in {directory}: {exc}") from exc
+            verb = "create" if new else "open"
+            raise StorageError(f"{self.name}: cannot {verb} log in {directory}: {exc}") from exc
+        self._last_flush_ms = now_ms
+        if topic_id is not None:
+            self.topic_id = topic_id
+        return self
+
+    def _load(self, now_ms: int, recovery_point: int, log_start_offset: int, clean: bool) -> None:
+        loader = LogLoader(self.fs, self.directory, self.name, self.config, now_ms)
+        loaded = loader.load(recovery_point, log_start_offset, clean)
         self._segments = loaded.segments
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
@@ -173,32 +188,6 @@ class PartitionLog:
         self._producers = loaded.producers
         self.topic_id = loaded.topic_id
         self._hw = self.log_end_offset
-        self._last_flush_ms = now_ms
-        return self
-
-    @classmethod
-    def create_new(
-        cls,
-        directory: Path,
-        topic: str,
-        partition: int,
-        config: LogConfig,
-        *,
-        now_ms: int,
-        fs: FileSystem | None = None,
-        topic_id: uuid.UUID | None = None,
-    ) -> PartitionLog:
-        """A new, empty log in `directory` (which exists, without segments): one empty
-        segment at offset 0 (docs/log.md, "Creation"). StorageError on an OSError."""
-        self = cls(Path(directory), topic, partition, config, fs or OsFileSystem())
-        try:
-            seg = Segment(self.fs, self.directory, 0, config, now_ms, create=True)
-        except OSError as exc:
-            raise StorageError(f"{self.name}: cannot create log in {directory}: {exc}") from exc
-        self._segments.add(seg)
-        self._last_flush_ms = now_ms
-        self.topic_id = topic_id
-        return self
 
     # -- errors -------------------------------------------------------------------------------
     def _check_online(self) -> None:
@@ -405,14 +394,7 @@ class PartitionLog:
         """(timestamp, offset) of the record with the largest timestamp (the first such
         record); (-1, -1) when the log holds none."""
         self._check_online()
-        best: Segment | None = None
-        for seg in self._segments:
-            if (
-                seg.size
-                and seg.max_timestamp >= 0
-                and (best is None or seg.max_timestamp > best.max_timestamp)
-            ):
-                best = seg
+        best = self._segments.with_max_timestamp()
         if best is None:
             return -1, -1
         with self._io("max timestamp", offline_on_error=False), self._serving(best):

@@ -47,6 +47,7 @@ of every batch they return and raise `CorruptSegment` instead of returning a dam
 from __future__ import annotations
 
 import logging
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -66,11 +67,21 @@ from wirebroker.log.config import DECODE_CAP, LogConfig
 from wirebroker.log.fs import APPEND_FLAGS, FileSystem, pread_exact, write_all
 from wirebroker.log.index import OffsetIndex, TimeIndex
 
-__all__ = ["CorruptSegment", "RollbackFailed", "Segment", "segment_file_name"]
+__all__ = [
+    "SEGMENT_SUFFIXES",
+    "CorruptSegment",
+    "RollbackFailed",
+    "Segment",
+    "parse_segment_file_name",
+    "segment_file_name",
+]
 
 log = logging.getLogger(__name__)
 
 INT32_MAX = 2**31 - 1
+#: the files of one segment, each `<20-digit base offset><suffix>`
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
+_FILE_NAME_RE = re.compile(r"(\d{20})(\..+)")
 SCAN_WINDOW = 1 << 20
 _CRC_START = 21
 
@@ -79,6 +90,13 @@ BatchCallback = Callable[[BatchHeader], None]
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+def parse_segment_file_name(name: str) -> tuple[int, str] | None:
+    """(base offset, suffix) of a `segment_file_name` ("00000000000000000042.log" ->
+    (42, ".log")), else None."""
+    m = _FILE_NAME_RE.fullmatch(name)
+    return None if m is None else (int(m.group(1)), m.group(2))
 
 
 class CorruptSegment(Exception):

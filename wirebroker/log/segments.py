@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -23,7 +22,13 @@ from typing import NoReturn
 from protocol.records import BATCH_HEADER_SIZE, BatchHeader, InvalidBatch, parse_header
 from wirebroker.log.config import LogConfig
 from wirebroker.log.fs import FileSystem, pread_exact
-from wirebroker.log.segment import CorruptSegment, Segment, segment_file_name
+from wirebroker.log.segment import (
+    SEGMENT_SUFFIXES,
+    CorruptSegment,
+    Segment,
+    parse_segment_file_name,
+    segment_file_name,
+)
 
 __all__ = [
     "CLEANED_SUFFIX",
@@ -37,8 +42,6 @@ log = logging.getLogger(__name__)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
-_SWAP_LOG_RE = re.compile(r"(\d{20})\.log\.swap")
-_SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)")
 
 
 class LogSegments:
@@ -76,6 +79,12 @@ class LogSegments:
 
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
+
+    def with_max_timestamp(self) -> Segment | None:
+        """The first non-empty segment holding the largest batch max timestamp (None when no
+        segment has a timestamp)."""
+        timed = [seg for seg in self._segments if seg.size and seg.max_timestamp >= 0]
+        return max(timed, key=lambda seg: seg.max_timestamp, default=None)
 
     # -- changes ----------------------------------------------------------------------------
     def add(self, seg: Segment) -> None:
@@ -262,15 +271,15 @@ def complete_interrupted_swaps(fs: FileSystem, directory: Path) -> list[int]:
     """
     done: list[int] = []
     for name in sorted(fs.listdir(directory)):
-        m = _SWAP_LOG_RE.fullmatch(name)
-        if m is None:
+        parsed = parse_segment_file_name(name)
+        if parsed is None or parsed[1] != ".log" + SWAP_SUFFIX:
             continue
-        base = int(m.group(1))
+        base = parsed[0]
         swap = directory / name
         end = max(_next_offset_of_file(fs, swap, base), base + 1)
         for other in sorted(fs.listdir(directory)):
-            om = _SEGMENT_FILE_RE.fullmatch(other)
-            if om is not None and base <= int(om.group(1)) < end:
+            found = parse_segment_file_name(other)
+            if found and found[1] in SEGMENT_SUFFIXES and base <= found[0] < end:
                 fs.unlink(directory / other)
         fs.rename(swap, directory / segment_file_name(base, ".log"))
         log.warning(

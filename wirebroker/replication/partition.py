@@ -21,9 +21,10 @@ Leader-epoch fencing (KIP-320), `check_leader_epoch(current)`:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
+from wirebroker.errors import KafkaError
 
 if TYPE_CHECKING:
     import uuid
@@ -39,10 +40,8 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 
-class NotEnoughReplicasError(Exception):
+class NotEnoughReplicasError(KafkaError, code=ErrorCode.NOT_ENOUGH_REPLICAS):
     """acks=-1 while the ISR is smaller than min.insync.replicas (checked before appending)."""
-
-    error_code: ClassVar[ErrorCode] = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 class Partition:

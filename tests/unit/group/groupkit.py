@@ -14,13 +14,17 @@ from typing import Any
 from protocol.errors import ErrorCode
 from wirebroker.group import (
     CommitPartition,
+    CommitRequest,
     CommitTopic,
     GroupConfig,
     GroupCoordinatorCore,
+    HeartbeatRequest,
+    JoinRequest,
     JoinResult,
     LeaveMember,
     Record,
     Result,
+    SyncRequest,
     SyncResult,
     TopicPartitions,
 )
@@ -122,17 +126,19 @@ class Kit:
             self.core.join_group(
                 key,
                 self.now,
-                group_id=group,
-                member_id=member_id,
-                protocol_type=protocol_type,
-                protocols=protocols,
-                session_timeout_ms=session,
-                rebalance_timeout_ms=rebalance if version >= 1 else -1,
-                group_instance_id=instance,
-                client_id=client_id,
-                client_host="/127.0.0.1",
-                require_known_member_id=version >= 4,
-                supports_skip_assignment=version >= 9,
+                JoinRequest(
+                    group_id=group,
+                    member_id=member_id,
+                    protocol_type=protocol_type,
+                    protocols=protocols,
+                    session_timeout_ms=session,
+                    rebalance_timeout_ms=rebalance if version >= 1 else -1,
+                    group_instance_id=instance,
+                    client_id=client_id,
+                    client_host="/127.0.0.1",
+                    require_known_member_id=version >= 4,
+                    supports_skip_assignment=version >= 9,
+                ),
             )
         )
         return key
@@ -158,13 +164,15 @@ class Kit:
             self.core.sync_group(
                 key,
                 self.now,
-                group_id=group,
-                generation_id=generation,
-                member_id=member_id,
-                group_instance_id=instance,
-                protocol_type=protocol_type,
-                protocol_name=protocol_name,
-                assignments=assignments,
+                SyncRequest(
+                    group_id=group,
+                    generation_id=generation,
+                    member_id=member_id,
+                    group_instance_id=instance,
+                    protocol_type=protocol_type,
+                    protocol_name=protocol_name,
+                    assignments=assignments,
+                ),
             )
         )
         return key
@@ -175,10 +183,12 @@ class Kit:
         r = self.absorb(
             self.core.heartbeat(
                 self.now,
-                group_id=group,
-                generation_id=generation,
-                member_id=member_id,
-                group_instance_id=instance,
+                HeartbeatRequest(
+                    group_id=group,
+                    generation_id=generation,
+                    member_id=member_id,
+                    group_instance_id=instance,
+                ),
             )
         )
         assert r.response is not None
@@ -219,12 +229,14 @@ class Kit:
         r = self.absorb(
             self.core.commit_offsets(
                 self.now,
-                group_id=group,
-                topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
-                generation_id=generation,
-                member_id=member_id,
-                group_instance_id=instance,
-                retention_time_ms=retention_time_ms,
+                CommitRequest(
+                    group_id=group,
+                    topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
+                    generation_id=generation,
+                    member_id=member_id,
+                    group_instance_id=instance,
+                    retention_time_ms=retention_time_ms,
+                ),
             )
         )
         assert r.response is not None

@@ -27,7 +27,16 @@ from protocol.errors import ErrorCode
 from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
-from wirebroker.group.messages import CommitPartition, CommitTopic, LeaveMember, TopicPartitions
+from wirebroker.group.messages import (
+    CommitPartition,
+    CommitRequest,
+    CommitTopic,
+    HeartbeatRequest,
+    JoinRequest,
+    LeaveMember,
+    SyncRequest,
+    TopicPartitions,
+)
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.delete_groups import delete_groups_response
 from wirebroker.handlers.describe_groups import describe_groups_response
@@ -133,17 +142,19 @@ class Member:
 
     async def join_once(self) -> dict[str, Any]:
         result = await self.runtime.join_group(
-            group_id=self.group,
-            member_id=self.member_id,
-            protocol_type="consumer",
-            protocols=[("range", subscription(*self.topics))],
-            session_timeout_ms=self.session,
-            rebalance_timeout_ms=self.rebalance,
-            group_instance_id=self.instance,
-            client_id=self.client_id,
-            client_host="/127.0.0.1",
-            require_known_member_id=self.version >= 4,
-            supports_skip_assignment=self.version >= 9,
+            JoinRequest(
+                group_id=self.group,
+                member_id=self.member_id,
+                protocol_type="consumer",
+                protocols=[("range", subscription(*self.topics))],
+                session_timeout_ms=self.session,
+                rebalance_timeout_ms=self.rebalance,
+                group_instance_id=self.instance,
+                client_id=self.client_id,
+                client_host="/127.0.0.1",
+                require_known_member_id=self.version >= 4,
+                supports_skip_assignment=self.version >= 9,
+            ),
         )
         return join_response(self.version, result)
 
@@ -166,13 +177,15 @@ class Member:
 
     async def sync(self, assignments: dict[str, bytes] | None = None) -> dict[str, Any]:
         result = await self.runtime.sync_group(
-            group_id=self.group,
-            generation_id=self.generation,
-            member_id=self.member_id,
-            group_instance_id=self.instance,
-            protocol_type="consumer",
-            protocol_name="range",
-            assignments=list((assignments or {}).items()),
+            SyncRequest(
+                group_id=self.group,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=self.instance,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=list((assignments or {}).items()),
+            ),
         )
         resp = sync_response(result)
         if resp["error_code"] == 0:
@@ -181,10 +194,12 @@ class Member:
 
     def heartbeat(self) -> ErrorCode:
         return self.runtime.heartbeat(
-            group_id=self.group,
-            generation_id=self.generation,
-            member_id=self.member_id,
-            group_instance_id=self.instance,
+            HeartbeatRequest(
+                group_id=self.group,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=self.instance,
+            ),
         )
 
     def commit(self, offsets: dict[tuple[str, int], int], *, version: int = 8) -> dict[str, Any]:
@@ -215,10 +230,12 @@ def commit(
     for (topic, partition), offset in offsets.items():
         by_topic.setdefault(topic, []).append(CommitPartition(partition, offset, -1, "meta"))
     result = runtime.commit_offsets(
-        group_id=group,
-        topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
-        generation_id=generation,
-        member_id=member_id,
+        CommitRequest(
+            group_id=group,
+            topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
+            generation_id=generation,
+            member_id=member_id,
+        ),
     )
     errors = commit_errors(version, result)
     return {

@@ -11,11 +11,14 @@ from wirebroker.group.messages import (
     CommitResult,
     DeletedGroup,
     DeleteGroupsResult,
+    DeleteOffsetsResult,
+    JoinMember,
     JoinResult,
     LeaveMember,
     LeaveResult,
     MemberLeft,
     PartitionError,
+    SyncResult,
     TopicErrors,
 )
 from wirebroker.group.records import (
@@ -25,6 +28,34 @@ from wirebroker.group.records import (
     offset_tombstone,
 )
 from wirebroker.group.state import CoordinatorState, PartitionStatus
+
+
+def test_failed_walks_every_error_field_and_keeps_the_rest() -> None:
+    deleted = DeleteOffsetsResult(
+        E.NONE,
+        (
+            TopicErrors(
+                "t", (PartitionError(0, E.NONE), PartitionError(1, E.GROUP_SUBSCRIBED_TO_TOPIC))
+            ),
+        ),
+    )
+    assert deleted.failed(E.NOT_COORDINATOR) == DeleteOffsetsResult(
+        E.NOT_COORDINATOR,
+        (
+            TopicErrors(
+                "t",
+                (
+                    PartitionError(0, E.NOT_COORDINATOR),
+                    PartitionError(1, E.GROUP_SUBSCRIBED_TO_TOPIC),
+                ),
+            ),
+        ),
+    )
+    assert SyncResult(assignment=b"a").failed(E.UNKNOWN) == SyncResult(E.UNKNOWN, assignment=b"a")
+    join = JoinResult(E.NONE, "m", 3, members=(JoinMember("m", None, b"x"),))
+    failed = join.failed(E.NOT_COORDINATOR)
+    assert failed.error == E.NOT_COORDINATOR and failed.members == join.members
+    assert type(failed) is JoinResult and failed.generation_id == 3
 
 
 def test_failed_replaces_only_success_codes() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import resource
 import struct
-from typing import Any, cast
 
 import pytest
 import trio
@@ -21,31 +20,13 @@ import trio.testing
 
 from protocol import codec
 from protocol.api import ApiKey
-from wirebroker.config import BrokerConfig
-from wirebroker.handlers.context import Services
+from tests.unit.net.netwire import stub_services
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import HandlerSpec, load_handlers
 from wirebroker.net.connection import Connection
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
 
 IDLE_S = 10.0
-
-
-def _services() -> Services:
-    none = cast(Any, None)
-    return Services(
-        config=BrokerConfig(),
-        logs=none,
-        topics=none,
-        replicas=none,
-        admin=none,
-        fetch_waiters=none,
-        producer_ids=none,
-        node_id=0,
-        cluster_id="deadlines",
-        advertised_host="127.0.0.1",
-        advertised_port=9092,
-    )
 
 
 HANDLERS: dict[int, HandlerSpec] = {int(ApiKey.API_VERSIONS): load_handlers()[ApiKey.API_VERSIONS]}
@@ -56,7 +37,7 @@ def _request(correlation_id: int) -> bytes:
 
 
 def _connection(stream: trio.abc.Stream) -> Connection:
-    dispatcher = Dispatcher(_services(), HANDLERS, max_frame_bytes=4096)
+    dispatcher = Dispatcher(stub_services(), HANDLERS, max_frame_bytes=4096)
     return Connection(stream, dispatcher, max_frame_bytes=4096, idle_timeout_s=IDLE_S)
 
 

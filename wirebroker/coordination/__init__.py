@@ -1,0 +1,1 @@
+"""Coordination stores for the cluster layer: ZooKeeper (kazoo) and an in-memory twin."""

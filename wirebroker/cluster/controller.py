@@ -1,0 +1,250 @@
+"""The controller: one broker at a time decides every partition's leader and ISR changes
+that its leader cannot make itself (Kafka's KafkaController, ZooKeeper mode).
+
+Elected by `ClusterMember` (/controller + /controller_epoch); runs until cancelled (it lost
+/controller or its session) or until a write finds a newer controller epoch
+(`ControllerMovedError`). Its writes are multis [check /controller_epoch at the version this
+controller wrote, create or setData of a state znode at its version], so a controller that
+was replaced can never change a partition (Kafka's wrapRequestWithControllerEpochCheck).
+
+Triggers (watches): /brokers/ids (brokers come and go; a broker that re-registered with a new
+czxid, "bounced", is handled as a failure then a start), /brokers/topics and each topic's
+assignment (new topics and partitions), /admin/delete_topics (deletion), /wirebroker/
+controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election (preferred
+leader election; the znode is deleted when done, as Kafka does).
+
+Each trigger runs one pass over every partition (`_reconcile`): read its state znode, ask
+`elections.decide`, write what changed. A pass is O(partitions) ZooKeeper reads, which is fine
+for the few hundred partitions of a local or test cluster; Kafka keeps the states in memory
+instead and batches its writes. Brokers learn the result from their own state watches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import trio
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.elections import decide
+from wirebroker.coordination.api import (
+    Check,
+    CoordinationError,
+    Create,
+    NoNodeError,
+    Op,
+    SetData,
+    TransactionError,
+    Watch,
+)
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.zk_member import ClusterMember
+
+__all__ = ["ZkController"]
+
+log = logging.getLogger("wirebroker.controller")
+
+
+class ZkController:
+    def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
+        self.member = member
+        self.coord = member.coord
+        self.epoch = epoch
+        self.epoch_version = epoch_version
+        self._send, self._recv = trio.open_memory_channel[str](math.inf)
+        self._watches: list[Watch] = []
+        self._topic_watches: dict[str, Watch] = {}
+        self._czxids: dict[int, int] = {}
+        self._preferred: set[tuple[str, int]] = set()
+
+    def _trigger(self, why: str) -> Callable[..., None]:
+        def callback(*_args: object) -> None:
+            self._send.send_nowait(why)
+
+        return callback
+
+    async def run(self) -> None:
+        from wirebroker.cluster.zk_member import ControllerMovedError
+
+        try:
+            for path in (
+                zl.BROKER_IDS,
+                zl.BROKER_TOPICS,
+                zl.ADMIN_DELETE_TOPICS,
+                zl.CONTROLLED_SHUTDOWN,
+            ):
+                self._watches.append(await self.coord.watch_children(path, self._trigger(path)))
+            self._watches.append(
+                await self.coord.watch_data(
+                    zl.PREFERRED_REPLICA_ELECTION, self._trigger(zl.PREFERRED_REPLICA_ELECTION)
+                )
+            )
+            while True:
+                why = await self._recv.receive()
+                # Collapse a burst of triggers into one pass.
+                while True:
+                    try:
+                        self._recv.receive_nowait()
+                    except trio.WouldBlock:
+                        break
+                try:
+                    await self._reconcile()
+                except TransactionError as exc:
+                    if exc.index == 0:
+                        raise ControllerMovedError() from exc
+                    log.info("controller write raced (%s); another pass follows", exc)
+                    self._send.send_nowait("retry")
+                except CoordinationError as exc:
+                    log.warning("controller pass after %s failed: %s", why, exc)
+                    await trio.sleep(0.2)
+                    self._send.send_nowait("retry")
+                self.member.changed.set()
+        finally:
+            for watch in [*self._watches, *self._topic_watches.values()]:
+                watch.cancel()
+
+    async def _write(self, op: Op) -> None:
+        await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), op])
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self.coord.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _reconcile(self) -> None:
+        live: set[int] = set()
+        bounced: set[int] = set()
+        for child in await self._children(zl.BROKER_IDS):
+            if not child.isdigit():
+                continue
+            stat = await self.coord.exists(zl.broker_path(int(child)))
+            if stat is None:
+                continue
+            broker = int(child)
+            live.add(broker)
+            old = self._czxids.get(broker)
+            if old is not None and old != stat.czxid:
+                bounced.add(broker)
+            self._czxids[broker] = stat.czxid
+        for gone in set(self._czxids) - live:
+            del self._czxids[gone]
+        shutting = {int(c) for c in await self._children(zl.CONTROLLED_SHUTDOWN) if c.isdigit()}
+        for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
+            await self._delete_topic(topic)
+        preferred = await self._preferred_requests()
+        if bounced:
+            # A bounced broker lost its session: its leaderships move first (failure), then it
+            # is a live broker again (start-up).
+            await self._pass(live - bounced, shutting, set())
+        await self._pass(live, shutting, preferred)
+        if preferred:
+            with contextlib.suppress(NoNodeError):
+                await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+
+    async def _preferred_requests(self) -> set[tuple[str, int]]:
+        try:
+            data, _stat = await self.coord.get(zl.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            return set()
+        try:
+            return set(zl.decode_preferred_election(data))
+        except zl.LayoutError as exc:
+            log.warning("ignoring %s: %s", zl.PREFERRED_REPLICA_ELECTION, exc)
+            return set()
+
+    async def _pass(
+        self, live: set[int], shutting: set[int], preferred: set[tuple[str, int]]
+    ) -> None:
+        for topic in sorted(await self._children(zl.BROKER_TOPICS)):
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = await self.coord.watch_data(
+                    zl.topic_path(topic), self._trigger(topic)
+                )
+            try:
+                data, _stat = await self.coord.get(zl.topic_path(topic))
+                assignment = zl.decode_topic(topic, data)
+            except NoNodeError:
+                continue
+            except zl.LayoutError as exc:
+                log.warning("ignoring topic %s: %s", topic, exc)
+                continue
+            unclean = await self._unclean(topic)
+            for index, replicas in sorted(assignment.partitions.items()):
+                await self._partition(
+                    topic, index, replicas, live, shutting, unclean, (topic, index) in preferred
+                )
+
+    async def _unclean(self, topic: str) -> bool:
+        try:
+            data, _stat = await self.coord.get(zl.topic_config_path(topic))
+            value = zl.decode_topic_config(topic, data).get("unclean.leader.election.enable")
+        except (NoNodeError, zl.LayoutError):
+            value = None
+        if value is None:
+            value = str(self.member_config("unclean.leader.election.enable"))
+        return value.lower() == "true"
+
+    def member_config(self, key: str) -> object:
+        getter: Callable[[str], object] | None = getattr(self.member, "config_value", None)
+        return getter(key) if getter is not None else "false"
+
+    async def _partition(
+        self,
+        topic: str,
+        index: int,
+        replicas: tuple[int, ...],
+        live: set[int],
+        shutting: set[int],
+        unclean: bool,
+        preferred: bool,
+    ) -> None:
+        path = zl.state_path(topic, index)
+        try:
+            data, stat = await self.coord.get(path)
+            state: zl.PartitionState | None = zl.decode_partition_state(topic, index, data)
+            version = stat.version
+        except NoNodeError:
+            state, version = None, -1
+        new = decide(
+            replicas,
+            state,
+            live=live,
+            shutting_down=shutting,
+            unclean=unclean,
+            controller_epoch=self.epoch,
+            preferred=preferred,
+        )
+        if new is None:
+            return
+        encoded = zl.encode_partition_state(new)
+        if state is None:
+            await self.coord.ensure_path(zl.partition_path(topic, index))
+            await self._write(Create(path, encoded))
+        else:
+            await self._write(SetData(path, encoded, version))
+        log.info(
+            "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
+            topic,
+            index,
+            new.leader,
+            new.leader_epoch,
+            list(new.isr),
+            self.epoch,
+        )
+
+    async def _delete_topic(self, topic: str) -> None:
+        log.info("deleting topic %s", topic)
+        for path in (zl.topic_path(topic), zl.topic_config_path(topic)):
+            with contextlib.suppress(NoNodeError):
+                await self.coord.delete(path, recursive=True)
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.cancel()
+        with contextlib.suppress(NoNodeError):
+            await self.coord.delete(f"{zl.ADMIN_DELETE_TOPICS}/{topic}")

@@ -52,10 +52,19 @@ from pathlib import Path
 
 import trio
 
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
-from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
-from wirebroker.cluster.view import LocalClusterView
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
+from wirebroker.cluster.topic_store import (
+    TopicStore,
+    ensure_meta_properties,
+    new_random_uuid,
+    read_meta_properties,
+    uuid_to_base64,
+)
+from wirebroker.cluster.view import ClusterView, LocalClusterView
+from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
+from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
+from wirebroker.coordination.api import Coordination
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
@@ -92,22 +101,31 @@ class Broker:
         *,
         clock: Callable[[], int] = wall_clock_ms,
         grace_s: float = 5.0,
+        coordination: Coordination | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.grace_s = grace_s
         self.listen = self._listen_addresses()
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
+        if coordination is None and config.values.get("zookeeper.connect"):
+            coordination = zookeeper_coordination(config)
+        #: The cluster's coordination session (None: a single broker).
+        self.coordination = coordination
+        self.member: ClusterMember | None = None
+        self._coordination_scope: trio.CancelScope | None = None
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
         # Before any file of a log dir is read or written; held until the logs are closed.
         self.dir_locks = LogDirLocks.acquire(self.log_dirs)
+        self.bound: list[tuple[str, int]] = []
+        if coordination is not None:
+            return  # built in serve(), once the cluster id is known
         try:
             self._build(config, clock, grace_s)
         except BaseException:
             self.dir_locks.release()
             raise
-        self.bound: list[tuple[str, int]] = []
 
     def _build(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         node_id = config.node_id
@@ -115,9 +133,27 @@ class Broker:
         ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
         self.logs = LogManager(self.log_dirs)
         self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
-        self.admin = LocalTopicAdmin(
-            config, self.topics, self.logs, node_id=node_id, listener=self.replicas
-        )
+        self.admin: TopicAdmin
+        cluster: ClusterView
+        if self.coordination is not None:
+            self.member = ClusterMember(
+                self.coordination,
+                node_id=node_id,
+                rack=config.values.get("broker.rack"),
+                topics=self.topics,
+                replicas=self.replicas,
+                address=self._advertised,
+                clock=clock,
+                config=config,
+            )
+            self.replicas.isr_listener = self.member
+            self.admin = ZkTopicAdmin(config, self.member, self.logs)
+            cluster = self.member.cache
+        else:
+            self.admin = LocalTopicAdmin(
+                config, self.topics, self.logs, node_id=node_id, listener=self.replicas
+            )
+            cluster = LocalClusterView(node_id, self._advertised, self.replicas)
         self.fetch_waiters = FetchWaiters()
         self.replicas.add_data_listener(self.fetch_waiters.notify)
         self.producer_ids = ProducerIdManager(self.topics)
@@ -134,7 +170,7 @@ class Broker:
             producer_ids=self.producer_ids,
             node_id=node_id,
             cluster_id=self.topics.cluster_id,
-            cluster=LocalClusterView(node_id, self._advertised, self.replicas),
+            cluster=cluster,
             clock=clock,
             group_coordinator=self.group_coordinator,
         )
@@ -195,8 +231,44 @@ class Broker:
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_set_when_cancelled, stop)
-            bound = await nursery.start(self._run, stop)
-            task_status.started(bound)
+            coordination = self.coordination
+            if coordination is not None:
+                try:
+                    await self._join_cluster(nursery, coordination)
+                except BaseException:
+                    self.dir_locks.release()
+                    if self._coordination_scope is not None:
+                        self._coordination_scope.cancel()
+                    raise
+            try:
+                async with trio.open_nursery() as inner:
+                    bound = await inner.start(self._run, stop)
+                    task_status.started(bound)
+            finally:
+                # The coordination session ends last: controlled shutdown needed it.
+                if self._coordination_scope is not None:
+                    self._coordination_scope.cancel()
+
+    async def _run_coordination(
+        self, coordination: Coordination, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        # Shielded: only serve() ends the session, after the broker stopped.
+        with trio.CancelScope(shield=True) as scope:
+            self._coordination_scope = scope
+            await coordination.run(task_status=task_status)
+
+    async def _join_cluster(self, nursery: trio.Nursery, coordination: Coordination) -> None:
+        """Connect to the cluster, adopt its id (or give it ours), then build the services."""
+        await nursery.start(self._run_coordination, coordination)
+        meta = read_meta_properties(self.log_dirs[0])
+        proposed = (
+            self.config.values.get("cluster.id")
+            or (meta or {}).get("cluster.id")
+            or uuid_to_base64(new_random_uuid())
+        )
+        cluster_id = await resolve_cluster_id(coordination, proposed)
+        self.config.values["cluster.id"] = cluster_id
+        self._build(self.config, self.clock, self.grace_s)
 
     async def _run(
         self, stop: trio.Event, *, task_status: trio.TaskStatus[list[tuple[str, int]]]
@@ -222,11 +294,18 @@ class Broker:
                         host,
                         port,
                     )
+                    if self.member is not None:
+                        await nursery.start(self.member.run)
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
                         async with trio.open_nursery() as tasks:
                             self._start_background(tasks)
                             await stop.wait()
+                            if self.member is not None and self.config.get_bool(
+                                "controlled.shutdown.enable"
+                            ):
+                                timeout_ms = self.config.get_int("controlled.shutdown.timeout.ms")
+                                await self.member.controlled_shutdown(timeout_ms / 1000)
                             background.cancel()
                     log.info("shutting down")
                     self.group_coordinator.shutdown()
@@ -273,6 +352,17 @@ class Broker:
                 job()
             except Exception:
                 log.exception("background task %r failed", what)
+
+
+def zookeeper_coordination(config: BrokerConfig) -> Coordination:
+    """A ZooKeeper session from `zookeeper.connect` and its timeouts."""
+    from wirebroker.coordination.zk import ZkCoordination
+
+    return ZkCoordination(
+        config.values["zookeeper.connect"],
+        session_timeout_s=config.get_int("zookeeper.session.timeout.ms") / 1000,
+        connect_timeout_s=config.get_int("zookeeper.connection.timeout.ms") / 1000,
+    )
 
 
 async def _set_when_cancelled(event: trio.Event) -> None:

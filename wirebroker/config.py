@@ -255,7 +255,25 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         ConfigDef("cluster.id", _T.STRING, None, "generated on first start", read_only=True),
-        ConfigDef("zookeeper.connect", _T.STRING, None, "multi-broker mode only", read_only=True),
+        ConfigDef(
+            "zookeeper.connect",
+            _T.STRING,
+            None,
+            "host:port[,host:port...][/chroot] of the cluster's ZooKeeper (unset: single broker)",
+            read_only=True,
+        ),
+        ConfigDef(
+            "zookeeper.session.timeout.ms",
+            _T.INT,
+            "6000",
+            "ZooKeeper session timeout (Kafka: 18000; shorter here for quick local failover)",
+            read_only=True,
+            minimum=1,
+        ),
+        ConfigDef("zookeeper.connection.timeout.ms", _T.INT, "10000", "", read_only=True),
+        ConfigDef("broker.rack", _T.STRING, None, "rack of this broker", read_only=True),
+        ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true", "", read_only=True),
+        ConfigDef("controlled.shutdown.timeout.ms", _T.INT, "10000", "", read_only=True),
     ]
 }
 

@@ -187,12 +187,9 @@ class ZkController:
         except (NoNodeError, zl.LayoutError):
             value = None
         if value is None:
-            value = str(self.member_config("unclean.leader.election.enable"))
-        return value.lower() == "true"
-
-    def member_config(self, key: str) -> object:
-        getter: Callable[[str], object] | None = getattr(self.member, "config_value", None)
-        return getter(key) if getter is not None else "false"
+            config = self.member.config
+            value = config.raw("unclean.leader.election.enable") if config else None
+        return (value or "false").lower() == "true"
 
     async def _partition(
         self,

@@ -120,6 +120,12 @@ class NewPartitions:
 class TopicAdmin(abc.ABC):
     """Topic administration (see the module docstring); errors are `ClusterError`s."""
 
+    async def wait_settled(self, names: Sequence[str], timeout_s: float) -> dict[str, str]:
+        """Wait (at most `timeout_s`) until the changes just made to `names` are visible in
+        this broker's metadata; returns name -> problem for those that are not. A single
+        broker applies every change before returning, so there is nothing to wait for."""
+        return {}
+
     @abc.abstractmethod
     def describe(self, name: str) -> TopicInfo | None:
         """The topic as the metadata knows it, or None."""

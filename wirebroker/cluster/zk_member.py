@@ -42,7 +42,7 @@ import math
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -62,6 +62,9 @@ from wirebroker.coordination.api import (
     TransactionError,
     Watch,
 )
+
+if TYPE_CHECKING:
+    from wirebroker.config import BrokerConfig
 
 __all__ = ["ClusterMember", "ReplicaRoles", "ZkMetadataCache", "resolve_cluster_id"]
 
@@ -203,6 +206,7 @@ class ClusterMember:
         replicas: ReplicaRoles,
         address: Callable[[], tuple[str, int]],
         clock: Callable[[], int],
+        config: BrokerConfig | None = None,
         controller_factory: Callable[[ClusterMember, int, int], Controller] | None = None,
     ) -> None:
         self.coord = coord
@@ -212,6 +216,7 @@ class ClusterMember:
         self.replicas = replicas
         self.address = address
         self.clock = clock
+        self.config = config
         self.cache = ZkMetadataCache()
         self.broker_epoch = -1
         self._send, self._recv = trio.open_memory_channel[Event](math.inf)

@@ -225,6 +225,7 @@ class ClusterMember:
         self._controller_factory = controller_factory or _default_controller
         self._registered = False
         self._shutting_down = False
+        self._hosted: set[tuple[str, int]] = set()
         self.changed = trio.Event()  # set (and replaced) after every applied change
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -447,7 +448,9 @@ class ClusterMember:
     # -- topics ------------------------------------------------------------------------------
     async def _on_topics(self, children: list[str] | None) -> None:
         names = set(children or [])
-        for gone in set(self.cache.topics) - names:
+        known = set(self.cache.topics) | {info.name for info in self.topics.all()}
+        for gone in known - names:
+            log.info("topic %s is gone from the cluster: deleting its local replicas", gone)
             self._drop_topic(gone)
         for name in sorted(names - set(self.cache.topics)):
             await self._watch_topic(name)
@@ -571,6 +574,7 @@ class ClusterMember:
         if info is not None:
             for index in range(info.partitions):
                 if info.hosted_by(self.node_id, index):
+                    self._hosted.discard((name, index))
                     self.replicas.stop_replica(name, index, delete=True)
             self.topics.remove(name)
         if not keep_mirror:
@@ -587,9 +591,12 @@ class ClusterMember:
             return
         replicas = list(mirror.assignment.replicas(index))
         if self.node_id not in replicas:
-            self.replicas.stop_replica(name, index, delete=True)
+            if (name, index) in self._hosted:
+                self._hosted.discard((name, index))
+                self.replicas.stop_replica(name, index, delete=True)
             return
         self.replicas.ensure_partition(info, index)
+        self._hosted.add((name, index))
         entry = mirror.states.get(index)
         if entry is None or not self._registered:
             return

@@ -272,6 +272,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("zookeeper.connection.timeout.ms", _T.INT, "10000", "", read_only=True),
         ConfigDef("broker.rack", _T.STRING, None, "rack of this broker", read_only=True),
+        ConfigDef("auto.leader.rebalance.enable", _T.BOOLEAN, "true", "", read_only=True),
+        ConfigDef(
+            "leader.imbalance.check.interval.seconds", _T.INT, "300", "", read_only=True, minimum=1
+        ),
+        ConfigDef("leader.imbalance.per.broker.percentage", _T.INT, "10", "", read_only=True),
         ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true", "", read_only=True),
         ConfigDef("controlled.shutdown.timeout.ms", _T.INT, "10000", "", read_only=True),
     ]

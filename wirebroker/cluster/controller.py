@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -50,6 +50,18 @@ __all__ = ["ZkController"]
 log = logging.getLogger("wirebroker.controller")
 
 
+REBALANCE = "rebalance"
+
+
+def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def loop() -> None:
+        while True:
+            await trio.sleep(interval_s)
+            job()
+
+    return loop
+
+
 class ZkController:
     def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
         self.member = member
@@ -69,7 +81,6 @@ class ZkController:
         return callback
 
     async def run(self) -> None:
-        from wirebroker.cluster.zk_member import ControllerMovedError
 
         try:
             for path in (
@@ -84,29 +95,41 @@ class ZkController:
                     zl.PREFERRED_REPLICA_ELECTION, self._trigger(zl.PREFERRED_REPLICA_ELECTION)
                 )
             )
-            while True:
-                why = await self._recv.receive()
-                # Collapse a burst of triggers into one pass.
-                while True:
-                    try:
-                        self._recv.receive_nowait()
-                    except trio.WouldBlock:
-                        break
-                try:
-                    await self._reconcile()
-                except TransactionError as exc:
-                    if exc.index == 0:
-                        raise ControllerMovedError() from exc
-                    log.info("controller write raced (%s); another pass follows", exc)
-                    self._send.send_nowait("retry")
-                except CoordinationError as exc:
-                    log.warning("controller pass after %s failed: %s", why, exc)
-                    await trio.sleep(0.2)
-                    self._send.send_nowait("retry")
-                self.member.changed.set()
+            config = self.member.config
+            async with trio.open_nursery() as nursery:
+                if config is not None and config.get_bool("auto.leader.rebalance.enable"):
+                    interval = config.get_int("leader.imbalance.check.interval.seconds")
+                    nursery.start_soon(_every(interval, lambda: self._send.send_nowait(REBALANCE)))
+                await self._loop()
+                nursery.cancel_scope.cancel()
         finally:
             for watch in [*self._watches, *self._topic_watches.values()]:
                 watch.cancel()
+
+    async def _loop(self) -> None:
+        from wirebroker.cluster.zk_member import ControllerMovedError
+
+        while True:
+            why = await self._recv.receive()
+            # Collapse a burst of triggers into one pass.
+            rebalance = why == REBALANCE
+            while True:
+                try:
+                    rebalance |= self._recv.receive_nowait() == REBALANCE
+                except trio.WouldBlock:
+                    break
+            try:
+                await self._reconcile(rebalance=rebalance)
+            except TransactionError as exc:
+                if exc.index == 0:
+                    raise ControllerMovedError() from exc
+                log.info("controller write raced (%s); another pass follows", exc)
+                self._send.send_nowait("retry")
+            except CoordinationError as exc:
+                log.warning("controller pass after %s failed: %s", why, exc)
+                await trio.sleep(0.2)
+                self._send.send_nowait("retry")
+            self.member.changed.set()
 
     async def _write(self, op: Op) -> None:
         await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), op])
@@ -117,7 +140,7 @@ class ZkController:
         except NoNodeError:
             return []
 
-    async def _reconcile(self) -> None:
+    async def _reconcile(self, *, rebalance: bool = False) -> None:
         live: set[int] = set()
         bounced: set[int] = set()
         for child in await self._children(zl.BROKER_IDS):
@@ -138,14 +161,50 @@ class ZkController:
         for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
             await self._delete_topic(topic)
         preferred = await self._preferred_requests()
+        asked = bool(preferred)
+        if rebalance:
+            preferred |= await self._imbalanced(live)
         if bounced:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
             await self._pass(live - bounced, shutting, set())
         await self._pass(live, shutting, preferred)
-        if preferred:
+        if asked:
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+
+    async def _imbalanced(self, live: set[int]) -> set[tuple[str, int]]:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: the partitions whose preferred leader
+        (head of the assignment) is live but does not lead, for every broker whose share of
+        such partitions is above leader.imbalance.per.broker.percentage."""
+        config = self.member.config
+        limit = config.get_int("leader.imbalance.per.broker.percentage") if config else 10
+        preferred: dict[int, list[tuple[str, int]]] = {}
+        not_leading: dict[int, list[tuple[str, int]]] = {}
+        for topic in await self._children(zl.BROKER_TOPICS):
+            try:
+                data, _stat = await self.coord.get(zl.topic_path(topic))
+                assignment = zl.decode_topic(topic, data)
+            except (NoNodeError, zl.LayoutError):
+                continue
+            for index, replicas in assignment.partitions.items():
+                if not replicas or replicas[0] not in live:
+                    continue
+                head = replicas[0]
+                preferred.setdefault(head, []).append((topic, index))
+                try:
+                    raw, _s = await self.coord.get(zl.state_path(topic, index))
+                    leader = zl.decode_partition_state(topic, index, raw).leader
+                except (NoNodeError, zl.LayoutError):
+                    continue
+                if leader != head:
+                    not_leading.setdefault(head, []).append((topic, index))
+        out: set[tuple[str, int]] = set()
+        for broker, parts in not_leading.items():
+            if len(parts) * 100 > limit * len(preferred[broker]):
+                log.info("broker %d leads too few of its preferred partitions: rebalancing", broker)
+                out.update(parts)
+        return out
 
     async def _preferred_requests(self) -> set[tuple[str, int]]:
         try:

@@ -126,6 +126,13 @@ class TopicAdmin(abc.ABC):
         broker applies every change before returning, so there is nothing to wait for."""
         return {}
 
+    async def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """ElectLeaders in a cluster: (error code, message) per existing partition. None on a
+        single broker, which leads every partition with its only replica."""
+        return None
+
     @abc.abstractmethod
     def describe(self, name: str) -> TopicInfo | None:
         """The topic as the metadata knows it, or None."""

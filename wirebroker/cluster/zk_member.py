@@ -76,7 +76,7 @@ LEADER_NOT_AVAILABLE = 5
 class ReplicaRoles(Protocol):
     """What the member asks of the broker's ReplicaManager."""
 
-    def ensure_partition(self, info: TopicInfo, index: int) -> object: ...
+    def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object: ...
 
     def make_leader(
         self,
@@ -112,8 +112,6 @@ class ReplicaRoles(Protocol):
     def isr_rejected(self, topic: str, index: int) -> None: ...
 
     def on_topic_configs_changed(self, info: TopicInfo) -> None: ...
-
-    def is_leader(self, topic: str, index: int) -> bool: ...
 
 
 async def resolve_cluster_id(coord: Coordination, proposed: str) -> str:
@@ -330,6 +328,7 @@ class ClusterMember:
 
     def _on_session(self, state: SessionState) -> None:
         if state is SessionState.LOST:
+            self._registered = False
             self._send.send_nowait(self._session_lost)
         elif state is SessionState.CONNECTED and not self._registered:
             self._send.send_nowait(self._session_back)
@@ -341,7 +340,7 @@ class ClusterMember:
         now = self.clock()
         for name, mirror in self.cache.topics.items():
             for index, (state, version) in mirror.states.items():
-                if state.leader == self.node_id and self.replicas.is_leader(name, index):
+                if state.leader == self.node_id:
                     self.replicas.make_follower(
                         name,
                         index,
@@ -382,10 +381,14 @@ class ClusterMember:
 
     async def _on_controller(self, data: bytes | None, _stat: Stat | None) -> None:
         if data is None:
-            self.cache.controller = -1
-            self._stop_controller()
-            await self._try_elect()
-            return
+            # The notification may be stale (a watch collapses changes): read the znode.
+            try:
+                data, _stat = await self.coord.get(zl.CONTROLLER)
+            except NoNodeError:
+                self.cache.controller = -1
+                self._stop_controller()
+                await self._try_elect()
+                return
         try:
             self.cache.controller = zl.decode_controller(data)
         except zl.LayoutError as exc:
@@ -595,7 +598,7 @@ class ClusterMember:
                 self._hosted.discard((name, index))
                 self.replicas.stop_replica(name, index, delete=True)
             return
-        self.replicas.ensure_partition(info, index)
+        self.replicas.ensure_partition(info, index, now_ms=self.clock())
         self._hosted.add((name, index))
         entry = mirror.states.get(index)
         if entry is None or not self._registered:

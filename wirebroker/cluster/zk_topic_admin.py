@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ZkTopicAdmin"]
 
+REQUEST_TIMED_OUT = 7
+PREFERRED_LEADER_NOT_AVAILABLE = 80
+ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+ELECTION_NOT_NEEDED = 84
+
 log = logging.getLogger(__name__)
 
 
@@ -192,6 +197,65 @@ class ZkTopicAdmin(LocalTopicAdmin):
             )
 
         self._start(name, write, ("written", 0))
+
+    # -- elections ------------------------------------------------------------------------
+    async def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """Preferred: ask the controller (/admin/preferred_replica_election) for the partitions
+        whose preferred replica is live, in the ISR and not leading, then wait until this
+        broker's mirror shows it leading. Unclean elections are only run by the controller on
+        its own (when `unclean.leader.election.enable`); asked for, they answer as Kafka does
+        when no election is possible or needed."""
+        cache = self.member.cache
+        out: dict[tuple[str, int], tuple[int, str | None]] = {}
+        wanted: list[tuple[str, int]] = []
+        for topic, index in partitions:
+            view = cache.partition(topic, index)
+            if view is None:
+                continue
+            head = view.replicas[0] if view.replicas else -1
+            if not preferred:
+                if view.leader >= 0:
+                    out[(topic, index)] = (ELECTION_NOT_NEEDED, "Leader election not needed")
+                else:
+                    out[(topic, index)] = (
+                        ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                        f"No eligible leader for {topic}-{index}",
+                    )
+            elif view.leader == head:
+                out[(topic, index)] = (ELECTION_NOT_NEEDED, "Leader election not needed")
+            elif head not in cache.brokers or head not in view.isr:
+                out[(topic, index)] = (
+                    PREFERRED_LEADER_NOT_AVAILABLE,
+                    f"Failed to elect leader for partition {topic}-{index} under strategy "
+                    "PreferredReplicaPartitionLeaderElectionStrategy",
+                )
+            else:
+                wanted.append((topic, index))
+        if not wanted:
+            return out
+        coord = self.member.coord
+        data = zl.encode_preferred_election(wanted)
+        with trio.move_on_after(max(timeout_s, 0.0)):
+            while True:
+                try:
+                    await coord.create(zl.PREFERRED_REPLICA_ELECTION, data)
+                    break
+                except NodeExistsError:
+                    await self.member.changed.wait()  # another election is running
+            while any(self._not_preferred(t, i) for t, i in wanted):
+                await self.member.changed.wait()
+        for topic, index in wanted:
+            if self._not_preferred(topic, index):
+                out[(topic, index)] = (REQUEST_TIMED_OUT, "The preferred leader was not elected")
+            else:
+                out[(topic, index)] = (0, None)
+        return out
+
+    def _not_preferred(self, topic: str, index: int) -> bool:
+        view = self.member.cache.partition(topic, index)
+        return view is None or not view.replicas or view.leader != view.replicas[0]
 
     # -- settling ------------------------------------------------------------------------------
     async def wait_settled(self, names: Sequence[str], timeout_s: float) -> dict[str, str]:

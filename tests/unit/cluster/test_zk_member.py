@@ -30,7 +30,7 @@ class FakeRoles:
     rejected: list[tuple[str, int]] = field(default_factory=list)
     stopped: list[tuple[str, int]] = field(default_factory=list)
 
-    def ensure_partition(self, info: TopicInfo, index: int) -> object:
+    def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object:
         return None
 
     def make_leader(self, topic: str, index: int, *, leader_epoch: int, **_: Any) -> bool:
@@ -151,30 +151,35 @@ async def test_session_expiry_moves_leadership_and_the_controller(tmp_path: Path
     async with trio.open_nursery() as nursery:
         nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
         await settle(nodes)
-        nodes[0].admin.create_topics([NewTopic("t", 3, 3)], now_ms=0)
+        controller = next(n for n in nodes if n.member.is_controller)
+        victim = next(n for n in nodes if n is not controller)
+        others = [n.member.node_id for n in nodes if n is not victim]
+        nodes[0].admin.create_topics(
+            [NewTopic("t", assignments=[(0, [victim.member.node_id, *others])])], now_ms=0
+        )
         assert await nodes[0].admin.wait_settled(["t"], 5) == {}
         await settle(nodes)
-        controller = next(n for n in nodes if n.member.is_controller)
         before = await state(nodes[0], "t", 0)
-        victim = next(n for n in nodes if n.member.node_id == before.leader)
-        controller_victim = victim is controller
+        assert before.leader == victim.member.node_id
 
+        # The leader's session expires; it comes back at once with a new session (a new
+        # broker epoch): the controller handles it as a bounce and moves the leadership.
         server.expire_session(victim.coord.session_id)
         await settle(nodes)
-
         after = await state(nodes[0], "t", 0)
-        assert after.leader != before.leader or after.leader_epoch > before.leader_epoch
+        assert after.leader == others[0]
         assert after.leader_epoch > before.leader_epoch
-        # The old leader dropped its leadership at once on LOST.
-        survivors = [n for n in nodes if n is not victim]
+        assert victim.roles.roles[("t", 0)] == ("follower", after.leader, after.leader_epoch)
         new_leader = next(n for n in nodes if n.member.node_id == after.leader)
-        assert new_leader.roles.roles[("t", 0)][0] == "leader"
-        for n in survivors:
-            assert n.roles.roles[("t", 0)][2] == after.leader_epoch
+        assert new_leader.roles.roles[("t", 0)] == ("leader", after.leader, after.leader_epoch)
+
+        # The controller's session expires: another broker wins with a higher epoch.
+        server.expire_session(controller.coord.session_id)
+        await settle(nodes)
         epoch, _ = await nodes[0].coord.get(zl.CONTROLLER_EPOCH)
-        if controller_victim:
-            assert int(epoch) == 2
+        assert int(epoch) == 2
         assert sum(n.member.is_controller for n in nodes) == 1
+        assert not controller.member.is_controller or int(epoch) == 2
         nursery.cancel_scope.cancel()
 
 
@@ -221,4 +226,49 @@ async def test_topic_deletion_stops_every_replica(tmp_path: Path) -> None:
             assert n.roles.roles == {}
         assert sum(len(n.roles.stopped) for n in nodes) == 4
         assert await nodes[0].coord.exists(zl.topic_path("t")) is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_preferred_leader_election_after_the_preferred_replica_returns(
+    tmp_path: Path,
+) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        # The preferred replica is not the controller (a bounced controller is not noticed
+        # by its successor, as in Kafka).
+        victim = next(n for n in nodes if not n.member.is_controller)
+        head = victim.member.node_id
+        others = [n.member.node_id for n in nodes if n is not victim]
+        nodes[0].admin.create_topics([NewTopic("t", assignments=[(0, [head, *others])])], now_ms=0)
+        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        assert (await state(nodes[0], "t", 0)).leader == head
+        server.expire_session(victim.coord.session_id)
+        await settle(nodes)
+        after = await state(nodes[0], "t", 0)
+        assert after.leader != head and head not in after.isr
+        admin = nodes[0].admin
+        result = await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=1)
+        assert result == {("t", 0): (80, result[("t", 0)][1])}  # PREFERRED_LEADER_NOT_AVAILABLE
+        # The returning replica catches up: the leader adds it back to the ISR.
+        leader = next(n for n in nodes if n.member.node_id == after.leader)
+        _data, stat = await leader.coord.get(zl.state_path("t", 0))
+        leader.member.propose_isr(
+            "t",
+            0,
+            leader_epoch=after.leader_epoch,
+            partition_epoch=stat.version,
+            isr=[*after.isr, head],
+        )
+        await settle(nodes)
+        result = await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=5)
+        assert result == {("t", 0): (0, None)}
+        final = await state(nodes[0], "t", 0)
+        assert final.leader == head and final.leader_epoch == after.leader_epoch + 1
+        assert victim.roles.roles[("t", 0)] == ("leader", head, final.leader_epoch)
+        assert await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=1) == {
+            ("t", 0): (84, "Leader election not needed")
+        }
         nursery.cancel_scope.cancel()

@@ -226,6 +226,12 @@ async def test_read_committed_and_follower_bounds(call, services):
     append(services, "t", 0, 2)
     append(services, "t", 0, 2)
     part = services.replicas.partition("t", 0)
+    # broker 1 becomes a follower replica (a fetch from a non-replica is refused)
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, replica_id=1)))[0]
+    assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+    )
     part.log.high_watermark = 2  # as if a follower had not caught up yet
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, isolation_level=1)))[0]
     assert p.aborted_transactions == []

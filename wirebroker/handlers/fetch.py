@@ -27,7 +27,10 @@ Per partition, in this order:
                                  -> NOT_LEADER_OR_FOLLOWER
     last_fetched_epoch (v12+)    when >= 0 and the log diverges (Kafka's follower truncation check:
                                  our end offset for that epoch is below fetch_offset, or we know
-                                 only an older epoch): no records, diverging_epoch set
+                                 only an older epoch): no records, diverging_epoch set; when we
+                                 cannot tell (the epoch is newer than every epoch we know: end
+                                 offset undefined) OFFSET_OUT_OF_RANGE, as Kafka, so the follower
+                                 compares log ends instead
     fetch_offset                 outside [log start, log end] -> OFFSET_OUT_OF_RANGE
     read                         whole batches from the batch containing fetch_offset (clients skip
                                  the records before it), never a batch at or past the bound:
@@ -173,6 +176,8 @@ def _read_partition(
     last_fetched_epoch = int(pdata.get("last_fetched_epoch", -1)) if version >= 12 else -1
     if last_fetched_epoch >= 0:
         epoch, end_offset = part.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0 or end_offset < 0:
+            return _failed(index, ErrorCode.OFFSET_OUT_OF_RANGE), True
         if epoch < last_fetched_epoch or end_offset < fetch_offset:
             base["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
             return base, True

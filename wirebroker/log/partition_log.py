@@ -532,9 +532,15 @@ class PartitionLog:
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at and above `offset` (a batch straddling it goes entirely, so
         the log end may land below `offset`). Below the log start: start over empty there.
-        The epoch cache is truncated, producer state rebuilt."""
+        The epoch cache is truncated, producer state rebuilt. At or above the log end nothing
+        is removed, but epoch entries starting at the log end still go (as Kafka: a leader that
+        took an epoch and lost it before appending must not keep claiming it)."""
         self._check_online()
         if offset >= self.log_end_offset:
+            self._epochs.truncate_from_end(self.log_end_offset)
+            if self._epochs.changed:
+                with self._io("leader epoch checkpoint", offline_on_error=True):
+                    self._write_epoch_checkpoint()
             return
         with self._io("truncate", offline_on_error=True):
             if offset < self.log_start_offset or offset < self._segments[0].base_offset:

@@ -187,7 +187,7 @@ async def produce(
 
 def committed_bytes(part: Partition) -> bytes:
     """The log's batches below the high watermark, as stored."""
-    return part.log.read(0, max_bytes=1 << 30, max_offset=part.high_watermark)
+    return part.log.read(part.log_start_offset, max_bytes=1 << 30, max_offset=part.high_watermark)
 
 
 def values_below_hw(part: Partition) -> list[int]:
@@ -302,6 +302,37 @@ async def test_leader_change_truncates_the_old_leaders_divergent_suffix(
     assert zk.rejected == rejected + 1
     await conn0.aclose()
     await conn1.aclose()
+
+
+async def test_follower_behind_the_leaders_log_start_starts_over_there(
+    cluster: Cluster,
+) -> None:
+    """OFFSET_OUT_OF_RANGE: the leader deleted records a stopped follower never got; the
+    follower empties its log and restarts at the leader's log start."""
+    cluster.zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    leader = cluster.part(0)
+    conn = await cluster.client(0)
+    for i in range(3):
+        assert (await produce(conn, [b"a%d" % i]))[0] == ErrorCode.NONE
+    await eventually(lambda: cluster.part(2).log_end_offset == 3, "replicated")
+    cluster.brokers[2].fetchers.unfollow(TOPIC, 0)  # type: ignore[union-attr]
+    assert (await produce(conn, [b"b"], acks=1))[0] == ErrorCode.NONE
+    await eventually(lambda: leader.isr == [0, 1], "ISR shrink")
+    for i in range(4):
+        assert (await produce(conn, [b"c%d" % i]))[0] == ErrorCode.NONE
+    assert leader.high_watermark == 8
+    leader.delete_records_before(6)
+    await eventually(lambda: cluster.part(1).log_start_offset == 6, "follower 1 follows")
+    part2 = cluster.part(2)
+    cluster.brokers[2].fetchers.follow(TOPIC, 0, 0, part2.leader_epoch)  # type: ignore[union-attr]
+    await eventually(
+        lambda: part2.log_start_offset == 6 and part2.log_end_offset == 8, "follower 2 restarts"
+    )
+    await eventually(lambda: sorted(leader.isr) == [0, 1, 2], "follower 2 rejoins")
+    await eventually(lambda: part2.high_watermark == 8, "follower 2 HW")
+    assert committed_bytes(part2) == committed_bytes(leader)
+    assert part2.epoch_entries() == [(1, 6)]
+    await conn.aclose()
 
 
 async def test_high_watermark_checkpoint_is_written(cluster: Cluster, tmp_path: Path) -> None:

@@ -375,9 +375,9 @@ class _LeaderFetcher:
         part = follow.part
         entries = part.epoch_entries()
         leo = part.log_end_offset
-        target = rules.truncation_offset(epoch, end_offset, entries, leo, part.high_watermark)
-        if target is None:
-            target = rules.own_end_offset_below(epoch, entries, leo)
+        target = rules.truncate_on_fetch_offset(
+            epoch, end_offset, entries, leo, part.high_watermark
+        )
         log.info(
             "%s-%d: leader %d diverges at epoch %d end %d; truncating to %d",
             part.topic,

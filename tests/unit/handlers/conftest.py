@@ -41,6 +41,7 @@ from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS
 from wirebroker.log.log_manager import LogManager
+from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
@@ -75,6 +76,8 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
     waiters = FetchWaiters()
     replicas.add_data_listener(waiters.notify)
+    produce_waiters = ProduceWaiters()
+    replicas.add_hw_listener(produce_waiters.notify)
     return Services(
         config=config,
         logs=logs,
@@ -88,6 +91,7 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
         advertised_host="127.0.0.1",
         advertised_port=9092,
         clock=clock,
+        produce_waiters=produce_waiters,
     )
 
 

@@ -336,6 +336,7 @@ async def test_follower_behind_the_leaders_log_start_starts_over_there(
 
 
 async def test_high_watermark_checkpoint_is_written(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.part(2).topic_id = None  # follower 2 fetches by name (Fetch v12), 1 by id (v16)
     cluster.zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
     conn = await cluster.client(0)
     assert (await produce(conn, [b"a", b"b"]))[0] == ErrorCode.NONE

@@ -213,6 +213,10 @@ class _LeaderFetcher:
                     log.warning("fetch from broker %d failed: %s", self.leader_id, exc or "timeout")
                     await self._close()
                     await trio.sleep(self.m.backoff_s)
+                except Exception:  # a bug must not stop replication, nor the broker
+                    log.exception("fetch from broker %d failed", self.leader_id)
+                    await self._close()
+                    await trio.sleep(self.m.backoff_s)
         finally:
             await self._close()
 

@@ -244,7 +244,13 @@ class Partition:
         new_leadership = self.role is not Role.LEADER or leader_epoch != self.leader_epoch
         if new_leadership:
             self.log.assign_epoch_start_offset(leader_epoch)
-            self.epoch_start_offset = self.log_end_offset
+            entries = self.log.leader_epoch_entries()
+            # the epoch's start: the log end, unless it led this epoch before (stop, resume)
+            self.epoch_start_offset = (
+                entries[-1][1]
+                if entries and entries[-1][0] == leader_epoch
+                else self.log_end_offset
+            )
         self.role = Role.LEADER
         self.leader_id = self.node_id
         self.leader_epoch = leader_epoch

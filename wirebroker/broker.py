@@ -29,6 +29,16 @@ Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
                   checkpoints, clean-shutdown marker). Cancellation is the only way to stop a
                   broker; serve() returns (or raises Cancelled) only after the logs are closed.
 
+Replication (multi-broker mode: `replicated`, by default when `zookeeper.connect` is set; the
+cluster layer drives roles through `replicas.make_leader` / `make_follower` / `stop_replica`
+and fills `peer_endpoints` and `broker_epoch`): the `ReplicaManager` builds partitions without a
+role; a `ReplicaFetcherManager` task fetches the partitions this broker follows from their
+leaders (addresses from `peer_endpoints`); a task drops out-of-sync ISR members every
+replica.lag.time.max.ms / 2 (`maybe_shrink_isr`); `replication-offset-checkpoint` is written
+every replica.high.watermark.checkpoint.interval.ms and before the logs close. In single-broker
+mode none of these tasks exists. `ProduceWaiters` (acks=-1 purgatory) is built in both modes;
+on a single broker nothing ever waits in it.
+
 Listeners: every entry of `listeners` is served as PLAINTEXT except those named in
 `controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER listener; a
 single wirebroker has no controller quorum). SSL/SASL listeners are refused at start.
@@ -47,7 +57,7 @@ wirebroker checks every min(that, 1000) ms so a topic-level `flush.ms` takes eff
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
@@ -72,7 +82,9 @@ from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
+from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
+from wirebroker.replication.fetcher import ReplicaFetcherManager
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -102,14 +114,22 @@ class Broker:
         clock: Callable[[], int] = wall_clock_ms,
         grace_s: float = 5.0,
         coordination: Coordination | None = None,
+        replicated: bool | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.grace_s = grace_s
-        self.listen = self._listen_addresses()
-        self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
         if coordination is None and config.values.get("zookeeper.connect"):
             coordination = zookeeper_coordination(config)
+        if replicated is None:
+            replicated = coordination is not None
+        self.replicated = replicated
+        #: multi-broker mode: node id -> (host, port) of the other brokers (the fetchers' view)
+        self.peer_endpoints: dict[int, tuple[str, int]] = {}
+        #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
+        self.broker_epoch = -1
+        self.listen = self._listen_addresses()
+        self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
         #: The cluster's coordination session (None: a single broker).
         self.coordination = coordination
         self.member: ClusterMember | None = None
@@ -132,7 +152,9 @@ class Broker:
         self.topics = TopicStore.open(self.log_dirs[0], cluster_id=config.values.get("cluster.id"))
         ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
         self.logs = LogManager(self.log_dirs)
-        self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
+        self.replicas = ReplicaManager(
+            config, self.logs, self.topics, node_id=node_id, replicated=self.replicated
+        )
         self.admin: TopicAdmin
         cluster: ClusterView
         if self.coordination is not None:
@@ -156,6 +178,18 @@ class Broker:
             cluster = LocalClusterView(node_id, self._advertised, self.replicas)
         self.fetch_waiters = FetchWaiters()
         self.replicas.add_data_listener(self.fetch_waiters.notify)
+        self.produce_waiters = ProduceWaiters()
+        self.replicas.add_hw_listener(self.produce_waiters.notify)
+        self.fetchers: ReplicaFetcherManager | None = None
+        if self.replicated:
+            self.fetchers = ReplicaFetcherManager(
+                self.replicas,
+                node_id=node_id,
+                endpoint=self._peer_endpoint,
+                broker_epoch=self._broker_epoch,
+                config=config,
+                clock=clock,
+            )
         self.producer_ids = ProducerIdManager(self.topics)
         self.group_coordinator = GroupCoordinatorRuntime(
             config, self.replicas, admin=self.admin, clock=clock
@@ -173,6 +207,7 @@ class Broker:
             cluster=cluster,
             clock=clock,
             group_coordinator=self.group_coordinator,
+            produce_waiters=self.produce_waiters,
         )
         self.handlers = load_handlers()
         max_frame_bytes = config.socket_request_max_bytes
@@ -185,6 +220,15 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+
+    def _peer_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        if self.member is not None:
+            node = self.member.cache.broker(node_id)
+            return None if node is None else (node.host, node.port)
+        return self.peer_endpoints.get(node_id)
+
+    def _broker_epoch(self) -> int:
+        return self.member.broker_epoch if self.member is not None else self.broker_epoch
 
     def _advertised(self) -> tuple[str, int]:
         return self.services.advertised_host, self.services.advertised_port
@@ -294,8 +338,9 @@ class Broker:
                         host,
                         port,
                     )
+                    member_scope = trio.CancelScope()
                     if self.member is not None:
-                        await nursery.start(self.member.run)
+                        await nursery.start(_run_in, member_scope, self.member.run)
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
                         async with trio.open_nursery() as tasks:
@@ -308,10 +353,13 @@ class Broker:
                                 await self.member.controlled_shutdown(timeout_ms / 1000)
                             background.cancel()
                     log.info("shutting down")
+                    member_scope.cancel()
                     self.group_coordinator.shutdown()
                     self.server.shutdown()
             finally:
                 if loaded:
+                    if self.replicated:
+                        self._checkpoint_high_watermarks()
                     self.logs.close()
                     log.info("logs closed cleanly")
                 self.dir_locks.release()
@@ -331,6 +379,28 @@ class Broker:
             backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
             nursery.start_soon(self._clean_logs, backoff_ms)
         nursery.start_soon(self.group_coordinator.run)
+        if self.replicated:
+            self._start_replication(nursery)
+
+    # -- replication (multi-broker mode only) ---------------------------------------------
+    def _start_replication(self, nursery: trio.Nursery) -> None:
+        assert self.fetchers is not None
+        nursery.start_soon(self.fetchers.run)
+        lag_ms = self.config.get_int("replica.lag.time.max.ms")
+        nursery.start_soon(
+            self._every,
+            max(lag_ms // 2, 1),
+            "ISR shrink",
+            lambda: self.replicas.maybe_shrink_isr(self.clock()),
+        )
+        hw_ms = self.config.get_int("replica.high.watermark.checkpoint.interval.ms")
+        nursery.start_soon(self._every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks)
+
+    def _checkpoint_high_watermarks(self) -> None:
+        try:
+            self.replicas.checkpoint_high_watermarks()
+        except Exception:
+            log.exception("cannot write the replication-offset-checkpoint")
 
     async def _clean_logs(self, backoff_ms: int) -> None:
         """Compact `cleanup.policy=compact` logs: bounded chunks, yielding between them."""
@@ -363,6 +433,17 @@ def zookeeper_coordination(config: BrokerConfig) -> Coordination:
         session_timeout_s=config.get_int("zookeeper.session.timeout.ms") / 1000,
         connect_timeout_s=config.get_int("zookeeper.connection.timeout.ms") / 1000,
     )
+
+
+async def _run_in(
+    scope: trio.CancelScope,
+    run: Callable[..., Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`run(task_status=...)` inside `scope`, so that it can be stopped on its own."""
+    with scope:
+        await run(task_status=task_status)
 
 
 async def _set_when_cancelled(event: trio.Event) -> None:

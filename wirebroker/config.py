@@ -279,6 +279,24 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("leader.imbalance.per.broker.percentage", _T.INT, "10", "", read_only=True),
         ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true", "", read_only=True),
         ConfigDef("controlled.shutdown.timeout.ms", _T.INT, "10000", "", read_only=True),
+        # replication (multi-broker mode; a single broker has no followers)
+        ConfigDef("replica.lag.time.max.ms", _T.LONG, "30000", "", minimum=1, read_only=True),
+        ConfigDef("replica.fetch.wait.max.ms", _T.INT, "500", "", minimum=0, read_only=True),
+        ConfigDef("replica.fetch.min.bytes", _T.INT, "1", "", minimum=1, read_only=True),
+        ConfigDef("replica.fetch.max.bytes", _T.INT, "1048576", "", minimum=0, read_only=True),
+        ConfigDef(
+            "replica.fetch.response.max.bytes", _T.INT, "10485760", "", minimum=0, read_only=True
+        ),
+        ConfigDef("replica.fetch.backoff.ms", _T.INT, "1000", "", minimum=0, read_only=True),
+        ConfigDef("replica.socket.timeout.ms", _T.INT, "30000", "", minimum=1, read_only=True),
+        ConfigDef(
+            "replica.high.watermark.checkpoint.interval.ms",
+            _T.LONG,
+            "5000",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
     ]
 }
 

@@ -3,7 +3,10 @@
 `Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
 `admin` (`wirebroker.cluster.TopicAdmin`) does every topic change; `replicas` serves the
-partitions; `fetch_waiters` parks long-poll fetches (attached to `replicas` by the broker).
+partitions; `fetch_waiters` parks long-poll fetches and `produce_waiters` acks=-1 produces
+waiting for the in-sync replicas (both attached to `replicas` by the broker; with
+`produce_waiters` None a produce whose high watermark is not there at once times out, which
+only a replicated partition can need).
 `group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
 call.
 `RequestContext` is built per request by `wirebroker.handlers.dispatcher`.
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
+    from wirebroker.replication.delayed_produce import ProduceWaiters
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
@@ -54,6 +58,8 @@ class Services:
     clock: Callable[[], int] = field(default=wall_clock_ms)
     #: The group coordinator (None: group APIs answer COORDINATOR_NOT_AVAILABLE).
     group_coordinator: GroupCoordinatorRuntime | None = None
+    #: acks=-1 purgatory (None: see the module doc).
+    produce_waiters: ProduceWaiters | None = None
 
 
 @dataclass

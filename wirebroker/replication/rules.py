@@ -33,6 +33,7 @@ __all__ = [
     "own_end_offset_below",
     "record_fetch",
     "remove_from_isr",
+    "truncate_on_fetch_offset",
     "truncation_offset",
 ]
 
@@ -163,3 +164,20 @@ def own_end_offset_below(epoch: int, own_epochs: Sequence[tuple[int, int]], own_
         return own_epochs[0][1] if own_epochs else own_leo
     idx = own_epochs.index(below[-1])
     return own_epochs[idx + 1][1] if idx + 1 < len(own_epochs) else own_leo
+
+
+def truncate_on_fetch_offset(
+    leader_epoch: int,
+    leader_end_offset: int,
+    own_epochs: Sequence[tuple[int, int]],
+    own_leo: int,
+    own_hw: int,
+) -> int:
+    """Where a follower truncates when its leader answered a fetch with a diverging epoch
+    (`leader_epoch`, `leader_end_offset`) (Kafka 3.x truncation on fetch): `truncation_offset`,
+    or, for an epoch the follower lacks, the end of its largest epoch below it (it then fetches
+    again with that epoch as its last fetched one, and the leader answers for it)."""
+    found = truncation_offset(leader_epoch, leader_end_offset, own_epochs, own_leo, own_hw)
+    if found is None:
+        return own_end_offset_below(leader_epoch, own_epochs, own_leo)
+    return found

@@ -5,7 +5,10 @@ filled in once the listener is bound (Metadata and FindCoordinator hand them to 
 `admin` (`wirebroker.cluster.TopicAdmin`) does every topic change; `replicas` serves the
 partitions; `fetch_waiters` parks long-poll fetches (attached to `replicas` by the broker).
 `group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
-call.
+call. `leader_of(topic, partition)` is the (node id, host, port) of a partition's live leader
+(FindCoordinator answers the leader of the group's `__consumer_offsets` partition): the cluster
+layer sets `partition_leader`; without it (a single broker) this broker leads every partition
+that exists.
 `RequestContext` is built per request by `wirebroker.handlers.dispatcher`.
 """
 
@@ -26,6 +29,10 @@ if TYPE_CHECKING:
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
+
+
+#: See `Services.partition_leader`.
+PartitionLeader = Callable[[str, int], "tuple[int, str, int] | None"]
 
 
 def wall_clock_ms() -> int:
@@ -51,6 +58,17 @@ class Services:
     clock: Callable[[], int] = field(default=wall_clock_ms)
     #: The group coordinator (None: group APIs answer COORDINATOR_NOT_AVAILABLE).
     group_coordinator: GroupCoordinatorRuntime | None = None
+    #: (topic, partition) -> (node id, host, port) of its live leader, or None (no live
+    #: leader). None: a single broker, see `leader_of`.
+    partition_leader: PartitionLeader | None = None
+
+    def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
+        """The live leader of `topic`-`partition` (None: none, or no such partition)."""
+        if self.partition_leader is not None:
+            return self.partition_leader(topic, partition)
+        if self.replicas.partition(topic, partition) is None:
+            return None
+        return self.node_id, self.advertised_host, self.advertised_port
 
 
 @dataclass

@@ -46,4 +46,4 @@ async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsR
                 for g in group_ids
             ],
         }
-    return delete_groups_response(coordinator.delete_groups(group_ids))
+    return delete_groups_response(await coordinator.delete_groups(group_ids))

@@ -100,7 +100,7 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
 
     results: dict[tuple[str, int], int] = {}
     if valid and coordinator is not None:
-        result = coordinator.commit_offsets(
+        result = await coordinator.commit_offsets(
             CommitRequest(
                 group_id=str(req.get("group_id") or ""),
                 topics=valid,

@@ -202,8 +202,10 @@ class Member:
             ),
         )
 
-    def commit(self, offsets: dict[tuple[str, int], int], *, version: int = 8) -> dict[str, Any]:
-        return commit(
+    async def commit(
+        self, offsets: dict[tuple[str, int], int], *, version: int = 8
+    ) -> dict[str, Any]:
+        return await commit(
             self.runtime,
             offsets,
             group=self.group,
@@ -212,12 +214,14 @@ class Member:
             version=version,
         )
 
-    def leave(self) -> ErrorCode:
-        resp = self.runtime.leave_group(group_id=self.group, members=[LeaveMember(self.member_id)])
+    async def leave(self) -> ErrorCode:
+        resp = await self.runtime.leave_group(
+            group_id=self.group, members=[LeaveMember(self.member_id)]
+        )
         return resp.members[0].error if resp.members else resp.error
 
 
-def commit(
+async def commit(
     runtime: GroupCoordinatorRuntime,
     offsets: dict[tuple[str, int], int],
     *,
@@ -229,7 +233,7 @@ def commit(
     by_topic: dict[str, list[CommitPartition]] = {}
     for (topic, partition), offset in offsets.items():
         by_topic.setdefault(topic, []).append(CommitPartition(partition, offset, -1, "meta"))
-    result = runtime.commit_offsets(
+    result = await runtime.commit_offsets(
         CommitRequest(
             group_id=group,
             topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
@@ -287,6 +291,6 @@ def listed(runtime: GroupCoordinatorRuntime) -> dict[str, Any]:
     return list_groups_response(runtime.list_groups())
 
 
-def deleted(runtime: GroupCoordinatorRuntime, group_ids: list[str]) -> dict[str, Any]:
+async def deleted(runtime: GroupCoordinatorRuntime, group_ids: list[str]) -> dict[str, Any]:
     """The DeleteGroups response."""
-    return delete_groups_response(runtime.delete_groups(group_ids))
+    return delete_groups_response(await runtime.delete_groups(group_ids))

@@ -3,8 +3,12 @@ driven by trio (so `autojump_clock` / MockClock moves session timers), and a `Me
 speaks the classic protocol through `GroupCoordinatorRuntime`.
 
     trio_ms()                       START_MS + trio.current_time() in ms (START_MS outside trio)
-    Node(data_dir, **overrides)     TopicStore + LogManager + ReplicaManager + runtime (not run)
-    running(data_dir, **overrides)  async context manager: a Node whose runtime is loaded and
+    Node(data_dir, runtime_options=None, **overrides)
+                                    TopicStore + LogManager + ReplicaManager + runtime (not run;
+                                    `runtime_options`: keyword arguments of the runtime, e.g.
+                                    leads_every_partition=False, replication_waiter=...)
+    running(data_dir, runtime_options=None, **overrides)
+                                    async context manager: a Node whose runtime is loaded and
                                     running (timers); logs closed on exit
     Member(runtime, client_id)      join() (with the MEMBER_ID_REQUIRED handshake), sync(),
                                     heartbeat(), commit(), leave()
@@ -72,7 +76,9 @@ def subscription(*topics: str) -> bytes:
 class Node:
     """One broker's storage and group coordinator on `data_dir` (not started)."""
 
-    def __init__(self, data_dir: Path, **overrides: str) -> None:
+    def __init__(
+        self, data_dir: Path, runtime_options: dict[str, Any] | None = None, **overrides: str
+    ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.config = BrokerConfig({"node.id": "0", "log.dirs": str(data_dir), **overrides})
         self.topics = TopicStore.open(data_dir)
@@ -89,6 +95,7 @@ class Node:
             admin=self.admin,
             clock=trio_ms,
             member_id_suffix=lambda: f"m{next(counter)}",
+            **(runtime_options or {}),
         )
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
@@ -99,8 +106,10 @@ class Node:
 
 
 @asynccontextmanager
-async def running(data_dir: Path, **overrides: str) -> AsyncIterator[Node]:
-    node = Node(data_dir, **overrides)
+async def running(
+    data_dir: Path, runtime_options: dict[str, Any] | None = None, **overrides: str
+) -> AsyncIterator[Node]:
+    node = Node(data_dir, runtime_options, **overrides)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(node.runtime.run)

@@ -9,11 +9,16 @@ Every core call returns a `Result`:
     records      `Record(partition, key, value)` to append to `__consumer_offsets`.
 
 Contract for the runtime: append `records` (in order; those of one partition as one batch)
-BEFORE sending `response` or any completion -- an offset commit or a new assignment is
-acknowledged only once it is in the log. If the append fails, do not send the results as
-they are: answer with their `failed(append_error_to_response_error(error))`, then call the
-core's `unload(partitions)` and reload those partitions from the log (the core applied the
-change optimistically, as Kafka does before it reverts to its last committed snapshot).
+and wait until they are replicated (acks=-1: the partition's high watermark past them) BEFORE
+sending `response` or any completion -- an offset commit or a new assignment is acknowledged
+only once it is in the log of every in-sync replica. If the append fails, do not send the
+results as they are: answer with their `failed(error)` (error mapped by
+`append_error_to_commit_error` for OffsetCommit, `append_error_to_response_error` for the
+rest), then call the core's `unload(partitions)` and reload those partitions from the log (the
+core applied the change optimistically, as Kafka does before it reverts to its last committed
+snapshot). If only the replication wait fails (timeout, ISR below min.insync.replicas,
+leadership lost), answer `failed(error)` the same way and keep the state: it matches the
+leader's log, which holds the records.
 
 Parked requests are identified by an opaque hashable `key` chosen by the runtime (a
 connection + correlation id, say). A parked request is always answered exactly once: by a

@@ -5,8 +5,8 @@ Duplicate group ids are answered once (Kafka de-duplicates), in request order. P
 tombstones, then the group tombstone, appended and replicated before the answer) -> NONE; a
 group with members NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND;
 COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the
-coordinator's state says. No group
-coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttling.
+coordinator's state says. No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped:
+authorization, throttling.
 """
 
 from __future__ import annotations

@@ -236,6 +236,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("offsets.retention.minutes", _T.INT, "10080", "", minimum=1),
         ConfigDef(
+            "offsets.commit.timeout.ms",
+            _T.INT,
+            "5000",
+            "how long a group write waits for its replication",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
             "group.initial.rebalance.delay.ms",
             _T.INT,
             "0",

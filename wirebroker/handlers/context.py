@@ -8,7 +8,9 @@ waiting for the in-sync replicas (both attached to `replicas` by the broker; wit
 `produce_waiters` None a produce whose high watermark is not there at once times out, which
 only a replicated partition can need).
 `group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
-call.
+call. `leader_of(topic, partition)` is the (node id, host, port) of a partition's live leader
+from `cluster` (FindCoordinator answers the leader of the group's `__consumer_offsets`
+partition).
 `RequestContext` is built per request by `wirebroker.handlers.dispatcher`.
 """
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
+
+
+#: See `Services.partition_leader`.
 
 
 def wall_clock_ms() -> int:
@@ -60,6 +65,11 @@ class Services:
     group_coordinator: GroupCoordinatorRuntime | None = None
     #: acks=-1 purgatory (None: see the module doc).
     produce_waiters: ProduceWaiters | None = None
+
+    def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
+        """The live leader of `topic`-`partition` (None: none, or no such partition)."""
+        node = self.cluster.leader(topic, partition)
+        return None if node is None else (node.node_id, node.host, node.port)
 
 
 @dataclass

@@ -75,7 +75,7 @@ from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination
-from wirebroker.group.runtime import GroupCoordinatorRuntime
+from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
@@ -85,6 +85,7 @@ from wirebroker.net.server import KafkaServer
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.fetcher import ReplicaFetcherManager
+from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -191,9 +192,21 @@ class Broker:
                 clock=clock,
             )
         self.producer_ids = ProducerIdManager(self.topics)
-        self.group_coordinator = GroupCoordinatorRuntime(
-            config, self.replicas, admin=self.admin, clock=clock
-        )
+        if self.replicated:
+            self.group_coordinator = GroupCoordinatorRuntime(
+                config,
+                self.replicas,
+                admin=self.admin,
+                clock=clock,
+                leads_every_partition=False,
+                offsets_replication_factor=config.get_int("offsets.topic.replication.factor"),
+                replication_waiter=self.produce_waiters.wait,
+            )
+            self.replicas.add_role_listener(self._offsets_leadership)
+        else:
+            self.group_coordinator = GroupCoordinatorRuntime(
+                config, self.replicas, admin=self.admin, clock=clock
+            )
         self.services = Services(
             config=config,
             logs=self.logs,
@@ -220,6 +233,15 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+
+    def _offsets_leadership(self, part: Partition) -> None:
+        """The group coordinator follows the leadership of `__consumer_offsets` partitions."""
+        if part.topic != OFFSETS_TOPIC:
+            return
+        if part.role is Role.LEADER:
+            self.group_coordinator.on_became_leader(part.index, part.leader_epoch)
+        else:
+            self.group_coordinator.on_resigned(part.index, part.leader_epoch)
 
     def _peer_endpoint(self, node_id: int) -> tuple[str, int] | None:
         if self.member is not None:

@@ -10,7 +10,8 @@ Server model (ZooKeeper's DataTree, reduced to what the api needs):
 - one global zxid counter; every committed write transaction (a single op, a `multi`, a
   session close) takes the next zxid, shared by all its ops (like ZooKeeper's multi);
 - sequential creates append the parent's cversion, zero-padded to 10 digits (ZooKeeper's
-  rule, so names may skip numbers after deletes);
+  rule, so names skip numbers after deletes; a real server may count a delete only once it is
+  applied, so right after a delete its number can be one lower: callers rely on order only);
 - ephemerals belong to a session and vanish when it is closed or expired; they cannot have
   children (NoChildrenForEphemeralsError); check order as ZooKeeper's PrepRequestProcessor:
   create: parent missing (NoNode), name taken (NodeExists), parent ephemeral; setData/check:

@@ -173,6 +173,14 @@ class ZkCoordination(SessionClient):
     def hosts(self) -> str:
         return self._hosts
 
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        """(session id, session password) while connected: lets a test expire the session
+        from outside (a second client that takes the session over and closes it)."""
+        client = self._client
+        client_id = None if client is None else client.client_id
+        return None if client_id is None else (int(client_id[0]), bytes(client_id[1]))
+
     # -- the bridge ------------------------------------------------------------------------
     def _soon(self, fn: Callable[[], None]) -> None:
         """Any thread: run `fn` (which must not raise) in the trio thread."""

@@ -1,6 +1,8 @@
 """A real cluster for integration tests: one ZooKeeper, N `wirebroker serve` processes.
 
     cluster = ClusterProcesses(zk_connect, tmp_path, brokers=3, overrides={...})
+                               # overrides go on top of DEFAULT_OVERRIDES (fast timeouts), or
+                               # of `base_overrides` when given ({}: the brokers' defaults)
     cluster.start()            # chroot created, brokers spawned at once, each ready line read,
                                # every broker registered in /brokers/ids, a controller elected
     cluster.bootstrap          # "h:p,h:p,h:p" of the running brokers
@@ -128,12 +130,13 @@ class ClusterProcesses:
         overrides: Mapping[str, str] | None = None,
         chroot: str | None = None,
         ready_timeout: float = 30.0,
+        base_overrides: Mapping[str, str] | None = None,
     ) -> None:
         self.zk_connect = zk_connect
         self.chroot = chroot or f"/wbtest-{uuid.uuid4().hex[:12]}"
         self.connect = f"{zk_connect}{self.chroot}"
         self.workdir = workdir
-        self.overrides = dict(DEFAULT_OVERRIDES)
+        self.overrides = dict(DEFAULT_OVERRIDES if base_overrides is None else base_overrides)
         self.overrides["offsets.topic.replication.factor"] = str(min(3, brokers))
         self.overrides.update(overrides or {})
         self.brokers = [

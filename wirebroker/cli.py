@@ -100,8 +100,8 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     cluster.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     cluster.add_argument(
         "--data-dir",
-        help="keep data, ZooKeeper's too, and logs here (default: a temporary directory, "
-        "removed at exit)",
+        help="keep the brokers' data and logs here (default: a temporary directory, removed "
+        "at exit; ZooKeeper's state is throwaway either way)",
     )
     cluster.add_argument(
         "--zookeeper",

@@ -4,9 +4,9 @@
                        [--override KEY=VALUE ...] [--log-level L]
 
 What it starts, in order:
-1. ZooKeeper, unless `--zookeeper` names one: a standalone server from Debian's `zookeeper`
-   package (`wirebroker.coordination.zk_server.ZooKeeperServer`: a JVM on a free loopback port,
-   its data in `D/zookeeper`, or in a temporary directory without `--data-dir`).
+1. ZooKeeper, unless `--zookeeper` names one: a throwaway standalone server from Debian's
+   `zookeeper` package (`wirebroker.coordination.zk_server.ZooKeeperServer`: a JVM on a free
+   loopback port, data and log in a temporary directory of its own, removed when it stops).
 2. N brokers, each `python -m wirebroker serve --zookeeper CONNECT --node-id i --port 0|P+i
    --data-dir D/broker-i [--override ...]` for i = 0..N-1, all at once. Each runs in its own
    process group (a Ctrl-C in the terminal reaches only the launcher, which then stops the
@@ -27,14 +27,15 @@ then one summary line, the last one of start-up (scripts wait for it):
 While it runs, a broker that exits on its own is reported in one stdout line
 (`wirebroker cluster: broker I (pid PID) exited unexpectedly: ...; log: FILE`) and the others
 keep running; when no broker is left the launcher stops ZooKeeper and exits 1.
-Logs: every broker's stdout and stderr go to `D/logs/broker-I.log`, ZooKeeper's to
-`D/logs/zookeeper.log` (with a temporary D they vanish at exit with the rest).
+Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
+vanish at exit with the rest).
 
 Stopping: on SIGINT (Ctrl-C) or SIGTERM every broker gets SIGTERM (a controlled shutdown) at
 once; brokers still alive after `--stop-timeout` seconds (default 30) get SIGKILL, as does
 everything at a second Ctrl-C. Then ZooKeeper stops and the temporary directory is removed
-(a `--data-dir` given by the user is kept, ZooKeeper's data inside it too, so the same command
-brings the same cluster back). Exit code 0 after a requested stop, 1 when start-up failed.
+(a `--data-dir` given by the user is kept, for inspection: the throwaway ZooKeeper's state is
+gone, so a later run wants a new directory, or `--zookeeper` naming the ZooKeeper that the
+data's cluster used). Exit code 0 after a requested stop, 1 when start-up failed.
 
 No threads: one `selectors` loop waits on the brokers' stdout pipes, a pidfd per broker (exit
 notification) and the signal wake-up fd.
@@ -116,12 +117,14 @@ BrokerCommand = Callable[[ClusterSpec, int, str, Path, int], list[str]]
 
 
 def default_zookeeper(data_dir: Path, log_path: Path) -> ZooKeeperLike:
-    """A throwaway standalone ZooKeeper with its data in `data_dir` (not started yet)."""
+    """A throwaway standalone ZooKeeper (not started yet): `coordination.zk_server`'s, which
+    keeps its data and log in a temporary directory of its own (`data_dir` and `log_path` are
+    used only by the stand-in below)."""
     try:
-        from wirebroker.coordination import zk_server  # type: ignore[attr-defined]
-    except ImportError:  # TODO(harness): drop once coordination/zk_server.py is on main
+        from wirebroker.coordination import zk_server  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:  # TODO(harness): drop the stand-in once zk_server.py is on main
         return _FallbackZooKeeper(data_dir, log_path)
-    server: ZooKeeperLike = zk_server.ZooKeeperServer(data_dir=data_dir, log_path=log_path)
+    server: ZooKeeperLike = zk_server.ZooKeeperServer()
     return server
 
 

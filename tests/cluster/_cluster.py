@@ -153,10 +153,14 @@ class ClusterProcesses:
         self._root_zk = KazooClient(hosts=zk_connect, timeout=10.0)
 
     # -- lifecycle ------------------------------------------------------------------------
-    def start(self, timeout: float = 30.0) -> ClusterProcesses:
+    def connect_zookeeper(self) -> None:
+        """Create the chroot and connect the harness's ZooKeeper clients (start() does)."""
         self._root_zk.start(timeout=15)
         self._root_zk.ensure_path(self.chroot)
         self.zk.start(timeout=15)
+
+    def start(self, timeout: float = 30.0) -> ClusterProcesses:
+        self.connect_zookeeper()
         for broker in self.brokers:
             broker.spawn()
         for broker in self.brokers:

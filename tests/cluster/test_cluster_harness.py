@@ -46,3 +46,41 @@ def test_wait_until_returns_the_value_or_names_what_it_waited_for() -> None:
     assert wait_until(lambda: next(calls), 5, "seven") == 7
     with pytest.raises(AssertionError, match="the impossible; last: 0"):
         wait_until(lambda: 0, 0.1, "the impossible")
+
+
+def test_zookeeper_readers_follow_kafkas_layout(zookeeper: str, tmp_path: Path) -> None:
+    """The harness's readers against znodes written by hand in Kafka's layout (no broker)."""
+    from _cluster import ClusterProcesses
+
+    cluster = ClusterProcesses(zookeeper, tmp_path, brokers=0)
+    try:
+        cluster.connect_zookeeper()
+        zk = cluster.zk
+        assert cluster.registered() == set() and cluster.controller_or_none() is None
+        zk.create("/brokers/ids/1", b"{}", makepath=True, ephemeral=True)
+        zk.create("/brokers/ids/2", b"{}", ephemeral=True)
+        zk.create("/controller", b'{"version":1,"brokerid":2,"timestamp":"1"}', ephemeral=True)
+        zk.create("/controller_epoch", b"7")
+        state = b'{"version":1,"leader":1,"leader_epoch":3,"isr":[1,2],"controller_epoch":7}'
+        zk.create("/brokers/topics/t/partitions/0/state", state, makepath=True)
+        zk.set("/brokers/topics/t", b'{"version":3,"partitions":{"0":[1,2]},"topic_id":"x"}')
+        assert cluster.registered() == {1, 2}
+        assert (cluster.controller(), cluster.controller_epoch()) == (2, 7)
+        assert cluster.leader("t", 0) == 1 and cluster.isr("t", 0) == [1, 2]
+        assert cluster.topic_assignment("t") == {0: [1, 2]}
+        assert cluster.partition_state("t", 1) is None
+        zk.set("/brokers/topics/t/partitions/0/state", state.replace(b'"leader":1', b'"leader":2'))
+        moved = cluster.wait_leader_moved("t", 0, old=1, timeout=5)
+        assert moved["leader"] == 2 and moved["zk_version"] == 1
+    finally:
+        cluster.close()
+    # the chroot kept the test's znodes away from the root
+    from kazoo.client import KazooClient
+
+    root = KazooClient(hosts=zookeeper)
+    root.start(timeout=15)
+    try:
+        assert not root.exists("/controller") and root.exists(cluster.chroot)
+    finally:
+        root.stop()
+        root.close()

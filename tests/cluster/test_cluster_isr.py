@@ -2,8 +2,9 @@
 
 The broker's ZooKeeper session (10 s, the most the test ZooKeeper's 500 ms tickTime allows)
 outlives the freeze (the ISR shrinks after 2-3 s), so the frozen broker stays registered: it
-leaves the ISR because it stops fetching (replica.lag.time.max.ms = 2 s), not because it died. With min.insync.replicas = 3, acks=all produce then fails with
-NOT_ENOUGH_REPLICAS (19) while acks=1 still succeeds.
+leaves the ISR because it stops fetching (replica.lag.time.max.ms = 2 s), not because it died.
+With min.insync.replicas = 3, acks=all produce then fails with NOT_ENOUGH_REPLICAS (19) while
+acks=1 still succeeds.
 """
 
 from __future__ import annotations

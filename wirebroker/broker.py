@@ -54,6 +54,7 @@ import trio
 
 from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
+from wirebroker.cluster.view import LocalClusterView
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
@@ -133,6 +134,7 @@ class Broker:
             producer_ids=self.producer_ids,
             node_id=node_id,
             cluster_id=self.topics.cluster_id,
+            cluster=LocalClusterView(node_id, self._advertised, self.replicas),
             clock=clock,
             group_coordinator=self.group_coordinator,
         )
@@ -147,6 +149,9 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+
+    def _advertised(self) -> tuple[str, int]:
+        return self.services.advertised_host, self.services.advertised_port
 
     # -- configuration ------------------------------------------------------------------------
     def _listen_addresses(self) -> list[tuple[str, int]]:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from protocol.headers import RequestHeader
     from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.cluster.topic_store import TopicStore
+    from wirebroker.cluster.view import ClusterView
     from wirebroker.config import BrokerConfig
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
@@ -46,6 +47,8 @@ class Services:
     producer_ids: ProducerIdManager
     node_id: int
     cluster_id: str
+    #: Brokers, controller and partition leadership as clients see them (Metadata & co).
+    cluster: ClusterView
     advertised_host: str = ""
     advertised_port: int = -1
     clock: Callable[[], int] = field(default=wall_clock_ms)

@@ -3,11 +3,9 @@
 Answers as a Kafka 4.x broker endpoint (KafkaApis.handleDescribeCluster +
 AuthHelper.computeDescribeClusterResponse):
 
-    brokers                  this broker: node id, advertised host and port, rack null,
-                             is_fenced false (v2)
-    cluster_id               the persisted cluster id
-    controller_id            this node (a KRaft broker reports a random live broker; the only
-                             one is this node)
+    brokers                  the live brokers of `services.cluster`: node id, host, port,
+                             rack (a single broker: itself, rack null)
+    controller_id            the ZooKeeper-elected controller (a single broker: itself)
     endpoint_type (v1+)      1 (BROKER). A request for CONTROLLER (2) endpoints gets
                              MISMATCHED_ENDPOINT_TYPE "The request was sent to an endpoint of
                              type BROKER, but we wanted an endpoint of type CONTROLLER"; any
@@ -19,7 +17,7 @@ AuthHelper.computeDescribeClusterResponse):
                              allowed): CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
                              DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
 
-`include_fenced_brokers` (v2) changes nothing: the one broker is never fenced.
+`include_fenced_brokers` (v2) changes nothing: registered brokers are never fenced.
 Skipped: throttling (throttle_time_ms 0).
 """
 
@@ -89,15 +87,16 @@ async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeCl
         "error_message": None,
         "endpoint_type": ENDPOINT_BROKER,
         "cluster_id": services.cluster_id,
-        "controller_id": services.node_id,
+        "controller_id": services.cluster.controller_id(),
         "brokers": [
             {
-                "broker_id": services.node_id,
-                "host": services.advertised_host,
-                "port": services.advertised_port,
-                "rack": None,
+                "broker_id": b.node_id,
+                "host": b.host,
+                "port": b.port,
+                "rack": b.rack,
                 "is_fenced": False,
             }
+            for b in services.cluster.live_brokers()
         ],
         "cluster_authorized_operations": operations,
     }

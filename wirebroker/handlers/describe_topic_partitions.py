@@ -83,7 +83,7 @@ async def handle(
             if cursor is not None and name == cursor["topic_name"]
             else 0
         )
-        parts = [p for p in ctx.services.replicas.partitions_of(name) if p.index >= start]
+        parts = [p for p in ctx.services.cluster.partitions(name) if p.index >= start]
         if not parts:
             continue
         if left == 0:
@@ -99,15 +99,15 @@ async def handle(
                 "is_internal": info.is_internal,
                 "partitions": [
                     {
-                        "error_code": ErrorCode.NONE,
+                        "error_code": p.error_code,
                         "partition_index": p.index,
-                        "leader_id": p.leader_id,
+                        "leader_id": p.leader,
                         "leader_epoch": p.leader_epoch,
                         "replica_nodes": list(p.replicas),
                         "isr_nodes": list(p.isr),
                         "eligible_leader_replicas": [],
                         "last_known_elr": [],
-                        "offline_replicas": [],
+                        "offline_replicas": list(p.offline),
                     }
                     for p in page
                 ],

@@ -1,8 +1,9 @@
 """Metadata (API key 3): serves v0-13.
 
-Brokers: this broker only (node_id, the advertised host and port, rack null). cluster_id: the
-store's. controller_id: this broker's node id (KRaft brokers also name a live broker there,
-since controllers are not reachable by clients).
+Brokers, controller_id and every partition's leader, leader epoch, replicas, ISR and offline
+replicas come from `services.cluster` (`wirebroker.cluster.view`): a single broker lists itself
+and is the controller; in a cluster the view mirrors ZooKeeper, a partition without a live
+leader answers LEADER_NOT_AVAILABLE with leader -1, and only live brokers are listed.
 
 Which topics:
     v0: [] means every topic; v1+: null means every topic, [] none.
@@ -27,7 +28,7 @@ A requested name that does not exist:
     otherwise                                   UNKNOWN_TOPIC_OR_PARTITION
 
 Topic fields: error_code, name, topic_id (v10+), is_internal, partitions (error NONE,
-partition_index, leader_id, leader_epoch (v7+), replica_nodes, isr_nodes, offline_replicas []).
+partition_index, leader_id, leader_epoch (v7+), replica_nodes, isr_nodes, offline_replicas).
 Authorized operations (v8+): there are no ACLs, so everything is allowed. When asked for
 (include_topic_authorized_operations / include_cluster_authorized_operations v8-10) the answer
 is the bit set of every operation Kafka defines for the resource (bit n = AclOperation code n):
@@ -93,15 +94,15 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> MetadataResp
     # before anything can change them): a 1,000-partition topic is answered often.
     partitions: list[MetadataResponsePartition] = [
         {
-            "error_code": 0,
+            "error_code": part.error_code,
             "partition_index": part.index,
-            "leader_id": part.leader_id,
+            "leader_id": part.leader,
             "leader_epoch": part.leader_epoch,
             "replica_nodes": part.replicas,
             "isr_nodes": part.isr,
-            "offline_replicas": [],
+            "offline_replicas": part.offline,
         }
-        for part in ctx.services.replicas.partitions_of(info.name)
+        for part in ctx.services.cluster.partitions(info.name)
     ]
     return {
         "error_code": 0,
@@ -201,15 +202,11 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
     return {
         "throttle_time_ms": 0,
         "brokers": [
-            {
-                "node_id": services.node_id,
-                "host": services.advertised_host,
-                "port": services.advertised_port,
-                "rack": None,
-            }
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in services.cluster.live_brokers()
         ],
         "cluster_id": services.cluster_id,
-        "controller_id": services.node_id,
+        "controller_id": services.cluster.controller_id(),
         "topics": topics_out,
         "cluster_authorized_operations": cluster_ops,
         "error_code": 0,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -37,6 +37,7 @@ from protocol.headers import RequestHeader
 from protocol.records import build_batch
 from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
+from wirebroker.cluster.view import LocalClusterView
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS
@@ -75,7 +76,7 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
     waiters = FetchWaiters()
     replicas.add_data_listener(waiters.notify)
-    return Services(
+    services = Services(
         config=config,
         logs=logs,
         topics=topics,
@@ -85,10 +86,15 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
         producer_ids=ProducerIdManager(topics),
         node_id=config.node_id,
         cluster_id=topics.cluster_id,
+        cluster=cast(Any, None),
         advertised_host="127.0.0.1",
         advertised_port=9092,
         clock=clock,
     )
+    services.cluster = LocalClusterView(
+        config.node_id, lambda: (services.advertised_host, services.advertised_port), replicas
+    )
+    return services
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ def stub_services() -> Services:
         producer_ids=none,
         node_id=0,
         cluster_id="test-cluster",
+        cluster=none,
         advertised_host="127.0.0.1",
         advertised_port=9092,
     )

@@ -1,0 +1,128 @@
+"""What the cluster looks like to clients: live brokers, the controller, each partition's
+leader, replicas and in-sync replicas. Metadata, DescribeCluster, DescribeTopicPartitions and
+FindCoordinator answer from a `ClusterView`.
+
+Two views:
+- `LocalClusterView` (a single broker): this broker is the only broker, the controller, and
+  the leader of every partition; replicas and ISR come from the partitions themselves.
+- `wirebroker.cluster.zk_member.ZkMetadataCache` (a cluster): a mirror of ZooKeeper's
+  /brokers/ids, /controller, /brokers/topics and the partition state znodes, kept current by
+  watches. A partition whose leader is not a live broker answers LEADER_NOT_AVAILABLE with
+  leader -1 (Kafka's ZkMetadataCache); its replica and ISR lists stay unfiltered and the dead
+  replicas are listed as offline (Metadata v5+).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["BrokerNode", "ClusterView", "LocalClusterView", "PartitionView"]
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    index: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline: list[int] = field(default_factory=list)
+    error_code: int = 0  # LEADER_NOT_AVAILABLE (5) while the partition has no live leader
+
+
+class ClusterView(abc.ABC):
+    @abc.abstractmethod
+    def live_brokers(self) -> list[BrokerNode]:
+        """The registered brokers, sorted by id."""
+
+    @abc.abstractmethod
+    def broker(self, node_id: int) -> BrokerNode | None:
+        """A live broker by id."""
+
+    @abc.abstractmethod
+    def controller_id(self) -> int:
+        """The controller's broker id (-1: none elected right now)."""
+
+    @abc.abstractmethod
+    def partitions(self, topic: str) -> list[PartitionView]:
+        """Every partition of `topic` in index order ([] for an unknown topic)."""
+
+    @abc.abstractmethod
+    def partition(self, topic: str, index: int) -> PartitionView | None: ...
+
+    def leader(self, topic: str, index: int) -> BrokerNode | None:
+        """The live leader of a partition, or None."""
+        view = self.partition(topic, index)
+        if view is None or view.leader < 0:
+            return None
+        return self.broker(view.leader)
+
+
+class LocalPartition(Protocol):
+    @property
+    def index(self) -> int: ...
+    @property
+    def leader_id(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def replicas(self) -> list[int]: ...
+    @property
+    def isr(self) -> list[int]: ...
+
+
+class LocalPartitions(Protocol):
+    def partitions_of(self, topic: str) -> Iterable[LocalPartition]: ...
+    def partition(self, topic: str, index: int) -> LocalPartition | None: ...
+
+
+class LocalClusterView(ClusterView):
+    """A single broker: itself (address filled once bound) over its own partitions."""
+
+    def __init__(
+        self,
+        node_id: int,
+        address: Callable[[], tuple[str, int]],
+        partitions: LocalPartitions,
+        rack: str | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self._address = address
+        self._parts = partitions
+        self.rack = rack
+
+    def _self(self) -> BrokerNode:
+        host, port = self._address()
+        return BrokerNode(self.node_id, host, port, self.rack)
+
+    def live_brokers(self) -> list[BrokerNode]:
+        return [self._self()]
+
+    def broker(self, node_id: int) -> BrokerNode | None:
+        return self._self() if node_id == self.node_id else None
+
+    def controller_id(self) -> int:
+        return self.node_id
+
+    def partitions(self, topic: str) -> list[PartitionView]:
+        return [
+            PartitionView(p.index, p.leader_id, p.leader_epoch, p.replicas, p.isr)
+            for p in self._parts.partitions_of(topic)
+        ]
+
+    def partition(self, topic: str, index: int) -> PartitionView | None:
+        p = self._parts.partition(topic, index)
+        if p is None:
+            return None
+        return PartitionView(p.index, p.leader_id, p.leader_epoch, p.replicas, p.isr)

@@ -3,6 +3,7 @@
     wirebroker serve [--host H] [--port P] [--data-dir DIR] [--config FILE]
                      [--zookeeper HOST:PORT[/CHROOT] --node-id N]
                      [--override KEY=VALUE ...] [--log-level LEVEL]
+    wirebroker cluster [--brokers N] ...   a local ZooKeeper + N brokers (wirebroker/launcher.py)
 
 Configuration, lowest precedence first:
     built-in defaults        127.0.0.1:9092, data in config.py's per-user `log.dir`,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("wirebroker.cli")
 
 READY_PREFIX = "wirebroker ready on "
-_COMMANDS = ("serve",)
+_COMMANDS = ("serve", "cluster")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,7 +85,77 @@ def _parser() -> argparse.ArgumentParser:
         type=str.upper,
         help="stderr log level (default INFO)",
     )
+    _add_cluster_parser(commands)
     return parser
+
+
+def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cluster = commands.add_parser(
+        "cluster",
+        help="run a throwaway local cluster: ZooKeeper + N brokers",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Start a ZooKeeper (Debian's zookeeper package; a temporary one on a free port\n"
+            "unless --zookeeper is given) and N brokers joined to it, print the bootstrap\n"
+            "servers, and run until Ctrl-C or SIGTERM, which stop the brokers (controlled\n"
+            "shutdown, SIGKILL after --stop-timeout) and ZooKeeper and remove the temporary\n"
+            "directory. Broker i runs `wirebroker serve --zookeeper CONNECT --node-id i\n"
+            "--data-dir DATA/broker-i`; its output goes to DATA/logs/broker-i.log."
+        ),
+        epilog=(
+            "output (stdout): one line per broker, then the last start-up line\n"
+            "  wirebroker cluster ready: bootstrap HOST:PORT,... zookeeper HOST:PORT\n"
+            "example:\n"
+            "  wirebroker cluster --brokers 3\n"
+            "  kcat -b 127.0.0.1:PORT -L"
+        ),
+    )
+    cluster.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    cluster.add_argument(
+        "--data-dir",
+        help="keep the brokers' data and logs here (default: a temporary directory, removed "
+        "at exit; ZooKeeper's state is throwaway either way)",
+    )
+    cluster.add_argument(
+        "--zookeeper",
+        metavar="CONNECT",
+        help="use this ZooKeeper (HOST:PORT[,HOST:PORT...][/chroot]) instead of starting one",
+    )
+    cluster.add_argument(
+        "--port-base",
+        type=int,
+        metavar="P",
+        help="broker i listens on P+i (default: free ports)",
+    )
+    cluster.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="broker config for every broker (repeatable); offsets.topic.replication.factor "
+        "defaults to min(3, N)",
+    )
+    cluster.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds a broker gets to shut down before SIGKILL (default 30)",
+    )
+    cluster.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the cluster to be ready (default 60)",
+    )
+    cluster.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        type=str.upper,
+        help="the brokers' log level (default INFO)",
+    )
 
 
 def _format_host(host: str) -> str:
@@ -125,7 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "serve")
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "cluster":
+        return cluster(parser, args)
     logging.basicConfig(
         level=args.log_level,
         stream=sys.stderr,
@@ -139,6 +213,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key in config.unknown_keys():
         log.warning("unknown config key %r ignored", key)
     return serve(config)
+
+
+def cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`wirebroker cluster`: see wirebroker/launcher.py."""
+    from wirebroker.launcher import ClusterSpec, run_cluster
+
+    overrides: dict[str, str] = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--override {item!r}: expected KEY=VALUE")
+        overrides[key.strip()] = value.strip()
+    if args.brokers < 1:
+        parser.error("--brokers must be at least 1")
+    spec = ClusterSpec(
+        brokers=args.brokers,
+        data_dir=Path(args.data_dir) if args.data_dir else None,
+        zookeeper=args.zookeeper,
+        port_base=args.port_base,
+        overrides=overrides,
+        log_level=args.log_level,
+        ready_timeout=args.ready_timeout,
+        stop_timeout=args.stop_timeout,
+    )
+    return run_cluster(spec)
 
 
 def serve(config: BrokerConfig) -> int:

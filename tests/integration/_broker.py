@@ -14,10 +14,16 @@ stderr goes to `<log_path>` (appended to across restarts, with a marker line per
 a test that fails can show what the broker logged: see `BrokerProcess.log_text()` and the
 report hook in `conftest.py`.
 
+`extra_args` go right after `serve` (the cluster tests pass `--zookeeper CONNECT --node-id N`).
+
 Lifecycle:
     start()    -> bootstrap "HOST:PORT"   (raises BrokerStartError with the log on failure)
+               = spawn() then wait_ready(): the cluster tests spawn several brokers, then wait
     kill9()    SIGKILL, no chance to flush or write a clean-shutdown marker
+    send_signal(sig)  any signal (SIGSTOP/SIGCONT to freeze and thaw, SIGTERM without waiting);
+               wait_exit(timeout) then reaps it
     stop()     SIGTERM, wait (then SIGKILL if it does not exit in time); returns the exit code
+               (a stopped process is sent SIGCONT first so that it sees the SIGTERM)
     restart()  stop() if running (use kill9() first for a crash), start() on the same data dir;
                returns the new bootstrap (a new port, or the same with same_port=True)
 """
@@ -31,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -69,11 +75,13 @@ class BrokerProcess:
         log_path: Path | None = None,
         overrides: Mapping[str, str] | None = None,
         ready_timeout: float = 20.0,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.data_dir = Path(data_dir)
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / "broker-stderr.log"
         self.overrides: dict[str, str] = dict(overrides or {})
         self.ready_timeout = ready_timeout
+        self.extra_args = list(extra_args)
         self.host = ""
         self.port = 0
         self.starts = 0
@@ -81,6 +89,7 @@ class BrokerProcess:
         self._proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._log_file: IO[str] | None = None
+        self._lines: queue.Queue[str | None] | None = None
 
     # -- properties -----------------------------------------------------------------------
     @property
@@ -102,6 +111,7 @@ class BrokerProcess:
             "-m",
             "wirebroker",
             "serve",
+            *self.extra_args,
             "--port",
             str(port),
             "--data-dir",
@@ -122,6 +132,11 @@ class BrokerProcess:
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, port: int = 0) -> str:
         """Start on `port` (0: any free port); returns the bootstrap once the broker is ready."""
+        self.spawn(port)
+        return self.wait_ready()
+
+    def spawn(self, port: int = 0) -> None:
+        """Start the process on `port` (0: any free port) without waiting for it."""
         if self.is_running():
             raise RuntimeError("broker already running")
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -158,6 +173,12 @@ class BrokerProcess:
             daemon=True,
         )
         self._reader.start()
+        self._lines = lines
+
+    def wait_ready(self) -> str:
+        """Wait (bounded: `ready_timeout`) for the ready line of the process `spawn` started."""
+        proc, lines = self._proc, self._lines
+        assert proc is not None and lines is not None, "spawn() first"
         deadline = time.monotonic() + self.ready_timeout
         while True:
             left = deadline - time.monotonic()
@@ -195,6 +216,19 @@ class BrokerProcess:
         if self._proc is not None and self._proc.stdout is not None:
             self._proc.stdout.close()
 
+    def send_signal(self, signum: int) -> None:
+        """Send `signum` to the broker if it is running (SIGSTOP, SIGCONT, SIGTERM, ...)."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.kill(self._proc.pid, signum)
+
+    def wait_exit(self, timeout: float) -> int:
+        """Wait for the process to exit (after a signal) and reap it; its exit code.
+        Raises subprocess.TimeoutExpired after `timeout` seconds."""
+        assert self._proc is not None
+        code = self._proc.wait(timeout=timeout)
+        self._join_reader()
+        return code
+
     def kill9(self) -> None:
         """SIGKILL the broker and reap it (a crash: nothing is flushed, no shutdown marker)."""
         if self._proc is None:
@@ -209,6 +243,7 @@ class BrokerProcess:
         if self._proc is None:
             return None
         if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGCONT)  # a SIGSTOPped broker would not see SIGTERM
             self._proc.send_signal(signal.SIGTERM)
             try:
                 self._proc.wait(timeout=timeout)

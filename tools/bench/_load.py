@@ -7,7 +7,8 @@ Uses confluent-kafka (librdkafka); kafka-python saturates long before the broker
 process of its own so the broker, the client and the driver (which samples the broker's memory)
 never share an interpreter. Workloads:
 
-  create      --topic T --partitions N        CreateTopics (replication 1); {"seconds"}
+  create      --topic T --partitions N [--replication-factor R] [--config K=V ...]
+              CreateTopics (replication 1 unless R); {"seconds"}
   produce     --topic T --count N --size S --acks A
               N records of S random bytes (one payload reused), partition 0, linger.ms 5,
               batch.size 1 MB, no compression, not idempotent; clock from the first produce()
@@ -84,9 +85,9 @@ def _producer(bootstrap: str, acks: str, linger_ms: int) -> tuple[Producer, list
 def create(args: argparse.Namespace) -> dict[str, Any]:
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     t0 = time.perf_counter()
-    futures = admin.create_topics(
-        [NewTopic(args.topic, args.partitions, 1)], operation_timeout=60, request_timeout=60
-    )
+    configs = dict(item.split("=", 1) for item in args.config)
+    topic = NewTopic(args.topic, args.partitions, args.replication_factor, config=configs)
+    futures = admin.create_topics([topic], operation_timeout=60, request_timeout=60)
     for fut in futures.values():
         fut.result(timeout=120)
     return {"seconds": time.perf_counter() - t0}
@@ -249,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--replication-factor", type=int, default=1)
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--count", type=int, default=0)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--acks", default="1")

@@ -1,0 +1,139 @@
+"""Fixtures of the cluster tests: a real ZooKeeper and real broker processes.
+
+    zookeeper          (session) one standalone ZooKeeper for the whole run: Debian's
+                       `zookeeper` package on a free loopback port (see
+                       wirebroker.launcher.default_zookeeper); its connect string
+    cluster_factory    start(brokers=3, **overrides) -> a started ClusterProcesses on its own
+                       chroot of that ZooKeeper (overrides are broker configs, Kafka key names)
+    cluster            cluster_factory() with the defaults: 3 brokers, fast timeouts
+                       (_cluster.DEFAULT_OVERRIDES)
+
+Every cluster a test started is stopped at teardown. When a test fails, each broker's stderr
+(all its starts) and the ZooKeeper tree of the test's chroot are attached to the report.
+
+A watchdog (WIREBROKER_TEST_WATCHDOG seconds, default 240) dumps every thread's stack and
+SIGKILLs the test's brokers, so that a hung client call fails the test instead of the run.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import threading
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _cluster import ClusterProcesses
+
+from wirebroker.launcher import default_zookeeper
+
+WATCHDOG_SECONDS = float(os.environ.get("WIREBROKER_TEST_WATCHDOG", "240"))
+HARD_EXIT_SECONDS = 60
+
+_CLUSTERS = pytest.StashKey[list[ClusterProcesses]]()
+
+ClusterFactory = Callable[..., ClusterProcesses]
+
+
+def _zk_tree(cluster: ClusterProcesses) -> str:
+    """The chroot's znodes with their data (for the report of a failed test)."""
+    lines: list[str] = []
+
+    def walk(path: str) -> None:
+        try:
+            data, _ = cluster.zk.get(path)
+            children = cluster.zk.get_children(path)
+        except Exception as exc:
+            lines.append(f"{path}: {exc!r}")
+            return
+        if len(lines) > 400:
+            return
+        text = data.decode(errors="replace") if data else ""
+        lines.append(f"{path} {text}".rstrip())
+        for child in sorted(children):
+            walk(f"{path.rstrip('/')}/{child}")
+
+    walk("/")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        none: list[ClusterProcesses] = []
+        for c, cluster in enumerate(item.stash.get(_CLUSTERS, none)):
+            for i, proc in enumerate(cluster.brokers):
+                report.sections.append(
+                    (f"cluster {c} broker {i} log ({report.when})", proc.log_text())
+                )
+            if report.when == "call":
+                report.sections.append(
+                    (f"cluster {c} ZooKeeper {cluster.chroot}", _zk_tree(cluster))
+                )
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
+    def expire() -> None:
+        sys.stderr.write(
+            f"\n*** {request.node.nodeid} still running after "
+            f"{WATCHDOG_SECONDS} s: stacks follow; killing its brokers\n"
+        )
+        faulthandler.dump_traceback(all_threads=True)
+        for cluster in request.node.stash.get(_CLUSTERS, []):
+            for proc in cluster.brokers:
+                proc.kill9()
+
+    timer = threading.Timer(WATCHDOG_SECONDS, expire)
+    timer.daemon = True
+    timer.start()
+    faulthandler.dump_traceback_later(WATCHDOG_SECONDS + HARD_EXIT_SECONDS, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        timer.cancel()
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("zookeeper")
+    server = default_zookeeper(root / "data", root / "zookeeper.log")
+    server.start()
+    try:
+        yield server.connect_string
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def cluster_factory(
+    request: pytest.FixtureRequest, tmp_path: Path, zookeeper: str
+) -> Iterator[ClusterFactory]:
+    started: list[ClusterProcesses] = []
+    request.node.stash[_CLUSTERS] = started
+
+    def start(brokers: int = 3, **overrides: str) -> ClusterProcesses:
+        workdir = tmp_path / f"cluster{len(started)}"
+        workdir.mkdir()
+        cluster = ClusterProcesses(zookeeper, workdir, brokers=brokers, overrides=overrides)
+        started.append(cluster)
+        return cluster.start()
+
+    yield start
+    for cluster in started:
+        cluster.close()
+
+
+@pytest.fixture
+def cluster(cluster_factory: ClusterFactory) -> ClusterProcesses:
+    return cluster_factory()

@@ -1,0 +1,487 @@
+#!/usr/bin/env python3
+"""Failover benchmark of a replicated wirebroker cluster (issue 12's figures).
+
+Not a test. Starts its own ZooKeeper (Debian's package, as `wirebroker cluster` does) and
+brokers on loopback, stops them at the end, prints a Markdown table (or JSON with --json).
+
+    python tools/bench/bench_failover.py [--kills 20] [--quick] [--json] [--write-docs FILE]
+
+Measures, in this order:
+
+  cluster start        `python -m wirebroker cluster --brokers 3` as a user runs it: spawn ->
+                       its `wirebroker cluster ready:` line (ZooKeeper up, 3 brokers ready,
+                       registered, a controller elected); median of --starts runs (default 3),
+                       and ZooKeeper's share (the launcher's "ZooKeeper on ... (N s)" line)
+  kill -9 failover     ZooKeeper + 3 brokers with the brokers' DEFAULT settings (the session
+                       timeout is the brokers' default unless --override sets it; the report
+                       says which), a topic with 1 partition, RF 3, min.insync.replicas 2.
+                       --kills times: SIGKILL the current leader of partition 0, then
+                         produce: a probe sends a 1-record acks=all Produce (raw protocol, no
+                           client library, 1 s broker timeout) to the broker it last found
+                           leading, trying the next live broker on any error, until one is
+                           acknowledged: kill -> that acknowledgement;
+                         consume: a confluent-kafka consumer (assign, started once, never
+                           restarted) -> the first probe record produced after the kill
+                           reaches it;
+                       then restart the killed broker on its port and wait for a full ISR.
+                       p50 / p99 / max over the kills.
+  SIGTERM failover     the same with SIGTERM (controlled shutdown) instead of SIGKILL.
+  throughput           acks=all on a RF 3 topic (min.insync.replicas 2) of the 3-broker
+                       cluster vs acks=1 on one broker (`wirebroker serve`, no ZooKeeper), for
+                       100 B and 10 KiB records: tools/bench/_load.py's `produce` workload
+                       (confluent-kafka, linger.ms 5, one partition; 200,000 x 100 B and
+                       20,000 x 10 KiB, --quick a quarter of that), records/s and MB/s;
+                       and its `latency` workload (sequential produce+flush of 100 B records,
+                       2,000, --quick 500): p50 / p99 ms.
+
+Targets (issue 12): kill -9 p99 <= session timeout + 1 s; SIGTERM p99 < 1 s; acks=all RF 3
+throughput >= 0.5x one broker's acks=1; start < 5 s.
+
+--write-docs FILE replaces the section between the bench_failover markers of FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import queue
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO_ROOT = BENCH.parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "tests" / "cluster"))  # the cluster test harness
+
+import _wire  # noqa: E402
+from _cluster import ClusterProcesses, wait_until  # noqa: E402
+from _peers import free_port, machine_line, start_wirebroker, write_section  # noqa: E402
+from bench_broker import load, quantile  # noqa: E402
+
+from wirebroker.launcher import default_zookeeper  # noqa: E402
+
+START_MARK = "<!-- bench_failover:start -->"
+END_MARK = "<!-- bench_failover:end -->"
+TOPIC = "failover"
+KIB10 = 10 * 1024
+
+
+# --------------------------------------------------------------------------------------------
+# cluster start
+# --------------------------------------------------------------------------------------------
+
+
+def time_cluster_start(overrides: list[str]) -> dict[str, float]:
+    """One `wirebroker cluster --brokers 3` run: seconds to its ready line (and ZooKeeper's)."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-failover-start-"))
+    cmd = [sys.executable, "-m", "wirebroker", "cluster", "--brokers", "3"]
+    for item in overrides:
+        cmd += ["--override", item]
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(REPO_ROOT))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
+
+    def pump(name: str, stream: Any) -> None:
+        for line in stream:
+            lines.put((name, line))
+        lines.put((name, None))
+
+    assert proc.stdout is not None and proc.stderr is not None
+    threading.Thread(target=pump, args=("out", proc.stdout), daemon=True).start()
+    threading.Thread(target=pump, args=("err", proc.stderr), daemon=True).start()
+    ready = zk = float("nan")
+    err: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while ready != ready:
+            name, line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            if line is None:
+                raise RuntimeError(f"wirebroker cluster exited early: {''.join(err)[-2000:]}")
+            if name == "err":
+                err.append(line)
+                if line.startswith("wirebroker cluster: ZooKeeper on ") and "(" in line:
+                    zk = float(line.rsplit("(", 1)[1].split()[0])
+            elif line.startswith("wirebroker cluster ready: "):
+                ready = time.perf_counter() - t0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"ready": ready, "zookeeper": zk}
+
+
+# --------------------------------------------------------------------------------------------
+# failover
+# --------------------------------------------------------------------------------------------
+
+
+class ProbeConsumer:
+    """A confluent-kafka consumer of partition 0 in a thread: value -> receive time."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.seen: dict[bytes, float] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "bench-failover-unused",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+                "fetch.wait.max.ms": 100,
+                "reconnect.backoff.max.ms": 200,
+                "topic.metadata.refresh.interval.ms": 1_000,
+            }
+        )
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        from confluent_kafka import OFFSET_END, TopicPartition
+
+        self.consumer.assign([TopicPartition(TOPIC, 0, OFFSET_END)])
+        while not self.stopping.is_set():
+            for msg in self.consumer.consume(100, 0.1):
+                if msg.error() is None:
+                    now = time.monotonic()
+                    with self.lock:
+                        self.seen.setdefault(msg.value(), now)
+
+    def received(self, value: bytes) -> float | None:
+        with self.lock:
+            return self.seen.get(value)
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join(30)
+        self.consumer.close()
+
+
+class Prober:
+    """acks=all probes of partition 0 over the raw protocol (see the module doc)."""
+
+    def __init__(self, cluster: ClusterProcesses) -> None:
+        self.cluster = cluster
+        self.seq = 0
+        self.target = cluster.leader(TOPIC, 0)
+
+    def once(self) -> bytes | None:
+        """One probe to the current guess; its value when acknowledged, else None (and the
+        guess moves to the next live broker)."""
+        self.seq += 1
+        value = f"probe-{self.seq:09d}".encode()
+        try:
+            if self.target in self.cluster.live():
+                code, _ = _wire.produce(
+                    self.cluster.address(self.target), TOPIC, 0, [value], timeout_ms=1000
+                )
+                if code == 0:
+                    return value
+        except OSError:
+            pass
+        live = self.cluster.live()
+        later = [i for i in live if i > self.target]
+        self.target = (later or live)[0]
+        return None
+
+    def until_acked(self, timeout: float = 120.0) -> tuple[bytes, float]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.once()
+            if value is not None:
+                return value, time.monotonic()
+            time.sleep(0.005)  # a round over dead or non-leader brokers: pace the retries
+        raise RuntimeError(f"no acks=all produce succeeded within {timeout} s")
+
+
+def failover_rounds(
+    cluster: ClusterProcesses, kills: int, how: str, log: Any
+) -> dict[str, list[float]]:
+    """`kills` rounds of: stop the leader of partition 0 (`how`: kill9 | sigterm), time the
+    first acknowledged and the first consumed probe, restart it, wait for a full ISR."""
+    prober = Prober(cluster)
+    consumer = ProbeConsumer(cluster.bootstrap)
+    out: dict[str, list[float]] = {"produce": [], "consume": []}
+    try:
+        value, _ = prober.until_acked()
+        wait_until(lambda: consumer.received(value), 60, "the consumer's first probe record")
+        for k in range(kills):
+            victim = cluster.leader(TOPIC, 0)
+            prober.target = victim
+            value, _ = prober.until_acked(30)
+            t0 = time.monotonic()
+            if how == "kill9":
+                cluster.kill9(victim)
+            else:
+                cluster.sigterm(victim)
+            value, acked = prober.until_acked()
+            got = wait_until(lambda v=value: consumer.received(v), 120, "the probe consumed")
+            out["produce"].append(acked - t0)
+            out["consume"].append(got - t0)
+            if how == "sigterm":
+                cluster.wait_exit(victim, 60)
+            print(
+                f"  {how} #{k + 1}: broker {victim}; produce {acked - t0:.3f} s, "
+                f"consume {got - t0:.3f} s",
+                file=log,
+                flush=True,
+            )
+            cluster.restart(victim)
+            cluster.wait_full_isr(TOPIC, 1, timeout=60)
+    finally:
+        consumer.close()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# throughput
+# --------------------------------------------------------------------------------------------
+
+
+def throughput(
+    bootstrap: str, name: str, acks: str, rf: int, sizes: dict[str, int], results: dict[str, Any]
+) -> None:
+    target = SimpleNamespace(bootstrap=bootstrap, name=name)
+    config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
+    for size, count, tag in ((100, sizes["small"], "100"), (KIB10, sizes["large"], "10k")):
+        topic = f"tp-{tag}-{name}"
+        load(target, "create", topic=topic, replication_factor=rf, **config)
+        r = load(target, "produce", topic=topic, count=count, size=size, acks=acks)
+        results[f"{name}_p{tag}"] = r["records"] / r["seconds"]
+        results[f"{name}_p{tag}_mb"] = r["bytes"] / r["seconds"] / 1e6
+    topic = f"lat-{name}"
+    load(target, "create", topic=topic, replication_factor=rf, **config)
+    lat = load(target, "latency", topic=topic, count=sizes["latency"], size=100, acks=acks)
+    results[f"{name}_lat_p50"] = quantile(lat["samples_us"], 0.5) / 1000
+    results[f"{name}_lat_p99"] = quantile(lat["samples_us"], 0.99) / 1000
+
+
+# --------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {"p50": float("nan"), "p99": float("nan"), "max": float("nan"), "n": 0}
+    return {
+        "p50": quantile(samples, 0.5),
+        "p99": quantile(samples, 0.99),
+        "max": max(samples),
+        "n": len(samples),
+    }
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def render(r: dict[str, Any]) -> str:
+    st = r["session_timeout_s"]
+    lines = [
+        "## Replicated cluster: failover, start-up, replication cost",
+        "",
+        f"Command: `{r['command']}`  ",
+        f"Date: {r['date']}  ",
+        f"Machine: {r['machine']}  ",
+        f"Brokers: 3 + ZooKeeper on loopback; ZooKeeper session timeout {st:g} s "
+        f"({r['session_source']}); {r['kills']} stops of the leader of a 1-partition topic "
+        "(RF 3, min.insync.replicas 2) per kind",
+        "",
+        "| measure | p50 | p99 | max | target |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for how, label in (("kill9", "kill -9"), ("sigterm", "SIGTERM (controlled shutdown)")):
+        for what in ("produce", "consume"):
+            s = r[f"{how}_{what}"]
+            target = ""
+            if what == "produce":
+                limit = st + 1 if how == "kill9" else 1.0
+                target = f"<= {limit:g} s " + _verdict(s["p99"] <= limit)
+            first = "acks=all produce" if what == "produce" else "record consumed"
+            lines.append(
+                f"| {label}: signal -> first {first} (s) | {s['p50']:.3f} | {s['p99']:.3f} "
+                f"| {s['max']:.3f} | {target} |"
+            )
+    start = r["start"]
+    lines += [
+        "",
+        "| measure | value | target |",
+        "|---|---:|---|",
+        f"| `wirebroker cluster --brokers 3`: spawn -> ready line (median of {start['n']}) "
+        f"| {start['ready']:.2f} s | < 5 s {_verdict(start['ready'] < 5)} |",
+        f"| ... of which ZooKeeper up | {start['zookeeper']:.2f} s | |",
+    ]
+    t = r["throughput"]
+    if t:
+        lines += [
+            "",
+            "| produce (confluent-kafka, 1 partition) | 3 brokers RF 3 acks=all | 1 broker "
+            "acks=1 | ratio | target |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for tag, label in (
+            ("100", f"{r['sizes']['small']:,} x 100 B"),
+            ("10k", f"{r['sizes']['large']:,} x 10 KiB"),
+        ):
+            c, s1 = t[f"cluster_p{tag}"], t[f"single_p{tag}"]
+            lines.append(
+                f"| {label}, records/s | {c:,.0f} ({t[f'cluster_p{tag}_mb']:.1f} MB/s) | "
+                f"{s1:,.0f} ({t[f'single_p{tag}_mb']:.1f} MB/s) | {c / s1:.2f} | "
+                f">= 0.5x {_verdict(c / s1 >= 0.5)} |"
+            )
+        lines += [
+            f"| produce latency p50 (100 B, sequential) | {t['cluster_lat_p50']:.2f} ms | "
+            f"{t['single_lat_p50']:.2f} ms | | |",
+            f"| produce latency p99 | {t['cluster_lat_p99']:.2f} ms | "
+            f"{t['single_lat_p99']:.2f} ms | | |",
+        ]
+    lines += [
+        "",
+        "Produce unavailability: a raw acks=all probe (1 record) to the broker last found "
+        "leading, moving to the next live broker on any error; from the signal to the first "
+        "acknowledgement. Consume: a confluent-kafka consumer assigned to the partition (never "
+        "restarted), from the signal to the arrival of the first probe record produced after "
+        "it. After each stop the broker is restarted and the ISR is full again before the next.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------------
+
+
+def _session_timeout(overrides: dict[str, str]) -> tuple[float, str]:
+    key = "zookeeper.session.timeout.ms"
+    if key in overrides:
+        return int(overrides[key]) / 1000, "--override"
+    from wirebroker.config import BROKER_CONFIGS
+
+    d = BROKER_CONFIGS.get(key)
+    if d is None or d.default is None:
+        return float("nan"), "the brokers' default (unknown to wirebroker.config)"
+    return int(str(d.default)) / 1000, "the brokers' default"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kills", type=int, default=20, help="stops per kind (default 20)")
+    parser.add_argument("--starts", type=int, default=3, help="cluster start runs (default 3)")
+    parser.add_argument("--quick", action="store_true", help="5 kills, smaller loads")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the produce runs")
+    parser.add_argument("--no-sigterm", action="store_true", help="skip the SIGTERM rounds")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="broker config for every broker (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--write-docs", type=Path, help="update this Markdown file's section")
+    args = parser.parse_args(argv)
+    kills = 5 if args.quick and args.kills == 20 else args.kills
+    sizes = {"small": 200_000, "large": 20_000, "latency": 2_000}
+    if args.quick:
+        sizes = {"small": 50_000, "large": 5_000, "latency": 500}
+    overrides = dict(item.split("=", 1) for item in args.override)
+    session, source = _session_timeout(overrides)
+    log = sys.stderr
+    result: dict[str, Any] = {
+        "command": "python tools/bench/bench_failover.py " + " ".join(argv or sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine_line(),
+        "kills": kills,
+        "session_timeout_s": session,
+        "session_source": source,
+        "sizes": sizes,
+    }
+
+    print("cluster start ...", file=log, flush=True)
+    starts = [time_cluster_start(args.override) for _ in range(args.starts)]
+    result["start"] = {
+        "ready": statistics.median(s["ready"] for s in starts),
+        "zookeeper": statistics.median(s["zookeeper"] for s in starts),
+        "n": len(starts),
+        "runs": starts,
+    }
+
+    work = Path(tempfile.mkdtemp(prefix="bench-failover-"))
+    zk = default_zookeeper(work / "zookeeper", work / "zookeeper.log")
+    zk.start()
+    try:
+        cluster = ClusterProcesses(
+            zk.connect_string, work, brokers=3, overrides=overrides, base_overrides={}
+        )
+        try:
+            cluster.start()
+            cluster.create_topic(TOPIC, 1, 3, {"min.insync.replicas": "2"})
+            for how in ("kill9", "sigterm"):
+                if how == "sigterm" and args.no_sigterm:
+                    result["sigterm_produce"] = result["sigterm_consume"] = _stats([])
+                    continue
+                print(f"{how} x {kills} ...", file=log, flush=True)
+                rounds = failover_rounds(cluster, kills, how, log)
+                result[f"{how}_produce"] = _stats(rounds["produce"])
+                result[f"{how}_consume"] = _stats(rounds["consume"])
+                result[f"{how}_samples"] = rounds
+            result["throughput"] = {}
+            if not args.no_throughput:
+                print("throughput: 3 brokers, RF 3, acks=all ...", file=log, flush=True)
+                throughput(cluster.bootstrap, "cluster", "all", 3, sizes, result["throughput"])
+        finally:
+            cluster.close()
+    finally:
+        zk.stop()
+
+    if not args.no_throughput:
+        print("throughput: 1 broker, acks=1 ...", file=log, flush=True)
+        single_dir = work / "single"
+        single_dir.mkdir()
+        broker = start_wirebroker(single_dir, [], port=free_port())
+        try:
+            throughput(broker.bootstrap, "single", "1", 1, sizes, result["throughput"])
+        finally:
+            broker.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result))
+    if args.write_docs:
+        write_section(args.write_docs, render(result), START_MARK, END_MARK)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

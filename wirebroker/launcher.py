@@ -1,0 +1,580 @@
+"""`wirebroker cluster`: a throwaway ZooKeeper and N broker processes, for users and tests.
+
+    wirebroker cluster --brokers N [--data-dir D] [--zookeeper CONNECT] [--port-base P]
+                       [--override KEY=VALUE ...] [--log-level L]
+
+What it starts, in order:
+1. ZooKeeper, unless `--zookeeper` names one: a throwaway standalone server from Debian's
+   `zookeeper` package (`wirebroker.coordination.zk_server.ZooKeeperServer`: a JVM on a free
+   loopback port, data and log in a temporary directory of its own, removed when it stops).
+2. N brokers, each `python -m wirebroker serve --zookeeper CONNECT --node-id i --port 0|P+i
+   --data-dir D/broker-i [--override ...]` for i = 0..N-1, all at once. Each runs in its own
+   process group (a Ctrl-C in the terminal reaches only the launcher, which then stops the
+   brokers in order) and gets SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG).
+   `offsets.topic.replication.factor` is min(3, N) unless an override sets it.
+3. It waits for every broker's `wirebroker ready on HOST:PORT` line, then (through kazoo) until
+   ZooKeeper lists all N brokers under /brokers/ids and a controller under /controller, so a
+   client may create a topic with replication factor N as soon as the launcher says ready.
+
+Output (stdout, each line flushed): one line per broker
+
+    broker I ready on HOST:PORT (pid PID, data DIR, log FILE)
+
+then one summary line, the last one of start-up (scripts wait for it):
+
+    wirebroker cluster ready: bootstrap H:P,H:P,... zookeeper HOST:PORT[/chroot]
+
+While it runs, a broker that exits on its own is reported in one stdout line
+(`wirebroker cluster: broker I (pid PID) exited unexpectedly: ...; log: FILE`) and the others
+keep running; when no broker is left the launcher stops ZooKeeper and exits 1.
+Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
+vanish at exit with the rest).
+
+Stopping: on SIGINT (Ctrl-C) or SIGTERM every broker gets SIGTERM (a controlled shutdown) at
+once; brokers still alive after `--stop-timeout` seconds (default 30) get SIGKILL, as does
+everything at a second Ctrl-C. Then ZooKeeper stops and the temporary directory is removed
+(a `--data-dir` given by the user is kept, for inspection: the throwaway ZooKeeper's state is
+gone, so a later run wants a new directory, or `--zookeeper` naming the ZooKeeper that the
+data's cluster used). Exit code 0 after a requested stop, 1 when start-up failed.
+
+No threads: one `selectors` loop waits on the brokers' stdout pipes, a pidfd per broker (exit
+notification) and the signal wake-up fd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+READY_PREFIX = "wirebroker ready on "
+CLUSTER_READY_PREFIX = "wirebroker cluster ready: "
+OFFSETS_RF = "offsets.topic.replication.factor"
+_PR_SET_PDEATHSIG = 1
+_LOG_TAIL_LINES = 20
+
+
+class ClusterError(RuntimeError):
+    """Start-up failed (ZooKeeper, a broker, a time-out); the message is for the user."""
+
+
+@dataclass
+class ClusterSpec:
+    """What `wirebroker cluster` was asked to run (the command-line options)."""
+
+    brokers: int
+    data_dir: Path | None = None
+    zookeeper: str | None = None
+    port_base: int | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+    log_level: str = "INFO"
+    ready_timeout: float = 60.0
+    stop_timeout: float = 30.0
+
+
+class ZooKeeperLike(Protocol):
+    """The part of `wirebroker.coordination.zk_server.ZooKeeperServer` the launcher uses."""
+
+    @property
+    def connect_string(self) -> str: ...
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> Any: ...
+
+
+def broker_overrides(spec: ClusterSpec) -> dict[str, str]:
+    """The user's overrides plus the cluster's defaults (offsets topic RF = min(3, N))."""
+    values = {OFFSETS_RF: str(min(3, spec.brokers))}
+    values.update(spec.overrides)
+    return values
+
+
+def broker_command(
+    spec: ClusterSpec, node_id: int, connect: str, data_dir: Path, port: int
+) -> list[str]:
+    """The command line of broker `node_id` (see the module doc)."""
+    cmd = [sys.executable, "-m", "wirebroker", "serve", "--zookeeper", connect]
+    cmd += ["--node-id", str(node_id), "--port", str(port), "--data-dir", str(data_dir)]
+    cmd += ["--log-level", spec.log_level]
+    for key, value in broker_overrides(spec).items():
+        cmd += ["--override", f"{key}={value}"]
+    return cmd
+
+
+BrokerCommand = Callable[[ClusterSpec, int, str, Path, int], list[str]]
+
+
+def default_zookeeper(data_dir: Path, log_path: Path) -> ZooKeeperLike:
+    """A throwaway standalone ZooKeeper (not started yet): `coordination.zk_server`'s, which
+    keeps its data and log in a temporary directory of its own (`data_dir` and `log_path` are
+    used only by the stand-in below)."""
+    try:
+        from wirebroker.coordination import zk_server  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:  # TODO(harness): drop the stand-in once zk_server.py is on main
+        return _FallbackZooKeeper(data_dir, log_path)
+    server: ZooKeeperLike = zk_server.ZooKeeperServer()
+    return server
+
+
+class _FallbackZooKeeper:
+    """Stand-in for `coordination.zk_server.ZooKeeperServer` until it lands: Debian's
+    `/usr/share/java/zookeeper.jar` (its manifest names the other jars) run as
+    `java -cp ... ZooKeeperServerMain zoo.cfg` on a free loopback port, admin server off,
+    tickTime 500 ms so sessions of 1-30 s are allowed; ready once `ruok` answers `imok`."""
+
+    JAR = "/usr/share/java/zookeeper.jar"
+
+    def __init__(self, data_dir: Path, log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connect_string(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        import socket
+
+        java = shutil.which("java")
+        if java is None or not Path(self.JAR).exists():
+            raise ClusterError(f"no java on PATH or no {self.JAR}")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime=500\nminSessionTimeout=1000\nmaxSessionTimeout=30000\n"
+            f"dataDir={self.data_dir}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
+        )
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [java, "-Dzookeeper.admin.enableServer=false", "-cp", self.JAR,
+                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ClusterError(f"java exited with {self.proc.returncode}; see {self.log_path}")
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as s,
+            ):
+                s.sendall(b"ruok")
+                if s.recv(4) == b"imok":
+                    return
+            time.sleep(0.05)
+        self.stop()
+        raise ClusterError(f"ZooKeeper not answering on port {self.port} after {timeout} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+ZooKeeperFactory = Callable[[Path, Path], ZooKeeperLike]
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of a broker: ours, with this wirebroker importable (a source checkout
+    runs as it is, without `pip install`)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM this child when the launcher dies (Linux; a no-op elsewhere)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "".join(text.splitlines(keepends=True)[-lines:])
+
+
+class _Broker:
+    """One broker child: its process, stdout pipe (read here, copied to the log) and pidfd."""
+
+    def __init__(self, node_id: int, data_dir: Path, log_path: Path) -> None:
+        self.node_id = node_id
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log: IO[bytes] | None = None
+        self.pidfd: int | None = None
+        self.address: str | None = None
+        self.buffer = b""
+        self.reported = False  # its exit was reported (or expected)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def spawn(self, cmd: Sequence[str]) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log = self.log_path.open("ab")
+        self.log.write(f"===== {' '.join(cmd)}\n".encode())
+        self.log.flush()
+        self.proc = subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=_child_env(),
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        assert self.proc.stdout is not None
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self.pidfd = os.pidfd_open(self.proc.pid)
+
+    def read_stdout(self) -> int:
+        """Read once from the pipe; copy it to the log; note the ready line. The number of
+        bytes read: 0 at EOF, -1 when nothing is there yet."""
+        assert self.proc is not None and self.proc.stdout is not None and self.log is not None
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+        except BlockingIOError:
+            return -1
+        if not chunk:
+            return 0
+        self.log.write(chunk)
+        self.log.flush()
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            text = line.decode(errors="replace").strip()
+            if self.address is None and text.startswith(READY_PREFIX):
+                self.address = text[len(READY_PREFIX) :].strip()
+        return len(chunk)
+
+    def poll(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def signal(self, signum: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signum)
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+
+class ClusterLauncher:
+    """Runs one cluster from start to stop (`run()`); see the module doc."""
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        *,
+        out: IO[str] | None = None,
+        err: IO[str] | None = None,
+        command: BrokerCommand = broker_command,
+        zookeeper_factory: ZooKeeperFactory = default_zookeeper,
+        wait_for_registration: bool = True,
+    ) -> None:
+        if spec.brokers < 1:
+            raise ValueError("--brokers must be at least 1")
+        self.spec = spec
+        self.out = out if out is not None else sys.stdout
+        self.err = err if err is not None else sys.stderr
+        self.command = command
+        self.zookeeper_factory = zookeeper_factory
+        self.wait_for_registration = wait_for_registration
+        self.temp_dir: Path | None = None
+        self.root = Path()
+        self.zookeeper: ZooKeeperLike | None = None
+        self.connect = ""
+        self.brokers: list[_Broker] = []
+        self.signals: list[int] = []
+        self.selector = selectors.DefaultSelector()
+        self._wake_r = -1
+        self._wake_w = -1
+        self._old_wakeup_fd = -1
+        self._old_handlers: dict[int, Any] = {}
+
+    # -- output ---------------------------------------------------------------------------
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def note(self, line: str) -> None:
+        print(f"wirebroker cluster: {line}", file=self.err, flush=True)
+
+    # -- entry point ----------------------------------------------------------------------
+    def run(self) -> int:
+        """Start everything, serve until a signal (or until every broker is gone), stop."""
+        self._install_signals()
+        try:
+            try:
+                self._start()
+            except ClusterError as exc:
+                self.note(f"cannot start: {exc}")
+                return 1
+            if self.signals:
+                return 0
+            return self._serve()
+        finally:
+            self._stop_all()
+            self._restore_signals()
+
+    # -- signals --------------------------------------------------------------------------
+    def _install_signals(self) -> None:
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.selector.register(self._wake_r, selectors.EVENT_READ, ("wake", None))
+        self._old_wakeup_fd = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._old_handlers[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.signals.append(signum)  # the wake-up fd wakes the selector
+
+    def _restore_signals(self) -> None:
+        for signum, handler in self._old_handlers.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self._old_wakeup_fd)
+        self.selector.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    # -- start ----------------------------------------------------------------------------
+    def _start(self) -> None:
+        spec = self.spec
+        if spec.data_dir is None:
+            self.temp_dir = Path(tempfile.mkdtemp(prefix="wirebroker-cluster-"))
+            self.root = self.temp_dir
+        else:
+            self.root = spec.data_dir.expanduser().resolve()
+            self.root.mkdir(parents=True, exist_ok=True)
+        logs = self.root / "logs"
+        logs.mkdir(exist_ok=True)
+        t0 = time.monotonic()
+        if spec.zookeeper:
+            self.connect = spec.zookeeper
+        else:
+            self.zookeeper = self.zookeeper_factory(self.root / "zookeeper", logs / "zookeeper.log")
+            try:
+                self.zookeeper.start()
+            except Exception as exc:
+                self.zookeeper = None
+                raise ClusterError(
+                    f"ZooKeeper did not start: {exc} (it needs Debian's zookeeper package and a "
+                    "JRE: apt-get install zookeeper default-jre-headless; or pass --zookeeper "
+                    "HOST:PORT of a running one)"
+                ) from exc
+            self.connect = self.zookeeper.connect_string
+            self.note(f"ZooKeeper on {self.connect} ({time.monotonic() - t0:.1f} s)")
+        for i in range(spec.brokers):
+            broker = _Broker(i, self.root / f"broker-{i}", logs / f"broker-{i}.log")
+            port = 0 if spec.port_base is None else spec.port_base + i
+            broker.spawn(self.command(spec, i, self.connect, broker.data_dir, port))
+            self.brokers.append(broker)
+            assert broker.proc is not None and broker.proc.stdout is not None
+            self.selector.register(broker.proc.stdout, selectors.EVENT_READ, ("out", broker))
+            if broker.pidfd is not None:
+                self.selector.register(broker.pidfd, selectors.EVENT_READ, ("exit", broker))
+        deadline = time.monotonic() + spec.ready_timeout
+        while not self.signals and not all(b.address for b in self.brokers):
+            if time.monotonic() > deadline:
+                waiting = [b for b in self.brokers if not b.address]
+                raise ClusterError(
+                    f"no ready line from broker {waiting[0].node_id} within "
+                    f"{spec.ready_timeout:.0f} s; last lines of {waiting[0].log_path}:\n"
+                    + tail(waiting[0].log_path)
+                )
+            self._wait(deadline - time.monotonic())
+            for broker in self.brokers:
+                code = broker.poll()
+                if code is not None and not broker.address:
+                    broker.reported = True
+                    self._drain(broker)
+                    raise ClusterError(
+                        f"broker {broker.node_id} ({describe_exit(code)}) exited before it was "
+                        f"ready; last lines of {broker.log_path}:\n" + tail(broker.log_path)
+                    )
+        if self.signals:
+            return
+        if self.wait_for_registration:
+            self._wait_registered(deadline)
+        if self.signals:
+            return
+        for broker in self.brokers:
+            self.say(
+                f"broker {broker.node_id} ready on {broker.address} (pid {broker.pid}, data "
+                f"{broker.data_dir}, log {broker.log_path})"
+            )
+        bootstrap = ",".join(str(b.address) for b in self.brokers)
+        self.say(f"{CLUSTER_READY_PREFIX}bootstrap {bootstrap} zookeeper {self.connect}")
+        kept = "" if self.temp_dir is None else " (a temporary directory: --data-dir keeps one)"
+        self.note(
+            f"{spec.brokers} brokers ready in {time.monotonic() - t0:.1f} s; logs in {logs}"
+            f"{kept}; Ctrl-C stops the cluster"
+        )
+
+    def _wait_registered(self, deadline: float) -> None:
+        """Poll ZooKeeper until /brokers/ids lists every broker and /controller exists."""
+        try:
+            from kazoo.client import KazooClient
+        except ImportError:  # kazoo comes with the cluster mode; without it, trust the lines
+            return
+        want = {str(b.node_id) for b in self.brokers}
+        zk = KazooClient(hosts=self.connect, timeout=10.0)
+        try:
+            zk.start(timeout=max(1.0, deadline - time.monotonic()))
+            while not self.signals:
+                ids = set(zk.get_children("/brokers/ids")) if zk.exists("/brokers/ids") else set()
+                if want <= ids and zk.exists("/controller"):
+                    return
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"ZooKeeper lists brokers {sorted(ids)} (want {sorted(want)}) and "
+                        f"{'a' if zk.exists('/controller') else 'no'} controller after "
+                        f"{self.spec.ready_timeout:.0f} s"
+                    )
+                self._wait(0.05)
+        except ClusterError:
+            raise
+        except Exception as exc:
+            raise ClusterError(f"cannot read ZooKeeper at {self.connect}: {exc}") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                zk.stop()
+                zk.close()
+
+    # -- the event loop -------------------------------------------------------------------
+    def _wait(self, timeout: float) -> None:
+        """One round of the selector: copy broker output, drain the wake-up pipe."""
+        for key, _ in self.selector.select(max(0.0, min(timeout, 1.0))):
+            kind, broker = key.data
+            if kind == "wake":
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_r, 512)
+            elif kind == "out" and broker.read_stdout() == 0:
+                self.selector.unregister(key.fileobj)
+            elif kind == "exit":
+                self.selector.unregister(key.fd)
+
+    def _drain(self, broker: _Broker) -> None:
+        """Copy what is left in a dead broker's stdout pipe to its log."""
+        if broker.proc is None or broker.proc.stdout is None or broker.proc.stdout.closed:
+            return
+        while broker.read_stdout() > 0:
+            pass
+
+    def _serve(self) -> int:
+        while not self.signals:
+            self._wait(1.0)
+            for broker in self.brokers:
+                code = broker.poll()
+                if code is None or broker.reported:
+                    continue
+                broker.reported = True
+                self._drain(broker)
+                self.say(
+                    f"wirebroker cluster: broker {broker.node_id} (pid {broker.pid}) exited "
+                    f"unexpectedly ({describe_exit(code)}); log: {broker.log_path}"
+                )
+            if all(b.reported for b in self.brokers):
+                self.note("no broker left; stopping")
+                return 1
+        return 0
+
+    # -- stop -----------------------------------------------------------------------------
+    def _stop_all(self) -> None:
+        try:
+            self._stop_brokers()
+        finally:
+            try:
+                if self.zookeeper is not None:
+                    self.zookeeper.stop()
+                    self.zookeeper = None
+            finally:
+                for broker in self.brokers:
+                    broker.close()
+                if self.temp_dir is not None:
+                    shutil.rmtree(self.temp_dir, ignore_errors=True)
+                    self.temp_dir = None
+
+    def _stop_brokers(self) -> None:
+        live = [b for b in self.brokers if b.poll() is None]
+        if not live:
+            return
+        self.note(f"stopping {len(live)} broker(s) (SIGTERM: controlled shutdown)")
+        seen = len(self.signals)
+        for broker in live:
+            broker.signal(signal.SIGCONT)  # a stopped process would not see SIGTERM
+            broker.signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.spec.stop_timeout
+        while any(b.poll() is None for b in live):
+            if time.monotonic() > deadline or len(self.signals) > seen:
+                slow = [b for b in live if b.poll() is None]
+                why = "a second signal" if len(self.signals) > seen else "the stop time-out"
+                self.note(f"{why}: SIGKILL to broker(s) {', '.join(str(b.node_id) for b in slow)}")
+                for broker in slow:
+                    broker.signal(signal.SIGKILL)
+                for broker in slow:
+                    assert broker.proc is not None
+                    broker.proc.wait()
+                break
+            self._wait(deadline - time.monotonic())
+        for broker in live:
+            self._drain(broker)
+            code = broker.poll()
+            if code not in (0, None):
+                self.note(f"broker {broker.node_id} stopped with {describe_exit(code)}")
+
+
+def run_cluster(spec: ClusterSpec, **kwargs: Any) -> int:
+    """`wirebroker cluster`: run until stopped; the exit code (see the module doc)."""
+    return ClusterLauncher(spec, **kwargs).run()

@@ -387,3 +387,36 @@ class ZkCoordination(SessionClient):
                 stat = await self._call(lambda c: c.exists_async(entry.path, watch=watcher))
                 if stat is None:
                     return None
+
+
+class ZkPeek:
+    """A short-lived, blocking ZooKeeper reader for command-line tools (no trio):
+    `with ZkPeek("h:p/chroot", timeout_s=5) as zk: zk.children("/brokers/ids")`."""
+
+    def __init__(self, hosts: str, *, timeout_s: float = 10.0) -> None:
+        self._client = KazooClient(hosts=hosts, timeout=10.0)
+        self._timeout_s = timeout_s
+
+    def __enter__(self) -> ZkPeek:
+        self._client.start(timeout=self._timeout_s)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with suppress(Exception):
+            self._client.stop()
+            self._client.close()
+
+    def children(self, path: str) -> list[str]:
+        """Sorted child names ([] when `path` does not exist)."""
+        if self._client.exists(path) is None:
+            return []
+        return sorted(self._client.get_children(path))
+
+    def exists(self, path: str) -> bool:
+        return self._client.exists(path) is not None
+
+    def get(self, path: str) -> bytes | None:
+        if self._client.exists(path) is None:
+            return None
+        data, _stat = self._client.get(path)
+        return bytes(data)

@@ -55,7 +55,7 @@ def lagging_followers(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     """The offsets topic's high watermarks stay where they are (followers not caught up)."""
     assert node.runtime.ensure_offsets_topic() == E.NONE
     for part in node.replicas.partitions_of(OFFSETS_TOPIC):
-        monkeypatch.setattr(part, "_maybe_advance_high_watermark", lambda: False)
+        monkeypatch.setattr(part, "_maybe_advance_high_watermark", lambda *_a, **_k: False)
 
 
 def commit_error(resp: dict[str, Any]) -> int:

@@ -62,6 +62,7 @@ from pathlib import Path
 
 import trio
 
+from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
 from wirebroker.cluster.topic_store import (
     TopicStore,
@@ -122,6 +123,11 @@ class Broker:
         self.grace_s = grace_s
         if coordination is None and config.values.get("zookeeper.connect"):
             coordination = zookeeper_coordination(config)
+        #: A single broker: the cluster code over an in-process ZooKeeper seeded from the store.
+        self.local_cluster: LocalCluster | None = None
+        if coordination is None and replicated is None:
+            self.local_cluster = LocalCluster(config.node_id)
+            coordination = self.local_cluster.coordination
         if replicated is None:
             replicated = coordination is not None
         self.replicated = replicated
@@ -140,7 +146,7 @@ class Broker:
         # Before any file of a log dir is read or written; held until the logs are closed.
         self.dir_locks = LogDirLocks.acquire(self.log_dirs)
         self.bound: list[tuple[str, int]] = []
-        if coordination is not None:
+        if coordination is not None and self.local_cluster is None:
             return  # built in serve(), once the cluster id is known
         try:
             self._build(config, clock, grace_s)
@@ -170,7 +176,9 @@ class Broker:
                 config=config,
             )
             self.replicas.isr_listener = self.member
-            self.admin = ZkTopicAdmin(config, self.member, self.logs)
+            self.admin = ZkTopicAdmin(
+                config, self.member, self.logs, local_logs=self.local_cluster is not None
+            )
             cluster = self.member.cache
         else:
             self.admin = LocalTopicAdmin(
@@ -199,7 +207,11 @@ class Broker:
                 admin=self.admin,
                 clock=clock,
                 leads_every_partition=False,
-                offsets_replication_factor=config.get_int("offsets.topic.replication.factor"),
+                offsets_replication_factor=(
+                    1
+                    if self.local_cluster is not None
+                    else config.get_int("offsets.topic.replication.factor")
+                ),
                 replication_waiter=self.produce_waiters.wait,
             )
             self.replicas.add_role_listener(self._offsets_leadership)
@@ -300,7 +312,10 @@ class Broker:
             coordination = self.coordination
             if coordination is not None:
                 try:
-                    await self._join_cluster(nursery, coordination)
+                    if self.local_cluster is None:
+                        await self._join_cluster(nursery, coordination)
+                    else:
+                        await nursery.start(self._run_coordination, coordination)
                 except BaseException:
                     self.dir_locks.release()
                     if self._coordination_scope is not None:
@@ -347,6 +362,8 @@ class Broker:
             try:
                 self.replicas.load(self.clock())
                 loaded = True
+                if self.local_cluster is not None:
+                    await self.local_cluster.seed(self.topics, self._log_epoch)
                 async with trio.open_nursery() as nursery:
                     self.bound = await nursery.start(self.server.run, self.listen)
                     host, port = self._advertise(self.bound)
@@ -380,7 +397,7 @@ class Broker:
                     self.server.shutdown()
             finally:
                 if loaded:
-                    if self.replicated:
+                    if self._checkpoints_hw:
                         self._checkpoint_high_watermarks()
                     self.logs.close()
                     log.info("logs closed cleanly")
@@ -415,8 +432,21 @@ class Broker:
             "ISR shrink",
             lambda: self.replicas.maybe_shrink_isr(self.clock()),
         )
-        hw_ms = self.config.get_int("replica.high.watermark.checkpoint.interval.ms")
-        nursery.start_soon(self._every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks)
+        if self._checkpoints_hw:
+            hw_ms = self.config.get_int("replica.high.watermark.checkpoint.interval.ms")
+            nursery.start_soon(
+                self._every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks
+            )
+
+    @property
+    def _checkpoints_hw(self) -> bool:
+        """A single broker's partitions have one replica: the HW is the log end at make_leader,
+        so there is no `replication-offset-checkpoint` to keep."""
+        return self.replicated and self.local_cluster is None
+
+    def _log_epoch(self, topic: str, index: int) -> int:
+        part = self.replicas.partition(topic, index)
+        return -1 if part is None else part.latest_epoch
 
     def _checkpoint_high_watermarks(self) -> None:
         try:

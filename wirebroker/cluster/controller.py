@@ -14,9 +14,11 @@ controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election 
 leader election; the znode is deleted when done, as Kafka does).
 
 Each trigger runs one pass over every partition (`_reconcile`): read its state znode, ask
-`elections.decide`, write what changed. A pass is O(partitions) ZooKeeper reads, which is fine
-for the few hundred partitions of a local or test cluster; Kafka keeps the states in memory
-instead and batches its writes. Brokers learn the result from their own state watches.
+`elections.decide`, write what changed; triggers that only concern topics (a new topic, an
+assignment changed, a deletion) pass over those topics alone. A full pass is O(partitions)
+ZooKeeper reads, which is fine for the few hundred partitions of a local or test cluster;
+Kafka keeps the states in memory instead and batches its writes. Brokers learn the result
+from their own state watches.
 """
 
 from __future__ import annotations
@@ -57,6 +59,22 @@ REBALANCE = "rebalance"
 _PARALLEL_WRITES = 16
 
 
+def _topics_only(reasons: set[str]) -> set[str] | None:
+    """The topics a pass needs to look at when every trigger concerns topics alone: the new
+    topics (/brokers/topics changed: a pass takes up every topic it does not watch yet), and
+    those whose assignment changed. None (every partition) for anything else: brokers, a
+    controlled shutdown, an election, a reassignment's state, a retry. So creating a topic
+    costs O(its partitions), not O(every partition of the cluster)."""
+    topics: set[str] = set()
+    prefix = zl.BROKER_TOPICS + "/"
+    for why in reasons:
+        if why.startswith(prefix):
+            topics.add(why[len(prefix) :])
+        elif why not in (zl.BROKER_TOPICS, zl.ADMIN_DELETE_TOPICS):
+            return None
+    return topics
+
+
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     async def loop() -> None:
         while True:
@@ -79,8 +97,15 @@ class ZkController:
         self._preferred: set[tuple[str, int]] = set()
         self._state_watches: dict[str, Watch] = {}
 
-    def _trigger(self, why: str) -> Callable[..., None]:
+    def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
+        """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
+        current value, which the pass that set the watch is handling already)."""
+        first = [skip_first]
+
         def callback(*_args: object) -> None:
+            if first[0]:
+                first[0] = False
+                return
             self._send.send_nowait(why)
 
         return callback
@@ -119,23 +144,22 @@ class ZkController:
         from wirebroker.cluster.zk_member import ControllerMovedError
 
         while True:
-            why = await self._recv.receive()
+            reasons = {await self._recv.receive()}
             # Collapse a burst of triggers into one pass.
-            rebalance = why == REBALANCE
             while True:
                 try:
-                    rebalance |= self._recv.receive_nowait() == REBALANCE
+                    reasons.add(self._recv.receive_nowait())
                 except trio.WouldBlock:
                     break
             try:
-                await self._reconcile(rebalance=rebalance)
+                await self._reconcile(rebalance=REBALANCE in reasons, only=_topics_only(reasons))
             except TransactionError as exc:
                 if exc.index == 0:
                     raise ControllerMovedError() from exc
                 log.info("controller write raced (%s); another pass follows", exc)
                 self._send.send_nowait("retry")
             except CoordinationError as exc:
-                log.warning("controller pass after %s failed: %s", why, exc)
+                log.warning("controller pass after %s failed: %s", sorted(reasons), exc)
                 await trio.sleep(0.2)
                 self._send.send_nowait("retry")
             self.member.changed.set()
@@ -149,7 +173,8 @@ class ZkController:
         except NoNodeError:
             return []
 
-    async def _reconcile(self, *, rebalance: bool = False) -> None:
+    async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
+        """One pass; `only`: just these topics and the new ones (see `_topics_only`)."""
         live: set[int] = set()
         bounced: set[int] = set()
         for child in await self._children(zl.BROKER_IDS):
@@ -173,11 +198,13 @@ class ZkController:
         asked = bool(preferred)
         if rebalance:
             preferred |= await self._imbalanced(live)
+        if bounced or preferred:
+            only = None
         if bounced:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
             await self._pass(live - bounced, shutting, set())
-        await self._pass(live, shutting, preferred)
+        await self._pass(live, shutting, preferred, only)
         if asked:
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
@@ -227,13 +254,19 @@ class ZkController:
             return set()
 
     async def _pass(
-        self, live: set[int], shutting: set[int], preferred: set[tuple[str, int]]
+        self,
+        live: set[int],
+        shutting: set[int],
+        preferred: set[tuple[str, int]],
+        only: set[str] | None = None,
     ) -> None:
         for topic in sorted(await self._children(zl.BROKER_TOPICS)):
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = await self.coord.watch_data(
-                    zl.topic_path(topic), self._trigger(topic)
+                    zl.topic_path(topic), self._trigger(zl.topic_path(topic), skip_first=True)
                 )
+            elif only is not None and topic not in only:
+                continue
             try:
                 data, stat = await self.coord.get(zl.topic_path(topic))
                 assignment = zl.decode_topic(topic, data)
@@ -253,14 +286,16 @@ class ZkController:
         shutting: set[int],
         preferred: set[tuple[str, int]],
     ) -> None:
-        """One topic: every partition decided and written, up to _PARALLEL_WRITES at once."""
+        """One topic: every partition decided and written, up to _PARALLEL_WRITES at once
+        (that many workers share one iterator over the partitions: a task per partition would
+        cost more than the partition's read when nothing needs writing)."""
         unclean = await self._unclean(topic)
         states: dict[int, zl.PartitionState | None] = {}
         failures: list[BaseException] = []
-        limiter = trio.CapacityLimiter(_PARALLEL_WRITES)
+        todo = iter(sorted(assignment.partitions.items()))
 
-        async def one(index: int, replicas: tuple[int, ...]) -> None:
-            async with limiter:
+        async def worker() -> None:
+            for index, replicas in todo:
                 try:
                     states[index] = await self._partition(
                         topic,
@@ -275,8 +310,8 @@ class ZkController:
                     failures.append(exc)
 
         async with trio.open_nursery() as nursery:
-            for index, replicas in sorted(assignment.partitions.items()):
-                nursery.start_soon(one, index, replicas)
+            for _ in range(min(_PARALLEL_WRITES, assignment.count)):
+                nursery.start_soon(worker)
         moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
         if moved or failures:
             raise (moved or failures)[0]

@@ -356,6 +356,25 @@ class TopicStore:
             self._restore(info.name, old, info)
             raise
 
+    def put_many(self, infos: Iterable[TopicInfo]) -> None:
+        """`put` of each topic, written once (all or none)."""
+        topics, by_id = dict(self._topics), dict(self._by_id)
+        for info in infos:
+            other = self._by_id.get(info.topic_id)
+            if other is not None and other.name != info.name:
+                self._topics, self._by_id = topics, by_id
+                raise ValueError(f"topic id {info.topic_id} already belongs to {other.name!r}")
+            old = self._topics.get(info.name)
+            self._topics[info.name] = info
+            if old is not None and old.topic_id != info.topic_id:
+                self._by_id.pop(old.topic_id, None)
+            self._by_id[info.topic_id] = info
+        try:
+            self._save()
+        except BaseException:
+            self._topics, self._by_id = topics, by_id
+            raise
+
     def remove(self, name: str) -> TopicInfo | None:
         old = self._topics.pop(name, None)
         if old is None:

@@ -40,13 +40,14 @@ import contextlib
 import logging
 import math
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.names import is_internal
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.view import BrokerNode, ClusterView, PartitionView
 from wirebroker.coordination.api import (
@@ -66,7 +67,13 @@ from wirebroker.coordination.api import (
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
 
-__all__ = ["ClusterMember", "ReplicaRoles", "ZkMetadataCache", "resolve_cluster_id"]
+__all__ = [
+    "ClusterMember",
+    "ReplicaRoles",
+    "ZkMetadataCache",
+    "mirrored_info",
+    "resolve_cluster_id",
+]
 
 log = logging.getLogger("wirebroker.cluster")
 
@@ -552,34 +559,26 @@ class ClusterMember:
         mirror = self.cache.topics.get(name)
         if mirror is None:
             return None
-        assignment = tuple(mirror.assignment.as_list())
         current = self.topics.get(name)
         topic_id = mirror.assignment.topic_id
         if current is not None and topic_id is not None and current.topic_id != topic_id:
             # Deleted and re-created while we were away: the old replicas go.
             self._drop_topic(name, keep_mirror=True)
             current = None
-        info = TopicInfo(
-            name=name,
-            topic_id=topic_id or (current.topic_id if current else _uuid_for(name)),
-            partitions=len(assignment),
-            replication_factor=len(assignment[0]) if assignment else 0,
-            configs=mirror.configs,
-            is_internal=name.startswith("__"),
-            assignment=assignment,
-        )
+        info = mirrored_info(name, mirror.assignment, mirror.configs, current)
         if current != info or (current is not None and dict(current.configs) != dict(info.configs)):
             self.topics.put(info)
         return info
 
     def _drop_topic(self, name: str, *, keep_mirror: bool = False) -> None:
-        info = self.topics.get(name)
+        # The store forgets the topic first (its commit point), then the logs go: a crash in
+        # between leaves logs of an unknown topic, which the next start deletes as strays.
+        info = self.topics.remove(name)
         if info is not None:
             for index in range(info.partitions):
                 if info.hosted_by(self.node_id, index):
                     self._hosted.discard((name, index))
                     self.replicas.stop_replica(name, index, delete=True)
-            self.topics.remove(name)
         if not keep_mirror:
             mirror = self.cache.topics.pop(name, None)
             if mirror is not None:
@@ -688,6 +687,28 @@ class ClusterMember:
                 if others:
                     out.append((name, index))
         return out
+
+
+def mirrored_info(
+    name: str,
+    assignment: zl.TopicAssignment,
+    configs: Mapping[str, str],
+    current: TopicInfo | None,
+) -> TopicInfo:
+    """The `TopicInfo` a broker's TopicStore holds for a topic of the cluster: its assignment
+    and config overrides; the topic id of the assignment (else the stored one, else one
+    derived from the name)."""
+    replicas = tuple(assignment.as_list())
+    topic_id = assignment.topic_id
+    return TopicInfo(
+        name=name,
+        topic_id=topic_id or (current.topic_id if current else _uuid_for(name)),
+        partitions=len(replicas),
+        replication_factor=len(replicas[0]) if replicas else 0,
+        configs=configs,
+        is_internal=is_internal(name),
+        assignment=replicas,
+    )
 
 
 def _uuid_for(name: str) -> uuid.UUID:

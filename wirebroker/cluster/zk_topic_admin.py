@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import UnknownTopicError
+from wirebroker.cluster.errors import TopicExistsError, UnknownTopicError
 from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions, assign_replicas
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions, NewTopic
-from wirebroker.cluster.topic_configs import validate_topic_configs
+from wirebroker.cluster.topic_configs import topic_log_config, validate_topic_configs
 from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.coordination.api import CoordinationError, Create, NodeExistsError, NoNodeError
 
@@ -58,18 +58,39 @@ PREFERRED_LEADER_NOT_AVAILABLE = 80
 ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
 ELECTION_NOT_NEEDED = 84
 
+#: How long a creation refuses a second create of the same name while the member has not
+#: mirrored the topic into the store yet (a few checkpoints normally).
+_MIRROR_WAIT_S = 30.0
+
 log = logging.getLogger(__name__)
 
 
 class ZkTopicAdmin(LocalTopicAdmin):
-    def __init__(self, config: BrokerConfig, member: ClusterMember, logs: LogManager) -> None:
+    """`local_logs` (a single broker, which holds every partition and is the only broker that
+    can create a topic): the new partitions' logs are created in one batch before the
+    ZooKeeper write, as `LocalTopicAdmin` does before its commit, so a storage error is
+    answered at once (nothing kept) and the member finds the logs in place."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        member: ClusterMember,
+        logs: LogManager,
+        *,
+        local_logs: bool = False,
+    ) -> None:
         super().__init__(config, member.topics, logs, node_id=member.node_id, listener=None)
         self.member = member
+        self.local_logs = local_logs
         self._writes: list[trio.Event] = []
         self._failures: dict[str, CoordinationError] = {}
         #: What the last started write of a topic should lead to: ("exists", partitions),
-        #: ("gone", 0) or ("written", 0).
+        #: ("gone", 0), ("configs", 0) (the mirror holds `_configs[name]`) or ("written", 0).
+        #: Kept until reached, so every waiter of a name sees it.
         self._intent: dict[str, tuple[str, int]] = {}
+        self._configs: dict[str, dict[str, str]] = {}
+        #: Topics whose creation was started here and is not in the store yet.
+        self._creating: set[str] = set()
 
     @property
     def brokers(self) -> list[int]:
@@ -102,6 +123,8 @@ class ZkTopicAdmin(LocalTopicAdmin):
     # -- create ------------------------------------------------------------------------------
     def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
         info = super().create(topic, now_ms=now_ms, validate_only=True)
+        if info.name in self._creating:
+            raise TopicExistsError(f"Topic '{info.name}' already exists.")
         if topic.assignments:
             assignment = {i: list(r) for i, r in sorted(topic.assignments, key=lambda a: a[0])}
         else:
@@ -116,17 +139,55 @@ class ZkTopicAdmin(LocalTopicAdmin):
         )
         configs = zl.encode_topic_config({k: v for k, v in info.configs.items()})
         coord = self.member.coord
+        created = self._create_local_logs(info, assignment, 0, now_ms)
+        name = info.name
 
         async def write() -> None:
             try:
-                await coord.create(zl.topic_config_path(info.name), configs, makepath=True)
-            except NodeExistsError:
-                await coord.set(zl.topic_config_path(info.name), configs)
-            await coord.create(zl.topic_path(info.name), doc, makepath=True)
-            log.info("created topic %s with assignment %s", info.name, assignment)
+                try:
+                    await coord.create(zl.topic_config_path(name), configs, makepath=True)
+                except NodeExistsError:
+                    await coord.set(zl.topic_config_path(name), configs)
+                await coord.create(zl.topic_path(name), doc, makepath=True)
+                log.info("created topic %s with assignment %s", name, assignment)
+                # Until the store has it, another create of the name is refused here.
+                with trio.move_on_after(_MIRROR_WAIT_S):
+                    while self.topics.get(name) is None:
+                        await self.member.changed.wait()
+            except CoordinationError:
+                self._delete_local_logs(name, created)
+                raise
+            finally:
+                self._creating.discard(name)
 
-        self._start(info.name, write, ("exists", info.partitions))
+        self._creating.add(name)
+        self._start(name, write, ("exists", info.partitions))
         return info
+
+    def _create_local_logs(
+        self, info: TopicInfo, assignment: Mapping[int, Sequence[int]], first: int, now_ms: int
+    ) -> list[int]:
+        """With `local_logs`: create the logs of the partitions from `first` this broker holds
+        (one batch); the indexes created. Raises the storage error (nothing kept)."""
+        if not self.local_logs:
+            return []
+        wanted = [
+            i
+            for i in sorted(assignment)
+            if i >= first and self.node_id in assignment[i] and self.logs.get(info.name, i) is None
+        ]
+        if wanted:
+            config = topic_log_config(self.config, info.configs)
+            self.logs.create_many(info.name, wanted, config, now_ms, info.topic_id)
+        return wanted
+
+    def _delete_local_logs(self, name: str, indexes: Sequence[int]) -> None:
+        """The ZooKeeper write that would have recorded them failed: the new logs go again."""
+        for index in indexes:
+            try:
+                self.logs.delete(name, index)
+            except Exception:  # pragma: no cover - best effort rollback
+                log.exception("rollback of %s-%d failed", name, index)
 
     def create_partitions(
         self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
@@ -147,17 +208,22 @@ class ZkTopicAdmin(LocalTopicAdmin):
             )
         coord = self.member.coord
         name = request.name
+        created = self._create_local_logs(info, new, current, now_ms)
 
         async def write() -> None:
-            data, stat = await coord.get(zl.topic_path(name))
-            old = zl.decode_topic(name, data)
-            parts = dict(old.partitions)
-            parts.update({i: tuple(r) for i, r in new.items()})
-            await coord.set(
-                zl.topic_path(name),
-                zl.encode_topic(dataclasses.replace(old, partitions=parts)),
-                stat.version,
-            )
+            try:
+                data, stat = await coord.get(zl.topic_path(name))
+                old = zl.decode_topic(name, data)
+                parts = dict(old.partitions)
+                parts.update({i: tuple(r) for i, r in new.items()})
+                await coord.set(
+                    zl.topic_path(name),
+                    zl.encode_topic(dataclasses.replace(old, partitions=parts)),
+                    stat.version,
+                )
+            except CoordinationError:
+                self._delete_local_logs(name, created)
+                raise
 
         self._start(name, write, ("exists", request.count))
 
@@ -201,7 +267,8 @@ class ZkTopicAdmin(LocalTopicAdmin):
                 ]
             )
 
-        self._start(name, write, ("written", 0))
+        self._configs[name] = dict(overrides)
+        self._start(name, write, ("configs", 0))
 
     # -- reassignments (KIP-455, Kafka's ZooKeeper-mode controller) ----------------------------
     async def alter_reassignments(
@@ -359,13 +426,14 @@ class ZkTopicAdmin(LocalTopicAdmin):
                 while not self._settled(name):
                     await self.member.changed.wait()
         for name in names:
-            settled = self._settled(name)
-            self._intent.pop(name, None)
             failure = self._failures.pop(name, None)
             if failure is not None:
                 problems[name] = f"{type(failure).__name__}: {failure}"
-            elif not settled:
+            elif not self._settled(name):
                 problems[name] = "timed out waiting for the cluster metadata"
+                continue
+            self._intent.pop(name, None)
+            self._configs.pop(name, None)
         return problems
 
     def _settled(self, name: str) -> bool:
@@ -377,8 +445,18 @@ class ZkTopicAdmin(LocalTopicAdmin):
             return mirror is None
         if want == "written":
             return True
+        if want == "configs":
+            stored = self.topics.get(name)
+            wanted = self._configs.get(name)
+            return (
+                mirror is None
+                or stored is None
+                or (mirror.configs == wanted and dict(stored.configs) == wanted)
+            )
         if mirror is None or mirror.assignment.count < partitions:
             return False
+        if len(mirror.states) < mirror.assignment.count:
+            return False  # (cheap: this runs after every change while a big topic is made)
         return all(
             (entry := mirror.states.get(i)) is not None and entry[0].leader >= 0
             for i in mirror.assignment.partitions

@@ -39,7 +39,11 @@ import trio
 from protocol.errors import ErrorCode
 from protocol.group_records import GroupRecordError
 from protocol.records import build_batch
-from wirebroker.cluster.errors import ClusterError, UnknownTopicOrPartitionError
+from wirebroker.cluster.errors import (
+    ClusterError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
 from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.group.config import GroupConfig
@@ -330,6 +334,8 @@ class GroupCoordinatorRuntime:
             [created] = self.admin.create_topics([topic], now_ms=self.clock())
             if not isinstance(created, TopicInfo):
                 raise created
+        except TopicExistsError:
+            return ErrorCode.NONE  # created meanwhile, or its creation is under way
         except ClusterError as exc:
             if self.admin.describe(OFFSETS_TOPIC) is not None:
                 return ErrorCode.NONE

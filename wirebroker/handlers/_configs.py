@@ -584,6 +584,30 @@ def alter_resources(
     return {"throttle_time_ms": 0, "responses": responses}
 
 
+#: How long AlterConfigs / IncrementalAlterConfigs wait for their topic changes to be in this
+#: broker's metadata (the requests have no timeout of their own).
+SETTLE_TIMEOUT_S = 30.0
+
+
+async def settle_topic_changes(admin: TopicAdmin, response: AlterConfigsResponse) -> None:
+    """Wait until the topics this response reports altered are so in this broker's metadata
+    (`TopicAdmin.wait_settled`; at once on a `LocalTopicAdmin`), so that a DescribeConfigs or
+    an incremental change right after sees them; REQUEST_TIMED_OUT for those that are not."""
+    altered = [
+        r["resource_name"]
+        for r in response["responses"]
+        if r["resource_type"] == RESOURCE_TOPIC and r["error_code"] == ErrorCode.NONE
+    ]
+    if not altered:
+        return
+    problems = await admin.wait_settled(altered, SETTLE_TIMEOUT_S)
+    for r in response["responses"]:
+        problem = problems.get(r["resource_name"])
+        if r["resource_type"] == RESOURCE_TOPIC and problem is not None:
+            r["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+            r["error_message"] = problem
+
+
 def apply_topic_overrides(
     admin: TopicAdmin, name: str, overrides: Mapping[str, str | None], validate_only: bool
 ) -> None:

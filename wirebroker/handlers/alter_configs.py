@@ -47,6 +47,7 @@ from wirebroker.handlers._configs import (
     check_config_list,
     check_topic_resource_name,
     reject_broker_changes,
+    settle_topic_changes,
 )
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -80,8 +81,12 @@ def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: b
 
 @handler(ApiKey.ALTER_CONFIGS)
 async def handle(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
-    return alter_resources(
+    validate_only = bool(req["validate_only"])
+    response = alter_resources(
         req["resources"],
-        bool(req["validate_only"]),
+        validate_only,
         lambda resource, validate_only: _alter(ctx, resource, validate_only),
     )
+    if not validate_only:
+        await settle_topic_changes(ctx.services.admin, response)
+    return response

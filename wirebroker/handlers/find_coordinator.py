@@ -17,9 +17,10 @@ Per key
                             first such request creates `__consumer_offsets`
                             (`GroupCoordinatorRuntime.find_coordinator`); Kafka answers that one
                             with COORDINATOR_NOT_AVAILABLE while its controller creates the
-                            topic; a single broker creates it synchronously and the answer is
-                            final at once (in a cluster the leaders are elected afterwards, so
-                            the answer is COORDINATOR_NOT_AVAILABLE until then).
+                            topic; wirebroker waits (up to 2 s, `TopicAdmin.wait_settled`) until
+                            the new partitions have leaders, so the answer is final at once
+                            (a single broker elects itself within a few checkpoints), and
+                            COORDINATOR_NOT_AVAILABLE only when that takes longer.
                             COORDINATOR_NOT_AVAILABLE too while this broker's coordinator is not
                             active (not started, shut down) or the topic cannot be created. The
                             answer does not wait for the coordinator to load the partition: the
@@ -79,9 +80,20 @@ _MESSAGES = {
 
 
 _NO_NODE = (-1, "", -1)
+#: How long a request waits for the leaders of a `__consumer_offsets` being created.
+_CREATE_WAIT_S = 2.0
 
 
-def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, tuple[int, str, int]]:
+def _never_led(ctx: RequestContext, partition: int) -> bool:
+    """The partition is not known yet or never had a leader (a new topic), as opposed to
+    having lost its leader."""
+    view = ctx.services.cluster.partition(OFFSETS_TOPIC, partition)
+    return view is None or view.leader_epoch < 0
+
+
+async def _lookup(
+    ctx: RequestContext, key_type: int, key: str
+) -> tuple[ErrorCode, tuple[int, str, int]]:
     """The error for one key (INVALID_REQUEST for every key type but group and transaction)
     and the coordinator's (node id, host, port); -1, "", -1 with an error."""
     if key_type == KEY_TYPE_TRANSACTION:
@@ -94,7 +106,12 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, tu
     error = coordinator.find_coordinator(key)
     if error is not ErrorCode.NONE:
         return error, _NO_NODE
-    node = ctx.services.leader_of(OFFSETS_TOPIC, coordinator.partition_for(key))
+    partition = coordinator.partition_for(key)
+    node = ctx.services.leader_of(OFFSETS_TOPIC, partition)
+    if node is None and _never_led(ctx, partition):
+        # Being created (by this request or another): wait for its leaders, briefly.
+        await ctx.services.admin.wait_settled([OFFSETS_TOPIC], _CREATE_WAIT_S)
+        node = ctx.services.leader_of(OFFSETS_TOPIC, partition)
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
     return ErrorCode.NONE, node
@@ -108,7 +125,7 @@ async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordi
     if version >= _BATCHED_VERSION:
         coordinators: list[Coordinator] = []
         for key in list(req.get("coordinator_keys") or []):
-            error, (node_id, host, port) = _lookup(ctx, key_type, key)
+            error, (node_id, host, port) = await _lookup(ctx, key_type, key)
             coordinators.append(
                 {
                     "key": key,
@@ -121,7 +138,7 @@ async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordi
             )
         return {"throttle_time_ms": 0, "coordinators": coordinators}
     key = str(req.get("key") or "")
-    error, (node_id, host, port) = _lookup(ctx, key_type, key)
+    error, (node_id, host, port) = await _lookup(ctx, key_type, key)
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),

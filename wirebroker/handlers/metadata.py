@@ -24,7 +24,10 @@ A requested name that does not exist:
                                                 answering with the ready topic is only faster.
                                                 A creation error answers its code (e.g.
                                                 INVALID_TOPIC_EXCEPTION when the name collides
-                                                with an existing one once '.' and '_' are unified)
+                                                with an existing one once '.' and '_' are
+                                                unified); a creation already under way (another
+                                                request's) is waited for like ours. Not ready
+                                                within 2 s: LEADER_NOT_AVAILABLE
     otherwise                                   UNKNOWN_TOPIC_OR_PARTITION
 
 Topic fields: error_code, name, topic_id (v10+), is_internal, partitions (error NONE,
@@ -46,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import ClusterError
+from wirebroker.cluster.errors import ClusterError, TopicExistsError
 from wirebroker.cluster.names import is_internal, validate_topic_name
 from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo
@@ -146,16 +149,21 @@ async def _unknown_name(
     except Exception:
         log.exception("auto-creating topic %r failed", name)
         return _missing(name, ErrorCode.UNKNOWN)
-    if isinstance(created, ClusterError):
+    if isinstance(created, TopicExistsError):
+        pass  # another request is creating it: answer as for ours, once it is there
+    elif isinstance(created, ClusterError):
         return _missing(name, created.error_code)
-    if not isinstance(created, TopicInfo):
+    elif not isinstance(created, TopicInfo):
         log.error("auto-creating topic %r failed: %s", name, created)
         return _missing(name, ErrorCode.UNKNOWN)
-    info = created
-    log.info("auto-created topic %s with %d partition(s)", name, info.partitions)
-    # In a cluster, answer once the partitions have leaders (or LEADER_NOT_AVAILABLE after a
-    # short wait: clients retry on it, as with Kafka).
+    else:
+        log.info("auto-created topic %s with %d partition(s)", name, created.partitions)
+    # Answer once the partitions have leaders (or LEADER_NOT_AVAILABLE after a short wait:
+    # clients retry on it, as with Kafka).
     await ctx.services.admin.wait_settled([name], _AUTO_CREATE_WAIT_S)
+    info = ctx.services.topics.get(name)
+    if info is None:
+        return _missing(name, ErrorCode.LEADER_NOT_AVAILABLE)
     return _topic_entry(ctx, info, ops)
 
 

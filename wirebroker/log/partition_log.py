@@ -281,7 +281,9 @@ class PartitionLog:
         staged = self._producers.validate_all(h for _, h in stamped)
 
         with self._io("append", offline_on_error=True):
-            if leader_epoch >= 0 and self._epochs.assign(leader_epoch, first_offset):
+            if leader_epoch >= 0:
+                self._epochs.assign(leader_epoch, first_offset)
+            if self._epochs.changed:  # also an entry `assign_epoch_start_offset` deferred
                 self._write_epoch_checkpoint()
             seg = self._maybe_roll(len(buf), max_ts, last_offset, now_ms)
         try:
@@ -597,10 +599,14 @@ class PartitionLog:
 
     def assign_epoch_start_offset(self, epoch: int, start_offset: int | None = None) -> None:
         """Record that `epoch` starts at `start_offset` (default: the log end), as a new leader
-        does when it takes over (Kafka's Partition.makeLeader)."""
+        does when it takes over (Kafka's Partition.makeLeader).
+
+        On an empty log the checkpoint is written with the first append (or the next change),
+        not now: until then the entry protects no record, and a leader assigns it again after
+        a restart. So a new partition's first leadership costs no fsync."""
         with self._io("leader epoch checkpoint", offline_on_error=True):
             start = self.log_end_offset if start_offset is None else start_offset
-            if self._epochs.assign(epoch, start):
+            if self._epochs.assign(epoch, start) and self.log_end_offset > self.log_start_offset:
                 self._write_epoch_checkpoint()
 
     def size_in_bytes(self) -> int:

@@ -1,0 +1,120 @@
+"""A single broker is a cluster of one: the cluster code over an in-process ZooKeeper.
+
+Without `zookeeper.connect` the broker runs exactly the code a cluster broker runs (the
+`ClusterMember`, the `ZkController` it elects, `ZkTopicAdmin`, the `ReplicaManager` in
+replicated mode driven by make_leader) against a `MemoryZooKeeper` that lives in the broker's
+process and only as long as it. Nothing of that tree is written anywhere: the `TopicStore`
+(`wirebroker-topics.json`) stays the durable record of the topics, as before. The member keeps
+mirroring every topic change into it (one fsynced rewrite per change, before the change is
+answered to the client), and every start rebuilds the tree from it.
+
+Start (`LocalCluster.seed`, after the logs are loaded and before the member runs), one
+`multi` (one transaction, no watcher yet)::
+
+    /cluster/id                                   the store's cluster id
+    /controller_epoch                             0
+    /brokers/topics/<T>                           {"partitions": {"<p>": [node]}, topic id}
+    /brokers/topics/<T>/partitions/<p>/state      leader node, ISR [node],
+                                                  leader_epoch = the log's latest epoch (0 for
+                                                  an empty or missing log), controller_epoch 0
+    /config/topics/<T>                            the topic's config overrides
+
+So the member finds every topic with a leader and the controller finds nothing to elect:
+nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
+its data already carries (make_leader never goes back; the epochs clients saw before a restart
+stay valid, and a single broker keeps leading at epoch 0 as it always did). Every assignment
+is [node] (a single broker holds every partition, as it always has; a store written with
+another assignment, e.g. by a former cluster member, is rewritten once, in one write, before
+seeding, so the member's mirror never rewrites the store topic by topic at start).
+
+After start every change goes the cluster's way: CreateTopics / DeleteTopics /
+CreatePartitions / AlterConfigs write znodes through `ZkTopicAdmin`, the controller elects the
+new partitions' leader (this broker, epoch 0), the member mirrors the result into the store and
+makes this broker leader; the handlers answer once `ZkTopicAdmin.wait_settled` saw it (a few
+trio checkpoints with the in-memory store). With one replica per partition there is never a
+follower, an ISR change or a leader election after the first one; leader epochs stay where they
+are for the broker's whole life.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.zk_member import mirrored_info
+from wirebroker.coordination.api import Create, Op
+from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+
+__all__ = ["LocalCluster", "seed_ops", "single_broker_topics"]
+
+#: Parents of the seeded znodes, created first (the member creates the other persistent paths).
+_PARENTS = ("/cluster", "/brokers", zl.BROKER_TOPICS, "/config", zl.CONFIG_TOPICS)
+
+
+def single_broker_topics(store: TopicStore, node_id: int) -> list[TopicInfo]:
+    """The store's topics as the member will mirror them: every partition on `node_id`."""
+    out = []
+    for info in store.all():
+        assignment = zl.TopicAssignment(
+            {p: (node_id,) for p in range(info.partitions)}, info.topic_id
+        )
+        out.append(mirrored_info(info.name, assignment, info.configs, info))
+    return out
+
+
+def seed_ops(
+    cluster_id: str,
+    topics: list[TopicInfo],
+    node_id: int,
+    epoch_of: Callable[[str, int], int],
+) -> list[Op]:
+    """The creates of the tree described in the module docstring, parents first.
+    `epoch_of(topic, partition)`: the latest leader epoch of the partition's log (-1: none)."""
+    ops: list[Op] = [Create(path) for path in _PARENTS]
+    ops.append(Create(zl.CLUSTER_ID, zl.encode_cluster_id(cluster_id)))
+    ops.append(Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0)))
+    for info in topics:
+        name = info.name
+        assignment = zl.TopicAssignment(dict(enumerate(info.assignment)), info.topic_id)
+        ops.append(Create(zl.topic_config_path(name), zl.encode_topic_config(info.configs)))
+        ops.append(Create(zl.topic_path(name), zl.encode_topic(assignment)))
+        ops.append(Create(zl.partitions_path(name)))
+        for index in range(info.partitions):
+            state = zl.PartitionState(
+                leader=node_id,
+                leader_epoch=max(epoch_of(name, index), 0),
+                isr=(node_id,),
+                controller_epoch=0,
+            )
+            ops.append(Create(zl.partition_path(name, index)))
+            ops.append(Create(zl.state_path(name, index), zl.encode_partition_state(state)))
+    return ops
+
+
+class LocalCluster:
+    """The in-process ZooKeeper of a single broker (see the module docstring)."""
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.server = MemoryZooKeeper()
+        #: The broker's session (run it before `seed`).
+        self.coordination = MemoryCoordination(self.server)
+
+    async def seed(self, store: TopicStore, epoch_of: Callable[[str, int], int]) -> None:
+        """Rewrite the store once when its topics are not in the form the member mirrors,
+        then create the tree from it (one transaction)."""
+        topics = single_broker_topics(store, self.node_id)
+        changed = [
+            info
+            for info in topics
+            if (current := store.get(info.name)) != info
+            or current is None
+            or dict(current.configs) != dict(info.configs)
+        ]
+        if changed:
+            store.put_many(changed)
+        await self.coordination.multi(seed_ops(store.cluster_id, topics, self.node_id, epoch_of))

@@ -572,7 +572,7 @@ class ClusterLauncher:
             self._drain(broker)
             code = broker.poll()
             if code not in (0, None):
-                self.note(f"broker {broker.node_id} stopped with {describe_exit(code)}")
+                self.note(f"broker {broker.node_id} stopped: {describe_exit(code)}")
 
 
 def run_cluster(spec: ClusterSpec, **kwargs: Any) -> int:

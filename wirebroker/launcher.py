@@ -12,9 +12,10 @@ What it starts, in order:
    process group (a Ctrl-C in the terminal reaches only the launcher, which then stops the
    brokers in order) and gets SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG).
    `offsets.topic.replication.factor` is min(3, N) unless an override sets it.
-3. It waits for every broker's `wirebroker ready on HOST:PORT` line, then (through kazoo) until
-   ZooKeeper lists all N brokers under /brokers/ids and a controller under /controller, so a
-   client may create a topic with replication factor N as soon as the launcher says ready.
+3. It waits for every broker's `wirebroker ready on HOST:PORT` line, then until ZooKeeper lists
+   all N brokers under /brokers/ids and a controller under /controller, then until every
+   broker's Metadata lists all N brokers and a controller, so a client may create a topic with
+   replication factor N as soon as the launcher says ready.
 
 Output (stdout, each line flushed): one line per broker
 
@@ -30,9 +31,11 @@ keep running; when no broker is left the launcher stops ZooKeeper and exits 1.
 Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
 vanish at exit with the rest).
 
-Stopping: on SIGINT (Ctrl-C) or SIGTERM every broker gets SIGTERM (a controlled shutdown) at
-once; brokers still alive after `--stop-timeout` seconds (default 30) get SIGKILL, as does
-everything at a second Ctrl-C. Then ZooKeeper stops and the temporary directory is removed
+Stopping: on SIGINT (Ctrl-C) or SIGTERM the brokers get SIGTERM (a controlled shutdown) one
+at a time, the controller last (from its Metadata), each awaited before the next, so every
+controlled shutdown has live brokers to hand its leaderships to; brokers still alive
+`--stop-timeout` seconds (default 30) after the signal get SIGKILL, as does everything at a
+second Ctrl-C. Then ZooKeeper stops and the temporary directory is removed
 (a `--data-dir` given by the user is kept, for inspection: the throwaway ZooKeeper's state is
 gone, so a later run wants a new directory, or `--zookeeper` naming the ZooKeeper that the
 data's cluster used). Exit code 0 after a requested stop, 1 when start-up failed.
@@ -447,6 +450,7 @@ class ClusterLauncher:
             return
         if self.wait_for_registration:
             self._wait_registered(deadline)
+            self._wait_metadata(deadline)
         if self.signals:
             return
         for broker in self.brokers:
@@ -491,6 +495,30 @@ class ClusterLauncher:
             with contextlib.suppress(Exception):
                 zk.stop()
                 zk.close()
+
+    def _wait_metadata(self, deadline: float) -> None:
+        """Poll each broker's Metadata until it lists all N brokers and a controller (a broker's
+        view of the cluster trails ZooKeeper a little; CreateTopics with replication factor N
+        needs N brokers in the view of the broker that takes it)."""
+        want = {b.node_id for b in self.brokers}
+        pending = list(self.brokers)
+        last: object = None
+        while pending and not self.signals:
+            try:
+                ids, controller = metadata_view(str(pending[0].address))
+            except (OSError, ValueError) as exc:
+                ids, controller, last = set(), -1, exc
+            else:
+                last = (sorted(ids), controller)
+            if want <= ids and controller >= 0:
+                pending.pop(0)
+                continue
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"broker {pending[0].node_id}'s Metadata shows (brokers, controller) {last} "
+                    f"after {self.spec.ready_timeout:.0f} s (want brokers {sorted(want)})"
+                )
+            self._wait(0.05)
 
     # -- the event loop -------------------------------------------------------------------
     def _wait(self, timeout: float) -> None:
@@ -546,33 +574,86 @@ class ClusterLauncher:
                     shutil.rmtree(self.temp_dir, ignore_errors=True)
                     self.temp_dir = None
 
+    def _stop_order(self, live: list[_Broker]) -> list[_Broker]:
+        """The brokers to stop, one at a time: the controller last (each controlled shutdown
+        then has live brokers to hand its leaderships to, and the controller moves once)."""
+        controller = -1
+        for broker in live if self.wait_for_registration else ():
+            if broker.address is None:
+                continue
+            try:
+                controller = metadata_view(broker.address, timeout=1.0)[1]
+                break
+            except (OSError, ValueError):
+                continue
+        return sorted(live, key=lambda b: (b.node_id == controller, b.node_id))
+
     def _stop_brokers(self) -> None:
+        """SIGTERM (a controlled shutdown) to one broker at a time, waiting for each to exit,
+        all within --stop-timeout; SIGKILL to what is left after it or at a second signal."""
         live = [b for b in self.brokers if b.poll() is None]
         if not live:
             return
-        self.note(f"stopping {len(live)} broker(s) (SIGTERM: controlled shutdown)")
+        ordered = self._stop_order(live)
+        t0 = time.monotonic()
+        self.note(
+            f"stopping {len(live)} broker(s), one at a time (SIGTERM: controlled shutdown): "
+            + ", ".join(str(b.node_id) for b in ordered)
+        )
         seen = len(self.signals)
-        for broker in live:
-            broker.signal(signal.SIGCONT)  # a stopped process would not see SIGTERM
-            broker.signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.spec.stop_timeout
-        while any(b.poll() is None for b in live):
+        deadline = t0 + self.spec.stop_timeout
+        for current in ordered:
+            current.signal(signal.SIGCONT)  # a stopped process would not see SIGTERM
+            current.signal(signal.SIGTERM)
+            while current.poll() is None:
+                if time.monotonic() > deadline or len(self.signals) > seen:
+                    break
+                self._wait(deadline - time.monotonic())
             if time.monotonic() > deadline or len(self.signals) > seen:
-                slow = [b for b in live if b.poll() is None]
-                why = "a second signal" if len(self.signals) > seen else "the stop time-out"
-                self.note(f"{why}: SIGKILL to broker(s) {', '.join(str(b.node_id) for b in slow)}")
-                for broker in slow:
-                    broker.signal(signal.SIGKILL)
-                for broker in slow:
-                    assert broker.proc is not None
-                    broker.proc.wait()
                 break
-            self._wait(deadline - time.monotonic())
+        slow = [b for b in live if b.poll() is None]
+        if slow:
+            why = "a second signal" if len(self.signals) > seen else "the stop time-out"
+            self.note(f"{why}: SIGKILL to broker(s) {', '.join(str(b.node_id) for b in slow)}")
+            for broker in slow:
+                broker.signal(signal.SIGCONT)
+                broker.signal(signal.SIGKILL)
+            for broker in slow:
+                assert broker.proc is not None
+                broker.proc.wait()
+        self.note(f"brokers stopped in {time.monotonic() - t0:.1f} s")
         for broker in live:
             self._drain(broker)
             code = broker.poll()
             if code not in (0, None):
                 self.note(f"broker {broker.node_id} stopped: {describe_exit(code)}")
+
+
+def metadata_view(address: str, timeout: float = 5.0) -> tuple[set[int], int]:
+    """(broker ids, controller id) in the Metadata v1 answer of the broker at "host:port"."""
+    import socket
+    import struct
+
+    from protocol.codec import decode_response, encode_request
+
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout) as sock:
+        sock.sendall(encode_request(3, 1, 1, "wirebroker-cluster", {"topics": []}))
+        head = b""
+        while len(head) < 4:
+            chunk = sock.recv(4 - len(head))
+            if not chunk:
+                raise ConnectionError(f"{address} closed the connection")
+            head += chunk
+        (size,) = struct.unpack(">i", head)
+        body = b""
+        while len(body) < size:
+            chunk = sock.recv(size - len(body))
+            if not chunk:
+                raise ConnectionError(f"{address} closed the connection")
+            body += chunk
+    _cid, resp = decode_response(3, 1, body)
+    return {int(b.node_id) for b in resp.brokers}, int(resp.controller_id)
 
 
 def run_cluster(spec: ClusterSpec, **kwargs: Any) -> int:

@@ -179,6 +179,7 @@ class ClusterProcesses:
         wait_until(
             lambda: self.controller_or_none() is not None, timeout, "a controller in /controller"
         )
+        self.wait_metadata_brokers(timeout)
         return self
 
     def close(self) -> None:
@@ -275,6 +276,26 @@ class ClusterProcesses:
             timeout,
             f"brokers {sorted(want)} registered in /brokers/ids",
             detail=lambda: f"registered: {sorted(self.registered())}; running: {self.live()}",
+        )
+
+    def wait_metadata_brokers(self, timeout: float = 30.0) -> None:
+        """Every running broker's Metadata lists every running broker and the controller (a
+        broker's view trails ZooKeeper a little; CreateTopics with replication factor N at a
+        broker that sees fewer than N fails)."""
+        want = set(self.live())
+
+        def views() -> dict[int, tuple[list[int], int]]:
+            out = {}
+            for i in self.live():
+                meta = _wire.metadata(self.address(i), [])
+                out[i] = (sorted(b.node_id for b in meta.brokers), meta.controller_id)
+            return out
+
+        wait_until(
+            lambda: all(set(ids) == want and c >= 0 for ids, c in views().values()),
+            timeout,
+            f"every broker's Metadata to list brokers {sorted(want)} and a controller",
+            detail=lambda: f"(brokers, controller) per broker: {views()}",
         )
 
     def wait_unregistered(self, node_id: int, timeout: float = 30.0) -> None:

@@ -11,6 +11,10 @@
 Every cluster a test started is stopped at teardown. When a test fails, each broker's stderr
 (all its starts) and the ZooKeeper tree of the test's chroot are attached to the report.
 
+kafka-python 3.0.12 leaks the socket of every refused reconnect to a dead broker (and these
+tests kill brokers): every test here ignores that ResourceWarning and collects the leaked
+sockets at its end, so that no later test fails on them (warnings are errors in this suite).
+
 A watchdog (WIREBROKER_TEST_WATCHDOG seconds, default 240) dumps every thread's stack and
 SIGKILLs the test's brokers, so that a hung client call fails the test instead of the run.
 """
@@ -18,9 +22,11 @@ SIGKILLs the test's brokers, so that a hung client call fails the test instead o
 from __future__ import annotations
 
 import faulthandler
+import gc
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
@@ -60,6 +66,24 @@ def _zk_tree(cluster: ClusterProcesses) -> str:
 
     walk("/")
     return "\n".join(lines)
+
+
+_HERE = Path(__file__).parent
+_LEAKED_SOCKETS = "ignore:unclosed <socket.socket:ResourceWarning"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.filterwarnings(_LEAKED_SOCKETS))
+
+
+@pytest.fixture(autouse=True)
+def _finalize_leaked_sockets() -> Iterator[None]:
+    yield
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
+        gc.collect()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -231,8 +231,13 @@ def failover_rounds(
     consumer = ProbeConsumer(cluster.bootstrap)
     out: dict[str, list[float]] = {"produce": [], "consume": []}
     try:
-        value, _ = prober.until_acked()
-        wait_until(lambda: consumer.received(value), 60, "the consumer's first probe record")
+        # the consumer starts at the end: probe until it has received one (it is positioned)
+        wait_until(
+            lambda: prober.until_acked(30) and consumer.seen,
+            60,
+            "the consumer's first probe record",
+            interval=0.1,
+        )
         for k in range(kills):
             victim = cluster.leader(TOPIC, 0)
             prober.target = victim

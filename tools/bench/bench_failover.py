@@ -159,6 +159,7 @@ class ProbeConsumer:
                 "fetch.wait.max.ms": 100,
                 "reconnect.backoff.max.ms": 200,
                 "topic.metadata.refresh.interval.ms": 1_000,
+                "log_level": 2,  # no line per refused reconnect to the stopped broker
             }
         )
         self.thread = threading.Thread(target=self._run, daemon=True)

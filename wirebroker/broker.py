@@ -29,6 +29,16 @@ Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
                   checkpoints, clean-shutdown marker). Cancellation is the only way to stop a
                   broker; serve() returns (or raises Cancelled) only after the logs are closed.
 
+Replication (multi-broker mode: `replicated`, by default when `zookeeper.connect` is set; the
+cluster layer drives roles through `replicas.make_leader` / `make_follower` / `stop_replica`
+and fills `peer_endpoints` and `broker_epoch`): the `ReplicaManager` builds partitions without a
+role; a `ReplicaFetcherManager` task fetches the partitions this broker follows from their
+leaders (addresses from `peer_endpoints`); a task drops out-of-sync ISR members every
+replica.lag.time.max.ms / 2 (`maybe_shrink_isr`); `replication-offset-checkpoint` is written
+every replica.high.watermark.checkpoint.interval.ms and before the logs close. In single-broker
+mode none of these tasks exists. `ProduceWaiters` (acks=-1 purgatory) is built in both modes;
+on a single broker nothing ever waits in it.
+
 Listeners: every entry of `listeners` is served as PLAINTEXT except those named in
 `controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER listener; a
 single wirebroker has no controller quorum). SSL/SASL listeners are refused at start.
@@ -47,23 +57,35 @@ wirebroker checks every min(that, 1000) ms so a topic-level `flush.ms` takes eff
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
 
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
-from wirebroker.cluster.topic_store import TopicStore, ensure_meta_properties
-from wirebroker.cluster.view import LocalClusterView
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
+from wirebroker.cluster.topic_store import (
+    TopicStore,
+    ensure_meta_properties,
+    new_random_uuid,
+    read_meta_properties,
+    uuid_to_base64,
+)
+from wirebroker.cluster.view import ClusterView, LocalClusterView
+from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
+from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
-from wirebroker.group.runtime import GroupCoordinatorRuntime
+from wirebroker.coordination.api import Coordination
+from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
+from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
+from wirebroker.replication.fetcher import ReplicaFetcherManager
+from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -92,38 +114,99 @@ class Broker:
         *,
         clock: Callable[[], int] = wall_clock_ms,
         grace_s: float = 5.0,
+        coordination: Coordination | None = None,
+        replicated: bool | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.grace_s = grace_s
+        if coordination is None and config.values.get("zookeeper.connect"):
+            coordination = zookeeper_coordination(config)
+        if replicated is None:
+            replicated = coordination is not None
+        self.replicated = replicated
+        #: multi-broker mode: node id -> (host, port) of the other brokers (the fetchers' view)
+        self.peer_endpoints: dict[int, tuple[str, int]] = {}
+        #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
+        self.broker_epoch = -1
         self.listen = self._listen_addresses()
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
+        #: The cluster's coordination session (None: a single broker).
+        self.coordination = coordination
+        self.member: ClusterMember | None = None
+        self._coordination_scope: trio.CancelScope | None = None
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
         # Before any file of a log dir is read or written; held until the logs are closed.
         self.dir_locks = LogDirLocks.acquire(self.log_dirs)
+        self.bound: list[tuple[str, int]] = []
+        if coordination is not None:
+            return  # built in serve(), once the cluster id is known
         try:
             self._build(config, clock, grace_s)
         except BaseException:
             self.dir_locks.release()
             raise
-        self.bound: list[tuple[str, int]] = []
 
     def _build(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         node_id = config.node_id
         self.topics = TopicStore.open(self.log_dirs[0], cluster_id=config.values.get("cluster.id"))
         ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
         self.logs = LogManager(self.log_dirs)
-        self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
-        self.admin = LocalTopicAdmin(
-            config, self.topics, self.logs, node_id=node_id, listener=self.replicas
+        self.replicas = ReplicaManager(
+            config, self.logs, self.topics, node_id=node_id, replicated=self.replicated
         )
+        self.admin: TopicAdmin
+        cluster: ClusterView
+        if self.coordination is not None:
+            self.member = ClusterMember(
+                self.coordination,
+                node_id=node_id,
+                rack=config.values.get("broker.rack"),
+                topics=self.topics,
+                replicas=self.replicas,
+                address=self._advertised,
+                clock=clock,
+                config=config,
+            )
+            self.replicas.isr_listener = self.member
+            self.admin = ZkTopicAdmin(config, self.member, self.logs)
+            cluster = self.member.cache
+        else:
+            self.admin = LocalTopicAdmin(
+                config, self.topics, self.logs, node_id=node_id, listener=self.replicas
+            )
+            cluster = LocalClusterView(node_id, self._advertised, self.replicas)
         self.fetch_waiters = FetchWaiters()
         self.replicas.add_data_listener(self.fetch_waiters.notify)
+        self.produce_waiters = ProduceWaiters()
+        self.replicas.add_hw_listener(self.produce_waiters.notify)
+        self.fetchers: ReplicaFetcherManager | None = None
+        if self.replicated:
+            self.fetchers = ReplicaFetcherManager(
+                self.replicas,
+                node_id=node_id,
+                endpoint=self._peer_endpoint,
+                broker_epoch=self._broker_epoch,
+                config=config,
+                clock=clock,
+            )
         self.producer_ids = ProducerIdManager(self.topics)
-        self.group_coordinator = GroupCoordinatorRuntime(
-            config, self.replicas, admin=self.admin, clock=clock
-        )
+        if self.replicated:
+            self.group_coordinator = GroupCoordinatorRuntime(
+                config,
+                self.replicas,
+                admin=self.admin,
+                clock=clock,
+                leads_every_partition=False,
+                offsets_replication_factor=config.get_int("offsets.topic.replication.factor"),
+                replication_waiter=self.produce_waiters.wait,
+            )
+            self.replicas.add_role_listener(self._offsets_leadership)
+        else:
+            self.group_coordinator = GroupCoordinatorRuntime(
+                config, self.replicas, admin=self.admin, clock=clock
+            )
         self.services = Services(
             config=config,
             logs=self.logs,
@@ -134,9 +217,10 @@ class Broker:
             producer_ids=self.producer_ids,
             node_id=node_id,
             cluster_id=self.topics.cluster_id,
-            cluster=LocalClusterView(node_id, self._advertised, self.replicas),
+            cluster=cluster,
             clock=clock,
             group_coordinator=self.group_coordinator,
+            produce_waiters=self.produce_waiters,
         )
         self.handlers = load_handlers()
         max_frame_bytes = config.socket_request_max_bytes
@@ -149,6 +233,24 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+
+    def _offsets_leadership(self, part: Partition) -> None:
+        """The group coordinator follows the leadership of `__consumer_offsets` partitions."""
+        if part.topic != OFFSETS_TOPIC:
+            return
+        if part.role is Role.LEADER:
+            self.group_coordinator.on_became_leader(part.index, part.leader_epoch)
+        else:
+            self.group_coordinator.on_resigned(part.index, part.leader_epoch)
+
+    def _peer_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        if self.member is not None:
+            node = self.member.cache.broker(node_id)
+            return None if node is None else (node.host, node.port)
+        return self.peer_endpoints.get(node_id)
+
+    def _broker_epoch(self) -> int:
+        return self.member.broker_epoch if self.member is not None else self.broker_epoch
 
     def _advertised(self) -> tuple[str, int]:
         return self.services.advertised_host, self.services.advertised_port
@@ -195,8 +297,44 @@ class Broker:
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_set_when_cancelled, stop)
-            bound = await nursery.start(self._run, stop)
-            task_status.started(bound)
+            coordination = self.coordination
+            if coordination is not None:
+                try:
+                    await self._join_cluster(nursery, coordination)
+                except BaseException:
+                    self.dir_locks.release()
+                    if self._coordination_scope is not None:
+                        self._coordination_scope.cancel()
+                    raise
+            try:
+                async with trio.open_nursery() as inner:
+                    bound = await inner.start(self._run, stop)
+                    task_status.started(bound)
+            finally:
+                # The coordination session ends last: controlled shutdown needed it.
+                if self._coordination_scope is not None:
+                    self._coordination_scope.cancel()
+
+    async def _run_coordination(
+        self, coordination: Coordination, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        # Shielded: only serve() ends the session, after the broker stopped.
+        with trio.CancelScope(shield=True) as scope:
+            self._coordination_scope = scope
+            await coordination.run(task_status=task_status)
+
+    async def _join_cluster(self, nursery: trio.Nursery, coordination: Coordination) -> None:
+        """Connect to the cluster, adopt its id (or give it ours), then build the services."""
+        await nursery.start(self._run_coordination, coordination)
+        meta = read_meta_properties(self.log_dirs[0])
+        proposed = (
+            self.config.values.get("cluster.id")
+            or (meta or {}).get("cluster.id")
+            or uuid_to_base64(new_random_uuid())
+        )
+        cluster_id = await resolve_cluster_id(coordination, proposed)
+        self.config.values["cluster.id"] = cluster_id
+        self._build(self.config, self.clock, self.grace_s)
 
     async def _run(
         self, stop: trio.Event, *, task_status: trio.TaskStatus[list[tuple[str, int]]]
@@ -222,17 +360,28 @@ class Broker:
                         host,
                         port,
                     )
+                    member_scope = trio.CancelScope()
+                    if self.member is not None:
+                        await nursery.start(_run_in, member_scope, self.member.run)
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
                         async with trio.open_nursery() as tasks:
                             self._start_background(tasks)
                             await stop.wait()
+                            if self.member is not None and self.config.get_bool(
+                                "controlled.shutdown.enable"
+                            ):
+                                timeout_ms = self.config.get_int("controlled.shutdown.timeout.ms")
+                                await self.member.controlled_shutdown(timeout_ms / 1000)
                             background.cancel()
                     log.info("shutting down")
+                    member_scope.cancel()
                     self.group_coordinator.shutdown()
                     self.server.shutdown()
             finally:
                 if loaded:
+                    if self.replicated:
+                        self._checkpoint_high_watermarks()
                     self.logs.close()
                     log.info("logs closed cleanly")
                 self.dir_locks.release()
@@ -252,6 +401,28 @@ class Broker:
             backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
             nursery.start_soon(self._clean_logs, backoff_ms)
         nursery.start_soon(self.group_coordinator.run)
+        if self.replicated:
+            self._start_replication(nursery)
+
+    # -- replication (multi-broker mode only) ---------------------------------------------
+    def _start_replication(self, nursery: trio.Nursery) -> None:
+        assert self.fetchers is not None
+        nursery.start_soon(self.fetchers.run)
+        lag_ms = self.config.get_int("replica.lag.time.max.ms")
+        nursery.start_soon(
+            self._every,
+            max(lag_ms // 2, 1),
+            "ISR shrink",
+            lambda: self.replicas.maybe_shrink_isr(self.clock()),
+        )
+        hw_ms = self.config.get_int("replica.high.watermark.checkpoint.interval.ms")
+        nursery.start_soon(self._every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks)
+
+    def _checkpoint_high_watermarks(self) -> None:
+        try:
+            self.replicas.checkpoint_high_watermarks()
+        except Exception:
+            log.exception("cannot write the replication-offset-checkpoint")
 
     async def _clean_logs(self, backoff_ms: int) -> None:
         """Compact `cleanup.policy=compact` logs: bounded chunks, yielding between them."""
@@ -273,6 +444,28 @@ class Broker:
                 job()
             except Exception:
                 log.exception("background task %r failed", what)
+
+
+def zookeeper_coordination(config: BrokerConfig) -> Coordination:
+    """A ZooKeeper session from `zookeeper.connect` and its timeouts."""
+    from wirebroker.coordination.zk import ZkCoordination
+
+    return ZkCoordination(
+        config.values["zookeeper.connect"],
+        session_timeout_s=config.get_int("zookeeper.session.timeout.ms") / 1000,
+        connect_timeout_s=config.get_int("zookeeper.connection.timeout.ms") / 1000,
+    )
+
+
+async def _run_in(
+    scope: trio.CancelScope,
+    run: Callable[..., Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`run(task_status=...)` inside `scope`, so that it can be stopped on its own."""
+    with scope:
+        await run(task_status=task_status)
 
 
 async def _set_when_cancelled(event: trio.Event) -> None:

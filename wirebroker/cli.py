@@ -1,6 +1,7 @@
 """The command line: `wirebroker serve` (also `python -m wirebroker serve`; `serve` is the default).
 
     wirebroker serve [--host H] [--port P] [--data-dir DIR] [--config FILE]
+                     [--zookeeper HOST:PORT[/CHROOT] --node-id N]
                      [--override KEY=VALUE ...] [--log-level LEVEL]
     wirebroker cluster [--brokers N] ...   a local ZooKeeper + N brokers (wirebroker/launcher.py)
 
@@ -11,6 +12,9 @@ Configuration, lowest precedence first:
                              advertised.listeners, log.dirs, num.partitions, ...)
     --override KEY=VALUE     any config key, repeatable
     --host/--port/--data-dir replace the host/port of the first listener and `log.dirs`
+    --zookeeper/--node-id    set zookeeper.connect and broker.id/node.id: join (or found) the
+                             cluster that ZooKeeper coordinates; the ready line is printed once
+                             the broker is registered there
 Unknown keys produce one warning line each and are otherwise ignored; an invalid value of a
 known key is fatal (exit code 2).
 
@@ -58,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default 9092; 0: any free port)")
     serve.add_argument("--data-dir", help="log directory (sets log.dirs)")
     serve.add_argument("--config", help="a Kafka server.properties file")
+    serve.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[,...][/CHROOT]",
+        help="join the cluster coordinated by this ZooKeeper (sets zookeeper.connect); "
+        "without it the broker runs alone and needs nothing external",
+    )
+    serve.add_argument(
+        "--node-id", type=int, help="this broker's id in the cluster (sets broker.id / node.id)"
+    )
     serve.add_argument(
         "--override",
         action="append",
@@ -159,6 +172,11 @@ def config_values(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not key.strip():
             raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
         values[key.strip()] = value.strip()
+    if getattr(args, "zookeeper", None):
+        values["zookeeper.connect"] = args.zookeeper
+    if getattr(args, "node_id", None) is not None:
+        values["node.id"] = str(args.node_id)
+        values["broker.id"] = str(args.node_id)
     if args.data_dir:
         values["log.dirs"] = str(Path(args.data_dir).expanduser())
     if args.host is not None or args.port is not None:

@@ -236,6 +236,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("offsets.retention.minutes", _T.INT, "10080", "", minimum=1),
         ConfigDef(
+            "offsets.commit.timeout.ms",
+            _T.INT,
+            "5000",
+            "how long a group write waits for its replication",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
             "group.initial.rebalance.delay.ms",
             _T.INT,
             "0",
@@ -255,7 +263,48 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         ConfigDef("cluster.id", _T.STRING, None, "generated on first start", read_only=True),
-        ConfigDef("zookeeper.connect", _T.STRING, None, "multi-broker mode only", read_only=True),
+        ConfigDef(
+            "zookeeper.connect",
+            _T.STRING,
+            None,
+            "host:port[,host:port...][/chroot] of the cluster's ZooKeeper (unset: single broker)",
+            read_only=True,
+        ),
+        ConfigDef(
+            "zookeeper.session.timeout.ms",
+            _T.INT,
+            "6000",
+            "ZooKeeper session timeout (Kafka: 18000; shorter here for quick local failover)",
+            read_only=True,
+            minimum=1,
+        ),
+        ConfigDef("zookeeper.connection.timeout.ms", _T.INT, "10000", "", read_only=True),
+        ConfigDef("broker.rack", _T.STRING, None, "rack of this broker", read_only=True),
+        ConfigDef("auto.leader.rebalance.enable", _T.BOOLEAN, "true", "", read_only=True),
+        ConfigDef(
+            "leader.imbalance.check.interval.seconds", _T.INT, "300", "", read_only=True, minimum=1
+        ),
+        ConfigDef("leader.imbalance.per.broker.percentage", _T.INT, "10", "", read_only=True),
+        ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true", "", read_only=True),
+        ConfigDef("controlled.shutdown.timeout.ms", _T.INT, "10000", "", read_only=True),
+        # replication (multi-broker mode; a single broker has no followers)
+        ConfigDef("replica.lag.time.max.ms", _T.LONG, "30000", "", minimum=1, read_only=True),
+        ConfigDef("replica.fetch.wait.max.ms", _T.INT, "500", "", minimum=0, read_only=True),
+        ConfigDef("replica.fetch.min.bytes", _T.INT, "1", "", minimum=1, read_only=True),
+        ConfigDef("replica.fetch.max.bytes", _T.INT, "1048576", "", minimum=0, read_only=True),
+        ConfigDef(
+            "replica.fetch.response.max.bytes", _T.INT, "10485760", "", minimum=0, read_only=True
+        ),
+        ConfigDef("replica.fetch.backoff.ms", _T.INT, "1000", "", minimum=0, read_only=True),
+        ConfigDef("replica.socket.timeout.ms", _T.INT, "30000", "", minimum=1, read_only=True),
+        ConfigDef(
+            "replica.high.watermark.checkpoint.interval.ms",
+            _T.LONG,
+            "5000",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
     ]
 }
 

@@ -468,33 +468,26 @@ class ClusterLauncher:
 
     def _wait_registered(self, deadline: float) -> None:
         """Poll ZooKeeper until /brokers/ids lists every broker and /controller exists."""
-        try:
-            from kazoo.client import KazooClient
-        except ImportError:  # kazoo comes with the cluster mode; without it, trust the lines
-            return
+        from wirebroker.coordination.zk import ZkPeek
+
         want = {str(b.node_id) for b in self.brokers}
-        zk = KazooClient(hosts=self.connect, timeout=10.0)
         try:
-            zk.start(timeout=max(1.0, deadline - time.monotonic()))
-            while not self.signals:
-                ids = set(zk.get_children("/brokers/ids")) if zk.exists("/brokers/ids") else set()
-                if want <= ids and zk.exists("/controller"):
-                    return
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"ZooKeeper lists brokers {sorted(ids)} (want {sorted(want)}) and "
-                        f"{'a' if zk.exists('/controller') else 'no'} controller after "
-                        f"{self.spec.ready_timeout:.0f} s"
-                    )
-                self._wait(0.05)
+            with ZkPeek(self.connect, timeout_s=max(1.0, deadline - time.monotonic())) as zk:
+                while not self.signals:
+                    ids = set(zk.children("/brokers/ids"))
+                    if want <= ids and zk.exists("/controller"):
+                        return
+                    if time.monotonic() > deadline:
+                        raise ClusterError(
+                            f"ZooKeeper lists brokers {sorted(ids)} (want {sorted(want)}) and "
+                            f"{'a' if zk.exists('/controller') else 'no'} controller after "
+                            f"{self.spec.ready_timeout:.0f} s"
+                        )
+                    self._wait(0.05)
         except ClusterError:
             raise
         except Exception as exc:
             raise ClusterError(f"cannot read ZooKeeper at {self.connect}: {exc}") from exc
-        finally:
-            with contextlib.suppress(Exception):
-                zk.stop()
-                zk.close()
 
     def _wait_metadata(self, deadline: float) -> None:
         """Poll each broker's Metadata until it lists all N brokers and a controller (a broker's

@@ -120,6 +120,31 @@ class NewPartitions:
 class TopicAdmin(abc.ABC):
     """Topic administration (see the module docstring); errors are `ClusterError`s."""
 
+    async def wait_settled(self, names: Sequence[str], timeout_s: float) -> dict[str, str]:
+        """Wait (at most `timeout_s`) until the changes just made to `names` are visible in
+        this broker's metadata; returns name -> problem for those that are not. A single
+        broker applies every change before returning, so there is nothing to wait for."""
+        return {}
+
+    async def alter_reassignments(
+        self, changes: Sequence[tuple[str, int, Sequence[int] | None]], *, allow_rf_change: bool
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """AlterPartitionReassignments in a cluster: (error code, message) per partition that
+        exists (target replicas, or None to cancel). None on a single broker."""
+        return None
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]] | None:
+        """Reassignments in progress: (replicas, adding, removing) per partition; None on a
+        single broker, which never has one."""
+        return None
+
+    async def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """ElectLeaders in a cluster: (error code, message) per existing partition. None on a
+        single broker, which leads every partition with its only replica."""
+        return None
+
     @abc.abstractmethod
     def describe(self, name: str) -> TopicInfo | None:
         """The topic as the metadata knows it, or None."""

@@ -111,9 +111,18 @@ class TopicInfo:
     replication_factor: int
     configs: Mapping[str, str] = field(default_factory=dict)
     is_internal: bool = False
+    #: Replica broker ids per partition, head = preferred leader (a cluster's
+    #: /brokers/topics/<T>); () on a single broker, which holds every partition.
+    assignment: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "configs", MappingProxyType(dict(self.configs)))
+
+    def hosted_by(self, node_id: int, index: int) -> bool:
+        """Whether broker `node_id` holds a replica of partition `index`."""
+        if not self.assignment:
+            return True
+        return index < len(self.assignment) and node_id in self.assignment[index]
 
     def __hash__(self) -> int:
         return hash((self.name, self.topic_id))
@@ -126,6 +135,7 @@ class TopicInfo:
             "replication_factor": self.replication_factor,
             "configs": dict(self.configs),
             "is_internal": self.is_internal,
+            **({"assignment": [list(r) for r in self.assignment]} if self.assignment else {}),
         }
 
     @classmethod
@@ -150,7 +160,18 @@ class TopicInfo:
             replication_factor=rf,
             configs=configs,
             is_internal=bool(obj.get("is_internal", False)),
+            assignment=_assignment(obj.get("assignment"), name),
         )
+
+
+def _assignment(value: Any, name: str) -> tuple[tuple[int, ...], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(r, list) and all(isinstance(b, int) for b in r) for r in value
+    ):
+        raise TopicStoreError(f"topic {name!r}: assignment must be a list of lists of ints")
+    return tuple(tuple(r) for r in value)
 
 
 def read_meta_properties(log_dir: Path, fs: FileSystem | None = None) -> dict[str, str] | None:

@@ -23,15 +23,24 @@ Watches: `watch_data(path, cb)` calls `cb(data, stat)` (both None while the znod
 exist) once with the current value and again after every change, with the latest value (fast
 successive changes may be collapsed into one call, as ZooKeeper's one-shot watches do).
 `watch_children(path, cb)` calls `cb(children)` (sorted names; None while the znode does not
-exist) the same way. Callbacks run in the trio task of `run`, synchronously, one at a time; they
-must not block and may start async work through a nursery or a memory channel. A watch lives
-until `Watch.cancel()` or the end of `run`, and survives session loss (it is re-read on
-reconnection).
+exist) the same way. `watch_*` returns once the first call has run. Callbacks run in the trio
+task of `run`, synchronously, one at a time, in the order the store reported the events; they
+must not block and may start async work through a nursery or a memory channel (an exception
+from a callback ends `run`). A watch lives until `Watch.cancel()` or the end of `run`, and
+survives session loss and reconnection: it is re-read on every `CONNECTED`. Rule for calls: a
+change notification from the store always gives one call (even when the re-read value equals
+the last one, e.g. a child deleted and re-created before the re-read); a re-read after a
+reconnection gives a call only when the value differs from the last one delivered.
 
 Session events (`add_session_listener(cb)`): `SessionState.SUSPENDED` (connection lost, session
-may still live), `CONNECTED` (connection back, same session), `LOST` (session expired: every
-ephemeral of this client is gone; the client opens a new session by itself and reports
-`CONNECTED` once it has one; `session_id` changes).
+may still live), `CONNECTED` (connection back; after LOST: a new session), `LOST` (session
+expired: every ephemeral of this client is gone; the client opens a new session by itself and
+reports `CONNECTED` once it has one; `session_id` changes). A client learns of an expiry only
+when it reconnects, so LOST comes after SUSPENDED. The first connection made by `run` is not
+reported (the listeners hear about changes after `run` started). Operations during SUSPENDED
+wait for the reconnection (bound them with trio timeouts); an operation cut by a connection
+loss raises CoordinationError and may or may not have been applied. Cancelling an awaited
+operation drops its result; the store may still apply it.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ __all__ = [
     "CoordinationError",
     "Create",
     "Delete",
+    "NoChildrenForEphemeralsError",
     "NoNodeError",
     "NodeExistsError",
     "NotEmptyError",
@@ -87,6 +97,10 @@ class BadVersionError(CoordinationError):
 
 class NotEmptyError(CoordinationError):
     pass
+
+
+class NoChildrenForEphemeralsError(CoordinationError):
+    """A create under an ephemeral znode (ephemerals cannot have children)."""
 
 
 class TransactionError(CoordinationError):

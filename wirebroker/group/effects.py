@@ -9,11 +9,16 @@ Every core call returns a `Result`:
     records      `Record(partition, key, value)` to append to `__consumer_offsets`.
 
 Contract for the runtime: append `records` (in order; those of one partition as one batch)
-BEFORE sending `response` or any completion -- an offset commit or a new assignment is
-acknowledged only once it is in the log. If the append fails, do not send the results as
-they are: answer with their `failed(append_error_to_response_error(error))`, then call the
-core's `unload(partitions)` and reload those partitions from the log (the core applied the
-change optimistically, as Kafka does before it reverts to its last committed snapshot).
+and wait until they are replicated (acks=-1: the partition's high watermark past them) BEFORE
+sending `response` or any completion -- an offset commit or a new assignment is acknowledged
+only once it is in the log of every in-sync replica. If the append fails, do not send the
+results as they are: answer with their `failed(error)` (error mapped by
+`append_error_to_commit_error` for OffsetCommit, `append_error_to_response_error` for the
+rest), then call the core's `unload(partitions)` and reload those partitions from the log (the
+core applied the change optimistically, as Kafka does before it reverts to its last committed
+snapshot). If only the replication wait fails (timeout, ISR below min.insync.replicas,
+leadership lost), answer `failed(error)` the same way and keep the state: it matches the
+leader's log, which holds the records.
 
 Parked requests are identified by an opaque hashable `key` chosen by the runtime (a
 connection + correlation id, say). A parked request is always answered exactly once: by a
@@ -85,11 +90,14 @@ class Effects:
 
 
 def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
-    """Map a failed `__consumer_offsets` append to the error a group client understands
-    (Kafka's `appendGroupMetadataErrorToResponseError`)."""
+    """Map a failed `__consumer_offsets` append (or replication wait) to the error a group
+    client understands (Kafka's `appendGroupMetadataErrorToResponseError`; JoinGroup, SyncGroup,
+    LeaveGroup, OffsetDelete, DeleteGroups). NOT_ENOUGH_REPLICAS_AFTER_APPEND is mapped like
+    NOT_ENOUGH_REPLICAS (Kafka's ZooKeeper-mode coordinator does) so the client retries."""
     if error in (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         ErrorCode.REQUEST_TIMED_OUT,
     ):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -101,4 +109,25 @@ def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
         ErrorCode.INVALID_FETCH_SIZE,
     ):
         return ErrorCode.UNKNOWN
+    return error
+
+
+def append_error_to_commit_error(error: ErrorCode) -> ErrorCode:
+    """The same for OffsetCommit (Kafka's `GroupMetadataManager.storeOffsets`): a replication
+    wait that runs out of offsets.commit.timeout.ms stays REQUEST_TIMED_OUT (retriable for
+    every client), records too large are INVALID_COMMIT_OFFSET_SIZE."""
+    if error in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+    ):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
     return error

@@ -2,32 +2,43 @@
 
 The only module of `wirebroker.group` that imports trio. Handlers call its typed methods; each
 runs one core call with `now_ms` from the clock, appends the returned `__consumer_offsets`
-records (acks=-1, `ReplicaManager.append`) BEFORE any response or completion is released, then
+records (acks=-1, `ReplicaManager.append`), waits until they are replicated (the partition's
+high watermark past them, `ReplicationWaiter`) BEFORE the response or a completion is released,
 wakes parked JoinGroup/SyncGroup requests and runs timers already due; a timer task handles
 later deadlines. Invariants:
-- core calls never interleave (each method is synchronous up to its one await of a parked
-  request);
-- an acknowledged commit or assignment is in the kernel (the append returned) first;
+- core calls never interleave (each method is synchronous up to its awaits, which come after
+  the core call and its append);
+- an acknowledged commit or assignment is in the kernel (the append returned) and replicated
+  (high watermark >= last offset + 1; at once for a single replica) first;
 - an append that fails turns the call's results into `result.failed(error)` and reloads the
-  failed partitions from the log, dropping the core's optimistic change.
-`__consumer_offsets` is created on the first FindCoordinator (or append); `load` replays it at
-start (last record per key), partition by partition, while requests get
-COORDINATOR_LOAD_IN_PROGRESS. Details, limits and Kafka differences: docs/groups.md.
+  failed partitions from the log, dropping the core's optimistic change; a replication wait
+  that fails (offsets.commit.timeout.ms, NOT_ENOUGH_REPLICAS_AFTER_APPEND, leadership lost)
+  only fails the answers: the records are in the leader's log, so the state already matches it.
+
+Ownership (`wirebroker.group.ownership`, its table): the coordinator serves the groups of the
+`__consumer_offsets` partitions this broker leads. `on_became_leader(p, epoch)` schedules a load
+of `p` (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), `on_resigned(p)` unloads it
+(parked requests NOT_COORDINATOR, later requests NOT_COORDINATOR). Loads run one at a time in
+the runtime's task, in the order they were scheduled; a stale load is discarded. A single
+broker (`leads_every_partition`, the default) leads every partition at epoch 0 from the start:
+`run` -> `load` loads them all, in order. `__consumer_offsets` is created on the first
+FindCoordinator (or append). Details, limits and Kafka differences: docs/groups.md.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import logging
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from protocol.errors import ErrorCode
 from protocol.group_records import GroupRecordError
-from protocol.records import InvalidBatch, build_batch, decode_records, iter_batches
+from protocol.records import build_batch
 from wirebroker.cluster.errors import ClusterError, UnknownTopicOrPartitionError
 from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo
@@ -37,6 +48,7 @@ from wirebroker.group.effects import (
     Completion,
     Record,
     Result,
+    append_error_to_commit_error,
     append_error_to_response_error,
 )
 from wirebroker.group.messages import (
@@ -58,41 +70,75 @@ from wirebroker.group.messages import (
     SyncResult,
     TopicPartitions,
 )
+from wirebroker.group.offsets_log import keep_latest, keyed_records, record_chunks
+from wirebroker.group.ownership import Ownership
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.config import BrokerConfig
+    from wirebroker.replication.partition import Partition
     from wirebroker.replication.replica_manager import ReplicaManager
 
-__all__ = ["OFFSETS_TOPIC", "GroupCoordinatorRuntime"]
+__all__ = ["OFFSETS_TOPIC", "GroupCoordinatorRuntime", "ReplicationWaiter", "replicated_at_once"]
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
-#: Results answered before their records are appended (`failed` gives the error answer).
 OFFSETS_TOPIC = "__consumer_offsets"
 
-#: Bytes asked for per `PartitionLog.read` while loading.
-_READ_CHUNK = 4 * 1024 * 1024
-#: Keys+values per appended batch (well under the default max.message.bytes of 1 MiB).
-_BATCH_BYTES = 512 * 1024
 #: Upper bound of timer rounds run in one go (a guard against a timer rescheduling itself).
 _MAX_TICKS = 10_000
+
+#: Waits until `part`'s high watermark reaches `required_offset` (the appended records' last
+#: offset + 1), at most `timeout_s`: NONE, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS(_AFTER_APPEND)
+#: or NOT_LEADER_OR_FOLLOWER. Kafka's delayed produce with acks=-1; the broker injects
+#: `wirebroker.replication.delayed_produce.ProduceWaiters.wait` in a cluster.
+ReplicationWaiter = Callable[["Partition", int, float], Awaitable[ErrorCode]]
+
+
+async def replicated_at_once(part: Partition, required_offset: int, timeout_s: float) -> ErrorCode:
+    """The single-broker `ReplicationWaiter`: one replica, so the high watermark is the log
+    end offset after every append and there is nothing to wait for."""
+    del part, required_offset, timeout_s
+    return ErrorCode.NONE
+
+
+@dataclasses.dataclass(frozen=True)
+class _Appended:
+    """Records appended to one partition, replicated once its high watermark reaches
+    `end_offset`; `token`: the partition's ownership token at the append."""
+
+    part: Partition
+    end_offset: int
+    token: int | None
+
+
+#: __consumer_offsets partition -> what an answer waits for there.
+_Pending = dict[int, _Appended]
 
 
 @dataclasses.dataclass
 class _Waiter:
-    """A parked JoinGroup/SyncGroup: its group's partition, the event and the answer."""
+    """A parked JoinGroup/SyncGroup: its group's partition, the event and the answer (which
+    waits for `replication` first, when its call appended records there)."""
 
     partition: int
     event: trio.Event = dataclasses.field(default_factory=trio.Event)
     response: ParkedResult | None = None
+    replication: _Appended | None = None
 
 
 class GroupCoordinatorRuntime:
-    """Runs a `GroupCoordinatorCore` for the broker (see the module docstring)."""
+    """Runs a `GroupCoordinatorCore` for the broker (see the module docstring).
+
+    `leads_every_partition`: a single broker (it loads every partition at start); False in a
+    cluster, where the cluster layer reports leaderships (`on_became_leader`, `on_resigned`).
+    `offsets_replication_factor`: of `__consumer_offsets` when this broker creates it (a
+    cluster passes offsets.topic.replication.factor). `replication_waiter`: see
+    `ReplicationWaiter` (default `replicated_at_once`).
+    """
 
     def __init__(
         self,
@@ -102,6 +148,9 @@ class GroupCoordinatorRuntime:
         admin: TopicAdmin,
         clock: Callable[[], int],
         member_id_suffix: Callable[[], str] | None = None,
+        leads_every_partition: bool = True,
+        offsets_replication_factor: int = 1,
+        replication_waiter: ReplicationWaiter = replicated_at_once,
     ) -> None:
         self.replicas = replicas
         self.admin = admin
@@ -119,75 +168,145 @@ class GroupCoordinatorRuntime:
             group_config = dataclasses.replace(group_config, num_partitions=existing.partitions)
         self.core = GroupCoordinatorCore(group_config, member_id_suffix=member_id_suffix)
         self.segment_bytes = config.get_int("offsets.topic.segment.bytes")
+        self.commit_timeout_ms = config.get_int("offsets.commit.timeout.ms")
+        self.leads_every_partition = leads_every_partition
+        self.offsets_replication_factor = offsets_replication_factor
+        self.replication_waiter = replication_waiter
+        self.ownership = Ownership()
         self._waiters: dict[Hashable, _Waiter] = {}
         self._keys = itertools.count(1)
         self._timer_changed = trio.Event()
         self._timer_deadline: int | None = None
         self._recovering = False
+        self._load_queue: collections.deque[int] = collections.deque()
+        self._load_ready = trio.Event()
+        self._stopped = False
         self.loaded = trio.Event()
 
     # == lifetime ==========================================================================
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Load `__consumer_offsets`, report started, then run timers until cancelled."""
+        """Become active (a single broker: load every partition first), report started, then
+        run the timers and the loads scheduled by `on_became_leader` until cancelled."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._timer_loop)
-            await self.load()
+            if self.leads_every_partition:
+                await self.load()
+            else:
+                self._activate()
+                self.loaded.set()
             task_status.started()
+            await self._load_loop()
 
     async def load(self) -> None:
-        """Replay every partition of `__consumer_offsets` into the core (see the docstring)."""
-        info = self.admin.describe(OFFSETS_TOPIC)
-        if info is None:
-            self.core.begin_loading()
-            self._process(self.core.complete_loading(self.clock()))
-            self.loaded.set()
-            return
-        partitions = list(range(self.core.config.num_partitions))
-        self._process(self.core.begin_loading(partitions))
+        """Single broker: lead every partition of `__consumer_offsets` at epoch 0 and load
+        them in partition order (the module docstring)."""
+        self._activate()
+        partitions = range(self.core.config.num_partitions)
+        for p in partitions:
+            self._became_leader(p, 0)
+        exists = self.admin.describe(OFFSETS_TOPIC) is not None
         started = self.clock()
         total = 0
         for p in partitions:
             total += await self._load_partition(p)
-        log.info(
-            "loaded %s (%d partitions, %d live records) in %d ms: %d group(s)",
-            OFFSETS_TOPIC,
-            len(partitions),
-            total,
-            self.clock() - started,
-            len(self.core.group_ids()),
-        )
-        self.loaded.set()
-
-    async def _load_partition(self, partition: int) -> int:
-        """Replay one partition (marked loading) and serve it; the records replayed."""
-        total = 0
-        try:
-            latest: dict[bytes, bytes | None] = {}
-            for records in self._read_partition(partition):
-                _keep_latest(latest, records)
-                await trio.lowlevel.checkpoint()
-            total = self._replay(partition, latest.items())
-        except Exception:
-            log.exception(
-                "loading %s-%d failed; its groups answer NOT_COORDINATOR", OFFSETS_TOPIC, partition
+        if exists:
+            log.info(
+                "loaded %s (%d partitions, %d live records) in %d ms: %d group(s)",
+                OFFSETS_TOPIC,
+                len(partitions),
+                total,
+                self.clock() - started,
+                len(self.core.group_ids()),
             )
-            self._process(self.core.unload([partition]))
-            return total
-        self._process(self.core.complete_loading(self.clock(), [partition]))
-        return total
+        self.loaded.set()
 
     def shutdown(self) -> None:
         """Unload everything: parked requests get NOT_COORDINATOR, later ones
-        COORDINATOR_NOT_AVAILABLE."""
+        COORDINATOR_NOT_AVAILABLE; later leadership changes are ignored."""
+        self._stopped = True
+        self.ownership.drop_all()
+        self._load_queue.clear()
         self._process(self.core.shutdown())
+
+    def _activate(self) -> None:
+        """Make the core active with whatever it owns (completing no partition does that)."""
+        self._process(self.core.complete_loading(self.clock(), ()))
+
+    # == leadership of __consumer_offsets partitions (see wirebroker.group.ownership) ======
+    def on_became_leader(self, partition: int, leader_epoch: int) -> None:
+        """This broker now leads `__consumer_offsets` partition `partition` at
+        `leader_epoch`: schedule its load (its groups answer COORDINATOR_LOAD_IN_PROGRESS until
+        it is done). Stale or repeated notifications change nothing."""
+        if self._became_leader(partition, leader_epoch):
+            self._load_queue.append(partition)
+            self._load_ready.set()
+
+    def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
+        """This broker no longer leads `partition` (`leader_epoch`: the partition's new epoch,
+        when known; a stale one is ignored): its groups are dropped, parked JoinGroup/SyncGroup
+        requests answered NOT_COORDINATOR, later requests NOT_COORDINATOR."""
+        if self.ownership.resigned(partition, leader_epoch):
+            log.info("resigned as coordinator of %s-%d", OFFSETS_TOPIC, partition)
+            self._process(self.core.unload([partition]))
+
+    def _became_leader(self, partition: int, epoch: int) -> bool:
+        """Record the leadership; True when a load of `partition` must be scheduled."""
+        if self._stopped or not 0 <= partition < self.core.config.num_partitions:
+            return False
+        if self.ownership.became_leader(partition, epoch) is None:
+            return False
+        self._process(self.core.begin_loading([partition]))
+        return True
+
+    async def _load_loop(self) -> None:
+        """Load the scheduled partitions one at a time (Kafka's single loading thread)."""
+        while True:
+            if not self._load_queue:
+                self._load_ready = trio.Event()
+                await self._load_ready.wait()
+                continue
+            await self._load_partition(self._load_queue.popleft())
+
+    async def _load_partition(self, partition: int) -> int:
+        """Replay one LOADING partition and serve it; the records replayed (0 when it is not
+        loading any more, or the load went stale: leadership lost, maybe regained, meanwhile)."""
+        token = self.ownership.token(partition)
+        if token is None or not self.ownership.is_current_load(partition, token):
+            return 0
+        try:
+            latest: dict[bytes, bytes | None] = {}
+            part = self.replicas.partition(OFFSETS_TOPIC, partition)
+            for records in keyed_records(part) if part is not None else ():
+                keep_latest(latest, records)
+                await trio.lowlevel.checkpoint()
+                if not self.ownership.is_current_load(partition, token):
+                    break
+            if not self.ownership.is_current_load(partition, token):
+                log.info("%s-%d: stale load discarded", OFFSETS_TOPIC, partition)
+                return 0
+            total = self._replay(partition, latest.items())
+        except Exception:
+            if not self.ownership.is_current_load(partition, token):
+                return 0
+            log.exception(
+                "loading %s-%d failed; its groups answer NOT_COORDINATOR", OFFSETS_TOPIC, partition
+            )
+            self.ownership.drop(partition)
+            self._process(self.core.unload([partition]))
+            return 0
+        self.ownership.finish_load(partition, token)
+        self._process(self.core.complete_loading(self.clock(), [partition]))
+        return total
 
     # == request entry points (typed: `wirebroker.group.messages`) =========================
     def partition_for(self, group_id: str) -> int:
         return self.core.partition_for(group_id)
 
     def find_coordinator(self, group_id: str) -> ErrorCode:
-        """FindCoordinator for a group: NONE (this broker; the offsets topic now exists) or
-        COORDINATOR_NOT_AVAILABLE (not active yet / shut down, or the topic cannot be made)."""
+        """FindCoordinator for a group, this broker's part: NONE (the offsets topic exists
+        now; the coordinator is the leader of `partition_for(group_id)`, the handler asks who)
+        or COORDINATOR_NOT_AVAILABLE (not active yet / shut down, or the topic cannot be
+        made)."""
         if self.core.coordinator_error(group_id) is ErrorCode.COORDINATOR_NOT_AVAILABLE:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return self.ensure_offsets_topic()
@@ -201,7 +320,12 @@ class GroupCoordinatorRuntime:
             "segment.bytes": str(self.segment_bytes),
             "compression.type": "producer",
         }
-        topic = NewTopic(OFFSETS_TOPIC, self.core.config.num_partitions, 1, configs)
+        topic = NewTopic(
+            OFFSETS_TOPIC,
+            self.core.config.num_partitions,
+            self.offsets_replication_factor,
+            configs,
+        )
         try:
             [created] = self.admin.create_topics([topic], now_ms=self.clock())
             if not isinstance(created, TopicInfo):
@@ -234,25 +358,28 @@ class GroupCoordinatorRuntime:
         return result
 
     def heartbeat(self, req: HeartbeatRequest) -> ErrorCode:
-        return self._call(lambda now: self.core.heartbeat(now, req))
+        """Heartbeat (never writes records, so it never waits)."""
+        applied = self._process(self.core.heartbeat(self.clock(), req))
+        assert applied[0] is not None
+        return applied[0]
 
-    def leave_group(self, *, group_id: str, members: Sequence[LeaveMember]) -> LeaveResult:
-        return self._call(
+    async def leave_group(self, *, group_id: str, members: Sequence[LeaveMember]) -> LeaveResult:
+        return await self._call(
             lambda now: self.core.leave_group(now, group_id=group_id, members=members)
         )
 
-    def commit_offsets(self, req: CommitRequest) -> CommitResult:
-        return self._call(lambda now: self.core.commit_offsets(now, req))
+    async def commit_offsets(self, req: CommitRequest) -> CommitResult:
+        return await self._call(lambda now: self.core.commit_offsets(now, req))
 
-    def delete_offsets(
+    async def delete_offsets(
         self, *, group_id: str, topics: Sequence[TopicPartitions]
     ) -> DeleteOffsetsResult:
-        return self._call(
+        return await self._call(
             lambda now: self.core.delete_offsets(now, group_id=group_id, topics=topics)
         )
 
-    def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
-        return self._call(lambda now: self.core.delete_groups(now, group_ids=group_ids))
+    async def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
+        return await self._call(lambda now: self.core.delete_groups(now, group_ids=group_ids))
 
     def fetch_offsets(
         self, *, group_id: str, topics: Sequence[TopicPartitions] | None
@@ -272,9 +399,15 @@ class GroupCoordinatorRuntime:
         self._process(Result())
 
     # == core calls and their effects ======================================================
-    def _call(self, call: Callable[[int], Result[R]]) -> R:
-        response = self._process(call(self.clock()))
+    async def _call(self, call: Callable[[int], Result[R]]) -> R:
+        """One core call; its answer once its records are replicated (else failed)."""
+        applied = self._process(call(self.clock()))
+        response, pending = applied
         assert response is not None, "core call without a response"
+        if pending:
+            failed = await self._replicated(pending)
+            if failed:
+                response = _failed_response(response, failed, self.core.partition_for)
         return response
 
     async def _parked(
@@ -288,16 +421,22 @@ class GroupCoordinatorRuntime:
             await waiter.event.wait()
         finally:
             self._waiters.pop(key, None)
-        assert waiter.response is not None
-        return waiter.response
+        response = waiter.response
+        assert response is not None
+        if waiter.replication is not None:
+            failed = await self._replicated({waiter.partition: waiter.replication})
+            if failed:
+                response = response.failed(append_error_to_response_error(failed[waiter.partition]))
+        return response
 
-    def _process(self, result: Result[R]) -> R | None:
-        """Apply one core result, then run the timers already due."""
-        response = self._apply(result)
+    def _process(self, result: Result[R]) -> tuple[R | None, _Pending]:
+        """Apply one core result, then run the timers already due; the result's response and
+        what it must wait for."""
+        applied = self._apply(result)
         self._run_due_timers()
         if self.core.next_deadline() != self._timer_deadline:
             self._timer_changed.set()
-        return response
+        return applied
 
     def _run_due_timers(self) -> None:
         for _ in range(_MAX_TICKS):
@@ -310,46 +449,64 @@ class GroupCoordinatorRuntime:
             self._apply(self.core.tick(now))
         log.error("group timers kept firing; %d rounds run, the rest deferred", _MAX_TICKS)
 
-    def _apply(self, result: Result[R]) -> R | None:
+    def _apply(self, result: Result[R]) -> tuple[R | None, _Pending]:
+        """Append the records, deliver the completions (each waits for its partition's
+        records), and return the response with what it waits for."""
         response = result.response
         completions = result.completions
-        if result.records:
-            failed = self._append(result.records)
-            if failed:
-                response, completions = self._failed(response, completions, failed)
-                for c in completions:
-                    self._deliver(c)
-                self._recover(sorted(failed))
-                return response
+        if not result.records:
+            for c in completions:
+                self._deliver(c, {})
+            return response, {}
+        appended, failed = self._append(result.records)
+        pending = {
+            p: a
+            for p, a in appended.items()
+            if p not in failed and a.part.high_watermark < a.end_offset
+        }
+        if not failed:
+            for c in completions:
+                self._deliver(c, pending)
+            return response, pending
+        if response is not None:
+            response = _failed_response(response, failed, self.core.partition_for)
         for c in completions:
-            self._deliver(c)
-        return response
+            waiter = self._waiters.get(c.key)
+            error = failed.get(waiter.partition) if waiter is not None else None
+            if error is not None:
+                c = Completion(c.key, c.result.failed(append_error_to_response_error(error)))
+            self._deliver(c, pending)
+        self._recover(sorted(failed))
+        return response, pending
 
-    def _deliver(self, completion: Completion) -> None:
+    def _deliver(self, completion: Completion, pending: _Pending) -> None:
         waiter = self._waiters.get(completion.key)
         if waiter is None:
             return  # the request's task is gone (connection closed while parked)
         waiter.response = completion.result
+        waiter.replication = pending.get(waiter.partition)
         waiter.event.set()
 
-    # -- appending --------------------------------------------------------------------------
-    def _append(self, records: list[Record]) -> dict[int, ErrorCode]:
-        """Append `records` in order, grouped by partition; the partitions that failed."""
+    # -- appending and replication -------------------------------------------------------
+    def _append(self, records: list[Record]) -> tuple[_Pending, dict[int, ErrorCode]]:
+        """Append `records` in order, grouped by partition: what each partition appended
+        (its end offset) and the partitions that failed (their raw append error)."""
         now = self.clock()
         by_partition: dict[int, list[Record]] = {}
         for r in records:
             by_partition.setdefault(r.partition, []).append(r)
-        failed: dict[int, ErrorCode] = {}
         if self.ensure_offsets_topic() is not ErrorCode.NONE:
-            return dict.fromkeys(by_partition, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return {}, dict.fromkeys(by_partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        appended: _Pending = {}
+        failed: dict[int, ErrorCode] = {}
         for partition, recs in by_partition.items():
-            for chunk in _chunks(recs):
+            for chunk in record_chunks(recs):
                 batch = build_batch([(r.key, r.value) for r in chunk], base_timestamp=now)
                 try:
                     part = self.replicas.partition(OFFSETS_TOPIC, partition)
                     if part is None:
                         raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC}-{partition}")
-                    self.replicas.append(part, batch, now_ms=now, required_acks=-1)
+                    done = self.replicas.append(part, batch, now_ms=now, required_acks=-1)
                 except (ClusterError, LogError, NotEnoughReplicasError) as exc:
                     log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
                     failed[partition] = exc.error_code
@@ -358,35 +515,39 @@ class GroupCoordinatorRuntime:
                     log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
                     failed[partition] = ErrorCode.UNKNOWN
                     break
-        return failed
+                appended[partition] = _Appended(
+                    part, done.last_offset + 1, self.ownership.token(partition)
+                )
+        return appended, failed
 
-    def _failed(
-        self,
-        response: R | None,
-        completions: list[Completion],
-        failed: dict[int, ErrorCode],
-    ) -> tuple[R | None, list[Completion]]:
-        """The results of a core call whose append failed (see the module docstring)."""
-        mapped = {p: append_error_to_response_error(e) for p, e in failed.items()}
-        any_error = next(iter(mapped.values()))
-        out_response: Any = response
-        if isinstance(response, DeleteGroupsResult):  # per group
-            partition_for = self.core.partition_for
-            out_response = response.failed_where(
-                {
-                    r.group_id: mapped[partition_for(r.group_id)]
-                    for r in response.results
-                    if partition_for(r.group_id) in mapped
-                }
+    async def _replicated(self, pending: _Pending) -> dict[int, ErrorCode]:
+        """Wait until every partition of `pending` is replicated past its records, all within
+        offsets.commit.timeout.ms; the raw errors of the partitions that were not
+        (NOT_LEADER_OR_FOLLOWER when the partition changed hands meanwhile)."""
+        deadline = trio.current_time() + self.commit_timeout_ms / 1000
+        failed: dict[int, ErrorCode] = {}
+        for p, appended in pending.items():
+            if appended.part.high_watermark >= appended.end_offset:
+                continue
+            timeout_s = max(0.0, deadline - trio.current_time())
+            try:
+                error = await self.replication_waiter(appended.part, appended.end_offset, timeout_s)
+            except Exception:
+                log.exception("waiting for %s-%d to replicate failed", OFFSETS_TOPIC, p)
+                error = ErrorCode.UNKNOWN
+            if error is ErrorCode.NONE:
+                continue
+            if self.ownership.token(p) != appended.token:
+                error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            log.warning(
+                "%s-%d: records up to offset %d not replicated: %s",
+                OFFSETS_TOPIC,
+                p,
+                appended.end_offset - 1,
+                error.name,
             )
-        elif isinstance(response, Failable):
-            out_response = response.failed(any_error)
-        out = []
-        for c in completions:
-            waiter = self._waiters.get(c.key)
-            error = mapped.get(waiter.partition) if waiter is not None else any_error
-            out.append(c if error is None else Completion(c.key, c.result.failed(error)))
-        return out_response, out
+            failed[p] = error
+        return failed
 
     def _recover(self, partitions: list[int]) -> None:
         """Unload `partitions` and reload them from the log (after a failed append)."""
@@ -398,8 +559,9 @@ class GroupCoordinatorRuntime:
             self._apply(self.core.begin_loading(partitions))
             for p in partitions:
                 latest: dict[bytes, bytes | None] = {}
-                for records in self._read_partition(p):
-                    _keep_latest(latest, records)
+                part = self.replicas.partition(OFFSETS_TOPIC, p)
+                for records in keyed_records(part) if part is not None else ():
+                    keep_latest(latest, records)
                 self._replay(p, latest.items())
             self._apply(self.core.complete_loading(self.clock(), partitions))
             log.warning(
@@ -410,43 +572,10 @@ class GroupCoordinatorRuntime:
                 "reloading %s partitions %s failed; they stay unloaded", OFFSETS_TOPIC, partitions
             )
             self._apply(self.core.unload(partitions))
+            for p in partitions:
+                self.ownership.drop(p)
         finally:
             self._recovering = False
-
-    # -- loading ----------------------------------------------------------------------------
-    def _read_partition(self, partition: int) -> Iterator[list[tuple[bytes, bytes | None]]]:
-        """(key, value) of every keyed record of one partition, a chunk at a time."""
-        part = self.replicas.partition(OFFSETS_TOPIC, partition)
-        if part is None:
-            return
-        plog = part.log
-        offset = plog.log_start_offset
-        end = plog.log_end_offset
-        while offset < end:
-            data = plog.read(offset, max_bytes=_READ_CHUNK)
-            if not data:
-                return
-            out: list[tuple[bytes, bytes | None]] = []
-            for pos, header in iter_batches(data):
-                if header.next_offset <= offset:
-                    continue
-                if not header.is_control:
-                    try:
-                        records = decode_records(data, pos)
-                    except InvalidBatch as exc:
-                        log.warning(
-                            "%s-%d: skipping undecodable batch at offset %d: %s",
-                            OFFSETS_TOPIC,
-                            partition,
-                            header.base_offset,
-                            exc,
-                        )
-                        records = []
-                    for rec in records:
-                        if rec.offset >= offset and rec.key is not None:
-                            out.append((rec.key, rec.value))
-                offset = header.next_offset
-            yield out
 
     def _replay(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> int:
         count = 0
@@ -490,26 +619,23 @@ class GroupCoordinatorRuntime:
             await trio.lowlevel.checkpoint()
 
 
-def _keep_latest(
-    latest: dict[bytes, bytes | None], records: Iterable[tuple[bytes, bytes | None]]
-) -> None:
-    """Fold `records` into `latest`: the last value of each key, ordered by the position of
-    that last occurrence -- what log compaction keeps, so replaying it gives the same state as
-    replaying every record (Kafka's loader must be right on compacted logs too)."""
-    for key, value in records:
-        latest.pop(key, None)
-        latest[key] = value
-
-
-def _chunks(records: list[Record]) -> Iterator[list[Record]]:
-    chunk: list[Record] = []
-    size = 0
-    for r in records:
-        n = len(r.key) + (len(r.value) if r.value is not None else 0)
-        if chunk and size + n > _BATCH_BYTES:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(r)
-        size += n
-    if chunk:
-        yield chunk
+def _failed_response(
+    response: R, failed: dict[int, ErrorCode], partition_for: Callable[[str], int]
+) -> R:
+    """A response whose records were not appended or replicated in the `failed` partitions
+    (raw errors): OffsetCommit maps them as Kafka's storeOffsets, the rest as its
+    appendGroupMetadataErrorToResponseError; DeleteGroups fails only the groups there."""
+    out: Any = response
+    if isinstance(response, DeleteGroupsResult):
+        out = response.failed_where(
+            {
+                r.group_id: append_error_to_response_error(failed[partition_for(r.group_id)])
+                for r in response.results
+                if partition_for(r.group_id) in failed
+            }
+        )
+    elif isinstance(response, CommitResult):
+        out = response.failed(append_error_to_commit_error(next(iter(failed.values()))))
+    elif isinstance(response, Failable):
+        out = response.failed(append_error_to_response_error(next(iter(failed.values()))))
+    return out

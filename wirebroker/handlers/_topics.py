@@ -4,7 +4,10 @@ Requests name a topic by `name` (older versions) or by `topic_id` (Fetch v13+, P
 Metadata v10+ with a non-zero id, DeleteTopics v6, OffsetCommit/OffsetFetch v10). An unknown
 id answers UNKNOWN_TOPIC_ID, an unknown name UNKNOWN_TOPIC_OR_PARTITION: `resolve_topic`, and
 `resolve_entry` for a request entry whose response names the topic the same way.
-`answer_partition` answers for one partition, fencing a stale or future leader epoch.
+`answer_partition` answers for one partition, fencing a stale or future leader epoch and (unless
+told otherwise) answering NOT_LEADER_OR_FOLLOWER from a broker that does not lead it; a
+partition this broker does not host answers NOT_LEADER_OR_FOLLOWER when its topic exists
+(another broker hosts it), else UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -71,15 +74,21 @@ def answer_partition(
     request: Q,
     answer: Callable[[Partition, Q], R],
     failed: Callable[[int, ErrorCode], R],
+    *,
+    require_leader: bool = True,
 ) -> R:
     """`answer(partition, request)` for a partition this broker has at the client's current
-    leader epoch; else `failed(index, code)`: UNKNOWN_TOPIC_OR_PARTITION, the fencing error,
-    the code of a `LogError` that `answer` raised, or UNKNOWN for any other exception (logged
-    with `answer`'s name)."""
+    leader epoch (and leads, when `require_leader`); else `failed(index, code)`:
+    UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER, the fencing error, the code of a
+    `LogError` that `answer` raised, or UNKNOWN for any other exception (logged with
+    `answer`'s name)."""
     part = replicas.partition(name, index) if name is not None else None
     if part is None:
-        return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    code = part.check_leader_epoch(current_leader_epoch)
+        return failed(index, replicas.missing_code(name, index))
+    if require_leader:
+        code = part.check_leader(current_leader_epoch)
+    else:
+        code = part.check_leader_epoch(current_leader_epoch)
     if code is not ErrorCode.NONE:
         return failed(index, code)
     try:

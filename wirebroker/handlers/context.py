@@ -3,9 +3,14 @@
 `Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
 `admin` (`wirebroker.cluster.TopicAdmin`) does every topic change; `replicas` serves the
-partitions; `fetch_waiters` parks long-poll fetches (attached to `replicas` by the broker).
+partitions; `fetch_waiters` parks long-poll fetches and `produce_waiters` acks=-1 produces
+waiting for the in-sync replicas (both attached to `replicas` by the broker; with
+`produce_waiters` None a produce whose high watermark is not there at once times out, which
+only a replicated partition can need).
 `group_coordinator` is the `wirebroker.group.runtime.GroupCoordinatorRuntime` the group handlers
-call.
+call. `leader_of(topic, partition)` is the (node id, host, port) of a partition's live leader
+from `cluster` (FindCoordinator answers the leader of the group's `__consumer_offsets`
+partition).
 `RequestContext` is built per request by `wirebroker.handlers.dispatcher`.
 """
 
@@ -24,9 +29,13 @@ if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
+    from wirebroker.replication.delayed_produce import ProduceWaiters
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
+
+
+#: See `Services.partition_leader`.
 
 
 def wall_clock_ms() -> int:
@@ -54,6 +63,13 @@ class Services:
     clock: Callable[[], int] = field(default=wall_clock_ms)
     #: The group coordinator (None: group APIs answer COORDINATOR_NOT_AVAILABLE).
     group_coordinator: GroupCoordinatorRuntime | None = None
+    #: acks=-1 purgatory (None: see the module doc).
+    produce_waiters: ProduceWaiters | None = None
+
+    def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
+        """The live leader of `topic`-`partition` (None: none, or no such partition)."""
+        node = self.cluster.leader(topic, partition)
+        return None if node is None else (node.node_id, node.host, node.port)
 
 
 @dataclass

@@ -79,4 +79,7 @@ async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePar
             )
             continue
         results.append({"name": topic["name"], "error_code": ErrorCode.NONE, "error_message": None})
+    grown = [r["name"] for r in results if r["error_code"] == ErrorCode.NONE]
+    if grown and not validate_only:
+        await ctx.services.admin.wait_settled(grown, max(int(req["timeout_ms"]), 0) / 1000)
     return {"throttle_time_ms": 0, "results": results}

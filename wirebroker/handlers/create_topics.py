@@ -109,13 +109,18 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
     counts = Counter(t["name"] for t in topics)
     validate_only = bool(req.get("validate_only", False))
     wanted = [t for t in topics if counts[t["name"]] == 1]
-    outcomes = iter(
-        ctx.services.admin.create_topics(
-            [_new_topic(t) for t in wanted if t["name"] != CLUSTER_METADATA_TOPIC],
-            now_ms=ctx.now_ms(),
-            validate_only=validate_only,
-        )
+    created = ctx.services.admin.create_topics(
+        [_new_topic(t) for t in wanted if t["name"] != CLUSTER_METADATA_TOPIC],
+        now_ms=ctx.now_ms(),
+        validate_only=validate_only,
     )
+    problems: dict[str, str] = {}
+    if not validate_only:
+        problems = await ctx.services.admin.wait_settled(
+            [o.name for o in created if isinstance(o, TopicInfo)],
+            max(int(req.get("timeout_ms", 60000)), 0) / 1000,
+        )
+    outcomes = iter(created)
     results: list[CreatableTopicResult] = []
     for topic in wanted:
         if topic["name"] == CLUSTER_METADATA_TOPIC:
@@ -123,7 +128,11 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
             results.append(_failed(topic["name"], ErrorCode.INVALID_REQUEST, message))
             continue
         outcome = next(outcomes)
-        if isinstance(outcome, TopicInfo):
+        if isinstance(outcome, TopicInfo) and outcome.name in problems:
+            results.append(
+                _failed(outcome.name, ErrorCode.REQUEST_TIMED_OUT, problems[outcome.name])
+            )
+        elif isinstance(outcome, TopicInfo):
             results.append(_created(ctx.services.config, outcome))
         else:
             results.append(_failed(topic["name"], outcome.error_code, str(outcome) or None))

@@ -2,10 +2,11 @@
 
 Duplicate group ids are answered once (Kafka de-duplicates), in request order. Per group
 (`GroupCoordinatorRuntime.delete_groups`, the core's rules): an Empty group is deleted (offset
-tombstones, then the group tombstone, appended before the answer) -> NONE; a group with members
-NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND; COORDINATOR_NOT_AVAILABLE /
-NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the coordinator's state says. No group
-coordinator: COORDINATOR_NOT_AVAILABLE. Skipped: authorization, throttling.
+tombstones, then the group tombstone, appended and replicated before the answer) -> NONE; a
+group with members NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND;
+COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the
+coordinator's state says. No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped:
+authorization, throttling.
 """
 
 from __future__ import annotations
@@ -46,4 +47,4 @@ async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsR
                 for g in group_ids
             ],
         }
-    return delete_groups_response(coordinator.delete_groups(group_ids))
+    return delete_groups_response(await coordinator.delete_groups(group_ids))

@@ -4,8 +4,10 @@ Moves a partition's log start offset forward (Kafka 4.x KafkaApis.handleDeleteRe
 ReplicaManager.deleteRecordsOnLocalLog, Partition.deleteRecordsOnLeader). Per partition:
 
     unknown topic or partition    UNKNOWN_TOPIC_OR_PARTITION
+    not hosted here               NOT_LEADER_OR_FOLLOWER (the topic has it on another broker)
     internal topic                INVALID_TOPIC_EXCEPTION (Kafka: "Cannot delete records of
                                   internal topic __consumer_offsets")
+    not led by this broker        NOT_LEADER_OR_FOLLOWER
     cleanup.policy without delete POLICY_VIOLATION
     offset -1                     the high watermark
     offset < -1, or beyond the    OFFSET_OUT_OF_RANGE
@@ -13,8 +15,9 @@ ReplicaManager.deleteRecordsOnLocalLog, Partition.deleteRecordsOnLeader). Per pa
     otherwise                     the log start offset becomes max(current, offset); whole
                                   segments below it are deleted by the log
 
-`low_watermark` is the partition's log start offset afterwards (-1 with an error). A single
-broker has no followers to wait for, so the answer is immediate (`timeout_ms` unused).
+`low_watermark` is the partition's log start offset afterwards (-1 with an error). The answer is
+immediate (`timeout_ms` unused): Kafka waits until every follower moved its log start too;
+followers here follow the leader's log start offset on their next fetch.
 Results are grouped by topic, in request order; a partition named twice answers once.
 
 Skipped: authorization, throttling (throttle_time_ms 0).
@@ -46,9 +49,11 @@ INVALID_LOW_WATERMARK = -1
 def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
     part = ctx.services.replicas.partition(topic, index)
     if part is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK
+        return ctx.services.replicas.missing_code(topic, index), INVALID_LOW_WATERMARK
     if is_internal(topic):
         return ErrorCode.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK
+    if not part.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, INVALID_LOW_WATERMARK
     if not part.deletes_records:
         return ErrorCode.POLICY_VIOLATION, INVALID_LOW_WATERMARK
     target = part.high_watermark if offset == HIGH_WATERMARK else offset

@@ -154,6 +154,9 @@ async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsR
             results.append(_result(name, tid, *found))
             continue
         results.append(_result(name, tid))
+    deleted = [r["name"] for r in results if r["error_code"] == 0 and r["name"] is not None]
+    if deleted:
+        await services.admin.wait_settled(deleted, max(int(req["timeout_ms"]), 0) / 1000)
     if ctx.api_version < 6:
         # Before v6 the name is not nullable; every result names a requested topic.
         for r in results:

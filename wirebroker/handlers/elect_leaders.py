@@ -1,7 +1,14 @@
 """ElectLeaders (key 43), versions 0-2.
 
-One broker holds every replica, so every partition is always led by its preferred (and only)
-replica: there is never an election to run. As Kafka's controller answers then:
+In a cluster (`TopicAdmin.elect_leaders`, wirebroker.cluster.zk_topic_admin): a preferred
+election asks the controller through /admin/preferred_replica_election and answers once the
+preferred replica leads (NONE), PREFERRED_LEADER_NOT_AVAILABLE when it is dead or out of sync,
+ELECTION_NOT_NEEDED when it already leads; REQUEST_TIMED_OUT after timeout_ms. An unclean
+election answers ELECTION_NOT_NEEDED for a led partition, ELIGIBLE_LEADERS_NOT_AVAILABLE
+otherwise (the controller elects uncleanly by itself when the topic allows it).
+
+On a single broker every partition is always led by its preferred (and only) replica: there is
+never an election to run. As Kafka's controller answers then:
 
     election_type   0 preferred, 1 unclean (v1+; v0 is always preferred); any other value
                     answers top-level INVALID_REQUEST (v1+) with no results
@@ -48,6 +55,29 @@ async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersR
     results: list[ReplicaElectionResult] = []
     by_topic: dict[str, list[PartitionResult]] = {}
     store = ctx.services.topics
+    asked = [
+        (entry["topic"], int(index))
+        for entry in req["topic_partitions"] or []
+        for index in entry["partitions"]
+    ]
+    if req["topic_partitions"] is None:
+        asked = [(info.name, i) for info in store.all() for i in range(info.partitions)]
+    elected = await ctx.services.admin.elect_leaders(
+        list(dict.fromkeys(asked)),
+        preferred=election_type == PREFERRED,
+        timeout_s=max(int(req.get("timeout_ms", 60000)), 0) / 1000,
+    )
+    if elected is not None and req["topic_partitions"] is None:
+        # "Every partition": only the elections that ran or failed are reported.
+        for (topic, index), (code, message) in elected.items():
+            if code == ErrorCode.ELECTION_NOT_NEEDED:
+                continue
+            if topic not in by_topic:
+                by_topic[topic] = []
+                results.append({"topic": topic, "partition_result": by_topic[topic]})
+            by_topic[topic].append(
+                {"partition_id": index, "error_code": code, "error_message": message}
+            )
     for entry in req["topic_partitions"] or []:
         topic = entry["topic"]
         info = store.get(topic)
@@ -64,6 +94,8 @@ async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersR
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     f"The partition {topic}-{index} does not exist.",
                 )
+            elif elected is not None and (topic, index) in elected:
+                code, message = elected[(topic, index)]
             else:
                 code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed"
             by_topic[topic].append(

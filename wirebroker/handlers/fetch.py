@@ -9,17 +9,28 @@ sending full fetches. By the request's (session_id, session_epoch), as Kafka's F
                                       session can exist); the client then starts over with a
                                       full fetch
 forgotten_topics_data only applies to incremental fetches and is ignored. rack_id, cluster_id,
-replica_directory_id and the follower high_watermark (v18) are ignored.
+replica_directory_id, the follower high_watermark (v18) and replica_state.replica_epoch (the
+follower's broker epoch, which Kafka checks in KRaft mode) are ignored.
 
 Topics are named (v4-12) or addressed by topic_id (v13+): an unknown id gives UNKNOWN_TOPIC_ID
-for each of its partitions, an unknown name or partition UNKNOWN_TOPIC_OR_PARTITION.
+for each of its partitions, an unknown name or partition UNKNOWN_TOPIC_OR_PARTITION, a partition
+of a known topic that this broker does not host NOT_LEADER_OR_FOLLOWER.
+
+Who fetches: replica_id (v4-14) or replica_state.replica_id (v15+) >= 0 is a follower broker,
+else a consumer. Both read only from the leader (no KIP-392 follower fetching).
 
 Per partition, in this order:
     current_leader_epoch (v9+)   > ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH,
                                  -1 no check
+    leadership                   not the leader -> NOT_LEADER_OR_FOLLOWER; a follower fetch from
+                                 a broker that is not one of the partition's follower replicas
+                                 -> NOT_LEADER_OR_FOLLOWER
     last_fetched_epoch (v12+)    when >= 0 and the log diverges (Kafka's follower truncation check:
                                  our end offset for that epoch is below fetch_offset, or we know
-                                 only an older epoch): no records, diverging_epoch set
+                                 only an older epoch): no records, diverging_epoch set; when we
+                                 cannot tell (the epoch is newer than every epoch we know: end
+                                 offset undefined) OFFSET_OUT_OF_RANGE, as Kafka, so the follower
+                                 compares log ends instead
     fetch_offset                 outside [log start, log end] -> OFFSET_OUT_OF_RANGE
     read                         whole batches from the batch containing fetch_offset (clients skip
                                  the records before it), never a batch at or past the bound:
@@ -27,8 +38,13 @@ Per partition, in this order:
                                  (isolation_level 1) up to the last stable offset, which equals the
                                  high watermark as there are no transactions; a replica_id >= 0
                                  (replica_state.replica_id from v15) reads up to the log end
-                                 offset. Followers are otherwise treated like consumers until
-                                 replication exists (their fetch positions do not move the HW).
+                                 offset.
+    follower state               after a successful first read of a follower fetch (not after a
+                                 divergence or an error, not on the re-reads of a long poll, as
+                                 Kafka), the leader records the follower's position
+                                 (`ReplicaManager.record_follower_fetch`): its fetch_offset is its
+                                 log end; the high watermark may advance and the follower may
+                                 rejoin the ISR. The response carries the HW as read before that.
 A failed partition has high_watermark, last_stable_offset and log_start_offset -1, null
 aborted_transactions and empty records, as in Kafka. A served partition: high_watermark,
 last_stable_offset, log_start_offset, aborted_transactions [] for read_committed and null for
@@ -48,6 +64,7 @@ Timing uses trio's clock (so tests run it under MockClock).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, cast
 
 import trio
@@ -71,6 +88,8 @@ if TYPE_CHECKING:
     from wirebroker.replication.partition import Partition
 
 __all__ = ["handle"]
+
+log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
 _FINAL_EPOCH = -1
@@ -132,14 +151,16 @@ def _read_partition(
     *,
     version: int,
     isolation: int,
-    from_follower: bool,
+    replica_id: int,
     limit: int,
     min_one: bool,
 ) -> tuple[PartitionData, bool]:
     """One partition's response and whether it completes the fetch at once (error/divergence)."""
     index = part.index
-    code = part.check_leader_epoch(int(pdata.get("current_leader_epoch", -1)))
-    if code != ErrorCode.NONE:
+    code = part.check_leader(int(pdata.get("current_leader_epoch", -1)))
+    if code is ErrorCode.NONE and replica_id >= 0 and replica_id not in part.followers:
+        code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if code is not ErrorCode.NONE:
         return _failed(index, code), True
     fetch_offset = int(pdata.get("fetch_offset"))
     base: PartitionData = {
@@ -155,6 +176,8 @@ def _read_partition(
     last_fetched_epoch = int(pdata.get("last_fetched_epoch", -1)) if version >= 12 else -1
     if last_fetched_epoch >= 0:
         epoch, end_offset = part.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0 or end_offset < 0:
+            return _failed(index, ErrorCode.OFFSET_OUT_OF_RANGE), True
         if epoch < last_fetched_epoch or end_offset < fetch_offset:
             base["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
             return base, True
@@ -163,7 +186,7 @@ def _read_partition(
             fetch_offset,
             max_bytes=limit,
             isolation_level=isolation,
-            from_follower=from_follower,
+            from_follower=replica_id >= 0,
             min_one_batch=min_one,
         )
     except LogError as exc:
@@ -178,10 +201,12 @@ def _read_all(
     *,
     version: int,
     isolation: int,
-    from_follower: bool,
+    replica_id: int,
     max_bytes: int,
+    first: bool,
 ) -> tuple[list[FetchableTopicResponse], int, bool]:
-    """Read every requested partition once: (responses, bytes gathered, complete now)."""
+    """Read every requested partition once: (responses, bytes gathered, complete now).
+    `first`: the first read of this request (a follower's position is recorded then)."""
     replicas = ctx.services.replicas
     remaining = max(0, max_bytes)
     total = 0
@@ -193,7 +218,7 @@ def _read_all(
             index = int(pdata.get("partition"))
             part = replicas.partition(name, index) if name is not None else None
             if part is None:
-                code = missing if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                code = missing if name is None else replicas.missing_code(name, index)
                 out.append(_failed(index, code))
                 complete = True
                 continue
@@ -203,10 +228,12 @@ def _read_all(
                 pdata,
                 version=version,
                 isolation=isolation,
-                from_follower=from_follower,
+                replica_id=replica_id,
                 limit=limit,
                 min_one=total == 0,
             )
+            if first and replica_id >= 0 and not done:
+                _record_follower(ctx, part, replica_id, pdata)
             complete = complete or done
             size = len(presp["records"] or b"")
             total += size
@@ -214,6 +241,21 @@ def _read_all(
             out.append(presp)
         responses.append({**key, "partitions": out})
     return responses, total, complete
+
+
+def _record_follower(
+    ctx: RequestContext, part: Partition, replica_id: int, pdata: FetchPartition
+) -> None:
+    try:
+        ctx.services.replicas.record_follower_fetch(
+            part,
+            replica_id,
+            fetch_offset=int(pdata.get("fetch_offset")),
+            log_start_offset=int(pdata.get("log_start_offset", -1)),
+            now_ms=ctx.now_ms(),
+        )
+    except Exception:
+        log.exception("recording the fetch of follower %d on %s failed", replica_id, part)
 
 
 @handler(ApiKey.FETCH)
@@ -234,7 +276,6 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         replica_id = int(state["replica_id"]) if state is not None else -1
     else:
         replica_id = int(req.get("replica_id", -1))
-    from_follower = replica_id >= 0
     isolation = int(req.get("isolation_level", 0))
     max_bytes = int(req.get("max_bytes", _INT32_MAX))
     min_bytes = int(req.get("min_bytes", 0))
@@ -243,15 +284,18 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     plan = _Plan(ctx, req)
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     waiters = ctx.services.fetch_waiters
+    first = True
     while True:
         responses, total, complete = _read_all(
             ctx,
             plan,
             version=version,
             isolation=isolation,
-            from_follower=from_follower,
+            replica_id=replica_id,
             max_bytes=max_bytes,
+            first=first,
         )
+        first = False
         if (
             complete
             or total >= min_bytes

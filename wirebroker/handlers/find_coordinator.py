@@ -8,13 +8,22 @@ Requests
               request order (duplicates answered twice, as Kafka).
 
 Per key
-    key_type 0 (group)      this broker (node id, advertised host and port), error NONE. The
+    key_type 0 (group)      the live leader of the group's `__consumer_offsets` partition
+                            (abs(Java hashCode(key)) % its partition count,
+                            `GroupCoordinatorRuntime.partition_for`) as `Services.leader_of`
+                            gives it (node id, advertised host and port; a single broker is the
+                            leader of every partition), error NONE; COORDINATOR_NOT_AVAILABLE
+                            when that partition has no live leader (Kafka's getCoordinator). The
                             first such request creates `__consumer_offsets`
                             (`GroupCoordinatorRuntime.find_coordinator`); Kafka answers that one
                             with COORDINATOR_NOT_AVAILABLE while its controller creates the
-                            topic, here it is created synchronously and the answer is final at
-                            once. COORDINATOR_NOT_AVAILABLE while the coordinator is not active
-                            (loading not started, shut down) or the topic cannot be created. The
+                            topic; a single broker creates it synchronously and the answer is
+                            final at once (in a cluster the leaders are elected afterwards, so
+                            the answer is COORDINATOR_NOT_AVAILABLE until then).
+                            COORDINATOR_NOT_AVAILABLE too while this broker's coordinator is not
+                            active (not started, shut down) or the topic cannot be created. The
+                            answer does not wait for the coordinator to load the partition: the
+                            group APIs answer COORDINATOR_LOAD_IN_PROGRESS meanwhile. The
                             empty group id is a valid key (Kafka hashes it to partition 0; the
                             group APIs then answer INVALID_GROUP_ID where Kafka does).
     key_type 1 (transaction) TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not
@@ -38,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -68,23 +78,26 @@ _MESSAGES = {
 }
 
 
-def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
+_NO_NODE = (-1, "", -1)
+
+
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, tuple[int, str, int]]:
+    """The error for one key (INVALID_REQUEST for every key type but group and transaction)
+    and the coordinator's (node id, host, port); -1, "", -1 with an error."""
     if key_type == KEY_TYPE_TRANSACTION:
-        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _NO_NODE
     if key_type != KEY_TYPE_GROUP:
-        return ErrorCode.INVALID_REQUEST
+        return ErrorCode.INVALID_REQUEST, _NO_NODE
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    return coordinator.find_coordinator(key)
-
-
-def _node(ctx: RequestContext, error: ErrorCode) -> tuple[int, str, int]:
-    """The coordinator's (node id, host, port); -1, "", -1 with an error."""
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
+    error = coordinator.find_coordinator(key)
     if error is not ErrorCode.NONE:
-        return -1, "", -1
-    services = ctx.services
-    return services.node_id, services.advertised_host, services.advertised_port
+        return error, _NO_NODE
+    node = ctx.services.leader_of(OFFSETS_TOPIC, coordinator.partition_for(key))
+    if node is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
+    return ErrorCode.NONE, node
 
 
 @handler(ApiKey.FIND_COORDINATOR)
@@ -95,8 +108,7 @@ async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordi
     if version >= _BATCHED_VERSION:
         coordinators: list[Coordinator] = []
         for key in list(req.get("coordinator_keys") or []):
-            error = _lookup(ctx, key_type, key) if valid_type else ErrorCode.INVALID_REQUEST
-            node_id, host, port = _node(ctx, error)
+            error, (node_id, host, port) = _lookup(ctx, key_type, key)
             coordinators.append(
                 {
                     "key": key,
@@ -109,8 +121,7 @@ async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordi
             )
         return {"throttle_time_ms": 0, "coordinators": coordinators}
     key = str(req.get("key") or "")
-    error = _lookup(ctx, key_type, key) if valid_type else ErrorCode.INVALID_REQUEST
-    node_id, host, port = _node(ctx, error)
+    error, (node_id, host, port) = _lookup(ctx, key_type, key)
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),

@@ -68,5 +68,5 @@ async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupRespo
         ]
     else:
         members = [LeaveMember(str(req.get("member_id") or ""))]
-    result = coordinator.leave_group(group_id=str(req.get("group_id") or ""), members=members)
+    result = await coordinator.leave_group(group_id=str(req.get("group_id") or ""), members=members)
     return leave_response(version, result)

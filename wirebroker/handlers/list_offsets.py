@@ -21,7 +21,9 @@ latest epoch of the leader-epoch cache (-1 when the log never had data): a singl
 every batch with epoch 0, so that is the epoch of the batch holding it.
 
 Errors: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+)
--> FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (see replication.partition); a partition listed
+-> FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (see replication.partition); then a broker that
+does not lead the partition (or does not host it) -> NOT_LEADER_OR_FOLLOWER, except for
+replica_id -2 (Kafka's debugging consumer, which may read a follower); a partition listed
 twice in one request -> INVALID_REQUEST for each entry (Kafka's duplicate-partition check).
 Failed partitions answer offset -1, timestamp -1, leader_epoch -1. timeout_ms (v10+) is ignored.
 """
@@ -66,6 +68,7 @@ LATEST_TIERED_TIMESTAMP = -5
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 _CONSUMER_REPLICA_ID = -1
+_DEBUGGING_REPLICA_ID = -2
 
 
 def _answer(
@@ -120,6 +123,7 @@ async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsRes
     replicas = ctx.services.replicas
     replica_id = int(req.get("replica_id", _CONSUMER_REPLICA_ID))
     from_client = replica_id == _CONSUMER_REPLICA_ID
+    require_leader = replica_id != _DEBUGGING_REPLICA_ID
     isolation = int(req.get("isolation_level", 0))
     topics_in = list(req.get("topics") or [])
     seen = Counter(
@@ -143,7 +147,16 @@ async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsRes
                 continue
             epoch = int(pdata.get("current_leader_epoch", -1))
             partitions_out.append(
-                answer_partition(replicas, name, index, epoch, pdata, list_offsets, _answer)
+                answer_partition(
+                    replicas,
+                    name,
+                    index,
+                    epoch,
+                    pdata,
+                    list_offsets,
+                    _answer,
+                    require_leader=require_leader,
+                )
             )
         topics_out.append({"name": name, "partitions": partitions_out})
     return {"throttle_time_ms": 0, "topics": topics_out}

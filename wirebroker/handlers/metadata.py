@@ -75,6 +75,9 @@ log = logging.getLogger(__name__)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
+_AUTO_CREATE_WAIT_S = 2.0
+
+
 def _bits(*codes: int) -> int:
     out = 0
     for code in codes:
@@ -127,7 +130,7 @@ def _missing(
     }
 
 
-def _unknown_name(
+async def _unknown_name(
     ctx: RequestContext, name: str, *, allow_create: bool, ops: int
 ) -> MetadataResponseTopic:
     try:
@@ -150,6 +153,9 @@ def _unknown_name(
         return _missing(name, ErrorCode.UNKNOWN)
     info = created
     log.info("auto-created topic %s with %d partition(s)", name, info.partitions)
+    # In a cluster, answer once the partitions have leaders (or LEADER_NOT_AVAILABLE after a
+    # short wait: clients retry on it, as with Kafka).
+    await ctx.services.admin.wait_settled([name], _AUTO_CREATE_WAIT_S)
     return _topic_entry(ctx, info, ops)
 
 
@@ -196,7 +202,7 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
                 else:
                     topics_out.append(
-                        _unknown_name(ctx, name, allow_create=allow_create, ops=topic_ops)
+                        await _unknown_name(ctx, name, allow_create=allow_create, ops=topic_ops)
                     )
 
     return {

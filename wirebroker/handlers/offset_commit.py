@@ -13,7 +13,10 @@ CompletingRebalance, GROUP_ID_NOT_FOUND from v9 for an unknown group with a gene
 OFFSET_METADATA_TOO_LARGE above offset.metadata.max.bytes; COORDINATOR_NOT_AVAILABLE /
 NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the coordinator's state says. The empty group
 id is accepted (Kafka keeps it for backwards compatibility). Offsets are appended to
-`__consumer_offsets` (os.write done) before the response is sent.
+`__consumer_offsets` (os.write done) and replicated (the partition's high watermark past them)
+before the response is sent; not replicated within offsets.commit.timeout.ms:
+REQUEST_TIMED_OUT; NOT_ENOUGH_REPLICAS(_AFTER_APPEND): COORDINATOR_NOT_AVAILABLE; the
+coordinator's partition lost meanwhile: NOT_COORDINATOR (Kafka's storeOffsets).
 
 Fields: generation_id_or_member_epoch, member_id, group_instance_id (v7+), retention_time_ms
 (v2-4; -1 = the broker's offsets.retention.minutes), committed_leader_epoch (v6+),
@@ -100,7 +103,7 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
 
     results: dict[tuple[str, int], int] = {}
     if valid and coordinator is not None:
-        result = coordinator.commit_offsets(
+        result = await coordinator.commit_offsets(
             CommitRequest(
                 group_id=str(req.get("group_id") or ""),
                 topics=valid,

@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
         if ok:
             valid.append(TopicPartitions(name, ok))
 
-    answer = coordinator.delete_offsets(group_id=str(req.get("group_id") or ""), topics=valid)
+    answer = await coordinator.delete_offsets(group_id=str(req.get("group_id") or ""), topics=valid)
     remote = {
         (t.name, p.partition_index): int(p.error) for t in answer.topics for p in t.partitions
     }

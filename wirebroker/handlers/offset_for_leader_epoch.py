@@ -5,9 +5,11 @@ the end offset of that epoch (the start offset of the next epoch, or the log end
 latest epoch), per KIP-101/KIP-279, from the partition log's leader-epoch cache. An epoch older
 than every known epoch answers leader_epoch -1, end_offset -1 with NONE, as Kafka.
 Errors: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v2+):
-> ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH, -1 no check. Failed partitions answer
-leader_epoch -1, end_offset -1. replica_id (v3+; -2 for consumers, a broker id for followers) is
-accepted and not checked: the answer is the same for both on a single broker.
+> ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH, -1 no check; then a broker that does not
+lead the partition (or does not host it) -> NOT_LEADER_OR_FOLLOWER, for consumers and followers
+alike (Kafka answers only as leader). Failed partitions answer leader_epoch -1, end_offset -1.
+replica_id (v3+; -2 for consumers, a broker id for followers) is accepted and not checked: the
+answer is the same for both.
 """
 
 from __future__ import annotations

@@ -3,8 +3,14 @@ UNSUPPORTED_VERSION per partition by `wirebroker.handlers.dispatcher`, acks=0 on
 
 Per request
     acks            must be -1, 0 or 1, else INVALID_REQUIRED_ACKS for every partition.
-                    acks=-1 waits for the ISR, which is this broker alone: it behaves as acks=1,
-                    except that min.insync.replicas above 1 gives NOT_ENOUGH_REPLICAS.
+                    acks=-1: an ISR smaller than min.insync.replicas gives NOT_ENOUGH_REPLICAS
+                    before appending; after the append the answer waits until the high
+                    watermark covers it (`Services.produce_waiters`, Kafka's DelayedProduce):
+                    REQUEST_TIMED_OUT after timeout_ms, NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+                    the ISR shrank below the minimum meanwhile, NOT_LEADER_OR_FOLLOWER when
+                    leadership was lost (these keep the base offset, as Kafka). A partition
+                    whose only replica is this broker (always, on a single broker) has its
+                    high watermark at the log end after the append: no wait, no await.
                     acks=0 gets no response; if any partition failed, the connection is closed
                     (raise `ProduceWithoutAckFailed`), as Kafka does, so the producer notices and
                     refreshes its metadata.
@@ -14,18 +20,20 @@ Per request
                     producer (no retry loop) and names the cause. (Kafka itself accepts
                     non-transactional batches that carry a transactional_id; wirebroker never
                     issues transactional producer ids, so such a request cannot be legitimate.)
-    timeout_ms      ignored (nothing to wait for on a single broker).
+    timeout_ms      the acks=-1 wait (above); unused otherwise.
 
 Per partition, in this order
     unknown topic name                      UNKNOWN_TOPIC_OR_PARTITION (Kafka 4 never
                                             auto-creates on produce)
     unknown topic id (v13)                  UNKNOWN_TOPIC_ID
     unknown partition                       UNKNOWN_TOPIC_OR_PARTITION
+    partition hosted on other brokers only  NOT_LEADER_OR_FOLLOWER
     internal topic (__consumer_offsets ...) INVALID_TOPIC_EXCEPTION, unless the client id is
                                             Kafka's "__admin_client"
     records null/empty, not exactly one     INVALID_RECORD (Kafka's ProduceRequest validation)
       complete batch, or magic != 2
     zstd batch with version < 7             UNSUPPORTED_COMPRESSION_TYPE
+    this broker is not the leader           NOT_LEADER_OR_FOLLOWER (at the append)
     storage errors (wirebroker.log.errors)  their `error_code` (CORRUPT_MESSAGE, INVALID_RECORD,
                                             MESSAGE_TOO_LARGE, INVALID_TIMESTAMP,
                                             OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
@@ -50,6 +58,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, cast
 
+import trio
+
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
@@ -57,7 +67,7 @@ from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
-from wirebroker.replication.partition import NotEnoughReplicasError
+from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
 
 if TYPE_CHECKING:
     from protocol.messages.produce import (
@@ -157,23 +167,28 @@ def _has_transactional_batch(
     return False
 
 
+#: an acks=-1 append waiting for the ISR: (its response, partition, required offset, epoch)
+_Waiting = tuple["PartitionProduceResponse", "Partition", int, int]
+
+
 def _append(
     ctx: RequestContext,
     part: Partition,
     records: bytes | memoryview,
     acks: int,
     batches: list[tuple[int, BatchHeader]],
+    waiting: list[_Waiting],
 ) -> PartitionProduceResponse:
     try:
         result = ctx.services.replicas.append(
             part, records, now_ms=ctx.now_ms(), required_acks=acks, batches=batches
         )
-    except (LogError, NotEnoughReplicasError) as exc:
+    except (LogError, NotEnoughReplicasError, NotLeaderOrFollowerError) as exc:
         return _failed(part.index, exc.error_code, str(exc) or None)
     except Exception:
         log.exception("produce to %s-%d failed", part.topic, part.index)
         return _failed(part.index, ErrorCode.UNKNOWN, "Unexpected server error")
-    return {
+    presp: PartitionProduceResponse = {
         "index": part.index,
         "error_code": 0,
         "base_offset": result.first_offset,
@@ -182,6 +197,23 @@ def _append(
         "record_errors": [],
         "error_message": None,
     }
+    if acks == -1 and not part.single_replica and part.high_watermark <= result.last_offset:
+        waiting.append((presp, part, result.last_offset + 1, part.leader_epoch))
+    return presp
+
+
+async def _await_replication(ctx: RequestContext, waiting: list[_Waiting], timeout_ms: int) -> None:
+    """acks=-1: wait (until one deadline for all) for the ISR to have each append."""
+    waiters = ctx.services.produce_waiters
+    deadline = trio.current_time() + max(0, timeout_ms) / 1000.0
+    for presp, part, required, epoch in waiting:
+        if waiters is None:
+            code = part.replication_status(required, epoch) or ErrorCode.REQUEST_TIMED_OUT
+        else:
+            remaining = deadline - trio.current_time()
+            code = await waiters.wait(part, required, remaining, leader_epoch=epoch)
+        if code != ErrorCode.NONE:
+            presp["error_code"] = int(code)
 
 
 @handler(ApiKey.PRODUCE)
@@ -202,6 +234,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
 
     responses = []
     any_error = False
+    waiting: list[_Waiting] = []
     for topic in topic_data:
         # v13+ topics all have an id, v3-12 a name
         naming, info, missing_code = resolve_entry(
@@ -217,7 +250,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
             elif info is None or name is None:
                 presp = _failed(index, missing_code)
             elif (part := replicas.partition(name, index)) is None:
-                presp = _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                presp = _failed(index, replicas.missing_code(name, index))
             elif is_internal(name) and client_id != ADMIN_CLIENT_ID:
                 presp = _failed(
                     index,
@@ -232,12 +265,14 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                     presp = _failed(index, code, message)
                 else:
                     assert records is not None
-                    presp = _append(ctx, part, records, acks, batches[0])
+                    presp = _append(ctx, part, records, acks, batches[0], waiting)
             any_error = any_error or presp["error_code"] != 0
             partition_responses.append(presp)
         out_topic["partition_responses"] = partition_responses
         responses.append(out_topic)
 
+    if waiting:
+        await _await_replication(ctx, waiting, int(req.get("timeout_ms", 0)))
     if acks == 0:
         if any_error:
             raise ProduceWithoutAckFailed(

@@ -6,7 +6,9 @@ unloaded); in Stable the member's current assignment is returned at once. Checks
 (`wirebroker.group.membership`), after this handler's own first check (KafkaApis'): v5+
 protocol_type and protocol_name are mandatory (INCONSISTENT_GROUP_PROTOCOL), INVALID_GROUP_ID for
 "", UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS. The leader's
-assignment is appended to `__consumer_offsets` before any member is answered.
+assignment is appended to `__consumer_offsets` and replicated before any member is answered
+(not replicated within offsets.commit.timeout.ms, or too few in-sync replicas:
+COORDINATOR_NOT_AVAILABLE; the coordinator's partition lost meanwhile: NOT_COORDINATOR).
 
 Fields: group_instance_id from v3, protocol_type/protocol_name from v5 (null before: not
 checked); response protocol_type/protocol_name (v5+) and assignment bytes.

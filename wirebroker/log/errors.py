@@ -18,6 +18,7 @@ __all__ = [
     "OutOfOrderSequenceError",
     "RecordTooLargeError",
     "StorageError",
+    "UnexpectedAppendOffsetError",
 ]
 
 
@@ -58,3 +59,9 @@ class OffsetOutOfRangeError(LogError, code=ErrorCode.OFFSET_OUT_OF_RANGE):
 
 class StorageError(LogError, code=ErrorCode.KAFKA_STORAGE_ERROR):
     """An OSError while reading or writing, or a log taken offline after one."""
+
+
+class UnexpectedAppendOffsetError(LogError, code=ErrorCode.UNKNOWN):
+    """A follower append whose first batch starts below the log end offset, or whose batches
+    do not follow each other (Kafka's UnexpectedAppendOffsetException): the follower's log and
+    its fetch position disagree; the fetcher backs off and retries from its log end."""

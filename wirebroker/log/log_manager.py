@@ -5,6 +5,8 @@ contain '-': the name is split on the LAST '-') and these files::
 
     recovery-point-offset-checkpoint   per partition: offset below which data was fsynced
     log-start-offset-checkpoint        per partition: log start offset (DeleteRecords)
+    replication-offset-checkpoint      per partition: high watermark (multi-broker mode only;
+                                       written for the ReplicaManager, `write_high_watermarks`)
     cleaner-offset-checkpoint          per compacted partition: offset below which the log
                                        cleaner has cleaned (written after each round)
     .kafka_cleanshutdown               written by close() after every log of the directory
@@ -57,6 +59,7 @@ __all__ = [
     "CLEAN_SHUTDOWN_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
     "RECOVERY_POINT_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
     "LogManager",
     "parse_partition_dir",
 ]
@@ -66,6 +69,7 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 _DIR_RE = re.compile(r"(.+)-(\d+)")
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -389,6 +393,26 @@ class LogManager:
                 )
             except OSError as exc:
                 raise StorageError(f"cannot write checkpoints in {d}: {exc}") from exc
+
+    def write_high_watermarks(self, high_watermarks: dict[Key, int]) -> None:
+        """Write `replication-offset-checkpoint` in every log dir: the high watermark of each
+        of its partitions named in `high_watermarks`. StorageError on an I/O error."""
+        for d in self.log_dirs:
+            offsets = {k: hw for k, hw in high_watermarks.items() if self._dir_of.get(k) == d}
+            try:
+                write_offset_checkpoint(self.fs, d / REPLICATION_OFFSET_CHECKPOINT, offsets)
+            except OSError as exc:
+                raise StorageError(f"cannot write the HW checkpoint in {d}: {exc}") from exc
+
+    def read_high_watermarks(self) -> dict[Key, int]:
+        """Every log dir's `replication-offset-checkpoint` ({} for a missing or bad file)."""
+        out: dict[Key, int] = {}
+        for d in self.log_dirs:
+            try:
+                out.update(self._read_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT))
+            except OSError as exc:
+                log.warning("%s: cannot read the HW checkpoint: %s", d, exc)
+        return out
 
     def close(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker

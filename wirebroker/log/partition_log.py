@@ -28,7 +28,11 @@ from typing import NoReturn
 
 from protocol.records import BatchHeader
 from wirebroker.log.config import LogConfig
-from wirebroker.log.errors import OffsetOutOfRangeError, StorageError
+from wirebroker.log.errors import (
+    OffsetOutOfRangeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.leader_epoch import LeaderEpochCache
 from wirebroker.log.loader import (
@@ -295,6 +299,52 @@ class PartitionLog:
             self._last_flush_ms = now_ms
         return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)
 
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, *, now_ms: int
+    ) -> AppendResult:
+        """Append batches fetched from the leader as they are: their offsets, leader epochs,
+        timestamps and producer fields are kept (Kafka's appendAsFollower). All or nothing.
+
+        Checked (`LogValidator.validate_replicated`): headers, CRC, offsets increasing; the
+        first batch may not start below the log end offset (`UnexpectedAppendOffsetError`;
+        above it is allowed: a compacted leader may have removed whole batches). Each batch's
+        partition leader epoch enters the epoch cache at its base offset when it is newer
+        (checkpointed); producer state follows the batches without sequence checks, so a new
+        leader still recognises an idempotent producer's retries. The bytes are in the kernel
+        when this returns, as for a leader append."""
+        self._check_online()
+        checked = self._validator.validate_replicated(records)
+        first = checked[0][1].base_offset
+        leo = self.log_end_offset
+        if first < leo:
+            raise UnexpectedAppendOffsetError(
+                f"{self.name}: replicated records start at {first}, below the log end {leo}"
+            )
+        last_offset = checked[-1][1].last_offset
+        max_ts = max(h.max_timestamp for _, h in checked)
+        with self._io("append", offline_on_error=True):
+            seg = self._maybe_roll(len(records), max_ts, last_offset, now_ms)
+        try:
+            seg.append(records, checked, now_ms)
+        except RollbackFailed as exc:
+            self._go_offline()
+            raise StorageError(
+                f"{self.name}: append failed and could not be undone: {exc}"
+            ) from exc
+        except OSError as exc:
+            raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
+        for _, h in checked:
+            if h.partition_leader_epoch >= 0:
+                self._epochs.assign(h.partition_leader_epoch, h.base_offset)
+            self._producers.apply(h)
+        if self._epochs.changed:
+            with self._io("leader epoch checkpoint", offline_on_error=True):
+                self._write_epoch_checkpoint()
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()
+            self._last_flush_ms = now_ms
+        return AppendResult(first, last_offset, -1, self.log_start_offset)
+
     # -- roll ---------------------------------------------------------------------------------
     def _maybe_roll(
         self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
@@ -482,9 +532,15 @@ class PartitionLog:
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at and above `offset` (a batch straddling it goes entirely, so
         the log end may land below `offset`). Below the log start: start over empty there.
-        The epoch cache is truncated, producer state rebuilt."""
+        The epoch cache is truncated, producer state rebuilt. At or above the log end nothing
+        is removed, but epoch entries starting at the log end still go (as Kafka: a leader that
+        took an epoch and lost it before appending must not keep claiming it)."""
         self._check_online()
         if offset >= self.log_end_offset:
+            self._epochs.truncate_from_end(self.log_end_offset)
+            if self._epochs.changed:
+                with self._io("leader epoch checkpoint", offline_on_error=True):
+                    self._write_epoch_checkpoint()
             return
         with self._io("truncate", offline_on_error=True):
             if offset < self.log_start_offset or offset < self._segments[0].base_offset:
@@ -500,6 +556,29 @@ class PartitionLog:
             self._hw = min(self._hw, leo)
             self.recovery_point = min(self.recovery_point, leo)
             self._producers = replay_producers(self._segments, self._snapshots, leo)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every batch and start the log over, empty, at `offset` (a follower whose log
+        end is below its leader's log start: Kafka's truncateFullyAndStartAt)."""
+        self._check_online()
+        with self._io("truncate", offline_on_error=True):
+            self._truncate_fully_and_start_at(offset)
+
+    def advance_log_start_offset(self, offset: int) -> int:
+        """A follower follows its leader's log start offset (retention, DeleteRecords), up to
+        its own log end; whole segments below it are deleted. Returns the log start."""
+        self._check_online()
+        target = min(offset, self.log_end_offset)
+        if target <= self.log_start_offset:
+            return self.log_start_offset
+        with self._io("advance log start", offline_on_error=True):
+            self.log_start_offset = target
+            self._after_log_start_moved()
+            segs = self._segments.to_list()
+            doomed = [seg for seg, nxt in itertools.pairwise(segs) if nxt.base_offset <= target]
+            if doomed:
+                self._delete_segments(doomed)
+        return self.log_start_offset
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         self._segments.reset_at(offset, self.config, self._segments.active.created_ms)

@@ -9,6 +9,10 @@ no client LogAppendTime, CreateTime within message.timestamp.{before,after}.max.
 It returns (position, header) per batch; headers parsed by the caller (`batches`, from
 `iter_batches` over the same bytes) are reused, never parsed again.
 
+`validate_replicated(buf)` checks batches a follower fetched from its leader, which keep their
+offsets, epochs and timestamps: magic, lengths, CRC-32C, offsets increasing from batch to batch
+(no size limit: the leader accepted them, as Kafka's appendAsFollower ignores max.message.bytes).
+
 `assign_offsets` stamps base offsets, the leader epoch and LogAppendTime into the caller's
 private copy and returns the stamped headers (built from the old ones, not re-parsed).
 Pure: no I/O, no clock reads, no trio.
@@ -34,6 +38,7 @@ from wirebroker.log.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     RecordTooLargeError,
+    UnexpectedAppendOffsetError,
 )
 
 __all__ = ["Batches", "LogValidator"]
@@ -72,7 +77,7 @@ class LogValidator:
         return out
 
     @staticmethod
-    def _header_at(buf: bytearray, pos: int) -> BatchHeader:
+    def _header_at(buf: bytes | bytearray | memoryview, pos: int) -> BatchHeader:
         end = len(buf)
         if end - pos < BATCH_HEADER_SIZE:
             raise CorruptRecordError(f"truncated batch header at {pos}")
@@ -130,6 +135,27 @@ class LogValidator:
                 ) from None
             except InvalidBatch as exc:
                 raise InvalidRecordError(f"undecodable batch: {exc}") from None
+
+    def validate_replicated(self, buf: bytes | bytearray | memoryview) -> Batches:
+        """Check every batch of a follower append; -> (position, header) per batch."""
+        if not buf:
+            raise InvalidRecordError("no record batch to append")
+        out: Batches = []
+        pos = 0
+        end = len(buf)
+        next_offset = -1
+        while pos < end:
+            h = self._header_at(buf, pos)
+            if not verify_crc(buf, pos, h):
+                raise CorruptRecordError(f"replicated batch at {pos}: CRC mismatch")
+            if h.last_offset_delta < 0 or h.base_offset < next_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"replicated batch at {pos} starts at {h.base_offset}, before {next_offset}"
+                )
+            next_offset = h.next_offset
+            out.append((pos, h))
+            pos += h.size
+        return out
 
     def _check_timestamps(self, h: BatchHeader, now_ms: int) -> None:
         cfg = self.config

@@ -1,21 +1,43 @@
-"""The broker's partitions: build them from the logs, append to them, wake their fetchers.
+"""The broker's partitions: build them from the logs, lead or follow them, wake their waiters.
 
-`ReplicaManager` keeps the in-memory `Partition`s of every topic the `TopicStore` knows, each
-over its `PartitionLog` (`LogManager`). It is pure (no trio): long-poll Fetch wake-ups go
-through data listeners (`add_data_listener`; the broker installs its `FetchWaiters`).
+`ReplicaManager` keeps the in-memory `Partition`s this broker hosts, each over its
+`PartitionLog` (`LogManager`). It is pure (no trio, no clock: every call that needs the time
+takes `now_ms`); trio runtimes hear of changes through listeners:
+
+    data listeners   (topic, index): new data, a high watermark or role change, a deletion
+                     (`FetchWaiters` wakes long-poll fetches, followers' included)
+    hw listeners     (topic, index): a replicated partition's HW, ISR or role changed outside
+                     an append (`ProduceWaiters` re-checks parked acks=-1 produces)
+    role listeners   (Partition): a partition became leader, follower or neither
+                     (`ReplicaFetcherManager` starts or stops fetching it)
+    isr_listener     one `IsrChangeListener`: ISR changes the leader wants; it stores them
+                     (ZooKeeper CAS, asynchronously) and answers `isr_committed` or
+                     `isr_rejected`. None: a change is committed at once, locally.
+
+Two modes. Single broker (`replicated=False`, the default): every partition is built as the
+leader of replicas [this broker] and stays so; nothing here changes behaviour or cost.
+Multi-broker (`replicated=True`): `load` builds a partition for each log on disk of a topic
+the store knows (a missing log is not created: the partition may live on other brokers), in
+role NONE with the high watermark of `replication-offset-checkpoint`; they wait for the cluster
+layer's `make_leader` / `make_follower` / `stop_replica` (after `ensure_partition`, which also
+creates a missing log). `checkpoint_high_watermarks` writes that file (the broker runs it every
+replica.high.watermark.checkpoint.interval.ms and at shutdown).
+
+Leader side: `record_follower_fetch` (the Fetch handler, per follower partition), then ISR
+expansion when the follower may join; `maybe_shrink_isr(now_ms)` (every
+replica.lag.time.max.ms / 2) proposes dropping the members out of sync. Follower side:
+`append_as_follower`, `truncate`, `truncate_fully_and_start_at` (the fetcher).
 
 Topic administration (create, delete, grow, configs) is `wirebroker.cluster.TopicAdmin`'s;
 the `ReplicaManager` is its `PartitionListener` and hears of each change after the store
-recorded it: `on_partitions_created` (new partitions over their new logs), `on_topic_deleted`
-(drop the partitions, wake their fetchers), `on_topic_configs_changed` (new `LogConfig` and
-min.insync.replicas on the live partitions).
+recorded it: `on_partitions_created`, `on_topic_deleted` (stop the partitions, wake their
+waiters), `on_topic_configs_changed`.
 
 `load` (start-up) reconciles the logs with the store: logs of a topic the store does not know
 are deleted, unless the store was created by this process (a missing store must never wipe
-data; those logs are left and logged). A partition the store knows without a log (lost by a
-power failure, or a crash during an older create) gets an empty log, and a
-`partition.metadata` that is missing or does not hold the store's topic id (it is written
-without fsync) is rewritten.
+data; those logs are left and logged). A partition the store knows without a log gets an
+empty log (single broker only), and a `partition.metadata` that is missing or does not hold
+the store's topic id (it is written without fsync) is rewritten.
 """
 
 from __future__ import annotations
@@ -23,26 +45,36 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from protocol.errors import ErrorCode
 from wirebroker.cluster.topic_configs import min_insync_replicas, topic_log_config
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore, ensure_meta_properties
-from wirebroker.replication.partition import Partition
+from wirebroker.replication.partition import Partition, Role
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from protocol.records import BatchHeader
     from wirebroker.config import BrokerConfig
     from wirebroker.log.config import LogConfig
     from wirebroker.log.log_manager import LogManager
     from wirebroker.log.partition_log import AppendResult, PartitionLog
 
-__all__ = ["DataListener", "ReplicaManager"]
+__all__ = ["DataListener", "IsrChangeListener", "ReplicaManager", "RoleListener"]
 
 log = logging.getLogger(__name__)
 
 DataListener = Callable[[str, int], None]
+RoleListener = Callable[[Partition], None]
+
+
+class IsrChangeListener(Protocol):
+    """Stores the ISR changes a leader wants (the cluster layer: a CAS on the partition's
+    state znode at version `partition_epoch`, keeping `leader_epoch`). It must answer each
+    call, later or at once, with `ReplicaManager.isr_committed` or `isr_rejected`."""
+
+    def propose_isr(
+        self, topic: str, index: int, *, leader_epoch: int, partition_epoch: int, isr: list[int]
+    ) -> None: ...
 
 
 class ReplicaManager:
@@ -54,34 +86,46 @@ class ReplicaManager:
         *,
         node_id: int,
         on_data: DataListener | None = None,
+        replicated: bool = False,
     ) -> None:
         self.config = config
         self.logs = logs
         self.topics = topics
         self.node_id = node_id
-        self._partitions: dict[str, list[Partition]] = {}
+        self.replicated = replicated
+        self.lag_ms = config.get_int("replica.lag.time.max.ms")
+        self.isr_listener: IsrChangeListener | None = None
+        self._partitions: dict[str, dict[int, Partition]] = {}
         self._listeners: list[DataListener] = [on_data] if on_data is not None else []
+        self._hw_listeners: list[DataListener] = []
+        self._role_listeners: list[RoleListener] = []
+        self._hw_checkpoint: dict[tuple[str, int], int] = {}
+        self._last_now_ms = 0
 
     # -- start-up --------------------------------------------------------------------------
     def load(self, now_ms: int) -> None:
         """Check meta.properties, open every log, build the partitions of known topics."""
+        self._last_now_ms = now_ms
         log_dirs = self.log_dirs()
         ensure_meta_properties(
             log_dirs, node_id=self.node_id, cluster_id=self.topics.cluster_id, fs=self.topics.fs
         )
         self.logs.load(self.log_config, now_ms)
+        if self.replicated:
+            self._hw_checkpoint = self.logs.read_high_watermarks()
         self._delete_stray_logs()
         self._partitions.clear()
         for info in self.topics.all():
             config = self.log_config(info.name)
             missing = [i for i in range(info.partitions) if self.logs.get(info.name, i) is None]
-            if missing:
+            if missing and not self.replicated:
                 log.warning("%s: creating %d missing partition log(s)", info.name, len(missing))
                 self.logs.create_many(info.name, missing, config, now_ms, info.topic_id)
             plogs = []
             for index in range(info.partitions):
                 plog = self.logs.get(info.name, index)
-                assert plog is not None
+                if plog is None:
+                    continue  # multi-broker: hosted elsewhere (ensure_partition adds it here)
                 if self.logs.repair_topic_id(info.name, index, info.topic_id):
                     log.warning("%s-%d: partition.metadata rewritten", info.name, index)
                 plogs.append(plog)
@@ -112,45 +156,309 @@ class ReplicaManager:
     def log_dirs(self) -> list[Path]:
         return [Path(d).expanduser() for d in self.config.log_dirs]
 
+    def _build(self, info: TopicInfo, plog: PartitionLog, min_isr: int) -> Partition:
+        if not self.replicated:
+            return Partition(
+                info.name,
+                plog.partition,
+                plog,
+                node_id=self.node_id,
+                topic_id=info.topic_id,
+                min_insync_replicas=min_isr,
+                lag_ms=self.lag_ms,
+            )
+        # a replica waiting for its role: its HW is the checkpointed one, never its log end
+        plog.high_watermark = self._hw_checkpoint.get(
+            (info.name, plog.partition), plog.log_start_offset
+        )
+        return Partition(
+            info.name,
+            plog.partition,
+            plog,
+            node_id=self.node_id,
+            topic_id=info.topic_id,
+            min_insync_replicas=min_isr,
+            role=Role.NONE,
+            leader_epoch=-1,
+            lag_ms=self.lag_ms,
+        )
+
     # -- PartitionListener (topic administration) -------------------------------------------
     def on_partitions_created(self, info: TopicInfo, logs: Sequence[PartitionLog]) -> None:
         """Serve the new partitions of `info` (a new topic, or one that grew) over `logs`."""
         min_isr = min_insync_replicas(self.config, info.configs)
-        parts = self._partitions.setdefault(info.name, [])
+        parts = self._partitions.setdefault(info.name, {})
         for plog in logs:
-            parts.append(
-                Partition(
-                    info.name,
-                    plog.partition,
-                    plog,
-                    node_id=self.node_id,
-                    topic_id=info.topic_id,
-                    min_insync_replicas=min_isr,
-                )
-            )
+            parts[plog.partition] = self._build(info, plog, min_isr)
 
     def on_topic_deleted(self, info: TopicInfo) -> None:
-        """Stop serving the topic's partitions and wake their fetchers."""
-        for part in self._partitions.pop(info.name, []):
-            self.notify_data(info.name, part.index)
+        """Stop serving the topic's partitions and wake their waiters."""
+        for part in self._partitions.pop(info.name, {}).values():
+            part.stop()
+            self._role_changed(part)
 
     def on_topic_configs_changed(self, info: TopicInfo) -> None:
         """The live partitions take the topic's new LogConfig and min.insync.replicas."""
         log_config = topic_log_config(self.config, info.configs)
         min_isr = min_insync_replicas(self.config, info.configs)
-        for part in self._partitions.get(info.name, []):
+        for part in self._partitions.get(info.name, {}).values():
             part.update_config(log_config, min_isr)
 
     # -- partitions ---------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition | None:
         parts = self._partitions.get(topic)
-        if parts is None or not 0 <= index < len(parts):
+        if parts is None:
             return None
-        return parts[index]
+        return parts.get(index)
 
     def partitions_of(self, topic: str) -> list[Partition]:
-        return list(self._partitions.get(topic, []))
+        parts = self._partitions.get(topic, {})
+        return [parts[i] for i in sorted(parts)]
 
+    def all_partitions(self) -> list[Partition]:
+        return [p for parts in self._partitions.values() for p in parts.values()]
+
+    def missing_code(self, topic: str | None, index: int) -> ErrorCode:
+        """The error for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when
+        the topic has it (another broker does), else UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self.topics.get(topic) if topic is not None else None
+        if info is not None and 0 <= index < info.partitions:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> Partition:
+        """The partition `index` of `info`, hosted from now on: built (role NONE in
+        multi-broker mode) over its log, which is created empty when missing. StorageError
+        when the log cannot be created."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        part = self.partition(info.name, index)
+        if part is not None:
+            return part
+        plog = self.logs.get(info.name, index)
+        if plog is None:
+            config = topic_log_config(self.config, info.configs)
+            plog = self.logs.create(info.name, index, config, now_ms, info.topic_id)
+        min_isr = min_insync_replicas(self.config, info.configs)
+        part = self._build(info, plog, min_isr)
+        self._partitions.setdefault(info.name, {})[index] = part
+        return part
+
+    def _require(self, topic: str, index: int) -> Partition:
+        part = self.partition(topic, index)
+        if part is None:
+            raise KeyError(f"{topic}-{index} is not hosted here (call ensure_partition first)")
+        return part
+
+    # -- roles (the cluster layer) ---------------------------------------------------------
+    def make_leader(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_epoch: int,
+        isr: Sequence[int],
+        replicas: Sequence[int],
+        partition_epoch: int,
+        now_ms: int,
+    ) -> bool:
+        """Lead the partition (KeyError when not hosted). False when the state is not newer
+        than what the partition has (stale); see `Partition.become_leader`."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        part = self._require(topic, index)
+        before = (part.role, part.leader_epoch)
+        changed = part.become_leader(
+            leader_epoch=leader_epoch,
+            partition_epoch=partition_epoch,
+            isr=isr,
+            replicas=replicas,
+            now_ms=now_ms,
+        )
+        if changed:
+            if before != (part.role, part.leader_epoch):
+                log.info("%s-%d: leader at epoch %d, ISR %s", topic, index, leader_epoch, isr)
+                self._role_changed(part)
+            else:
+                self._state_changed(part)
+        return changed
+
+    def make_follower(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_id: int,
+        leader_epoch: int,
+        isr: Sequence[int],
+        replicas: Sequence[int],
+        partition_epoch: int,
+        now_ms: int,
+    ) -> bool:
+        """Follow `leader_id` (KeyError when not hosted); False when stale. The role
+        listeners (the fetcher) start fetching; the log is truncated by the fetcher."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        part = self._require(topic, index)
+        before = (part.role, part.leader_id, part.leader_epoch)
+        changed = part.become_follower(
+            leader_id=leader_id,
+            leader_epoch=leader_epoch,
+            partition_epoch=partition_epoch,
+            isr=isr,
+            replicas=replicas,
+        )
+        if changed and before != (part.role, part.leader_id, part.leader_epoch):
+            log.info("%s-%d: following %d at epoch %d", topic, index, leader_id, leader_epoch)
+            self._role_changed(part)
+        return changed
+
+    def stop_replica(self, topic: str, index: int, *, delete: bool) -> None:
+        """Neither lead nor follow the partition; with `delete`, forget it and delete its log."""
+        part = self.partition(topic, index)
+        if part is not None:
+            part.stop()
+            self._role_changed(part)
+        if delete:
+            parts = self._partitions.get(topic)
+            if parts is not None:
+                parts.pop(index, None)
+                if not parts:
+                    del self._partitions[topic]
+            self._hw_checkpoint.pop((topic, index), None)
+            self.logs.delete(topic, index)
+
+    # -- leader side: followers, ISR, high watermark ------------------------------------------
+    def record_follower_fetch(
+        self,
+        part: Partition,
+        replica_id: int,
+        *,
+        fetch_offset: int,
+        log_start_offset: int,
+        now_ms: int,
+    ) -> None:
+        """Follower `replica_id` fetched `part` at `fetch_offset` (raises
+        NotLeaderOrFollowerError when it is not a follower of this leader): its state, the
+        HW, and an ISR expansion when it may join. (`log_start_offset` is accepted for the
+        DeleteRecords low watermark, which is not tracked across replicas.)"""
+        del log_start_offset
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        moved = part.record_follower_fetch(replica_id, fetch_offset, now_ms)
+        wanted = part.isr_to_expand(replica_id)
+        if wanted is not None:
+            log.info("%s-%d: ISR expanding %s -> %s", part.topic, part.index, part.isr, wanted)
+            self._propose(part, wanted, now_ms)
+        if moved:
+            self._state_changed(part)
+
+    def maybe_shrink_isr(self, now_ms: int) -> int:
+        """Propose dropping the out-of-sync ISR members of every led partition; also moves HWs
+        that time alone lets advance. Returns the number of proposals made."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        proposals = 0
+        for part in self.all_partitions():
+            if not part.is_leader or part.single_replica:
+                continue
+            wanted = part.isr_to_shrink(now_ms)
+            if wanted is not None:
+                log.info(
+                    "%s-%d: ISR shrinking %s -> %s (out of sync for replica.lag.time.max.ms)",
+                    part.topic,
+                    part.index,
+                    part.isr,
+                    wanted,
+                )
+                proposals += 1
+                self._propose(part, wanted, now_ms)
+            elif part.maybe_advance_high_watermark(now_ms):
+                self._state_changed(part)
+        return proposals
+
+    def _propose(self, part: Partition, isr: list[int], now_ms: int) -> None:
+        listener = self.isr_listener
+        if listener is None:
+            part.commit_isr(isr, part.partition_epoch + 1, now_ms)
+            self._state_changed(part)
+            return
+        part.propose_isr(isr)
+        listener.propose_isr(
+            part.topic,
+            part.index,
+            leader_epoch=part.leader_epoch,
+            partition_epoch=part.partition_epoch,
+            isr=list(isr),
+        )
+
+    def isr_committed(
+        self,
+        topic: str,
+        index: int,
+        *,
+        isr: Sequence[int],
+        partition_epoch: int,
+        now_ms: int | None = None,
+    ) -> None:
+        """The ISR `isr` is stored at `partition_epoch` (ignored unless newer than the
+        partition's). `now_ms` defaults to the latest time this manager was given (the HW
+        rule only needs it to judge followers outside the ISR, and an older time is the
+        conservative side)."""
+        part = self.partition(topic, index)
+        if part is None:
+            return
+        now = self._last_now_ms if now_ms is None else now_ms
+        if part.commit_isr(isr, partition_epoch, now) or part.is_leader:
+            self._state_changed(part)
+
+    def isr_rejected(self, topic: str, index: int) -> None:
+        """The proposal was refused: no ISR change until the next make_leader."""
+        part = self.partition(topic, index)
+        if part is not None:
+            log.warning(
+                "%s-%d: ISR change rejected; no more ISR changes until new leadership",
+                topic,
+                index,
+            )
+            part.reject_isr()
+
+    # -- follower side (the fetcher) ------------------------------------------------------
+    def append_as_follower(
+        self,
+        part: Partition,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_high_watermark: int,
+        leader_log_start_offset: int = -1,
+        now_ms: int,
+    ) -> AppendResult | None:
+        """Append what the leader sent and take its HW (see `Partition.append_as_follower`)."""
+        return part.append_as_follower(
+            records,
+            leader_high_watermark=leader_high_watermark,
+            leader_log_start_offset=leader_log_start_offset,
+            now_ms=now_ms,
+        )
+
+    def truncate(self, part: Partition, offset: int) -> None:
+        """Truncate a follower's log to `offset` (KIP-101/279 divergence)."""
+        if part.log_end_offset > offset:
+            log.info(
+                "%s-%d: truncating from %d to %d",
+                part.topic,
+                part.index,
+                part.log_end_offset,
+                offset,
+            )
+        part.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, part: Partition, offset: int) -> None:
+        """Empty a follower's log and restart it at `offset` (the leader's log start)."""
+        log.info(
+            "%s-%d: log emptied, restarting at the leader's start %d",
+            part.topic,
+            part.index,
+            offset,
+        )
+        part.truncate_fully_and_start_at(offset)
+
+    # -- appends -------------------------------------------------------------------------------
     def append(
         self,
         part: Partition,
@@ -163,20 +471,57 @@ class ReplicaManager:
         """Append to `part` as leader and wake its fetchers (`batches`: the records' batch
         headers when the caller parsed them).
 
-        Raises NotEnoughReplicasError or a wirebroker.log.errors.LogError.
+        Raises NotEnoughReplicasError, NotLeaderOrFollowerError or a LogError.
         """
+        if part.single_replica:
+            result = part.append_records(
+                records, now_ms=now_ms, required_acks=required_acks, batches=batches
+            )
+            if not result.duplicate:
+                self.notify_data(part.topic, part.index)
+            return result
+        hw = part.high_watermark
         result = part.append_records(
             records, now_ms=now_ms, required_acks=required_acks, batches=batches
         )
-        if not result.duplicate:
+        if part.high_watermark != hw:
+            self._state_changed(part)
+        elif not result.duplicate:
             self.notify_data(part.topic, part.index)
         return result
 
-    # -- data listeners (long-poll Fetch) ----------------------------------------------------------
+    # -- high-watermark checkpoint ------------------------------------------------------------
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every log dir's `replication-offset-checkpoint` (StorageError on failure)."""
+        hws = dict(self._hw_checkpoint)
+        for part in self.all_partitions():
+            if not part.log.closed:
+                hws[(part.topic, part.index)] = part.high_watermark
+        self._hw_checkpoint = hws
+        self.logs.write_high_watermarks(hws)
+
+    # -- listeners -------------------------------------------------------------------------------
     def add_data_listener(self, listener: DataListener) -> None:
         self._listeners.append(listener)
+
+    def add_hw_listener(self, listener: DataListener) -> None:
+        self._hw_listeners.append(listener)
+
+    def add_role_listener(self, listener: RoleListener) -> None:
+        self._role_listeners.append(listener)
 
     def notify_data(self, topic: str, index: int) -> None:
         """Tell listeners that the partition changed (new data, new HW, or deleted)."""
         for listener in list(self._listeners):
             listener(topic, index)
+
+    def _state_changed(self, part: Partition) -> None:
+        """HW, ISR or role changed: data listeners and hw listeners."""
+        self.notify_data(part.topic, part.index)
+        for listener in list(self._hw_listeners):
+            listener(part.topic, part.index)
+
+    def _role_changed(self, part: Partition) -> None:
+        for listener in list(self._role_listeners):
+            listener(part)
+        self._state_changed(part)

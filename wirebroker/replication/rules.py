@@ -16,8 +16,10 @@ Invariants they keep:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+
+from wirebroker.cluster.elections import NO_LEADER, Election, elect_leader, remove_from_isr
 
 __all__ = [
     "NO_LEADER",
@@ -31,44 +33,9 @@ __all__ = [
     "own_end_offset_below",
     "record_fetch",
     "remove_from_isr",
+    "truncate_on_fetch_offset",
     "truncation_offset",
 ]
-
-NO_LEADER = -1
-
-
-@dataclass(frozen=True)
-class Election:
-    """The outcome of an election: `leader` is NO_LEADER when the partition goes offline."""
-
-    leader: int
-    isr: tuple[int, ...]
-    recovering: bool = False  # unclean: the new leader's log may lack acknowledged records
-
-
-def elect_leader(
-    assignment: Sequence[int], isr: Collection[int], live: Collection[int], *, unclean: bool
-) -> Election:
-    """Kafka's offlinePartitionLeaderElection: the first replica in assignment order that is
-    live and in the ISR; else, with unclean election, the first live replica (ISR = it alone);
-    else offline with the ISR kept, so a returning member can lead again cleanly."""
-    live_isr = [r for r in assignment if r in live and r in isr]
-    if live_isr:
-        return Election(live_isr[0], tuple(live_isr))
-    if unclean:
-        for replica in assignment:
-            if replica in live:
-                return Election(replica, (replica,), recovering=True)
-    return Election(NO_LEADER, tuple(isr))
-
-
-def remove_from_isr(leader: int, isr: Sequence[int], dead: int) -> Election:
-    """A follower or the leader died (Kafka's doRemoveReplicasFromIsr): it leaves the ISR,
-    unless it is the last member, which stays while the partition goes leaderless."""
-    if list(isr) == [dead]:
-        return Election(NO_LEADER, tuple(isr))
-    rest = tuple(r for r in isr if r != dead)
-    return Election(NO_LEADER if leader == dead else leader, rest)
 
 
 @dataclass(frozen=True)
@@ -197,3 +164,20 @@ def own_end_offset_below(epoch: int, own_epochs: Sequence[tuple[int, int]], own_
         return own_epochs[0][1] if own_epochs else own_leo
     idx = own_epochs.index(below[-1])
     return own_epochs[idx + 1][1] if idx + 1 < len(own_epochs) else own_leo
+
+
+def truncate_on_fetch_offset(
+    leader_epoch: int,
+    leader_end_offset: int,
+    own_epochs: Sequence[tuple[int, int]],
+    own_leo: int,
+    own_hw: int,
+) -> int:
+    """Where a follower truncates when its leader answered a fetch with a diverging epoch
+    (`leader_epoch`, `leader_end_offset`) (Kafka 3.x truncation on fetch): `truncation_offset`,
+    or, for an epoch the follower lacks, the end of its largest epoch below it (it then fetches
+    again with that epoch as its last fetched one, and the leader answers for it)."""
+    found = truncation_offset(leader_epoch, leader_end_offset, own_epochs, own_leo, own_hw)
+    if found is None:
+        return own_end_offset_below(leader_epoch, own_epochs, own_leo)
+    return found

@@ -3,8 +3,12 @@ driven by trio (so `autojump_clock` / MockClock moves session timers), and a `Me
 speaks the classic protocol through `GroupCoordinatorRuntime`.
 
     trio_ms()                       START_MS + trio.current_time() in ms (START_MS outside trio)
-    Node(data_dir, **overrides)     TopicStore + LogManager + ReplicaManager + runtime (not run)
-    running(data_dir, **overrides)  async context manager: a Node whose runtime is loaded and
+    Node(data_dir, runtime_options=None, **overrides)
+                                    TopicStore + LogManager + ReplicaManager + runtime (not run;
+                                    `runtime_options`: keyword arguments of the runtime, e.g.
+                                    leads_every_partition=False, replication_waiter=...)
+    running(data_dir, runtime_options=None, **overrides)
+                                    async context manager: a Node whose runtime is loaded and
                                     running (timers); logs closed on exit
     Member(runtime, client_id)      join() (with the MEMBER_ID_REQUIRED handshake), sync(),
                                     heartbeat(), commit(), leave()
@@ -72,7 +76,9 @@ def subscription(*topics: str) -> bytes:
 class Node:
     """One broker's storage and group coordinator on `data_dir` (not started)."""
 
-    def __init__(self, data_dir: Path, **overrides: str) -> None:
+    def __init__(
+        self, data_dir: Path, runtime_options: dict[str, Any] | None = None, **overrides: str
+    ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.config = BrokerConfig({"node.id": "0", "log.dirs": str(data_dir), **overrides})
         self.topics = TopicStore.open(data_dir)
@@ -89,6 +95,7 @@ class Node:
             admin=self.admin,
             clock=trio_ms,
             member_id_suffix=lambda: f"m{next(counter)}",
+            **(runtime_options or {}),
         )
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
@@ -99,8 +106,10 @@ class Node:
 
 
 @asynccontextmanager
-async def running(data_dir: Path, **overrides: str) -> AsyncIterator[Node]:
-    node = Node(data_dir, **overrides)
+async def running(
+    data_dir: Path, runtime_options: dict[str, Any] | None = None, **overrides: str
+) -> AsyncIterator[Node]:
+    node = Node(data_dir, runtime_options, **overrides)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(node.runtime.run)
@@ -202,8 +211,10 @@ class Member:
             ),
         )
 
-    def commit(self, offsets: dict[tuple[str, int], int], *, version: int = 8) -> dict[str, Any]:
-        return commit(
+    async def commit(
+        self, offsets: dict[tuple[str, int], int], *, version: int = 8
+    ) -> dict[str, Any]:
+        return await commit(
             self.runtime,
             offsets,
             group=self.group,
@@ -212,12 +223,14 @@ class Member:
             version=version,
         )
 
-    def leave(self) -> ErrorCode:
-        resp = self.runtime.leave_group(group_id=self.group, members=[LeaveMember(self.member_id)])
+    async def leave(self) -> ErrorCode:
+        resp = await self.runtime.leave_group(
+            group_id=self.group, members=[LeaveMember(self.member_id)]
+        )
         return resp.members[0].error if resp.members else resp.error
 
 
-def commit(
+async def commit(
     runtime: GroupCoordinatorRuntime,
     offsets: dict[tuple[str, int], int],
     *,
@@ -229,7 +242,7 @@ def commit(
     by_topic: dict[str, list[CommitPartition]] = {}
     for (topic, partition), offset in offsets.items():
         by_topic.setdefault(topic, []).append(CommitPartition(partition, offset, -1, "meta"))
-    result = runtime.commit_offsets(
+    result = await runtime.commit_offsets(
         CommitRequest(
             group_id=group,
             topics=[CommitTopic(t, ps) for t, ps in by_topic.items()],
@@ -287,6 +300,6 @@ def listed(runtime: GroupCoordinatorRuntime) -> dict[str, Any]:
     return list_groups_response(runtime.list_groups())
 
 
-def deleted(runtime: GroupCoordinatorRuntime, group_ids: list[str]) -> dict[str, Any]:
+async def deleted(runtime: GroupCoordinatorRuntime, group_ids: list[str]) -> dict[str, Any]:
     """The DeleteGroups response."""
-    return delete_groups_response(runtime.delete_groups(group_ids))
+    return delete_groups_response(await runtime.delete_groups(group_ids))

@@ -168,12 +168,12 @@ async def test_commit_then_fetch_and_the_records_are_in_the_log(
         a = Member(rt, "a")
         await a.join()
         await a.sync({a.member_id: b"all"})
-        resp = a.commit({("t", 0): 5, ("t", 1): 7})
+        resp = await a.commit({("t", 0): 5, ("t", 1): 7})
         assert [p["error_code"] for p in resp["topics"][0]["partitions"]] == [0, 0]
         assert fetched(rt, "g") == (E.NONE, {("t", 0): 5, ("t", 1): 7})
         assert fetched(rt, "g", {"t": [0, 3]}) == (E.NONE, {("t", 0): 5, ("t", 3): -1})
         # a stale generation is refused
-        stale = commit(rt, {("t", 0): 1}, generation=0, member_id=a.member_id)
+        stale = await commit(rt, {("t", 0): 1}, generation=0, member_id=a.member_id)
         assert stale["topics"][0]["partitions"][0]["error_code"] == E.ILLEGAL_GENERATION
 
         # The log of the group's partition holds the commit (keys decode as offset keys).
@@ -201,7 +201,7 @@ async def test_an_append_failure_answers_with_the_mapped_error_and_reloads(
     async with running(tmp_path) as node:
         node.create_topic("t")
         rt = node.runtime
-        assert commit(rt, {("t", 0): 5})["topics"][0]["partitions"][0]["error_code"] == 0
+        assert (await commit(rt, {("t", 0): 5}))["topics"][0]["partitions"][0]["error_code"] == 0
         real_append = node.replicas.append
 
         def broken(part: Any, *args: Any, **kwargs: Any) -> Any:
@@ -210,7 +210,7 @@ async def test_an_append_failure_answers_with_the_mapped_error_and_reloads(
             return real_append(part, *args, **kwargs)
 
         monkeypatch.setattr(node.replicas, "append", broken)
-        resp = commit(rt, {("t", 0): 9})
+        resp = await commit(rt, {("t", 0): 9})
         # KAFKA_STORAGE_ERROR -> NOT_COORDINATOR (Kafka's appendGroupMetadataErrorToResponseError)
         assert resp["topics"][0]["partitions"][0]["error_code"] == E.NOT_COORDINATOR
         # A leader's SyncGroup whose assignment cannot be written fails too.

@@ -38,13 +38,13 @@ async def test_restart_recovers_offsets_and_groups(tmp_path: Path, autojump_cloc
     async with running(data) as node:
         node.create_topic("t", 3)
         a, b = await stable_pair(node, "stable")
-        a.commit({("t", 0): 10, ("t", 1): 11})
+        await a.commit({("t", 0): 10, ("t", 1): 11})
         (e,) = [Member(node.runtime, "e", group="emptied")]
         await e.join()
         await e.sync({e.member_id: b""})
-        e.commit({("t", 2): 3})
-        assert e.leave() == E.NONE
-        commit(node.runtime, {("t", 0): 42}, group="simple")
+        await e.commit({("t", 2): 3})
+        assert await e.leave() == E.NONE
+        await commit(node.runtime, {("t", 0): 42}, group="simple")
         members = {a.member_id, b.member_id}
 
     async with running(data) as node:
@@ -80,7 +80,7 @@ async def test_a_crash_keeps_every_acknowledged_commit(
     async with running(live) as node:
         node.create_topic("t")
         for i in range(1, 21):
-            resp = commit(node.runtime, {("t", 0): i}, group=f"g{i % 4}")
+            resp = await commit(node.runtime, {("t", 0): i}, group=f"g{i % 4}")
             assert resp["topics"][0]["partitions"][0]["error_code"] == 0
         # kill -9 now: what is in the files (os.write done), without a clean shutdown
         shutil.copytree(live, crashed)
@@ -99,8 +99,8 @@ async def test_requests_while_loading(
     early, late = groups[first_p], groups[last_p]
     async with running(data) as node:
         node.create_topic("t")
-        commit(node.runtime, {("t", 0): 1}, group=early)
-        commit(node.runtime, {("t", 0): 2}, group=late)
+        await commit(node.runtime, {("t", 0): 1}, group=early)
+        await commit(node.runtime, {("t", 0): 2}, group=late)
 
     node = Node(data)
     try:
@@ -133,7 +133,7 @@ async def test_requests_while_loading(
             m = Member(rt, "m", group=late)
             assert (await m.join())["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
             assert m.heartbeat() == E.NONE  # Kafka answers heartbeats blindly while loading
-            resp = commit(rt, {("t", 0): 9}, group=late)
+            resp = await commit(rt, {("t", 0): 9}, group=late)
             assert (
                 resp["topics"][0]["partitions"][0]["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
             )
@@ -153,7 +153,7 @@ async def test_the_existing_topic_partition_count_wins(
     async with running(data, **{"offsets.topic.num.partitions": "3"}) as node:
         node.create_topic("t")
         assert node.runtime.find_coordinator("g") == E.NONE
-        commit(node.runtime, {("t", 0): 4}, group="g")
+        await commit(node.runtime, {("t", 0): 4}, group="g")
     async with running(data) as node:  # the config default would be 50
         assert node.runtime.core.config.num_partitions == 3
         assert fetched(node.runtime, "g") == (E.NONE, {("t", 0): 4})
@@ -166,7 +166,7 @@ async def test_many_records_load_and_junk_is_skipped(
     async with running(data) as node:
         node.create_topic("t", 10)
         for i in range(2000):
-            commit(node.runtime, {("t", i % 10): i}, group=f"g{i % 7}")
+            await commit(node.runtime, {("t", i % 10): i}, group=f"g{i % 7}")
         # A record the coordinator cannot decode (an admin client may write anything).
         p = node.runtime.partition_for("g0")
         now = node.runtime.clock()
@@ -193,17 +193,17 @@ async def test_deletions_and_recreations_replay_in_order(
     async with running(data) as node:
         node.create_topic("t", 2)
         rt = node.runtime
-        commit(rt, {("t", 0): 5, ("t", 1): 6}, group="again")
-        commit(rt, {("t", 0): 1}, group="gone")
-        assert deleted(rt, ["again", "gone"])["results"] == [
+        await commit(rt, {("t", 0): 5, ("t", 1): 6}, group="again")
+        await commit(rt, {("t", 0): 1}, group="gone")
+        assert (await deleted(rt, ["again", "gone"]))["results"] == [
             {"group_id": "again", "error_code": 0},
             {"group_id": "gone", "error_code": 0},
         ]
-        commit(rt, {("t", 0): 7}, group="again")  # a new group with the same id
+        await commit(rt, {("t", 0): 7}, group="again")  # a new group with the same id
         m = Member(rt, "m", group="again")
         await m.join()  # the group's metadata record follows the tombstone
         await m.sync({m.member_id: b"a"})
-        assert m.leave() == E.NONE
+        assert await m.leave() == E.NONE
     async with running(data) as node:
         rt = node.runtime
         assert fetched(rt, "again") == (E.NONE, {("t", 0): 7})

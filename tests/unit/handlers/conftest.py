@@ -42,6 +42,7 @@ from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS
 from wirebroker.log.log_manager import LogManager
+from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
@@ -76,6 +77,8 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
     waiters = FetchWaiters()
     replicas.add_data_listener(waiters.notify)
+    produce_waiters = ProduceWaiters()
+    replicas.add_hw_listener(produce_waiters.notify)
     services = Services(
         config=config,
         logs=logs,
@@ -90,6 +93,7 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
         advertised_host="127.0.0.1",
         advertised_port=9092,
         clock=clock,
+        produce_waiters=produce_waiters,
     )
     services.cluster = LocalClusterView(
         config.node_id, lambda: (services.advertised_host, services.advertised_port), replicas

@@ -226,6 +226,12 @@ async def test_read_committed_and_follower_bounds(call, services):
     append(services, "t", 0, 2)
     append(services, "t", 0, 2)
     part = services.replicas.partition("t", 0)
+    # broker 1 becomes a follower replica (a fetch from a non-replica is refused)
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, replica_id=1)))[0]
+    assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+    )
     part.log.high_watermark = 2  # as if a follower had not caught up yet
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 0}, isolation_level=1)))[0]
     assert p.aborted_transactions == []
@@ -244,9 +250,19 @@ async def test_diverging_epoch(call, services):
     append(services, "t", 0, 3)
     ok = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3}, last_fetched_epoch=0)))[0]
     assert ok.error_code == ErrorCode.NONE and ok.diverging_epoch.epoch == -1
+    # an epoch newer than every epoch the leader knows: undefined end -> OFFSET_OUT_OF_RANGE
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3}, last_fetched_epoch=5)))[0]
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.records == b""
+    # a newer leadership at 2 from offset 3: a follower that fetched epoch 1 up to 4 diverges
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=2, isr=[0], replicas=[0], partition_epoch=1, now_ms=0
+    )
+    append(services, "t", 0, 2)
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 4}, last_fetched_epoch=1)))[0]
     assert p.error_code == ErrorCode.NONE and p.records == b""
-    assert p.diverging_epoch.epoch < 5
+    assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (0, 3)
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 3}, last_fetched_epoch=0)))[0]
+    assert p.diverging_epoch.epoch == -1 and len(p.records) > 0
 
 
 # -- long poll ------------------------------------------------------------------------------

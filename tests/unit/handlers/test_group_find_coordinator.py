@@ -7,13 +7,19 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import wirebroker.handlers.find_coordinator
+import wirebroker.handlers.join_group
 import wirebroker.handlers.metadata
+import wirebroker.handlers.offset_commit
+import wirebroker.handlers.offset_fetch
 import wirebroker.handlers.produce  # noqa: F401  (registers the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
+from wirebroker.cluster.view import BrokerNode, LocalClusterView
+from wirebroker.group.partitioning import partition_for
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
 
@@ -142,3 +148,104 @@ async def test_without_an_active_coordinator(call: Any, services: Services) -> N
     await runtime.load()
     resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": ["g"]})
     assert resp.coordinators[0].error_code == 0
+
+
+# -- the coordinator is the leader of the group's __consumer_offsets partition -----------------
+
+
+async def test_the_coordinator_is_the_leader_of_the_group_partition(
+    call: Any, services: Services, coordinator: GroupCoordinatorRuntime
+) -> None:
+    asked: list[tuple[str, int]] = []
+    leaders = {0: (0, "127.0.0.1", 9092), 1: (1, "b1", 9093), 2: (2, "b2", 9094)}
+
+    def partition_leader(topic: str, partition: int) -> tuple[int, str, int] | None:
+        asked.append((topic, partition))
+        return leaders.get(partition)  # partition 3: no live leader
+
+    class Leaders(LocalClusterView):
+        def leader(self, topic: str, index: int) -> BrokerNode | None:
+            found = partition_leader(topic, index)
+            return None if found is None else BrokerNode(*found)
+
+    services.cluster = Leaders(0, lambda: ("127.0.0.1", 9092), services.replicas)
+    keys = {
+        p: next(f"k{i}" for i in range(100) if partition_for(f"k{i}", 4) == p) for p in range(4)
+    }
+    resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": [keys[p] for p in range(4)]})
+    got = [(c.key, c.error_code, c.node_id, c.host, c.port) for c in resp.coordinators]
+    assert got == [
+        (keys[0], 0, 0, "127.0.0.1", 9092),
+        (keys[1], 0, 1, "b1", 9093),
+        (keys[2], 0, 2, "b2", 9094),
+        (keys[3], E.COORDINATOR_NOT_AVAILABLE, -1, "", -1),
+    ]
+    assert asked == [(OFFSETS_TOPIC, p) for p in range(4)]
+    assert coordinator.partition_for(keys[1]) == 1
+    old = await call(FIND, 3, {"key": keys[2], "key_type": 0})
+    assert (old.error_code, old.node_id, old.host, old.port) == (0, 2, "b2", 9094)
+    none = await call(FIND, 0, {"key": keys[3]})
+    assert (none.error_code, none.node_id) == (E.COORDINATOR_NOT_AVAILABLE, -1)
+
+
+async def test_a_single_broker_leads_partitions_that_exist(services: Services) -> None:
+    assert services.leader_of(OFFSETS_TOPIC, 0) is None  # no such topic yet
+    services.admin.create_topic("t", 2, now_ms=START_MS)
+    assert services.leader_of("t", 1) == (0, "127.0.0.1", 9092)
+    assert services.leader_of("t", 2) is None
+
+
+async def test_group_requests_where_this_broker_does_not_lead(
+    call: Any, services: Services, nursery: trio.Nursery
+) -> None:
+    services.admin.create_topic("t", 1, now_ms=START_MS)
+    runtime = GroupCoordinatorRuntime(
+        services.config,
+        services.replicas,
+        admin=services.admin,
+        clock=trio_ms,
+        leads_every_partition=False,
+    )
+    services.group_coordinator = runtime
+    await nursery.start(runtime.run)
+    assert (await call(FIND, 4, {"key_type": 0, "coordinator_keys": ["g"]})).coordinators[
+        0
+    ].error_code == 0
+    commit = {
+        "group_id": "g",
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": 3, "committed_metadata": ""}
+                ],
+            }
+        ],
+    }
+    resp = await call(ApiKey.OFFSET_COMMIT, 8, commit)
+    assert resp.topics[0].partitions[0].error_code == E.NOT_COORDINATOR
+    fetch = {"groups": [{"group_id": "g", "topics": None}]}
+    assert (await call(ApiKey.OFFSET_FETCH, 8, fetch)).groups[0].error_code == E.NOT_COORDINATOR
+    join = {
+        "group_id": "g",
+        "session_timeout_ms": 10000,
+        "rebalance_timeout_ms": 10000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+    }
+    assert (await call(ApiKey.JOIN_GROUP, 7, join)).error_code == E.NOT_COORDINATOR
+
+    runtime.on_became_leader(runtime.partition_for("g"), 0)
+    await trio.testing.wait_all_tasks_blocked()
+    resp = await call(ApiKey.OFFSET_COMMIT, 8, commit)
+    assert resp.topics[0].partitions[0].error_code == 0
+    assert (await call(ApiKey.OFFSET_FETCH, 8, fetch)).groups[0].topics[0].partitions[
+        0
+    ].committed_offset == 3
+    runtime.on_resigned(runtime.partition_for("g"))
+    resp = await call(ApiKey.OFFSET_COMMIT, 8, commit)
+    assert resp.topics[0].partitions[0].error_code == E.NOT_COORDINATOR
+    runtime.shutdown()

@@ -17,6 +17,7 @@ from wirebroker.replication.rules import (
     own_end_offset_below,
     record_fetch,
     remove_from_isr,
+    truncate_on_fetch_offset,
     truncation_offset,
 )
 
@@ -121,3 +122,10 @@ def test_truncation_with_undefined_answers() -> None:
     assert truncation_offset(-1, -1, [(0, 0)], own_leo=9, own_hw=4) == 4
     assert truncation_offset(-1, 6, [(0, 0)], own_leo=9, own_hw=4) == 6
     assert own_end_offset_below(0, [(3, 10)], 20) == 10
+
+
+def test_truncate_on_fetch_combines_both_answers() -> None:
+    own = [(0, 0), (2, 5)]
+    assert truncate_on_fetch_offset(1, 7, own, own_leo=9, own_hw=3) == 5  # lacks epoch 1
+    assert truncate_on_fetch_offset(2, 7, own, own_leo=9, own_hw=3) == 7
+    assert truncate_on_fetch_offset(0, 4, own, own_leo=9, own_hw=3) == 4

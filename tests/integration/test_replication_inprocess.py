@@ -1,0 +1,350 @@
+"""Replication between three in-process brokers, without ZooKeeper.
+
+Three `Broker`s run in one trio run, on port 0, each with its own data directory and node id,
+in multi-broker mode (`replicated=True`). The test plays the cluster layer: it gives every
+broker the others' addresses, creates the topic on broker 0 through its admin and installs the
+same `TopicInfo` (same topic id) on the others, assigns leadership by hand (`make_leader` on
+one, `make_follower` on the rest) and stores ISR changes with `StubZk`, which commits a
+proposal at once when its partition epoch matches (a CAS on the state znode) and tells every
+broker, or rejects it. A raw-protocol client (`BrokerConnection`) produces.
+
+Timing is real (sockets are real): small replica.lag.time.max.ms and fetch waits, and waits
+that poll with a bounded deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trio
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from protocol.records import build_batch, iter_batches
+from wirebroker.broker import Broker
+from wirebroker.config import BrokerConfig
+from wirebroker.log.log_manager import REPLICATION_OFFSET_CHECKPOINT
+from wirebroker.replication.broker_client import BrokerConnection
+from wirebroker.replication.partition import Partition, Role
+
+TOPIC = "rep"
+LAG_MS = 1500
+DEADLINE_S = 20.0
+CLUSTER_ID = "cLuSt3r-1d-0000000000"
+
+
+@dataclass
+class StubZk:
+    """The partition state znode of each partition; ISR changes are CAS'ed on its version."""
+
+    brokers: list[Broker]
+    state: dict[tuple[str, int], dict[str, object]] = field(default_factory=dict)
+    proposals: list[tuple[int, list[int]]] = field(default_factory=list)
+    rejected: int = 0
+
+    def propose_isr(
+        self, topic: str, index: int, *, leader_epoch: int, partition_epoch: int, isr: list[int]
+    ) -> None:
+        current = self.state[(topic, index)]
+        self.proposals.append((partition_epoch, list(isr)))
+        if (current["partition_epoch"], current["leader_epoch"]) != (partition_epoch, leader_epoch):
+            self.rejected += 1
+            for b in self.brokers:
+                part = b.replicas.partition(topic, index)
+                if part is not None and part.is_leader and part.leader_epoch == leader_epoch:
+                    b.replicas.isr_rejected(topic, index)
+            return
+        new_epoch = partition_epoch + 1
+        current.update(partition_epoch=new_epoch, isr=list(isr))
+        for b in self.brokers:
+            b.replicas.isr_committed(topic, index, isr=isr, partition_epoch=new_epoch)
+
+    def elect(
+        self, topic: str, index: int, leader: int, isr: list[int], replicas: list[int]
+    ) -> int:
+        """What a controller does: a new leader epoch, a new znode version, every broker told."""
+        cur = self.state.get((topic, index))
+        leader_epoch = 1 if cur is None else _int(cur["leader_epoch"]) + 1
+        partition_epoch = 1 if cur is None else _int(cur["partition_epoch"]) + 1
+        self.state[(topic, index)] = {
+            "leader": leader,
+            "leader_epoch": leader_epoch,
+            "partition_epoch": partition_epoch,
+            "isr": list(isr),
+        }
+        for b in self.brokers:
+            if _node(b) == leader:
+                b.replicas.make_leader(
+                    topic,
+                    index,
+                    leader_epoch=leader_epoch,
+                    isr=isr,
+                    replicas=replicas,
+                    partition_epoch=partition_epoch,
+                    now_ms=b.clock(),
+                )
+            else:
+                b.replicas.make_follower(
+                    topic,
+                    index,
+                    leader_id=leader,
+                    leader_epoch=leader_epoch,
+                    isr=isr,
+                    replicas=replicas,
+                    partition_epoch=partition_epoch,
+                    now_ms=b.clock(),
+                )
+        return leader_epoch
+
+
+def _int(value: object) -> int:
+    assert isinstance(value, int)
+    return value
+
+
+def _node(b: Broker) -> int:
+    return b.config.node_id
+
+
+@dataclass
+class Cluster:
+    brokers: list[Broker]
+    zk: StubZk
+    addresses: dict[int, tuple[str, int]]
+
+    def part(self, node: int) -> Partition:
+        p = self.brokers[node].replicas.partition(TOPIC, 0)
+        assert p is not None
+        return p
+
+    async def client(self, node: int) -> BrokerConnection:
+        host, port = self.addresses[node]
+        return await BrokerConnection.open(host, port, client_id="test", max_frame_bytes=1 << 26)
+
+
+def _config(root: Path, node: int, **overrides: str) -> BrokerConfig:
+    return BrokerConfig(
+        {
+            "node.id": str(node),
+            "log.dirs": str(root / f"broker{node}"),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "cluster.id": CLUSTER_ID,
+            "replica.lag.time.max.ms": str(LAG_MS),
+            "replica.fetch.wait.max.ms": "100",
+            "replica.fetch.backoff.ms": "50",
+            "replica.high.watermark.checkpoint.interval.ms": "200",
+            **overrides,
+        }
+    )
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    brokers = [Broker(_config(tmp_path, n), grace_s=1.0, replicated=True) for n in range(3)]
+    zk = StubZk(brokers)
+    async with trio.open_nursery() as nursery:
+        addresses = {}
+        for n, b in enumerate(brokers):
+            bound = await nursery.start(b.serve)
+            addresses[n] = bound[0]
+        for b in brokers:
+            b.peer_endpoints.update({n: a for n, a in addresses.items() if n != _node(b)})
+            b.replicas.isr_listener = zk
+        info = brokers[0].admin.create_topic(
+            TOPIC, 1, configs={"min.insync.replicas": "2"}, now_ms=brokers[0].clock()
+        )
+        for b in brokers[1:]:
+            b.topics.put(info)
+            b.replicas.ensure_partition(info, 0, now_ms=b.clock())
+        yield Cluster(brokers, zk, addresses)
+        nursery.cancel_scope.cancel()
+
+
+async def eventually(check: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
+    with trio.move_on_after(timeout) as scope:
+        while not check():
+            await trio.sleep(0.02)
+    assert not scope.cancelled_caught, f"timed out waiting for: {what}"
+
+
+async def produce(
+    conn: BrokerConnection, values: list[bytes], *, acks: int = -1, timeout_ms: int = 5000
+) -> tuple[int, int]:
+    """(error code, base offset) of one batch."""
+    batch = build_batch([(None, v) for v in values], base_timestamp=1_700_000_000_000)
+    body = {
+        "acks": acks,
+        "timeout_ms": timeout_ms,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    resp = await conn.request(ApiKey.PRODUCE, 9, body)
+    p = resp.responses[0].partition_responses[0]
+    return int(p.error_code), int(p.base_offset)
+
+
+def committed_bytes(part: Partition) -> bytes:
+    """The log's batches below the high watermark, as stored."""
+    return part.log.read(part.log_start_offset, max_bytes=1 << 30, max_offset=part.high_watermark)
+
+
+def values_below_hw(part: Partition) -> list[int]:
+    data = committed_bytes(part)
+    return [h.base_offset for _pos, h in iter_batches(data)]
+
+
+async def test_followers_replicate_isr_shrinks_and_expands(cluster: Cluster) -> None:
+    zk = cluster.zk
+    zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    leader = cluster.part(0)
+    assert leader.role is Role.LEADER
+    assert [cluster.part(n).role for n in (1, 2)] == [Role.FOLLOWER, Role.FOLLOWER]
+    conn = await cluster.client(0)
+
+    # acks=all: answered once both followers have the records
+    for i in range(10):
+        code, base = await produce(conn, [b"v%d-%d" % (i, j) for j in range(5)])
+        assert (code, base) == (ErrorCode.NONE, 5 * i)
+    assert leader.high_watermark == 50
+    await eventually(
+        lambda: all(cluster.part(n).high_watermark == 50 for n in range(3)), "follower HWs"
+    )
+    assert committed_bytes(cluster.part(1)) == committed_bytes(leader)
+    assert committed_bytes(cluster.part(2)) == committed_bytes(leader)
+
+    # a follower answers clients NOT_LEADER_OR_FOLLOWER
+    follower_conn = await cluster.client(1)
+    assert (await produce(follower_conn, [b"x"]))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    # follower 2 stops: acks=all cannot complete while it is in the ISR...
+    cluster.brokers[2].fetchers.unfollow(TOPIC, 0)  # type: ignore[union-attr]
+    code, _ = await produce(conn, [b"late"], timeout_ms=100)
+    assert code == ErrorCode.REQUEST_TIMED_OUT
+    # ...until the leader drops it after replica.lag.time.max.ms
+    await eventually(lambda: leader.isr == [0, 1], "ISR shrink to [0, 1]")
+    assert zk.state[(TOPIC, 0)]["isr"] == [0, 1]
+    assert cluster.part(1).isr == [0, 1]  # every broker heard of the commit
+    code, _ = await produce(conn, [b"two"])
+    assert code == ErrorCode.NONE
+
+    # follower 1 stops too and falls behind (a stopped follower at the leader's end stays in
+    # sync, as in Kafka): the ISR goes below min.insync.replicas=2
+    cluster.brokers[1].fetchers.unfollow(TOPIC, 0)  # type: ignore[union-attr]
+    hw = leader.high_watermark
+    assert (await produce(conn, [b"acks=1"], acks=1))[0] == ErrorCode.NONE
+    await eventually(lambda: leader.isr == [0], "ISR shrink to [0]")
+    code, _ = await produce(conn, [b"refused"])
+    assert code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert leader.high_watermark == hw  # not advanced below min.insync.replicas (Kafka 3.9)
+
+    # both come back: they catch up and rejoin the ISR
+    for n in (1, 2):
+        part = cluster.part(n)
+        cluster.brokers[n].fetchers.follow(TOPIC, 0, part.leader_id, part.leader_epoch)  # type: ignore[union-attr]
+    await eventually(lambda: sorted(leader.isr) == [0, 1, 2], "ISR expansion")
+    code, _ = await produce(conn, [b"all back"])
+    assert code == ErrorCode.NONE
+    end = leader.log_end_offset
+    await eventually(
+        lambda: all(cluster.part(n).high_watermark == end for n in range(3)), "catch-up"
+    )
+    for n in (1, 2):
+        assert committed_bytes(cluster.part(n)) == committed_bytes(leader)
+    await conn.aclose()
+    await follower_conn.aclose()
+
+
+async def test_leader_change_truncates_the_old_leaders_divergent_suffix(
+    cluster: Cluster,
+) -> None:
+    zk = cluster.zk
+    zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    conn0 = await cluster.client(0)
+    for i in range(3):
+        assert (await produce(conn0, [b"a%d" % i]))[0] == ErrorCode.NONE
+    await eventually(
+        lambda: all(cluster.part(n).log_end_offset == 3 for n in range(3)), "replicated"
+    )
+    # the followers stop; leader 0 takes acks=1 writes nobody else has
+    for n in (1, 2):
+        cluster.brokers[n].fetchers.unfollow(TOPIC, 0)  # type: ignore[union-attr]
+    for i in range(4):
+        assert (await produce(conn0, [b"lost%d" % i], acks=1))[0] == ErrorCode.NONE
+    assert cluster.part(0).log_end_offset == 7
+    assert cluster.part(1).log_end_offset == 3
+
+    # the controller moves leadership to 1 (epoch 2); 1 takes new writes
+    epoch = zk.elect(TOPIC, 0, leader=1, isr=[1, 2], replicas=[0, 1, 2])
+    assert epoch == 2
+    conn1 = await cluster.client(1)
+    for i in range(2):
+        code, base = await produce(conn1, [b"new%d" % i, b"new%d'" % i])
+        assert (code, base) == (ErrorCode.NONE, 3 + 2 * i)
+    # the old leader, now a follower, truncates to 3 and copies the new leader's log
+    await eventually(
+        lambda: (
+            committed_bytes(cluster.part(0)) == committed_bytes(cluster.part(1))
+            and cluster.part(0).log_end_offset == 7
+        ),
+        "old leader converges",
+    )
+    await eventually(lambda: sorted(cluster.part(1).isr) == [0, 1, 2], "old leader rejoins")
+    data = cluster.part(0).log.read(0, max_bytes=1 << 30)
+    assert b"lost" not in data and b"new1'" in data
+    assert cluster.part(0).epoch_entries() == cluster.part(1).epoch_entries() == [(1, 0), (2, 3)]
+    assert [cluster.part(n).log_end_offset for n in range(3)] == [7, 7, 7]
+
+    # the old leader's stale proposals are refused: a zombie cannot change the ISR
+    rejected = zk.rejected
+    zk.propose_isr(TOPIC, 0, leader_epoch=1, partition_epoch=1, isr=[0])
+    assert zk.rejected == rejected + 1
+    await conn0.aclose()
+    await conn1.aclose()
+
+
+async def test_follower_behind_the_leaders_log_start_starts_over_there(
+    cluster: Cluster,
+) -> None:
+    """OFFSET_OUT_OF_RANGE: the leader deleted records a stopped follower never got; the
+    follower empties its log and restarts at the leader's log start."""
+    cluster.zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    leader = cluster.part(0)
+    conn = await cluster.client(0)
+    for i in range(3):
+        assert (await produce(conn, [b"a%d" % i]))[0] == ErrorCode.NONE
+    await eventually(lambda: cluster.part(2).log_end_offset == 3, "replicated")
+    cluster.brokers[2].fetchers.unfollow(TOPIC, 0)  # type: ignore[union-attr]
+    assert (await produce(conn, [b"b"], acks=1))[0] == ErrorCode.NONE
+    await eventually(lambda: leader.isr == [0, 1], "ISR shrink")
+    for i in range(4):
+        assert (await produce(conn, [b"c%d" % i]))[0] == ErrorCode.NONE
+    assert leader.high_watermark == 8
+    leader.delete_records_before(6)
+    await eventually(lambda: cluster.part(1).log_start_offset == 6, "follower 1 follows")
+    part2 = cluster.part(2)
+    cluster.brokers[2].fetchers.follow(TOPIC, 0, 0, part2.leader_epoch)  # type: ignore[union-attr]
+    await eventually(
+        lambda: part2.log_start_offset == 6 and part2.log_end_offset == 8, "follower 2 restarts"
+    )
+    await eventually(lambda: sorted(leader.isr) == [0, 1, 2], "follower 2 rejoins")
+    await eventually(lambda: part2.high_watermark == 8, "follower 2 HW")
+    assert committed_bytes(part2) == committed_bytes(leader)
+    assert part2.epoch_entries() == [(1, 6)]
+    await conn.aclose()
+
+
+async def test_high_watermark_checkpoint_is_written(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.part(2).topic_id = None  # follower 2 fetches by name (Fetch v12), 1 by id (v16)
+    cluster.zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    conn = await cluster.client(0)
+    assert (await produce(conn, [b"a", b"b"]))[0] == ErrorCode.NONE
+    await eventually(lambda: cluster.part(2).high_watermark == 2, "follower HW")
+
+    def checkpointed(n: int) -> bool:
+        path = tmp_path / f"broker{n}" / REPLICATION_OFFSET_CHECKPOINT
+        return path.exists() and path.read_text().splitlines()[2:] == [f"{TOPIC} 0 2"]
+
+    await eventually(lambda: all(checkpointed(n) for n in range(3)), "HW checkpoints")
+    await conn.aclose()

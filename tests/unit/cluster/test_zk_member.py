@@ -1,0 +1,322 @@
+"""Brokers' cluster membership and the controller over the in-memory ZooKeeper: registration,
+controller election and epochs, topic creation through ZkTopicAdmin, leader and follower roles,
+failover when a broker's session expires, ISR writes fenced by the partition epoch."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import trio
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.topic_admin import NewTopic
+from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+from wirebroker.cluster.zk_member import ClusterMember
+from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
+from wirebroker.config import BrokerConfig
+from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+
+
+@dataclass
+class FakeRoles:
+    """Records what the member asks of the ReplicaManager."""
+
+    node_id: int
+    roles: dict[tuple[str, int], tuple[str, int, int]] = field(default_factory=dict)
+    committed: list[tuple[str, int, list[int], int]] = field(default_factory=list)
+    rejected: list[tuple[str, int]] = field(default_factory=list)
+    stopped: list[tuple[str, int]] = field(default_factory=list)
+
+    def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object:
+        return None
+
+    def make_leader(self, topic: str, index: int, *, leader_epoch: int, **_: Any) -> bool:
+        self.roles[(topic, index)] = ("leader", self.node_id, leader_epoch)
+        return True
+
+    def make_follower(
+        self, topic: str, index: int, *, leader_id: int, leader_epoch: int, **_: Any
+    ) -> bool:
+        self.roles[(topic, index)] = ("follower", leader_id, leader_epoch)
+        return True
+
+    def stop_replica(self, topic: str, index: int, *, delete: bool) -> None:
+        self.stopped.append((topic, index))
+        self.roles.pop((topic, index), None)
+
+    def isr_committed(
+        self, topic: str, index: int, *, isr: list[int], partition_epoch: int
+    ) -> None:
+        self.committed.append((topic, index, isr, partition_epoch))
+
+    def isr_rejected(self, topic: str, index: int) -> None:
+        self.rejected.append((topic, index))
+
+    def on_topic_configs_changed(self, info: TopicInfo) -> None:
+        pass
+
+    def is_leader(self, topic: str, index: int) -> bool:
+        return self.roles.get((topic, index), ("",))[0] == "leader"
+
+    def leads(self) -> set[tuple[str, int]]:
+        return {tp for tp, role in self.roles.items() if role[0] == "leader"}
+
+
+@dataclass
+class Node:
+    member: ClusterMember
+    roles: FakeRoles
+    coord: MemoryCoordination
+    admin: ZkTopicAdmin
+    scope: trio.CancelScope
+
+
+async def start_node(
+    nursery: trio.Nursery, server: MemoryZooKeeper, node_id: int, tmp: Path
+) -> Node:
+    coord = MemoryCoordination(server)
+    roles = FakeRoles(node_id)
+    store = TopicStore.open(tmp / f"b{node_id}")
+    member = ClusterMember(
+        coord,
+        node_id=node_id,
+        rack=None,
+        topics=store,
+        replicas=roles,
+        address=lambda: ("127.0.0.1", 9000 + node_id),
+        clock=lambda: 0,
+        config=BrokerConfig({"node.id": str(node_id)}),
+    )
+    admin = ZkTopicAdmin(BrokerConfig({"node.id": str(node_id)}), member, cast(Any, None))
+    scope = trio.CancelScope()
+
+    async def run(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            async with trio.open_nursery() as inner:
+                await inner.start(coord.run)
+                await inner.start(member.run)
+                task_status.started()
+
+    await nursery.start(run)
+    return Node(member, roles, coord, admin, scope)
+
+
+async def settle(nodes: list[Node]) -> None:
+    """Let every queued watch and controller event run."""
+    for _ in range(50):
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def state(server_node: Node, topic: str, index: int) -> zl.PartitionState:
+    data, _stat = await server_node.coord.get(zl.state_path(topic, index))
+    return zl.decode_partition_state(topic, index, data)
+
+
+async def test_three_brokers_elect_one_controller_and_share_leadership(tmp_path: Path) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        controllers = [n for n in nodes if n.member.is_controller]
+        assert len(controllers) == 1
+        epoch, _ = await nodes[0].coord.get(zl.CONTROLLER_EPOCH)
+        assert int(epoch) == 1
+        assert all(n.member.cache.controller_id() == controllers[0].member.node_id for n in nodes)
+        assert [b.node_id for b in nodes[0].member.cache.live_brokers()] == [1, 2, 3]
+
+        [info] = nodes[0].admin.create_topics([NewTopic("t", 6, 3)], now_ms=0)
+        assert isinstance(info, TopicInfo)
+        problems = await nodes[0].admin.wait_settled(["t"], 5)
+        assert problems == {}
+        await settle(nodes)
+        # Kafka's placement: each broker leads 2 of 6 partitions and holds all 6 replicas.
+        assert sorted(len(n.roles.leads()) for n in nodes) == [2, 2, 2]
+        for n in nodes:
+            assert len(n.roles.roles) == 6
+            stored = n.member.topics.get("t")
+            assert stored is not None and stored.partitions == 6 and len(stored.assignment) == 6
+        raw, _ = await nodes[0].coord.get(zl.topic_path("t"))
+        assert json.loads(raw)["version"] == 3
+        view = nodes[1].member.cache.partitions("t")
+        assert [p.error_code for p in view] == [0] * 6
+        assert all(sorted(p.isr) == [1, 2, 3] for p in view)
+        nursery.cancel_scope.cancel()
+
+
+async def test_session_expiry_moves_leadership_and_the_controller(tmp_path: Path) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        controller = next(n for n in nodes if n.member.is_controller)
+        victim = next(n for n in nodes if n is not controller)
+        others = [n.member.node_id for n in nodes if n is not victim]
+        nodes[0].admin.create_topics(
+            [NewTopic("t", assignments=[(0, [victim.member.node_id, *others])])], now_ms=0
+        )
+        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        before = await state(nodes[0], "t", 0)
+        assert before.leader == victim.member.node_id
+
+        # The leader's session expires; it comes back at once with a new session (a new
+        # broker epoch): the controller handles it as a bounce and moves the leadership.
+        server.expire_session(victim.coord.session_id)
+        await settle(nodes)
+        after = await state(nodes[0], "t", 0)
+        assert after.leader == others[0]
+        assert after.leader_epoch > before.leader_epoch
+        assert victim.roles.roles[("t", 0)] == ("follower", after.leader, after.leader_epoch)
+        new_leader = next(n for n in nodes if n.member.node_id == after.leader)
+        assert new_leader.roles.roles[("t", 0)] == ("leader", after.leader, after.leader_epoch)
+
+        # The controller's session expires: another broker wins with a higher epoch.
+        server.expire_session(controller.coord.session_id)
+        await settle(nodes)
+        epoch, _ = await nodes[0].coord.get(zl.CONTROLLER_EPOCH)
+        assert int(epoch) == 2
+        assert sum(n.member.is_controller for n in nodes) == 1
+        assert not controller.member.is_controller or int(epoch) == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_isr_change_is_fenced_by_the_partition_epoch(tmp_path: Path) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2)]
+        await settle(nodes)
+        nodes[0].admin.create_topics([NewTopic("t", 1, 2)], now_ms=0)
+        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        st = await state(nodes[0], "t", 0)
+        leader = next(n for n in nodes if n.member.node_id == st.leader)
+        _data, stat = await leader.coord.get(zl.state_path("t", 0))
+        leader.member.propose_isr(
+            "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[st.leader]
+        )
+        await settle(nodes)
+        assert leader.roles.committed == [("t", 0, [st.leader], stat.version + 1)]
+        assert (await state(nodes[0], "t", 0)).isr == (st.leader,)
+        # A stale partition epoch (a zombie's view) is refused.
+        leader.member.propose_isr(
+            "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[1, 2]
+        )
+        await settle(nodes)
+        assert leader.roles.rejected == [("t", 0)]
+        assert (await state(nodes[0], "t", 0)).isr == (st.leader,)
+        nursery.cancel_scope.cancel()
+
+
+async def test_topic_deletion_stops_every_replica(tmp_path: Path) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        nodes[0].admin.create_topics([NewTopic("t", 2, 2)], now_ms=0)
+        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        nodes[1].admin.delete_topic("t")
+        assert await nodes[1].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        for n in nodes:
+            assert n.member.topics.get("t") is None
+            assert n.roles.roles == {}
+        assert sum(len(n.roles.stopped) for n in nodes) == 4
+        assert await nodes[0].coord.exists(zl.topic_path("t")) is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_preferred_leader_election_after_the_preferred_replica_returns(
+    tmp_path: Path,
+) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        # The preferred replica is not the controller (a bounced controller is not noticed
+        # by its successor, as in Kafka).
+        victim = next(n for n in nodes if not n.member.is_controller)
+        head = victim.member.node_id
+        others = [n.member.node_id for n in nodes if n is not victim]
+        nodes[0].admin.create_topics([NewTopic("t", assignments=[(0, [head, *others])])], now_ms=0)
+        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        assert (await state(nodes[0], "t", 0)).leader == head
+        server.expire_session(victim.coord.session_id)
+        await settle(nodes)
+        after = await state(nodes[0], "t", 0)
+        assert after.leader != head and head not in after.isr
+        admin = nodes[0].admin
+        result = await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=1)
+        assert result == {("t", 0): (80, result[("t", 0)][1])}  # PREFERRED_LEADER_NOT_AVAILABLE
+        # The returning replica catches up: the leader adds it back to the ISR.
+        leader = next(n for n in nodes if n.member.node_id == after.leader)
+        _data, stat = await leader.coord.get(zl.state_path("t", 0))
+        leader.member.propose_isr(
+            "t",
+            0,
+            leader_epoch=after.leader_epoch,
+            partition_epoch=stat.version,
+            isr=[*after.isr, head],
+        )
+        await settle(nodes)
+        result = await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=5)
+        assert result == {("t", 0): (0, None)}
+        final = await state(nodes[0], "t", 0)
+        assert final.leader == head and final.leader_epoch == after.leader_epoch + 1
+        assert victim.roles.roles[("t", 0)] == ("leader", head, final.leader_epoch)
+        assert await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=1) == {
+            ("t", 0): (84, "Leader election not needed")
+        }
+        nursery.cancel_scope.cancel()
+
+
+async def test_reassignment_moves_replicas_once_the_new_ones_are_in_sync(tmp_path: Path) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        admin = nodes[0].admin
+        admin.create_topics([NewTopic("t", assignments=[(0, [1, 2])])], now_ms=0)
+        assert await admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        assert (await state(nodes[0], "t", 0)).leader == 1
+        assert ("t", 0) not in nodes[2].roles.roles
+
+        result = await admin.alter_reassignments([("t", 0, [3, 2])], allow_rf_change=False)
+        assert result == {("t", 0): (0, None)}
+        await settle(nodes)
+        raw, _ = await nodes[0].coord.get(zl.topic_path("t"))
+        doc = json.loads(raw)
+        assert doc["partitions"]["0"] == [3, 2, 1]
+        assert doc["adding_replicas"] == {"0": [3]} and doc["removing_replicas"] == {"0": [1]}
+        assert admin.reassignments() == {("t", 0): ([3, 2, 1], [3], [1])}
+        # The new replica follows the leader; nothing completes until it is in sync.
+        assert nodes[2].roles.roles[("t", 0)][0] == "follower"
+        assert (await state(nodes[0], "t", 0)).leader == 1
+        # A different replica count is refused while allow_replication_factor_change is false.
+        refused = await admin.alter_reassignments([("t", 0, [3])], allow_rf_change=False)
+        assert refused[("t", 0)][0] == 38
+
+        # Broker 3 catches up: the leader adds it to the ISR; the controller completes.
+        st = await state(nodes[0], "t", 0)
+        _data, stat = await nodes[0].coord.get(zl.state_path("t", 0))
+        nodes[0].member.propose_isr(
+            "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[1, 2, 3]
+        )
+        await settle(nodes)
+        raw, _ = await nodes[0].coord.get(zl.topic_path("t"))
+        doc = json.loads(raw)
+        assert doc["partitions"]["0"] == [3, 2]
+        assert doc["adding_replicas"] == {} and doc["removing_replicas"] == {}
+        final = await state(nodes[0], "t", 0)
+        assert final.leader in (2, 3) and sorted(final.isr) == [2, 3]
+        assert final.leader_epoch == st.leader_epoch + 1
+        assert ("t", 0) in nodes[0].roles.stopped  # broker 1's replica is deleted
+        assert admin.reassignments() == {}
+        cancel = await admin.alter_reassignments([("t", 0, None)], allow_rf_change=True)
+        assert cancel[("t", 0)][0] == 85  # NO_REASSIGNMENT_IN_PROGRESS
+        nursery.cancel_scope.cancel()

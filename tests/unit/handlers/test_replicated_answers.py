@@ -1,0 +1,219 @@
+"""Handlers over replicated partitions: acks=-1 waits for the ISR (purgatory), followers and
+brokers without a replica answer NOT_LEADER_OR_FOLLOWER, follower fetches move the HW.
+
+The partitions come from a single-broker `Services` (conftest) and are turned into the leader
+of replicas [0, 1] or a follower of broker 1 by hand; followers' fetches are played through
+the Fetch handler with replica_id 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import wirebroker.handlers.delete_records  # registers these handlers
+import wirebroker.handlers.fetch
+import wirebroker.handlers.list_offsets
+import wirebroker.handlers.offset_for_leader_epoch
+import wirebroker.handlers.produce  # noqa: F401
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+
+NOW = 1_700_000_000_000
+
+
+def produce_body(topic: str, *, acks: int = -1, timeout_ms: int = 30_000) -> dict[str, Any]:
+    batch = build_batch([(None, b"v")], base_timestamp=NOW)
+    return {
+        "acks": acks,
+        "timeout_ms": timeout_ms,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+
+
+def fetch_body(topic: str, offset: int, *, replica_id: int = -1, epoch: int = -1) -> Any:
+    return {
+        "replica_id": replica_id,
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "fetch_offset": offset,
+                        "partition_max_bytes": 1 << 20,
+                        "current_leader_epoch": epoch,
+                        "log_start_offset": 0,
+                        "last_fetched_epoch": -1,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
+def produced(resp: Any) -> Any:
+    return resp.responses[0].partition_responses[0]
+
+
+def fetched(resp: Any) -> Any:
+    return resp.responses[0].partitions[0]
+
+
+@pytest.fixture
+def leader(services: Any) -> Any:
+    services.admin.create_topic(
+        "t", 1, configs={"min.insync.replicas": "2"}, now_ms=services.clock()
+    )
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=NOW
+    )
+    return services.replicas.partition("t", 0)
+
+
+async def test_acks_all_waits_for_the_follower(call, services, leader, mock_clock):
+    result: list[Any] = []
+
+    async def producer() -> None:
+        result.append(produced(await call(ApiKey.PRODUCE, 9, produce_body("t"))))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(producer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert result == [] and leader.log_end_offset == 1 and leader.high_watermark == 0
+        assert services.produce_waiters.waiting_count() == 1
+        # the follower fetches the record, then asks for more: the HW covers the append
+        f = fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0, replica_id=1)))
+        assert f.error_code == ErrorCode.NONE and f.records
+        await trio.testing.wait_all_tasks_blocked()
+        assert result == []
+        f = fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 1, replica_id=1)))
+        assert f.high_watermark == 0  # the HW as read before this fetch moved it
+        assert leader.high_watermark == 1
+    assert result[0].error_code == ErrorCode.NONE and result[0].base_offset == 0
+    assert services.produce_waiters.waiting_count() == 0
+    # acks=1 answers at once, acks=-1 waits again
+    p = produced(await call(ApiKey.PRODUCE, 9, produce_body("t", acks=1)))
+    assert p.error_code == ErrorCode.NONE and leader.high_watermark == 1
+
+
+async def test_acks_all_times_out(call, services, leader, autojump_clock):
+    start = trio.current_time()
+    p = produced(await call(ApiKey.PRODUCE, 9, produce_body("t", timeout_ms=700)))
+    assert p.error_code == ErrorCode.REQUEST_TIMED_OUT and p.base_offset == 0
+    assert trio.current_time() - start == pytest.approx(0.7)
+
+
+async def test_acks_all_answers_not_leader_when_leadership_moves(call, services, leader):
+    result: list[Any] = []
+
+    async def producer() -> None:
+        result.append(produced(await call(ApiKey.PRODUCE, 9, produce_body("t"))))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(producer)
+        await trio.testing.wait_all_tasks_blocked()
+        services.replicas.make_follower(
+            "t",
+            0,
+            leader_id=1,
+            leader_epoch=2,
+            isr=[1, 0],
+            replicas=[0, 1],
+            partition_epoch=2,
+            now_ms=NOW,
+        )
+    assert result[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+async def test_a_follower_answers_not_leader(call, services, leader):
+    services.replicas.make_follower(
+        "t",
+        0,
+        leader_id=1,
+        leader_epoch=2,
+        isr=[1, 0],
+        replicas=[0, 1],
+        partition_epoch=2,
+        now_ms=NOW,
+    )
+    not_leader = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert produced(await call(ApiKey.PRODUCE, 9, produce_body("t"))).error_code == not_leader
+    assert fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0))).error_code == not_leader
+    assert fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0, epoch=3))).error_code == (
+        ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
+    assert fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0, epoch=1))).error_code == (
+        ErrorCode.FENCED_LEADER_EPOCH
+    )
+    lo = await call(
+        ApiKey.LIST_OFFSETS,
+        7,
+        {
+            "replica_id": -1,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        },
+    )
+    assert lo.topics[0].partitions[0].error_code == not_leader
+    debug = await call(
+        ApiKey.LIST_OFFSETS,
+        7,
+        {
+            "replica_id": -2,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -2}]}],
+        },
+    )
+    assert debug.topics[0].partitions[0].error_code == ErrorCode.NONE
+    ofl = await call(
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        4,
+        {
+            "replica_id": -2,
+            "topics": [{"topic": "t", "partitions": [{"partition": 0, "leader_epoch": 1}]}],
+        },
+    )
+    assert ofl.topics[0].partitions[0].error_code == not_leader
+    dr = await call(
+        ApiKey.DELETE_RECORDS,
+        2,
+        {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": -1}]}]},
+    )
+    assert dr.topics[0].partitions[0].error_code == not_leader
+
+
+async def test_partition_hosted_elsewhere_is_not_leader_unknown_topic_is_unknown(call, services):
+    services.admin.create_topic("t", 1, now_ms=services.clock())
+    services.replicas.stop_replica("t", 0, delete=True)  # the topic's only partition is elsewhere
+    assert produced(await call(ApiKey.PRODUCE, 9, produce_body("t"))).error_code == (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    assert fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0))).error_code == (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    assert produced(await call(ApiKey.PRODUCE, 9, produce_body("nope"))).error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
+
+
+async def test_fetch_from_a_broker_that_is_no_replica(call, services, leader):
+    f = fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0, replica_id=7)))
+    assert f.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+async def test_single_broker_acks_all_never_waits(call, services):
+    services.admin.create_topic("t", 1, now_ms=services.clock())
+    p = produced(await call(ApiKey.PRODUCE, 9, produce_body("t", timeout_ms=0)))
+    assert p.error_code == ErrorCode.NONE
+    assert services.replicas.partition("t", 0).high_watermark == 1

@@ -1,0 +1,401 @@
+"""The controller: one broker at a time decides every partition's leader and ISR changes
+that its leader cannot make itself (Kafka's KafkaController, ZooKeeper mode).
+
+Elected by `ClusterMember` (/controller + /controller_epoch); runs until cancelled (it lost
+/controller or its session) or until a write finds a newer controller epoch
+(`ControllerMovedError`). Its writes are multis [check /controller_epoch at the version this
+controller wrote, create or setData of a state znode at its version], so a controller that
+was replaced can never change a partition (Kafka's wrapRequestWithControllerEpochCheck).
+
+Triggers (watches): /brokers/ids (brokers come and go; a broker that re-registered with a new
+czxid, "bounced", is handled as a failure then a start), /brokers/topics and each topic's
+assignment (new topics and partitions), /admin/delete_topics (deletion), /wirebroker/
+controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election (preferred
+leader election; the znode is deleted when done, as Kafka does).
+
+Each trigger runs one pass over every partition (`_reconcile`): read its state znode, ask
+`elections.decide`, write what changed. A pass is O(partitions) ZooKeeper reads, which is fine
+for the few hundred partitions of a local or test cluster; Kafka keeps the states in memory
+instead and batches its writes. Brokers learn the result from their own state watches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import trio
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.elections import decide, finish_reassignment, reassignment_complete
+from wirebroker.coordination.api import (
+    Check,
+    CoordinationError,
+    Create,
+    NoNodeError,
+    Op,
+    SetData,
+    TransactionError,
+    Watch,
+)
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.zk_member import ClusterMember
+
+__all__ = ["ZkController"]
+
+log = logging.getLogger("wirebroker.controller")
+
+
+REBALANCE = "rebalance"
+#: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
+#: partition it led or followed; one at a time would take a round trip each).
+_PARALLEL_WRITES = 16
+
+
+def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def loop() -> None:
+        while True:
+            await trio.sleep(interval_s)
+            job()
+
+    return loop
+
+
+class ZkController:
+    def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
+        self.member = member
+        self.coord = member.coord
+        self.epoch = epoch
+        self.epoch_version = epoch_version
+        self._send, self._recv = trio.open_memory_channel[str](math.inf)
+        self._watches: list[Watch] = []
+        self._topic_watches: dict[str, Watch] = {}
+        self._czxids: dict[int, int] = {}
+        self._preferred: set[tuple[str, int]] = set()
+        self._state_watches: dict[str, Watch] = {}
+
+    def _trigger(self, why: str) -> Callable[..., None]:
+        def callback(*_args: object) -> None:
+            self._send.send_nowait(why)
+
+        return callback
+
+    async def run(self) -> None:
+
+        try:
+            for path in (
+                zl.BROKER_IDS,
+                zl.BROKER_TOPICS,
+                zl.ADMIN_DELETE_TOPICS,
+                zl.CONTROLLED_SHUTDOWN,
+            ):
+                self._watches.append(await self.coord.watch_children(path, self._trigger(path)))
+            self._watches.append(
+                await self.coord.watch_data(
+                    zl.PREFERRED_REPLICA_ELECTION, self._trigger(zl.PREFERRED_REPLICA_ELECTION)
+                )
+            )
+            config = self.member.config
+            async with trio.open_nursery() as nursery:
+                if config is not None and config.get_bool("auto.leader.rebalance.enable"):
+                    interval = config.get_int("leader.imbalance.check.interval.seconds")
+                    nursery.start_soon(_every(interval, lambda: self._send.send_nowait(REBALANCE)))
+                await self._loop()
+                nursery.cancel_scope.cancel()
+        finally:
+            for watch in [
+                *self._watches,
+                *self._topic_watches.values(),
+                *self._state_watches.values(),
+            ]:
+                watch.cancel()
+
+    async def _loop(self) -> None:
+        from wirebroker.cluster.zk_member import ControllerMovedError
+
+        while True:
+            why = await self._recv.receive()
+            # Collapse a burst of triggers into one pass.
+            rebalance = why == REBALANCE
+            while True:
+                try:
+                    rebalance |= self._recv.receive_nowait() == REBALANCE
+                except trio.WouldBlock:
+                    break
+            try:
+                await self._reconcile(rebalance=rebalance)
+            except TransactionError as exc:
+                if exc.index == 0:
+                    raise ControllerMovedError() from exc
+                log.info("controller write raced (%s); another pass follows", exc)
+                self._send.send_nowait("retry")
+            except CoordinationError as exc:
+                log.warning("controller pass after %s failed: %s", why, exc)
+                await trio.sleep(0.2)
+                self._send.send_nowait("retry")
+            self.member.changed.set()
+
+    async def _write(self, op: Op) -> None:
+        await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), op])
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self.coord.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _reconcile(self, *, rebalance: bool = False) -> None:
+        live: set[int] = set()
+        bounced: set[int] = set()
+        for child in await self._children(zl.BROKER_IDS):
+            if not child.isdigit():
+                continue
+            stat = await self.coord.exists(zl.broker_path(int(child)))
+            if stat is None:
+                continue
+            broker = int(child)
+            live.add(broker)
+            old = self._czxids.get(broker)
+            if old is not None and old != stat.czxid:
+                bounced.add(broker)
+            self._czxids[broker] = stat.czxid
+        for gone in set(self._czxids) - live:
+            del self._czxids[gone]
+        shutting = {int(c) for c in await self._children(zl.CONTROLLED_SHUTDOWN) if c.isdigit()}
+        for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
+            await self._delete_topic(topic)
+        preferred = await self._preferred_requests()
+        asked = bool(preferred)
+        if rebalance:
+            preferred |= await self._imbalanced(live)
+        if bounced:
+            # A bounced broker lost its session: its leaderships move first (failure), then it
+            # is a live broker again (start-up).
+            await self._pass(live - bounced, shutting, set())
+        await self._pass(live, shutting, preferred)
+        if asked:
+            with contextlib.suppress(NoNodeError):
+                await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+
+    async def _imbalanced(self, live: set[int]) -> set[tuple[str, int]]:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: the partitions whose preferred leader
+        (head of the assignment) is live but does not lead, for every broker whose share of
+        such partitions is above leader.imbalance.per.broker.percentage."""
+        config = self.member.config
+        limit = config.get_int("leader.imbalance.per.broker.percentage") if config else 10
+        preferred: dict[int, list[tuple[str, int]]] = {}
+        not_leading: dict[int, list[tuple[str, int]]] = {}
+        for topic in await self._children(zl.BROKER_TOPICS):
+            try:
+                data, _stat = await self.coord.get(zl.topic_path(topic))
+                assignment = zl.decode_topic(topic, data)
+            except (NoNodeError, zl.LayoutError):
+                continue
+            for index, replicas in assignment.partitions.items():
+                if not replicas or replicas[0] not in live:
+                    continue
+                head = replicas[0]
+                preferred.setdefault(head, []).append((topic, index))
+                try:
+                    raw, _s = await self.coord.get(zl.state_path(topic, index))
+                    leader = zl.decode_partition_state(topic, index, raw).leader
+                except (NoNodeError, zl.LayoutError):
+                    continue
+                if leader != head:
+                    not_leading.setdefault(head, []).append((topic, index))
+        out: set[tuple[str, int]] = set()
+        for broker, parts in not_leading.items():
+            if len(parts) * 100 > limit * len(preferred[broker]):
+                log.info("broker %d leads too few of its preferred partitions: rebalancing", broker)
+                out.update(parts)
+        return out
+
+    async def _preferred_requests(self) -> set[tuple[str, int]]:
+        try:
+            data, _stat = await self.coord.get(zl.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            return set()
+        try:
+            return set(zl.decode_preferred_election(data))
+        except zl.LayoutError as exc:
+            log.warning("ignoring %s: %s", zl.PREFERRED_REPLICA_ELECTION, exc)
+            return set()
+
+    async def _pass(
+        self, live: set[int], shutting: set[int], preferred: set[tuple[str, int]]
+    ) -> None:
+        for topic in sorted(await self._children(zl.BROKER_TOPICS)):
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = await self.coord.watch_data(
+                    zl.topic_path(topic), self._trigger(topic)
+                )
+            try:
+                data, stat = await self.coord.get(zl.topic_path(topic))
+                assignment = zl.decode_topic(topic, data)
+            except NoNodeError:
+                continue
+            except zl.LayoutError as exc:
+                log.warning("ignoring topic %s: %s", topic, exc)
+                continue
+            await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
+
+    async def _topic_pass(
+        self,
+        topic: str,
+        assignment: zl.TopicAssignment,
+        version: int,
+        live: set[int],
+        shutting: set[int],
+        preferred: set[tuple[str, int]],
+    ) -> None:
+        """One topic: every partition decided and written, up to _PARALLEL_WRITES at once."""
+        unclean = await self._unclean(topic)
+        states: dict[int, zl.PartitionState | None] = {}
+        failures: list[BaseException] = []
+        limiter = trio.CapacityLimiter(_PARALLEL_WRITES)
+
+        async def one(index: int, replicas: tuple[int, ...]) -> None:
+            async with limiter:
+                try:
+                    states[index] = await self._partition(
+                        topic,
+                        index,
+                        replicas,
+                        live,
+                        shutting,
+                        unclean,
+                        (topic, index) in preferred,
+                    )
+                except (CoordinationError, zl.LayoutError) as exc:
+                    failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for index, replicas in sorted(assignment.partitions.items()):
+                nursery.start_soon(one, index, replicas)
+        moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
+        if moved or failures:
+            raise (moved or failures)[0]
+        if assignment.adding or assignment.removing:
+            await self._reassignments(topic, assignment, version, states, live)
+
+    async def _reassignments(
+        self,
+        topic: str,
+        assignment: zl.TopicAssignment,
+        version: int,
+        states: dict[int, zl.PartitionState | None],
+        live: set[int],
+    ) -> None:
+        """Complete the reassignments whose target replicas are all in the ISR: fix the state
+        (leaving replicas out, a target replica leading), then shrink the assignment."""
+        done: dict[int, tuple[int, ...]] = {}
+        for index in sorted(set(assignment.adding) | set(assignment.removing)):
+            key = f"{topic}-{index}"
+            if key not in self._state_watches:
+                self._state_watches[key] = await self.coord.watch_data(
+                    zl.state_path(topic, index), self._trigger(key)
+                )
+            leaving = assignment.removing.get(index, ())
+            target = tuple(r for r in assignment.replicas(index) if r not in leaving)
+            state = states.get(index)
+            if state is None or not reassignment_complete(target, state):
+                continue
+            new = finish_reassignment(target, state, live=live, controller_epoch=self.epoch)
+            if new is not None:
+                _data, stat = await self.coord.get(zl.state_path(topic, index))
+                await self._write(
+                    SetData(
+                        zl.state_path(topic, index), zl.encode_partition_state(new), stat.version
+                    )
+                )
+            done[index] = target
+        if not done:
+            return
+        partitions = dict(assignment.partitions)
+        adding = dict(assignment.adding)
+        removing = dict(assignment.removing)
+        for index, target in done.items():
+            partitions[index] = target
+            adding.pop(index, None)
+            removing.pop(index, None)
+            watch = self._state_watches.pop(f"{topic}-{index}", None)
+            if watch is not None:
+                watch.cancel()
+        new_assignment = dataclasses.replace(
+            assignment, partitions=partitions, adding=adding, removing=removing
+        )
+        await self._write(SetData(zl.topic_path(topic), zl.encode_topic(new_assignment), version))
+        log.info("%s: reassignment of partition(s) %s complete", topic, sorted(done))
+
+    async def _unclean(self, topic: str) -> bool:
+        try:
+            data, _stat = await self.coord.get(zl.topic_config_path(topic))
+            value = zl.decode_topic_config(topic, data).get("unclean.leader.election.enable")
+        except (NoNodeError, zl.LayoutError):
+            value = None
+        if value is None:
+            config = self.member.config
+            value = config.raw("unclean.leader.election.enable") if config else None
+        return (value or "false").lower() == "true"
+
+    async def _partition(
+        self,
+        topic: str,
+        index: int,
+        replicas: tuple[int, ...],
+        live: set[int],
+        shutting: set[int],
+        unclean: bool,
+        preferred: bool,
+    ) -> zl.PartitionState | None:
+        """Decide and write one partition's state; returns its state afterwards."""
+        path = zl.state_path(topic, index)
+        try:
+            data, stat = await self.coord.get(path)
+            state: zl.PartitionState | None = zl.decode_partition_state(topic, index, data)
+            version = stat.version
+        except NoNodeError:
+            state, version = None, -1
+        new = decide(
+            replicas,
+            state,
+            live=live,
+            shutting_down=shutting,
+            unclean=unclean,
+            controller_epoch=self.epoch,
+            preferred=preferred,
+        )
+        if new is None:
+            return state
+        encoded = zl.encode_partition_state(new)
+        if state is None:
+            await self.coord.ensure_path(zl.partition_path(topic, index))
+            await self._write(Create(path, encoded))
+        else:
+            await self._write(SetData(path, encoded, version))
+        log.info(
+            "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
+            topic,
+            index,
+            new.leader,
+            new.leader_epoch,
+            list(new.isr),
+            self.epoch,
+        )
+        return new
+
+    async def _delete_topic(self, topic: str) -> None:
+        log.info("deleting topic %s", topic)
+        for path in (zl.topic_path(topic), zl.topic_config_path(topic)):
+            with contextlib.suppress(NoNodeError):
+                await self.coord.delete(path, recursive=True)
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.cancel()
+        with contextlib.suppress(NoNodeError):
+            await self.coord.delete(f"{zl.ADMIN_DELETE_TOPICS}/{topic}")

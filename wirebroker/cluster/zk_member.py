@@ -1,0 +1,709 @@
+"""A broker's membership of a ZooKeeper-coordinated cluster (Kafka's ZooKeeper mode).
+
+`ClusterMember` runs on every broker of a cluster, over one `Coordination` session:
+
+    start       create Kafka's persistent paths; register /brokers/ids/<id> (ephemeral; its
+                czxid is the broker epoch; a registration left by this broker's previous
+                session is waited out, as Kafka does); watch /brokers/ids, /controller,
+                /brokers/topics, each topic's assignment, config and partition state znodes
+    mirror      `ZkMetadataCache` (a `ClusterView`): live brokers, the controller, every
+                topic's assignment and partition states, for Metadata and the follower
+                fetchers; topics are mirrored into the local `TopicStore` (with their
+                assignment), so the rest of the broker sees them as on a single broker
+    roles       after every change of a partition this broker holds a replica of:
+                leader == self -> `make_leader`; other leader -> `make_follower` (leader -1:
+                follower of nobody, the partition is offline); not a replica any more, or the
+                topic deleted -> `stop_replica(delete=True)`
+    ISR         the `IsrChangeListener` of the ReplicaManager: a leader's ISR change is one
+                conditional setData of the state znode (version = partition epoch, leader
+                epoch unchanged); success -> `isr_committed`, a stale version -> `isr_rejected`
+                (a zombie leader cannot shrink the ISR, so it can never acknowledge acks=all
+                alone)
+    controller  when /controller is empty every broker tries the election multi [create
+                /controller (ephemeral), setData /controller_epoch = e+1 at its version]; the
+                winner runs `wirebroker.cluster.controller.Controller` until it loses the
+                znode or its session
+    session     LOST: every leadership is dropped at once (make_follower of nobody) and the
+                controller stops; CONNECTED again (new session): register again (a new broker
+                epoch) and re-apply every partition state
+    shutdown    `controlled_shutdown()`: ask the controller (/wirebroker/controlled_shutdown/
+                <id>) to move this broker's leaderships away, wait until it leads nothing that
+                has another live in-sync replica (bounded), then return
+
+Every callback (watch or session) only queues an event; one task applies them in order, so
+broker state changes in one place, one event at a time (Kafka's controller event queue idea).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+from wirebroker.cluster.view import BrokerNode, ClusterView, PartitionView
+from wirebroker.coordination.api import (
+    BadVersionError,
+    Coordination,
+    CoordinationError,
+    Create,
+    NodeExistsError,
+    NoNodeError,
+    SessionState,
+    SetData,
+    Stat,
+    TransactionError,
+    Watch,
+)
+
+if TYPE_CHECKING:
+    from wirebroker.config import BrokerConfig
+
+__all__ = ["ClusterMember", "ReplicaRoles", "ZkMetadataCache", "resolve_cluster_id"]
+
+log = logging.getLogger("wirebroker.cluster")
+
+LEADER_NOT_AVAILABLE = 5
+
+
+class ReplicaRoles(Protocol):
+    """What the member asks of the broker's ReplicaManager."""
+
+    def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object: ...
+
+    def make_leader(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_epoch: int,
+        isr: list[int],
+        replicas: list[int],
+        partition_epoch: int,
+        now_ms: int,
+    ) -> bool: ...
+
+    def make_follower(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_id: int,
+        leader_epoch: int,
+        isr: list[int],
+        replicas: list[int],
+        partition_epoch: int,
+        now_ms: int,
+    ) -> bool: ...
+
+    def stop_replica(self, topic: str, index: int, *, delete: bool) -> None: ...
+
+    def isr_committed(
+        self, topic: str, index: int, *, isr: list[int], partition_epoch: int
+    ) -> None: ...
+
+    def isr_rejected(self, topic: str, index: int) -> None: ...
+
+    def on_topic_configs_changed(self, info: TopicInfo) -> None: ...
+
+
+async def resolve_cluster_id(coord: Coordination, proposed: str) -> str:
+    """The cluster's id: /cluster/id, created with `proposed` when the cluster is new."""
+    try:
+        await coord.create(zl.CLUSTER_ID, zl.encode_cluster_id(proposed), makepath=True)
+        return proposed
+    except NodeExistsError:
+        data, _stat = await coord.get(zl.CLUSTER_ID)
+        return zl.decode_cluster_id(data)
+
+
+@dataclass
+class _TopicMirror:
+    assignment: zl.TopicAssignment
+    configs: dict[str, str] = field(default_factory=dict)
+    states: dict[int, tuple[zl.PartitionState, int]] = field(default_factory=dict)
+    watches: list[Watch] = field(default_factory=list)
+    state_watches: dict[int, Watch] = field(default_factory=dict)
+
+
+class ZkMetadataCache(ClusterView):
+    """The ZooKeeper mirror as clients see it (see wirebroker.cluster.view)."""
+
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerNode] = {}
+        self.controller: int = -1
+        self.topics: dict[str, _TopicMirror] = {}
+
+    def live_brokers(self) -> list[BrokerNode]:
+        return [self.brokers[b] for b in sorted(self.brokers)]
+
+    def broker(self, node_id: int) -> BrokerNode | None:
+        return self.brokers.get(node_id)
+
+    def controller_id(self) -> int:
+        return self.controller if self.controller in self.brokers else -1
+
+    def partitions(self, topic: str) -> list[PartitionView]:
+        mirror = self.topics.get(topic)
+        if mirror is None:
+            return []
+        return [self._view(mirror, p) for p in sorted(mirror.assignment.partitions)]
+
+    def partition(self, topic: str, index: int) -> PartitionView | None:
+        mirror = self.topics.get(topic)
+        if mirror is None or index not in mirror.assignment.partitions:
+            return None
+        return self._view(mirror, index)
+
+    def _view(self, mirror: _TopicMirror, index: int) -> PartitionView:
+        replicas = list(mirror.assignment.replicas(index))
+        offline = [r for r in replicas if r not in self.brokers]
+        entry = mirror.states.get(index)
+        if entry is None:
+            return PartitionView(index, -1, -1, replicas, [], offline, LEADER_NOT_AVAILABLE)
+        state, _version = entry
+        if state.leader not in self.brokers:
+            return PartitionView(
+                index,
+                -1,
+                state.leader_epoch,
+                replicas,
+                list(state.isr),
+                offline,
+                LEADER_NOT_AVAILABLE,
+            )
+        return PartitionView(
+            index, state.leader, state.leader_epoch, replicas, list(state.isr), offline
+        )
+
+    def state(self, topic: str, index: int) -> tuple[zl.PartitionState, int] | None:
+        mirror = self.topics.get(topic)
+        return None if mirror is None else mirror.states.get(index)
+
+
+Event = Callable[[], Awaitable[None]]
+
+
+class ClusterMember:
+    """One broker's side of the cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        coord: Coordination,
+        *,
+        node_id: int,
+        rack: str | None,
+        topics: TopicStore,
+        replicas: ReplicaRoles,
+        address: Callable[[], tuple[str, int]],
+        clock: Callable[[], int],
+        config: BrokerConfig | None = None,
+        controller_factory: Callable[[ClusterMember, int, int], Controller] | None = None,
+    ) -> None:
+        self.coord = coord
+        self.node_id = node_id
+        self.rack = rack
+        self.topics = topics
+        self.replicas = replicas
+        self.address = address
+        self.clock = clock
+        self.config = config
+        self.cache = ZkMetadataCache()
+        self.broker_epoch = -1
+        self._send, self._recv = trio.open_memory_channel[Event](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self._controller_scope: trio.CancelScope | None = None
+        self._controller_factory = controller_factory or _default_controller
+        self._registered = False
+        self._shutting_down = False
+        self._hosted: set[tuple[str, int]] = set()
+        self.changed = trio.Event()  # set (and replaced) after every applied change
+
+    # -- lifetime ------------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for path in zl.PERSISTENT_PATHS:
+                await self.coord.ensure_path(path)
+            if not await self._exists(zl.CONTROLLER_EPOCH):
+                with contextlib.suppress(NodeExistsError):
+                    await self.coord.create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
+            with contextlib.suppress(NoNodeError):
+                await self.coord.delete(f"{zl.CONTROLLED_SHUTDOWN}/{self.node_id}")
+            await self._register()
+            self.coord.add_session_listener(self._on_session)
+            await self.coord.watch_children(zl.BROKER_IDS, self._queue(self._on_brokers))
+            await self.coord.watch_data(zl.CONTROLLER, self._queue(self._on_controller))
+            await self.coord.watch_children(zl.BROKER_TOPICS, self._queue(self._on_topics))
+            # Apply what the watches reported before saying we are up.
+            while True:
+                try:
+                    event = self._recv.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                await self._apply_event(event)
+            task_status.started()
+            async for event in self._recv:
+                await self._apply_event(event)
+
+    async def _apply_event(self, event: Event) -> None:
+        try:
+            await event()
+        except CoordinationError as exc:
+            log.warning(
+                "cluster event failed (%s: %s); will be retried on the next change",
+                type(exc).__name__,
+                exc,
+            )
+        except Exception:
+            log.exception("cluster event failed")
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def _queue(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+        def callback(*args: object) -> None:
+            async def event() -> None:
+                await handler(*args)
+
+            self._send.send_nowait(event)
+
+        return callback
+
+    async def _exists(self, path: str) -> bool:
+        return await self.coord.exists(path) is not None
+
+    # -- registration --------------------------------------------------------------------------
+    async def _register(self) -> None:
+        host, port = self.address()
+        reg = zl.BrokerRegistration(self.node_id, host, port, self.rack, self.clock())
+        path = zl.broker_path(self.node_id)
+        while True:
+            try:
+                await self.coord.create(path, zl.encode_broker(reg), ephemeral=True)
+                break
+            except NodeExistsError:
+                stat = await self.coord.exists(path)
+                if stat is not None and stat.ephemeral_owner == self.coord.session_id:
+                    break
+                log.warning(
+                    "broker id %d is registered by another session (a previous run of this "
+                    "broker whose session has not expired yet, or another broker with the same "
+                    "id); waiting for it to go",
+                    self.node_id,
+                )
+                gone = trio.Event()
+
+                def on_change(
+                    _data: bytes | None, stat: Stat | None, gone: trio.Event = gone
+                ) -> None:
+                    if stat is None:
+                        gone.set()
+
+                watch = await self.coord.watch_data(path, on_change)
+                with trio.move_on_after(60):
+                    await gone.wait()
+                watch.cancel()
+                if not gone.is_set():
+                    raise CoordinationError(
+                        f"broker id {self.node_id} is already registered in ZooKeeper"
+                    ) from None
+        stat = await self.coord.exists(path)
+        assert stat is not None
+        self.broker_epoch = stat.czxid
+        self._registered = True
+        log.info(
+            "registered broker %d at %s:%d (broker epoch %d)",
+            self.node_id,
+            host,
+            port,
+            self.broker_epoch,
+        )
+
+    def _on_session(self, state: SessionState) -> None:
+        if state is SessionState.LOST:
+            self._registered = False
+            self._send.send_nowait(self._session_lost)
+        elif state is SessionState.CONNECTED and not self._registered:
+            self._send.send_nowait(self._session_back)
+
+    async def _session_lost(self) -> None:
+        log.warning("ZooKeeper session lost: dropping every leadership until registered again")
+        self._registered = False
+        self._stop_controller()
+        now = self.clock()
+        for name, mirror in self.cache.topics.items():
+            for index, (state, version) in mirror.states.items():
+                if state.leader == self.node_id:
+                    self.replicas.make_follower(
+                        name,
+                        index,
+                        leader_id=-1,
+                        leader_epoch=state.leader_epoch,
+                        isr=list(state.isr),
+                        replicas=list(mirror.assignment.replicas(index)),
+                        partition_epoch=version,
+                        now_ms=now,
+                    )
+
+    async def _session_back(self) -> None:
+        if self._registered:
+            return
+        await self._register()
+        for name in list(self.cache.topics):
+            for index in list(self.cache.topics[name].assignment.partitions):
+                self._apply_role(name, index)
+        data_stat = await self.coord.exists(zl.CONTROLLER)
+        if data_stat is None:
+            await self._try_elect()
+
+    # -- brokers and controller ------------------------------------------------------------
+    async def _on_brokers(self, children: list[str] | None) -> None:
+        ids = {int(c) for c in children or [] if c.lstrip("-").isdigit()}
+        for gone in set(self.cache.brokers) - ids:
+            del self.cache.brokers[gone]
+        for new in sorted(ids - set(self.cache.brokers)):
+            try:
+                data, _stat = await self.coord.get(zl.broker_path(new))
+                reg = zl.decode_broker(new, data)
+            except NoNodeError:
+                continue
+            except zl.LayoutError as exc:
+                log.warning("ignoring broker %d: %s", new, exc)
+                continue
+            self.cache.brokers[new] = BrokerNode(new, reg.host, reg.port, reg.rack)
+
+    async def _on_controller(self, data: bytes | None, _stat: Stat | None) -> None:
+        if data is None:
+            # The notification may be stale (a watch collapses changes): read the znode.
+            try:
+                data, _stat = await self.coord.get(zl.CONTROLLER)
+            except NoNodeError:
+                self.cache.controller = -1
+                self._stop_controller()
+                await self._try_elect()
+                return
+        try:
+            self.cache.controller = zl.decode_controller(data)
+        except zl.LayoutError as exc:
+            log.warning("unreadable /controller: %s", exc)
+            return
+        if self.cache.controller != self.node_id:
+            self._stop_controller()
+
+    async def _try_elect(self) -> None:
+        if not self._registered or self._shutting_down:
+            return
+        try:
+            data, stat = await self.coord.get(zl.CONTROLLER_EPOCH)
+            epoch = zl.decode_controller_epoch(data)
+            results = await self.coord.multi(
+                [
+                    Create(
+                        zl.CONTROLLER,
+                        zl.encode_controller(self.node_id, self.clock()),
+                        ephemeral=True,
+                    ),
+                    SetData(
+                        zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(epoch + 1), stat.version
+                    ),
+                ]
+            )
+        except TransactionError:
+            return  # another broker won
+        epoch_stat = results[1]
+        assert isinstance(epoch_stat, Stat)
+        self.cache.controller = self.node_id
+        log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch + 1)
+        controller = self._controller_factory(self, epoch + 1, epoch_stat.version)
+        scope = trio.CancelScope()
+        self._controller_scope = scope
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_controller, controller, scope)
+
+    async def _run_controller(self, controller: Controller, scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                await controller.run()
+            except ControllerMovedError:
+                log.warning("controller epoch moved on: resigning")
+            except CoordinationError as exc:
+                log.warning("controller stopped: %s", exc)
+        if self._controller_scope is scope:
+            self._controller_scope = None
+
+    def _stop_controller(self) -> None:
+        if self._controller_scope is not None:
+            log.info("broker %d stops being the controller", self.node_id)
+            self._controller_scope.cancel()
+            self._controller_scope = None
+
+    @property
+    def is_controller(self) -> bool:
+        return self._controller_scope is not None
+
+    # -- topics ------------------------------------------------------------------------------
+    async def _on_topics(self, children: list[str] | None) -> None:
+        names = set(children or [])
+        known = set(self.cache.topics) | {info.name for info in self.topics.all()}
+        for gone in known - names:
+            log.info("topic %s is gone from the cluster: deleting its local replicas", gone)
+            self._drop_topic(gone)
+        for name in sorted(names - set(self.cache.topics)):
+            await self._watch_topic(name)
+
+    async def _watch_topic(self, name: str) -> None:
+        try:
+            data, _stat = await self.coord.get(zl.topic_path(name))
+            assignment = zl.decode_topic(name, data)
+        except NoNodeError:
+            return
+        except zl.LayoutError as exc:
+            log.warning("ignoring topic %s: %s", name, exc)
+            return
+        mirror = _TopicMirror(assignment)
+        self.cache.topics[name] = mirror
+        mirror.watches.append(
+            await self.coord.watch_data(zl.topic_path(name), self._queue(self._on_assignment(name)))
+        )
+        mirror.watches.append(
+            await self.coord.watch_data(
+                zl.topic_config_path(name), self._queue(self._on_config(name))
+            )
+        )
+        self._sync_store(name)
+        for index in sorted(assignment.partitions):
+            await self._watch_state(name, mirror, index)
+
+    async def _watch_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
+        if index in mirror.state_watches:
+            return
+        mirror.state_watches[index] = await self.coord.watch_data(
+            zl.state_path(name, index), self._queue(self._on_state(name, index))
+        )
+
+    def _on_assignment(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
+        async def handler(data: bytes | None, _stat: Stat | None) -> None:
+            mirror = self.cache.topics.get(name)
+            if mirror is None or data is None:
+                return
+            try:
+                assignment = zl.decode_topic(name, data)
+            except zl.LayoutError as exc:
+                log.warning("topic %s: %s", name, exc)
+                return
+            if assignment == mirror.assignment:
+                return
+            mirror.assignment = assignment
+            self._sync_store(name)
+            for index in sorted(assignment.partitions):
+                await self._watch_state(name, mirror, index)
+                self._apply_role(name, index)
+
+        return handler
+
+    def _on_config(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
+        async def handler(data: bytes | None, _stat: Stat | None) -> None:
+            mirror = self.cache.topics.get(name)
+            if mirror is None:
+                return
+            try:
+                configs = zl.decode_topic_config(name, data)
+            except zl.LayoutError as exc:
+                log.warning("topic %s: %s", name, exc)
+                return
+            if configs == mirror.configs:
+                return
+            mirror.configs = configs
+            info = self._sync_store(name)
+            if info is not None:
+                self.replicas.on_topic_configs_changed(info)
+
+        return handler
+
+    def _on_state(
+        self, name: str, index: int
+    ) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
+        async def handler(data: bytes | None, stat: Stat | None) -> None:
+            mirror = self.cache.topics.get(name)
+            if mirror is None:
+                return
+            if data is None or stat is None:
+                mirror.states.pop(index, None)
+                return
+            try:
+                state = zl.decode_partition_state(name, index, data)
+            except zl.LayoutError as exc:
+                log.warning("%s-%d: %s", name, index, exc)
+                return
+            mirror.states[index] = (state, stat.version)
+            self._apply_role(name, index)
+
+        return handler
+
+    def _sync_store(self, name: str) -> TopicInfo | None:
+        """Mirror the topic into the local TopicStore (assignment, configs)."""
+        mirror = self.cache.topics.get(name)
+        if mirror is None:
+            return None
+        assignment = tuple(mirror.assignment.as_list())
+        current = self.topics.get(name)
+        topic_id = mirror.assignment.topic_id
+        if current is not None and topic_id is not None and current.topic_id != topic_id:
+            # Deleted and re-created while we were away: the old replicas go.
+            self._drop_topic(name, keep_mirror=True)
+            current = None
+        info = TopicInfo(
+            name=name,
+            topic_id=topic_id or (current.topic_id if current else _uuid_for(name)),
+            partitions=len(assignment),
+            replication_factor=len(assignment[0]) if assignment else 0,
+            configs=mirror.configs,
+            is_internal=name.startswith("__"),
+            assignment=assignment,
+        )
+        if current != info or (current is not None and dict(current.configs) != dict(info.configs)):
+            self.topics.put(info)
+        return info
+
+    def _drop_topic(self, name: str, *, keep_mirror: bool = False) -> None:
+        info = self.topics.get(name)
+        if info is not None:
+            for index in range(info.partitions):
+                if info.hosted_by(self.node_id, index):
+                    self._hosted.discard((name, index))
+                    self.replicas.stop_replica(name, index, delete=True)
+            self.topics.remove(name)
+        if not keep_mirror:
+            mirror = self.cache.topics.pop(name, None)
+            if mirror is not None:
+                for watch in [*mirror.watches, *mirror.state_watches.values()]:
+                    watch.cancel()
+
+    # -- roles -------------------------------------------------------------------------------
+    def _apply_role(self, name: str, index: int) -> None:
+        mirror = self.cache.topics.get(name)
+        info = self.topics.get(name)
+        if mirror is None or info is None:
+            return
+        replicas = list(mirror.assignment.replicas(index))
+        if self.node_id not in replicas:
+            if (name, index) in self._hosted:
+                self._hosted.discard((name, index))
+                self.replicas.stop_replica(name, index, delete=True)
+            return
+        self.replicas.ensure_partition(info, index, now_ms=self.clock())
+        self._hosted.add((name, index))
+        entry = mirror.states.get(index)
+        if entry is None or not self._registered:
+            return
+        state, version = entry
+        now = self.clock()
+        if state.leader == self.node_id:
+            self.replicas.make_leader(
+                name,
+                index,
+                leader_epoch=state.leader_epoch,
+                isr=list(state.isr),
+                replicas=replicas,
+                partition_epoch=version,
+                now_ms=now,
+            )
+        else:
+            self.replicas.make_follower(
+                name,
+                index,
+                leader_id=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=list(state.isr),
+                replicas=replicas,
+                partition_epoch=version,
+                now_ms=now,
+            )
+
+    # -- IsrChangeListener --------------------------------------------------------------------
+    def propose_isr(
+        self, topic: str, index: int, *, leader_epoch: int, partition_epoch: int, isr: list[int]
+    ) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(self._write_isr, topic, index, leader_epoch, partition_epoch, isr)
+
+    async def _write_isr(
+        self, topic: str, index: int, leader_epoch: int, partition_epoch: int, isr: list[int]
+    ) -> None:
+        entry = self.cache.state(topic, index)
+        controller_epoch = entry[0].controller_epoch if entry is not None else 0
+        state = zl.PartitionState(self.node_id, leader_epoch, tuple(isr), controller_epoch)
+        try:
+            stat = await self.coord.set(
+                zl.state_path(topic, index), zl.encode_partition_state(state), partition_epoch
+            )
+        except (BadVersionError, NoNodeError):
+            log.info(
+                "%s-%d: ISR change to %s refused (the partition state moved on)", topic, index, isr
+            )
+            self.replicas.isr_rejected(topic, index)
+            return
+        except CoordinationError as exc:
+            log.warning("%s-%d: ISR change to %s failed: %s", topic, index, isr, exc)
+            self.replicas.isr_rejected(topic, index)
+            return
+        log.info("%s-%d: ISR now %s (leader epoch %d)", topic, index, isr, leader_epoch)
+        mirror = self.cache.topics.get(topic)
+        if mirror is not None:
+            mirror.states[index] = (state, stat.version)
+        self.replicas.isr_committed(topic, index, isr=isr, partition_epoch=stat.version)
+
+    # -- controlled shutdown --------------------------------------------------------------------
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask the controller to move leaderships away; True when nothing movable is left."""
+        self._shutting_down = True
+        self._stop_controller()
+        if self.cache.controller == self.node_id:
+            with contextlib.suppress(CoordinationError):
+                await self.coord.delete(zl.CONTROLLER)
+        path = f"{zl.CONTROLLED_SHUTDOWN}/{self.node_id}"
+        with contextlib.suppress(NodeExistsError):
+            await self.coord.create(path, b'{"version":1}')
+        with trio.move_on_after(timeout_s):
+            while self._movable_leaderships():
+                await self.changed.wait()
+            return True
+        log.warning("controlled shutdown: leaderships still here after %.1f s", timeout_s)
+        return False
+
+    def _movable_leaderships(self) -> list[tuple[str, int]]:
+        out = []
+        for name, mirror in self.cache.topics.items():
+            for index, (state, _v) in mirror.states.items():
+                if state.leader != self.node_id:
+                    continue
+                others = [r for r in state.isr if r != self.node_id and r in self.cache.brokers]
+                if others:
+                    out.append((name, index))
+        return out
+
+
+def _uuid_for(name: str) -> uuid.UUID:
+    """A topic written without an id (by an old tool): the same id on every broker."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"wirebroker-topic:{name}")
+
+
+class ControllerMovedError(Exception):
+    """A controller write found a newer controller epoch: this broker is not the controller."""
+
+
+class Controller(Protocol):
+    async def run(self) -> None: ...
+
+
+def _default_controller(member: ClusterMember, epoch: int, epoch_version: int) -> Controller:
+    from wirebroker.cluster.controller import ZkController
+
+    return ZkController(member, epoch, epoch_version)

@@ -1,0 +1,414 @@
+"""Topic administration in a ZooKeeper cluster: the same checks as a single broker, then
+Kafka's znodes instead of local files (Kafka's AdminZkClient).
+
+Every check (names, configs, replication factor against the *live* brokers, manual
+assignments) is `LocalTopicAdmin`'s; only the effects differ:
+
+    create topic        placement (`placement.assign_replicas`: Kafka's random start and shift,
+                        rack-aware when every broker has a rack) or the manual assignment, then
+                        /config/topics/<T> and /brokers/topics/<T> (Kafka's order); the
+                        controller creates the partition states, every broker's watch creates
+                        its replicas
+    create partitions   `placement.assign_added_partitions`, setData /brokers/topics/<T> at the
+                        version read (a concurrent change is refused, not overwritten)
+    delete topic        the /admin/delete_topics/<T> marker; the controller deletes the znodes,
+                        the brokers their replicas
+    alter configs       /config/topics/<T> and a /config/changes notification
+
+The methods stay synchronous (the `TopicAdmin` interface the handlers share with a single
+broker): each checks, then starts its ZooKeeper writes in the member's nursery and returns.
+Handlers then `await admin.wait_settled(names, timeout_s)`, which waits for those writes and
+until this broker's mirror shows the result (every new partition has a leader, a deleted topic
+is gone), bounded by the request's timeout: Kafka's CreateTopics/DeleteTopics also answer once
+the metadata has caught up, or with REQUEST_TIMED_OUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.errors import UnknownTopicError
+from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions, assign_replicas
+from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions, NewTopic
+from wirebroker.cluster.topic_configs import validate_topic_configs
+from wirebroker.cluster.topic_store import TopicInfo
+from wirebroker.coordination.api import CoordinationError, Create, NodeExistsError, NoNodeError
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.zk_member import ClusterMember
+    from wirebroker.config import BrokerConfig
+    from wirebroker.log.log_manager import LogManager
+
+__all__ = ["ZkTopicAdmin"]
+
+UNKNOWN_SERVER_ERROR = -1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+REQUEST_TIMED_OUT = 7
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
+NO_REASSIGNMENT_IN_PROGRESS = 85
+PREFERRED_LEADER_NOT_AVAILABLE = 80
+ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+ELECTION_NOT_NEEDED = 84
+
+log = logging.getLogger(__name__)
+
+
+class ZkTopicAdmin(LocalTopicAdmin):
+    def __init__(self, config: BrokerConfig, member: ClusterMember, logs: LogManager) -> None:
+        super().__init__(config, member.topics, logs, node_id=member.node_id, listener=None)
+        self.member = member
+        self._writes: list[trio.Event] = []
+        self._failures: dict[str, CoordinationError] = {}
+        #: What the last started write of a topic should lead to: ("exists", partitions),
+        #: ("gone", 0) or ("written", 0).
+        self._intent: dict[str, tuple[str, int]] = {}
+
+    @property
+    def brokers(self) -> list[int]:
+        return sorted(self.member.cache.brokers)
+
+    def _racks(self) -> list[BrokerMetadata]:
+        return [BrokerMetadata(b.node_id, b.rack) for b in self.member.cache.live_brokers()]
+
+    def _start(
+        self, name: str, write: Callable[[], Awaitable[None]], intent: tuple[str, int]
+    ) -> None:
+        self._intent[name] = intent
+        done = trio.Event()
+        self._writes.append(done)
+        self._failures.pop(name, None)
+
+        async def run() -> None:
+            try:
+                await write()
+            except CoordinationError as exc:
+                log.warning("topic %s: ZooKeeper write failed: %s", name, exc)
+                self._failures[name] = exc
+            finally:
+                done.set()
+
+        nursery = self.member._nursery
+        assert nursery is not None, "the cluster member is not running"
+        nursery.start_soon(run)
+
+    # -- create ------------------------------------------------------------------------------
+    def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
+        info = super().create(topic, now_ms=now_ms, validate_only=True)
+        if topic.assignments:
+            assignment = {i: list(r) for i, r in sorted(topic.assignments, key=lambda a: a[0])}
+        else:
+            assignment = assign_replicas(self._racks(), info.partitions, info.replication_factor)
+        info = dataclasses.replace(
+            info, assignment=tuple(tuple(assignment[i]) for i in sorted(assignment))
+        )
+        if validate_only:
+            return info
+        doc = zl.encode_topic(
+            zl.TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
+        )
+        configs = zl.encode_topic_config({k: v for k, v in info.configs.items()})
+        coord = self.member.coord
+
+        async def write() -> None:
+            try:
+                await coord.create(zl.topic_config_path(info.name), configs, makepath=True)
+            except NodeExistsError:
+                await coord.set(zl.topic_config_path(info.name), configs)
+            await coord.create(zl.topic_path(info.name), doc, makepath=True)
+            log.info("created topic %s with assignment %s", info.name, assignment)
+
+        self._start(info.name, write, ("exists", info.partitions))
+        return info
+
+    def create_partitions(
+        self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
+    ) -> None:
+        super().create_partitions(request, now_ms=now_ms, validate_only=True)
+        if validate_only:
+            return
+        info = self.topics.get(request.name)
+        assert info is not None
+        current = info.partitions
+        added = request.count - current
+        if request.assignments is not None:
+            new = {current + i: list(r) for i, r in enumerate(request.assignments)}
+        else:
+            head = info.assignment[0] if info.assignment else (self.node_id,)
+            new = assign_added_partitions(
+                self._racks(), head, current, added, info.replication_factor
+            )
+        coord = self.member.coord
+        name = request.name
+
+        async def write() -> None:
+            data, stat = await coord.get(zl.topic_path(name))
+            old = zl.decode_topic(name, data)
+            parts = dict(old.partitions)
+            parts.update({i: tuple(r) for i, r in new.items()})
+            await coord.set(
+                zl.topic_path(name),
+                zl.encode_topic(dataclasses.replace(old, partitions=parts)),
+                stat.version,
+            )
+
+        self._start(name, write, ("exists", request.count))
+
+    # -- delete / alter ------------------------------------------------------------------------
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            raise UnknownTopicError("This server does not host this topic-partition.")
+        coord = self.member.coord
+
+        async def write() -> None:
+            with contextlib.suppress(NodeExistsError):
+                await coord.create(f"{zl.ADMIN_DELETE_TOPICS}/{name}", makepath=True)
+
+        self._start(name, write, ("gone", 0))
+        return info
+
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str | None], *, validate_only: bool = False
+    ) -> None:
+        super_validate = LocalTopicAdmin.alter_topic_configs
+        super_validate(self, name, configs, validate_only=True)
+        if validate_only:
+            return
+        overrides = validate_topic_configs(configs)
+        data = zl.encode_topic_config(overrides)
+        coord = self.member.coord
+
+        async def write() -> None:
+            try:
+                await coord.set(zl.topic_config_path(name), data)
+            except NoNodeError:
+                await coord.create(zl.topic_config_path(name), data, makepath=True)
+            await coord.multi(
+                [
+                    Create(
+                        f"{zl.CONFIG_CHANGES}/config_change_",
+                        zl.encode_config_change(name),
+                        sequential=True,
+                    )
+                ]
+            )
+
+        self._start(name, write, ("written", 0))
+
+    # -- reassignments (KIP-455, Kafka's ZooKeeper-mode controller) ----------------------------
+    async def alter_reassignments(
+        self, changes: Sequence[tuple[str, int, Sequence[int] | None]], *, allow_rf_change: bool
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """Start or cancel reassignments: /brokers/topics/<T> gets, per partition, the full
+        replica set (target first, then the replicas leaving) with adding_replicas and
+        removing_replicas; the controller completes it once every target replica is in the ISR
+        (see wirebroker.cluster.controller). Cancelling restores the original replicas."""
+        cache = self.member.cache
+        out: dict[tuple[str, int], tuple[int, str | None]] = {}
+        by_topic: dict[str, dict[int, Sequence[int] | None]] = {}
+        for topic, index, target in changes:
+            mirror = cache.topics.get(topic)
+            if mirror is None or index not in mirror.assignment.partitions:
+                out[(topic, index)] = (
+                    UNKNOWN_TOPIC_OR_PARTITION,
+                    f"The partition {topic}-{index} does not exist.",
+                )
+                continue
+            problem = self._check_target(mirror.assignment, index, target, allow_rf_change)
+            if problem is not None:
+                out[(topic, index)] = problem
+                continue
+            by_topic.setdefault(topic, {})[index] = target
+        coord = self.member.coord
+        for topic, wanted in by_topic.items():
+            try:
+                data, stat = await coord.get(zl.topic_path(topic))
+                old = zl.decode_topic(topic, data)
+                await coord.set(
+                    zl.topic_path(topic), zl.encode_topic(reassigned(old, wanted)), stat.version
+                )
+            except CoordinationError as exc:
+                for index in wanted:
+                    out[(topic, index)] = (UNKNOWN_SERVER_ERROR, f"ZooKeeper write failed: {exc}")
+                continue
+            for index in wanted:
+                out[(topic, index)] = (0, None)
+        return out
+
+    def _check_target(
+        self,
+        assignment: zl.TopicAssignment,
+        index: int,
+        target: Sequence[int] | None,
+        allow_rf_change: bool,
+    ) -> tuple[int, str | None] | None:
+        ongoing = index in assignment.adding or index in assignment.removing
+        if target is None:
+            if not ongoing:
+                return NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment for this partition."
+            return None
+        if not target:
+            return INVALID_REPLICA_ASSIGNMENT, "The replica set is empty."
+        if len(set(target)) != len(target):
+            return INVALID_REPLICA_ASSIGNMENT, f"Duplicate replicas in {list(target)}."
+        dead = [r for r in target if r not in self.member.cache.brokers]
+        if dead:
+            return (
+                INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes broker(s) {dead} that are not live.",
+            )
+        current = [
+            r for r in assignment.replicas(index) if r not in assignment.adding.get(index, ())
+        ]
+        if not allow_rf_change and len(target) != len(current):
+            return (
+                INVALID_REPLICATION_FACTOR,
+                f"The replication factor is changed from {len(current)} to {len(target)}",
+            )
+        return None
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]] | None:
+        out = {}
+        for topic, mirror in self.member.cache.topics.items():
+            a = mirror.assignment
+            for index in sorted(set(a.adding) | set(a.removing)):
+                out[(topic, index)] = (
+                    list(a.replicas(index)),
+                    list(a.adding.get(index, ())),
+                    list(a.removing.get(index, ())),
+                )
+        return out
+
+    # -- elections ------------------------------------------------------------------------
+    async def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """Preferred: ask the controller (/admin/preferred_replica_election) for the partitions
+        whose preferred replica is live, in the ISR and not leading, then wait until this
+        broker's mirror shows it leading. Unclean elections are only run by the controller on
+        its own (when `unclean.leader.election.enable`); asked for, they answer as Kafka does
+        when no election is possible or needed."""
+        cache = self.member.cache
+        out: dict[tuple[str, int], tuple[int, str | None]] = {}
+        wanted: list[tuple[str, int]] = []
+        for topic, index in partitions:
+            view = cache.partition(topic, index)
+            if view is None:
+                continue
+            head = view.replicas[0] if view.replicas else -1
+            if not preferred:
+                if view.leader >= 0:
+                    out[(topic, index)] = (ELECTION_NOT_NEEDED, "Leader election not needed")
+                else:
+                    out[(topic, index)] = (
+                        ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                        f"No eligible leader for {topic}-{index}",
+                    )
+            elif view.leader == head:
+                out[(topic, index)] = (ELECTION_NOT_NEEDED, "Leader election not needed")
+            elif head not in cache.brokers or head not in view.isr:
+                out[(topic, index)] = (
+                    PREFERRED_LEADER_NOT_AVAILABLE,
+                    f"Failed to elect leader for partition {topic}-{index} under strategy "
+                    "PreferredReplicaPartitionLeaderElectionStrategy",
+                )
+            else:
+                wanted.append((topic, index))
+        if not wanted:
+            return out
+        coord = self.member.coord
+        data = zl.encode_preferred_election(wanted)
+        with trio.move_on_after(max(timeout_s, 0.0)):
+            while True:
+                try:
+                    await coord.create(zl.PREFERRED_REPLICA_ELECTION, data)
+                    break
+                except NodeExistsError:
+                    await self.member.changed.wait()  # another election is running
+            while any(self._not_preferred(t, i) for t, i in wanted):
+                await self.member.changed.wait()
+        for topic, index in wanted:
+            if self._not_preferred(topic, index):
+                out[(topic, index)] = (REQUEST_TIMED_OUT, "The preferred leader was not elected")
+            else:
+                out[(topic, index)] = (0, None)
+        return out
+
+    def _not_preferred(self, topic: str, index: int) -> bool:
+        view = self.member.cache.partition(topic, index)
+        return view is None or not view.replicas or view.leader != view.replicas[0]
+
+    # -- settling ------------------------------------------------------------------------------
+    async def wait_settled(self, names: Sequence[str], timeout_s: float) -> dict[str, str]:
+        """Wait for the started writes, then for the mirror to show `names` settled (every
+        partition led, or the topic gone). Returns name -> problem for those that did not."""
+        writes, self._writes = self._writes, []
+        problems: dict[str, str] = {}
+        with trio.move_on_after(max(timeout_s, 0.0)):
+            for done in writes:
+                await done.wait()
+            for name in names:
+                while not self._settled(name):
+                    await self.member.changed.wait()
+        for name in names:
+            settled = self._settled(name)
+            self._intent.pop(name, None)
+            failure = self._failures.pop(name, None)
+            if failure is not None:
+                problems[name] = f"{type(failure).__name__}: {failure}"
+            elif not settled:
+                problems[name] = "timed out waiting for the cluster metadata"
+        return problems
+
+    def _settled(self, name: str) -> bool:
+        if name in self._failures:
+            return True
+        want, partitions = self._intent.get(name, ("written", 0))
+        mirror = self.member.cache.topics.get(name)
+        if want == "gone":
+            return mirror is None
+        if want == "written":
+            return True
+        if mirror is None or mirror.assignment.count < partitions:
+            return False
+        return all(
+            (entry := mirror.states.get(i)) is not None and entry[0].leader >= 0
+            for i in mirror.assignment.partitions
+        )
+
+
+def reassigned(
+    old: zl.TopicAssignment, wanted: Mapping[int, Sequence[int] | None]
+) -> zl.TopicAssignment:
+    """The topic document after starting (target) or cancelling (None) reassignments.
+
+    Start: replicas = target + the current replicas not in it (Kafka's order: the target's
+    head becomes the preferred leader), adding = target - current, removing = current -
+    target. A new target replaces an ongoing one (current = the original replicas). Cancel:
+    replicas = the original replicas, nothing adding or removing."""
+    partitions = dict(old.partitions)
+    adding = dict(old.adding)
+    removing = dict(old.removing)
+    for index, target in wanted.items():
+        original = [r for r in old.replicas(index) if r not in old.adding.get(index, ())]
+        adding.pop(index, None)
+        removing.pop(index, None)
+        if target is None or list(target) == original:
+            partitions[index] = tuple(original)
+            continue
+        partitions[index] = (*target, *(r for r in original if r not in target))
+        new = tuple(r for r in target if r not in original)
+        gone = tuple(r for r in original if r not in target)
+        if new:
+            adding[index] = new
+        if gone:
+            removing[index] = gone
+    return dataclasses.replace(old, partitions=partitions, adding=adding, removing=removing)

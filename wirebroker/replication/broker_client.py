@@ -1,0 +1,109 @@
+"""A minimal Kafka client for broker-to-broker requests (trio): one connection, one request at
+a time.
+
+`BrokerConnection.open(host, port)` connects; `request(api_key, version, body)` encodes the
+request with `protocol.codec.encode_request` (header v1 or v2 as the API's flexible versions
+say), sends it with one `send_all`, reads frames (`protocol.framing.FrameDecoder`, capped at
+`max_frame_bytes`) until the response arrives, checks its correlation id and returns the decoded
+body (a construct Container with the schema's snake_case field names). The caller bounds the
+wait (`trio.fail_after`). Any failure (`OSError`, `trio.BrokenResourceError`, an EOF, a frame
+that does not decode, a wrong correlation id) raises `BrokerConnectionError`; the connection is
+then unusable and is closed.
+
+No ApiVersions exchange: the peers are wirebroker brokers of the same cluster, which serve the
+versions this broker sends.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from protocol.codec import decode_response, encode_request
+from protocol.framing import FrameDecoder
+
+if TYPE_CHECKING:
+    from construct import Container
+
+__all__ = ["BrokerConnection", "BrokerConnectionError"]
+
+_RECEIVE_MAX = 1 << 20
+
+
+class BrokerConnectionError(Exception):
+    """The connection failed or the peer answered something unreadable; it is closed."""
+
+
+class BrokerConnection:
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        address: tuple[str, int],
+        *,
+        client_id: str,
+        max_frame_bytes: int,
+    ) -> None:
+        self.stream = stream
+        self.address = address
+        self.client_id = client_id
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._ids = itertools.count(1)
+        self.closed = False
+
+    @classmethod
+    async def open(
+        cls, host: str, port: int, *, client_id: str, max_frame_bytes: int
+    ) -> BrokerConnection:
+        try:
+            stream = await trio.open_tcp_stream(host, port)
+        except OSError as exc:
+            raise BrokerConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
+        return cls(stream, (host, port), client_id=client_id, max_frame_bytes=max_frame_bytes)
+
+    async def request(self, api_key: int, version: int, body: dict[str, Any]) -> Container:
+        """Send one request and return its decoded response body."""
+        if self.closed:
+            raise BrokerConnectionError("connection closed")
+        correlation_id = next(self._ids) & 0x7FFFFFFF
+        frame = encode_request(api_key, version, correlation_id, self.client_id, body)
+        try:
+            await self.stream.send_all(frame)
+            payload = await self._read_frame()
+            got, response = decode_response(api_key, version, payload)
+        except BrokerConnectionError:
+            await self.aclose()
+            raise
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            await self.aclose()
+            raise BrokerConnectionError(f"{self._peer()}: {exc}") from exc
+        except Exception as exc:  # an undecodable answer
+            await self.aclose()
+            raise BrokerConnectionError(f"{self._peer()}: bad response: {exc!r}") from exc
+        if got != correlation_id:
+            await self.aclose()
+            raise BrokerConnectionError(
+                f"{self._peer()}: correlation id {got}, expected {correlation_id}"
+            )
+        return response
+
+    async def _read_frame(self) -> bytes:
+        while True:
+            frame = self._decoder.next_frame()
+            if frame is not None:
+                return frame
+            want = min(max(self._decoder.bytes_wanted, 65536), _RECEIVE_MAX)
+            data = await self.stream.receive_some(want)
+            if not data:
+                raise BrokerConnectionError(f"{self._peer()}: connection closed by the peer")
+            self._decoder.receive_data(data)
+
+    def _peer(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            with trio.CancelScope(shield=True):
+                await self.stream.aclose()

@@ -1,0 +1,465 @@
+"""Followers fetch from their leaders: `ReplicaFetcherManager` (trio runtime).
+
+Which partitions: the manager is a role listener of the `ReplicaManager`. A partition that
+becomes FOLLOWER is fetched from its `leader_id` at its `leader_epoch` (`follow`); one that
+becomes leader, NONE or is deleted is dropped (`unfollow`). `follow`/`unfollow` are public so a
+caller may drive them directly; a repeated `follow` with the same leader and epoch is a no-op.
+
+One task per leader broker (`_LeaderFetcher`), started in the manager's nursery (`run`), with
+one persistent connection (`broker_client.BrokerConnection`). The leader's address is asked of
+`endpoint(leader_id)` before every connect and checked before every request (the leader may
+have moved); no address or a failed connection: wait replica.fetch.backoff.ms and retry.
+
+Each round sends one Fetch for every partition of that leader not backing off:
+    version 16 when every partition has a topic id (topics by id), else 12 (by name);
+    replica_id / replica_state {replica_id: node id, replica_epoch: broker_epoch()},
+    max_wait_ms replica.fetch.wait.max.ms, min_bytes replica.fetch.min.bytes, max_bytes
+    replica.fetch.response.max.bytes, session_epoch -1 (no fetch session: a full fetch each
+    time); per partition: current_leader_epoch, fetch_offset = its log end, last_fetched_epoch
+    = the latest epoch of its epoch cache, log_start_offset, partition_max_bytes
+    replica.fetch.max.bytes.
+and handles each partition of the answer, unless the partition changed meanwhile (role, leader,
+epoch, or log end moved):
+    records          whole batches appended as they are (`append_as_follower`, a trailing
+                     partial batch dropped), HW := min(leader's HW, own log end), log start
+                     follows the leader's
+    diverging_epoch  truncation on fetch (KIP-279/595, Kafka 3.x): the leader's (epoch, end
+                     offset) for our last fetched epoch -> `rules.truncation_offset` over our
+                     epoch cache; an epoch we lack -> the end of our largest epoch below it
+                     (`rules.own_end_offset_below`), and the next fetch asks again
+    OFFSET_OUT_OF_RANGE  ListOffsets (replica_id = node id) for the leader's log end: below
+                     ours -> truncate to it; else its log start: above our log end -> empty the
+                     log and restart there (`truncate_fully_and_start_at`)
+    other errors     (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown topic,
+                     storage...) that partition backs off replica.fetch.backoff.ms
+A partition whose log has no leader epoch at all is first truncated to its high watermark
+(Kafka does so when it cannot truncate by epoch). A request gets replica.socket.timeout.ms plus
+its max wait before the connection is dropped. Times come from `trio.current_time` (MockClock in
+tests) and `clock()` (ms, for the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from protocol.records import InvalidBatch, iter_batches
+from wirebroker.errors import KafkaError
+from wirebroker.replication import rules
+from wirebroker.replication.broker_client import BrokerConnection, BrokerConnectionError
+from wirebroker.replication.partition import Partition, Role
+
+if TYPE_CHECKING:
+    from wirebroker.config import BrokerConfig
+    from wirebroker.replication.replica_manager import ReplicaManager
+
+__all__ = ["ReplicaFetcherManager"]
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION_BY_ID = 16
+FETCH_VERSION_BY_NAME = 12
+LIST_OFFSETS_VERSION = 7
+_LATEST = -1
+_EARLIEST = -2
+_NIL_UUID = uuid.UUID(int=0)
+
+Key = tuple[str, int]
+
+
+@dataclass
+class _Follow:
+    """One partition this broker follows, as the fetcher sees it."""
+
+    part: Partition
+    leader_id: int
+    leader_epoch: int
+    delay_until: float = -math.inf  # trio time: backing off after an error
+    checked_epochless: bool = False  # the no-epoch truncation to the HW was done
+    dropped: bool = False  # unfollowed: an answer still in flight is ignored
+
+    def current(self) -> bool:
+        part = self.part
+        return (
+            not self.dropped
+            and part.role is Role.FOLLOWER
+            and part.leader_id == self.leader_id
+            and part.leader_epoch == self.leader_epoch
+            and not part.log.closed
+        )
+
+
+class ReplicaFetcherManager:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        *,
+        node_id: int,
+        endpoint: Callable[[int], tuple[str, int] | None],
+        broker_epoch: Callable[[], int],
+        config: BrokerConfig,
+        clock: Callable[[], int],
+    ) -> None:
+        self.replicas = replicas
+        self.node_id = node_id
+        self.endpoint = endpoint
+        self.broker_epoch = broker_epoch
+        self.clock = clock
+        self.wait_max_ms = config.get_int("replica.fetch.wait.max.ms")
+        self.min_bytes = config.get_int("replica.fetch.min.bytes")
+        self.fetch_max_bytes = config.get_int("replica.fetch.max.bytes")
+        self.response_max_bytes = config.get_int("replica.fetch.response.max.bytes")
+        self.backoff_s = config.get_int("replica.fetch.backoff.ms") / 1000.0
+        self.request_timeout_s = (
+            config.get_int("replica.socket.timeout.ms") + self.wait_max_ms
+        ) / 1000.0
+        # a response holds at most response_max_bytes of records (one batch more at worst)
+        self.max_frame_bytes = 2 * max(self.response_max_bytes, self.fetch_max_bytes) + (64 << 20)
+        self._follows: dict[Key, _Follow] = {}
+        self._fetchers: dict[int, _LeaderFetcher] = {}
+        self._nursery: trio.Nursery | None = None
+        replicas.add_role_listener(self._on_role)
+
+    # -- which partitions -----------------------------------------------------------------
+    def _on_role(self, part: Partition) -> None:
+        if part.role is Role.FOLLOWER:
+            self.follow(part.topic, part.index, part.leader_id, part.leader_epoch)
+        else:
+            self.unfollow(part.topic, part.index)
+
+    def follow(self, topic: str, index: int, leader_id: int, leader_epoch: int) -> None:
+        """Fetch `topic-index` from `leader_id` at `leader_epoch` (the partition must be a
+        follower of it in the ReplicaManager, or nothing is fetched)."""
+        part = self.replicas.partition(topic, index)
+        if part is None:
+            return
+        key = (topic, index)
+        old = self._follows.get(key)
+        if old is not None and (old.leader_id, old.leader_epoch) == (leader_id, leader_epoch):
+            return
+        self.unfollow(topic, index)
+        follow = self._follows[key] = _Follow(part, leader_id, leader_epoch)
+        fetcher = self._fetchers.get(leader_id)
+        if fetcher is None:
+            fetcher = self._fetchers[leader_id] = _LeaderFetcher(self, leader_id)
+            if self._nursery is not None:
+                self._nursery.start_soon(fetcher.run)
+        fetcher.add(key, follow)
+
+    def unfollow(self, topic: str, index: int) -> None:
+        """Stop fetching `topic-index` (no-op when not fetched)."""
+        follow = self._follows.pop((topic, index), None)
+        if follow is not None:
+            follow.dropped = True
+            fetcher = self._fetchers.get(follow.leader_id)
+            if fetcher is not None:
+                fetcher.remove((topic, index))
+
+    def following(self) -> dict[Key, int]:
+        """(topic, index) -> leader id of every partition fetched (tests, metrics)."""
+        return {key: f.leader_id for key, f in self._follows.items()}
+
+    # -- runtime -------------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the per-leader fetch tasks until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                for fetcher in self._fetchers.values():
+                    nursery.start_soon(fetcher.run)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+
+
+class _LeaderFetcher:
+    """The fetch loop towards one leader broker (see the module doc)."""
+
+    def __init__(self, manager: ReplicaFetcherManager, leader_id: int) -> None:
+        self.m = manager
+        self.leader_id = leader_id
+        self.follows: dict[Key, _Follow] = {}
+        self.wakeup = trio.Event()
+        self.conn: BrokerConnection | None = None
+
+    def add(self, key: Key, follow: _Follow) -> None:
+        self.follows[key] = follow
+        self.wakeup.set()
+
+    def remove(self, key: Key) -> None:
+        self.follows.pop(key, None)
+
+    async def run(self) -> None:
+        try:
+            while True:
+                self.wakeup = trio.Event()
+                now = trio.current_time()
+                ready = [f for f in self.follows.values() if f.delay_until <= now and f.current()]
+                if not ready:
+                    await self._idle()
+                    continue
+                try:
+                    await self._round(ready)
+                except (BrokerConnectionError, trio.TooSlowError) as exc:
+                    log.warning("fetch from broker %d failed: %s", self.leader_id, exc or "timeout")
+                    await self._close()
+                    await trio.sleep(self.m.backoff_s)
+                except Exception:  # a bug must not stop replication, nor the broker
+                    log.exception("fetch from broker %d failed", self.leader_id)
+                    await self._close()
+                    await trio.sleep(self.m.backoff_s)
+        finally:
+            await self._close()
+
+    async def _idle(self) -> None:
+        """Nothing to fetch now: wait for a new partition or the end of a backoff."""
+        waiting = [f.delay_until for f in self.follows.values() if f.current()]
+        if not waiting:
+            await self._close()
+        deadline = min(waiting, default=math.inf)
+        with trio.move_on_at(deadline):
+            await self.wakeup.wait()
+
+    async def _close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            await conn.aclose()
+
+    async def _connection(self) -> BrokerConnection:
+        address = self.m.endpoint(self.leader_id)
+        if address is None:
+            raise BrokerConnectionError(f"broker {self.leader_id} has no known endpoint")
+        conn = self.conn
+        if conn is not None and (conn.closed or conn.address != tuple(address)):
+            await self._close()
+            conn = None
+        if conn is None:
+            conn = self.conn = await BrokerConnection.open(
+                address[0],
+                address[1],
+                client_id=f"wirebroker-replica-{self.m.node_id}",
+                max_frame_bytes=self.m.max_frame_bytes,
+            )
+        return conn
+
+    # -- one round -----------------------------------------------------------------------------
+    async def _round(self, ready: list[_Follow]) -> None:
+        for follow in ready:
+            self._truncate_epochless(follow)
+        ready = [f for f in ready if f.delay_until <= trio.current_time()]
+        if not ready:
+            return
+        version, body, sent = self._request(ready)
+        conn = await self._connection()
+        with trio.fail_after(self.m.request_timeout_s):
+            response = await conn.request(ApiKey.FETCH, version, body)
+        code = int(response.get("error_code", 0))
+        if code != ErrorCode.NONE:
+            log.warning("fetch from broker %d: %s", self.leader_id, _name(code))
+            self._delay(ready)
+            return
+        for topic in response.get("responses") or []:
+            tkey = topic.get("topic_id") if version >= 13 else topic.get("topic")
+            for pdata in topic.get("partitions") or []:
+                entry = sent.get((tkey, int(pdata.get("partition_index"))))
+                if entry is not None:
+                    await self._handle(entry[0], entry[1], pdata)
+
+    def _request(
+        self, ready: list[_Follow]
+    ) -> tuple[int, dict[str, Any], dict[tuple[object, int], tuple[_Follow, int]]]:
+        m = self.m
+        by_id = all(f.part.topic_id not in (None, _NIL_UUID) for f in ready)
+        version = FETCH_VERSION_BY_ID if by_id else FETCH_VERSION_BY_NAME
+        topics: dict[object, list[dict[str, Any]]] = {}
+        sent: dict[tuple[object, int], tuple[_Follow, int]] = {}
+        for follow in ready:
+            part = follow.part
+            tkey: object = part.topic_id if by_id else part.topic
+            leo = part.log_end_offset
+            topics.setdefault(tkey, []).append(
+                {
+                    "partition": part.index,
+                    "current_leader_epoch": follow.leader_epoch,
+                    "fetch_offset": leo,
+                    "last_fetched_epoch": part.latest_epoch,
+                    "log_start_offset": part.log_start_offset,
+                    "partition_max_bytes": m.fetch_max_bytes,
+                }
+            )
+            sent[(tkey, part.index)] = (follow, leo)
+        body = {
+            "replica_id": m.node_id,
+            "replica_state": {"replica_id": m.node_id, "replica_epoch": m.broker_epoch()},
+            "max_wait_ms": m.wait_max_ms,
+            "min_bytes": m.min_bytes,
+            "max_bytes": m.response_max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {("topic_id" if by_id else "topic"): t, "partitions": ps}
+                for t, ps in topics.items()
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        return version, body, sent
+
+    def _delay(self, follows: list[_Follow]) -> None:
+        until = trio.current_time() + self.m.backoff_s
+        for follow in follows:
+            follow.delay_until = until
+
+    def _truncate_epochless(self, follow: _Follow) -> None:
+        """A log without any leader epoch cannot be truncated by epoch: to the HW first."""
+        if follow.checked_epochless:
+            return
+        follow.checked_epochless = True
+        part = follow.part
+        if part.latest_epoch < 0 and part.log_end_offset > part.high_watermark:
+            try:
+                self.m.replicas.truncate(part, part.high_watermark)
+            except KafkaError as exc:
+                log.warning("%s-%d: truncation to the HW failed: %s", part.topic, part.index, exc)
+                self._delay([follow])
+
+    # -- one partition of the answer -------------------------------------------------------
+    async def _handle(self, follow: _Follow, sent_leo: int, pdata: Any) -> None:
+        part = follow.part
+        if not follow.current() or part.log_end_offset != sent_leo:
+            return  # the partition changed while the fetch was out: its answer is stale
+        code = int(pdata.get("error_code", 0))
+        try:
+            if code == ErrorCode.NONE:
+                diverging = pdata.get("diverging_epoch")
+                if diverging is not None and int(diverging.get("epoch", -1)) >= 0:
+                    self._truncate_diverging(
+                        follow, int(diverging["epoch"]), int(diverging["end_offset"])
+                    )
+                    return
+                self.m.replicas.append_as_follower(
+                    part,
+                    _complete_batches(pdata.get("records") or b""),
+                    leader_high_watermark=int(pdata.get("high_watermark")),
+                    leader_log_start_offset=int(pdata.get("log_start_offset", -1)),
+                    now_ms=self.m.clock(),
+                )
+            elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                await self._out_of_range(follow)
+            else:
+                log.info(
+                    "%s-%d: fetch from broker %d: %s; backing off",
+                    part.topic,
+                    part.index,
+                    self.leader_id,
+                    _name(code),
+                )
+                self._delay([follow])
+        except KafkaError as exc:
+            log.warning(
+                "%s-%d: replication from broker %d failed: %s",
+                part.topic,
+                part.index,
+                self.leader_id,
+                exc,
+            )
+            self._delay([follow])
+
+    def _truncate_diverging(self, follow: _Follow, epoch: int, end_offset: int) -> None:
+        part = follow.part
+        entries = part.epoch_entries()
+        leo = part.log_end_offset
+        target = rules.truncate_on_fetch_offset(
+            epoch, end_offset, entries, leo, part.high_watermark
+        )
+        log.info(
+            "%s-%d: leader %d diverges at epoch %d end %d; truncating to %d",
+            part.topic,
+            part.index,
+            self.leader_id,
+            epoch,
+            end_offset,
+            target,
+        )
+        self.m.replicas.truncate(part, target)
+
+    async def _out_of_range(self, follow: _Follow) -> None:
+        """Kafka's handleOutOfRangeError: compare log ends, then log starts."""
+        part = follow.part
+        leader_end = await self._list_offset(follow, _LATEST)
+        if leader_end is None or not follow.current():
+            return
+        if leader_end < part.log_end_offset:
+            self.m.replicas.truncate(part, leader_end)
+            return
+        leader_start = await self._list_offset(follow, _EARLIEST)
+        if leader_start is None or not follow.current():
+            return
+        if leader_start > part.log_end_offset:
+            self.m.replicas.truncate_fully_and_start_at(part, leader_start)
+        else:
+            self._delay([follow])
+
+    async def _list_offset(self, follow: _Follow, timestamp: int) -> int | None:
+        """The leader's log end (-1) or start (-2) of the partition; None after an error
+        (the partition backs off)."""
+        part = follow.part
+        body = {
+            "replica_id": self.m.node_id,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": part.topic,
+                    "partitions": [
+                        {
+                            "partition_index": part.index,
+                            "current_leader_epoch": follow.leader_epoch,
+                            "timestamp": timestamp,
+                        }
+                    ],
+                }
+            ],
+        }
+        conn = await self._connection()
+        with trio.fail_after(self.m.request_timeout_s):
+            response = await conn.request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
+        for topic in response.get("topics") or []:
+            for p in topic.get("partitions") or []:
+                if int(p.get("error_code", 0)) == ErrorCode.NONE:
+                    return int(p.get("offset"))
+                log.info(
+                    "%s-%d: ListOffsets: %s",
+                    part.topic,
+                    part.index,
+                    _name(int(p.get("error_code"))),
+                )
+        self._delay([follow])
+        return None
+
+
+def _complete_batches(records: bytes | memoryview) -> bytes | memoryview:
+    """`records` without a trailing partial batch (a leader may cut its answer mid-batch)."""
+    end = 0
+    try:
+        for pos, header in iter_batches(records):
+            end = pos + header.size
+    except InvalidBatch:
+        pass
+    return records if end == len(records) else records[:end]
+
+
+def _name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)

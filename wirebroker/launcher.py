@@ -119,86 +119,15 @@ def broker_command(
 BrokerCommand = Callable[[ClusterSpec, int, str, Path, int], list[str]]
 
 
-def default_zookeeper(data_dir: Path, log_path: Path) -> ZooKeeperLike:
-    """A throwaway standalone ZooKeeper (not started yet): `coordination.zk_server`'s, which
-    keeps its data and log in a temporary directory of its own (`data_dir` and `log_path` are
-    used only by the stand-in below)."""
-    try:
-        from wirebroker.coordination import zk_server  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # TODO(harness): drop the stand-in once zk_server.py is on main
-        return _FallbackZooKeeper(data_dir, log_path)
-    server: ZooKeeperLike = zk_server.ZooKeeperServer()
-    return server
+def default_zookeeper() -> ZooKeeperLike:
+    """A throwaway standalone ZooKeeper, not started yet (`coordination.zk_server`: data and log
+    in a temporary directory of its own, removed by stop())."""
+    from wirebroker.coordination.zk_server import ZooKeeperServer
+
+    return ZooKeeperServer()
 
 
-class _FallbackZooKeeper:
-    """Stand-in for `coordination.zk_server.ZooKeeperServer` until it lands: Debian's
-    `/usr/share/java/zookeeper.jar` (its manifest names the other jars) run as
-    `java -cp ... ZooKeeperServerMain zoo.cfg` on a free loopback port, admin server off,
-    tickTime 500 ms so sessions of 1-30 s are allowed; ready once `ruok` answers `imok`."""
-
-    JAR = "/usr/share/java/zookeeper.jar"
-
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
-        self.data_dir = data_dir
-        self.log_path = log_path
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def connect_string(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        import socket
-
-        java = shutil.which("java")
-        if java is None or not Path(self.JAR).exists():
-            raise ClusterError(f"no java on PATH or no {self.JAR}")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        cfg = self.data_dir / "zoo.cfg"
-        cfg.write_text(
-            f"tickTime=500\nminSessionTimeout=1000\nmaxSessionTimeout=30000\n"
-            f"dataDir={self.data_dir}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
-        )
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [java, "-Dzookeeper.admin.enableServer=false", "-cp", self.JAR,
-                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ClusterError(f"java exited with {self.proc.returncode}; see {self.log_path}")
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as s,
-            ):
-                s.sendall(b"ruok")
-                if s.recv(4) == b"imok":
-                    return
-            time.sleep(0.05)
-        self.stop()
-        raise ClusterError(f"ZooKeeper not answering on port {self.port} after {timeout} s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-ZooKeeperFactory = Callable[[Path, Path], ZooKeeperLike]
+ZooKeeperFactory = Callable[[], ZooKeeperLike]
 
 
 def _child_env() -> dict[str, str]:
@@ -406,7 +335,7 @@ class ClusterLauncher:
         if spec.zookeeper:
             self.connect = spec.zookeeper
         else:
-            self.zookeeper = self.zookeeper_factory(self.root / "zookeeper", logs / "zookeeper.log")
+            self.zookeeper = self.zookeeper_factory()
             try:
                 self.zookeeper.start()
             except Exception as exc:

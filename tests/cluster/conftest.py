@@ -1,8 +1,7 @@
 """Fixtures of the cluster tests: a real ZooKeeper and real broker processes.
 
-    zookeeper          (session) one standalone ZooKeeper for the whole run: Debian's
-                       `zookeeper` package on a free loopback port (see
-                       wirebroker.launcher.default_zookeeper); its connect string
+    zookeeper          (tests/zk_fixtures.py, session) one standalone ZooKeeperServer for the
+                       whole run: Debian's `zookeeper` package on a free loopback port
     cluster_factory    start(brokers=3, **overrides) -> a started ClusterProcesses on its own
                        chroot of that ZooKeeper (overrides are broker configs, Kafka key names)
     cluster            cluster_factory() with the defaults: 3 brokers, fast timeouts
@@ -36,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _cluster import ClusterProcesses
 
-from wirebroker.launcher import default_zookeeper
+from wirebroker.coordination.zk_server import ZooKeeperServer
 
 WATCHDOG_SECONDS = float(os.environ.get("WIREBROKER_TEST_WATCHDOG", "240"))
 HARD_EXIT_SECONDS = 60
@@ -128,20 +127,9 @@ def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
         timer.cancel()
 
 
-@pytest.fixture(scope="session")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("zookeeper")
-    server = default_zookeeper(root / "data", root / "zookeeper.log")
-    server.start()
-    try:
-        yield server.connect_string
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def cluster_factory(
-    request: pytest.FixtureRequest, tmp_path: Path, zookeeper: str
+    request: pytest.FixtureRequest, tmp_path: Path, zookeeper: ZooKeeperServer
 ) -> Iterator[ClusterFactory]:
     started: list[ClusterProcesses] = []
     request.node.stash[_CLUSTERS] = started
@@ -149,7 +137,9 @@ def cluster_factory(
     def start(brokers: int = 3, **overrides: str) -> ClusterProcesses:
         workdir = tmp_path / f"cluster{len(started)}"
         workdir.mkdir()
-        cluster = ClusterProcesses(zookeeper, workdir, brokers=brokers, overrides=overrides)
+        cluster = ClusterProcesses(
+            zookeeper.connect_string, workdir, brokers=brokers, overrides=overrides
+        )
         started.append(cluster)
         return cluster.start()
 

@@ -69,7 +69,7 @@ from _cluster import ClusterProcesses, wait_until  # noqa: E402
 from _peers import free_port, machine_line, start_wirebroker, write_section  # noqa: E402
 from bench_broker import load, quantile  # noqa: E402
 
-from wirebroker.launcher import default_zookeeper  # noqa: E402
+from wirebroker.coordination.zk_server import ZooKeeperServer  # noqa: E402
 
 START_MARK = "<!-- bench_failover:start -->"
 END_MARK = "<!-- bench_failover:end -->"
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     work = Path(tempfile.mkdtemp(prefix="bench-failover-"))
-    zk = default_zookeeper(work / "zookeeper", work / "zookeeper.log")
+    zk = ZooKeeperServer()
     zk.start()
     try:
         cluster = ClusterProcesses(

@@ -26,7 +26,8 @@ then one summary line, the last one of start-up (scripts wait for it):
     wirebroker cluster ready: bootstrap H:P,H:P,... zookeeper HOST:PORT[/chroot]
 
 While it runs, a broker that exits on its own is reported in one stdout line
-(`wirebroker cluster: broker I (pid PID) exited unexpectedly: ...; log: FILE`) and the others
+(`wirebroker cluster: broker I (pid PID) exited unexpectedly (killed by SIGKILL); log: FILE`,
+or `(exit code N)`) and the others
 keep running; when no broker is left the launcher stops ZooKeeper and exits 1.
 Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
 vanish at exit with the rest).

@@ -81,6 +81,19 @@ def test_put_replaces_and_keeps_id_index(tmp_path: Path) -> None:
     assert store.get("b") is None
 
 
+def test_put_many_writes_once_all_or_nothing(tmp_path: Path) -> None:
+    store = TopicStore.open(tmp_path)
+    a, b = _info("a", 1), _info("b", 2)
+    store.put(a)
+    grown = TopicInfo(name="a", topic_id=a.topic_id, partitions=4, replication_factor=1)
+    store.put_many([grown, b])
+    assert TopicStore.open(tmp_path).all() == [grown, b]
+    clash = TopicInfo(name="c", topic_id=b.topic_id, partitions=1, replication_factor=1)
+    with pytest.raises(ValueError):
+        store.put_many([_info("d"), clash])
+    assert store.all() == [grown, b] and store.by_id(b.topic_id) == b
+
+
 def test_topic_info_configs_are_read_only() -> None:
     info = _info("a", 1, **{"retention.ms": "5"})
     with pytest.raises(TypeError):

@@ -65,6 +65,28 @@ def test_partition_log_epochs_and_checkpoint(tmp_path: Path) -> None:
     assert (plog.directory / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n2 4\n"
     plog.assign_epoch_start_offset(3)
     assert plog.end_offset_for_epoch(2) == (2, 7) and plog.latest_epoch == 3
+    assert (plog.directory / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n2 4\n3 7\n"
+
+
+def test_a_leadership_of_an_empty_log_is_checkpointed_with_its_first_append(
+    tmp_path: Path,
+) -> None:
+    """No fsync when a new partition's leader takes over: the entry protects no record yet."""
+    plog = open_log(tmp_path)
+    ckpt = plog.directory / "leader-epoch-checkpoint"
+    before = ckpt.read_text() if ckpt.exists() else None
+    plog.assign_epoch_start_offset(2)
+    assert plog.leader_epoch_entries() == [(2, 0)] and plog.latest_epoch == 2
+    assert plog.end_offset_for_epoch(2) == (2, 0)
+    assert (ckpt.read_text() if ckpt.exists() else None) == before
+    plog.append_as_leader(batch(2), leader_epoch=2, now_ms=NOW)
+    assert ckpt.read_text() == "0\n1\n2 0\n"
+    # never written without a record (not at close either): the next leadership assigns it
+    fresh = open_log(tmp_path / "other")
+    fresh.assign_epoch_start_offset(4)
+    fresh.close()
+    reopened = open_log(tmp_path / "other", clean=True)
+    assert reopened.leader_epoch_entries() == [] and reopened.log_end_offset == 0
 
 
 def test_epoch_cache_rebuilt_when_checkpoint_missing_or_corrupt(tmp_path: Path) -> None:

@@ -1,20 +1,37 @@
 """The composition root: one `Broker` builds every service from a `BrokerConfig` and runs them.
 
+Three modes, one code path for the first two:
+
+    cluster         `zookeeper.connect` set (or a `coordination` given): the broker joins the
+                    cluster of that ZooKeeper (`ClusterMember`, the `ZkController` when elected,
+                    `ZkTopicAdmin`, the `ReplicaManager` in replicated mode); built in serve(),
+                    once the cluster id is read from ZooKeeper
+    single broker   the default: the same code over an in-process `MemoryZooKeeper`
+                    (`wirebroker.cluster.local_cluster`), seeded from the `TopicStore` at every
+                    start, after the logs are loaded; the store stays the durable record of the
+                    topics. Built in the constructor (the cluster id is the store's)
+    no cluster      `replicated` given without a coordination: a `LocalTopicAdmin` and a
+                    `LocalClusterView`, and nobody drives roles (replicated=True: the caller
+                    plays the cluster layer, as tests/integration/test_replication_inprocess.py)
+
 Construction (`Broker(config)`, synchronous): creates the log directories, locks each one
 (`<dir>/.lock`, `wirebroker.log.dir_lock`: a second broker on a directory fails here, before
 touching any other file; the lock is held until the logs are closed), opens the
 `TopicStore` (topic metadata + cluster id, a JSON file in the first log dir), checks or writes
 each log dir's `meta.properties` (another cluster's or node's dir refuses to start), builds the
-`LogManager`, `ReplicaManager`, the `LocalTopicAdmin` (which tells the `ReplicaManager` of new,
-deleted and reconfigured topics), the `FetchWaiters` (a data listener of the `ReplicaManager`),
-`ProducerIdManager` and the `Services` every handler sees, and imports the handlers
-(`load_handlers`) behind the one `Dispatcher` the server calls.
+`LogManager`, `ReplicaManager`, the topic admin, the `FetchWaiters` (a data listener of the
+`ReplicaManager`), `ProducerIdManager` and the `Services` every handler sees, and imports the
+handlers (`load_handlers`) behind the one `Dispatcher` the server calls.
 
 Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
 
+    coordination  the ZooKeeper session starts (cluster: the cluster id is read or written
+                  and the services are built)
     load          ReplicaManager.load -> LogManager.load: open every partition log, recovering
-                  the ones not closed cleanly
+                  the ones not closed cleanly; a single broker then seeds its ZooKeeper
     bind          every listener (port 0 allowed), then fill Services.advertised_host/port
+    member        registers this broker, mirrors the topics and takes the roles ZooKeeper
+                  gives (a single broker: leader of every partition, at the epoch its log holds)
     started       task_status.started([(host, port), ...]): the bound addresses
     run           the server, plus background tasks: retention every
                   log.retention.check.interval.ms, the flush scheduler, recovery-point
@@ -29,15 +46,18 @@ Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
                   checkpoints, clean-shutdown marker). Cancellation is the only way to stop a
                   broker; serve() returns (or raises Cancelled) only after the logs are closed.
 
-Replication (multi-broker mode: `replicated`, by default when `zookeeper.connect` is set; the
-cluster layer drives roles through `replicas.make_leader` / `make_follower` / `stop_replica`
-and fills `peer_endpoints` and `broker_epoch`): the `ReplicaManager` builds partitions without a
-role; a `ReplicaFetcherManager` task fetches the partitions this broker follows from their
-leaders (addresses from `peer_endpoints`); a task drops out-of-sync ISR members every
-replica.lag.time.max.ms / 2 (`maybe_shrink_isr`); `replication-offset-checkpoint` is written
-every replica.high.watermark.checkpoint.interval.ms and before the logs close. In single-broker
-mode none of these tasks exists. `ProduceWaiters` (acks=-1 purgatory) is built in both modes;
-on a single broker nothing ever waits in it.
+Replication (`replicated`: the cluster and single-broker modes; the cluster layer drives roles
+through `replicas.make_leader` / `make_follower` / `stop_replica`): the `ReplicaManager` builds
+partitions without a role; a `ReplicaFetcherManager` task fetches the partitions this broker
+follows from their leaders (addresses from the member's view, or `peer_endpoints`); a task
+drops out-of-sync ISR members every replica.lag.time.max.ms / 2 (`maybe_shrink_isr`);
+`replication-offset-checkpoint` is written every replica.high.watermark.checkpoint.interval.ms
+and before the logs close. A single broker runs the fetcher and the ISR task too (with one
+replica per partition they never have anything to do) but keeps no HW checkpoint (the HW of a
+single replica is its log end once it leads). `ProduceWaiters` (acks=-1 purgatory) is built in
+every mode; on a single broker nothing ever waits in it. The group coordinator follows the
+leadership of `__consumer_offsets` partitions (role listener); a single broker creates that
+topic with one replica, a cluster with offsets.topic.replication.factor.
 
 Listeners: every entry of `listeners` is served as PLAINTEXT except those named in
 `controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER listener; a

@@ -3,9 +3,10 @@
 `TopicAdmin` is the one interface the handlers (CreateTopics, DeleteTopics, CreatePartitions,
 AlterConfigs, IncrementalAlterConfigs, Metadata auto-creation) and the group coordinator
 (`__consumer_offsets`) use; Kafka splits it the same way (AdminManager / ZkAdminManager vs
-ReplicaManager). `LocalTopicAdmin` is the single-broker implementation over the `TopicStore`
-and the `LogManager`; a ZooKeeper-backed one will write /brokers/topics instead and let the
-controller tell the brokers.
+ReplicaManager). `LocalTopicAdmin` works on the `TopicStore` and the
+`LogManager` directly (handler unit tests, a broker without cluster layer);
+`wirebroker.cluster.zk_topic_admin.ZkTopicAdmin` extends it with Kafka's znodes, in a cluster
+and on a single broker (over its in-process ZooKeeper).
 
 Every check lives here, in Kafka's order and with its messages (ReplicationControlManager):
 name, exists, collision ('.' vs '_'), configs (`topic_configs.validate_topic_configs`),
@@ -247,7 +248,7 @@ def check_new_topic_assignments(
 
 
 class LocalTopicAdmin(TopicAdmin):
-    """`TopicAdmin` of a single broker: the `TopicStore` is the metadata, `LogManager` the logs."""
+    """`TopicAdmin` without ZooKeeper: the `TopicStore` is the metadata, `LogManager` the logs."""
 
     def __init__(
         self,

@@ -3,9 +3,11 @@ leader, replicas and in-sync replicas. Metadata, DescribeCluster, DescribeTopicP
 FindCoordinator answer from a `ClusterView`.
 
 Two views:
-- `LocalClusterView` (a single broker): this broker is the only broker, the controller, and
-  the leader of every partition; replicas and ISR come from the partitions themselves.
-- `wirebroker.cluster.zk_member.ZkMetadataCache` (a cluster): a mirror of ZooKeeper's
+- `LocalClusterView` (a broker without cluster layer: handler unit tests, a broker whose
+  caller plays the cluster layer): this broker is the only broker, the controller, and the
+  leader of every partition; replicas and ISR come from the partitions themselves.
+- `wirebroker.cluster.zk_member.ZkMetadataCache` (a cluster, and a single broker, which runs
+  the cluster code over its in-process ZooKeeper): a mirror of ZooKeeper's
   /brokers/ids, /controller, /brokers/topics and the partition state znodes, kept current by
   watches. A partition whose leader is not a live broker answers LEADER_NOT_AVAILABLE with
   leader -1 (Kafka's ZkMetadataCache); its replica and ISR lists stay unfiltered and the dead

@@ -11,10 +11,11 @@ Roles
     NONE      hosted here but neither (multi-broker mode before the first make_leader /
               make_follower, and after stop_replica): clients get NOT_LEADER_OR_FOLLOWER.
 
-A single broker builds every partition as the LEADER of replicas [itself] at leader epoch 0 and
-never changes it: its high watermark is the log end offset after every append (and after
-loading), exactly as before replication existed (`single_replica`; a multi-broker leader of a
-partition whose replicas are only itself behaves the same).
+An unreplicated ReplicaManager builds every partition as the LEADER of replicas [itself] at
+leader epoch 0 and never changes it: its high watermark is the log end offset after every
+append (and after loading), exactly as before replication existed (`single_replica`). A leader
+whose replicas and ISR are only itself behaves the same: a single broker (make_leader of every
+partition with replicas = ISR = [itself]), or a cluster topic with one replica.
 
 Transitions (`become_leader`, `become_follower`) apply only to newer state: a higher leader epoch,
 or the same leader epoch with a higher partition epoch (the ISR or replicas of the same

@@ -14,9 +14,12 @@ takes `now_ms`); trio runtimes hear of changes through listeners:
                      (ZooKeeper CAS, asynchronously) and answers `isr_committed` or
                      `isr_rejected`. None: a change is committed at once, locally.
 
-Two modes. Single broker (`replicated=False`, the default): every partition is built as the
-leader of replicas [this broker] and stays so; nothing here changes behaviour or cost.
-Multi-broker (`replicated=True`): `load` builds a partition for each log on disk of a topic
+Two modes. Unreplicated (`replicated=False`, the default; a broker without cluster layer, the
+handler unit tests): every partition is built as the leader of replicas [this broker] and
+stays so. Replicated (`replicated=True`; every broker the CLI starts: a cluster member, and a
+single broker, which runs the cluster code over its in-process ZooKeeper and is made leader of
+every partition, each with replicas = ISR = [itself], so `single_replica` keeps its appends on
+the same fast path): `load` builds a partition for each log on disk of a topic
 the store knows (a missing log is not created: the partition may live on other brokers), in
 role NONE with the high watermark of `replication-offset-checkpoint`; they wait for the cluster
 layer's `make_leader` / `make_follower` / `stop_replica` (after `ensure_partition`, which also
@@ -36,7 +39,8 @@ waiters), `on_topic_configs_changed`.
 `load` (start-up) reconciles the logs with the store: logs of a topic the store does not know
 are deleted, unless the store was created by this process (a missing store must never wipe
 data; those logs are left and logged). A partition the store knows without a log gets an
-empty log (single broker only), and a `partition.metadata` that is missing or does not hold
+empty log (unreplicated mode here; replicated: `ensure_partition` once it has a role), and a
+`partition.metadata` that is missing or does not hold
 the store's topic id (it is written without fsync) is rewritten.
 """
 

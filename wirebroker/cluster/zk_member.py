@@ -29,7 +29,10 @@
                 hosted partition afresh and re-apply it
     shutdown    `controlled_shutdown()`: ask the controller (/wirebroker/controlled_shutdown/
                 <id>) to move this broker's leaderships away, wait until it leads nothing that
-                has another live in-sync replica (bounded), then return
+                has another live in-sync replica (bounded), then return; meanwhile a partition
+                whose ISR no longer holds this broker is not followed any more
+                (`stop_replica` without deleting: Kafka's StopReplica), so that its leader
+                cannot take the stopping broker back into the ISR
 
 Every callback (watch or session) only queues an event; one task applies them in order, so
 broker state changes in one place, one event at a time (Kafka's controller event queue idea).
@@ -630,6 +633,12 @@ class ClusterMember:
                 partition_epoch=version,
                 now_ms=now,
             )
+        elif self._shutting_down and self.node_id not in state.isr:
+            # Out of the ISR while shutting down (the controller removes a stopping broker):
+            # stop fetching, as Kafka's controller sends StopReplica, or the leader would
+            # take it back into the ISR as soon as it caught up, and hold acks=-1 writes
+            # back once it is gone.
+            self.replicas.stop_replica(name, index, delete=False)
         else:
             self.replicas.make_follower(
                 name,
@@ -679,6 +688,7 @@ class ClusterMember:
     async def controlled_shutdown(self, timeout_s: float) -> bool:
         """Ask the controller to move leaderships away; True when nothing movable is left."""
         self._shutting_down = True
+        self._send.send_nowait(self._reapply_roles)  # stop following outside the ISRs
         self._stop_controller()
         if self.cache.controller == self.node_id:
             with contextlib.suppress(CoordinationError):
@@ -692,6 +702,10 @@ class ClusterMember:
             return True
         log.warning("controlled shutdown: leaderships still here after %.1f s", timeout_s)
         return False
+
+    async def _reapply_roles(self) -> None:
+        for name, index in sorted(self._hosted):
+            self._apply_role(name, index)
 
     def _movable_leaderships(self) -> list[tuple[str, int]]:
         out = []

@@ -142,6 +142,7 @@ class ZkMetadataCache(ClusterView):
 
     def __init__(self) -> None:
         self.brokers: dict[int, BrokerNode] = {}
+        self.epochs: dict[int, int] = {}  # broker id -> czxid of its registration
         self.controller: int = -1
         self.topics: dict[str, _TopicMirror] = {}
 
@@ -153,6 +154,9 @@ class ZkMetadataCache(ClusterView):
 
     def controller_id(self) -> int:
         return self.controller if self.controller in self.brokers else -1
+
+    def broker_epoch(self, node_id: int) -> int:
+        return self.epochs.get(node_id, -1)
 
     def partitions(self, topic: str) -> list[PartitionView]:
         mirror = self.topics.get(topic)
@@ -383,19 +387,25 @@ class ClusterMember:
 
     # -- brokers and controller ------------------------------------------------------------
     async def _on_brokers(self, children: list[str] | None) -> None:
+        """Every registration is read again: a broker that re-registered (a new session) has
+        a new czxid, its broker epoch, even when the list of ids looks the same."""
         ids = {int(c) for c in children or [] if c.lstrip("-").isdigit()}
         for gone in set(self.cache.brokers) - ids:
             del self.cache.brokers[gone]
-        for new in sorted(ids - set(self.cache.brokers)):
+            self.cache.epochs.pop(gone, None)
+        for broker in sorted(ids):
             try:
-                data, _stat = await self.coord.get(zl.broker_path(new))
-                reg = zl.decode_broker(new, data)
+                data, stat = await self.coord.get(zl.broker_path(broker))
+                reg = zl.decode_broker(broker, data)
             except NoNodeError:
+                self.cache.brokers.pop(broker, None)
+                self.cache.epochs.pop(broker, None)
                 continue
             except zl.LayoutError as exc:
-                log.warning("ignoring broker %d: %s", new, exc)
+                log.warning("ignoring broker %d: %s", broker, exc)
                 continue
-            self.cache.brokers[new] = BrokerNode(new, reg.host, reg.port, reg.rack)
+            self.cache.brokers[broker] = BrokerNode(broker, reg.host, reg.port, reg.rack)
+            self.cache.epochs[broker] = stat.czxid
 
     async def _on_controller(self, data: bytes | None, _stat: Stat | None) -> None:
         if data is None:

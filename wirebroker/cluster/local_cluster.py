@@ -8,8 +8,9 @@ process and only as long as it. Nothing of that tree is written anywhere: the `T
 mirroring every topic change into it (one fsynced rewrite per change, before the change is
 answered to the client), and every start rebuilds the tree from it.
 
-Start (`LocalCluster.seed`, after the logs are loaded and before the member runs), one
-`multi` (one transaction, no watcher yet)::
+Start (`LocalCluster.seed`, after the logs are loaded and before the member runs), a few
+`multi`s, parents first (no watcher exists yet, so nobody sees a partial tree; a failure
+fails the start)::
 
     /cluster/id                                   the store's cluster id
     /controller_epoch                             0
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LocalCluster", "seed_ops", "single_broker_topics"]
 
+#: Znodes created per transaction when seeding.
+_SEED_CHUNK = 512
+
 #: Parents of the seeded znodes, created first (the member creates the other persistent paths).
 _PARENTS = ("/cluster", "/brokers", zl.BROKER_TOPICS, "/config", zl.CONFIG_TOPICS)
 
@@ -77,6 +81,7 @@ def seed_ops(
     ops: list[Op] = [Create(path) for path in _PARENTS]
     ops.append(Create(zl.CLUSTER_ID, zl.encode_cluster_id(cluster_id)))
     ops.append(Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0)))
+    states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
         name = info.name
         assignment = zl.TopicAssignment(dict(enumerate(info.assignment)), info.topic_id)
@@ -84,14 +89,14 @@ def seed_ops(
         ops.append(Create(zl.topic_path(name), zl.encode_topic(assignment)))
         ops.append(Create(zl.partitions_path(name)))
         for index in range(info.partitions):
-            state = zl.PartitionState(
-                leader=node_id,
-                leader_epoch=max(epoch_of(name, index), 0),
-                isr=(node_id,),
-                controller_epoch=0,
-            )
+            epoch = max(epoch_of(name, index), 0)
+            state = states.get(epoch)
+            if state is None:
+                state = states[epoch] = zl.encode_partition_state(
+                    zl.PartitionState(node_id, epoch, (node_id,), controller_epoch=0)
+                )
             ops.append(Create(zl.partition_path(name, index)))
-            ops.append(Create(zl.state_path(name, index), zl.encode_partition_state(state)))
+            ops.append(Create(zl.state_path(name, index), state))
     return ops
 
 
@@ -117,4 +122,8 @@ class LocalCluster:
         ]
         if changed:
             store.put_many(changed)
-        await self.coordination.multi(seed_ops(store.cluster_id, topics, self.node_id, epoch_of))
+        ops = seed_ops(store.cluster_id, topics, self.node_id, epoch_of)
+        # In bounded transactions: one of every znode would keep all its undo records alive
+        # at once, which the garbage collector then walks again and again.
+        for first in range(0, len(ops), _SEED_CHUNK):
+            await self.coordination.multi(ops[first : first + _SEED_CHUNK])

@@ -353,6 +353,13 @@ def decode_topic(topic: str, data: bytes | None) -> TopicAssignment:
 
 
 # -- /brokers/topics/<T>/partitions/<P>/state ---------------------------------------------------
+#: Decoded state documents by their bytes: a cluster has few distinct ones (leader, epoch and
+#: ISR repeat across partitions; on a single broker they are all alike), and the controller
+#: and every broker decode each partition's. `PartitionState` is immutable, so it is shared.
+_STATES: dict[bytes, PartitionState] = {}
+_STATES_MAX = 4096
+
+
 @dataclass(frozen=True)
 class PartitionState:
     leader: int
@@ -376,15 +383,24 @@ def encode_partition_state(state: PartitionState) -> bytes:
 
 
 def decode_partition_state(topic: str, partition: int, data: bytes | None) -> PartitionState:
+    if data:
+        known = _STATES.get(data)
+        if known is not None:
+            return known
     what = state_path(topic, partition)
     obj = _load(data, what)
-    return PartitionState(
+    state = PartitionState(
         leader=_int(obj, "leader", what),
         leader_epoch=_int(obj, "leader_epoch", what),
         isr=_int_list(obj.get("isr"), what),
         controller_epoch=_int(obj, "controller_epoch", what),
         recovering=obj.get("leader_recovery_state") == 1,
     )
+    if data is not None:
+        if len(_STATES) >= _STATES_MAX:
+            _STATES.clear()
+        _STATES[data] = state
+    return state
 
 
 # -- /config/topics/<T>, /config/changes ---------------------------------------------------------

@@ -41,6 +41,7 @@ broker state changes in one place, one event at a time (Kafka's controller event
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import uuid
@@ -519,9 +520,13 @@ class ClusterMember:
     async def _watch_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
         if index in mirror.state_watches:
             return
+        # (a partial, not closures: one watch per hosted partition stays for its lifetime)
         mirror.state_watches[index] = await self.coord.watch_data(
-            zl.state_path(name, index), self._queue(self._on_state(name, index))
+            zl.state_path(name, index), functools.partial(self._queue_state, name, index)
         )
+
+    def _queue_state(self, name: str, index: int, data: bytes | None, stat: Stat | None) -> None:
+        self._send.send_nowait(functools.partial(self._on_state, name, index, data, stat))
 
     def _on_assignment(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
         async def handler(data: bytes | None, _stat: Stat | None) -> None:
@@ -562,25 +567,20 @@ class ClusterMember:
 
         return handler
 
-    def _on_state(
-        self, name: str, index: int
-    ) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
-        async def handler(data: bytes | None, stat: Stat | None) -> None:
-            mirror = self.cache.topics.get(name)
-            if mirror is None:
-                return
-            if data is None or stat is None:
-                mirror.states.pop(index, None)
-                return
-            try:
-                state = zl.decode_partition_state(name, index, data)
-            except zl.LayoutError as exc:
-                log.warning("%s-%d: %s", name, index, exc)
-                return
-            mirror.states[index] = (state, stat.version)
-            self._apply_role(name, index)
-
-        return handler
+    async def _on_state(self, name: str, index: int, data: bytes | None, stat: Stat | None) -> None:
+        mirror = self.cache.topics.get(name)
+        if mirror is None:
+            return
+        if data is None or stat is None:
+            mirror.states.pop(index, None)
+            return
+        try:
+            state = zl.decode_partition_state(name, index, data)
+        except zl.LayoutError as exc:
+            log.warning("%s-%d: %s", name, index, exc)
+            return
+        mirror.states[index] = (state, stat.version)
+        self._apply_role(name, index)
 
     def _sync_store(self, name: str) -> TopicInfo | None:
         """Mirror the topic into the local TopicStore (assignment, configs)."""

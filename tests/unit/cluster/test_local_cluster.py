@@ -134,3 +134,11 @@ def test_controller_passes_over_the_topics_concerned_only_when_that_is_all() -> 
     assert _topics_only({zl.BROKER_TOPICS, topic("t"), zl.ADMIN_DELETE_TOPICS}) == {"t"}
     for other in (zl.BROKER_IDS, zl.CONTROLLED_SHUTDOWN, "rebalance", "retry", "t-0"):
         assert _topics_only({topic("t"), other}) is None
+
+
+def test_state_documents_decode_to_shared_immutable_states() -> None:
+    one = zl.encode_partition_state(zl.PartitionState(1, 4, (1, 2), 3))
+    other = zl.encode_partition_state(zl.PartitionState(2, 4, (1, 2), 3))
+    first = zl.decode_partition_state("t", 0, one)
+    assert zl.decode_partition_state("u", 7, bytes(one)) is first
+    assert zl.decode_partition_state("t", 1, other) == zl.PartitionState(2, 4, (1, 2), 3)

@@ -4,6 +4,7 @@ with a real ZooKeeper are also in tests/integration/test_coordination_contract.p
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -146,6 +147,25 @@ async def test_multi_is_all_or_nothing() -> None:
         assert failed.value.index == 1
         assert isinstance(failed.value.cause, NoNodeError)
         assert (await zk.get("/s-0000000001"))[0] == b"x"  # the delete was undone
+
+
+async def test_transactions_leave_no_cyclic_garbage() -> None:
+    """Committed or undone, a write is freed by reference counting (a broker's heap makes every
+    full collection of the cyclic garbage collector expensive)."""
+    server = MemoryZooKeeper()
+    async with sessions(server) as (zk,):
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            await zk.multi([Create("/a"), Create("/a/b"), SetData("/a", b"x")])
+            with pytest.raises(TransactionError):
+                await zk.multi([Create("/c"), Create("/a")])
+            await zk.delete("/a", recursive=True)
+            gc.collect()
+            assert [o for o in gc.garbage if type(o).__name__ in ("_Txn", "function")] == []
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
 
 
 async def test_ephemerals_vanish_on_expiry_and_when_run_ends() -> None:

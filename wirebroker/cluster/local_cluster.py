@@ -35,6 +35,16 @@ makes this broker leader; the handlers answer once `ZkTopicAdmin.wait_settled` s
 trio checkpoints with the in-memory store). With one replica per partition there is never a
 follower, an ISR change or a leader election after the first one; leader epochs stay where they
 are for the broker's whole life.
+
+Crash safety is the store's, as before: a new topic's (or partition's) logs are created first
+(`ZkTopicAdmin(local_logs=True)`: one batch, a storage error is answered at once), then the
+znodes, then the member records it in the store (the commit point; the answer waits for it); a
+crash before that leaves logs of an unknown topic, deleted as strays at the next start. A
+deletion removes the topic from the store first, then its logs.
+
+Cost: the tree and the member's mirror hold about a dozen small objects per partition, and a
+start reads every partition's state once (member and controller): about 50-100 us per
+partition of start-up, measured at 1,000 and 5,000 partitions.
 """
 
 from __future__ import annotations

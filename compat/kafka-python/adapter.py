@@ -197,7 +197,14 @@ class KafkaPythonAdapter(Adapter):
     # admin -----------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
         self.admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=1, topic_configs=configs)]
+            [
+                NewTopic(
+                    name,
+                    num_partitions=partitions,
+                    replication_factor=self.replication_factor,
+                    topic_configs=configs,
+                )
+            ]
         )
 
     def create_partitions(self, name: str, total: int) -> None:

@@ -12,9 +12,10 @@ What it starts, in order:
    process group (a Ctrl-C in the terminal reaches only the launcher, which then stops the
    brokers in order) and gets SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG).
    `offsets.topic.replication.factor` is min(3, N) unless an override sets it.
-3. It waits for every broker's `wirebroker ready on HOST:PORT` line, then (through kazoo) until
-   ZooKeeper lists all N brokers under /brokers/ids and a controller under /controller, so a
-   client may create a topic with replication factor N as soon as the launcher says ready.
+3. It waits for every broker's `wirebroker ready on HOST:PORT` line, then until ZooKeeper lists
+   all N brokers under /brokers/ids and a controller under /controller, then until every
+   broker's Metadata lists all N brokers and a controller, so a client may create a topic with
+   replication factor N as soon as the launcher says ready.
 
 Output (stdout, each line flushed): one line per broker
 
@@ -25,14 +26,17 @@ then one summary line, the last one of start-up (scripts wait for it):
     wirebroker cluster ready: bootstrap H:P,H:P,... zookeeper HOST:PORT[/chroot]
 
 While it runs, a broker that exits on its own is reported in one stdout line
-(`wirebroker cluster: broker I (pid PID) exited unexpectedly: ...; log: FILE`) and the others
+(`wirebroker cluster: broker I (pid PID) exited unexpectedly (killed by SIGKILL); log: FILE`,
+or `(exit code N)`) and the others
 keep running; when no broker is left the launcher stops ZooKeeper and exits 1.
 Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
 vanish at exit with the rest).
 
-Stopping: on SIGINT (Ctrl-C) or SIGTERM every broker gets SIGTERM (a controlled shutdown) at
-once; brokers still alive after `--stop-timeout` seconds (default 30) get SIGKILL, as does
-everything at a second Ctrl-C. Then ZooKeeper stops and the temporary directory is removed
+Stopping: on SIGINT (Ctrl-C) or SIGTERM the brokers get SIGTERM (a controlled shutdown) one
+at a time, the controller last (from its Metadata), each awaited before the next, so every
+controlled shutdown has live brokers to hand its leaderships to; brokers still alive
+`--stop-timeout` seconds (default 30) after the signal get SIGKILL, as does everything at a
+second Ctrl-C. Then ZooKeeper stops and the temporary directory is removed
 (a `--data-dir` given by the user is kept, for inspection: the throwaway ZooKeeper's state is
 gone, so a later run wants a new directory, or `--zookeeper` naming the ZooKeeper that the
 data's cluster used). Exit code 0 after a requested stop, 1 when start-up failed.
@@ -116,86 +120,15 @@ def broker_command(
 BrokerCommand = Callable[[ClusterSpec, int, str, Path, int], list[str]]
 
 
-def default_zookeeper(data_dir: Path, log_path: Path) -> ZooKeeperLike:
-    """A throwaway standalone ZooKeeper (not started yet): `coordination.zk_server`'s, which
-    keeps its data and log in a temporary directory of its own (`data_dir` and `log_path` are
-    used only by the stand-in below)."""
-    try:
-        from wirebroker.coordination import zk_server  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # TODO(harness): drop the stand-in once zk_server.py is on main
-        return _FallbackZooKeeper(data_dir, log_path)
-    server: ZooKeeperLike = zk_server.ZooKeeperServer()
-    return server
+def default_zookeeper() -> ZooKeeperLike:
+    """A throwaway standalone ZooKeeper, not started yet (`coordination.zk_server`: data and log
+    in a temporary directory of its own, removed by stop())."""
+    from wirebroker.coordination.zk_server import ZooKeeperServer
+
+    return ZooKeeperServer()
 
 
-class _FallbackZooKeeper:
-    """Stand-in for `coordination.zk_server.ZooKeeperServer` until it lands: Debian's
-    `/usr/share/java/zookeeper.jar` (its manifest names the other jars) run as
-    `java -cp ... ZooKeeperServerMain zoo.cfg` on a free loopback port, admin server off,
-    tickTime 500 ms so sessions of 1-30 s are allowed; ready once `ruok` answers `imok`."""
-
-    JAR = "/usr/share/java/zookeeper.jar"
-
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
-        self.data_dir = data_dir
-        self.log_path = log_path
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def connect_string(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        import socket
-
-        java = shutil.which("java")
-        if java is None or not Path(self.JAR).exists():
-            raise ClusterError(f"no java on PATH or no {self.JAR}")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        cfg = self.data_dir / "zoo.cfg"
-        cfg.write_text(
-            f"tickTime=500\nminSessionTimeout=1000\nmaxSessionTimeout=30000\n"
-            f"dataDir={self.data_dir}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
-        )
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [java, "-Dzookeeper.admin.enableServer=false", "-cp", self.JAR,
-                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ClusterError(f"java exited with {self.proc.returncode}; see {self.log_path}")
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as s,
-            ):
-                s.sendall(b"ruok")
-                if s.recv(4) == b"imok":
-                    return
-            time.sleep(0.05)
-        self.stop()
-        raise ClusterError(f"ZooKeeper not answering on port {self.port} after {timeout} s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-ZooKeeperFactory = Callable[[Path, Path], ZooKeeperLike]
+ZooKeeperFactory = Callable[[], ZooKeeperLike]
 
 
 def _child_env() -> dict[str, str]:
@@ -403,7 +336,7 @@ class ClusterLauncher:
         if spec.zookeeper:
             self.connect = spec.zookeeper
         else:
-            self.zookeeper = self.zookeeper_factory(self.root / "zookeeper", logs / "zookeeper.log")
+            self.zookeeper = self.zookeeper_factory()
             try:
                 self.zookeeper.start()
             except Exception as exc:
@@ -447,6 +380,7 @@ class ClusterLauncher:
             return
         if self.wait_for_registration:
             self._wait_registered(deadline)
+            self._wait_metadata(deadline)
         if self.signals:
             return
         for broker in self.brokers:
@@ -484,6 +418,30 @@ class ClusterLauncher:
             raise
         except Exception as exc:
             raise ClusterError(f"cannot read ZooKeeper at {self.connect}: {exc}") from exc
+
+    def _wait_metadata(self, deadline: float) -> None:
+        """Poll each broker's Metadata until it lists all N brokers and a controller (a broker's
+        view of the cluster trails ZooKeeper a little; CreateTopics with replication factor N
+        needs N brokers in the view of the broker that takes it)."""
+        want = {b.node_id for b in self.brokers}
+        pending = list(self.brokers)
+        last: object = None
+        while pending and not self.signals:
+            try:
+                ids, controller = metadata_view(str(pending[0].address))
+            except (OSError, ValueError) as exc:
+                ids, controller, last = set(), -1, exc
+            else:
+                last = (sorted(ids), controller)
+            if want <= ids and controller >= 0:
+                pending.pop(0)
+                continue
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"broker {pending[0].node_id}'s Metadata shows (brokers, controller) {last} "
+                    f"after {self.spec.ready_timeout:.0f} s (want brokers {sorted(want)})"
+                )
+            self._wait(0.05)
 
     # -- the event loop -------------------------------------------------------------------
     def _wait(self, timeout: float) -> None:
@@ -539,33 +497,86 @@ class ClusterLauncher:
                     shutil.rmtree(self.temp_dir, ignore_errors=True)
                     self.temp_dir = None
 
+    def _stop_order(self, live: list[_Broker]) -> list[_Broker]:
+        """The brokers to stop, one at a time: the controller last (each controlled shutdown
+        then has live brokers to hand its leaderships to, and the controller moves once)."""
+        controller = -1
+        for broker in live if self.wait_for_registration else ():
+            if broker.address is None:
+                continue
+            try:
+                controller = metadata_view(broker.address, timeout=1.0)[1]
+                break
+            except (OSError, ValueError):
+                continue
+        return sorted(live, key=lambda b: (b.node_id == controller, b.node_id))
+
     def _stop_brokers(self) -> None:
+        """SIGTERM (a controlled shutdown) to one broker at a time, waiting for each to exit,
+        all within --stop-timeout; SIGKILL to what is left after it or at a second signal."""
         live = [b for b in self.brokers if b.poll() is None]
         if not live:
             return
-        self.note(f"stopping {len(live)} broker(s) (SIGTERM: controlled shutdown)")
+        ordered = self._stop_order(live)
+        t0 = time.monotonic()
+        self.note(
+            f"stopping {len(live)} broker(s), one at a time (SIGTERM: controlled shutdown): "
+            + ", ".join(str(b.node_id) for b in ordered)
+        )
         seen = len(self.signals)
-        for broker in live:
-            broker.signal(signal.SIGCONT)  # a stopped process would not see SIGTERM
-            broker.signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.spec.stop_timeout
-        while any(b.poll() is None for b in live):
+        deadline = t0 + self.spec.stop_timeout
+        for current in ordered:
+            current.signal(signal.SIGCONT)  # a stopped process would not see SIGTERM
+            current.signal(signal.SIGTERM)
+            while current.poll() is None:
+                if time.monotonic() > deadline or len(self.signals) > seen:
+                    break
+                self._wait(deadline - time.monotonic())
             if time.monotonic() > deadline or len(self.signals) > seen:
-                slow = [b for b in live if b.poll() is None]
-                why = "a second signal" if len(self.signals) > seen else "the stop time-out"
-                self.note(f"{why}: SIGKILL to broker(s) {', '.join(str(b.node_id) for b in slow)}")
-                for broker in slow:
-                    broker.signal(signal.SIGKILL)
-                for broker in slow:
-                    assert broker.proc is not None
-                    broker.proc.wait()
                 break
-            self._wait(deadline - time.monotonic())
+        slow = [b for b in live if b.poll() is None]
+        if slow:
+            why = "a second signal" if len(self.signals) > seen else "the stop time-out"
+            self.note(f"{why}: SIGKILL to broker(s) {', '.join(str(b.node_id) for b in slow)}")
+            for broker in slow:
+                broker.signal(signal.SIGCONT)
+                broker.signal(signal.SIGKILL)
+            for broker in slow:
+                assert broker.proc is not None
+                broker.proc.wait()
+        self.note(f"brokers stopped in {time.monotonic() - t0:.1f} s")
         for broker in live:
             self._drain(broker)
             code = broker.poll()
             if code not in (0, None):
-                self.note(f"broker {broker.node_id} stopped with {describe_exit(code)}")
+                self.note(f"broker {broker.node_id} stopped: {describe_exit(code)}")
+
+
+def metadata_view(address: str, timeout: float = 5.0) -> tuple[set[int], int]:
+    """(broker ids, controller id) in the Metadata v1 answer of the broker at "host:port"."""
+    import socket
+    import struct
+
+    from protocol.codec import decode_response, encode_request
+
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout) as sock:
+        sock.sendall(encode_request(3, 1, 1, "wirebroker-cluster", {"topics": []}))
+        head = b""
+        while len(head) < 4:
+            chunk = sock.recv(4 - len(head))
+            if not chunk:
+                raise ConnectionError(f"{address} closed the connection")
+            head += chunk
+        (size,) = struct.unpack(">i", head)
+        body = b""
+        while len(body) < size:
+            chunk = sock.recv(size - len(body))
+            if not chunk:
+                raise ConnectionError(f"{address} closed the connection")
+            body += chunk
+    _cid, resp = decode_response(3, 1, body)
+    return {int(b.node_id) for b in resp.brokers}, int(resp.controller_id)
 
 
 def run_cluster(spec: ClusterSpec, **kwargs: Any) -> int:

@@ -72,9 +72,11 @@ def wait_until(
     what: str,
     *,
     interval: float = POLL_INTERVAL,
+    detail: Callable[[], object] | None = None,
 ) -> T:
     """Poll `predicate` until it returns a truthy value (returned) or `timeout` seconds pass
-    (AssertionError naming `what` and the last value or exception seen)."""
+    (AssertionError naming `what` and the last value or exception seen, and `detail()` when
+    given: the state that tells why)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -87,7 +89,15 @@ def wait_until(
                 return value
             last = value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {last!r}")
+            extra = ""
+            if detail is not None:
+                try:
+                    extra = f"; {detail()}"
+                except Exception as exc:
+                    extra = f"; (detail failed: {exc!r})"
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {what}; last: {last!r}{extra}"
+            )
         time.sleep(interval)
 
 
@@ -166,12 +176,19 @@ class ClusterProcesses:
         for broker in self.brokers:
             broker.wait_ready()
         self.wait_registered(range(len(self.brokers)), timeout)
-        wait_until(self.controller_or_none, timeout, "a controller in /controller")
+        wait_until(
+            lambda: self.controller_or_none() is not None, timeout, "a controller in /controller"
+        )
+        self.wait_metadata_brokers(timeout)
         return self
 
     def close(self) -> None:
+        """SIGKILL every broker (a test's end needs no graceful stop: SIGTERM with every broker
+        leaving at once costs seconds per test; test_cluster_failover and test_cluster_command
+        check the graceful stop), then disconnect from ZooKeeper."""
         try:
             for broker in self.brokers:
+                broker.kill9()
                 broker.close()
         finally:
             for client in (self.zk, self._root_zk):
@@ -258,6 +275,27 @@ class ClusterProcesses:
             lambda: want <= self.registered(),
             timeout,
             f"brokers {sorted(want)} registered in /brokers/ids",
+            detail=lambda: f"registered: {sorted(self.registered())}; running: {self.live()}",
+        )
+
+    def wait_metadata_brokers(self, timeout: float = 30.0) -> None:
+        """Every running broker's Metadata lists every running broker and the controller (a
+        broker's view trails ZooKeeper a little; CreateTopics with replication factor N at a
+        broker that sees fewer than N fails)."""
+        want = set(self.live())
+
+        def views() -> dict[int, tuple[list[int], int]]:
+            out = {}
+            for i in self.live():
+                meta = _wire.metadata(self.address(i), [])
+                out[i] = (sorted(b.node_id for b in meta.brokers), meta.controller_id)
+            return out
+
+        wait_until(
+            lambda: all(set(ids) == want and c >= 0 for ids, c in views().values()),
+            timeout,
+            f"every broker's Metadata to list brokers {sorted(want)} and a controller",
+            detail=lambda: f"(brokers, controller) per broker: {views()}",
         )
 
     def wait_unregistered(self, node_id: int, timeout: float = 30.0) -> None:
@@ -295,8 +333,24 @@ class ClusterProcesses:
                         return False
             return True
 
+        def detail() -> str:
+            states = {p: self.partition_state(topic, p) for p in range(partitions)}
+            views: dict[int, object] = {}
+            for i in self.live():
+                try:
+                    views[i] = {
+                        p: v["leader"]
+                        for p, v in _wire.partition_view(self.address(i), topic).items()
+                    }
+                except Exception as exc:
+                    views[i] = repr(exc)
+            return f"state znodes: {states}; leaders in each broker's Metadata: {views}"
+
         wait_until(
-            ready, timeout, f"{topic}: {partitions} partitions led with {rf} in-sync replicas"
+            ready,
+            timeout,
+            f"{topic}: {partitions} partitions led with {rf} in-sync replicas",
+            detail=detail,
         )
 
     def wait_leader_moved(
@@ -309,6 +363,7 @@ class ClusterProcesses:
             ),
             timeout,
             f"a new leader of {topic}-{partition} (was broker {old})",
+            detail=lambda: f"registered brokers: {sorted(self.registered())}",
         )
 
     def wait_isr(

@@ -1,8 +1,7 @@
 """Fixtures of the cluster tests: a real ZooKeeper and real broker processes.
 
-    zookeeper          (session) one standalone ZooKeeper for the whole run: Debian's
-                       `zookeeper` package on a free loopback port (see
-                       wirebroker.launcher.default_zookeeper); its connect string
+    zookeeper          (tests/zk_fixtures.py, session) one standalone ZooKeeperServer for the
+                       whole run: Debian's `zookeeper` package on a free loopback port
     cluster_factory    start(brokers=3, **overrides) -> a started ClusterProcesses on its own
                        chroot of that ZooKeeper (overrides are broker configs, Kafka key names)
     cluster            cluster_factory() with the defaults: 3 brokers, fast timeouts
@@ -11,6 +10,10 @@
 Every cluster a test started is stopped at teardown. When a test fails, each broker's stderr
 (all its starts) and the ZooKeeper tree of the test's chroot are attached to the report.
 
+kafka-python 3.0.12 leaks the socket of every refused reconnect to a dead broker (and these
+tests kill brokers): every test here ignores that ResourceWarning and collects the leaked
+sockets at its end, so that no later test fails on them (warnings are errors in this suite).
+
 A watchdog (WIREBROKER_TEST_WATCHDOG seconds, default 240) dumps every thread's stack and
 SIGKILLs the test's brokers, so that a hung client call fails the test instead of the run.
 """
@@ -18,9 +21,11 @@ SIGKILLs the test's brokers, so that a hung client call fails the test instead o
 from __future__ import annotations
 
 import faulthandler
+import gc
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
@@ -30,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _cluster import ClusterProcesses
 
-from wirebroker.launcher import default_zookeeper
+from wirebroker.coordination.zk_server import ZooKeeperServer
 
 WATCHDOG_SECONDS = float(os.environ.get("WIREBROKER_TEST_WATCHDOG", "240"))
 HARD_EXIT_SECONDS = 60
@@ -60,6 +65,24 @@ def _zk_tree(cluster: ClusterProcesses) -> str:
 
     walk("/")
     return "\n".join(lines)
+
+
+_HERE = Path(__file__).parent
+_LEAKED_SOCKETS = "ignore:unclosed <socket.socket:ResourceWarning"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.filterwarnings(_LEAKED_SOCKETS))
+
+
+@pytest.fixture(autouse=True)
+def _finalize_leaked_sockets() -> Iterator[None]:
+    yield
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
+        gc.collect()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -104,20 +127,9 @@ def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
         timer.cancel()
 
 
-@pytest.fixture(scope="session")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("zookeeper")
-    server = default_zookeeper(root / "data", root / "zookeeper.log")
-    server.start()
-    try:
-        yield server.connect_string
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def cluster_factory(
-    request: pytest.FixtureRequest, tmp_path: Path, zookeeper: str
+    request: pytest.FixtureRequest, tmp_path: Path, zookeeper: ZooKeeperServer
 ) -> Iterator[ClusterFactory]:
     started: list[ClusterProcesses] = []
     request.node.stash[_CLUSTERS] = started
@@ -125,7 +137,9 @@ def cluster_factory(
     def start(brokers: int = 3, **overrides: str) -> ClusterProcesses:
         workdir = tmp_path / f"cluster{len(started)}"
         workdir.mkdir()
-        cluster = ClusterProcesses(zookeeper, workdir, brokers=brokers, overrides=overrides)
+        cluster = ClusterProcesses(
+            zookeeper.connect_string, workdir, brokers=brokers, overrides=overrides
+        )
         started.append(cluster)
         return cluster.start()
 

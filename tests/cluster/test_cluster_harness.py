@@ -8,6 +8,7 @@ import pytest
 from _cluster import segment_batches, wait_until
 
 from protocol.records import build_batch
+from wirebroker.coordination.zk_server import ZooKeeperServer
 
 
 def _segment(directory: Path, base: int, batches: list[tuple[int, int]]) -> bytes:
@@ -48,11 +49,11 @@ def test_wait_until_returns_the_value_or_names_what_it_waited_for() -> None:
         wait_until(lambda: 0, 0.1, "the impossible")
 
 
-def test_zookeeper_readers_follow_kafkas_layout(zookeeper: str, tmp_path: Path) -> None:
+def test_zookeeper_readers_follow_kafkas_layout(zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
     """The harness's readers against znodes written by hand in Kafka's layout (no broker)."""
     from _cluster import ClusterProcesses
 
-    cluster = ClusterProcesses(zookeeper, tmp_path, brokers=0)
+    cluster = ClusterProcesses(zookeeper.connect_string, tmp_path, brokers=0)
     try:
         cluster.connect_zookeeper()
         zk = cluster.zk
@@ -77,7 +78,7 @@ def test_zookeeper_readers_follow_kafkas_layout(zookeeper: str, tmp_path: Path) 
     # the chroot kept the test's znodes away from the root
     from kazoo.client import KazooClient
 
-    root = KazooClient(hosts=zookeeper)
+    root = KazooClient(hosts=zookeeper.connect_string)
     root.start(timeout=15)
     try:
         assert not root.exists("/controller") and root.exists(cluster.chroot)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import _wire
-from _cluster import ClusterProcesses
+from _cluster import ClusterProcesses, wait_until
 
 
 def test_six_partitions_rf3_spread_evenly_and_every_broker_agrees(
@@ -51,6 +51,20 @@ def test_six_partitions_rf3_spread_evenly_and_every_broker_agrees(
         assert state is not None and state["leader"] == p["leader"], (
             f"partition {index}: state znode {state}, Metadata leader {p['leader']}"
         )
+
+    def on_disk() -> dict[int, list[str]]:
+        return {
+            i: sorted(d.name for d in cluster.brokers[i].data_dir.glob("spread-*") if d.is_dir())
+            for i in range(3)
+        }
+
+    every = [f"spread-{p}" for p in range(6)]
+    wait_until(
+        lambda: all(dirs == every for dirs in on_disk().values()),
+        15,
+        "a log directory of each of the 6 partitions on every broker",
+        detail=lambda: f"partition directories per broker: {on_disk()}",
+    )
 
     meta = _wire.metadata(cluster.address(1), ["spread"])
     brokers = {b.node_id: f"{b.host}:{b.port}" for b in meta.brokers}

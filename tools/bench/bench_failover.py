@@ -69,7 +69,7 @@ from _cluster import ClusterProcesses, wait_until  # noqa: E402
 from _peers import free_port, machine_line, start_wirebroker, write_section  # noqa: E402
 from bench_broker import load, quantile  # noqa: E402
 
-from wirebroker.launcher import default_zookeeper  # noqa: E402
+from wirebroker.coordination.zk_server import ZooKeeperServer  # noqa: E402
 
 START_MARK = "<!-- bench_failover:start -->"
 END_MARK = "<!-- bench_failover:end -->"
@@ -159,6 +159,7 @@ class ProbeConsumer:
                 "fetch.wait.max.ms": 100,
                 "reconnect.backoff.max.ms": 200,
                 "topic.metadata.refresh.interval.ms": 1_000,
+                "log_level": 2,  # no line per refused reconnect to the stopped broker
             }
         )
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -231,8 +232,13 @@ def failover_rounds(
     consumer = ProbeConsumer(cluster.bootstrap)
     out: dict[str, list[float]] = {"produce": [], "consume": []}
     try:
-        value, _ = prober.until_acked()
-        wait_until(lambda: consumer.received(value), 60, "the consumer's first probe record")
+        # the consumer starts at the end: probe until it has received one (it is positioned)
+        wait_until(
+            lambda: prober.until_acked(30) and consumer.seen,
+            60,
+            "the consumer's first probe record",
+            interval=0.1,
+        )
         for k in range(kills):
             victim = cluster.leader(TOPIC, 0)
             prober.target = victim
@@ -436,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     work = Path(tempfile.mkdtemp(prefix="bench-failover-"))
-    zk = default_zookeeper(work / "zookeeper", work / "zookeeper.log")
+    zk = ZooKeeperServer()
     zk.start()
     try:
         cluster = ClusterProcesses(

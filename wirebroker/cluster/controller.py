@@ -22,6 +22,7 @@ instead and batches its writes. Brokers learn the result from their own state wa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.elections import decide
+from wirebroker.cluster.elections import decide, finish_reassignment, reassignment_complete
 from wirebroker.coordination.api import (
     Check,
     CoordinationError,
@@ -51,6 +52,9 @@ log = logging.getLogger("wirebroker.controller")
 
 
 REBALANCE = "rebalance"
+#: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
+#: partition it led or followed; one at a time would take a round trip each).
+_PARALLEL_WRITES = 16
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -73,6 +77,7 @@ class ZkController:
         self._topic_watches: dict[str, Watch] = {}
         self._czxids: dict[int, int] = {}
         self._preferred: set[tuple[str, int]] = set()
+        self._state_watches: dict[str, Watch] = {}
 
     def _trigger(self, why: str) -> Callable[..., None]:
         def callback(*_args: object) -> None:
@@ -103,7 +108,11 @@ class ZkController:
                 await self._loop()
                 nursery.cancel_scope.cancel()
         finally:
-            for watch in [*self._watches, *self._topic_watches.values()]:
+            for watch in [
+                *self._watches,
+                *self._topic_watches.values(),
+                *self._state_watches.values(),
+            ]:
                 watch.cancel()
 
     async def _loop(self) -> None:
@@ -226,18 +235,102 @@ class ZkController:
                     zl.topic_path(topic), self._trigger(topic)
                 )
             try:
-                data, _stat = await self.coord.get(zl.topic_path(topic))
+                data, stat = await self.coord.get(zl.topic_path(topic))
                 assignment = zl.decode_topic(topic, data)
             except NoNodeError:
                 continue
             except zl.LayoutError as exc:
                 log.warning("ignoring topic %s: %s", topic, exc)
                 continue
-            unclean = await self._unclean(topic)
+            await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
+
+    async def _topic_pass(
+        self,
+        topic: str,
+        assignment: zl.TopicAssignment,
+        version: int,
+        live: set[int],
+        shutting: set[int],
+        preferred: set[tuple[str, int]],
+    ) -> None:
+        """One topic: every partition decided and written, up to _PARALLEL_WRITES at once."""
+        unclean = await self._unclean(topic)
+        states: dict[int, zl.PartitionState | None] = {}
+        failures: list[BaseException] = []
+        limiter = trio.CapacityLimiter(_PARALLEL_WRITES)
+
+        async def one(index: int, replicas: tuple[int, ...]) -> None:
+            async with limiter:
+                try:
+                    states[index] = await self._partition(
+                        topic,
+                        index,
+                        replicas,
+                        live,
+                        shutting,
+                        unclean,
+                        (topic, index) in preferred,
+                    )
+                except (CoordinationError, zl.LayoutError) as exc:
+                    failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
             for index, replicas in sorted(assignment.partitions.items()):
-                await self._partition(
-                    topic, index, replicas, live, shutting, unclean, (topic, index) in preferred
+                nursery.start_soon(one, index, replicas)
+        moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
+        if moved or failures:
+            raise (moved or failures)[0]
+        if assignment.adding or assignment.removing:
+            await self._reassignments(topic, assignment, version, states, live)
+
+    async def _reassignments(
+        self,
+        topic: str,
+        assignment: zl.TopicAssignment,
+        version: int,
+        states: dict[int, zl.PartitionState | None],
+        live: set[int],
+    ) -> None:
+        """Complete the reassignments whose target replicas are all in the ISR: fix the state
+        (leaving replicas out, a target replica leading), then shrink the assignment."""
+        done: dict[int, tuple[int, ...]] = {}
+        for index in sorted(set(assignment.adding) | set(assignment.removing)):
+            key = f"{topic}-{index}"
+            if key not in self._state_watches:
+                self._state_watches[key] = await self.coord.watch_data(
+                    zl.state_path(topic, index), self._trigger(key)
                 )
+            leaving = assignment.removing.get(index, ())
+            target = tuple(r for r in assignment.replicas(index) if r not in leaving)
+            state = states.get(index)
+            if state is None or not reassignment_complete(target, state):
+                continue
+            new = finish_reassignment(target, state, live=live, controller_epoch=self.epoch)
+            if new is not None:
+                _data, stat = await self.coord.get(zl.state_path(topic, index))
+                await self._write(
+                    SetData(
+                        zl.state_path(topic, index), zl.encode_partition_state(new), stat.version
+                    )
+                )
+            done[index] = target
+        if not done:
+            return
+        partitions = dict(assignment.partitions)
+        adding = dict(assignment.adding)
+        removing = dict(assignment.removing)
+        for index, target in done.items():
+            partitions[index] = target
+            adding.pop(index, None)
+            removing.pop(index, None)
+            watch = self._state_watches.pop(f"{topic}-{index}", None)
+            if watch is not None:
+                watch.cancel()
+        new_assignment = dataclasses.replace(
+            assignment, partitions=partitions, adding=adding, removing=removing
+        )
+        await self._write(SetData(zl.topic_path(topic), zl.encode_topic(new_assignment), version))
+        log.info("%s: reassignment of partition(s) %s complete", topic, sorted(done))
 
     async def _unclean(self, topic: str) -> bool:
         try:
@@ -259,7 +352,8 @@ class ZkController:
         shutting: set[int],
         unclean: bool,
         preferred: bool,
-    ) -> None:
+    ) -> zl.PartitionState | None:
+        """Decide and write one partition's state; returns its state afterwards."""
         path = zl.state_path(topic, index)
         try:
             data, stat = await self.coord.get(path)
@@ -277,7 +371,7 @@ class ZkController:
             preferred=preferred,
         )
         if new is None:
-            return
+            return state
         encoded = zl.encode_partition_state(new)
         if state is None:
             await self.coord.ensure_path(zl.partition_path(topic, index))
@@ -293,6 +387,7 @@ class ZkController:
             list(new.isr),
             self.epoch,
         )
+        return new
 
     async def _delete_topic(self, topic: str) -> None:
         log.info("deleting topic %s", topic)

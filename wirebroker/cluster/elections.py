@@ -21,6 +21,11 @@ PartitionLeaderElectionAlgorithms, KafkaController.onBrokerFailure / controlledS
                          it (Kafka keeps such partitions on the broker until it stops)
     preferred election   the head of the assignment becomes leader when it is live, in the
                          ISR and not shutting down (epoch + 1)
+
+Reassignments (KIP-455): while one runs the assignment holds target + leaving replicas, so the
+rules above apply to all of them; `reassignment_complete` says when every target replica is in
+the ISR, then `finish_reassignment` gives the state to write (leaving replicas out of the ISR,
+a target replica leading) before the controller shrinks the assignment to the target.
 """
 
 from __future__ import annotations
@@ -30,7 +35,15 @@ from dataclasses import dataclass
 
 from wirebroker.cluster.zk_layout import NO_LEADER, PartitionState
 
-__all__ = ["NO_LEADER", "Election", "decide", "elect_leader", "remove_from_isr"]
+__all__ = [
+    "NO_LEADER",
+    "Election",
+    "decide",
+    "elect_leader",
+    "finish_reassignment",
+    "reassignment_complete",
+    "remove_from_isr",
+]
 
 
 @dataclass(frozen=True)
@@ -114,3 +127,29 @@ def decide(
     if isr != tuple(state.isr):
         return PartitionState(state.leader, epoch, isr, controller_epoch, state.recovering)
     return None
+
+
+def reassignment_complete(target: Sequence[int], state: PartitionState | None) -> bool:
+    """A reassignment completes once every target replica is in the ISR (Kafka's
+    isReassignmentComplete)."""
+    return state is not None and state.leader >= 0 and all(r in state.isr for r in target)
+
+
+def finish_reassignment(
+    target: Sequence[int],
+    state: PartitionState,
+    *,
+    live: Collection[int],
+    controller_epoch: int,
+) -> PartitionState | None:
+    """The state to write before the assignment shrinks to `target`: the replicas leaving
+    drop out of the ISR and, when the leader is one of them (or dead), the first live target
+    replica in the ISR leads (leader epoch + 1). None: the state already fits."""
+    isr = tuple(r for r in state.isr if r in target)
+    leader = state.leader
+    if leader not in target or leader not in live:
+        candidates = [r for r in target if r in isr and r in live]
+        leader = candidates[0] if candidates else NO_LEADER
+    if leader == state.leader and isr == tuple(state.isr):
+        return None
+    return PartitionState(leader, state.leader_epoch + 1, isr, controller_epoch)

@@ -126,6 +126,18 @@ class TopicAdmin(abc.ABC):
         broker applies every change before returning, so there is nothing to wait for."""
         return {}
 
+    async def alter_reassignments(
+        self, changes: Sequence[tuple[str, int, Sequence[int] | None]], *, allow_rf_change: bool
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """AlterPartitionReassignments in a cluster: (error code, message) per partition that
+        exists (target replicas, or None to cancel). None on a single broker."""
+        return None
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]] | None:
+        """Reassignments in progress: (replicas, adding, removing) per partition; None on a
+        single broker, which never has one."""
+        return None
+
     async def elect_leaders(
         self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
     ) -> dict[tuple[str, int], tuple[int, str | None]] | None:

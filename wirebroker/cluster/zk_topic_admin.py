@@ -48,7 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ZkTopicAdmin"]
 
+UNKNOWN_SERVER_ERROR = -1
+UNKNOWN_TOPIC_OR_PARTITION = 3
 REQUEST_TIMED_OUT = 7
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
+NO_REASSIGNMENT_IN_PROGRESS = 85
 PREFERRED_LEADER_NOT_AVAILABLE = 80
 ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
 ELECTION_NOT_NEEDED = 84
@@ -198,6 +203,90 @@ class ZkTopicAdmin(LocalTopicAdmin):
 
         self._start(name, write, ("written", 0))
 
+    # -- reassignments (KIP-455, Kafka's ZooKeeper-mode controller) ----------------------------
+    async def alter_reassignments(
+        self, changes: Sequence[tuple[str, int, Sequence[int] | None]], *, allow_rf_change: bool
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """Start or cancel reassignments: /brokers/topics/<T> gets, per partition, the full
+        replica set (target first, then the replicas leaving) with adding_replicas and
+        removing_replicas; the controller completes it once every target replica is in the ISR
+        (see wirebroker.cluster.controller). Cancelling restores the original replicas."""
+        cache = self.member.cache
+        out: dict[tuple[str, int], tuple[int, str | None]] = {}
+        by_topic: dict[str, dict[int, Sequence[int] | None]] = {}
+        for topic, index, target in changes:
+            mirror = cache.topics.get(topic)
+            if mirror is None or index not in mirror.assignment.partitions:
+                out[(topic, index)] = (
+                    UNKNOWN_TOPIC_OR_PARTITION,
+                    f"The partition {topic}-{index} does not exist.",
+                )
+                continue
+            problem = self._check_target(mirror.assignment, index, target, allow_rf_change)
+            if problem is not None:
+                out[(topic, index)] = problem
+                continue
+            by_topic.setdefault(topic, {})[index] = target
+        coord = self.member.coord
+        for topic, wanted in by_topic.items():
+            try:
+                data, stat = await coord.get(zl.topic_path(topic))
+                old = zl.decode_topic(topic, data)
+                await coord.set(
+                    zl.topic_path(topic), zl.encode_topic(reassigned(old, wanted)), stat.version
+                )
+            except CoordinationError as exc:
+                for index in wanted:
+                    out[(topic, index)] = (UNKNOWN_SERVER_ERROR, f"ZooKeeper write failed: {exc}")
+                continue
+            for index in wanted:
+                out[(topic, index)] = (0, None)
+        return out
+
+    def _check_target(
+        self,
+        assignment: zl.TopicAssignment,
+        index: int,
+        target: Sequence[int] | None,
+        allow_rf_change: bool,
+    ) -> tuple[int, str | None] | None:
+        ongoing = index in assignment.adding or index in assignment.removing
+        if target is None:
+            if not ongoing:
+                return NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment for this partition."
+            return None
+        if not target:
+            return INVALID_REPLICA_ASSIGNMENT, "The replica set is empty."
+        if len(set(target)) != len(target):
+            return INVALID_REPLICA_ASSIGNMENT, f"Duplicate replicas in {list(target)}."
+        dead = [r for r in target if r not in self.member.cache.brokers]
+        if dead:
+            return (
+                INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes broker(s) {dead} that are not live.",
+            )
+        current = [
+            r for r in assignment.replicas(index) if r not in assignment.adding.get(index, ())
+        ]
+        if not allow_rf_change and len(target) != len(current):
+            return (
+                INVALID_REPLICATION_FACTOR,
+                f"The replication factor is changed from {len(current)} to {len(target)}",
+            )
+        return None
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]] | None:
+        out = {}
+        for topic, mirror in self.member.cache.topics.items():
+            a = mirror.assignment
+            for index in sorted(set(a.adding) | set(a.removing)):
+                out[(topic, index)] = (
+                    list(a.replicas(index)),
+                    list(a.adding.get(index, ())),
+                    list(a.removing.get(index, ())),
+                )
+        return out
+
     # -- elections ------------------------------------------------------------------------
     async def elect_leaders(
         self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
@@ -294,3 +383,32 @@ class ZkTopicAdmin(LocalTopicAdmin):
             (entry := mirror.states.get(i)) is not None and entry[0].leader >= 0
             for i in mirror.assignment.partitions
         )
+
+
+def reassigned(
+    old: zl.TopicAssignment, wanted: Mapping[int, Sequence[int] | None]
+) -> zl.TopicAssignment:
+    """The topic document after starting (target) or cancelling (None) reassignments.
+
+    Start: replicas = target + the current replicas not in it (Kafka's order: the target's
+    head becomes the preferred leader), adding = target - current, removing = current -
+    target. A new target replaces an ongoing one (current = the original replicas). Cancel:
+    replicas = the original replicas, nothing adding or removing."""
+    partitions = dict(old.partitions)
+    adding = dict(old.adding)
+    removing = dict(old.removing)
+    for index, target in wanted.items():
+        original = [r for r in old.replicas(index) if r not in old.adding.get(index, ())]
+        adding.pop(index, None)
+        removing.pop(index, None)
+        if target is None or list(target) == original:
+            partitions[index] = tuple(original)
+            continue
+        partitions[index] = (*target, *(r for r in original if r not in target))
+        new = tuple(r for r in target if r not in original)
+        gone = tuple(r for r in original if r not in target)
+        if new:
+            adding[index] = new
+        if gone:
+            removing[index] = gone
+    return dataclasses.replace(old, partitions=partitions, adding=adding, removing=removing)

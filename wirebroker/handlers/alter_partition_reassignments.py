@@ -1,5 +1,13 @@
 """AlterPartitionReassignments (key 45), versions 0-1.
 
+In a cluster (`TopicAdmin.alter_reassignments`, wirebroker.cluster.zk_topic_admin) a target
+replica set starts a reassignment (KIP-455: /brokers/topics/<T> holds target + leaving
+replicas, adding_replicas, removing_replicas; the new replicas catch up as followers and the
+controller finishes once they are all in the ISR); null cancels one. Errors: unknown
+partition, NO_REASSIGNMENT_IN_PROGRESS (cancel without one), INVALID_REPLICA_ASSIGNMENT
+(empty, duplicates, a broker that is not live), INVALID_REPLICATION_FACTOR (a different
+replica count while allow_replication_factor_change is false).
+
 With one broker the only valid replica set is [this broker], which every partition already
 has; a reassignment to it completes at once. Per partition, as Kafka's controller checks:
 
@@ -61,13 +69,31 @@ def _check(
 async def handle(
     ctx: RequestContext, req: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse:
+    allow_rf = bool(req.get("allow_replication_factor_change", True))
+    changes = [
+        (
+            topic["name"],
+            int(part["partition_index"]),
+            None if part["replicas"] is None else [int(r) for r in part["replicas"]],
+        )
+        for topic in req["topics"]
+        for part in topic["partitions"]
+    ]
+    done = await ctx.services.admin.alter_reassignments(changes, allow_rf_change=allow_rf)
     responses: list[ReassignableTopicResponse] = []
     for topic in req["topics"]:
         partitions: list[ReassignablePartitionResponse] = []
         for part in topic["partitions"]:
             wanted = part["replicas"]
             replicas = None if wanted is None else [int(r) for r in wanted]
-            code, message = _check(ctx, topic["name"], int(part["partition_index"]), replicas)
+            key = (topic["name"], int(part["partition_index"]))
+            if done is not None:
+                code, message = done.get(key) or (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"The partition {key[0]}-{key[1]} does not exist.",
+                )
+            else:
+                code, message = _check(ctx, key[0], key[1], replicas)
             partitions.append(
                 {
                     "partition_index": part["partition_index"],

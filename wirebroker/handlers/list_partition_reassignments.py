@@ -1,6 +1,10 @@
 """ListPartitionReassignments (key 46), version 0.
 
-wirebroker never has a reassignment in progress (one broker; AlterPartitionReassignments to
+In a cluster: the partitions with a reassignment in progress (`TopicAdmin.reassignments`,
+from this broker's ZooKeeper mirror) with their full replica set, adding and removing
+replicas, filtered by the listed partitions when `topics` is not null.
+
+A single broker never has a reassignment in progress (AlterPartitionReassignments to
 the current replica completes at once), and Kafka lists only partitions with one in progress:
 the answer is always error NONE with no topics, for `topics` null (every partition) and for
 any listed partitions, known or not (Kafka also leaves out partitions it does not know).
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
     from protocol.messages.list_partition_reassignments import (
         ListPartitionReassignmentsRequest,
         ListPartitionReassignmentsResponse,
+        OngoingPartitionReassignment,
     )
 
 
@@ -28,9 +33,24 @@ if TYPE_CHECKING:
 async def handle(
     ctx: RequestContext, req: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse:
+    ongoing = ctx.services.admin.reassignments() or {}
+    wanted = req.get("topics")
+    if wanted is not None:
+        asked = {(t["name"], int(i)) for t in wanted for i in t["partition_indexes"]}
+        ongoing = {k: v for k, v in ongoing.items() if k in asked}
+    by_topic: dict[str, list[OngoingPartitionReassignment]] = {}
+    for (topic, index), (replicas, adding, removing) in sorted(ongoing.items()):
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": index,
+                "replicas": replicas,
+                "adding_replicas": adding,
+                "removing_replicas": removing,
+            }
+        )
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "error_message": None,
-        "topics": [],
+        "topics": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
     }

@@ -27,13 +27,13 @@ Per partition, in this order
                                             auto-creates on produce)
     unknown topic id (v13)                  UNKNOWN_TOPIC_ID
     unknown partition                       UNKNOWN_TOPIC_OR_PARTITION
-    partition on another broker, or this    NOT_LEADER_OR_FOLLOWER
-      broker is not its leader
+    partition hosted on other brokers only  NOT_LEADER_OR_FOLLOWER
     internal topic (__consumer_offsets ...) INVALID_TOPIC_EXCEPTION, unless the client id is
                                             Kafka's "__admin_client"
     records null/empty, not exactly one     INVALID_RECORD (Kafka's ProduceRequest validation)
       complete batch, or magic != 2
     zstd batch with version < 7             UNSUPPORTED_COMPRESSION_TYPE
+    this broker is not the leader           NOT_LEADER_OR_FOLLOWER (at the append)
     storage errors (wirebroker.log.errors)  their `error_code` (CORRUPT_MESSAGE, INVALID_RECORD,
                                             MESSAGE_TOO_LARGE, INVALID_TIMESTAMP,
                                             OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,

@@ -16,10 +16,11 @@ takes `now_ms`); trio runtimes hear of changes through listeners:
 
 Two modes. Single broker (`replicated=False`, the default): every partition is built as the
 leader of replicas [this broker] and stays so; nothing here changes behaviour or cost.
-Multi-broker (`replicated=True`): partitions are built in role NONE with the high watermark
-of `replication-offset-checkpoint` and wait for the cluster layer's `make_leader` /
-`make_follower` / `stop_replica` (after `ensure_partition`, which also creates a missing
-log). `checkpoint_high_watermarks` writes that file (the broker runs it every
+Multi-broker (`replicated=True`): `load` builds a partition for each log on disk of a topic
+the store knows (a missing log is not created: the partition may live on other brokers), in
+role NONE with the high watermark of `replication-offset-checkpoint`; they wait for the cluster
+layer's `make_leader` / `make_follower` / `stop_replica` (after `ensure_partition`, which also
+creates a missing log). `checkpoint_high_watermarks` writes that file (the broker runs it every
 replica.high.watermark.checkpoint.interval.ms and at shutdown).
 
 Leader side: `record_follower_fetch` (the Fetch handler, per follower partition), then ISR
@@ -35,8 +36,8 @@ waiters), `on_topic_configs_changed`.
 `load` (start-up) reconciles the logs with the store: logs of a topic the store does not know
 are deleted, unless the store was created by this process (a missing store must never wipe
 data; those logs are left and logged). A partition the store knows without a log gets an
-empty log, and a `partition.metadata` that is missing or does not hold the store's topic id
-(it is written without fsync) is rewritten.
+empty log (single broker only), and a `partition.metadata` that is missing or does not hold
+the store's topic id (it is written without fsync) is rewritten.
 """
 
 from __future__ import annotations
@@ -117,13 +118,14 @@ class ReplicaManager:
         for info in self.topics.all():
             config = self.log_config(info.name)
             missing = [i for i in range(info.partitions) if self.logs.get(info.name, i) is None]
-            if missing:
+            if missing and not self.replicated:
                 log.warning("%s: creating %d missing partition log(s)", info.name, len(missing))
                 self.logs.create_many(info.name, missing, config, now_ms, info.topic_id)
             plogs = []
             for index in range(info.partitions):
                 plog = self.logs.get(info.name, index)
-                assert plog is not None
+                if plog is None:
+                    continue  # multi-broker: hosted elsewhere (ensure_partition adds it here)
                 if self.logs.repair_topic_id(info.name, index, info.topic_id):
                     log.warning("%s-%d: partition.metadata rewritten", info.name, index)
                 plogs.append(plog)

@@ -272,3 +272,51 @@ async def test_preferred_leader_election_after_the_preferred_replica_returns(
             ("t", 0): (84, "Leader election not needed")
         }
         nursery.cancel_scope.cancel()
+
+
+async def test_reassignment_moves_replicas_once_the_new_ones_are_in_sync(tmp_path: Path) -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        admin = nodes[0].admin
+        admin.create_topics([NewTopic("t", assignments=[(0, [1, 2])])], now_ms=0)
+        assert await admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        assert (await state(nodes[0], "t", 0)).leader == 1
+        assert ("t", 0) not in nodes[2].roles.roles
+
+        result = await admin.alter_reassignments([("t", 0, [3, 2])], allow_rf_change=False)
+        assert result == {("t", 0): (0, None)}
+        await settle(nodes)
+        raw, _ = await nodes[0].coord.get(zl.topic_path("t"))
+        doc = json.loads(raw)
+        assert doc["partitions"]["0"] == [3, 2, 1]
+        assert doc["adding_replicas"] == {"0": [3]} and doc["removing_replicas"] == {"0": [1]}
+        assert admin.reassignments() == {("t", 0): ([3, 2, 1], [3], [1])}
+        # The new replica follows the leader; nothing completes until it is in sync.
+        assert nodes[2].roles.roles[("t", 0)][0] == "follower"
+        assert (await state(nodes[0], "t", 0)).leader == 1
+        # A different replica count is refused while allow_replication_factor_change is false.
+        refused = await admin.alter_reassignments([("t", 0, [3])], allow_rf_change=False)
+        assert refused[("t", 0)][0] == 38
+
+        # Broker 3 catches up: the leader adds it to the ISR; the controller completes.
+        st = await state(nodes[0], "t", 0)
+        _data, stat = await nodes[0].coord.get(zl.state_path("t", 0))
+        nodes[0].member.propose_isr(
+            "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[1, 2, 3]
+        )
+        await settle(nodes)
+        raw, _ = await nodes[0].coord.get(zl.topic_path("t"))
+        doc = json.loads(raw)
+        assert doc["partitions"]["0"] == [3, 2]
+        assert doc["adding_replicas"] == {} and doc["removing_replicas"] == {}
+        final = await state(nodes[0], "t", 0)
+        assert final.leader in (2, 3) and sorted(final.isr) == [2, 3]
+        assert final.leader_epoch == st.leader_epoch + 1
+        assert ("t", 0) in nodes[0].roles.stopped  # broker 1's replica is deleted
+        assert admin.reassignments() == {}
+        cancel = await admin.alter_reassignments([("t", 0, None)], allow_rf_change=True)
+        assert cancel[("t", 0)][0] == 85  # NO_REASSIGNMENT_IN_PROGRESS
+        nursery.cancel_scope.cancel()

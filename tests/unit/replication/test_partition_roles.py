@@ -384,6 +384,14 @@ def test_replication_checkpoint_restores_the_hw(env: Env) -> None:
     assert part.high_watermark == 3 and part.log_end_offset == 5  # not the log end
 
 
+def test_multi_broker_load_does_not_create_missing_logs(env: Env) -> None:
+    env.admin.create_topic("t", 3, now_ms=NOW)
+    env.rm.stop_replica("t", 1, delete=True)  # partition 1 lives on other brokers
+    env.reopen()
+    assert [p.index for p in env.rm.partitions_of("t")] == [0, 2]
+    assert env.logs.get("t", 1) is None
+
+
 def test_replication_status_for_the_purgatory(env: Env) -> None:
     part = env.topic(**{"min.insync.replicas": "2"})
     env.lead(part, isr=(0, 1))

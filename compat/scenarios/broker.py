@@ -113,10 +113,25 @@ class Broker:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+            self._note("killed with SIGKILL (asked for)")
         self.stop()
+
+    def _note(self, line: str) -> None:
+        if self._log is not None and not self._log.closed:
+            self._log.write(f"===== {line}\n")
+            self._log.flush()
+
+    def exit_status(self) -> str | None:
+        """None while running; else how the process ended (for failure reports)."""
+        code = None if self._proc is None else self._proc.poll()
+        if code is None:
+            return None
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def stop(self, grace: float = 10.0) -> None:
         proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            self._note(f"found stopped: {self.exit_status()}")
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:

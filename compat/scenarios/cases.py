@@ -755,7 +755,8 @@ def _legacy(message_format: int) -> Callable[[Ctx], str]:
 
 # -- failover (cluster row) -------------------------------------------------------------------
 FAILOVER_ROUNDS = 4  # rounds of 25 records after the kill (one before it)
-FAILOVER_RESENDS = 3  # the case re-sends a round the client gave up on, at most this often
+FAILOVER_RESENDS = 2  # the case re-sends a round the client gave up on, at most this often
+FAILOVER_ATTEMPT_S = 25  # each produce call: an election takes ~5 s (session timeout 4 s)
 
 
 def failover_kill_leader(ctx: Ctx) -> str:
@@ -787,8 +788,16 @@ def failover_kill_leader(ctx: Ctx) -> str:
         for attempt in range(FAILOVER_RESENDS + 1):
             recs = [Rec(None, v, partition=0) for v in values]
             try:
-                ctx.adapter.produce(topic, recs, idempotent=idempotent, timeout_s=45)
+                ctx.adapter.produce(
+                    topic, recs, idempotent=idempotent, timeout_s=FAILOVER_ATTEMPT_S
+                )
             except ClientError as exc:
+                others_down = [
+                    f"broker {i} ({b.exit_status()})"
+                    for i, b in enumerate(cluster.brokers)
+                    if i != old and not b.is_running()
+                ]
+                assert not others_down, f"{', '.join(others_down)} stopped during the case"
                 if attempt == FAILOVER_RESENDS:
                     raise AssertionError(
                         f"round {n} still failing after {FAILOVER_RESENDS} re-sends: {exc}"

@@ -133,9 +133,11 @@ class Cluster:
         return self.brokers[node_id].is_running()
 
     def log_tail(self, lines: int = 15) -> str:
-        return "\n".join(
-            f"--- broker {i} ---\n{b.log_tail(lines)}" for i, b in enumerate(self.brokers)
-        )
+        def head(i: int, b: Broker) -> str:
+            status = b.exit_status()
+            return f"--- broker {i}" + (f" ({status})" if status else "") + " ---"
+
+        return "\n".join(f"{head(i, b)}\n{b.log_tail(lines)}" for i, b in enumerate(self.brokers))
 
     def wait_whole(self, timeout: float = 60.0) -> None:
         """Every broker's Metadata lists all brokers and a controller."""

@@ -246,10 +246,13 @@ class ZkController:
         only: set[str] | None = None,
     ) -> None:
         topics = await self._children(zl.BROKER_TOPICS)
-        self._seen_topics = set(topics) if only is None else self._seen_topics | set(topics)
+        self._seen_topics &= set(topics)
         for topic in sorted(topics):
             if only is not None and topic not in only:
                 continue
+            # Only a topic this pass handles counts as seen: one created while the pass ran
+            # is picked up by the next /brokers/topics trigger.
+            self._seen_topics.add(topic)
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = await self.coord.watch_data(
                     zl.topic_path(topic), self._trigger(_TOPIC + topic)

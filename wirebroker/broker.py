@@ -93,6 +93,7 @@ from wirebroker.cluster.topic_store import (
 )
 from wirebroker.cluster.view import ClusterView, LocalClusterView
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
+from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination
@@ -219,7 +220,12 @@ class Broker:
                 config=config,
                 clock=clock,
             )
-        self.producer_ids = ProducerIdManager(self.topics)
+        # A cluster: ids from one sequence in ZooKeeper, shared by every broker. A single
+        # broker keeps reserving them in its store: its ZooKeeper forgets them at every start.
+        reserve = None
+        if self.coordination is not None and self.local_cluster is None:
+            reserve = ZkProducerIdBlocks(self.coordination, node_id).reserve
+        self.producer_ids = ProducerIdManager(self.topics, reserve=reserve)
         if self.replicated:
             self.group_coordinator = GroupCoordinatorRuntime(
                 config,

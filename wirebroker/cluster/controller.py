@@ -14,11 +14,9 @@ controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election 
 leader election; the znode is deleted when done, as Kafka does).
 
 Each trigger runs one pass over every partition (`_reconcile`): read its state znode, ask
-`elections.decide`, write what changed; triggers that only concern topics (a new topic, an
-assignment changed, a deletion) pass over those topics alone. A full pass is O(partitions)
-ZooKeeper reads, which is fine for the few hundred partitions of a local or test cluster;
-Kafka keeps the states in memory instead and batches its writes. Brokers learn the result
-from their own state watches.
+`elections.decide`, write what changed. A pass is O(partitions) ZooKeeper reads, which is fine
+for the few hundred partitions of a local or test cluster; Kafka keeps the states in memory
+instead and batches its writes. Brokers learn the result from their own state watches.
 """
 
 from __future__ import annotations
@@ -54,25 +52,10 @@ log = logging.getLogger("wirebroker.controller")
 
 
 REBALANCE = "rebalance"
+_TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning state changed
 #: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
 #: partition it led or followed; one at a time would take a round trip each).
 _PARALLEL_WRITES = 16
-
-
-def _topics_only(reasons: set[str]) -> set[str] | None:
-    """The topics a pass needs to look at when every trigger concerns topics alone: the new
-    topics (/brokers/topics changed: a pass takes up every topic it does not watch yet), and
-    those whose assignment changed. None (every partition) for anything else: brokers, a
-    controlled shutdown, an election, a reassignment's state, a retry. So creating a topic
-    costs O(its partitions), not O(every partition of the cluster)."""
-    topics: set[str] = set()
-    prefix = zl.BROKER_TOPICS + "/"
-    for why in reasons:
-        if why.startswith(prefix):
-            topics.add(why[len(prefix) :])
-        elif why not in (zl.BROKER_TOPICS, zl.ADMIN_DELETE_TOPICS):
-            return None
-    return topics
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -96,10 +79,11 @@ class ZkController:
         self._czxids: dict[int, int] = {}
         self._preferred: set[tuple[str, int]] = set()
         self._state_watches: dict[str, Watch] = {}
+        self._seen_topics: set[str] = set()
 
     def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
         """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
-        current value, which the pass that set the watch is handling already)."""
+        current value, which the pass that set the watch reads right after)."""
         first = [skip_first]
 
         def callback(*_args: object) -> None:
@@ -144,22 +128,31 @@ class ZkController:
         from wirebroker.cluster.zk_member import ControllerMovedError
 
         while True:
-            reasons = {await self._recv.receive()}
+            whys = {await self._recv.receive()}
             # Collapse a burst of triggers into one pass.
             while True:
                 try:
-                    reasons.add(self._recv.receive_nowait())
+                    whys.add(self._recv.receive_nowait())
                 except trio.WouldBlock:
                     break
+            why = ", ".join(sorted(whys))
+            rebalance = REBALANCE in whys
+            # Only topic triggers (a new topic, an assignment or a reassigning partition's state
+            # changed): a pass over those topics, not every partition of the cluster.
+            only: set[str] | None = None
+            if all(w.startswith(_TOPIC) or w == zl.BROKER_TOPICS for w in whys):
+                only = {w[len(_TOPIC) :] for w in whys if w.startswith(_TOPIC)}
+                if zl.BROKER_TOPICS in whys:
+                    only |= set(await self._children(zl.BROKER_TOPICS)) - self._seen_topics
             try:
-                await self._reconcile(rebalance=REBALANCE in reasons, only=_topics_only(reasons))
+                await self._reconcile(rebalance=rebalance, only=only)
             except TransactionError as exc:
                 if exc.index == 0:
                     raise ControllerMovedError() from exc
                 log.info("controller write raced (%s); another pass follows", exc)
                 self._send.send_nowait("retry")
             except CoordinationError as exc:
-                log.warning("controller pass after %s failed: %s", sorted(reasons), exc)
+                log.warning("controller pass after %s failed: %s", why, exc)
                 await trio.sleep(0.2)
                 self._send.send_nowait("retry")
             self.member.changed.set()
@@ -174,7 +167,7 @@ class ZkController:
             return []
 
     async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
-        """One pass; `only`: just these topics and the new ones (see `_topics_only`)."""
+        """One pass: every partition (`only`: the partitions of those topics)."""
         live: set[int] = set()
         bounced: set[int] = set()
         for child in await self._children(zl.BROKER_IDS):
@@ -198,13 +191,11 @@ class ZkController:
         asked = bool(preferred)
         if rebalance:
             preferred |= await self._imbalanced(live)
-        if bounced or preferred:
-            only = None
-        if bounced:
+        if bounced and only is None:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
             await self._pass(live - bounced, shutting, set())
-        await self._pass(live, shutting, preferred, only)
+        await self._pass(live, shutting, preferred, only=only)
         if asked:
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
@@ -258,15 +249,21 @@ class ZkController:
         live: set[int],
         shutting: set[int],
         preferred: set[tuple[str, int]],
+        *,
         only: set[str] | None = None,
     ) -> None:
-        for topic in sorted(await self._children(zl.BROKER_TOPICS)):
+        topics = await self._children(zl.BROKER_TOPICS)
+        self._seen_topics &= set(topics)
+        for topic in sorted(topics):
+            if only is not None and topic not in only:
+                continue
+            # Only a topic this pass handles counts as seen: one created while the pass ran
+            # is picked up by the next /brokers/topics trigger.
+            self._seen_topics.add(topic)
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = await self.coord.watch_data(
-                    zl.topic_path(topic), self._trigger(zl.topic_path(topic), skip_first=True)
+                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
                 )
-            elif only is not None and topic not in only:
-                continue
             try:
                 data, stat = await self.coord.get(zl.topic_path(topic))
                 assignment = zl.decode_topic(topic, data)
@@ -333,7 +330,7 @@ class ZkController:
             key = f"{topic}-{index}"
             if key not in self._state_watches:
                 self._state_watches[key] = await self.coord.watch_data(
-                    zl.state_path(topic, index), self._trigger(key)
+                    zl.state_path(topic, index), self._trigger(_TOPIC + topic)
                 )
             leaving = assignment.removing.get(index, ())
             target = tuple(r for r in assignment.replicas(index) if r not in leaving)

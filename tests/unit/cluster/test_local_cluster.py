@@ -1,6 +1,6 @@
 """The single broker's in-process ZooKeeper (wirebroker.cluster.local_cluster): what is seeded
-from the store, and a member + controller over it finding nothing to create or elect; the
-controller's topic-scoped passes."""
+from the store, and a member + controller over it finding nothing to create or elect; state
+documents decoded once."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import trio.testing
 from test_zk_member import FakeRoles
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.controller import _topics_only
 from wirebroker.cluster.local_cluster import LocalCluster, seed_ops, single_broker_topics
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import ClusterMember
@@ -126,14 +125,6 @@ def _seeded(store: TopicStore) -> set[str]:
         for i in range(info.partitions):
             out |= {zl.partition_path(info.name, i), zl.state_path(info.name, i)}
     return out
-
-
-def test_controller_passes_over_the_topics_concerned_only_when_that_is_all() -> None:
-    topic = zl.topic_path
-    assert _topics_only({zl.BROKER_TOPICS}) == set()  # new topics only
-    assert _topics_only({zl.BROKER_TOPICS, topic("t"), zl.ADMIN_DELETE_TOPICS}) == {"t"}
-    for other in (zl.BROKER_IDS, zl.CONTROLLED_SHUTDOWN, "rebalance", "retry", "t-0"):
-        assert _topics_only({topic("t"), other}) is None
 
 
 def test_state_documents_decode_to_shared_immutable_states() -> None:

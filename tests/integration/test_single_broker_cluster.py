@@ -240,3 +240,14 @@ async def test_clients_see_the_same_single_broker(tmp_path: Path) -> None:
             host,
             port,
         )
+
+
+async def test_producer_ids_stay_in_the_store_across_restarts(tmp_path: Path) -> None:
+    """A single broker's ZooKeeper forgets everything at a restart: its producer id blocks are
+    reserved in the store, as before, so no id is handed out twice."""
+    data = tmp_path / "d"
+    async with running(data) as broker:
+        first = await broker.producer_ids.allocate()
+    async with running(data) as broker:
+        second = await broker.producer_ids.allocate()
+        assert broker.topics.next_producer_id > second > first

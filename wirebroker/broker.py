@@ -195,6 +195,7 @@ class Broker:
                 address=self._advertised,
                 clock=clock,
                 config=config,
+                store_assignments=self.local_cluster is None,
             )
             self.replicas.isr_listener = self.member
             self.admin = ZkTopicAdmin(

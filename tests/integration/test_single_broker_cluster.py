@@ -87,7 +87,8 @@ async def test_a_single_broker_runs_the_cluster_code(tmp_path: Path) -> None:
         assert leaders(broker, "t") == [(Role.LEADER, 0, [NODE])] * 3
         assert all(p.single_replica for p in broker.replicas.partitions_of("t"))
         stored = broker.topics.get("t")
-        assert stored is not None and stored.assignment == ((NODE,),) * 3
+        # the store keeps its single-broker form: no assignment (every partition is here)
+        assert stored is not None and stored.assignment == () and stored.partitions == 3
         views = broker.services.cluster.partitions("t")
         assert [(v.leader, v.leader_epoch, v.replicas, v.isr) for v in views] == [
             (NODE, 0, [NODE], [NODE])
@@ -157,15 +158,24 @@ async def test_restart_rewrites_nothing_and_keeps_leaders_and_epochs(tmp_path: P
     assert store_stamp(data) == before
 
 
-async def test_topics_of_an_older_store_are_taken_over_with_one_store_write(
-    tmp_path: Path,
+@pytest.mark.parametrize("former_cluster_member", [False, True])
+async def test_topics_of_an_existing_store_are_taken_over(
+    tmp_path: Path, former_cluster_member: bool
 ) -> None:
+    """A store of an earlier single broker is already in form (no write at all); one written
+    by a cluster member (assignments, several replicas) is rewritten once, in one write."""
     data = tmp_path / "d"
     data.mkdir()
     store = TopicStore.open(data)
     ids = [uuid.uuid4() for _ in range(3)]
     store.put_many(
-        TopicInfo(name=f"old{i}", topic_id=ids[i], partitions=2, replication_factor=1)
+        TopicInfo(
+            name=f"old{i}",
+            topic_id=ids[i],
+            partitions=2,
+            replication_factor=3 if former_cluster_member else 1,
+            assignment=((NODE, 7, 8), (7, NODE, 8)) if former_cluster_member else (),
+        )
         for i in range(3)
     )
     writes: list[int] = []
@@ -178,11 +188,11 @@ async def test_topics_of_an_older_store_are_taken_over_with_one_store_write(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(TopicStore, "_save", counting_save)
         async with running(data) as broker:
-            assert len(writes) == 1  # the assignments, all at once
+            assert len(writes) == (1 if former_cluster_member else 0)
             for i in range(3):
                 info = broker.topics.get(f"old{i}")
                 assert info is not None and info.topic_id == ids[i]
-                assert info.assignment == ((NODE,), (NODE,))
+                assert (info.assignment, info.replication_factor) == ((), 1)
                 assert leaders(broker, f"old{i}") == [(Role.LEADER, 0, [NODE])] * 2
                 assert (data / f"old{i}-1").is_dir()  # missing logs created
 

@@ -24,9 +24,11 @@ So the member finds every topic with a leader and the controller finds nothing t
 nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
 its data already carries (make_leader never goes back; the epochs clients saw before a restart
 stay valid, and a single broker keeps leading at epoch 0 as it always did). Every assignment
-is [node] (a single broker holds every partition, as it always has; a store written with
-another assignment, e.g. by a former cluster member, is rewritten once, in one write, before
-seeding, so the member's mirror never rewrites the store topic by topic at start).
+is [node]: a single broker holds every partition, as it always has, and its store keeps no
+assignment (the member runs with `store_assignments=False`), so the file keeps its format and
+every store rewrite stays as small as before. A store in another form (e.g. written by a
+former cluster member, with assignments) is rewritten once, in one write, before seeding, so
+the member's mirror never rewrites the store topic by topic at start.
 
 After start every change goes the cluster's way: CreateTopics / DeleteTopics /
 CreatePartitions / AlterConfigs write znodes through `ZkTopicAdmin`, the controller elects the
@@ -49,7 +51,8 @@ partition of start-up, measured at 1,000 and 5,000 partitions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from wirebroker.cluster import zk_layout as zl
@@ -70,13 +73,16 @@ _PARENTS = ("/cluster", "/brokers", zl.BROKER_TOPICS, "/config", zl.CONFIG_TOPIC
 
 
 def single_broker_topics(store: TopicStore, node_id: int) -> list[TopicInfo]:
-    """The store's topics as the member will mirror them: every partition on `node_id`."""
+    """The store's topics as the member mirrors them: every partition on `node_id`, kept in
+    the store without an assignment (`ClusterMember(store_assignments=False)`), as a single
+    broker always stored them."""
     out = []
+    replicas = (node_id,)  # one tuple for every partition (a start makes few objects)
     for info in store.all():
         assignment = zl.TopicAssignment(
-            {p: (node_id,) for p in range(info.partitions)}, info.topic_id
+            dict.fromkeys(range(info.partitions), replicas), info.topic_id
         )
-        out.append(mirrored_info(info.name, assignment, info.configs, info))
+        out.append(mirrored_info(info.name, assignment, info.configs, info, keep=False))
     return out
 
 
@@ -85,19 +91,23 @@ def seed_ops(
     topics: list[TopicInfo],
     node_id: int,
     epoch_of: Callable[[str, int], int],
-) -> list[Op]:
-    """The creates of the tree described in the module docstring, parents first.
-    `epoch_of(topic, partition)`: the latest leader epoch of the partition's log (-1: none)."""
-    ops: list[Op] = [Create(path) for path in _PARENTS]
-    ops.append(Create(zl.CLUSTER_ID, zl.encode_cluster_id(cluster_id)))
-    ops.append(Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0)))
+) -> Iterator[Op]:
+    """The creates of the tree described in the module docstring, parents first (made as
+    they are consumed). `epoch_of(topic, partition)`: the latest leader epoch of the
+    partition's log (-1: none)."""
+    for path in _PARENTS:
+        yield Create(path)
+    yield Create(zl.CLUSTER_ID, zl.encode_cluster_id(cluster_id))
+    yield Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
         name = info.name
-        assignment = zl.TopicAssignment(dict(enumerate(info.assignment)), info.topic_id)
-        ops.append(Create(zl.topic_config_path(name), zl.encode_topic_config(info.configs)))
-        ops.append(Create(zl.topic_path(name), zl.encode_topic(assignment)))
-        ops.append(Create(zl.partitions_path(name)))
+        assignment = zl.TopicAssignment(
+            dict.fromkeys(range(info.partitions), (node_id,)), info.topic_id
+        )
+        yield Create(zl.topic_config_path(name), zl.encode_topic_config(info.configs))
+        yield Create(zl.topic_path(name), zl.encode_topic(assignment))
+        yield Create(zl.partitions_path(name))
         for index in range(info.partitions):
             epoch = max(epoch_of(name, index), 0)
             state = states.get(epoch)
@@ -105,9 +115,8 @@ def seed_ops(
                 state = states[epoch] = zl.encode_partition_state(
                     zl.PartitionState(node_id, epoch, (node_id,), controller_epoch=0)
                 )
-            ops.append(Create(zl.partition_path(name, index)))
-            ops.append(Create(zl.state_path(name, index), state))
-    return ops
+            yield Create(zl.partition_path(name, index))
+            yield Create(zl.state_path(name, index), state)
 
 
 class LocalCluster:
@@ -121,7 +130,7 @@ class LocalCluster:
 
     async def seed(self, store: TopicStore, epoch_of: Callable[[str, int], int]) -> None:
         """Rewrite the store once when its topics are not in the form the member mirrors,
-        then create the tree from it (one transaction)."""
+        then create the tree from it."""
         topics = single_broker_topics(store, self.node_id)
         changed = [
             info
@@ -133,7 +142,8 @@ class LocalCluster:
         if changed:
             store.put_many(changed)
         ops = seed_ops(store.cluster_id, topics, self.node_id, epoch_of)
-        # In bounded transactions: one of every znode would keep all its undo records alive
-        # at once, which the garbage collector then walks again and again.
-        for first in range(0, len(ops), _SEED_CHUNK):
-            await self.coordination.multi(ops[first : first + _SEED_CHUNK])
+        # In bounded transactions, made as they go: all at once would keep every op and undo
+        # record alive together, long enough for the garbage collector to walk them again
+        # and again (it walks the broker's whole heap then).
+        while chunk := list(itertools.islice(ops, _SEED_CHUNK)):
+            await self.coordination.multi(chunk)

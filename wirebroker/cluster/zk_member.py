@@ -222,6 +222,7 @@ class ClusterMember:
         clock: Callable[[], int],
         config: BrokerConfig | None = None,
         controller_factory: Callable[[ClusterMember, int, int], Controller] | None = None,
+        store_assignments: bool = True,
     ) -> None:
         self.coord = coord
         self.node_id = node_id
@@ -237,6 +238,9 @@ class ClusterMember:
         self._nursery: trio.Nursery | None = None
         self._controller_scope: trio.CancelScope | None = None
         self._controller_factory = controller_factory or _default_controller
+        #: False on a single broker, which holds every partition: its store keeps no
+        #: assignment (TopicInfo.assignment () = every partition here), as it always had.
+        self.store_assignments = store_assignments
         self._registered = False
         self._shutting_down = False
         self._hosted: set[tuple[str, int]] = set()
@@ -593,7 +597,9 @@ class ClusterMember:
             # Deleted and re-created while we were away: the old replicas go.
             self._drop_topic(name, keep_mirror=True)
             current = None
-        info = mirrored_info(name, mirror.assignment, mirror.configs, current)
+        info = mirrored_info(
+            name, mirror.assignment, mirror.configs, current, keep=self.store_assignments
+        )
         if current != info or (current is not None and dict(current.configs) != dict(info.configs)):
             self.topics.put(info)
         return info
@@ -733,10 +739,12 @@ def mirrored_info(
     assignment: zl.TopicAssignment,
     configs: Mapping[str, str],
     current: TopicInfo | None,
+    *,
+    keep: bool = True,
 ) -> TopicInfo:
     """The `TopicInfo` a broker's TopicStore holds for a topic of the cluster: its assignment
-    and config overrides; the topic id of the assignment (else the stored one, else one
-    derived from the name)."""
+    (unless not `keep`) and config overrides; the topic id of the assignment (else the stored
+    one, else one derived from the name)."""
     replicas = tuple(assignment.as_list())
     topic_id = assignment.topic_id
     return TopicInfo(
@@ -746,7 +754,7 @@ def mirrored_info(
         replication_factor=len(replicas[0]) if replicas else 0,
         configs=configs,
         is_internal=is_internal(name),
-        assignment=replicas,
+        assignment=replicas if keep else (),
     )
 
 

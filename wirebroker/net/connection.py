@@ -13,10 +13,23 @@ States (one task per connection, `Connection.run`)::
               nothing is read from the socket meanwhile (Kafka mutes the channel), so a client
               cannot make the broker buffer more than one receive beyond the request being
               served -> SENDING (a response) / READING (nothing to send) / CLOSED (the
-              dispatcher said close; it logged why)
+              dispatcher said close; it logged why) / QUEUED (a reply to await later)
     SENDING   the whole response frame goes out with one `send_all`, which must finish within
               `connections.max.idle.ms` (a client that stops reading is closed) -> READING
               (frames that arrived pipelined are handled from the buffer before reading again)
+    QUEUED    the dispatcher's reply has `later` (an acks=all Produce appended and waiting for
+              the in-sync replicas): it goes into this connection's reply queue and the
+              connection goes back to READING, so the next requests are decoded and handled
+              (in order: a later Produce appends after this one) while the first waits for
+              replication. A sender task (started with the first such reply) awaits each
+              queued reply in request order and sends it; while any reply is queued, every
+              reply (ready or not) is queued behind it, so responses keep request order. At
+              most MAX_QUEUED_REPLIES wait to be sent: a further request waits, unread, until
+              one is (the bound on what a client can make the broker hold). A reply that
+              closes, a send that fails or times out: the connection closes and the replies
+              behind it are dropped (the client retries them, as after any lost connection).
+              When reading stops (EOF, idle timeout, shutdown, a request that closes), the
+              queued replies are still sent, then the connection closes.
     CLOSED    reached from any state; the socket is closed
 
 Closes decided here, and what is logged (one line each, with the peer):
@@ -32,12 +45,14 @@ connection never touches another.
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
+from typing import Any
 
 import trio
 
 from protocol.exceptions import FrameTooLarge
 from protocol.framing import FrameDecoder
-from wirebroker.net.dispatch import RequestDispatcher
+from wirebroker.net.dispatch import DispatchReply, RequestDispatcher
 
 log = logging.getLogger("wirebroker.net")
 
@@ -47,6 +62,14 @@ log = logging.getLogger("wirebroker.net")
 #: broker CPU per MB produced). Never more than RECEIVE_SIZE beyond the frame being read.
 RECEIVE_SIZE = 65536
 MAX_RECEIVE_SIZE = 1 << 20
+
+#: Replies queued per connection at most (the QUEUED state): acks=all Produce requests
+#: appended and waiting for replication, and the replies behind them. Kafka handles one request
+#: per connection at a time, so an acks=all producer's throughput there is one batch per
+#: replication round trip; here up to this many rounds overlap (the followers fetch what the
+#: next requests appended while the first ones wait), which on a small machine where brokers
+#: share CPUs is most of the throughput of a replicated partition.
+MAX_QUEUED_REPLIES = 5
 
 
 class _Close(Exception):
@@ -76,6 +99,11 @@ class Connection:
         self.requests_handled = 0
         self._closing = False
         self._read_scope: trio.CancelScope | None = None
+        self._nursery: trio.Nursery | None = None
+        # the QUEUED state: replies waiting to be sent in order, the sender task's channel
+        self._queued = 0
+        self._queue: trio.MemorySendChannel[DispatchReply] | None = None
+        self._drained = trio.Event()
 
     def begin_close(self) -> None:
         """Shutdown: close now if waiting for a request, else right after the current response."""
@@ -85,15 +113,57 @@ class Connection:
 
     async def run(self) -> None:
         try:
-            await self._serve()
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                if await self._guarded(self._serve()) and self._queued:
+                    await self._drained.wait()  # reading stopped: the queued replies go out
+                nursery.cancel_scope.cancel()
+        finally:
+            self._nursery = None
+            await trio.aclose_forcefully(self.stream)
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> bool:
+        """Await `work`; False when it ended the connection (already logged): then every
+        task of the connection is cancelled. Nothing escapes (the connection's nursery would
+        wrap it in an exception group)."""
+        try:
+            await work
+            return True
         except _Close:
             pass
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("connection from %s lost: %s", self.peer, exc)
         except Exception:
             log.exception("unexpected error on the connection from %s; closing it", self.peer)
-        finally:
-            await trio.aclose_forcefully(self.stream)
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+        return False
+
+    async def _enqueue(self, reply: DispatchReply) -> None:
+        """QUEUED: hand `reply` to the sender task (started on first use); waits while
+        MAX_QUEUED_REPLIES are queued."""
+        if self._queue is None:
+            assert self._nursery is not None
+            send, receive = trio.open_memory_channel[DispatchReply](MAX_QUEUED_REPLIES - 1)
+            self._queue = send
+            self._nursery.start_soon(self._guarded, self._send_queued(receive))
+        self._queued += 1
+        await self._queue.send(reply)
+
+    async def _send_queued(self, queue: trio.MemoryReceiveChannel[DispatchReply]) -> None:
+        """The sender task: each queued reply, awaited in request order, then sent."""
+        async for reply in queue:
+            later = reply.later
+            if later is not None:
+                reply = await later()
+            if reply.close:
+                raise _Close
+            if reply.response is not None and not await self._send(reply.response):
+                raise _Close
+            self._queued -= 1
+            if not self._queued:
+                self._drained.set()
+                self._drained = trio.Event()
 
     async def _serve(self) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
@@ -119,12 +189,18 @@ class Connection:
                 continue
             request_started = None
             reply = await self.dispatcher.dispatch(frame, self.peer_host, self.peer)
+            if reply.later is not None or self._queued:
+                await self._enqueue(reply)  # QUEUED (behind earlier replies, or awaited)
+                if reply.close:
+                    return
+                self.requests_handled += 1
+                continue
             if reply.close:
-                return
+                raise _Close
             self.requests_handled += 1
             response = reply.response
             if response is not None and not await self._send(response):
-                return
+                raise _Close
 
     async def _send(self, response: bytes) -> bool:
         """Send one response; False when the client did not take it within the idle timeout."""

@@ -40,7 +40,7 @@ from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.view import LocalClusterView
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
-from wirebroker.handlers.registry import HANDLERS
+from wirebroker.handlers.registry import HANDLERS, Later
 from wirebroker.log.log_manager import LogManager
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
@@ -157,6 +157,8 @@ async def call_handler(
     header, request = decode_request(frame[4:])
     ctx = RequestContext(header=header, services=services, client_host="127.0.0.1")
     response = await spec.func(ctx, request)
+    if isinstance(response, Later):  # an acks=all Produce waiting for replication
+        response = await response.wait()
     if raw or response is None:
         return response
     encoded = encode_response(int(api_key), version, header.correlation_id, response)

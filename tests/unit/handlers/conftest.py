@@ -77,6 +77,7 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
     waiters = FetchWaiters()
     replicas.add_data_listener(waiters.notify)
+    replicas.add_hw_listener(waiters.notify_hw)
     produce_waiters = ProduceWaiters()
     replicas.add_hw_listener(produce_waiters.notify)
     services = Services(

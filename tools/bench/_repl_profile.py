@@ -161,7 +161,8 @@ def main() -> int:
             cluster.close()
     finally:
         zk.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("REPL_PROFILE_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
@@ -213,7 +214,8 @@ def single(args: argparse.Namespace) -> int:
             )
     finally:
         broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("REPL_PROFILE_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

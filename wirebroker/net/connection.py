@@ -45,8 +45,8 @@ connection never touches another.
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import trio
 
@@ -87,6 +87,7 @@ class Connection:
         max_frame_bytes: int,
         idle_timeout_s: float,
         peer: tuple[str, int] = ("?", 0),
+        spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
     ) -> None:
         self.stream = stream
         self.dispatcher = dispatcher
@@ -99,71 +100,81 @@ class Connection:
         self.requests_handled = 0
         self._closing = False
         self._read_scope: trio.CancelScope | None = None
-        self._nursery: trio.Nursery | None = None
-        # the QUEUED state: replies waiting to be sent in order, the sender task's channel
-        self._queued = 0
+        # QUEUED (all created with the first reply that comes later): `spawn` starts the
+        # sender task (in the server's nursery: no nursery per connection); without it a
+        # reply that comes later is awaited in place, one request at a time
+        self._spawn = spawn
+        self._queued = 0  # replies queued and not sent yet
         self._queue: trio.MemorySendChannel[DispatchReply] | None = None
-        self._drained = trio.Event()
+        self._sender_scope: trio.CancelScope | None = None
+        self._progress: trio.Event | None = None  # set whenever a queued reply went out
+        self._failed = False  # the sender closed the connection
 
     def begin_close(self) -> None:
-        """Shutdown: close now if waiting for a request, else right after the current response."""
+        """Shutdown: close now if waiting for a request, else right after the current response
+        (and the queued ones)."""
         self._closing = True
         if self._read_scope is not None:
             self._read_scope.cancel()
 
     async def run(self) -> None:
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                if await self._guarded(self._serve()) and self._queued:
-                    await self._drained.wait()  # reading stopped: the queued replies go out
-                nursery.cancel_scope.cancel()
-        finally:
-            self._nursery = None
-            await trio.aclose_forcefully(self.stream)
-
-    async def _guarded(self, work: Coroutine[Any, Any, None]) -> bool:
-        """Await `work`; False when it ended the connection (already logged): then every
-        task of the connection is cancelled. Nothing escapes (the connection's nursery would
-        wrap it in an exception group)."""
-        try:
-            await work
-            return True
+            await self._serve()
+            while self._queued and not self._failed:  # reading stopped: queued replies go out
+                self._progress = trio.Event()
+                await self._progress.wait()
         except _Close:
             pass
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("connection from %s lost: %s", self.peer, exc)
         except Exception:
             log.exception("unexpected error on the connection from %s; closing it", self.peer)
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
-        return False
+        finally:
+            if self._sender_scope is not None:
+                self._sender_scope.cancel()
+            await trio.aclose_forcefully(self.stream)
 
     async def _enqueue(self, reply: DispatchReply) -> None:
         """QUEUED: hand `reply` to the sender task (started on first use); waits while
         MAX_QUEUED_REPLIES are queued."""
         if self._queue is None:
-            assert self._nursery is not None
+            assert self._spawn is not None
             send, receive = trio.open_memory_channel[DispatchReply](MAX_QUEUED_REPLIES - 1)
             self._queue = send
-            self._nursery.start_soon(self._guarded, self._send_queued(receive))
+            scope = self._sender_scope = trio.CancelScope()
+            self._spawn(partial(self._send_queued, receive, scope))
         self._queued += 1
         await self._queue.send(reply)
 
-    async def _send_queued(self, queue: trio.MemoryReceiveChannel[DispatchReply]) -> None:
-        """The sender task: each queued reply, awaited in request order, then sent."""
-        async for reply in queue:
-            later = reply.later
-            if later is not None:
-                reply = await later()
-            if reply.close:
-                raise _Close
-            if reply.response is not None and not await self._send(reply.response):
-                raise _Close
-            self._queued -= 1
-            if not self._queued:
-                self._drained.set()
-                self._drained = trio.Event()
+    async def _send_queued(
+        self, queue: trio.MemoryReceiveChannel[DispatchReply], scope: trio.CancelScope
+    ) -> None:
+        """The sender task: each queued reply, awaited in request order, then sent. It runs
+        in the server's nursery, so nothing may escape it; a failure closes the connection."""
+        with scope:
+            try:
+                async for reply in queue:
+                    later = reply.later
+                    if later is not None:
+                        reply = await later()
+                    if reply.close:
+                        break
+                    if reply.response is not None and not await self._send(reply.response):
+                        break
+                    self._queued -= 1
+                    if self._progress is not None:
+                        self._progress.set()
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                log.debug("connection from %s lost: %s", self.peer, exc)
+            except Exception:
+                log.exception("unexpected error on the connection from %s; closing it", self.peer)
+            # a reply closed the connection, or sending failed: stop reading too
+            self._failed = self._closing = True
+            if self._read_scope is not None:
+                self._read_scope.cancel()
+            if self._progress is not None:
+                self._progress.set()
+            await queue.aclose()  # a reader waiting to queue gets BrokenResourceError
 
     async def _serve(self) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
@@ -189,12 +200,16 @@ class Connection:
                 continue
             request_started = None
             reply = await self.dispatcher.dispatch(frame, self.peer_host, self.peer)
-            if reply.later is not None or self._queued:
+            if self._failed:
+                raise _Close
+            if self._queued or (reply.later is not None and self._spawn is not None):
                 await self._enqueue(reply)  # QUEUED (behind earlier replies, or awaited)
                 if reply.close:
                     return
                 self.requests_handled += 1
                 continue
+            if reply.later is not None:
+                reply = await reply.later()  # no sender task: awaited in place
             if reply.close:
                 raise _Close
             self.requests_handled += 1

@@ -513,3 +513,42 @@ async def test_shutdown_cancels_requests_after_the_grace_period(
             server.shutdown()
         await client.expect_closed()
     assert not server.connections
+
+
+async def test_without_a_sender_a_later_reply_is_awaited_in_place() -> None:
+    """A Connection built without `spawn` (no nursery for a sender task) serves one request
+    at a time: a reply that comes later is awaited before the next request is read."""
+    from wirebroker.handlers.dispatcher import Reply
+    from wirebroker.net.connection import Connection
+
+    release = trio.Event()
+    seen: list[bytes] = []
+
+    class LaterDispatcher:
+        async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
+            seen.append(frame)
+
+            async def later() -> Reply:
+                await release.wait()
+                return Reply(b"\x00\x00\x00\x01" + frame[:1])
+
+            later_fn: Callable[[], Awaitable[Reply]] = later
+            return Reply(None, later=later_fn)
+
+    client, server = trio.testing.memory_stream_pair()
+    conn = Connection(
+        server, LaterDispatcher(), max_frame_bytes=MAX_FRAME, idle_timeout_s=TIMEOUT_S
+    )
+    with trio.fail_after(TIMEOUT_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.run)
+            await client.send_all(frame(b"a") + frame(b"b"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert seen == [b"a"]  # b is not read while a's reply is awaited
+            release.set()
+            got = b""
+            while len(got) < 10:
+                got += await client.receive_some()
+            assert got == b"\x00\x00\x00\x01a\x00\x00\x00\x01b"
+            assert seen == [b"a", b"b"]
+            await client.aclose()

@@ -76,6 +76,17 @@ class _Close(Exception):
     """Internal: stop serving this connection (the reason is already logged)."""
 
 
+class _ReplyQueue:
+    """A connection's QUEUED state, made with its first reply that comes later."""
+
+    def __init__(self, send: trio.MemorySendChannel[DispatchReply]) -> None:
+        self.send = send  # to the sender task
+        self.scope = trio.CancelScope()  # the sender task's
+        self.queued = 0  # replies queued and not sent yet
+        self.progress: trio.Event | None = None  # set whenever a queued reply goes out
+        self.failed = False  # the sender closed the connection
+
+
 class Connection:
     """Serves one accepted stream until EOF, error, idle timeout or shutdown."""
 
@@ -104,11 +115,7 @@ class Connection:
         # sender task (in the server's nursery: no nursery per connection); without it a
         # reply that comes later is awaited in place, one request at a time
         self._spawn = spawn
-        self._queued = 0  # replies queued and not sent yet
-        self._queue: trio.MemorySendChannel[DispatchReply] | None = None
-        self._sender_scope: trio.CancelScope | None = None
-        self._progress: trio.Event | None = None  # set whenever a queued reply went out
-        self._failed = False  # the sender closed the connection
+        self._q: _ReplyQueue | None = None
 
     def begin_close(self) -> None:
         """Shutdown: close now if waiting for a request, else right after the current response
@@ -120,9 +127,10 @@ class Connection:
     async def run(self) -> None:
         try:
             await self._serve()
-            while self._queued and not self._failed:  # reading stopped: queued replies go out
-                self._progress = trio.Event()
-                await self._progress.wait()
+            q = self._q
+            while q is not None and q.queued and not q.failed:  # queued replies still go out
+                q.progress = trio.Event()
+                await q.progress.wait()
         except _Close:
             pass
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -130,28 +138,28 @@ class Connection:
         except Exception:
             log.exception("unexpected error on the connection from %s; closing it", self.peer)
         finally:
-            if self._sender_scope is not None:
-                self._sender_scope.cancel()
+            if self._q is not None:
+                self._q.scope.cancel()
             await trio.aclose_forcefully(self.stream)
 
     async def _enqueue(self, reply: DispatchReply) -> None:
         """QUEUED: hand `reply` to the sender task (started on first use); waits while
         MAX_QUEUED_REPLIES are queued."""
-        if self._queue is None:
+        q = self._q
+        if q is None:
             assert self._spawn is not None
             send, receive = trio.open_memory_channel[DispatchReply](MAX_QUEUED_REPLIES - 1)
-            self._queue = send
-            scope = self._sender_scope = trio.CancelScope()
-            self._spawn(partial(self._send_queued, receive, scope))
-        self._queued += 1
-        await self._queue.send(reply)
+            q = self._q = _ReplyQueue(send)
+            self._spawn(partial(self._send_queued, q, receive))
+        q.queued += 1
+        await q.send.send(reply)
 
     async def _send_queued(
-        self, queue: trio.MemoryReceiveChannel[DispatchReply], scope: trio.CancelScope
+        self, q: _ReplyQueue, queue: trio.MemoryReceiveChannel[DispatchReply]
     ) -> None:
         """The sender task: each queued reply, awaited in request order, then sent. It runs
         in the server's nursery, so nothing may escape it; a failure closes the connection."""
-        with scope:
+        with q.scope:
             try:
                 async for reply in queue:
                     later = reply.later
@@ -161,19 +169,19 @@ class Connection:
                         break
                     if reply.response is not None and not await self._send(reply.response):
                         break
-                    self._queued -= 1
-                    if self._progress is not None:
-                        self._progress.set()
+                    q.queued -= 1
+                    if q.progress is not None:
+                        q.progress.set()
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 log.debug("connection from %s lost: %s", self.peer, exc)
             except Exception:
                 log.exception("unexpected error on the connection from %s; closing it", self.peer)
             # a reply closed the connection, or sending failed: stop reading too
-            self._failed = self._closing = True
+            q.failed = self._closing = True
             if self._read_scope is not None:
                 self._read_scope.cancel()
-            if self._progress is not None:
-                self._progress.set()
+            if q.progress is not None:
+                q.progress.set()
             await queue.aclose()  # a reader waiting to queue gets BrokenResourceError
 
     async def _serve(self) -> None:
@@ -200,9 +208,10 @@ class Connection:
                 continue
             request_started = None
             reply = await self.dispatcher.dispatch(frame, self.peer_host, self.peer)
-            if self._failed:
+            q = self._q
+            if q is not None and q.failed:
                 raise _Close
-            if self._queued or (reply.later is not None and self._spawn is not None):
+            if (q is not None and q.queued) or (reply.later is not None and self._spawn):
                 await self._enqueue(reply)  # QUEUED (behind earlier replies, or awaited)
                 if reply.close:
                     return

@@ -21,8 +21,10 @@ States (one task per connection, `Connection.run`)::
               the in-sync replicas): it goes into this connection's reply queue and the
               connection goes back to READING, so the next requests are decoded and handled
               (in order: a later Produce appends after this one) while the first waits for
-              replication. A sender task (started with the first such reply) awaits each
-              queued reply in request order and sends it; while any reply is queued, every
+              replication. A sender task (started with the first such reply, in the
+              server's nursery: `spawn`) awaits each queued reply in request order and sends
+              it (a Connection made without `spawn` awaits such a reply in place instead, one
+              request at a time); while any reply is queued, every
               reply (ready or not) is queued behind it, so responses keep request order. At
               most MAX_QUEUED_REPLIES wait to be sent: a further request waits, unread, until
               one is (the bound on what a client can make the broker hold). A reply that
@@ -67,8 +69,7 @@ MAX_RECEIVE_SIZE = 1 << 20
 #: appended and waiting for replication, and the replies behind them. Kafka handles one request
 #: per connection at a time, so an acks=all producer's throughput there is one batch per
 #: replication round trip; here up to this many rounds overlap (the followers fetch what the
-#: next requests appended while the first ones wait), which on a small machine where brokers
-#: share CPUs is most of the throughput of a replicated partition.
+#: next requests appended while the first ones wait, and leader and followers work at once).
 MAX_QUEUED_REPLIES = 5
 
 

@@ -5,6 +5,7 @@ Not a test. Starts its own ZooKeeper (Debian's package, as `wirebroker cluster` 
 brokers on loopback, stops them at the end, prints a Markdown table (or JSON with --json).
 
     python tools/bench/bench_failover.py [--kills 20] [--quick] [--json] [--write-docs FILE]
+    python tools/bench/bench_failover.py --only throughput [--json]    # ~30 s: the produce runs
 
 Measures, in this order:
 

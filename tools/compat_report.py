@@ -2,16 +2,19 @@
 
     python tools/compat_report.py [--check]
 
-Inputs (written by compat/<client>/run and compat/kafka-python-suite/run):
+Inputs (written by compat/<client>/run [--cluster] and compat/kafka-python-suite/run):
     compat/results/<client>.json            {"client", "version", "cases": {id: {status,
                                              detail}}}, status pass / fail / n/a
+    compat/results/<client>-cluster.json    the same for the 3-broker row (`--cluster`)
     compat/results/kafka-python-suite.json  {"version", "kafka_version", "tests": {id: {status,
                                              detail}}}, status passed / failed / skipped /
                                              excluded
-Output: compat/REPORT.md -- a client x scenario table (rows in the order of
-`compat.scenarios.cases.CASES`, one column per client) with per-client totals, the notes of
-every n/a and failed cell, and the kafka-python suite's figures with every failed, skipped
-and excluded test. A client without a results file shows "not run" (never a pass). The
+Output: compat/REPORT.md -- two client x scenario tables, one broker and a 3-broker cluster
+(rows in the order of `compat.scenarios.cases.CASES`, one column per client; a case that does
+not apply to a row is "excluded", with the reason from `Case.not_in`) with per-client totals,
+the notes of every n/a and failed cell, and the kafka-python suite's figures with every
+failed, skipped and excluded test. A client without a results file shows "not run" (never a
+pass). The
 output depends only on the inputs (no dates, no timings), so it changes only when a result
 does. `--check` exits 1 when REPORT.md differs from what the inputs give.
 """
@@ -27,12 +30,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compat.scenarios.cases import CASES  # noqa: E402
+from compat.scenarios.cases import CASES, CLUSTER, ROWS, SINGLE_BROKER  # noqa: E402
 
 RESULTS = ROOT / "compat" / "results"
 REPORT = ROOT / "compat" / "REPORT.md"
 CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs"]
 MARK = {"pass": "pass", "fail": "**FAIL**", "n/a": "n/a"}
+
+
+def load_row(client: str, row: str) -> dict[str, Any] | None:
+    return load(client if row == SINGLE_BROKER else f"{client}-{row}")
 
 
 def load(name: str) -> dict[str, Any] | None:
@@ -47,12 +54,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").strip()
 
 
-def scenario_table(results: dict[str, dict[str, Any] | None]) -> list[str]:
+def scenario_table(results: dict[str, dict[str, Any] | None], kind: str) -> list[str]:
     lines = ["| scenario | " + " | ".join(CLIENTS) + " |", "|---|" + "---|" * len(CLIENTS)]
     for case in CASES:
         row = []
         for client in CLIENTS:
             data = results[client]
+            if not case.applies(kind):
+                row.append("excluded")
+                continue
             if data is None:
                 row.append("not run")
                 continue
@@ -74,6 +84,10 @@ def scenario_table(results: dict[str, dict[str, Any] | None]) -> list[str]:
     versions = [results[c]["version"] if results[c] else "?" for c in CLIENTS]  # type: ignore[index]
     lines.append("| *version* | " + " | ".join(versions) + " |")
     return lines
+
+
+def exclusions(kind: str) -> list[str]:
+    return [f"- `{c.id}`: {_cell(c.not_in[kind])}" for c in CASES if not c.applies(kind)]
 
 
 def notes(results: dict[str, dict[str, Any] | None]) -> list[str]:
@@ -126,7 +140,9 @@ def suite_section(suite: dict[str, Any] | None) -> list[str]:
 
 
 def render() -> str:
-    results = {c: load(c) for c in CLIENTS}
+    results = {c: load_row(c, SINGLE_BROKER) for c in CLIENTS}
+    cluster = {c: load_row(c, CLUSTER) for c in CLIENTS}
+    assert set(ROWS) == {SINGLE_BROKER, CLUSTER}
     suite = load("kafka-python-suite")
     lines = [
         "# wirebroker compatibility report",
@@ -138,12 +154,38 @@ def render() -> str:
         "## Clients x scenarios",
         "",
         "pass: the case passed with that client; **FAIL**: it ran and failed; n/a: the client",
-        "cannot express the case (the note says why); not run: no result recorded.",
+        "cannot express the case (the note says why); not run: no result recorded; excluded:",
+        "the case does not apply to that row (the reason is listed below the table).",
         "",
-        *scenario_table(results),
+        "### One broker",
         "",
-        "### Notes on n/a and failed cells",
+        "One `wirebroker serve` with its defaults (`compat/<client>/run`).",
+        "",
+        *scenario_table(results, SINGLE_BROKER),
+        "",
+        "Excluded:",
+        "",
+        *exclusions(SINGLE_BROKER),
+        "",
+        "### A 3-broker cluster",
+        "",
+        "Three `wirebroker serve --zookeeper` processes and a throwaway ZooKeeper",
+        "(`compat/<client>/run --cluster`, fixture `compat/scenarios/cluster.py`): every topic",
+        "has replication factor 3 (the oracle's, the client's admin calls', auto-created ones),",
+        "`min.insync.replicas=2` and acks=all, `__consumer_offsets` has replication factor 3,",
+        "and the client bootstraps from all three brokers.",
+        "",
+        *scenario_table(cluster, CLUSTER),
+        "",
+        "Excluded:",
+        "",
+        *exclusions(CLUSTER),
+        "",
+        "### Notes on n/a and failed cells, one broker",
         *notes(results),
+        "",
+        "### Notes on n/a and failed cells, 3-broker cluster",
+        *notes(cluster),
         "",
         "## kafka-python's own integration suite",
         "",

@@ -72,6 +72,7 @@ from wirebroker.cluster.topic_store import (
 )
 from wirebroker.cluster.view import ClusterView, LocalClusterView
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
+from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination
@@ -192,7 +193,11 @@ class Broker:
                 config=config,
                 clock=clock,
             )
-        self.producer_ids = ProducerIdManager(self.topics)
+        # A cluster: ids from one sequence in ZooKeeper, shared by every broker.
+        reserve = None
+        if self.coordination is not None:
+            reserve = ZkProducerIdBlocks(self.coordination, node_id).reserve
+        self.producer_ids = ProducerIdManager(self.topics, reserve=reserve)
         if self.replicated:
             self.group_coordinator = GroupCoordinatorRuntime(
                 config,

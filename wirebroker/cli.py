@@ -107,6 +107,7 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
             "  wirebroker cluster ready: bootstrap HOST:PORT,... zookeeper HOST:PORT\n"
             "example:\n"
             "  wirebroker cluster --brokers 3\n"
+            "  wirebroker cluster --brokers 3 --zookeeper-servers 3\n"
             "  kcat -b 127.0.0.1:PORT -L"
         ),
     )
@@ -120,6 +121,14 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "--zookeeper",
         metavar="CONNECT",
         help="use this ZooKeeper (HOST:PORT[,HOST:PORT...][/chroot]) instead of starting one",
+    )
+    cluster.add_argument(
+        "--zookeeper-servers",
+        type=int,
+        default=1,
+        metavar="Z",
+        help="start a throwaway ensemble of Z ZooKeeper servers instead of one (default 1; "
+        "3 keeps the cluster up when one of them dies)",
     )
     cluster.add_argument(
         "--port-base",
@@ -227,6 +236,10 @@ def cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         overrides[key.strip()] = value.strip()
     if args.brokers < 1:
         parser.error("--brokers must be at least 1")
+    if args.zookeeper_servers < 1:
+        parser.error("--zookeeper-servers must be at least 1")
+    if args.zookeeper and args.zookeeper_servers != 1:
+        parser.error("--zookeeper-servers starts an ensemble; --zookeeper uses a running one")
     spec = ClusterSpec(
         brokers=args.brokers,
         data_dir=Path(args.data_dir) if args.data_dir else None,
@@ -236,6 +249,7 @@ def cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         log_level=args.log_level,
         ready_timeout=args.ready_timeout,
         stop_timeout=args.stop_timeout,
+        zookeeper_servers=args.zookeeper_servers,
     )
     return run_cluster(spec)
 

@@ -1,12 +1,15 @@
 """`wirebroker cluster`: a throwaway ZooKeeper and N broker processes, for users and tests.
 
-    wirebroker cluster --brokers N [--data-dir D] [--zookeeper CONNECT] [--port-base P]
-                       [--override KEY=VALUE ...] [--log-level L]
+    wirebroker cluster --brokers N [--data-dir D] [--zookeeper CONNECT | --zookeeper-servers Z]
+                       [--port-base P] [--override KEY=VALUE ...] [--log-level L]
 
 What it starts, in order:
 1. ZooKeeper, unless `--zookeeper` names one: a throwaway standalone server from Debian's
    `zookeeper` package (`wirebroker.coordination.zk_server.ZooKeeperServer`: a JVM on a free
-   loopback port, data and log in a temporary directory of its own, removed when it stops).
+   loopback port, data and log in a temporary directory of its own, removed when it stops), or
+   with `--zookeeper-servers Z` (Z > 1) an ensemble of Z quorum peers on loopback
+   (`ZooKeeperEnsemble`; the brokers' connect string names all of them, so the cluster keeps
+   working while a majority of the servers runs).
 2. N brokers, each `python -m wirebroker serve --zookeeper CONNECT --node-id i --port 0|P+i
    --data-dir D/broker-i [--override ...]` for i = 0..N-1, all at once. Each runs in its own
    process group (a Ctrl-C in the terminal reaches only the launcher, which then stops the
@@ -85,6 +88,7 @@ class ClusterSpec:
     log_level: str = "INFO"
     ready_timeout: float = 60.0
     stop_timeout: float = 30.0
+    zookeeper_servers: int = 1  # >1: a throwaway ensemble (ignored with `zookeeper`)
 
 
 class ZooKeeperLike(Protocol):
@@ -120,15 +124,19 @@ def broker_command(
 BrokerCommand = Callable[[ClusterSpec, int, str, Path, int], list[str]]
 
 
-def default_zookeeper() -> ZooKeeperLike:
-    """A throwaway standalone ZooKeeper, not started yet (`coordination.zk_server`: data and log
-    in a temporary directory of its own, removed by stop())."""
-    from wirebroker.coordination.zk_server import ZooKeeperServer
+def default_zookeeper(servers: int = 1) -> ZooKeeperLike:
+    """A throwaway ZooKeeper, not started yet (`coordination.zk_server`: data and logs in a
+    temporary directory of its own, removed by stop()): one standalone server, or an ensemble
+    of `servers` quorum peers."""
+    from wirebroker.coordination.zk_server import ZooKeeperEnsemble, ZooKeeperServer
 
+    if servers > 1:
+        return ZooKeeperEnsemble(servers)
     return ZooKeeperServer()
 
 
-ZooKeeperFactory = Callable[[], ZooKeeperLike]
+#: Builds the (not yet started) ZooKeeper of `--zookeeper-servers N`.
+ZooKeeperFactory = Callable[[int], ZooKeeperLike]
 
 
 def _child_env() -> dict[str, str]:
@@ -336,7 +344,7 @@ class ClusterLauncher:
         if spec.zookeeper:
             self.connect = spec.zookeeper
         else:
-            self.zookeeper = self.zookeeper_factory()
+            self.zookeeper = self.zookeeper_factory(spec.zookeeper_servers)
             try:
                 self.zookeeper.start()
             except Exception as exc:
@@ -347,7 +355,8 @@ class ClusterLauncher:
                     "HOST:PORT of a running one)"
                 ) from exc
             self.connect = self.zookeeper.connect_string
-            self.note(f"ZooKeeper on {self.connect} ({time.monotonic() - t0:.1f} s)")
+            what = "ZooKeeper" if spec.zookeeper_servers <= 1 else "ZooKeeper ensemble"
+            self.note(f"{what} on {self.connect} ({time.monotonic() - t0:.1f} s)")
         for i in range(spec.brokers):
             broker = _Broker(i, self.root / f"broker-{i}", logs / f"broker-{i}.log")
             port = 0 if spec.port_base is None else spec.port_base + i

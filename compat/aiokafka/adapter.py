@@ -263,7 +263,10 @@ class AiokafkaAdapter(Adapter):
     # admin -----------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
         topic = NewTopic(
-            name, num_partitions=partitions, replication_factor=1, topic_configs=configs
+            name,
+            num_partitions=partitions,
+            replication_factor=self.replication_factor,
+            topic_configs=configs,
         )
         resp = self._admin_call(AIOKafkaAdminClient.create_topics, [topic])
         for t in resp.topic_errors:

@@ -248,7 +248,11 @@ class ConfluentAdapter(Adapter):
 
     # admin -----------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
-        _wait(self.admin.create_topics([NewTopic(name, partitions, 1, config=configs)]))
+        _wait(
+            self.admin.create_topics(
+                [NewTopic(name, partitions, self.replication_factor, config=configs)]
+            )
+        )
 
     def create_partitions(self, name: str, total: int) -> None:
         _wait(self.admin.create_partitions([NewPartitions(name, total)]))

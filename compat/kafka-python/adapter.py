@@ -72,7 +72,21 @@ class KafkaPythonMember(Member):
         out = [_rec(m) for msgs in batch.values() for m in msgs]
         if out:
             self._consumer.commit()
+        self._unstick_join()
         return out
+
+    def _unstick_join(self) -> None:
+        """Work around a kafka-python 3.0.12 race (FINDINGS.md): a rebalance started by a
+        metadata change whose JoinGroup/SyncGroup outlasts poll()'s timeout completes in the
+        background, but the leader's assignment already made need_rejoin() false, so no later
+        poll consumes the finished join: the new assignment is never applied. A finished,
+        unconsumed join task with nothing left to rejoin for is that state; asking for a
+        rejoin makes the next poll run (and apply) a fresh rebalance."""
+        coordinator = getattr(self._consumer, "_coordinator", None)
+        task = getattr(coordinator, "_join_task", None)
+        stuck = task is not None and task.is_done and not coordinator.need_rejoin()
+        if coordinator is not None and stuck:
+            coordinator.request_rejoin()
 
     def assignment(self) -> set[tuple[str, int]]:
         return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
@@ -197,7 +211,14 @@ class KafkaPythonAdapter(Adapter):
     # admin -----------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
         self.admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=1, topic_configs=configs)]
+            [
+                NewTopic(
+                    name,
+                    num_partitions=partitions,
+                    replication_factor=self.replication_factor,
+                    topic_configs=configs,
+                )
+            ]
         )
 
     def create_partitions(self, name: str, total: int) -> None:

@@ -214,7 +214,13 @@ class KafkajsAdapter(Adapter):
         return dict(self._call("listTopics"))
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
-        self._call("createTopic", name=name, partitions=partitions, configs=configs)
+        self._call(
+            "createTopic",
+            name=name,
+            partitions=partitions,
+            replicationFactor=self.replication_factor,
+            configs=configs,
+        )
 
     def create_partitions(self, name: str, total: int) -> None:
         self._call("createPartitions", name=name, total=total)

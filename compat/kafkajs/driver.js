@@ -52,7 +52,7 @@ function kafka(bootstrap, clientId = 'compat-kafkajs') {
   if (!clients.has(key)) {
     clients.set(key, new Kafka({
       clientId,
-      brokers: [bootstrap],
+      brokers: bootstrap.split(','),
       logLevel: logLevel.WARN,
       logCreator,
       connectionTimeout: 10000,
@@ -242,13 +242,13 @@ const ops = {
     const meta = await (await admin(bootstrap)).fetchTopicMetadata()
     return Object.fromEntries(meta.topics.map((t) => [t.name, t.partitions.length]))
   },
-  async createTopic({ bootstrap, name, partitions, configs }) {
+  async createTopic({ bootstrap, name, partitions, replicationFactor, configs }) {
     const created = await (await admin(bootstrap)).createTopics({
       waitForLeaders: true,
       topics: [{
         topic: name,
         numPartitions: partitions,
-        replicationFactor: 1,
+        replicationFactor: replicationFactor || 1,
         configEntries: Object.entries(configs).map(([k, v]) => ({ name: k, value: v })),
       }],
     })

@@ -102,6 +102,9 @@ class Adapter:
     capabilities: frozenset[str] = frozenset()
     codecs: tuple[str, ...] = ()  # compression codecs the client can produce
     codec_notes: dict[str, str] = {}  # why a codec is missing, for the report
+    #: The replication factor of topics the client's admin calls create (the runner sets 3
+    #: in the cluster row). `bootstrap` may then list several brokers ("h:p,h:p,h:p").
+    replication_factor: int = 1
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap

@@ -1,10 +1,13 @@
 """Start wirebroker as a user would, for the compatibility runs.
 
-`Broker(data_dir, overrides, config_file).start()` runs `python -m wirebroker serve --port 0
---data-dir DIR [--config FILE] [--override k=v]...` from the repository root and waits
-(bounded) for its one stdout line `wirebroker ready on HOST:PORT`. stderr goes to
-`<data_dir>.log`, which the runner quotes when a case fails. `stop()` sends SIGTERM, then
-SIGKILL after a grace period.
+`Broker(data_dir, overrides, config_file, extra_args).start(port=0)` runs `python -m wirebroker
+serve [EXTRA_ARGS] --port PORT --data-dir DIR [--config FILE] [--override k=v]...` from the
+repository root and waits (bounded) for its one stdout line `wirebroker ready on HOST:PORT`.
+stderr goes to `<data_dir>.log` (appended to across starts), which the runner quotes when a
+case fails. `stop()` sends SIGTERM, then SIGKILL after a grace period; `kill9()` is a crash
+(SIGKILL, nothing flushed). A broker may be started again on the same data dir and port (the
+cluster fixture, `cluster.py`, restarts a killed broker that way; `extra_args` carry its
+`--zookeeper CONNECT --node-id N`).
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ class Broker:
         data_dir: Path,
         overrides: dict[str, str] | None = None,
         config_file: Path | None = None,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.extra_args = list(extra_args or [])
         self.overrides = dict(overrides or {})
         self.config_file = config_file
         self.log_path = data_dir.with_suffix(".log")
@@ -41,9 +46,9 @@ class Broker:
         self._proc: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
 
-    def start(self, timeout: float = 30.0) -> str:
+    def start(self, timeout: float = 30.0, port: int = 0) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "wirebroker", "serve", "--port", "0"]
+        cmd = [sys.executable, "-m", "wirebroker", "serve", *self.extra_args, "--port", str(port)]
         cmd += ["--data-dir", str(self.data_dir)]
         if self.config_file is not None:
             cmd += ["--config", str(self.config_file)]
@@ -54,6 +59,8 @@ class Broker:
             p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
         )
         self._log = self.log_path.open("a", encoding="utf-8")
+        self._log.write(f"===== {' '.join(cmd)}\n")
+        self._log.flush()
         self._proc = subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
@@ -100,8 +107,31 @@ class Broker:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def kill9(self) -> None:
+        """SIGKILL (a crash) and reap; the log file is closed, the data dir kept."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+            self._note("killed with SIGKILL (asked for)")
+        self.stop()
+
+    def _note(self, line: str) -> None:
+        if self._log is not None and not self._log.closed:
+            self._log.write(f"===== {line}\n")
+            self._log.flush()
+
+    def exit_status(self) -> str | None:
+        """None while running; else how the process ended (for failure reports)."""
+        code = None if self._proc is None else self._proc.poll()
+        if code is None:
+            return None
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
     def stop(self, grace: float = 10.0) -> None:
         proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            self._note(f"found stopped: {self.exit_status()}")
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:

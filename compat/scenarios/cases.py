@@ -37,6 +37,21 @@ Cases (id: what passing proves):
                                 ApiVersions; Produce v0-2 with message format v0 / v1): the
                                 round trip works, or the client gets a clear, immediate error
                                 (not a hang, nothing stored) -- the note says which
+    failover.kill_leader        (cluster row only) acks=all to a replicated partition; the
+                                leader is killed with SIGKILL; the client goes on producing
+                                with its own retries and finds the new leader by itself; every
+                                acknowledged record is stored once, in order, and consumed
+
+Rows. Every case runs in the single-broker row (`runner CLIENT`: one `wirebroker serve`) and
+in the cluster row (`runner CLIENT --cluster`: 3 brokers and a ZooKeeper, `cluster.py`)
+unless `Case.not_in` names the row with the reason it does not apply. In the cluster row the
+oracle creates every topic with replication factor 3 (and waits for three in-sync replicas),
+the adapter's admin calls create topics with replication factor 3 (`Adapter.replication_factor`),
+the brokers run with `min.insync.replicas=2`, `default.replication.factor=3` and a
+replicated `__consumer_offsets`, and the clients bootstrap from all three brokers: each
+client finds partition leaders and group coordinators on other brokers by itself. Cases whose
+outcome depends on the replication factor check it too (a topic the client or the broker
+created has replicas on every broker).
 """
 
 from __future__ import annotations
@@ -46,17 +61,23 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
+from typing import TypeVar
 
 from compat.scenarios.api import Adapter, ClientError, Member, Rec, Unsupported
 from compat.scenarios.broker import Broker
+from compat.scenarios.cluster import Cluster
 from compat.scenarios.faultproxy import FaultProxy
-from compat.scenarios.wire import EARLIEST, LATEST, Wire
+from compat.scenarios.wire import EARLIEST, LATEST, PartitionView, Wire
 from protocol.records import RecordSpec
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+SETTLE_S = 10.0
+T = TypeVar("T")
 
 
 def now_ms() -> int:
@@ -65,18 +86,54 @@ def now_ms() -> int:
 
 @dataclass
 class Ctx:
-    """What a case gets: the adapter, the broker's address, a scratch dir, unique names."""
+    """What a case gets: the adapter, the broker's address (a cluster: all the brokers'), a
+    scratch dir, unique names; in the cluster row the cluster itself (to kill a broker)."""
 
     adapter: Adapter
     bootstrap: str
     workdir: Path
     _seq: count[int]
+    cluster: Cluster | None = None
+
+    @property
+    def replication_factor(self) -> int:
+        return 1 if self.cluster is None else self.cluster.size
 
     def name(self, prefix: str) -> str:
         return f"{self.adapter.name.replace('-', '')}-{prefix}-{next(self._seq)}"
 
     def wire(self) -> Wire:
-        return Wire(self.bootstrap)
+        return Wire(self.bootstrap, replication_factor=self.replication_factor)
+
+    def settled(self, read: Callable[[], T], ok: Callable[[T], bool]) -> T:
+        """`read()` once on one broker (it answers for its own change at once); in the cluster
+        row until `ok(value)`, for up to SETTLE_S seconds: a broker applies a topic change made
+        at another broker through a ZooKeeper watch (as a Kafka 4 broker applies the metadata
+        log), so the oracle's broker may answer with the old value for a moment. The last
+        value read is returned; the case asserts on it."""
+        value = read()
+        if self.cluster is None:
+            return value
+        deadline = time.monotonic() + SETTLE_S
+        while not ok(value) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            value = read()
+        return value
+
+    def log(self, line: str) -> None:
+        """A line for the run's log, not the results (timings, broker ids: they vary)."""
+        print(f"       | {line}", flush=True)
+
+    def check_replicated(self, topic: str) -> None:
+        """In the cluster row: every partition of `topic` has `replication_factor` replicas
+        on distinct brokers (a topic the client or the broker created)."""
+        if self.cluster is None:
+            return
+        rf = self.replication_factor
+        with self.wire() as w:
+            views = w.partitions(topic)
+        for p, view in sorted(views.items()):
+            assert len(set(view.replicas)) == rf, f"{topic}-{p}: replicas {view.replicas}, not {rf}"
 
 
 def wait_until(what: str, cond: Callable[[], bool], timeout: float, step: float = 0.1) -> None:
@@ -442,6 +499,10 @@ def group_rebalance_commit_resume(ctx: Ctx) -> str:
 
 
 # -- admin -----------------------------------------------------------------------------------
+def _rf_note(ctx: Ctx) -> str:
+    return "" if ctx.cluster is None else f", replication factor {ctx.replication_factor}"
+
+
 def admin_create_topic_configs(ctx: Ctx) -> str:
     topic = ctx.name("adm-create")
     configs = {
@@ -451,11 +512,16 @@ def admin_create_topic_configs(ctx: Ctx) -> str:
     }
     ctx.adapter.create_topic(topic, 3, configs)
     with ctx.wire() as w:
-        assert w.topics([topic]) == {topic: 3}, f"metadata: {w.topics([topic])}"
-        stored = w.topic_configs(topic)
+        meta = ctx.settled(lambda: w.topics([topic]), lambda m: m == {topic: 3})
+        assert meta == {topic: 3}, f"metadata: {meta}"
+        stored = ctx.settled(
+            lambda: w.topic_configs(topic),
+            lambda c: all(c.get(k) == v for k, v in configs.items()),
+        )
     for k, v in configs.items():
         assert stored.get(k) == v, f"{k} is {stored.get(k)!r}, expected {v!r}"
-    return "3 partitions, 3 configs"
+    ctx.check_replicated(topic)
+    return "3 partitions, 3 configs" + _rf_note(ctx)
 
 
 def admin_create_partitions(ctx: Ctx) -> str:
@@ -464,14 +530,16 @@ def admin_create_partitions(ctx: Ctx) -> str:
         w.create_topic(topic, 2)
     ctx.adapter.create_partitions(topic, 5)
     with ctx.wire() as w:
-        assert w.topics([topic]) == {topic: 5}, f"metadata: {w.topics([topic])}"
+        meta = ctx.settled(lambda: w.topics([topic]), lambda m: m == {topic: 5})
+        assert meta == {topic: 5}, f"metadata: {meta}"
     wait_until(
         "the client's metadata to show 5 partitions",
         lambda: ctx.adapter.list_topics().get(topic) == 5,
         20,
         step=0.5,
     )
-    return "2 -> 5 partitions"
+    ctx.check_replicated(topic)
+    return "2 -> 5 partitions" + _rf_note(ctx)
 
 
 def admin_describe_configs(ctx: Ctx) -> str:
@@ -492,7 +560,9 @@ def admin_alter_configs(ctx: Ctx) -> str:
         w.create_topic(topic, 1, {"retention.ms": "7200000"})
     ctx.adapter.alter_topic_configs(topic, {"retention.ms": "1800000"})
     with ctx.wire() as w:
-        value = w.topic_configs(topic).get("retention.ms")
+        value = ctx.settled(
+            lambda: w.topic_configs(topic).get("retention.ms"), lambda v: v == "1800000"
+        )
     assert value == "1800000", f"retention.ms is {value!r} after the alter"
     return "retention.ms altered"
 
@@ -588,6 +658,12 @@ def admin_delete_topic(ctx: Ctx) -> str:
     return "topic deleted"
 
 
+def _quickly(took: float) -> str:
+    """A duration for a note: whole seconds, so results files do not flap on a busy machine
+    (the exact time is in the run's log line)."""
+    return "within 1 s" if took < 1 else f"after {took:.0f} s"
+
+
 # -- message size ------------------------------------------------------------------------------
 LIMIT = 100_000
 
@@ -621,7 +697,7 @@ def max_message_over(ctx: Ctx) -> str:
         assert took < 30, f"the error took {took:.1f} s"
         with ctx.wire() as w:
             assert w.list_offset(topic, 0, LATEST) == 0, "something was stored"
-        return f"MESSAGE_TOO_LARGE after {took:.1f} s"
+        return f"MESSAGE_TOO_LARGE {_quickly(took)}"
     raise AssertionError(f"a {len(value)}-byte record was accepted by a {LIMIT}-byte topic")
 
 
@@ -635,7 +711,8 @@ def auto_create(ctx: Ctx) -> str:
         meta = w.topics([topic])
         assert meta == {topic: 1}, f"metadata {meta} (num.partitions=1)"
         assert [s.value for s in w.read(topic, 0)] == [b"auto-created"]
-    return "created by the producer's metadata request"
+    ctx.check_replicated(topic)
+    return "created by the producer's metadata request" + _rf_note(ctx)
 
 
 def metadata_100_topics(ctx: Ctx) -> str:
@@ -669,24 +746,160 @@ def _legacy(message_format: int) -> Callable[[Ctx], str]:
             assert took < 30, f"the error took {took:.1f} s"
             with ctx.wire() as w:
                 assert w.list_offset(topic, 0, LATEST) == 0, "something was stored"
-            return f"clear error: {exc.code} after {took:.1f} s ({exc.raw[:100]})"
+            return f"clear error: {exc.code} {_quickly(took)} ({exc.raw[:100]})"
         assert got == values, f"read back {got}"
         return "round trip works"
 
     return case
 
 
+# -- failover (cluster row) -------------------------------------------------------------------
+FAILOVER_ROUNDS = 4  # rounds of 25 records after the kill (one before it)
+FAILOVER_RESENDS = 2  # the case re-sends a round the client gave up on, at most this often
+FAILOVER_ATTEMPT_S = 25  # each produce call: an election takes ~5 s (session timeout 4 s)
+
+
+def failover_kill_leader(ctx: Ctx) -> str:
+    """acks=all to an RF 3 partition (min.insync.replicas=2); SIGKILL its leader between two
+    produce calls; the client keeps producing with its own retries and metadata refreshes (a
+    round the client gives up on is re-sent by the case, up to FAILOVER_RESENDS times, and
+    counted in the note); the killed broker is restarted at the end (it must rejoin the ISR).
+
+    Checks: a new leader is elected; every acknowledged record is stored at the new leader, in
+    the order sent; nothing is stored that was not sent; with an idempotent producer no record
+    acknowledged at the first attempt is stored twice; the client consumes exactly what is
+    stored from the new leader; the old leader catches up and is in the ISR again."""
+    cluster = ctx.cluster
+    assert cluster is not None, "the failover case needs the cluster row"
+    caps = ctx.adapter.capabilities
+    idempotent = "idempotent" in caps
+    topic = ctx.name("failover")
+    with ctx.wire() as w:
+        w.create_topic(topic, 1, {"min.insync.replicas": "2"})
+        old = w.leader(topic, 0)
+    sent: set[bytes] = set()
+    acked: list[bytes] = []
+    exact: set[bytes] = set()  # acknowledged without a re-send by the case
+    resends: list[str] = []
+
+    def produce_round(n: int) -> None:
+        values = [f"round{n}-{i:02d}".encode() for i in range(25)]
+        sent.update(values)
+        for attempt in range(FAILOVER_RESENDS + 1):
+            recs = [Rec(None, v, partition=0) for v in values]
+            try:
+                ctx.adapter.produce(
+                    topic, recs, idempotent=idempotent, timeout_s=FAILOVER_ATTEMPT_S
+                )
+            except ClientError as exc:
+                others_down = [
+                    f"broker {i} ({b.exit_status()})"
+                    for i, b in enumerate(cluster.brokers)
+                    if i != old and not b.is_running()
+                ]
+                assert not others_down, f"{', '.join(others_down)} stopped during the case"
+                if attempt == FAILOVER_RESENDS:
+                    raise AssertionError(
+                        f"round {n} still failing after {FAILOVER_RESENDS} re-sends: {exc}"
+                    ) from exc
+                resends.append(f"round {n}: {exc.code}")
+                continue
+            acked.extend(values)
+            if attempt == 0:
+                exact.update(values)
+            return
+
+    produce_round(0)
+    cluster.kill9(old)
+    killed_at = time.monotonic()
+    recovered_after: float | None = None
+    try:
+        for n in range(1, FAILOVER_ROUNDS + 1):
+            produce_round(n)
+            if recovered_after is None:
+                recovered_after = time.monotonic() - killed_at
+        with ctx.wire() as w:
+            wait_until(
+                f"a new leader of {topic}-0 (was broker {old})",
+                lambda: w.leader(topic, 0) not in (old, -1),
+                30,
+            )
+            new = w.leader(topic, 0)
+            stored = w.read(topic, 0)
+        got = ctx.adapter.consume(topic, 0, 0, len(stored), timeout_s=45)
+    finally:
+        cluster.restart(old)
+    values = [s.value or b"" for s in stored]
+    missing = [v for v in acked if v not in set(values)]
+    assert not missing, (
+        f"{len(missing)} acknowledged records lost after the failover, e.g. {missing[:3]}"
+    )
+    alien = [v for v in values if v not in sent]
+    assert not alien, f"stored records never sent: {alien[:3]}"
+    first_seen: dict[bytes, int] = {}
+    for i, v in enumerate(values):
+        first_seen.setdefault(v, i)
+    positions = [first_seen[v] for v in acked]
+    assert positions == sorted(positions), "acknowledged records stored out of order"
+    dups = sorted({v for v in values if values.count(v) > 1})
+    if idempotent:
+        twice = [v for v in dups if v in exact]
+        assert not twice, f"idempotent producer: {len(twice)} records stored twice: {twice[:3]}"
+    assert [s.offset for s in stored] == list(range(len(stored))), "stored offsets not contiguous"
+    assert [g.value for g in got] == values, (
+        f"the client consumed {len(got)} records from the new leader, {len(stored)} are stored"
+    )
+    assert [g.offset for g in got] == list(range(len(stored))), "consumed offsets"
+    with ctx.wire() as w:
+        wait_until(
+            f"broker {old} back in the ISR of {topic}-0",
+            lambda: old in w.partitions(topic).get(0, PartitionView(-1, -1, (), ())).isr,
+            30,
+        )
+    ctx.log(
+        f"leader {old} killed, new leader {new}; produce acknowledged again "
+        f"{recovered_after or 0:.1f} s after the kill; re-sends: {resends or 'none'}; "
+        f"duplicates: {len(dups)}"
+    )
+    producer = "idempotent producer" if idempotent else "producer"
+    note = (
+        f"{len(acked)} records acknowledged by the {producer} (acks=all) across a kill -9 of "
+        "the leader: all stored in order and consumed from the new leader; the old leader "
+        "rejoined the ISR"
+    )
+    return note  # re-sends (if any) are in the log line above: a note must not flap
+
+
+SINGLE_BROKER = "single"
+CLUSTER = "cluster"
+ROWS = (SINGLE_BROKER, CLUSTER)
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
     run: Callable[[Ctx], str]
+    not_in: dict[str, str] = field(default_factory=dict)  # row -> why the case does not apply
 
+    def applies(self, row: str) -> bool:
+        return row not in self.not_in
+
+
+_ONLY_CLUSTER = {SINGLE_BROKER: "needs replicas on other brokers to fail over to"}
 
 CASES: list[Case] = [
     Case("roundtrip.create_time", roundtrip_create_time),
     Case("roundtrip.log_append_time", roundtrip_log_append_time),
     *[Case(f"compression.{c}", _compression(c)) for c in CODECS],
-    Case("idempotent.retries", idempotent_retries),
+    Case(
+        "idempotent.retries",
+        idempotent_retries,
+        {
+            CLUSTER: "the fault proxy stands in front of one broker that advertises the proxy's "
+            "address; in a cluster the advertised addresses are also the replication path. "
+            "Idempotent retries across a leader change: failover.kill_leader"
+        },
+    ),
     Case("group.rebalance_commit_resume", group_rebalance_commit_resume),
     Case("admin.create_topic_configs", admin_create_topic_configs),
     Case("admin.create_partitions", admin_create_partitions),
@@ -701,7 +914,22 @@ CASES: list[Case] = [
     Case("max_message.under", max_message_under),
     Case("max_message.over", max_message_over),
     Case("auto_create", auto_create),
-    Case("metadata.100_topics", metadata_100_topics),
+    Case(
+        "metadata.100_topics",
+        metadata_100_topics,
+        {
+            CLUSTER: "what it checks does not depend on replication (one Metadata response "
+            "listing 100 topics; every cluster case reads multi-broker Metadata), and 600 "
+            "replicas cost 5-12 s per client to create (the controller elects new partitions "
+            "one at a time), too much for the row's time budget"
+        },
+    ),
     Case("legacy.message_format_v0", _legacy(0)),
     Case("legacy.message_format_v1", _legacy(1)),
+    Case("failover.kill_leader", failover_kill_leader, _ONLY_CLUSTER),
 ]
+
+
+def cases_of(row: str) -> list[Case]:
+    """The cases of one row, in CASES order."""
+    return [c for c in CASES if c.applies(row)]

@@ -5,20 +5,38 @@ that client (or any other client under test): create topics, write batches with 
 timestamps, read back what is stored (with each batch's codec and timestamp type), read
 end/start offsets and committed group offsets, describe configs, list topics.
 
-It speaks fixed request versions (all served by Kafka 4.x) over one socket to the single
-broker; every call has a socket timeout, and every error code other than NONE raises
-`WireError(api, code)`. It is deliberately small: no retries, no metadata cache.
+It speaks fixed request versions (all served by Kafka 4.x); every call has a socket timeout,
+and every error code other than NONE raises `WireError(api, code)`. It is deliberately small:
+no metadata cache beyond one lookup, retries only where a cluster needs them (below).
 
     Metadata v9, CreateTopics v5, DeleteTopics v4, Produce v8, Fetch v11, ListOffsets v5,
-    DescribeConfigs v3, OffsetFetch v7, OffsetCommit v7, ListGroups v4.
+    DescribeConfigs v3, OffsetFetch v7, OffsetCommit v7, ListGroups v4, FindCoordinator v3.
+
+One broker or a cluster. `Wire("h:p")` talks to one broker over one socket. `Wire("h:p,h:p,h:p",
+replication_factor=3)` talks to a cluster: one socket per broker it needs, opened on first use.
+  - cluster-wide requests (Metadata, CreateTopics, DeleteTopics, DescribeConfigs) go to the
+    first bootstrap broker that answers;
+  - partition requests (Produce, ListOffsets, Fetch) go to the partition's leader, found with
+    Metadata; NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, a refused or reset connection
+    (a killed leader) make it look the leader up again and retry, for up to `retry_s` seconds;
+  - group requests (OffsetFetch, OffsetCommit) go to the group's coordinator (FindCoordinator),
+    retried the same way on COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and
+    NOT_COORDINATOR;
+  - ListGroups asks every live broker (each lists the groups it coordinates) and merges.
+`create_topic(s)` sets the stage completely: it returns only once every live broker's Metadata
+shows every partition with a leader and `replication_factor` in-sync replicas (on one broker
+that is at once), so a case's client never meets a half-created topic unless the case wants it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from protocol.api import ApiKey
 from protocol.codec import decode_response, encode_request
@@ -27,6 +45,22 @@ from protocol.records import RecordSpec, build_batch, decode_records, iter_batch
 
 EARLIEST = -2
 LATEST = -1
+T = TypeVar("T")
+
+_LEADER_MOVED = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # a broker that has not seen the topic yet
+    ErrorCode.NOT_ENOUGH_REPLICAS,  # the ISR is still short after a leader change
+    ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+}
+_COORDINATOR_MOVED = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NOT_COORDINATOR,
+}
 
 
 class WireError(RuntimeError):
@@ -57,16 +91,83 @@ class StoredRecord:
     producer_id: int
 
 
-class Wire:
-    """One connection to `bootstrap` ("host:port"); use as a context manager."""
+@dataclass(frozen=True)
+class PartitionView:
+    """One partition as a broker's Metadata shows it."""
 
-    def __init__(self, bootstrap: str, timeout: float = 15.0) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self._sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self._correlation = 0
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class _Conn:
+    """One socket to one broker."""
+
+    def __init__(self, address: str, timeout: float) -> None:
+        host, _, port = address.rpartition(":")
+        self.address = address
+        self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+        self.correlation = 0
+
+    def _recv_exact(self, n: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < n:
+            chunk = self.sock.recv(n - len(chunks))
+            if not chunk:
+                raise ConnectionError(f"{self.address} closed the connection")
+            chunks += chunk
+        return bytes(chunks)
+
+    def call(self, api: ApiKey, version: int, body: dict[str, Any]) -> Any:
+        self.correlation += 1
+        frame = encode_request(int(api), version, self.correlation, "compat-oracle", body)
+        self.sock.sendall(frame)
+        (size,) = struct.unpack(">i", self._recv_exact(4))
+        correlation, response = decode_response(int(api), version, self._recv_exact(size))
+        if correlation != self.correlation:
+            raise ConnectionError(f"correlation id {correlation} != {self.correlation}")
+        return response
 
     def close(self) -> None:
-        self._sock.close()
+        self.sock.close()
+
+
+class Wire:
+    """Connections to `bootstrap` ("host:port[,host:port...]"); use as a context manager."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float = 15.0,
+        *,
+        replication_factor: int = 1,
+        retry_s: float = 30.0,
+    ) -> None:
+        self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
+        self.timeout = timeout
+        self.replication_factor = replication_factor
+        self.retry_s = retry_s
+        self._conns: dict[str, _Conn] = {}
+        self._home: str | None = None
+        self._leaders: dict[tuple[str, int], str] = {}
+        errors = []
+        for address in self.bootstrap:
+            try:
+                self._conn(address)
+            except OSError as exc:
+                errors.append(f"{address}: {exc}")
+                continue
+            self._home = address
+            break
+        if self._home is None:
+            raise ConnectionError(f"no bootstrap broker answers: {'; '.join(errors)}")
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            with contextlib.suppress(OSError):
+                conn.close()
+        self._conns.clear()
 
     def __enter__(self) -> Wire:
         return self
@@ -75,29 +176,144 @@ class Wire:
         self.close()
 
     # -- transport -------------------------------------------------------------------------
-    def _recv_exact(self, n: int) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < n:
-            chunk = self._sock.recv(n - len(chunks))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            chunks += chunk
-        return bytes(chunks)
+    def _conn(self, address: str) -> _Conn:
+        conn = self._conns.get(address)
+        if conn is None:
+            conn = self._conns[address] = _Conn(address, self.timeout)
+        return conn
 
-    def call(self, api: ApiKey, version: int, body: dict[str, Any]) -> Any:
-        self._correlation += 1
-        frame = encode_request(int(api), version, self._correlation, "compat-oracle", body)
-        self._sock.sendall(frame)
-        (size,) = struct.unpack(">i", self._recv_exact(4))
-        correlation, response = decode_response(int(api), version, self._recv_exact(size))
-        if correlation != self._correlation:
-            raise ConnectionError(f"correlation id {correlation} != {self._correlation}")
-        return response
+    def _drop(self, address: str) -> None:
+        conn = self._conns.pop(address, None)
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def call(
+        self, api: ApiKey, version: int, body: dict[str, Any], address: str | None = None
+    ) -> Any:
+        """One request to `address` (default: the bootstrap broker that answered)."""
+        target = address or self._home
+        assert target is not None
+        try:
+            return self._conn(target).call(api, version, body)
+        except OSError:
+            self._drop(target)
+            raise
+
+    def _retrying(self, what: str, retriable: set[ErrorCode], attempt: Callable[[], T]) -> T:
+        """`attempt()` until it returns, retrying (with fresh lookups) on `retriable` errors
+        and connection failures for up to `retry_s` seconds."""
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            try:
+                return attempt()
+            except WireError as exc:
+                if exc.code not in retriable or time.monotonic() > deadline:
+                    raise
+            except OSError as exc:  # ConnectionError, refused, reset, timeout
+                if time.monotonic() > deadline:
+                    raise ConnectionError(f"{what}: {exc}") from exc
+            self._leaders.clear()
+            time.sleep(0.1)
 
     @staticmethod
     def _check(api: str, code: int, detail: str = "") -> None:
         if code != 0:
             raise WireError(api, code, detail)
+
+    # -- cluster ---------------------------------------------------------------------------
+    def _metadata(self, topics: list[str] | None, address: str | None = None) -> Any:
+        body = {
+            "topics": None if topics is None else [{"name": n} for n in topics],
+            "allow_auto_topic_creation": False,
+        }
+        return self.call(ApiKey.METADATA, 9, body, address)
+
+    def brokers(self) -> dict[int, str]:
+        """{node id: "host:port"} of the live (registered) brokers."""
+        resp = self._metadata([])
+        return {b.node_id: f"{b.host}:{b.port}" for b in resp.brokers}
+
+    def controller(self) -> int:
+        return int(self._metadata([]).controller_id)
+
+    def partitions(self, topic: str, address: str | None = None) -> dict[int, PartitionView]:
+        """{partition: leader, epoch, replicas, ISR} as one broker (default: home) sees it."""
+        resp = self._metadata([topic], address)
+        out: dict[int, PartitionView] = {}
+        for t in resp.topics:
+            if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                continue
+            for p in t.partitions:
+                out[p.partition_index] = PartitionView(
+                    int(p.leader_id),
+                    int(p.leader_epoch),
+                    tuple(p.replica_nodes),
+                    tuple(p.isr_nodes),
+                )
+        return out
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The partition's leader as the home broker sees it (-1: none)."""
+        view = self.partitions(topic).get(partition)
+        return -1 if view is None else view.leader
+
+    def _leader_address(self, topic: str, partition: int) -> str:
+        key = (topic, partition)
+        if key not in self._leaders:
+            resp = self._metadata([topic])
+            nodes = {b.node_id: f"{b.host}:{b.port}" for b in resp.brokers}
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.leader_id in nodes:
+                        self._leaders[(t.name, p.partition_index)] = nodes[p.leader_id]
+            if key not in self._leaders:
+                raise WireError("Metadata", ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition}")
+        return self._leaders[key]
+
+    def _at_leader(self, topic: str, partition: int, fn: Callable[[str], T]) -> T:
+        return self._retrying(
+            f"{topic}-{partition}",
+            _LEADER_MOVED,
+            lambda: fn(self._leader_address(topic, partition)),
+        )
+
+    def _coordinator(self, group: str) -> str:
+        body = {"key": group, "key_type": 0}
+        resp = self.call(ApiKey.FIND_COORDINATOR, 3, body)
+        self._check("FindCoordinator", resp.error_code, group)
+        return f"{resp.host}:{resp.port}"
+
+    def wait_topics_ready(self, names: list[str], timeout: float = 60.0) -> None:
+        """Every live broker's Metadata shows each partition of `names` with a leader and
+        `replication_factor` in-sync replicas."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while True:
+            try:
+                brokers = self.brokers()
+                ready = True
+                for address in brokers.values():
+                    resp = self._metadata(names, address)
+                    for t in resp.topics:
+                        short = [
+                            p.partition_index
+                            for p in t.partitions
+                            if p.leader_id < 0 or len(p.isr_nodes) < self.replication_factor
+                        ]
+                        if t.error_code or not t.partitions or short:
+                            ready = False
+                            last = f"{address}: {t.name} error {t.error_code}, short {short[:5]}"
+                            break
+                    if not ready:
+                        break
+                if ready:
+                    return
+            except OSError as exc:
+                last = repr(exc)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topics not ready after {timeout} s: {last}")
+            time.sleep(0.05)
 
     # -- topics ----------------------------------------------------------------------------
     def topics(self, names: list[str] | None = None) -> dict[str, int]:
@@ -122,19 +338,24 @@ class Wire:
         topic = {
             "name": name,
             "num_partitions": partitions,
-            "replication_factor": 1,
+            "replication_factor": self.replication_factor,
             "assignments": [],
             "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
         }
         resp = self.call(ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeout_ms": 10_000})
         [result] = resp.topics
         self._check("CreateTopics", result.error_code, result.error_message or "")
+        self.wait_topics_ready([name])
 
     def create_topics(self, names: list[str], partitions: int) -> None:
-        topics = [{"name": n, "num_partitions": partitions, "replication_factor": 1} for n in names]
+        rf = self.replication_factor
+        topics = [
+            {"name": n, "num_partitions": partitions, "replication_factor": rf} for n in names
+        ]
         resp = self.call(ApiKey.CREATE_TOPICS, 5, {"topics": topics, "timeout_ms": 30_000})
         for result in resp.topics:
             self._check("CreateTopics", result.error_code, result.name)
+        self.wait_topics_ready(names, timeout=120)
 
     def delete_topic(self, name: str) -> None:
         resp = self.call(ApiKey.DELETE_TOPICS, 4, {"topic_names": [name], "timeout_ms": 10_000})
@@ -158,7 +379,10 @@ class Wire:
         compression: int = 0,
         base_timestamp: int | None = None,
     ) -> int:
-        """Append one batch (acks=-1); returns its base offset."""
+        """Append one batch (acks=-1) at the partition's leader; returns its base offset.
+
+        A retry after a lost connection could append the batch twice: the oracle stages data
+        only on a healthy cluster, where that does not happen."""
         batch = build_batch(records, compression=compression, base_timestamp=base_timestamp)
         body = {
             "transactional_id": None,
@@ -168,14 +392,19 @@ class Wire:
                 {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
             ],
         }
-        resp = self.call(ApiKey.PRODUCE, 8, body)
-        [topic_resp] = resp.responses
-        [part] = topic_resp.partition_responses
-        self._check("Produce", part.error_code, f"{topic}-{partition}")
-        return int(part.base_offset)
+
+        def attempt(address: str) -> int:
+            resp = self.call(ApiKey.PRODUCE, 8, body, address)
+            [topic_resp] = resp.responses
+            [part] = topic_resp.partition_responses
+            self._check("Produce", part.error_code, f"{topic}-{partition}")
+            return int(part.base_offset)
+
+        return self._at_leader(topic, partition, attempt)
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
-        """ListOffsets: LATEST (-1), EARLIEST (-2) or a timestamp; -1 when none matches."""
+        """ListOffsets at the leader: LATEST (-1: the high watermark), EARLIEST (-2) or a
+        timestamp; -1 when none matches."""
         body = {
             "replica_id": -1,
             "isolation_level": 0,
@@ -186,10 +415,14 @@ class Wire:
                 }
             ],
         }
-        resp = self.call(ApiKey.LIST_OFFSETS, 5, body)
-        [part] = resp.topics[0].partitions
-        self._check("ListOffsets", part.error_code, f"{topic}-{partition}")
-        return int(part.offset)
+
+        def attempt(address: str) -> int:
+            resp = self.call(ApiKey.LIST_OFFSETS, 5, body, address)
+            [part] = resp.topics[0].partitions
+            self._check("ListOffsets", part.error_code, f"{topic}-{partition}")
+            return int(part.offset)
+
+        return self._at_leader(topic, partition, attempt)
 
     def read(self, topic: str, partition: int, start: int = 0) -> list[StoredRecord]:
         """Every record of the partition from `start` up to the high watermark at call time."""
@@ -218,11 +451,15 @@ class Wire:
                 "forgotten_topics_data": [],
                 "rack_id": "",
             }
-            resp = self.call(ApiKey.FETCH, 11, body)
-            self._check("Fetch", resp.error_code)
-            [part] = resp.responses[0].partitions
-            self._check("Fetch", part.error_code, f"{topic}-{partition}")
-            data = part.records or b""
+
+            def attempt(address: str, body: dict[str, Any] = body) -> bytes:
+                resp = self.call(ApiKey.FETCH, 11, body, address)
+                self._check("Fetch", resp.error_code)
+                [part] = resp.responses[0].partitions
+                self._check("Fetch", part.error_code, f"{topic}-{partition}")
+                return bytes(part.records or b"")
+
+            data = self._at_leader(topic, partition, attempt)
             progressed = False
             for pos, header in iter_batches(data):
                 if header.is_control:
@@ -252,20 +489,24 @@ class Wire:
 
     # -- groups ----------------------------------------------------------------------------
     def committed(self, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
-        """{partition: committed offset (-1: none)} of `group`."""
+        """{partition: committed offset (-1: none)} of `group`, from its coordinator."""
         body = {
             "group_id": group,
             "topics": [{"name": topic, "partition_indexes": partitions}],
             "require_stable": False,
         }
-        resp = self.call(ApiKey.OFFSET_FETCH, 7, body)
-        self._check("OffsetFetch", resp.error_code, group)
-        out: dict[int, int] = {}
-        for t in resp.topics:
-            for p in t.partitions:
-                self._check("OffsetFetch", p.error_code, f"{t.name}-{p.partition_index}")
-                out[p.partition_index] = int(p.committed_offset)
-        return out
+
+        def attempt() -> dict[int, int]:
+            resp = self.call(ApiKey.OFFSET_FETCH, 7, body, self._coordinator(group))
+            self._check("OffsetFetch", resp.error_code, group)
+            out: dict[int, int] = {}
+            for t in resp.topics:
+                for p in t.partitions:
+                    self._check("OffsetFetch", p.error_code, f"{t.name}-{p.partition_index}")
+                    out[p.partition_index] = int(p.committed_offset)
+            return out
+
+        return self._retrying(group, _COORDINATOR_MOVED, attempt)
 
     def commit(self, group: str, topic: str, offsets: dict[int, int]) -> None:
         """Commit offsets as a member-less ("simple") consumer: generation -1, no member."""
@@ -284,13 +525,25 @@ class Wire:
                 }
             ],
         }
-        resp = self.call(ApiKey.OFFSET_COMMIT, 7, body)
-        for t in resp.topics:
-            for p in t.partitions:
-                self._check("OffsetCommit", p.error_code, f"{t.name}-{p.partition_index}")
+
+        def attempt() -> None:
+            resp = self.call(ApiKey.OFFSET_COMMIT, 7, body, self._coordinator(group))
+            for t in resp.topics:
+                for p in t.partitions:
+                    self._check("OffsetCommit", p.error_code, f"{t.name}-{p.partition_index}")
+
+        self._retrying(group, _COORDINATOR_MOVED, attempt)
 
     def groups(self) -> dict[str, str]:
-        """{group id: state} from ListGroups v4."""
-        resp = self.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
-        self._check("ListGroups", resp.error_code)
-        return {g.group_id: g.group_state for g in resp.groups}
+        """{group id: state} from ListGroups v4 at every live broker (each lists the groups it
+        coordinates)."""
+        out: dict[str, str] = {}
+        for address in self.brokers().values():
+
+            def attempt(address: str = address) -> dict[str, str]:
+                resp = self.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []}, address)
+                self._check("ListGroups", resp.error_code)
+                return {g.group_id: g.group_state for g in resp.groups}
+
+            out.update(self._retrying(address, _COORDINATOR_MOVED, attempt))
+        return out

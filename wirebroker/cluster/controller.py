@@ -52,6 +52,7 @@ log = logging.getLogger("wirebroker.controller")
 
 
 REBALANCE = "rebalance"
+_TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning state changed
 #: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
 #: partition it led or followed; one at a time would take a round trip each).
 _PARALLEL_WRITES = 16
@@ -78,6 +79,7 @@ class ZkController:
         self._czxids: dict[int, int] = {}
         self._preferred: set[tuple[str, int]] = set()
         self._state_watches: dict[str, Watch] = {}
+        self._seen_topics: set[str] = set()
 
     def _trigger(self, why: str) -> Callable[..., None]:
         def callback(*_args: object) -> None:
@@ -119,16 +121,24 @@ class ZkController:
         from wirebroker.cluster.zk_member import ControllerMovedError
 
         while True:
-            why = await self._recv.receive()
+            whys = {await self._recv.receive()}
             # Collapse a burst of triggers into one pass.
-            rebalance = why == REBALANCE
             while True:
                 try:
-                    rebalance |= self._recv.receive_nowait() == REBALANCE
+                    whys.add(self._recv.receive_nowait())
                 except trio.WouldBlock:
                     break
+            why = ", ".join(sorted(whys))
+            rebalance = REBALANCE in whys
+            # Only topic triggers (a new topic, an assignment or a reassigning partition's state
+            # changed): a pass over those topics, not every partition of the cluster.
+            only: set[str] | None = None
+            if all(w.startswith(_TOPIC) or w == zl.BROKER_TOPICS for w in whys):
+                only = {w[len(_TOPIC) :] for w in whys if w.startswith(_TOPIC)}
+                if zl.BROKER_TOPICS in whys:
+                    only |= set(await self._children(zl.BROKER_TOPICS)) - self._seen_topics
             try:
-                await self._reconcile(rebalance=rebalance)
+                await self._reconcile(rebalance=rebalance, only=only)
             except TransactionError as exc:
                 if exc.index == 0:
                     raise ControllerMovedError() from exc
@@ -149,7 +159,8 @@ class ZkController:
         except NoNodeError:
             return []
 
-    async def _reconcile(self, *, rebalance: bool = False) -> None:
+    async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
+        """One pass: every partition (`only`: the partitions of those topics)."""
         live: set[int] = set()
         bounced: set[int] = set()
         for child in await self._children(zl.BROKER_IDS):
@@ -173,11 +184,11 @@ class ZkController:
         asked = bool(preferred)
         if rebalance:
             preferred |= await self._imbalanced(live)
-        if bounced:
+        if bounced and only is None:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
             await self._pass(live - bounced, shutting, set())
-        await self._pass(live, shutting, preferred)
+        await self._pass(live, shutting, preferred, only=only)
         if asked:
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
@@ -227,12 +238,24 @@ class ZkController:
             return set()
 
     async def _pass(
-        self, live: set[int], shutting: set[int], preferred: set[tuple[str, int]]
+        self,
+        live: set[int],
+        shutting: set[int],
+        preferred: set[tuple[str, int]],
+        *,
+        only: set[str] | None = None,
     ) -> None:
-        for topic in sorted(await self._children(zl.BROKER_TOPICS)):
+        topics = await self._children(zl.BROKER_TOPICS)
+        self._seen_topics &= set(topics)
+        for topic in sorted(topics):
+            if only is not None and topic not in only:
+                continue
+            # Only a topic this pass handles counts as seen: one created while the pass ran
+            # is picked up by the next /brokers/topics trigger.
+            self._seen_topics.add(topic)
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = await self.coord.watch_data(
-                    zl.topic_path(topic), self._trigger(topic)
+                    zl.topic_path(topic), self._trigger(_TOPIC + topic)
                 )
             try:
                 data, stat = await self.coord.get(zl.topic_path(topic))
@@ -298,7 +321,7 @@ class ZkController:
             key = f"{topic}-{index}"
             if key not in self._state_watches:
                 self._state_watches[key] = await self.coord.watch_data(
-                    zl.state_path(topic, index), self._trigger(key)
+                    zl.state_path(topic, index), self._trigger(_TOPIC + topic)
                 )
             leaving = assignment.removing.get(index, ())
             target = tuple(r for r in assignment.replicas(index) if r not in leaving)

@@ -50,6 +50,10 @@ class ClusterView(abc.ABC):
     def broker(self, node_id: int) -> BrokerNode | None:
         """A live broker by id."""
 
+    def broker_epoch(self, node_id: int) -> int:
+        """The broker's current registration epoch (its znode's czxid); -1 when unknown."""
+        return -1
+
     @abc.abstractmethod
     def controller_id(self) -> int:
         """The controller's broker id (-1: none elected right now)."""

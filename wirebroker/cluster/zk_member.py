@@ -23,12 +23,16 @@
                 /controller (ephemeral), setData /controller_epoch = e+1 at its version]; the
                 winner runs `wirebroker.cluster.controller.Controller` until it loses the
                 znode or its session
-    session     LOST: every leadership is dropped at once (make_follower of nobody) and the
-                controller stops; CONNECTED again (new session): register again (a new broker
-                epoch) and re-apply every partition state
+    session     LOST: every leadership is dropped at once (`stop_replica` without deleting:
+                clients get NOT_LEADER_OR_FOLLOWER) and the controller stops; CONNECTED again
+                (new session): register again (a new broker epoch), read the state of every
+                hosted partition afresh and re-apply it
     shutdown    `controlled_shutdown()`: ask the controller (/wirebroker/controlled_shutdown/
                 <id>) to move this broker's leaderships away, wait until it leads nothing that
-                has another live in-sync replica (bounded), then return
+                has another live in-sync replica (bounded), then return; meanwhile a partition
+                whose ISR no longer holds this broker is not followed any more
+                (`stop_replica` without deleting: Kafka's StopReplica), so that its leader
+                cannot take the stopping broker back into the ISR
 
 Every callback (watch or session) only queues an event; one task applies them in order, so
 broker state changes in one place, one event at a time (Kafka's controller event queue idea).
@@ -138,6 +142,7 @@ class ZkMetadataCache(ClusterView):
 
     def __init__(self) -> None:
         self.brokers: dict[int, BrokerNode] = {}
+        self.epochs: dict[int, int] = {}  # broker id -> czxid of its registration
         self.controller: int = -1
         self.topics: dict[str, _TopicMirror] = {}
 
@@ -149,6 +154,9 @@ class ZkMetadataCache(ClusterView):
 
     def controller_id(self) -> int:
         return self.controller if self.controller in self.brokers else -1
+
+    def broker_epoch(self, node_id: int) -> int:
+        return self.epochs.get(node_id, -1)
 
     def partitions(self, topic: str) -> list[PartitionView]:
         mirror = self.topics.get(topic)
@@ -337,47 +345,67 @@ class ClusterMember:
         log.warning("ZooKeeper session lost: dropping every leadership until registered again")
         self._registered = False
         self._stop_controller()
-        now = self.clock()
+        # stop_replica, not make_follower: the state znode still names this broker leader at
+        # the same (leader epoch, version), which a Partition ignores as not newer, so a
+        # make_follower of nobody would leave it leading (a zombie taking writes).
         for name, mirror in self.cache.topics.items():
-            for index, (state, version) in mirror.states.items():
-                if state.leader == self.node_id:
-                    self.replicas.make_follower(
-                        name,
-                        index,
-                        leader_id=-1,
-                        leader_epoch=state.leader_epoch,
-                        isr=list(state.isr),
-                        replicas=list(mirror.assignment.replicas(index)),
-                        partition_epoch=version,
-                        now_ms=now,
-                    )
+            for index, (state, _version) in mirror.states.items():
+                if state.leader == self.node_id and (name, index) in self._hosted:
+                    self.replicas.stop_replica(name, index, delete=False)
 
     async def _session_back(self) -> None:
         if self._registered:
             return
         await self._register()
+        # The mirror may be older than ZooKeeper (the watches are re-read after this event):
+        # read the state of every hosted partition first, so that a leadership that moved
+        # while the session was gone is not taken up again at its old epoch. (A watch
+        # delivery of an older read may still follow; the read it sets delivers the latest.)
         for name in list(self.cache.topics):
-            for index in list(self.cache.topics[name].assignment.partitions):
+            mirror = self.cache.topics.get(name)
+            if mirror is None:
+                continue
+            for index in sorted(mirror.assignment.partitions):
+                if (name, index) in self._hosted:
+                    await self._read_state(name, mirror, index)
                 self._apply_role(name, index)
         data_stat = await self.coord.exists(zl.CONTROLLER)
         if data_stat is None:
             await self._try_elect()
 
+    async def _read_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
+        try:
+            data, stat = await self.coord.get(zl.state_path(name, index))
+            state = zl.decode_partition_state(name, index, data)
+        except NoNodeError:
+            mirror.states.pop(index, None)
+            return
+        except zl.LayoutError as exc:
+            log.warning("%s-%d: %s", name, index, exc)
+            return
+        mirror.states[index] = (state, stat.version)
+
     # -- brokers and controller ------------------------------------------------------------
     async def _on_brokers(self, children: list[str] | None) -> None:
+        """Every registration is read again: a broker that re-registered (a new session) has
+        a new czxid, its broker epoch, even when the list of ids looks the same."""
         ids = {int(c) for c in children or [] if c.lstrip("-").isdigit()}
         for gone in set(self.cache.brokers) - ids:
             del self.cache.brokers[gone]
-        for new in sorted(ids - set(self.cache.brokers)):
+            self.cache.epochs.pop(gone, None)
+        for broker in sorted(ids):
             try:
-                data, _stat = await self.coord.get(zl.broker_path(new))
-                reg = zl.decode_broker(new, data)
+                data, stat = await self.coord.get(zl.broker_path(broker))
+                reg = zl.decode_broker(broker, data)
             except NoNodeError:
+                self.cache.brokers.pop(broker, None)
+                self.cache.epochs.pop(broker, None)
                 continue
             except zl.LayoutError as exc:
-                log.warning("ignoring broker %d: %s", new, exc)
+                log.warning("ignoring broker %d: %s", broker, exc)
                 continue
-            self.cache.brokers[new] = BrokerNode(new, reg.host, reg.port, reg.rack)
+            self.cache.brokers[broker] = BrokerNode(broker, reg.host, reg.port, reg.rack)
+            self.cache.epochs[broker] = stat.czxid
 
     async def _on_controller(self, data: bytes | None, _stat: Stat | None) -> None:
         if data is None:
@@ -615,6 +643,12 @@ class ClusterMember:
                 partition_epoch=version,
                 now_ms=now,
             )
+        elif self._shutting_down and self.node_id not in state.isr:
+            # Out of the ISR while shutting down (the controller removes a stopping broker):
+            # stop fetching, as Kafka's controller sends StopReplica, or the leader would
+            # take it back into the ISR as soon as it caught up, and hold acks=-1 writes
+            # back once it is gone.
+            self.replicas.stop_replica(name, index, delete=False)
         else:
             self.replicas.make_follower(
                 name,
@@ -664,6 +698,7 @@ class ClusterMember:
     async def controlled_shutdown(self, timeout_s: float) -> bool:
         """Ask the controller to move leaderships away; True when nothing movable is left."""
         self._shutting_down = True
+        self._send.send_nowait(self._reapply_roles)  # stop following outside the ISRs
         self._stop_controller()
         if self.cache.controller == self.node_id:
             with contextlib.suppress(CoordinationError):
@@ -677,6 +712,10 @@ class ClusterMember:
             return True
         log.warning("controlled shutdown: leaderships still here after %.1f s", timeout_s)
         return False
+
+    async def _reapply_roles(self) -> None:
+        for name, index in sorted(self._hosted):
+            self._apply_role(name, index)
 
     def _movable_leaderships(self) -> list[tuple[str, int]]:
         out = []

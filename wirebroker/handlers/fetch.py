@@ -9,8 +9,10 @@ sending full fetches. By the request's (session_id, session_epoch), as Kafka's F
                                       session can exist); the client then starts over with a
                                       full fetch
 forgotten_topics_data only applies to incremental fetches and is ignored. rack_id, cluster_id,
-replica_directory_id, the follower high_watermark (v18) and replica_state.replica_epoch (the
-follower's broker epoch, which Kafka checks in KRaft mode) are ignored.
+replica_directory_id and the follower high_watermark (v18) are ignored.
+replica_state.replica_epoch (v15+, the follower's broker epoch): older than the broker's
+current registration (ClusterView.broker_epoch) -> served, but the fetch is not recorded, so it
+neither moves the high watermark nor brings the follower back into the ISR (KIP-903).
 
 Topics are named (v4-12) or addressed by topic_id (v13+): an unknown id gives UNKNOWN_TOPIC_ID
 for each of its partitions, an unknown name or partition UNKNOWN_TOPIC_OR_PARTITION, a partition
@@ -272,11 +274,17 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
             "session_id": 0,
             "responses": [],
         }
+    replica_epoch = -1
     if version >= 15:
         state = req.get("replica_state")
         replica_id = int(state["replica_id"]) if state is not None else -1
+        replica_epoch = int(state["replica_epoch"]) if state is not None else -1
     else:
         replica_id = int(req.get("replica_id", -1))
+    # KIP-903: a follower fetching with an older broker epoch than its registration (a process
+    # whose session expired, or an older incarnation) is served but not counted: its position
+    # does not move the high watermark and cannot bring it back into the ISR.
+    stale = 0 <= replica_epoch < ctx.services.cluster.broker_epoch(replica_id)
     isolation = int(req.get("isolation_level", 0))
     max_bytes = int(req.get("max_bytes", _INT32_MAX))
     min_bytes = int(req.get("min_bytes", 0))
@@ -285,7 +293,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     plan = _Plan(ctx, req)
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     waiters = ctx.services.fetch_waiters
-    first = True
+    first = not stale
     while True:
         responses, total, complete = _read_all(
             ctx,

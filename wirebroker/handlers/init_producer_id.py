@@ -6,7 +6,8 @@ idempotent (non-transactional) producers.
                                id even when producer_id/producer_epoch (v3+, KIP-360) name an
                                existing one (an idempotent producer bumps its epoch itself).
                                Ids come from `ProducerIdManager` and are never reused, even after
-                               a crash.
+                               a crash; in a cluster from blocks every broker takes from one
+                               ZooKeeper znode (`cluster.zk_producer_ids`).
     producer_id / epoch        exactly one of them -1 -> INVALID_REQUEST (Kafka's check).
     transactional_id ""        INVALID_REQUEST (as Kafka).
     transactional_id set       transactions are out of scope: TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -61,7 +62,7 @@ async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProduce
     if (producer_id == _NO_PRODUCER_ID) != (producer_epoch == _NO_PRODUCER_EPOCH):
         return _response(ErrorCode.INVALID_REQUEST)
     try:
-        new_id = ctx.services.producer_ids.next_id()
+        new_id = await ctx.services.producer_ids.allocate()
     except Exception:
         log.exception("allocating a producer id failed")
         return _response(ErrorCode.UNKNOWN)

@@ -320,3 +320,24 @@ async def test_reassignment_moves_replicas_once_the_new_ones_are_in_sync(tmp_pat
         cancel = await admin.alter_reassignments([("t", 0, None)], allow_rf_change=True)
         assert cancel[("t", 0)][0] == 85  # NO_REASSIGNMENT_IN_PROGRESS
         nursery.cancel_scope.cancel()
+
+
+async def test_topics_created_while_a_controller_pass_runs_all_get_leaders(
+    tmp_path: Path,
+) -> None:
+    """A topic that appears while the controller handles another one is not skipped."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        names = [f"t{i}" for i in range(20)]
+        for i, name in enumerate(names):
+            nodes[i % 3].admin.create_topics([NewTopic(name, 2, 3)], now_ms=0)
+            await trio.sleep(0)  # let the controller start passes in between
+        for i, name in enumerate(names):
+            assert await nodes[i % 3].admin.wait_settled([name], 5) == {}, name
+        await settle(nodes)
+        for name in names:
+            for index in (0, 1):
+                assert (await state(nodes[0], name, index)).leader in (1, 2, 3)
+        nursery.cancel_scope.cancel()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from compat.scenarios import runner
+from compat.scenarios import cases, runner
 from compat.scenarios.faultproxy import FaultProxy
 
 REPO = Path(__file__).resolve().parents[3]
@@ -176,10 +176,25 @@ def test_report_table_totals_and_suite_figures(
         },
     }
     (tmp_path / "kafka-python-suite.json").write_text(json.dumps(suite))
-    text = report.render()
-    rows = {
-        line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| `")
+    cluster_cases = {
+        "auto_create": {"status": "fail", "detail": "lost", "seconds": 0.1},
+        "failover.kill_leader": {"status": "pass", "detail": "ok", "seconds": 9},
     }
+    (tmp_path / "kcat-cluster.json").write_text(
+        json.dumps({"version": "1.7.1", "row": "cluster", "cases": cluster_cases})
+    )
+    text = report.render()
+    single_text, _, cluster_text = text.partition("### A 3-broker cluster")
+    single_text = single_text.partition("### One broker")[2]
+    cluster_text = cluster_text.partition("### Notes")[0]
+
+    def table(part: str) -> dict[str, str]:
+        return {
+            line.split("|")[1].strip(): line for line in part.splitlines() if line.startswith("| `")
+        }
+
+    rows = table(single_text)
+    cluster_rows = table(cluster_text)
     kcat_col = report.CLIENTS.index("kcat") + 2
     assert rows["`auto_create`"].split("|")[kcat_col].strip() == "pass"
     assert rows["`max_message.over`"].split("|")[kcat_col].strip() == "**FAIL**"
@@ -190,3 +205,38 @@ def test_report_table_totals_and_suite_figures(
     assert "boom \\| pipe" in text
     assert "**1 / 2**" in text  # excluded tests are not counted
     assert "`t::c`: SSL: spawns a broker" in text
+    # the cluster row: its own results file; cases that do not apply are excluded, with reasons
+    assert rows["`failover.kill_leader`"].split("|")[kcat_col].strip() == "excluded"
+    assert cluster_rows["`failover.kill_leader`"].split("|")[kcat_col].strip() == "pass"
+    assert cluster_rows["`auto_create`"].split("|")[kcat_col].strip() == "**FAIL**"
+    assert cluster_rows["`idempotent.retries`"].split("|")[kcat_col].strip() == "excluded"
+    assert cluster_rows["`roundtrip.create_time`"].split("|")[kcat_col].strip() == "not run"
+    assert "1 pass / 1 fail / 0 n/a" in cluster_text
+    assert "- `idempotent.retries`: the fault proxy" in cluster_text
+    assert "- `failover.kill_leader`: needs replicas" in single_text
+    assert "`auto_create` (fail): lost" in text
+
+
+def test_rows_select_their_cases_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    single = {c.id for c in cases.cases_of(cases.SINGLE_BROKER)}
+    cluster = {c.id for c in cases.cases_of(cases.CLUSTER)}
+    assert "failover.kill_leader" in cluster - single
+    assert "idempotent.retries" in single - cluster
+    assert all(c.not_in[row] for c in cases.CASES for row in c.not_in), "a reason for each"
+    assert set().union(*(c.not_in for c in cases.CASES)) <= set(cases.ROWS)
+    # a cluster-only case listed in the single row's ratchet is an unknown id, and back
+    results = _results(auto_create="pass")
+    _, unknown, _ = runner.ratchet(["failover.kill_leader"], results, partial=True)
+    assert unknown == ["failover.kill_leader"]
+    _, unknown, _ = runner.ratchet(
+        ["idempotent.retries", "failover.kill_leader"], results, partial=True, row=cases.CLUSTER
+    )
+    assert unknown == ["idempotent.retries"]
+    monkeypatch.setattr(runner, "COMPAT", tmp_path)
+    assert runner.passing_path("c", cases.CLUSTER) == tmp_path / "c" / "passing-cluster.txt"
+    assert runner.results_path("c", cases.CLUSTER).name == "c-cluster.json"
+    assert runner.results_path("c").name == "c.json"
+    (tmp_path / "c").mkdir()
+    runner.write_passing("c", ["failover.kill_leader", "auto_create"], cases.CLUSTER)
+    assert runner.read_passing("c", cases.CLUSTER) == ["auto_create", "failover.kill_leader"]
+    assert runner.read_passing("c") == []

@@ -217,3 +217,31 @@ async def test_single_broker_acks_all_never_waits(call, services):
     p = produced(await call(ApiKey.PRODUCE, 9, produce_body("t", timeout_ms=0)))
     assert p.error_code == ErrorCode.NONE
     assert services.replicas.partition("t", 0).high_watermark == 1
+
+
+async def test_a_follower_with_a_stale_broker_epoch_is_served_but_not_counted(
+    call, services, leader
+):
+    """KIP-903: fetches carrying an older broker epoch than the follower's registration do not
+    move the high watermark (nor bring it back into the ISR)."""
+
+    class Epochs(type(services.cluster)):  # type: ignore[misc]
+        def broker_epoch(self, node_id: int) -> int:
+            return 50 if node_id == 1 else -1
+
+    services.cluster.__class__ = Epochs
+    p = produced(await call(ApiKey.PRODUCE, 9, produce_body("t", acks=1)))
+    assert p.error_code == ErrorCode.NONE and leader.log_end_offset == 1
+
+    def v15(offset: int, epoch: int) -> Any:
+        body = fetch_body("t", offset)
+        body["replica_state"] = {"replica_id": 1, "replica_epoch": epoch}
+        body["topics"][0]["topic_id"] = leader.topic_id
+        return body
+
+    stale = fetched(await call(ApiKey.FETCH, 15, v15(1, 49)))
+    assert stale.error_code == ErrorCode.NONE
+    assert leader.high_watermark == 0  # not counted
+    current = fetched(await call(ApiKey.FETCH, 15, v15(1, 50)))
+    assert current.error_code == ErrorCode.NONE
+    assert leader.high_watermark == 1

@@ -209,6 +209,7 @@ class Broker:
             cluster = LocalClusterView(node_id, self._advertised, self.replicas)
         self.fetch_waiters = FetchWaiters()
         self.replicas.add_data_listener(self.fetch_waiters.notify)
+        self.replicas.add_hw_listener(self.fetch_waiters.notify_hw)
         self.produce_waiters = ProduceWaiters()
         self.replicas.add_hw_listener(self.produce_waiters.notify)
         self.fetchers: ReplicaFetcherManager | None = None

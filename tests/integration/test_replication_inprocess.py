@@ -348,3 +348,41 @@ async def test_high_watermark_checkpoint_is_written(cluster: Cluster, tmp_path: 
 
     await eventually(lambda: all(checkpointed(n) for n in range(3)), "HW checkpoints")
     await conn.aclose()
+
+
+async def test_acks_all_produces_pipelined_on_one_connection(cluster: Cluster) -> None:
+    """Produce requests sent back to back on one connection: each is appended while the ones
+    before it wait for the followers (net/connection.py, QUEUED); the answers come in request
+    order, each once its records are replicated."""
+    from protocol.codec import decode_response, encode_request
+    from protocol.framing import FrameDecoder
+
+    cluster.zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    conn = await cluster.client(0)
+    n = 12  # more than the connection queues (MAX_QUEUED_REPLIES)
+    frames = []
+    for i in range(n):
+        batch = build_batch([(None, b"p%d-%d" % (i, j)) for j in range(3)], base_timestamp=1)
+        body = {
+            "acks": -1,
+            "timeout_ms": 10_000,
+            "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        frames.append(encode_request(ApiKey.PRODUCE, 9, 100 + i, "pipelined", body))
+    await conn.stream.send_all(b"".join(frames))
+    decoder = FrameDecoder(1 << 26)
+    answers: list[tuple[int, int, int]] = []
+    with trio.fail_after(DEADLINE_S):
+        while len(answers) < n:
+            frame = decoder.next_frame()
+            if frame is None:
+                decoder.receive_data(await conn.stream.receive_some(65536))
+                continue
+            cid, resp = decode_response(ApiKey.PRODUCE, 9, frame)
+            p = resp.responses[0].partition_responses[0]
+            answers.append((cid, int(p.error_code), int(p.base_offset)))
+            # answered only once replicated: the follower slowest to fetch has it
+            assert min(cluster.part(k).log_end_offset for k in (1, 2)) >= int(p.base_offset) + 3
+    assert answers == [(100 + i, ErrorCode.NONE, 3 * i) for i in range(n)]
+    assert cluster.part(0).high_watermark == 3 * n
+    await conn.aclose()

@@ -5,6 +5,7 @@ Not a test. Starts its own ZooKeeper (Debian's package, as `wirebroker cluster` 
 brokers on loopback, stops them at the end, prints a Markdown table (or JSON with --json).
 
     python tools/bench/bench_failover.py [--kills 20] [--quick] [--json] [--write-docs FILE]
+    python tools/bench/bench_failover.py --only throughput [--json]    # ~30 s: the produce runs
 
 Measures, in this order:
 
@@ -406,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-throughput", action="store_true", help="skip the produce runs")
     parser.add_argument("--no-sigterm", action="store_true", help="skip the SIGTERM rounds")
     parser.add_argument(
+        "--only",
+        choices=["throughput"],
+        help="throughput: only the produce runs (no start timing, no stops)",
+    )
+    parser.add_argument(
         "--override",
         action="append",
         default=[],
@@ -432,11 +438,17 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": sizes,
     }
 
-    print("cluster start ...", file=log, flush=True)
-    starts = [time_cluster_start(args.override) for _ in range(args.starts)]
+    only_throughput = args.only == "throughput"
+    if only_throughput:
+        args.no_throughput = False
+        kills = result["kills"] = 0
+    starts = []
+    if not only_throughput:
+        print("cluster start ...", file=log, flush=True)
+        starts = [time_cluster_start(args.override) for _ in range(args.starts)]
     result["start"] = {
-        "ready": statistics.median(s["ready"] for s in starts),
-        "zookeeper": statistics.median(s["zookeeper"] for s in starts),
+        "ready": statistics.median(s["ready"] for s in starts) if starts else float("nan"),
+        "zookeeper": statistics.median(s["zookeeper"] for s in starts) if starts else float("nan"),
         "n": len(starts),
         "runs": starts,
     }
@@ -452,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
             cluster.start()
             cluster.create_topic(TOPIC, 1, 3, {"min.insync.replicas": "2"})
             for how in ("kill9", "sigterm"):
-                if how == "sigterm" and args.no_sigterm:
+                if only_throughput or (how == "sigterm" and args.no_sigterm):
                     result["sigterm_produce"] = result["sigterm_consume"] = _stats([])
                     continue
                 print(f"{how} x {kills} ...", file=log, flush=True)

@@ -31,7 +31,8 @@ OffsetCommit request costs ~15-30x its frame) working when the cap is lowered.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, NamedTuple
 
 from protocol.api import ApiKey
@@ -46,7 +47,7 @@ from protocol.legacy_produce import (
 from wirebroker.handlers.api_versions import unsupported_version_body
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
-from wirebroker.handlers.registry import HandlerSpec, api_name
+from wirebroker.handlers.registry import HandlerSpec, Later, api_name
 
 #: Connection events keep the network layer's logger: operators (and tests) filter on it.
 log = logging.getLogger("wirebroker.net")
@@ -69,6 +70,8 @@ class Reply(NamedTuple):
 
     response: bytes | None
     close: bool = False
+    #: the handler answered `Later`: await this for the reply (see net/dispatch.py)
+    later: Callable[[], Awaitable[Reply]] | None = None
 
 
 #: Send nothing and go on reading (acks=0 Produce).
@@ -121,13 +124,9 @@ class Dispatcher:
         ctx = RequestContext(header=header, services=self.services, client_host=client_host)
         try:
             body = await spec.func(ctx, request)
-            if body is None:
-                return NOTHING
-            return Reply(
-                encode_response(
-                    int(header.api_key), int(header.api_version), int(header.correlation_id), body
-                )
-            )
+            if isinstance(body, Later):
+                return Reply(None, later=partial(_finish, body, header, peer))
+            return _encoded(header, body)
         except ProduceWithoutAckFailed as exc:
             # Kafka logs this at INFO: closing is how an acks=0 producer learns of the error.
             log.info("closing connection from %s: %s: %s", peer, exc, describe(header))
@@ -135,6 +134,25 @@ class Dispatcher:
         except Exception:
             log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
             return CLOSE
+
+
+def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
+    if body is None:
+        return NOTHING
+    return Reply(
+        encode_response(
+            int(header.api_key), int(header.api_version), int(header.correlation_id), body
+        )
+    )
+
+
+async def _finish(later: Later, header: Any, peer: str) -> Reply:
+    """The reply of a handler that answered `Later`, once its body is there."""
+    try:
+        return _encoded(header, await later.wait())
+    except Exception:
+        log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
+        return CLOSE
 
 
 def _unsupported_version(frame: bytes, header: Any, peer: str) -> Reply:

@@ -59,8 +59,9 @@ returns at least one whole batch even when it exceeds both limits, later ones on
 Long poll: the response goes out at once when the bytes gathered reach min_bytes, when any
 partition has an error or a diverging epoch, when no partition is requested or when
 max_wait_ms <= 0. Otherwise the handler parks this connection only, subscribed to every
-requested partition (`Services.fetch_waiters`), and reads again whenever one gets data,
-until min_bytes is reached or max_wait_ms passes; then it answers with what there is.
+requested partition (`Services.fetch_waiters`), and reads again whenever one gets data
+(a consumer also when the high watermark advances; a follower, which reads up to the log end,
+not), until min_bytes is reached or max_wait_ms passes; then it answers with what there is.
 Timing uses trio's clock (so tests run it under MockClock).
 """
 
@@ -313,7 +314,8 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         ):
             break
         # No await between the read above and subscribing: no wake-up can be missed.
-        with waiters.subscribe(plan.watch_keys()) as event:
+        # a follower reads up to the log end: an HW advance alone gives it nothing to read
+        with waiters.subscribe(plan.watch_keys(), hw=replica_id < 0) as event:
             with trio.move_on_at(deadline):
                 await event.wait()
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

@@ -8,9 +8,12 @@ Per request
                     watermark covers it (`Services.produce_waiters`, Kafka's DelayedProduce):
                     REQUEST_TIMED_OUT after timeout_ms, NOT_ENOUGH_REPLICAS_AFTER_APPEND when
                     the ISR shrank below the minimum meanwhile, NOT_LEADER_OR_FOLLOWER when
-                    leadership was lost (these keep the base offset, as Kafka). A partition
-                    whose only replica is this broker (always, on a single broker) has its
-                    high watermark at the log end after the append: no wait, no await.
+                    leadership was lost (these keep the base offset, as Kafka); timeout_ms
+                    counts from the append. The handler answers `Later` then: the connection
+                    serves the next requests while this one waits, and sends the responses
+                    in request order (net/connection.py, QUEUED). A partition whose only
+                    replica is this broker (always, on a single broker) has its high
+                    watermark at the log end after the append: no wait, no await.
                     acks=0 gets no response; if any partition failed, the connection is closed
                     (raise `ProduceWithoutAckFailed`), as Kafka does, so the producer notices and
                     refreshes its metadata.
@@ -65,7 +68,7 @@ from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
 from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._topics import resolve_entry
-from wirebroker.handlers.registry import handler
+from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
 
@@ -202,10 +205,10 @@ def _append(
     return presp
 
 
-async def _await_replication(ctx: RequestContext, waiting: list[_Waiting], timeout_ms: int) -> None:
-    """acks=-1: wait (until one deadline for all) for the ISR to have each append."""
+async def _await_replication(ctx: RequestContext, waiting: list[_Waiting], deadline: float) -> None:
+    """acks=-1: wait (until one deadline for all, trio time) for the ISR to have each
+    append."""
     waiters = ctx.services.produce_waiters
-    deadline = trio.current_time() + max(0, timeout_ms) / 1000.0
     for presp, part, required, epoch in waiting:
         if waiters is None:
             code = part.replication_status(required, epoch) or ErrorCode.REQUEST_TIMED_OUT
@@ -217,7 +220,7 @@ async def _await_replication(ctx: RequestContext, waiting: list[_Waiting], timeo
 
 
 @handler(ApiKey.PRODUCE)
-async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | Later | None:
     version = ctx.api_version
     acks = int(req.get("acks", 1))
     topic_data = list(req.get("topic_data") or [])
@@ -271,8 +274,14 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
         out_topic["partition_responses"] = partition_responses
         responses.append(out_topic)
 
-    if waiting:
-        await _await_replication(ctx, waiting, int(req.get("timeout_ms", 0)))
+    if waiting:  # acks=-1 only: the answer comes once replicated (QUEUED, net/connection.py)
+        deadline = trio.current_time() + max(0, int(req.get("timeout_ms", 0))) / 1000.0
+
+        async def replicated() -> ProduceResponse:
+            await _await_replication(ctx, waiting, deadline)
+            return {"responses": responses, "throttle_time_ms": 0}
+
+        return Later(replicated)
     if acks == 0:
         if any_error:
             raise ProduceWithoutAckFailed(

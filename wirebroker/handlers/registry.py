@@ -39,10 +39,20 @@ from protocol.api import SCHEMAS, ApiKey
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-#: `async def handle(ctx, req) -> dict | None`; None means "send no response" (acks=0 Produce).
-#: Handlers annotate `req` and the result with their API's generated TypedDicts
-#: (`protocol.messages.<api>.<Name>Request` / `<Name>Response`).
-HandlerFunc = Callable[["RequestContext", Any], Awaitable[Mapping[str, Any] | None]]
+
+@dataclass(frozen=True)
+class Later:
+    """A handler's answer that is not ready yet (an acks=all Produce waiting for the in-sync
+    replicas): `wait()` gives the body (or None: no response). The connection may serve its
+    next requests meanwhile; responses keep request order (net/connection.py, QUEUED)."""
+
+    wait: Callable[[], Awaitable[Mapping[str, Any] | None]]
+
+
+#: `async def handle(ctx, req) -> dict | None | Later`; None means "send no response" (acks=0
+#: Produce), a `Later` "the body comes later". Handlers annotate `req` and the result with their
+#: API's generated TypedDicts (`protocol.messages.<api>.<Name>Request` / `<Name>Response`).
+HandlerFunc = Callable[["RequestContext", Any], Awaitable[Mapping[str, Any] | Later | None]]
 
 #: APIs whose advertised minimum version is 0 whatever they serve (KAFKA-18659).
 _ADVERTISE_FROM_ZERO = frozenset({int(ApiKey.PRODUCE)})

@@ -19,6 +19,14 @@ In-memory state (rebuilt on load/recovery)::
     last_modified_ms               now_ms of the last append (file mtime after a load): the
                                    retention age of a segment without timestamps
     bytes_since_last_index_entry   index entry spacing (index.interval.bytes)
+    recent batches                 (last offset, position, header) of the last RECENT_BATCHES
+                                   batches appended since the segment was opened (none after
+                                   a truncation): `translate_offset` finds an offset among them
+                                   without reading the file. Fetches from followers and
+                                   consumers at the log end ask for exactly these offsets;
+                                   without them every such fetch walks the batch headers from
+                                   the last offset-index entry (up to index.interval.bytes of
+                                   61-byte preads: dozens for small batches).
 
 Index entries follow Kafka's `LogSegment.append`: for each batch, first fold its max
 timestamp into the running maximum, then, when more than `index.interval.bytes` were
@@ -49,6 +57,7 @@ from __future__ import annotations
 import logging
 import re
 import zlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
@@ -83,6 +92,8 @@ INT32_MAX = 2**31 - 1
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
 _FILE_NAME_RE = re.compile(r"(\d{20})(\..+)")
 SCAN_WINDOW = 1 << 20
+#: Batches whose positions a segment remembers (see "recent batches" above).
+RECENT_BATCHES = 64
 _CRC_START = 21
 
 BatchCallback = Callable[[BatchHeader], None]
@@ -153,6 +164,7 @@ class Segment:
             for close in closers:
                 _swallow(close)
             raise
+        self._recent: list[tuple[int, int, BatchHeader]] = []
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -240,6 +252,7 @@ class Segment:
                 truncated,
                 scanner.end,
             )
+            self._recent.clear()
             self.fs.ftruncate(self.fd, scanner.end)
             self.size = scanner.end
         builder.finish(final_time_entry=True)
@@ -324,6 +337,10 @@ class Segment:
         if old_size == 0 and batches:
             self.first_batch_timestamp = batches[0][1].max_timestamp
         builder.commit()
+        recent = self._recent
+        recent.extend((h.last_offset, old_size + rel_pos, h) for rel_pos, h in batches)
+        if len(recent) > 2 * RECENT_BATCHES:
+            del recent[:-RECENT_BATCHES]
         self.size = old_size + len(buf)
         self.last_modified_ms = now_ms
         self.dirty = True
@@ -333,6 +350,7 @@ class Segment:
 
         All or nothing: on OSError the time index is truncated back and the OSError
         propagates (`RollbackFailed` if the truncation fails too)."""
+        self._recent.clear()  # fetches at the log end read the next segment now
         if (
             self.max_timestamp > self.time_index.last_timestamp()
             and self.offset_of_max_timestamp >= self.base_offset
@@ -368,9 +386,14 @@ class Segment:
     def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset >= `offset`, or None.
 
-        Starts at the offset index's entry and scans headers forward (61-byte preads). If
+        Among the recent batches when the first of them starts at or below `offset`; else
+        starts at the offset index's entry and scans headers forward (61-byte preads). If
         what the index points at does not look right, scans again from position 0.
         """
+        recent = self._recent
+        if recent and recent[0][2].base_offset <= offset <= recent[-1][0]:
+            _last, pos, h = recent[bisect_left(recent, offset, key=_last_offset)]
+            return pos, h
         _, start = self.index.lookup(offset)
         try:
             found = self._scan_for(offset, start)
@@ -502,6 +525,7 @@ class Segment:
             return 0
         pos = found[0]
         removed = self.size - pos
+        self._recent.clear()
         self.fs.ftruncate(self.fd, pos)
         self.size = pos
         self.rebuild_indexes()
@@ -709,3 +733,7 @@ def roll_jitter_ms(topic: str, partition: int, base_offset: int, config: LogConf
     if bound <= 0:
         return 0
     return zlib.crc32(f"{topic}-{partition}@{base_offset}".encode()) % bound
+
+
+def _last_offset(entry: tuple[int, int, BatchHeader]) -> int:
+    return entry[0]

@@ -13,10 +13,25 @@ States (one task per connection, `Connection.run`)::
               nothing is read from the socket meanwhile (Kafka mutes the channel), so a client
               cannot make the broker buffer more than one receive beyond the request being
               served -> SENDING (a response) / READING (nothing to send) / CLOSED (the
-              dispatcher said close; it logged why)
+              dispatcher said close; it logged why) / QUEUED (a reply to await later)
     SENDING   the whole response frame goes out with one `send_all`, which must finish within
               `connections.max.idle.ms` (a client that stops reading is closed) -> READING
               (frames that arrived pipelined are handled from the buffer before reading again)
+    QUEUED    the dispatcher's reply has `later` (an acks=all Produce appended and waiting for
+              the in-sync replicas): it goes into this connection's reply queue and the
+              connection goes back to READING, so the next requests are decoded and handled
+              (in order: a later Produce appends after this one) while the first waits for
+              replication. A sender task (started with the first such reply, in the
+              server's nursery: `spawn`) awaits each queued reply in request order and sends
+              it (a Connection made without `spawn` awaits such a reply in place instead, one
+              request at a time); while any reply is queued, every
+              reply (ready or not) is queued behind it, so responses keep request order. At
+              most MAX_QUEUED_REPLIES wait to be sent: a further request waits, unread, until
+              one is (the bound on what a client can make the broker hold). A reply that
+              closes, a send that fails or times out: the connection closes and the replies
+              behind it are dropped (the client retries them, as after any lost connection).
+              When reading stops (EOF, idle timeout, shutdown, a request that closes), the
+              queued replies are still sent, then the connection closes.
     CLOSED    reached from any state; the socket is closed
 
 Closes decided here, and what is logged (one line each, with the peer):
@@ -32,12 +47,14 @@ connection never touches another.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import trio
 
 from protocol.exceptions import FrameTooLarge
 from protocol.framing import FrameDecoder
-from wirebroker.net.dispatch import RequestDispatcher
+from wirebroker.net.dispatch import DispatchReply, RequestDispatcher
 
 log = logging.getLogger("wirebroker.net")
 
@@ -48,9 +65,27 @@ log = logging.getLogger("wirebroker.net")
 RECEIVE_SIZE = 65536
 MAX_RECEIVE_SIZE = 1 << 20
 
+#: Replies queued per connection at most (the QUEUED state): acks=all Produce requests
+#: appended and waiting for replication, and the replies behind them. Kafka handles one request
+#: per connection at a time, so an acks=all producer's throughput there is one batch per
+#: replication round trip; here up to this many rounds overlap (the followers fetch what the
+#: next requests appended while the first ones wait, and leader and followers work at once).
+MAX_QUEUED_REPLIES = 5
+
 
 class _Close(Exception):
     """Internal: stop serving this connection (the reason is already logged)."""
+
+
+class _ReplyQueue:
+    """A connection's QUEUED state, made with its first reply that comes later."""
+
+    def __init__(self, send: trio.MemorySendChannel[DispatchReply]) -> None:
+        self.send = send  # to the sender task
+        self.scope = trio.CancelScope()  # the sender task's
+        self.queued = 0  # replies queued and not sent yet
+        self.progress: trio.Event | None = None  # set whenever a queued reply goes out
+        self.failed = False  # the sender closed the connection
 
 
 class Connection:
@@ -64,6 +99,7 @@ class Connection:
         max_frame_bytes: int,
         idle_timeout_s: float,
         peer: tuple[str, int] = ("?", 0),
+        spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
     ) -> None:
         self.stream = stream
         self.dispatcher = dispatcher
@@ -76,9 +112,15 @@ class Connection:
         self.requests_handled = 0
         self._closing = False
         self._read_scope: trio.CancelScope | None = None
+        # QUEUED (all created with the first reply that comes later): `spawn` starts the
+        # sender task (in the server's nursery: no nursery per connection); without it a
+        # reply that comes later is awaited in place, one request at a time
+        self._spawn = spawn
+        self._q: _ReplyQueue | None = None
 
     def begin_close(self) -> None:
-        """Shutdown: close now if waiting for a request, else right after the current response."""
+        """Shutdown: close now if waiting for a request, else right after the current response
+        (and the queued ones)."""
         self._closing = True
         if self._read_scope is not None:
             self._read_scope.cancel()
@@ -86,6 +128,10 @@ class Connection:
     async def run(self) -> None:
         try:
             await self._serve()
+            q = self._q
+            while q is not None and q.queued and not q.failed:  # queued replies still go out
+                q.progress = trio.Event()
+                await q.progress.wait()
         except _Close:
             pass
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -93,7 +139,51 @@ class Connection:
         except Exception:
             log.exception("unexpected error on the connection from %s; closing it", self.peer)
         finally:
+            if self._q is not None:
+                self._q.scope.cancel()
             await trio.aclose_forcefully(self.stream)
+
+    async def _enqueue(self, reply: DispatchReply) -> None:
+        """QUEUED: hand `reply` to the sender task (started on first use); waits while
+        MAX_QUEUED_REPLIES are queued."""
+        q = self._q
+        if q is None:
+            assert self._spawn is not None
+            send, receive = trio.open_memory_channel[DispatchReply](MAX_QUEUED_REPLIES - 1)
+            q = self._q = _ReplyQueue(send)
+            self._spawn(partial(self._send_queued, q, receive))
+        q.queued += 1
+        await q.send.send(reply)
+
+    async def _send_queued(
+        self, q: _ReplyQueue, queue: trio.MemoryReceiveChannel[DispatchReply]
+    ) -> None:
+        """The sender task: each queued reply, awaited in request order, then sent. It runs
+        in the server's nursery, so nothing may escape it; a failure closes the connection."""
+        with q.scope:
+            try:
+                async for reply in queue:
+                    later = reply.later
+                    if later is not None:
+                        reply = await later()
+                    if reply.close:
+                        break
+                    if reply.response is not None and not await self._send(reply.response):
+                        break
+                    q.queued -= 1
+                    if q.progress is not None:
+                        q.progress.set()
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                log.debug("connection from %s lost: %s", self.peer, exc)
+            except Exception:
+                log.exception("unexpected error on the connection from %s; closing it", self.peer)
+            # a reply closed the connection, or sending failed: stop reading too
+            q.failed = self._closing = True
+            if self._read_scope is not None:
+                self._read_scope.cancel()
+            if q.progress is not None:
+                q.progress.set()
+            await queue.aclose()  # a reader waiting to queue gets BrokenResourceError
 
     async def _serve(self) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
@@ -119,12 +209,23 @@ class Connection:
                 continue
             request_started = None
             reply = await self.dispatcher.dispatch(frame, self.peer_host, self.peer)
+            q = self._q
+            if q is not None and q.failed:
+                raise _Close
+            if (q is not None and q.queued) or (reply.later is not None and self._spawn):
+                await self._enqueue(reply)  # QUEUED (behind earlier replies, or awaited)
+                if reply.close:
+                    return
+                self.requests_handled += 1
+                continue
+            if reply.later is not None:
+                reply = await reply.later()  # no sender task: awaited in place
             if reply.close:
-                return
+                raise _Close
             self.requests_handled += 1
             response = reply.response
             if response is not None and not await self._send(response):
-                return
+                raise _Close
 
     async def _send(self, response: bytes) -> bool:
         """Send one response; False when the client did not take it within the idle timeout."""

@@ -7,18 +7,24 @@ net moves bytes; it knows nothing of APIs, versions or handlers. The composition
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 
 class DispatchReply(Protocol):
     """What the connection does after one request: send `response` (None: nothing), or close
-    (`close`; the reason is already logged)."""
+    (`close`; the reason is already logged), or, when `later` is set, await `later()` for
+    the reply to act on in this request's place; the connection may serve the next requests
+    meanwhile and keeps the responses in request order (net/connection.py, QUEUED)."""
 
     @property
     def response(self) -> bytes | None: ...
 
     @property
     def close(self) -> bool: ...
+
+    @property
+    def later(self) -> Callable[[], Awaitable[DispatchReply]] | None: ...
 
 
 class RequestDispatcher(Protocol):

@@ -147,7 +147,7 @@ class KafkaServer:
                     )
                     await trio.aclose_forcefully(stream)
                     continue
-                connections.start_soon(self._serve_connection, stream, peer)
+                connections.start_soon(self._serve_connection, stream, peer, connections)
 
     async def _wait_for_slot(self) -> None:
         """Return once one more connection fits under max.connections (Kafka's acceptor blocks)."""
@@ -166,13 +166,16 @@ class KafkaServer:
         self._slot_freed.set()
         self._slot_freed = trio.Event()
 
-    async def _serve_connection(self, stream: trio.SocketStream, peer: tuple[str, int]) -> None:
+    async def _serve_connection(
+        self, stream: trio.SocketStream, peer: tuple[str, int], nursery: trio.Nursery
+    ) -> None:
         conn = Connection(
             stream,
             self.dispatcher,
             max_frame_bytes=self.max_frame_bytes,
             idle_timeout_s=self.idle_timeout_s,
             peer=peer,
+            spawn=nursery.start_soon,  # its reply sender, if it needs one (QUEUED)
         )
         self.connections.add(conn)
         try:

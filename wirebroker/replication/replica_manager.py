@@ -4,10 +4,14 @@
 `PartitionLog` (`LogManager`). It is pure (no trio, no clock: every call that needs the time
 takes `now_ms`); trio runtimes hear of changes through listeners:
 
-    data listeners   (topic, index): new data, a high watermark or role change, a deletion
-                     (`FetchWaiters` wakes long-poll fetches, followers' included)
+    data listeners   (topic, index): new data, an ISR or role change, a deletion, and a
+                     high watermark that moved on an append or an ISR change
+                     (`FetchWaiters.notify` wakes long-poll fetches, followers' included)
     hw listeners     (topic, index): a replicated partition's HW, ISR or role changed outside
-                     an append (`ProduceWaiters` re-checks parked acks=-1 produces)
+                     an append (`ProduceWaiters` re-checks parked acks=-1 produces;
+                     `FetchWaiters.notify_hw` wakes consumers' fetches). The HW advance a
+                     follower's fetch causes goes to these only: followers read up to the log
+                     end, so it gives them nothing to read
     role listeners   (Partition): a partition became leader, follower or neither
                      (`ReplicaFetcherManager` starts or stops fetching it)
     isr_listener     one `IsrChangeListener`: ISR changes the leader wants; it stores them
@@ -351,7 +355,7 @@ class ReplicaManager:
             log.info("%s-%d: ISR expanding %s -> %s", part.topic, part.index, part.isr, wanted)
             self._propose(part, wanted, now_ms)
         if moved:
-            self._state_changed(part)
+            self._hw_advanced(part)
 
     def maybe_shrink_isr(self, now_ms: int) -> int:
         """Propose dropping the out-of-sync ISR members of every led partition; also moves HWs
@@ -522,6 +526,11 @@ class ReplicaManager:
     def _state_changed(self, part: Partition) -> None:
         """HW, ISR or role changed: data listeners and hw listeners."""
         self.notify_data(part.topic, part.index)
+        for listener in list(self._hw_listeners):
+            listener(part.topic, part.index)
+
+    def _hw_advanced(self, part: Partition) -> None:
+        """Only the HW moved (a follower's fetch): hw listeners (see the module doc)."""
         for listener in list(self._hw_listeners):
             listener(part.topic, part.index)
 

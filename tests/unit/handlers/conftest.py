@@ -40,7 +40,7 @@ from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.view import LocalClusterView
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
-from wirebroker.handlers.registry import HANDLERS
+from wirebroker.handlers.registry import HANDLERS, Later
 from wirebroker.log.log_manager import LogManager
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
@@ -77,6 +77,7 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
     waiters = FetchWaiters()
     replicas.add_data_listener(waiters.notify)
+    replicas.add_hw_listener(waiters.notify_hw)
     produce_waiters = ProduceWaiters()
     replicas.add_hw_listener(produce_waiters.notify)
     services = Services(
@@ -157,6 +158,8 @@ async def call_handler(
     header, request = decode_request(frame[4:])
     ctx = RequestContext(header=header, services=services, client_host="127.0.0.1")
     response = await spec.func(ctx, request)
+    if isinstance(response, Later):  # an acks=all Produce waiting for replication
+        response = await response.wait()
     if raw or response is None:
         return response
     encoded = encode_response(int(api_key), version, header.correlation_id, response)

@@ -306,3 +306,26 @@ def test_records_with_specs_keep_headers(tmp_path: Path) -> None:
     plog.append_as_leader(b, leader_epoch=0, now_ms=NOW)
     rec = decode_records(plog.read(0, max_bytes=1000))[0]
     assert rec.headers == (("h", b"x"),) and rec.key == b"k"
+
+
+def test_reads_at_the_log_end_need_no_header_walk(tmp_path: Path) -> None:
+    """The positions of the recent batches are remembered: a fetch at the log end reads its
+    batch at once instead of walking the headers from the last index entry."""
+    from logtest_helpers import FaultyFileSystem
+
+    fs = FaultyFileSystem()
+    plog = open_log(tmp_path, LogConfig(index_interval_bytes=1 << 20), fs=fs)
+    for _ in range(300):
+        plog.append_as_leader(batch(2), leader_epoch=0, now_ms=NOW)
+    assert len(plog.segments[0].index.rel_offsets) == 0  # no index entry: all is a walk
+    for offset in (599, 598, 520, 473):  # the last 64 batches (at least): one pread each
+        fs.preads = 0
+        assert offsets_of(plog.read(offset, max_bytes=1 << 20))[0][1] >= offset
+        assert fs.preads == 1
+    fs.preads = 0
+    assert offsets_of(plog.read(10, max_bytes=1 << 20))[0] == (10, 11)  # older: walked
+    assert fs.preads > 1
+    plog.truncate_to(550)
+    plog.append_as_leader(batch(3), leader_epoch=0, now_ms=NOW)
+    assert offsets_of(plog.read(551, max_bytes=1)) == [(550, 552)]
+    assert_consistent(plog)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from netwire import (
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.handlers.registry import HandlerFunc, HandlerSpec, handler
+from wirebroker.handlers.registry import HandlerFunc, HandlerSpec, Later, handler
 
 
 def metadata_body(ctx: Any) -> dict[str, Any]:
@@ -91,6 +92,114 @@ async def test_requests_are_handled_one_at_a_time(
     assert (await client.receive(first)).cluster_id == "c1"
     assert (await client.receive(second)).cluster_id == "c2"
     assert events == ["start 1", "end 1", "start 2", "end 2"]
+
+
+# -- replies that come later (QUEUED) --------------------------------------------------------
+
+
+def later_metadata(
+    events: list[str], releases: dict[int, trio.Event]
+) -> Callable[[Any, Any], Awaitable[Any]]:
+    """A Metadata handler that answers `Later` for the correlation ids in `releases` (the body
+    once that event is set) and at once for the others; `events` records the order."""
+
+    async def handle(ctx: Any, req: Any) -> Any:
+        cid = ctx.header.correlation_id
+        events.append(f"handled {cid}")
+        if cid not in releases:
+            return metadata_body(ctx)
+
+        async def wait() -> dict[str, Any]:
+            await releases[cid].wait()
+            events.append(f"ready {cid}")
+            return metadata_body(ctx)
+
+        return Later(wait)
+
+    return handle
+
+
+async def test_a_later_reply_lets_the_next_requests_be_served_in_order(
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
+    events: list[str] = []
+    releases = {1: trio.Event(), 2: trio.Event()}
+    register_metadata(registry, later_metadata(events, releases))
+    client = await WireClient.connect(running.address)
+    requests = [MetadataRequest[2](topics=[]) for _ in range(4)]
+    await client.send_raw(b"".join(client.encode(r, i) for i, r in enumerate(requests)))
+    await trio.testing.wait_all_tasks_blocked()
+    # all four handled; 0 answered; 1 and 2 wait, 3 (ready) waits behind them
+    assert events == ["handled 0", "handled 1", "handled 2", "handled 3"]
+    assert (await client.receive(requests[0])).cluster_id == "c0"
+    releases[2].set()  # the later one first: it still goes out after 1
+    await trio.testing.wait_all_tasks_blocked()
+    releases[1].set()
+    for i in (1, 2, 3):
+        assert (await client.receive(requests[i])).cluster_id == f"c{i}"
+    assert events[4:] == ["ready 1", "ready 2"]  # awaited in request order
+    # then back to answering at once
+    assert (await client.call(requests[0], 9)).cluster_id == "c9"
+
+
+async def test_queued_replies_are_bounded(
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
+    from wirebroker.net.connection import MAX_QUEUED_REPLIES
+
+    events: list[str] = []
+    n = MAX_QUEUED_REPLIES + 2
+    releases = {i: trio.Event() for i in range(n)}
+    register_metadata(registry, later_metadata(events, releases))
+    client = await WireClient.connect(running.address)
+    requests = [MetadataRequest[2](topics=[]) for _ in range(n)]
+    await client.send_raw(b"".join(client.encode(r, i) for i, r in enumerate(requests)))
+    await trio.testing.wait_all_tasks_blocked()
+    # one being awaited by the sender, MAX_QUEUED_REPLIES - 1 queued, one handled and waiting
+    # for room; the last is not read
+    assert events == [f"handled {i}" for i in range(MAX_QUEUED_REPLIES + 1)]
+    releases[0].set()
+    assert (await client.receive(requests[0])).cluster_id == "c0"
+    await trio.testing.wait_all_tasks_blocked()
+    assert events[-1] == f"handled {n - 1}"
+    for i in range(1, n):
+        releases[i].set()
+        assert (await client.receive(requests[i])).cluster_id == f"c{i}"
+
+
+async def test_queued_replies_are_sent_before_a_close(
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
+    events: list[str] = []
+    releases = {1: trio.Event()}
+    register_metadata(registry, later_metadata(events, releases))
+    client = await WireClient.connect(running.address)
+    request = MetadataRequest[2](topics=[])
+    bad = request_header_v1(int(ApiKey.METADATA), 2, 2) + b"\xff"  # truncated body: closes
+    await client.send_raw(client.encode(request, 1) + frame(bad))
+    await trio.testing.wait_all_tasks_blocked()
+    releases[1].set()
+    assert (await client.receive(request)).cluster_id == "c1"
+    await client.expect_closed()
+    await assert_healthy(running.address)
+
+
+async def test_a_later_reply_that_fails_closes_only_that_connection(
+    running: RunningServer, registry: dict[int, HandlerSpec], caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handle(ctx: Any, req: Any) -> Any:
+        async def wait() -> dict[str, Any]:
+            raise RuntimeError("boom")
+
+        return Later(wait)
+
+    register_metadata(registry, handle)
+    client = await WireClient.connect(running.address)
+    with caplog.at_level(logging.ERROR, logger="wirebroker.net"):
+        await client.send(MetadataRequest[2](topics=[]), correlation_id=5)
+        await client.expect_closed()
+    assert "handler failed" in caplog.text
+    await assert_healthy(running.address)
 
 
 async def test_a_frame_sent_byte_by_byte(running: RunningServer) -> None:
@@ -404,3 +513,42 @@ async def test_shutdown_cancels_requests_after_the_grace_period(
             server.shutdown()
         await client.expect_closed()
     assert not server.connections
+
+
+async def test_without_a_sender_a_later_reply_is_awaited_in_place() -> None:
+    """A Connection built without `spawn` (no nursery for a sender task) serves one request
+    at a time: a reply that comes later is awaited before the next request is read."""
+    from wirebroker.handlers.dispatcher import Reply
+    from wirebroker.net.connection import Connection
+
+    release = trio.Event()
+    seen: list[bytes] = []
+
+    class LaterDispatcher:
+        async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
+            seen.append(frame)
+
+            async def later() -> Reply:
+                await release.wait()
+                return Reply(b"\x00\x00\x00\x01" + frame[:1])
+
+            later_fn: Callable[[], Awaitable[Reply]] = later
+            return Reply(None, later=later_fn)
+
+    client, server = trio.testing.memory_stream_pair()
+    conn = Connection(
+        server, LaterDispatcher(), max_frame_bytes=MAX_FRAME, idle_timeout_s=TIMEOUT_S
+    )
+    with trio.fail_after(TIMEOUT_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.run)
+            await client.send_all(frame(b"a") + frame(b"b"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert seen == [b"a"]  # b is not read while a's reply is awaited
+            release.set()
+            got = b""
+            while len(got) < 10:
+                got += await client.receive_some()
+            assert got == b"\x00\x00\x00\x01a\x00\x00\x00\x01b"
+            assert seen == [b"a", b"b"]
+            await client.aclose()

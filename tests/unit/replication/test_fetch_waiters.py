@@ -36,6 +36,20 @@ async def test_notify_wakes_only_subscribers_of_that_partition() -> None:
     assert waiters.waiting_count() == 0
 
 
+def test_an_hw_advance_wakes_only_subscriptions_with_hw() -> None:
+    waiters = FetchWaiters()
+    with (
+        waiters.subscribe([("t", 0)]) as consumer,
+        waiters.subscribe([("t", 0)], hw=False) as follower,
+    ):
+        waiters.notify_hw("t", 0)
+        assert consumer.is_set() and not follower.is_set()
+        waiters.notify("t", 0)
+        assert follower.is_set()
+    assert waiters.waiting_count() == 0
+    waiters.notify_hw("t", 0)  # nobody left
+
+
 async def test_timeout_unsubscribes(autojump_clock: trio.testing.MockClock) -> None:
     waiters = FetchWaiters()
     start = trio.current_time()

@@ -16,17 +16,17 @@ sockets at its end, so that no later test fails on them (warnings are errors in 
 
 A watchdog (WIREBROKER_TEST_WATCHDOG seconds, default 240) dumps every thread's stack and
 SIGKILLs the test's brokers, so that a hung client call fails the test instead of the run.
+(The report sections and the watchdog come from tests/process_guards.py, shared with
+tests/integration.)
 """
 
 from __future__ import annotations
 
-import faulthandler
 import gc
 import os
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,11 +34,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _cluster import ClusterProcesses
+from process_guards import failure_sections, watchdog
 
 from wirebroker.coordination.zk_server import ZooKeeperServer
 
 WATCHDOG_SECONDS = float(os.environ.get("WIREBROKER_TEST_WATCHDOG", "240"))
-HARD_EXIT_SECONDS = 60
 
 _CLUSTERS = pytest.StashKey[list[ClusterProcesses]]()
 
@@ -85,46 +85,26 @@ def _finalize_leaked_sockets() -> Iterator[None]:
         gc.collect()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    if report.failed:
-        none: list[ClusterProcesses] = []
-        for c, cluster in enumerate(item.stash.get(_CLUSTERS, none)):
-            for i, proc in enumerate(cluster.brokers):
-                report.sections.append(
-                    (f"cluster {c} broker {i} log ({report.when})", proc.log_text())
-                )
-            if report.when == "call":
-                report.sections.append(
-                    (f"cluster {c} ZooKeeper {cluster.chroot}", _zk_tree(cluster))
-                )
-    return report
+def _sections(item: pytest.Item, when: str) -> Iterator[tuple[str, str]]:
+    for c, cluster in enumerate(item.stash.get(_CLUSTERS, [])):
+        for i, proc in enumerate(cluster.brokers):
+            yield f"cluster {c} broker {i} log ({when})", proc.log_text()
+        if when == "call":
+            yield f"cluster {c} ZooKeeper {cluster.chroot}", _zk_tree(cluster)
+
+
+pytest_runtest_makereport = failure_sections(_sections)
 
 
 @pytest.fixture(autouse=True)
 def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
-    def expire() -> None:
-        sys.stderr.write(
-            f"\n*** {request.node.nodeid} still running after "
-            f"{WATCHDOG_SECONDS} s: stacks follow; killing its brokers\n"
-        )
-        faulthandler.dump_traceback(all_threads=True)
+    def kill() -> None:
         for cluster in request.node.stash.get(_CLUSTERS, []):
             for proc in cluster.brokers:
                 proc.kill9()
 
-    timer = threading.Timer(WATCHDOG_SECONDS, expire)
-    timer.daemon = True
-    timer.start()
-    faulthandler.dump_traceback_later(WATCHDOG_SECONDS + HARD_EXIT_SECONDS, exit=True)
-    try:
+    with watchdog(request.node.nodeid, WATCHDOG_SECONDS, kill):
         yield
-    finally:
-        faulthandler.cancel_dump_traceback_later()
-        timer.cancel()
 
 
 @pytest.fixture

@@ -10,6 +10,9 @@ broker's objects (its fetcher manager, its serve scope).
 Timing is real (fetchers use sockets), so every wait is a bounded poll (`eventually`); the
 replication timeouts are small (`LAG_MS`, fetch waits of 50 ms).
 
+Waits: `eventually` polls any check; `wait_roles` until every running broker plays the role
+its partition state znode gives it (`roles_settled`); `leader_of` reads the leader there.
+
 Clients: `Cluster.request(node, api, version, body)` over a raw-protocol `BrokerConnection`
 opened and closed per call (nothing to leak), and the produce / fetch / metadata helpers built
 on it. `Cluster.zk_get(path)` reads a znode through an observer session of the same server.
@@ -36,7 +39,7 @@ from wirebroker.cluster.zk_member import ClusterMember
 from wirebroker.config import BrokerConfig
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 from wirebroker.replication.broker_client import BrokerConnection
-from wirebroker.replication.partition import Partition
+from wirebroker.replication.partition import Partition, Role
 
 LAG_MS = 1000
 DEADLINE_S = 15.0
@@ -309,6 +312,36 @@ async def eventually(
     return trio.current_time() - start
 
 
+async def leader_of(cluster: Cluster, topic: str, index: int) -> int:
+    state, _version = await cluster.state(topic, index)
+    return state.leader
+
+
+async def roles_settled(cluster: Cluster, topic: str, indexes: range) -> bool:
+    """Every running broker plays, for every partition, the role its state znode says."""
+    for index in indexes:
+        state, version = await cluster.state(topic, index)
+        if state.leader < 0:
+            return False
+        for node in cluster.running():
+            part = node.broker.replicas.partition(topic, index)
+            if part is None:
+                return False
+            if (part.leader_epoch, part.partition_epoch) != (state.leader_epoch, version):
+                return False
+            want = Role.LEADER if state.leader == node.node_id else Role.FOLLOWER
+            if part.role is not want or part.leader_id != state.leader:
+                return False
+    return True
+
+
+async def wait_roles(cluster: Cluster, topic: str, partitions: int) -> None:
+    async def settled() -> bool:
+        return await roles_settled(cluster, topic, range(partitions))
+
+    await eventually(settled, f"roles of {topic} settled on every broker")
+
+
 async def start_cluster(
     nursery: trio.Nursery,
     root: Path,
@@ -357,5 +390,8 @@ __all__ = [
     "Node",
     "committed_bytes",
     "eventually",
+    "leader_of",
+    "roles_settled",
     "start_cluster",
+    "wait_roles",
 ]

@@ -10,16 +10,15 @@ Every broker a test started is stopped at teardown; when the test fails, the bro
 Every client call in these tests has its own timeout; a watchdog catches a hang that slipped
 through anyway: after WATCHDOG_SECONDS it dumps every thread's stack and SIGKILLs the test's
 brokers (so blocked client calls fail and the test ends as a failure); if the test is still
-running HARD_EXIT_SECONDS later, faulthandler ends the whole run.
+running HARD_EXIT_SECONDS later, faulthandler ends the whole run. (Both come from
+tests/process_guards.py, shared with tests/cluster.)
 """
 
 from __future__ import annotations
 
-import faulthandler
 import os
 import sys
-import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,46 +26,29 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _broker import BrokerFactory, BrokerProcess
+from process_guards import failure_sections, watchdog
 
 WATCHDOG_SECONDS = float(os.environ.get("WIREBROKER_TEST_WATCHDOG", "180"))
-HARD_EXIT_SECONDS = 60
 
 _BROKERS = pytest.StashKey[list[BrokerProcess]]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    if report.failed:
-        none: list[BrokerProcess] = []
-        brokers = item.stash.get(_BROKERS, none)
-        for i, proc in enumerate(brokers):
-            report.sections.append((f"broker log #{i} ({report.when})", proc.log_text()))
-    return report
+def _sections(item: pytest.Item, when: str) -> Iterator[tuple[str, str]]:
+    for i, proc in enumerate(item.stash.get(_BROKERS, [])):
+        yield f"broker log #{i} ({when})", proc.log_text()
+
+
+pytest_runtest_makereport = failure_sections(_sections)
 
 
 @pytest.fixture(autouse=True)
 def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
-    def expire() -> None:
-        sys.stderr.write(
-            f"\n*** {request.node.nodeid} still running after "
-            f"{WATCHDOG_SECONDS} s: stacks follow; killing its brokers\n"
-        )
-        faulthandler.dump_traceback(all_threads=True)
+    def kill() -> None:
         for proc in request.node.stash.get(_BROKERS, []):
             proc.kill9()
 
-    timer = threading.Timer(WATCHDOG_SECONDS, expire)
-    timer.daemon = True
-    timer.start()
-    faulthandler.dump_traceback_later(WATCHDOG_SECONDS + HARD_EXIT_SECONDS, exit=True)
-    try:
+    with watchdog(request.node.nodeid, WATCHDOG_SECONDS, kill):
         yield
-    finally:
-        faulthandler.cancel_dump_traceback_later()
-        timer.cancel()
 
 
 @pytest.fixture

@@ -26,7 +26,9 @@ from _memory_cluster import (
     Cluster,
     committed_bytes,
     eventually,
+    leader_of,
     start_cluster,
+    wait_roles,
 )
 
 from protocol.api import ApiKey
@@ -50,36 +52,6 @@ async def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-async def leader_of(cluster: Cluster, topic: str, index: int) -> int:
-    state, _version = await cluster.state(topic, index)
-    return state.leader
-
-
-async def roles_settled(cluster: Cluster, topic: str, indexes: range) -> bool:
-    """Every running broker plays, for every partition, the role its state znode says."""
-    for index in indexes:
-        state, version = await cluster.state(topic, index)
-        if state.leader < 0:
-            return False
-        for node in cluster.running():
-            part = node.broker.replicas.partition(topic, index)
-            if part is None:
-                return False
-            if (part.leader_epoch, part.partition_epoch) != (state.leader_epoch, version):
-                return False
-            want = Role.LEADER if state.leader == node.node_id else Role.FOLLOWER
-            if part.role is not want or part.leader_id != state.leader:
-                return False
-    return True
-
-
-async def wait_roles(cluster: Cluster, topic: str, partitions: int) -> None:
-    async def settled() -> bool:
-        return await roles_settled(cluster, topic, range(partitions))
-
-    await eventually(settled, f"roles of {topic} settled on every broker")
 
 
 async def isr_of(cluster: Cluster, topic: str, index: int) -> list[int]:

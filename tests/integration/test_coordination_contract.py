@@ -5,12 +5,13 @@ one chroot per test). Real clock for both; waits are on callbacks with bounded d
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Generic, TypeVar
 
 import pytest
 import trio
+from coordination_sessions import open_sessions
 from zk_fixtures import expire_session
 
 from wirebroker.coordination.api import (
@@ -82,15 +83,8 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     return ZooKeeperBackend(request.getfixturevalue("zk_hosts"))
 
 
-@asynccontextmanager
-async def sessions(backend: Backend, count: int) -> AsyncIterator[list[Coordination]]:
-    async with trio.open_nursery() as nursery:
-        clients = [backend.new() for _ in range(count)]
-        for client in clients:
-            with trio.fail_after(DEADLINE_S):
-                await nursery.start(client.run)
-        yield clients
-        nursery.cancel_scope.cancel()
+def sessions(backend: Backend, count: int) -> AbstractAsyncContextManager[list[Coordination]]:
+    return open_sessions(backend.new, count, start_timeout_s=DEADLINE_S)
 
 
 class Seen(Generic[T]):

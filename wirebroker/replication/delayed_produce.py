@@ -15,40 +15,37 @@ changes outside an append, and each waiter of that partition re-checks. The chec
 parking, so a partition whose HW is already there (a single replica: HW = log end after every
 append) costs no await; callers on the hot path compare `part.high_watermark >= required`
 themselves and do not call `wait` at all. There is no lost wake-up: the check and the
-subscription happen without an await in between (as in `FetchWaiters`).
+subscription happen without an await in between (as in `FetchWaiters`; both are a
+`partition_events.PartitionEvents`, this one parking through its `wait_until`).
 
 `wait` is also what the group coordinator awaits for its offset commits.
+
+DeleteRecords waits in the same purgatory (Kafka's DelayedDeleteRecords, `wait_low_watermark`):
+in a replicated partition the leader answers once the partition's low watermark (the least log
+start offset of the leader and of the followers on live brokers, `Partition.low_watermark`)
+reaches the requested offset, with that low watermark; NOT_LEADER_OR_FOLLOWER once not leader;
+REQUEST_TIMED_OUT at the deadline. The manager calls its hw listeners when a follower reports a
+higher log start offset, so the waiters re-check then (and on every HW, ISR or role change).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 from protocol.errors import ErrorCode
+from wirebroker.replication.partition_events import PartitionEvents
 
 if TYPE_CHECKING:
     from wirebroker.replication.partition import Partition
 
 __all__ = ["ProduceWaiters"]
 
-Key = tuple[str, int]
 
-
-class ProduceWaiters:
-    def __init__(self) -> None:
-        self._waiting: dict[Key, set[trio.Event]] = {}
-
-    def notify(self, topic: str, index: int) -> None:
-        """Wake every waiter of this partition (sync; an hw listener)."""
-        events = self._waiting.get((topic, index))
-        if events:
-            for event in events:
-                event.set()
-
-    def __call__(self, topic: str, index: int) -> None:
-        self.notify(topic, index)
+class ProduceWaiters(PartitionEvents):
+    """The replication purgatory (see the module doc); `notify` is an hw listener."""
 
     async def wait(
         self,
@@ -62,26 +59,31 @@ class ProduceWaiters:
         answers). `leader_epoch`: the epoch the append was made in (default: the current
         one), so a leadership lost and regained meanwhile answers NOT_LEADER_OR_FOLLOWER."""
         epoch = part.leader_epoch if leader_epoch is None else leader_epoch
-        status = part.replication_status(required_offset, epoch)
-        if status is not None:
-            return status
-        key = (part.topic, part.index)
-        with trio.move_on_after(max(0.0, timeout_s)):
-            while True:
-                event = trio.Event()
-                events = self._waiting.setdefault(key, set())
-                events.add(event)
-                try:
-                    await event.wait()
-                finally:
-                    events.discard(event)
-                    if not events and self._waiting.get(key) is events:
-                        del self._waiting[key]
-                status = part.replication_status(required_offset, epoch)
-                if status is not None:
-                    return status
-        return ErrorCode.REQUEST_TIMED_OUT
+        deadline = trio.current_time() + max(0.0, timeout_s)
+        found = await self.wait_until(
+            (part.topic, part.index),
+            lambda: part.replication_status(required_offset, epoch),
+            deadline,
+        )
+        return ErrorCode.REQUEST_TIMED_OUT if found is None else found
 
-    def waiting_count(self) -> int:
-        """Number of parked waits; for tests and metrics."""
-        return sum(len(v) for v in self._waiting.values())
+    async def wait_low_watermark(
+        self,
+        part: Partition,
+        required_offset: int,
+        deadline: float,
+        is_alive: Callable[[int], bool],
+    ) -> tuple[ErrorCode, int]:
+        """DeleteRecords: (NONE, low watermark) once `part`'s low watermark (over the
+        followers `is_alive` accepts) reaches `required_offset`; (NOT_LEADER_OR_FOLLOWER, -1)
+        once not leader; (REQUEST_TIMED_OUT, the low watermark then) at trio time `deadline`."""
+        found = await self.wait_until(
+            (part.topic, part.index),
+            lambda: part.delete_records_status(required_offset, is_alive),
+            deadline,
+        )
+        if found is not None:
+            return found
+        if not part.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+        return ErrorCode.REQUEST_TIMED_OUT, part.low_watermark(is_alive)

@@ -35,6 +35,13 @@ shrink may fail), which is the safe choice both ways (Kafka's maximalIsr does th
 min.insync.replicas checks (acks=-1 admission, NOT_ENOUGH_REPLICAS_AFTER_APPEND) use the
 committed ISR. A follower's HW is min(leader's HW, own log end) and may go down.
 
+Low watermark (leader, Kafka's lowWatermarkIfLeader, via `rules.low_watermark`): the least
+log start offset of the leader and of its followers on live brokers, each follower's as its
+last Fetch reported it (-1 until it fetched in this leadership). A DeleteRecords moves the
+leader's log start at once and is answered once the low watermark reaches it
+(`delete_records_status`); followers move theirs to the leader's from their fetch responses
+(`append_as_follower`, whole segments below it deleted), and report it in their next fetch.
+
 ISR changes: at most one proposal in flight (`pending_isr`); after a rejection (`isr_fenced`:
 the znode's version moved, so this leader may be a zombie) none until the next accepted
 `become_leader`. The leader never leaves its own ISR.
@@ -58,7 +65,7 @@ from wirebroker.replication.rules import FollowerState
 
 if TYPE_CHECKING:
     import uuid
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from protocol.records import BatchHeader
     from wirebroker.log.config import LogConfig
@@ -213,6 +220,24 @@ class Partition:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None
 
+    def low_watermark(self, is_alive: Callable[[int], bool]) -> int:
+        """The least log start offset of this leader and its followers on live brokers
+        (`rules.low_watermark`); for a single replica, its own log start offset."""
+        return rules.low_watermark(self.log.log_start_offset, self.followers.values(), is_alive)
+
+    def delete_records_status(
+        self, required_offset: int, is_alive: Callable[[int], bool]
+    ) -> tuple[ErrorCode, int] | None:
+        """Where a DeleteRecords to `required_offset` stands (Kafka's DelayedDeleteRecords
+        tryComplete): None while the low watermark is below it; (NONE, low watermark) once
+        reached; (NOT_LEADER_OR_FOLLOWER, -1) once not leader."""
+        if self.role is not Role.LEADER:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+        low = self.low_watermark(is_alive)
+        if low >= required_offset:
+            return ErrorCode.NONE, low
+        return None
+
     def fetch_upper_bound(
         self, isolation_level: int = READ_UNCOMMITTED, *, from_follower: bool = False
     ) -> int:
@@ -307,10 +332,18 @@ class Partition:
         self.single_replica = False
 
     # -- leader: followers and the ISR ---------------------------------------------------------
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """A follower fetched at `fetch_offset` (its log end): update its state and the high
-        watermark; True when the HW moved. NotLeaderOrFollowerError unless leader and
-        `replica_id` is one of the follower replicas."""
+    def record_follower_fetch(
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        now_ms: int,
+        *,
+        log_start_offset: int | None = None,
+    ) -> bool:
+        """A follower fetched at `fetch_offset` (its log end) and reported `log_start_offset`
+        (None: not reported): update its state and the high watermark; True when the HW
+        moved. NotLeaderOrFollowerError unless leader and `replica_id` is one of the follower
+        replicas."""
         state = self.followers.get(replica_id)
         if self.role is not Role.LEADER or state is None:
             raise NotLeaderOrFollowerError(
@@ -318,7 +351,7 @@ class Partition:
                 f"follower of this leader (replicas {self.replicas}, role {self.role.value})"
             )
         self.followers[replica_id] = rules.record_fetch(
-            state, fetch_offset, self.log.log_end_offset, now_ms
+            state, fetch_offset, self.log.log_end_offset, now_ms, log_start_offset=log_start_offset
         )
         return self._maybe_advance_high_watermark(now_ms)
 

@@ -11,7 +11,9 @@ takes `now_ms`); trio runtimes hear of changes through listeners:
                      an append (`ProduceWaiters` re-checks parked acks=-1 produces;
                      `FetchWaiters.notify_hw` wakes consumers' fetches). The HW advance a
                      follower's fetch causes goes to these only: followers read up to the log
-                     end, so it gives them nothing to read
+                     end, so it gives them nothing to read. So does a follower's fetch that
+                     reports a higher log start offset (DeleteRecords waits in the
+                     `ProduceWaiters` for the low watermark)
     role listeners   (Partition): a partition became leader, follower or neither
                      (`ReplicaFetcherManager` starts or stops fetching it)
     isr_listener     one `IsrChangeListener`: ISR changes the leader wants; it stores them
@@ -343,18 +345,21 @@ class ReplicaManager:
         log_start_offset: int,
         now_ms: int,
     ) -> None:
-        """Follower `replica_id` fetched `part` at `fetch_offset` (raises
-        NotLeaderOrFollowerError when it is not a follower of this leader): its state, the
-        HW, and an ISR expansion when it may join. (`log_start_offset` is accepted for the
-        DeleteRecords low watermark, which is not tracked across replicas.)"""
-        del log_start_offset
+        """Follower `replica_id` fetched `part` at `fetch_offset` reporting its
+        `log_start_offset` (raises NotLeaderOrFollowerError when it is not a follower of this
+        leader): its state, the HW, and an ISR expansion when it may join. The hw listeners
+        hear of an HW advance, and of a higher follower log start offset (the low watermark
+        DeleteRecords waits for may have moved)."""
         self._last_now_ms = max(self._last_now_ms, now_ms)
-        moved = part.record_follower_fetch(replica_id, fetch_offset, now_ms)
+        before = part.followers.get(replica_id)
+        moved = part.record_follower_fetch(
+            replica_id, fetch_offset, now_ms, log_start_offset=log_start_offset
+        )
         wanted = part.isr_to_expand(replica_id)
         if wanted is not None:
             log.info("%s-%d: ISR expanding %s -> %s", part.topic, part.index, part.isr, wanted)
             self._propose(part, wanted, now_ms)
-        if moved:
+        if moved or (before is not None and log_start_offset > before.log_start_offset):
             self._hw_advanced(part)
 
     def maybe_shrink_isr(self, now_ms: int) -> int:

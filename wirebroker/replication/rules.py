@@ -11,12 +11,13 @@ Invariants they keep:
 - an ISR member is dropped only when it has not caught up within `replica.lag.time.max.ms`;
   a follower rejoins only with its log end offset at the high watermark and within the
   leader's current epoch;
-- a follower truncates to no more than both logs agree on for the diverging epoch (KIP-101/279).
+- a follower truncates to no more than both logs agree on for the diverging epoch (KIP-101/279);
+- a DeleteRecords is complete only when every live replica's log start reached it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from wirebroker.cluster.elections import NO_LEADER, Election, elect_leader, remove_from_isr
@@ -28,6 +29,7 @@ __all__ = [
     "elect_leader",
     "high_watermark",
     "is_caught_up",
+    "low_watermark",
     "may_join_isr",
     "out_of_sync",
     "own_end_offset_below",
@@ -41,22 +43,30 @@ __all__ = [
 @dataclass(frozen=True)
 class FollowerState:
     """What a leader knows of one follower (Kafka's Replica): offsets from its last fetch.
-    -1 is "never". A new leader starts its ISR members with `last_caught_up_ms = now` (Kafka's
-    resetReplicaState), so they get `replica.lag.time.max.ms` to fetch before being dropped."""
+    -1 is "never" (or unknown). A new leader starts its ISR members with `last_caught_up_ms =
+    now` (Kafka's resetReplicaState), so they get `replica.lag.time.max.ms` to fetch before
+    being dropped; `log_start_offset` is the one the follower's last Fetch carried."""
 
     replica_id: int
     log_end_offset: int = -1
     last_fetch_ms: int = -1
     last_fetch_leader_leo: int = -1
     last_caught_up_ms: int = -1
+    log_start_offset: int = -1
 
 
 def record_fetch(
-    state: FollowerState, fetch_offset: int, leader_leo: int, now_ms: int
+    state: FollowerState,
+    fetch_offset: int,
+    leader_leo: int,
+    now_ms: int,
+    *,
+    log_start_offset: int | None = None,
 ) -> FollowerState:
     """The state after a follower fetch at `fetch_offset` (Kafka's updateFetchStateOrThrow):
     caught up now when it asked for the leader's end; caught up as of its previous fetch when
-    it asked for at least what the leader's end was then."""
+    it asked for at least what the leader's end was then. `log_start_offset`: the one the
+    fetch carried (None: unchanged)."""
     if fetch_offset >= leader_leo:
         caught_up = max(state.last_caught_up_ms, now_ms)
     elif fetch_offset >= state.last_fetch_leader_leo >= 0:
@@ -69,6 +79,7 @@ def record_fetch(
         last_fetch_ms=now_ms,
         last_fetch_leader_leo=leader_leo,
         last_caught_up_ms=caught_up,
+        log_start_offset=state.log_start_offset if log_start_offset is None else log_start_offset,
     )
 
 
@@ -95,6 +106,22 @@ def out_of_sync(
         if r != leader
         and not is_caught_up(followers.get(r, FollowerState(r)), leader_leo, now_ms, lag_ms)
     ]
+
+
+def low_watermark(
+    leader_log_start: int,
+    followers: Iterable[FollowerState],
+    is_alive: Callable[[int], bool],
+) -> int:
+    """Kafka's Partition.lowWatermarkIfLeader: the least log start offset of the leader and of
+    every follower on a live broker (`is_alive(replica_id)`); a live follower not heard from
+    since this leadership began counts as -1, so nothing is complete until it has fetched. A
+    DeleteRecords to offset N is complete once this reaches N (DelayedDeleteRecords)."""
+    low = leader_log_start
+    for state in followers:
+        if state.log_start_offset < low and is_alive(state.replica_id):
+            low = state.log_start_offset
+    return low
 
 
 def may_join_isr(state: FollowerState, high_watermark: int, epoch_start_offset: int) -> bool:

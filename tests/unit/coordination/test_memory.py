@@ -5,11 +5,11 @@ with a real ZooKeeper are also in tests/integration/test_coordination_contract.p
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 import trio
+from coordination_sessions import open_sessions
 
 from wirebroker.coordination.api import (
     BadVersionError,
@@ -31,16 +31,10 @@ from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 pytestmark = pytest.mark.usefixtures("autojump_clock")
 
 
-@asynccontextmanager
-async def sessions(
+def sessions(
     server: MemoryZooKeeper, count: int = 1
-) -> AsyncIterator[list[MemoryCoordination]]:
-    async with trio.open_nursery() as nursery:
-        clients = [MemoryCoordination(server) for _ in range(count)]
-        for client in clients:
-            await nursery.start(client.run)
-        yield clients
-        nursery.cancel_scope.cancel()
+) -> AbstractAsyncContextManager[list[MemoryCoordination]]:
+    return open_sessions(lambda: MemoryCoordination(server), count)
 
 
 async def settle() -> None:

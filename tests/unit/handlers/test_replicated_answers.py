@@ -1,5 +1,6 @@
-"""Handlers over replicated partitions: acks=-1 waits for the ISR (purgatory), followers and
-brokers without a replica answer NOT_LEADER_OR_FOLLOWER, follower fetches move the HW.
+"""Handlers over replicated partitions: acks=-1 waits for the ISR (purgatory), DeleteRecords
+for the followers' log starts, followers and brokers without a replica answer
+NOT_LEADER_OR_FOLLOWER, follower fetches move the HW.
 
 The partitions come from a single-broker `Services` (conftest) and are turned into the leader
 of replicas [0, 1] or a follower of broker 1 by hand; followers' fetches are played through
@@ -35,7 +36,9 @@ def produce_body(topic: str, *, acks: int = -1, timeout_ms: int = 30_000) -> dic
     }
 
 
-def fetch_body(topic: str, offset: int, *, replica_id: int = -1, epoch: int = -1) -> Any:
+def fetch_body(
+    topic: str, offset: int, *, replica_id: int = -1, epoch: int = -1, log_start: int = 0
+) -> Any:
     return {
         "replica_id": replica_id,
         "max_wait_ms": 0,
@@ -53,7 +56,7 @@ def fetch_body(topic: str, offset: int, *, replica_id: int = -1, epoch: int = -1
                         "fetch_offset": offset,
                         "partition_max_bytes": 1 << 20,
                         "current_leader_epoch": epoch,
-                        "log_start_offset": 0,
+                        "log_start_offset": log_start,
                         "last_fetched_epoch": -1,
                     }
                 ],
@@ -245,3 +248,73 @@ async def test_a_follower_with_a_stale_broker_epoch_is_served_but_not_counted(
     current = fetched(await call(ApiKey.FETCH, 15, v15(1, 50)))
     assert current.error_code == ErrorCode.NONE
     assert leader.high_watermark == 1
+
+
+def delete_body(offset: int, *, timeout_ms: int = 30_000) -> Any:
+    return {
+        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": offset}]}],
+        "timeout_ms": timeout_ms,
+    }
+
+
+@pytest.fixture
+def follower_alive(services: Any) -> None:
+    """The cluster view knows broker 1 (the follower) as live."""
+
+    class Live(type(services.cluster)):  # type: ignore[misc]
+        def broker(self, node_id: int) -> Any:
+            return super().broker(0) if node_id == 1 else super().broker(node_id)
+
+    services.cluster.__class__ = Live
+
+
+async def replicate_three(call: Any, leader: Any) -> None:
+    for _ in range(3):
+        assert produced(await call(ApiKey.PRODUCE, 9, produce_body("t", acks=1))).error_code == 0
+    await call(ApiKey.FETCH, 12, fetch_body("t", 3, replica_id=1))
+    assert leader.high_watermark == 3
+
+
+async def test_delete_records_waits_for_the_followers_log_start(
+    call, services, leader, follower_alive, mock_clock
+):
+    await replicate_three(call, leader)
+    result: list[Any] = []
+
+    async def delete() -> None:
+        result.append((await call(ApiKey.DELETE_RECORDS, 2, delete_body(2))).topics[0])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(delete)
+        await trio.testing.wait_all_tasks_blocked()
+        assert result == [] and leader.log_start_offset == 2
+        assert services.produce_waiters.waiting_count() == 1
+        # the follower learns the leader's log start from a fetch response...
+        f = fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 3, replica_id=1)))
+        assert f.log_start_offset == 2
+        await trio.testing.wait_all_tasks_blocked()
+        assert result == []
+        # ...and reports its own in the next fetch
+        await call(ApiKey.FETCH, 12, fetch_body("t", 3, replica_id=1, log_start=2))
+    p = result[0].partitions[0]
+    assert (p.error_code, p.low_watermark) == (ErrorCode.NONE, 2)
+    assert services.produce_waiters.waiting_count() == 0
+
+
+async def test_delete_records_times_out_without_the_follower(
+    call, services, leader, follower_alive, autojump_clock
+):
+    await replicate_three(call, leader)
+    start = trio.current_time()
+    resp = await call(ApiKey.DELETE_RECORDS, 2, delete_body(-1, timeout_ms=800))
+    p = resp.topics[0].partitions[0]
+    assert (p.error_code, p.low_watermark) == (ErrorCode.REQUEST_TIMED_OUT, 0)
+    assert trio.current_time() - start == pytest.approx(0.8)
+    assert leader.log_start_offset == 3  # the leader's own delete stands
+
+
+async def test_delete_records_does_not_wait_for_a_dead_follower(call, services, leader):
+    """The cluster view does not know broker 1: its log start does not count."""
+    await replicate_three(call, leader)
+    p = (await call(ApiKey.DELETE_RECORDS, 2, delete_body(2))).topics[0].partitions[0]
+    assert (p.error_code, p.low_watermark) == (ErrorCode.NONE, 2)

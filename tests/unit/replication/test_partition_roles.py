@@ -100,6 +100,19 @@ class Env:
             now_ms=now,
         )
 
+    def follow(self, part: Partition) -> bool:
+        """Follow broker 1 at epoch 1 (replicas [1, 0])."""
+        return self.rm.make_follower(
+            part.topic,
+            part.index,
+            leader_id=1,
+            leader_epoch=1,
+            isr=[1, 0],
+            replicas=[1, 0],
+            partition_epoch=1,
+            now_ms=NOW,
+        )
+
     def append(self, part: Partition, n: int = 1, acks: int = 1) -> int:
         batch = build_batch([(None, b"v%d" % i) for i in range(n)], base_timestamp=NOW)
         return self.rm.append(part, batch, now_ms=NOW, required_acks=acks).last_offset
@@ -343,16 +356,7 @@ def test_follower_append_takes_the_leaders_hw(env: Env, tmp_path: Path) -> None:
         leader_env.lead(leader, epoch=1)
         for _ in range(3):
             leader_env.append(leader, 1)
-        env.rm.make_follower(
-            "t",
-            0,
-            leader_id=1,
-            leader_epoch=1,
-            isr=[1, 0],
-            replicas=[1, 0],
-            partition_epoch=1,
-            now_ms=NOW,
-        )
+        env.follow(part)
         data = leader.log.read(0, max_bytes=1 << 20)
         env.rm.append_as_follower(part, data, leader_high_watermark=2, now_ms=NOW)
         assert part.log_end_offset == 3 and part.high_watermark == 2
@@ -404,3 +408,63 @@ def test_replication_status_for_the_purgatory(env: Env) -> None:
     assert part.replication_status(2) is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     env.rm.stop_replica("t", 0, delete=False)
     assert part.replication_status(2) is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_delete_records_status_waits_for_the_followers_log_starts(env: Env) -> None:
+    part = env.topic()
+    env.lead(part)
+    env.append(part, 6)
+    fetch(env, part, 1, 6)
+    fetch(env, part, 2, 6)
+    assert part.high_watermark == 6
+    everyone = {0, 1, 2}.__contains__
+    assert part.delete_records_status(0, everyone) == (ErrorCode.NONE, 0)
+    part.delete_records_before(4)
+    assert part.log_start_offset == 4 and part.low_watermark(everyone) == 0
+    assert part.delete_records_status(4, everyone) is None
+    env.hw_events.clear()
+    env.rm.record_follower_fetch(part, 1, fetch_offset=6, log_start_offset=4, now_ms=NOW)
+    assert env.hw_events == [("t", 0)]  # a follower's log start moved: the waiters look again
+    assert part.delete_records_status(4, everyone) is None  # 2 still starts at 0
+    assert part.delete_records_status(4, {0, 1}.__contains__) == (ErrorCode.NONE, 4)  # 2 dead
+    env.rm.record_follower_fetch(part, 2, fetch_offset=6, log_start_offset=4, now_ms=NOW)
+    assert part.delete_records_status(4, everyone) == (ErrorCode.NONE, 4)
+    env.hw_events.clear()
+    env.rm.record_follower_fetch(part, 2, fetch_offset=6, log_start_offset=4, now_ms=NOW)
+    assert env.hw_events == []  # nothing moved
+    env.lead(part, epoch=2, pe=2)  # a new leadership: the followers' log starts are unknown
+    assert part.low_watermark(everyone) == -1
+    env.rm.stop_replica("t", 0, delete=False)
+    assert part.delete_records_status(4, everyone) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+
+
+def test_single_replica_low_watermark_is_its_log_start(env: Env) -> None:
+    part = env.topic()
+    env.rm.make_leader("t", 0, leader_epoch=1, isr=[0], replicas=[0], partition_epoch=1, now_ms=NOW)
+    env.append(part, 3)
+    part.delete_records_before(2)
+    assert part.delete_records_status(2, lambda node: False) == (ErrorCode.NONE, 2)
+
+
+def test_follower_follows_the_leaders_log_start(env: Env) -> None:
+    """Kafka's maybeIncrementLogStartOffset on the follower: up to its own log end, whole
+    segments below it deleted."""
+    part = env.topic(**{"segment.bytes": "1024"})
+    env.follow(part)
+    for i in range(20):
+        batch = build_batch(
+            [(None, b"x" * 300)], base_timestamp=NOW, base_offset=i, partition_leader_epoch=1
+        )
+        env.rm.append_as_follower(part, batch, leader_high_watermark=i, now_ms=NOW)
+    segments = len(part.log.segments)
+    assert segments > 2 and part.log_start_offset == 0
+    env.rm.append_as_follower(
+        part, b"", leader_high_watermark=20, leader_log_start_offset=12, now_ms=NOW
+    )
+    assert part.log_start_offset == 12
+    bases = [seg.base_offset for seg in part.log.segments]
+    assert len(bases) < segments and bases[0] <= 12 and (len(bases) == 1 or bases[1] > 12)
+    env.rm.append_as_follower(
+        part, b"", leader_high_watermark=20, leader_log_start_offset=99, now_ms=NOW
+    )
+    assert part.log_start_offset == 20  # never past its own log end

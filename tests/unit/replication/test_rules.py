@@ -12,6 +12,7 @@ from wirebroker.replication.rules import (
     elect_leader,
     high_watermark,
     is_caught_up,
+    low_watermark,
     may_join_isr,
     out_of_sync,
     own_end_offset_below,
@@ -92,6 +93,35 @@ def test_high_watermark_never_passes_an_isr_member_and_never_drops(
     hw = high_watermark(current, leader_leo, isr, 1, followers, 0, LAG)
     assert hw >= current
     assert hw == current or hw <= min(leos)
+
+
+def test_low_watermark_is_the_least_live_log_start() -> None:
+    alive = {1, 2, 3}.__contains__
+    f = [FollowerState(2, log_start_offset=7), FollowerState(3, log_start_offset=4)]
+    assert low_watermark(9, f, alive) == 4
+    assert low_watermark(3, f, alive) == 3  # the leader's own log start counts too
+    assert low_watermark(9, f, {1, 2}.__contains__) == 7  # 3's broker is dead: not counted
+    assert low_watermark(9, [], alive) == 9  # a single replica
+    assert low_watermark(9, [*f, FollowerState(4)], {1, 2, 3, 4}.__contains__) == -1  # unheard of
+    s = record_fetch(FollowerState(2), 5, 5, now_ms=0, log_start_offset=3)
+    assert s.log_start_offset == 3
+    assert record_fetch(s, 6, 6, now_ms=1).log_start_offset == 3  # not reported: unchanged
+    assert record_fetch(s, 6, 6, now_ms=1, log_start_offset=6).log_start_offset == 6
+
+
+@given(
+    starts=st.lists(st.tuples(st.integers(-1, 50), st.booleans()), max_size=5),
+    leader_start=st.integers(0, 50),
+)
+def test_low_watermark_never_passes_a_live_replica(
+    starts: list[tuple[int, bool]], leader_start: int
+) -> None:
+    followers = [FollowerState(i + 2, log_start_offset=s) for i, (s, _) in enumerate(starts)]
+    live = {i + 2 for i, (_, up) in enumerate(starts) if up}
+    low = low_watermark(leader_start, followers, live.__contains__)
+    assert low <= leader_start
+    assert all(low <= f.log_start_offset for f in followers if f.replica_id in live)
+    assert low in {leader_start} | {f.log_start_offset for f in followers if f.replica_id in live}
 
 
 def test_rejoin_needs_the_high_watermark_and_the_current_epoch() -> None:

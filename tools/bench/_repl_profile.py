@@ -45,6 +45,12 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
+def io_counts(pid: int) -> dict[str, int]:
+    """/proc/PID/io: syscr / syscw (read and write system calls, sockets included)."""
+    with open(f"/proc/{pid}/io", encoding="ascii") as f:
+        return {k: int(v) for k, v in (line.split(": ") for line in f)}
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -127,6 +133,7 @@ def main() -> int:
                         )
                     time.sleep(0.5)
                 before = {i: cpu_seconds(p) for i, p in pids.items()}
+                io_before = {i: io_counts(p) for i, p in pids.items()}
                 client_before = children_cpu()
                 r = load(
                     target,
@@ -137,6 +144,7 @@ def main() -> int:
                     acks=args.acks,
                 )
                 after = {i: cpu_seconds(p) for i, p in pids.items()}
+                io_after = {i: io_counts(p) for i, p in pids.items()}
                 client = children_cpu() - client_before
                 for spy in spies:
                     spy.send_signal(2)
@@ -155,6 +163,20 @@ def main() -> int:
                     f"{r['bytes'] / r['seconds'] / 1e6:.1f} MB/s; CPU s per 100 MB: "
                     f"leader {fmt(leader)} followers {fol} brokers {total:.2f} "
                     f"client {client / mb:.2f}",
+                    flush=True,
+                )
+
+                def calls(
+                    i: int, key: str, a: dict = io_after, b: dict = io_before, mb: float = mb
+                ) -> float:
+                    return (a[i][key] - b[i][key]) / mb
+
+                print(
+                    "  system calls per 100 MB (reads/writes, sockets included): leader "
+                    f"{calls(leader, 'syscr'):,.0f}/{calls(leader, 'syscw'):,.0f} followers "
+                    + " ".join(
+                        f"{calls(f, 'syscr'):,.0f}/{calls(f, 'syscw'):,.0f}" for f in followers
+                    ),
                     flush=True,
                 )
         finally:

@@ -5,7 +5,7 @@ Not a test. Starts its own ZooKeeper (Debian's package, as `wirebroker cluster` 
 brokers on loopback, stops them at the end, prints a Markdown table (or JSON with --json).
 
     python tools/bench/bench_failover.py [--kills 20] [--quick] [--json] [--write-docs FILE]
-    python tools/bench/bench_failover.py --only throughput [--json]    # ~30 s: the produce runs
+    python tools/bench/bench_failover.py --only throughput [--pairs 3] [--json]  # the produce runs
 
 Measures, in this order:
 
@@ -34,6 +34,14 @@ Measures, in this order:
                        20,000 x 10 KiB, --quick a quarter of that), records/s and MB/s;
                        and its `latency` workload (sequential produce+flush of 100 B records,
                        2,000, --quick 500): p50 / p99 ms.
+                       The single broker runs next to the cluster (idle while the cluster
+                       works), and the runs are made in --pairs pairs (default 3): per pair
+                       and size, one cluster run and one single-broker run back to back
+                       (which goes first alternates), each on a new topic. A ratio is taken
+                       within each pair; the report gives the median of the pair ratios and
+                       the median rates (JSON: every run). On a shared machine the load of
+                       other processes changes within seconds: ratios of runs made seconds
+                       apart are much steadier than those of runs made a minute apart.
 
 Targets (issue 12): kill -9 p99 <= session timeout + 1 s; SIGTERM p99 < 1 s; acks=all RF 3
 throughput >= 0.5x one broker's acks=1; start < 5 s.
@@ -274,21 +282,43 @@ def failover_rounds(
 
 
 def throughput(
-    bootstrap: str, name: str, acks: str, rf: int, sizes: dict[str, int], results: dict[str, Any]
-) -> None:
-    target = SimpleNamespace(bootstrap=bootstrap, name=name)
-    config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
-    for size, count, tag in ((100, sizes["small"], "100"), (KIB10, sizes["large"], "10k")):
-        topic = f"tp-{tag}-{name}"
+    targets: dict[str, tuple[str, str, int]], pairs: int, sizes: dict[str, int]
+) -> dict[str, Any]:
+    """`targets`: name -> (bootstrap, acks, replication factor), "cluster" and "single".
+    `pairs` rounds; per round and size, each target once, back to back, the first one
+    alternating. Returns the medians (the keys `render` reads) and every run."""
+    runs: dict[str, list[float]] = {}
+    order = list(targets)
+    for pair in range(pairs):
+        names = order if pair % 2 == 0 else order[::-1]
+        for size, count, tag in ((100, sizes["small"], "100"), (KIB10, sizes["large"], "10k")):
+            for name in names:
+                bootstrap, acks, rf = targets[name]
+                target = SimpleNamespace(bootstrap=bootstrap, name=name)
+                config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
+                topic = f"tp-{tag}-{name}-{pair}"
+                load(target, "create", topic=topic, replication_factor=rf, **config)
+                r = load(target, "produce", topic=topic, count=count, size=size, acks=acks)
+                runs.setdefault(f"{name}_p{tag}", []).append(r["records"] / r["seconds"])
+                runs.setdefault(f"{name}_p{tag}_mb", []).append(r["bytes"] / r["seconds"] / 1e6)
+    results: dict[str, Any] = {k: statistics.median(v) for k, v in runs.items()}
+    for tag in ("100", "10k"):
+        ratios = [
+            c / s for c, s in zip(runs[f"cluster_p{tag}"], runs[f"single_p{tag}"], strict=True)
+        ]
+        results[f"ratio_p{tag}"] = statistics.median(ratios)
+        runs[f"ratio_p{tag}"] = ratios
+    results["pairs"] = pairs
+    results["runs"] = runs
+    for name, (bootstrap, acks, rf) in targets.items():
+        target = SimpleNamespace(bootstrap=bootstrap, name=name)
+        config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
+        topic = f"lat-{name}"
         load(target, "create", topic=topic, replication_factor=rf, **config)
-        r = load(target, "produce", topic=topic, count=count, size=size, acks=acks)
-        results[f"{name}_p{tag}"] = r["records"] / r["seconds"]
-        results[f"{name}_p{tag}_mb"] = r["bytes"] / r["seconds"] / 1e6
-    topic = f"lat-{name}"
-    load(target, "create", topic=topic, replication_factor=rf, **config)
-    lat = load(target, "latency", topic=topic, count=sizes["latency"], size=100, acks=acks)
-    results[f"{name}_lat_p50"] = quantile(lat["samples_us"], 0.5) / 1000
-    results[f"{name}_lat_p99"] = quantile(lat["samples_us"], 0.99) / 1000
+        lat = load(target, "latency", topic=topic, count=sizes["latency"], size=100, acks=acks)
+        results[f"{name}_lat_p50"] = quantile(lat["samples_us"], 0.5) / 1000
+        results[f"{name}_lat_p99"] = quantile(lat["samples_us"], 0.99) / 1000
+    return results
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,8 +381,8 @@ def render(r: dict[str, Any]) -> str:
     if t:
         lines += [
             "",
-            "| produce (confluent-kafka, 1 partition) | 3 brokers RF 3 acks=all | 1 broker "
-            "acks=1 | ratio | target |",
+            f"| produce (confluent-kafka, 1 partition; medians of {t.get('pairs', 1)} "
+            "same-run pairs) | 3 brokers RF 3 acks=all | 1 broker acks=1 | ratio | target |",
             "|---|---:|---:|---:|---|",
         ]
         for tag, label in (
@@ -360,10 +390,11 @@ def render(r: dict[str, Any]) -> str:
             ("10k", f"{r['sizes']['large']:,} x 10 KiB"),
         ):
             c, s1 = t[f"cluster_p{tag}"], t[f"single_p{tag}"]
+            ratio = t.get(f"ratio_p{tag}", c / s1)
             lines.append(
                 f"| {label}, records/s | {c:,.0f} ({t[f'cluster_p{tag}_mb']:.1f} MB/s) | "
-                f"{s1:,.0f} ({t[f'single_p{tag}_mb']:.1f} MB/s) | {c / s1:.2f} | "
-                f">= 0.5x {_verdict(c / s1 >= 0.5)} |"
+                f"{s1:,.0f} ({t[f'single_p{tag}_mb']:.1f} MB/s) | {ratio:.2f} | "
+                f">= 0.5x {_verdict(ratio >= 0.5)} |"
             )
         lines += [
             f"| produce latency p50 (100 B, sequential) | {t['cluster_lat_p50']:.2f} ms | "
@@ -417,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="broker config for every broker (repeatable)",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="throughput: same-run pairs per size (default 3)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     parser.add_argument("--write-docs", type=Path, help="update this Markdown file's section")
@@ -474,22 +508,26 @@ def main(argv: list[str] | None = None) -> int:
                 result[f"{how}_samples"] = rounds
             result["throughput"] = {}
             if not args.no_throughput:
-                print("throughput: 3 brokers, RF 3, acks=all ...", file=log, flush=True)
-                throughput(cluster.bootstrap, "cluster", "all", 3, sizes, result["throughput"])
+                print(
+                    f"throughput: 3 brokers RF 3 acks=all vs 1 broker acks=1, {args.pairs} pairs",
+                    file=log,
+                    flush=True,
+                )
+                single_dir = work / "single"
+                single_dir.mkdir()
+                broker = start_wirebroker(single_dir, [], port=free_port())
+                try:
+                    targets = {
+                        "cluster": (cluster.bootstrap, "all", 3),
+                        "single": (broker.bootstrap, "1", 1),
+                    }
+                    result["throughput"] = throughput(targets, args.pairs, sizes)
+                finally:
+                    broker.stop()
         finally:
             cluster.close()
     finally:
         zk.stop()
-
-    if not args.no_throughput:
-        print("throughput: 1 broker, acks=1 ...", file=log, flush=True)
-        single_dir = work / "single"
-        single_dir.mkdir()
-        broker = start_wirebroker(single_dir, [], port=free_port())
-        try:
-            throughput(broker.bootstrap, "single", "1", 1, sizes, result["throughput"])
-        finally:
-            broker.stop()
     shutil.rmtree(work, ignore_errors=True)
 
     if args.json:

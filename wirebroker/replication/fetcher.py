@@ -10,7 +10,10 @@ one persistent connection (`broker_client.BrokerConnection`). The leader's addre
 `endpoint(leader_id)` before every connect and checked before every request (the leader may
 have moved); no address or a failed connection: wait replica.fetch.backoff.ms and retry.
 
-Each round sends one Fetch for every partition of that leader not backing off:
+Each round sends one Fetch for every partition of that leader not backing off (a partition
+added while a Fetch is in flight abandons it, closing the connection, and a new round starts at
+once: a long poll parked at the leader would otherwise delay the new partition, say after a
+failover, by up to replica.fetch.wait.max.ms):
     version 16 when every partition has a topic id (topics by id), else 12 (by name);
     replica_id / replica_state {replica_id: node id, replica_epoch: broker_epoch()},
     max_wait_ms replica.fetch.wait.max.ms, min_bytes replica.fetch.min.bytes, max_bytes
@@ -201,10 +204,18 @@ class _LeaderFetcher:
         self.follows: dict[Key, _Follow] = {}
         self.wakeup = trio.Event()
         self.conn: BrokerConnection | None = None
+        #: the Fetch in flight (None between rounds): `add` cancels it, see `add`
+        self.in_flight: trio.CancelScope | None = None
 
     def add(self, key: Key, follow: _Follow) -> None:
         self.follows[key] = follow
         self.wakeup.set()
+        if self.in_flight is not None:
+            # The Fetch in flight may be parked at the leader for up to replica.fetch.wait.max.ms
+            # (nothing new for the partitions it asks about), and the new partition would wait
+            # for it: after a failover its acks=all producers would. Abandon it (its answer
+            # would come on this connection: it is closed) and fetch again at once.
+            self.in_flight.cancel()
 
     def remove(self, key: Key) -> None:
         self.follows.pop(key, None)
@@ -271,8 +282,15 @@ class _LeaderFetcher:
             return
         version, body, sent = self._request(ready)
         conn = await self._connection()
-        with trio.fail_after(self.m.request_timeout_s):
-            response = await conn.request(ApiKey.FETCH, version, body)
+        scope = self.in_flight = trio.CancelScope()
+        try:
+            with scope, trio.fail_after(self.m.request_timeout_s):
+                response = await conn.request(ApiKey.FETCH, version, body)
+        finally:
+            self.in_flight = None
+        if scope.cancelled_caught:
+            await self._close()
+            return
         code = int(response.get("error_code", 0))
         if code != ErrorCode.NONE:
             log.warning("fetch from broker %d: %s", self.leader_id, _name(code))

@@ -281,6 +281,10 @@ def serve(config: BrokerConfig) -> int:
             return 1
         if isinstance(exc, KeyboardInterrupt):
             return 130
+        taken = _find_id_taken(exc)
+        if taken is not None:  # another live broker registered with our node id
+            print(f"wirebroker: cannot start: {taken}", file=sys.stderr)
+            return 1
         log.critical("the broker failed", exc_info=exc)
         return 1
     return 0
@@ -292,6 +296,20 @@ def _find_os_error(exc: BaseException) -> OSError | None:
         return exc
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         return _find_os_error(exc.exceptions[0])
+    return None
+
+
+def _find_id_taken(exc: BaseException) -> BaseException | None:
+    """The cluster member's BrokerIdTakenError in `exc` (exception groups included)."""
+    from wirebroker.cluster.zk_member import BrokerIdTakenError
+
+    if isinstance(exc, BrokerIdTakenError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _find_id_taken(inner)
+            if found is not None:
+                return found
     return None
 
 

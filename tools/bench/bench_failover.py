@@ -202,6 +202,8 @@ class Prober:
         self.cluster = cluster
         self.seq = 0
         self.target = cluster.leader(TOPIC, 0)
+        #: (sent, answered, broker, error code) of each probe that got an answer (monotonic)
+        self.attempts: list[tuple[float, float, int, int]] = []
 
     def once(self) -> bytes | None:
         """One probe to the current guess; its value when acknowledged, else None (and the
@@ -210,9 +212,11 @@ class Prober:
         value = f"probe-{self.seq:09d}".encode()
         try:
             if self.target in self.cluster.live():
+                sent = time.monotonic()
                 code, _ = _wire.produce(
                     self.cluster.address(self.target), TOPIC, 0, [value], timeout_ms=1000
                 )
+                self.attempts.append((sent, time.monotonic(), self.target, code))
                 if code == 0:
                     return value
         except OSError:
@@ -232,14 +236,149 @@ class Prober:
         raise RuntimeError(f"no acks=all produce succeeded within {timeout} s")
 
 
+_LOG_TIME = "%Y-%m-%d %H:%M:%S"
+
+
+def _log_lines(path: Path, since: float) -> list[tuple[float, str]]:
+    """(wall time, line) of the lines of a log written at or after `since` (time.time()).
+    Brokers log "YYYY-mm-dd HH:MM:SS,mmm LEVEL name: msg" (local time); ZooKeeper's
+    slf4j-simple lines start the same way when started with showDateTime (see _ZK_OPTIONS)."""
+    out = []
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        stamp = line[:23]
+        try:
+            t = time.mktime(time.strptime(stamp[:19], _LOG_TIME)) + int(stamp[20:23]) / 1000
+        except (ValueError, IndexError):
+            continue
+        if t >= since - 0.001:
+            out.append((t, line))
+    return out
+
+
+def _first(lines: list[tuple[float, str]], *needles: str) -> float | None:
+    for t, line in lines:
+        if all(n in line for n in needles):
+            return t
+    return None
+
+
+#: slf4j-simple with timestamps, so the bench can read when ZooKeeper expired a session.
+_ZK_OPTIONS = (
+    "-Xms16m",
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss,SSS",
+)
+
+#: The steps of one failover, in order (see Tracer.steps).
+STEPS = (
+    "expired",  # ZooKeeper's "Expiring session" log line for the victim's session
+    "ids_watch",  # the bench's own /brokers/ids watch sees the victim gone
+    "controller",  # the controller's log line "<topic>-0: leader N" (state written)
+    "state_watch",  # the bench's own watch on the state znode sees the new leader
+    "leader_applies",  # the new leader's "leader at epoch" line (make_leader applied)
+    "follower_applies",  # the other follower's "following N" line
+    "probe_sent",  # the probe that was acknowledged: sent
+    "acked",  # the probe's first acknowledged acks=all produce
+)
+
+
+STEP_LABELS = {
+    "expired": "ZooKeeper expires the session (its log)",
+    "ids_watch": "/brokers/ids watch: the broker gone",
+    "controller": "controller writes the new state (its log)",
+    "state_watch": "state znode watch: the new leader",
+    "leader_applies": "new leader applies it (its log)",
+    "follower_applies": "follower follows the new leader (its log)",
+    "probe_sent": "the acknowledged probe sent",
+    "acked": "first acks=all produce acknowledged",
+}
+
+
+class Tracer:
+    """Timestamps of each step of a failover, from the bench's own ZooKeeper watches (kazoo,
+    wall clock) and from the log lines of the brokers and of ZooKeeper."""
+
+    def __init__(self, cluster: ClusterProcesses, zk: ZooKeeperServer, log: Any) -> None:
+        from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+        self.cluster = cluster
+        self.zk = zk
+        self.log = log
+        self.events: list[tuple[float, str, Any]] = []
+        self.lock = threading.Lock()
+        state = f"/brokers/topics/{TOPIC}/partitions/0/state"
+
+        def on_ids(children: list[str]) -> None:
+            with self.lock:
+                self.events.append((time.time(), "ids", set(children)))
+
+        def on_state(data: bytes | None, _stat: Any) -> None:
+            leader = json.loads(data)["leader"] if data else None
+            with self.lock:
+                self.events.append((time.time(), "state", leader))
+
+        ChildrenWatch(cluster.zk, "/brokers/ids", on_ids)
+        DataWatch(cluster.zk, state, on_state)
+        self.rounds: list[dict[str, float]] = []
+
+    def steps(self, victim: int, t0: float, acked: float) -> dict[str, float]:
+        """Seconds after the kill (t0, wall) of each of STEPS that was seen."""
+        out: dict[str, float] = {}
+        with self.lock:
+            events = [e for e in self.events if e[0] >= t0]
+        for t, kind, value in events:
+            if kind == "ids" and str(victim) not in value and "ids_watch" not in out:
+                out["ids_watch"] = t - t0
+            if kind == "state" and value not in (None, victim) and "state_watch" not in out:
+                out["state_watch"] = t - t0
+        new_leader = None
+        for _t, kind, value in events:
+            if kind == "state" and value not in (None, victim):
+                new_leader = value
+                break
+        zk_log = _log_lines(self.zk.members[0].log_path, t0)
+        expired = _first(zk_log, "Expiring session", "exceeded")
+        if expired is not None:
+            out["expired"] = expired - t0
+        for i, broker in enumerate(self.cluster.brokers):
+            if i == victim:
+                continue
+            lines = _log_lines(broker.log_path, t0)
+            t = _first(lines, "wirebroker.controller", f"{TOPIC}-0: leader ")
+            if t is not None:
+                out["controller"] = t - t0
+            if i == new_leader:
+                t = _first(lines, f"{TOPIC}-0: leader at epoch")
+                if t is not None:
+                    out["leader_applies"] = t - t0
+            elif new_leader is not None:
+                t = _first(lines, f"{TOPIC}-0: following {new_leader}")
+                if t is not None:
+                    out["follower_applies"] = t - t0
+        out["acked"] = acked - t0
+        self.rounds.append(out)
+        return out
+
+    @staticmethod
+    def line(steps: dict[str, float]) -> str:
+        return ", ".join(f"{k} {steps[k]:.3f}" for k in STEPS if k in steps)
+
+
 def failover_rounds(
-    cluster: ClusterProcesses, kills: int, how: str, log: Any
-) -> dict[str, list[float]]:
+    cluster: ClusterProcesses, kills: int, how: str, log: Any, tracer: Tracer | None = None
+) -> dict[str, Any]:
     """`kills` rounds of: stop the leader of partition 0 (`how`: kill9 | sigterm), time the
-    first acknowledged and the first consumed probe, restart it, wait for a full ISR."""
+    first acknowledged and the first consumed probe, restart it, wait for a full ISR.
+    With a `tracer`, also the time of each failover step (out["steps"]: one dict a round)."""
     prober = Prober(cluster)
     consumer = ProbeConsumer(cluster.bootstrap)
-    out: dict[str, list[float]] = {"produce": [], "consume": []}
+    out: dict[str, Any] = {"produce": [], "consume": [], "steps": []}
     try:
         # the consumer starts at the end: probe until it has received one (it is positioned)
         wait_until(
@@ -252,7 +391,7 @@ def failover_rounds(
             victim = cluster.leader(TOPIC, 0)
             prober.target = victim
             value, _ = prober.until_acked(30)
-            t0 = time.monotonic()
+            t0, t0_wall = time.monotonic(), time.time()
             if how == "kill9":
                 cluster.kill9(victim)
             else:
@@ -269,6 +408,19 @@ def failover_rounds(
                 file=log,
                 flush=True,
             )
+            if tracer is not None:
+                steps = tracer.steps(victim, t0_wall, t0_wall + (acked - t0))
+                sent = prober.attempts[-1][0]
+                steps["probe_sent"] = sent - t0
+                last = [a for a in prober.attempts if a[0] >= t0][-6:]
+                print(
+                    "    last probes (sent, answered, broker, code): "
+                    + "; ".join(f"{a - t0:.3f} {b - t0:.3f} {n} {c}" for a, b, n, c in last),
+                    file=log,
+                    flush=True,
+                )
+                out["steps"].append(steps)
+                print(f"    steps (s after the signal): {Tracer.line(steps)}", file=log, flush=True)
             cluster.restart(victim)
             cluster.wait_full_isr(TOPIC, 1, timeout=60)
     finally:
@@ -368,6 +520,22 @@ def render(r: dict[str, Any]) -> str:
                 f"| {label}: signal -> first {first} (s) | {s['p50']:.3f} | {s['p99']:.3f} "
                 f"| {s['max']:.3f} | {target} |"
             )
+    for how, label in (("kill9", "kill -9"), ("sigterm", "SIGTERM")):
+        steps = r.get(f"{how}_steps")
+        if not steps or not any(s["n"] for s in steps.values()):
+            continue
+        lines += [
+            "",
+            f"| {label}: step, seconds after the signal | p50 | p99 | max | n |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for step in STEPS:
+            s = steps[step]
+            if s["n"]:
+                lines.append(
+                    f"| {STEP_LABELS[step]} | {s['p50']:.3f} | {s['p99']:.3f} | {s['max']:.3f} "
+                    f"| {s['n']} |"
+                )
     start = r["start"]
     lines += [
         "",
@@ -452,6 +620,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pairs", type=int, default=3, help="throughput: same-run pairs per size (default 3)"
     )
+    parser.add_argument(
+        "--keep", type=Path, help="work in this directory and keep it (broker and ZK logs)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     parser.add_argument("--write-docs", type=Path, help="update this Markdown file's section")
     args = parser.parse_args(argv)
@@ -487,24 +658,31 @@ def main(argv: list[str] | None = None) -> int:
         "runs": starts,
     }
 
-    work = Path(tempfile.mkdtemp(prefix="bench-failover-"))
-    zk = ZooKeeperServer()
+    work = Path(tempfile.mkdtemp(prefix="bench-failover-", dir=args.keep))
+    zk = ZooKeeperServer(java_options=_ZK_OPTIONS)
     zk.start()
     try:
+        if args.keep is not None:
+            # ZooKeeper's directory goes at stop(): keep its log with the brokers'
+            atexit_copy = zk.members[0].log_path
         cluster = ClusterProcesses(
             zk.connect_string, work, brokers=3, overrides=overrides, base_overrides={}
         )
         try:
             cluster.start()
             cluster.create_topic(TOPIC, 1, 3, {"min.insync.replicas": "2"})
+            tracer = Tracer(cluster, zk, log)
             for how in ("kill9", "sigterm"):
                 if only_throughput or (how == "sigterm" and args.no_sigterm):
                     result["sigterm_produce"] = result["sigterm_consume"] = _stats([])
                     continue
                 print(f"{how} x {kills} ...", file=log, flush=True)
-                rounds = failover_rounds(cluster, kills, how, log)
+                rounds = failover_rounds(cluster, kills, how, log, tracer)
                 result[f"{how}_produce"] = _stats(rounds["produce"])
                 result[f"{how}_consume"] = _stats(rounds["consume"])
+                result[f"{how}_steps"] = {
+                    step: _stats([r[step] for r in rounds["steps"] if step in r]) for step in STEPS
+                }
                 result[f"{how}_samples"] = rounds
             result["throughput"] = {}
             if not args.no_throughput:
@@ -527,8 +705,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             cluster.close()
     finally:
+        if args.keep is not None:
+            shutil.copy(atexit_copy, work / "zookeeper.log")
         zk.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
 
     if args.json:
         print(json.dumps(result, indent=2))

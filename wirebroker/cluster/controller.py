@@ -14,9 +14,13 @@ controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election 
 leader election; the znode is deleted when done, as Kafka does).
 
 Each trigger runs one pass over every partition (`_reconcile`): read its state znode, ask
-`elections.decide`, write what changed. A pass is O(partitions) ZooKeeper reads, which is fine
-for the few hundred partitions of a local or test cluster; Kafka keeps the states in memory
-instead and batches its writes. Brokers learn the result from their own state watches.
+`elections.decide`, write what changed; new leaders first, ISR-only changes after every
+partition was read (`_pass`), so a dead leader's partitions are served again before the
+controller spends time shrinking other ISRs. A trigger is handled as soon as it arrives (no
+debounce; triggers that queued up during a pass are collapsed into the next one). A pass is
+O(partitions) ZooKeeper reads, 16 in flight, which is fine for the few hundred partitions of a
+local or test cluster; Kafka keeps the states in memory instead and batches its writes.
+Brokers learn the result from their own state watches.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
@@ -50,6 +54,8 @@ __all__ = ["ZkController"]
 
 log = logging.getLogger("wirebroker.controller")
 
+
+T = TypeVar("T")
 
 REBALANCE = "rebalance"
 _TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning state changed
@@ -252,68 +258,126 @@ class ZkController:
         *,
         only: set[str] | None = None,
     ) -> None:
-        topics = await self._children(zl.BROKER_TOPICS)
+        """Every partition of every topic (`only`: of those topics), in two phases, each with
+        up to _PARALLEL_WRITES ZooKeeper requests in flight:
+
+        1. read each topic's assignment and configs;
+        2. read each partition's state and decide; a new leader (an election: the leader died,
+           is shutting down, a preferred election, a partition without state) is written at
+           once, an ISR-only change (a dead or stopping follower leaves the ISR) waits until
+           every partition was read, then those are written. Partitions that the broker's
+           mirror shows led by a broker that is not live (or shutting down, or asked for a
+           preferred election) are read first.
+
+        So a broker failure makes partitions available again before the controller spends any
+        time on the ISRs it only shrinks: Kafka's onBrokerFailure also elects the offline
+        partitions' leaders (OnlinePartition) before it moves the dead replicas to
+        OfflineReplica (removing them from the ISRs)."""
+        topics = sorted(await self._children(zl.BROKER_TOPICS))
         self._seen_topics &= set(topics)
-        for topic in sorted(topics):
-            if only is not None and topic not in only:
-                continue
-            # Only a topic this pass handles counts as seen: one created while the pass ran
-            # is picked up by the next /brokers/topics trigger.
-            self._seen_topics.add(topic)
+        if only is not None:
+            topics = [t for t in topics if t in only]
+        # Only a topic this pass handles counts as seen: one created while the pass ran is
+        # picked up by the next /brokers/topics trigger.
+        self._seen_topics.update(topics)
+        for topic in topics:
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = await self.coord.watch_data(
                     zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
                 )
+        read: dict[str, tuple[zl.TopicAssignment, int, bool]] = {}
+
+        async def read_topic(topic: str) -> None:
             try:
                 data, stat = await self.coord.get(zl.topic_path(topic))
                 assignment = zl.decode_topic(topic, data)
             except NoNodeError:
-                continue
+                return
             except zl.LayoutError as exc:
                 log.warning("ignoring topic %s: %s", topic, exc)
-                continue
-            await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
+                return
+            read[topic] = (assignment, stat.version, await self._unclean(topic))
 
-    async def _topic_pass(
+        await self._parallel(topics, read_topic)
+
+        items = [
+            (topic, index, replicas)
+            for topic in topics
+            if topic in read
+            for index, replicas in sorted(read[topic][0].partitions.items())
+        ]
+        items.sort(key=lambda item: not self._urgent(item[0], item[1], live, shutting, preferred))
+        states: dict[str, dict[int, zl.PartitionState | None]] = {t: {} for t in read}
+        deferred: list[tuple[str, int, zl.PartitionState, zl.PartitionState, int]] = []
+
+        async def decide_partition(item: tuple[str, int, tuple[int, ...]]) -> None:
+            topic, index, replicas = item
+            unclean = read[topic][2]
+            state, version, new = await self._decide(
+                topic, index, replicas, live, shutting, unclean, (topic, index) in preferred
+            )
+            states[topic][index] = state
+            if new is None:
+                return
+            if state is not None and new.leader == state.leader:
+                deferred.append((topic, index, state, new, version))
+                return
+            await self._write_state(topic, index, state, new, version)
+            states[topic][index] = new
+
+        await self._parallel(items, decide_partition)
+
+        async def write_deferred(
+            item: tuple[str, int, zl.PartitionState, zl.PartitionState, int],
+        ) -> None:
+            topic, index, state, new, version = item
+            await self._write_state(topic, index, state, new, version)
+            states[topic][index] = new
+
+        await self._parallel(deferred, write_deferred)
+        for topic, (assignment, version, _unclean) in read.items():
+            if assignment.adding or assignment.removing:
+                await self._reassignments(topic, assignment, version, states[topic], live)
+
+    def _urgent(
         self,
         topic: str,
-        assignment: zl.TopicAssignment,
-        version: int,
+        index: int,
         live: set[int],
         shutting: set[int],
         preferred: set[tuple[str, int]],
-    ) -> None:
-        """One topic: every partition decided and written, up to _PARALLEL_WRITES at once
-        (that many workers share one iterator over the partitions: a task per partition would
-        cost more than the partition's read when nothing needs writing)."""
-        unclean = await self._unclean(topic)
-        states: dict[int, zl.PartitionState | None] = {}
+    ) -> bool:
+        """Whether the broker's mirror (a hint only: the pass reads the state znode) shows the
+        partition needing a new leader."""
+        if (topic, index) in preferred:
+            return True
+        entry = self.member.cache.state(topic, index)
+        if entry is None:
+            return True
+        leader = entry[0].leader
+        return leader not in live or leader in shutting
+
+    async def _parallel(self, items: Sequence[T], job: Callable[[T], Awaitable[None]]) -> None:
+        """`job` for every item, in order, up to _PARALLEL_WRITES at once (that many workers
+        share one iterator: a task per item would cost more than the item's read when nothing
+        needs writing). Raises the first failure after all ran; a ControllerMovedError cause
+        (the epoch check of a write failed) first."""
         failures: list[BaseException] = []
-        todo = iter(sorted(assignment.partitions.items()))
+        todo = iter(items)
 
         async def worker() -> None:
-            for index, replicas in todo:
+            for item in todo:
                 try:
-                    states[index] = await self._partition(
-                        topic,
-                        index,
-                        replicas,
-                        live,
-                        shutting,
-                        unclean,
-                        (topic, index) in preferred,
-                    )
+                    await job(item)
                 except (CoordinationError, zl.LayoutError) as exc:
                     failures.append(exc)
 
         async with trio.open_nursery() as nursery:
-            for _ in range(min(_PARALLEL_WRITES, assignment.count)):
+            for _ in range(min(_PARALLEL_WRITES, len(items))):
                 nursery.start_soon(worker)
         moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
         if moved or failures:
             raise (moved or failures)[0]
-        if assignment.adding or assignment.removing:
-            await self._reassignments(topic, assignment, version, states, live)
 
     async def _reassignments(
         self,
@@ -375,7 +439,7 @@ class ZkController:
             value = config.raw("unclean.leader.election.enable") if config else None
         return (value or "false").lower() == "true"
 
-    async def _partition(
+    async def _decide(
         self,
         topic: str,
         index: int,
@@ -384,8 +448,8 @@ class ZkController:
         shutting: set[int],
         unclean: bool,
         preferred: bool,
-    ) -> zl.PartitionState | None:
-        """Decide and write one partition's state; returns its state afterwards."""
+    ) -> tuple[zl.PartitionState | None, int, zl.PartitionState | None]:
+        """(current state or None, its znode version or -1, the state to write or None)."""
         path = zl.state_path(topic, index)
         try:
             data, stat = await self.coord.get(path)
@@ -402,8 +466,17 @@ class ZkController:
             controller_epoch=self.epoch,
             preferred=preferred,
         )
-        if new is None:
-            return state
+        return state, version, new
+
+    async def _write_state(
+        self,
+        topic: str,
+        index: int,
+        state: zl.PartitionState | None,
+        new: zl.PartitionState,
+        version: int,
+    ) -> None:
+        path = zl.state_path(topic, index)
         encoded = zl.encode_partition_state(new)
         if state is None:
             await self.coord.ensure_path(zl.partition_path(topic, index))
@@ -419,7 +492,6 @@ class ZkController:
             list(new.isr),
             self.epoch,
         )
-        return new
 
     async def _delete_topic(self, topic: str) -> None:
         log.info("deleting topic %s", topic)

@@ -3,8 +3,11 @@
 `ClusterMember` runs on every broker of a cluster, over one `Coordination` session:
 
     start       create Kafka's persistent paths; register /brokers/ids/<id> (ephemeral; its
-                czxid is the broker epoch; a registration left by this broker's previous
-                session is waited out, as Kafka does); watch /brokers/ids, /controller,
+                czxid is the broker epoch); a registration held by another session (this
+                broker's previous process, killed, whose session has not expired yet) is
+                waited out for at most the session timeout + REGISTRATION_MARGIN_S, with one
+                log line; still held then: BrokerIdTakenError (another live broker has this
+                id: Kafka's registration fails at once); watch /brokers/ids, /controller,
                 /brokers/topics, each topic's assignment, config and partition state znodes
     mirror      `ZkMetadataCache` (a `ClusterView`): live brokers, the controller, every
                 topic's assignment and partition states, for Metadata and the follower
@@ -73,6 +76,7 @@ if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
 
 __all__ = [
+    "BrokerIdTakenError",
     "ClusterMember",
     "ReplicaRoles",
     "ZkMetadataCache",
@@ -83,6 +87,15 @@ __all__ = [
 log = logging.getLogger("wirebroker.cluster")
 
 LEADER_NOT_AVAILABLE = 5
+DEFAULT_SESSION_TIMEOUT_MS = 6000  # (wirebroker.config's default; used without a config)
+#: Beyond the session timeout, how long a registration held by a previous session is waited
+#: for: ZooKeeper expires a session up to one tick after its timeout (Kafka's sample
+#: zookeeper.properties has tickTime=2000), and the expiry must reach us.
+REGISTRATION_MARGIN_S = 3.0
+
+
+class BrokerIdTakenError(CoordinationError):
+    """/brokers/ids/<id> stays registered by another live session: another broker has our id."""
 
 
 class ReplicaRoles(Protocol):
@@ -223,6 +236,7 @@ class ClusterMember:
         config: BrokerConfig | None = None,
         controller_factory: Callable[[ClusterMember, int, int], Controller] | None = None,
         store_assignments: bool = True,
+        registration_wait_s: float | None = None,
     ) -> None:
         self.coord = coord
         self.node_id = node_id
@@ -241,6 +255,15 @@ class ClusterMember:
         #: False on a single broker, which holds every partition: its store keeps no
         #: assignment (TopicInfo.assignment () = every partition here), as it always had.
         self.store_assignments = store_assignments
+        if registration_wait_s is None:
+            timeout_ms = (
+                config.get_int("zookeeper.session.timeout.ms")
+                if config is not None
+                else DEFAULT_SESSION_TIMEOUT_MS
+            )
+            registration_wait_s = timeout_ms / 1000 + REGISTRATION_MARGIN_S
+        #: how long a registration held by another session is waited out (see _register)
+        self.registration_wait_s = registration_wait_s
         self._registered = False
         self._shutting_down = False
         self._hosted: set[tuple[str, int]] = set()
@@ -301,39 +324,54 @@ class ClusterMember:
 
     # -- registration --------------------------------------------------------------------------
     async def _register(self) -> None:
+        """Create /brokers/ids/<id> (ephemeral). When it exists and another session owns it,
+        wait for it to go, at most `registration_wait_s`: a broker restarted right after a
+        kill -9 finds its previous process's registration there until that session expires
+        (at most a session timeout after the kill, plus ZooKeeper's tick). Still there after
+        that: another live broker has this id, which Kafka refuses at once
+        (BrokerIdTakenError; the broker exits with that one line)."""
         host, port = self.address()
         reg = zl.BrokerRegistration(self.node_id, host, port, self.rack, self.clock())
         path = zl.broker_path(self.node_id)
+        deadline: float | None = None
         while True:
             try:
                 await self.coord.create(path, zl.encode_broker(reg), ephemeral=True)
                 break
             except NodeExistsError:
+                pass
+            gone = trio.Event()
+
+            def on_change(_data: bytes | None, stat: Stat | None, gone: trio.Event = gone) -> None:
+                if stat is None or stat.ephemeral_owner == self.coord.session_id:
+                    gone.set()
+
+            # (the watch's first call is the current value: gone already, or ours after a
+            # lost answer of our own create; the loop then creates or finds it ours)
+            watch = await self.coord.watch_data(path, on_change)
+            try:
                 stat = await self.coord.exists(path)
                 if stat is not None and stat.ephemeral_owner == self.coord.session_id:
                     break
-                log.warning(
-                    "broker id %d is registered by another session (a previous run of this "
-                    "broker whose session has not expired yet, or another broker with the same "
-                    "id); waiting for it to go",
-                    self.node_id,
-                )
-                gone = trio.Event()
-
-                def on_change(
-                    _data: bytes | None, stat: Stat | None, gone: trio.Event = gone
-                ) -> None:
-                    if stat is None:
-                        gone.set()
-
-                watch = await self.coord.watch_data(path, on_change)
-                with trio.move_on_after(60):
+                if deadline is None:
+                    deadline = trio.current_time() + self.registration_wait_s
+                    log.warning(
+                        "broker id %d is registered by another ZooKeeper session: waiting up to "
+                        "%.1f s for the previous session of broker %d to expire",
+                        self.node_id,
+                        self.registration_wait_s,
+                        self.node_id,
+                    )
+                with trio.move_on_at(deadline):
                     await gone.wait()
+            finally:
                 watch.cancel()
-                if not gone.is_set():
-                    raise CoordinationError(
-                        f"broker id {self.node_id} is already registered in ZooKeeper"
-                    ) from None
+            if not gone.is_set():
+                raise BrokerIdTakenError(
+                    f"broker id {self.node_id} is registered in ZooKeeper by another live "
+                    f"session after {self.registration_wait_s:.1f} s (is another broker running "
+                    f"with node.id {self.node_id}?)"
+                )
         stat = await self.coord.exists(path)
         assert stat is not None
         self.broker_epoch = stat.czxid

@@ -11,12 +11,21 @@ under one temporary directory (removed by `stop()`):
     <tmp>/<i>/data/      dataDir (snapshots, transaction log; `myid` for quorum peers)
     <tmp>/<i>/server.log the JVM's stdout and stderr (slf4j-simple when installed)
 
-zoo.cfg: tickTime=500 ms by default, so session timeouts of 1..10 s are allowed (the server
-clamps a client's requested timeout to 2..20 ticks); clientPort is a free port picked at start
-(ZooKeeper refuses port 0); admin server off (it would take :8080); maxClientCnxns=0 (no limit
-per client IP); only the four-letter words `ruok` and `srvr` enabled; forceSync=no and a small
-preAllocSize (a throwaway server needs no fsync and no 64 MB log preallocation). Ensemble
-members also get initLimit/syncLimit and `server.N=127.0.0.1:<peer>:<election>` lines, ids 1..n.
+zoo.cfg: tickTime=100 ms by default, with minSessionTimeout=1000 and maxSessionTimeout=60000
+explicit (the server clamps a client's requested session timeout to them; without them it would
+be 2..20 ticks, 0.2..2 s). The tick is small because ZooKeeper expires sessions in tick-sized
+buckets: a session whose last heartbeat was at t expires in (t + timeout, t + timeout + tick],
+so a dead broker's registration goes at most one tick after its session timeout (it was up to
+0.5 s later with Kafka's usual 500 ms+ ticks, a third of the 1 s that issue 12 allows a
+failover after the timeout). A tick costs the server nothing when idle (its session tracker
+wakes at bucket boundaries that hold sessions; quorum peers ping each other every half tick).
+clientPort is a free port picked at start (ZooKeeper refuses port 0); admin server off (it
+would take :8080); maxClientCnxns=0 (no limit per client IP); only the four-letter words `ruok`
+and `srvr` enabled; forceSync=no and a small preAllocSize (a throwaway server needs no fsync and
+no 64 MB log preallocation). Ensemble members also get initLimit/syncLimit and
+`server.N=127.0.0.1:<peer>:<election>` lines, ids 1..n; the limits are counted in ticks, so
+they are derived from fixed durations (a follower gets 10 s to connect and sync with the
+leader, 5 s of silence before it is dropped) whatever the tick.
 
 `start()` returns once every member serves: its `srvr` answer has `Mode: standalone`, `leader`
 or `follower` (a peer outside a quorum answers "not currently serving requests"), within
@@ -62,6 +71,12 @@ STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _SERVING_MODES = ("standalone", "leader", "follower")
 _PORT_RETRIES = 3
+#: Session timeouts the throwaway server grants (ms); wirebroker's default is 6000.
+MIN_SESSION_TIMEOUT_MS = 1_000
+MAX_SESSION_TIMEOUT_MS = 60_000
+#: initLimit / syncLimit of an ensemble, as durations (ms): converted to ticks in zoo.cfg.
+INIT_LIMIT_MS = 10_000
+SYNC_LIMIT_MS = 5_000
 
 
 class ZooKeeperError(Exception):
@@ -186,7 +201,7 @@ class _ZooKeeperProcesses:
         self,
         count: int,
         *,
-        tick_time_ms: int = 500,
+        tick_time_ms: int = 100,
         start_timeout_s: float = 60.0,
         stop_timeout_s: float = 10.0,
         java_options: Sequence[str] = ("-Xms16m", "-Xmx256m", "-XX:+UseSerialGC"),
@@ -203,6 +218,8 @@ class _ZooKeeperProcesses:
     def _config(self, member: _Member) -> str:
         lines = [
             f"tickTime={self.tick_time_ms}",
+            f"minSessionTimeout={max(MIN_SESSION_TIMEOUT_MS, 2 * self.tick_time_ms)}",
+            f"maxSessionTimeout={max(MAX_SESSION_TIMEOUT_MS, 2 * self.tick_time_ms)}",
             f"dataDir={member.directory / 'data'}",
             f"clientPort={member.client_port}",
             "clientPortAddress=127.0.0.1",
@@ -214,7 +231,11 @@ class _ZooKeeperProcesses:
             "autopurge.purgeInterval=0",
         ]
         if self._main_class == QUORUM_MAIN:
-            lines += ["initLimit=20", "syncLimit=10"]
+            ticks = self.tick_time_ms
+            lines += [
+                f"initLimit={max(2, -(-INIT_LIMIT_MS // ticks))}",
+                f"syncLimit={max(2, -(-SYNC_LIMIT_MS // ticks))}",
+            ]
             lines += [
                 f"server.{m.myid}=127.0.0.1:{m.peer_port}:{m.election_port}" for m in self.members
             ]

@@ -10,7 +10,10 @@ one persistent connection (`broker_client.BrokerConnection`). The leader's addre
 `endpoint(leader_id)` before every connect and checked before every request (the leader may
 have moved); no address or a failed connection: wait replica.fetch.backoff.ms and retry.
 
-Each round sends one Fetch for every partition of that leader not backing off:
+Each round sends one Fetch for every partition of that leader not backing off (a partition
+added while a Fetch without it is in flight abandons that Fetch, closing the connection, and a
+new round starts at once: a long poll parked at the leader would otherwise delay the new
+partition, say after a failover, by up to replica.fetch.wait.max.ms):
     version 16 when every partition has a topic id (topics by id), else 12 (by name);
     replica_id / replica_state {replica_id: node id, replica_epoch: broker_epoch()},
     max_wait_ms replica.fetch.wait.max.ms, min_bytes replica.fetch.min.bytes, max_bytes
@@ -32,7 +35,10 @@ epoch, or log end moved):
                      log and restart there (`truncate_fully_and_start_at`)
     NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH  the leader has not applied its new state yet
                      (brokers learn it from their own ZooKeeper watches, in any order): up
-                     to 10 quick retries, 20 ms, 40 ms, ... apart, then as other errors
+                     to 50 quick retries 20 ms apart (a leader busy applying a broker
+                     failure's state changes may take a few hundred ms; a growing interval
+                     would leave the partition unreplicated for up to that interval after it
+                     applied), then as other errors
     other errors     (FENCED_LEADER_EPOCH, unknown topic, storage...) that partition backs
                      off replica.fetch.backoff.ms
 A partition whose log has no leader epoch at all is first truncated to its high watermark
@@ -80,7 +86,7 @@ Key = tuple[str, int]
 
 #: Answers of a leader that has not yet applied the state that makes it leader at our epoch.
 _LEADER_NOT_READY = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH})
-_NOT_READY_QUICK_RETRIES = 10
+_NOT_READY_QUICK_RETRIES = 50
 _NOT_READY_RETRY_S = 0.02
 
 
@@ -201,10 +207,24 @@ class _LeaderFetcher:
         self.follows: dict[Key, _Follow] = {}
         self.wakeup = trio.Event()
         self.conn: BrokerConnection | None = None
+        #: the Fetch in flight (None between rounds) and the partitions it asks for: `add`
+        #: of another partition cancels it, see `add`
+        self.in_flight: trio.CancelScope | None = None
+        self.in_flight_keys: frozenset[Key] = frozenset()
 
     def add(self, key: Key, follow: _Follow) -> None:
         self.follows[key] = follow
         self.wakeup.set()
+        if self.in_flight is not None and key not in self.in_flight_keys:
+            # The Fetch in flight may be parked at the leader for up to replica.fetch.wait.max.ms
+            # (nothing new for the partitions it asks about), and the new partition would wait
+            # for it: after a failover its acks=all producers would. Abandon it (its answer
+            # would come on this connection: it is closed) and fetch again at once. A partition
+            # already in it (followed again at a new leader epoch: the controller removed a dead
+            # broker from its ISR) does not: its part of the answer is ignored as not current,
+            # and the next round asks again; abandoning for each of those would restart the
+            # fetch every few milliseconds while a broker failure's ISR changes stream in.
+            self.in_flight.cancel()
 
     def remove(self, key: Key) -> None:
         self.follows.pop(key, None)
@@ -271,8 +291,17 @@ class _LeaderFetcher:
             return
         version, body, sent = self._request(ready)
         conn = await self._connection()
-        with trio.fail_after(self.m.request_timeout_s):
-            response = await conn.request(ApiKey.FETCH, version, body)
+        scope = self.in_flight = trio.CancelScope()
+        self.in_flight_keys = frozenset((f.part.topic, f.part.index) for f in ready)
+        try:
+            with scope, trio.fail_after(self.m.request_timeout_s):
+                response = await conn.request(ApiKey.FETCH, version, body)
+        finally:
+            self.in_flight = None
+            self.in_flight_keys = frozenset()
+        if scope.cancelled_caught:
+            await self._close()
+            return
         code = int(response.get("error_code", 0))
         if code != ErrorCode.NONE:
             log.warning("fetch from broker %d: %s", self.leader_id, _name(code))
@@ -373,7 +402,7 @@ class _LeaderFetcher:
                 # watches it; we were faster): ask again soon instead of replica.fetch.backoff.ms
                 # later, which would add a second to every failover.
                 follow.not_ready += 1
-                follow.delay_until = trio.current_time() + _NOT_READY_RETRY_S * follow.not_ready
+                follow.delay_until = trio.current_time() + _NOT_READY_RETRY_S
             else:
                 log.info(
                     "%s-%d: fetch from broker %d: %s; backing off",

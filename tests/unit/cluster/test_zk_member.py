@@ -5,16 +5,19 @@ failover when a broker's session expires, ISR writes fenced by the partition epo
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 import trio
+import trio.testing
 
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
-from wirebroker.cluster.zk_member import ClusterMember
+from wirebroker.cluster.zk_member import REGISTRATION_MARGIN_S, BrokerIdTakenError, ClusterMember
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
@@ -340,4 +343,126 @@ async def test_topics_created_while_a_controller_pass_runs_all_get_leaders(
         for name in names:
             for index in (0, 1):
                 assert (await state(nodes[0], name, index)).leader in (1, 2, 3)
+        nursery.cancel_scope.cancel()
+
+
+async def test_controller_elects_new_leaders_before_it_shrinks_isrs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broker dies: the partitions it led get their new leaders written before the ISR-only
+    changes of the partitions it followed (Kafka: OnlinePartition before OfflineReplica), so
+    they are served again without waiting for the rest of the pass."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        controller = next(n for n in nodes if n.member.is_controller)
+        victim = next(n for n in nodes if n is not controller)
+        dead = victim.member.node_id
+        keep = controller.member.node_id
+        other = next(n.member.node_id for n in nodes if n not in (controller, victim))
+        admin = controller.admin
+        # "a" sorts first and has many partitions the victim only follows; "z" it leads.
+        admin.create_topics(
+            [
+                NewTopic("a", assignments=[(i, [keep, dead, other]) for i in range(12)]),
+                NewTopic("z", assignments=[(0, [dead, keep, other])]),
+            ],
+            now_ms=0,
+        )
+        assert await admin.wait_settled(["a", "z"], 5) == {}
+        await settle(nodes)
+        assert (await state(controller, "z", 0)).leader == dead
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="wirebroker.controller"):
+            victim.scope.cancel()  # the broker is gone: its session and registration too
+            await settle(nodes)
+        written = [
+            r.getMessage().split(":")[0]
+            for r in caplog.records
+            if r.name == "wirebroker.controller" and ": leader " in r.getMessage()
+        ]
+        assert written[0] == "z-0", written
+        assert sorted(written[1:]) == sorted(f"a-{i}" for i in range(12))
+        assert (await state(controller, "z", 0)).leader == keep
+        for i in range(12):
+            assert dead not in (await state(controller, "a", i)).isr
+        nursery.cancel_scope.cancel()
+
+
+def _ghost_registration(node_id: int) -> bytes:
+    return zl.encode_broker(zl.BrokerRegistration(node_id, "127.0.0.1", 9000 + node_id, None, 0))
+
+
+async def _ghost(nursery: trio.Nursery, server: MemoryZooKeeper, node_id: int) -> int:
+    """A session holding /brokers/ids/<node_id>, as a killed broker's does until it expires."""
+    ghost = MemoryCoordination(server)
+    await nursery.start(ghost.run)
+    await ghost.ensure_path(zl.BROKER_IDS)
+    await ghost.create(zl.broker_path(node_id), _ghost_registration(node_id), ephemeral=True)
+    return ghost.session_id
+
+
+async def test_restart_waits_for_the_killed_processs_session_to_expire(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kill -9 then an immediate restart: the old session still holds /brokers/ids/1; the new
+    process waits (one log line) and registers as soon as ZooKeeper expires it."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        old_session = await _ghost(nursery, server, 1)
+        started: list[Node] = []
+
+        async def restart() -> None:
+            started.append(await start_node(nursery, server, 1, tmp_path))
+
+        with caplog.at_level(logging.INFO, logger="wirebroker.cluster"):
+            nursery.start_soon(restart)
+            await trio.testing.wait_all_tasks_blocked()
+            assert started == []  # not up: waiting for the old registration to go
+            server.expire_session(old_session)
+            with trio.fail_after(5):
+                while not started:
+                    await trio.sleep(0)
+        waits = [r.getMessage() for r in caplog.records if "previous session" in r.getMessage()]
+        assert len(waits) == 1, waits
+        assert "waiting up to 9.0 s for the previous session of broker 1 to expire" in waits[0]
+        node = started[0]
+        stat = await node.coord.exists(zl.broker_path(1))
+        assert stat is not None and stat.ephemeral_owner == node.coord.session_id
+        assert node.member.broker_epoch == stat.czxid
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_id_held_by_another_live_broker_fails_after_the_wait(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Still registered by another session after the session timeout + margin: another broker
+    runs with this id; the member fails with BrokerIdTakenError (the broker exits)."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        await _ghost(nursery, server, 2)
+        coord = MemoryCoordination(server)
+        await nursery.start(coord.run)
+        member = ClusterMember(
+            coord,
+            node_id=2,
+            rack=None,
+            topics=TopicStore.open(tmp_path / "b2"),
+            replicas=FakeRoles(2),
+            address=lambda: ("127.0.0.1", 9002),
+            clock=lambda: 0,
+            config=BrokerConfig({"node.id": "2", "zookeeper.session.timeout.ms": "4000"}),
+        )
+        assert member.registration_wait_s == 4 + REGISTRATION_MARGIN_S
+        began = trio.current_time()
+        with (
+            caplog.at_level(logging.INFO, logger="wirebroker.cluster"),
+            pytest.raises(BaseExceptionGroup) as info,
+        ):
+            await member.run()
+        assert info.group_contains(BrokerIdTakenError, depth=None)
+        assert trio.current_time() - began == pytest.approx(member.registration_wait_s)
+        assert len([r for r in caplog.records if "previous session" in r.getMessage()]) == 1
+        assert not member.is_controller
         nursery.cancel_scope.cancel()

@@ -25,8 +25,12 @@ After the last kill the workload runs a little longer, producers flush, the grou
 end, the members leave, the broker is killed -9 once more and restarted (so the read-back only
 sees what survived a crash), and every partition is read from offset 0 to its end.
 
-Checker figures (`ChaosReport`):
-    lost            acknowledged sends whose payload is not in the log at all
+Checker figures (`ChaosReport`; the same checker serves the multi-broker cluster chaos of
+`_cluster_chaos.py`, which fills the figures marked [cluster] too):
+    lost            acknowledged sends whose payload is not in the log at all (of producers
+                    not named `weak`: acks=all ones)
+    weak_lost       the same for the producers named `weak` (acks=1: Kafka allows losing them
+                    when a leader fails over; counted and reported separately, not a violation)
     misplaced       acknowledged sends whose payload is in the log but not at the acked offset
     duplicates      payload ids found at more than one offset
     reorders        offsets not strictly increasing in a partition, plus, per (producer,
@@ -37,6 +41,17 @@ Checker figures (`ChaosReport`):
                     a restart lower than the highest acknowledged before the kill
     group_missed    acknowledged records no group member ever received (informational: the
                     group drain is bounded)
+    gaps            offsets missing between two records of a partition in the read-back (no
+                    compaction, no transactions here: offsets are dense) [cluster]
+    overwritten     an offset that held one record when a consumer read it and another (or
+                    none, below the end) in the final read-back [cluster]
+    divergent       replicas whose files differ below the smallest checkpointed high watermark
+                    [cluster]
+    epoch_regressions
+                    a leader epoch (per partition, per observing broker or in ZooKeeper) or the
+                    controller epoch lower than one observed before [cluster]
+    not_healed      faults after which the cluster did not get back to every broker registered
+                    and a full ISR within the bound [cluster]
 """
 
 from __future__ import annotations
@@ -96,15 +111,32 @@ class ChaosReport:
     commit_regressions: int = 0
     group_missed: int = 0
     member_restarts: int = 0
+    weak_lost: int = 0
+    weak_acked: int = 0
+    gaps: int = 0
+    overwritten: int = 0
+    reads_checked: int = 0
+    divergent: int = 0
+    replicas_compared: int = 0
+    epoch_regressions: int = 0
+    epoch_samples: int = 0
+    not_healed: int = 0
+    lost_ids: list[str] = field(default_factory=list)
+    duplicate_ids: list[str] = field(default_factory=list)
     restart_s: list[float] = field(default_factory=list)
     duration_s: float = 0.0
     examples: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return (
-            not (self.lost or self.misplaced or self.duplicates or self.reorders)
-            and not self.commit_regressions
+        return not (
+            self.lost or self.misplaced or self.duplicates or self.reorders or self.gaps
+        ) and not (
+            self.commit_regressions
+            or self.overwritten
+            or self.divergent
+            or self.epoch_regressions
+            or self.not_healed
         )
 
     def summary(self) -> str:
@@ -115,6 +147,15 @@ class ChaosReport:
             f"{self.reorders}, commit regressions {self.commit_regressions} ({self.commits} "
             f"commits, {self.commit_checks} fetch checks), group missed {self.group_missed}, "
             f"member restarts {self.member_restarts}, {self.duration_s:.1f} s"
+            + (
+                f"; acks=1 lost {self.weak_lost} of {self.weak_acked}, gaps {self.gaps}, "
+                f"overwritten {self.overwritten} ({self.reads_checked} reads), divergent "
+                f"{self.divergent} ({self.replicas_compared} replica pairs), epoch "
+                f"regressions {self.epoch_regressions} ({self.epoch_samples} samples), not "
+                f"healed {self.not_healed}"
+                if self.replicas_compared or self.epoch_samples
+                else ""
+            )
             + (f"\nexamples: {self.examples[:10]}" if self.examples else "")
         )
 
@@ -122,9 +163,21 @@ class ChaosReport:
 class ProducerThread(threading.Thread):
     """One confluent-kafka producer writing `rate` records per second until stopped."""
 
-    def __init__(self, bootstrap: str, name: str, conf: dict[str, Any], rate: float) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        name: str,
+        conf: dict[str, Any],
+        rate: float,
+        *,
+        topic: str = TOPIC,
+        partitions: int = PARTITIONS,
+    ) -> None:
         super().__init__(name=f"producer-{name}", daemon=True)
         self.bootstrap, self.pname, self.conf, self.rate = bootstrap, name, conf, rate
+        self.topic, self.partitions = topic, partitions
+        #: ident -> (partition, time of produce(), time of the acknowledgement)
+        self.times: dict[str, tuple[int, float, float]] = {}
         self.stop_event = threading.Event()
         self.lock = threading.Lock()
         self.sent = 0
@@ -166,6 +219,7 @@ class ProducerThread(threading.Thread):
                 ident = msg.value().split(b"|", 1)[0].decode()
                 self.acked[ident] = (int(msg.partition()), int(msg.offset()))
                 self.latencies.append((now, now - sent_at))
+                self.times[ident] = (int(msg.partition()), sent_at, now)
 
         return done
 
@@ -183,9 +237,9 @@ class ProducerThread(threading.Thread):
             while seq < due and not self.stop_event.is_set():
                 try:
                     producer.produce(
-                        TOPIC,
+                        self.topic,
                         value=payload(self.pname, seq),
-                        partition=seq % PARTITIONS,
+                        partition=seq % self.partitions,
                         on_delivery=self._callback(time.monotonic()),
                     )
                 except BufferError:
@@ -264,12 +318,22 @@ def read_log(bootstrap: str, partitions: int = PARTITIONS) -> dict[int, list[tup
         consumer.close()
 
 
+def ident_of(value: bytes) -> str:
+    """The payload id ``<name>-<seq:09d>`` of a record value."""
+    return value.split(b"|", 1)[0].decode()
+
+
 def check_log(
     log: dict[int, list[tuple[int, bytes]]],
     acked: dict[str, tuple[int, int]],
     report: ChaosReport,
+    *,
+    weak: tuple[str, ...] = (),
+    dense: bool = False,
 ) -> None:
-    """Fill lost / misplaced / duplicates / reorders of `report` (see the module docstring)."""
+    """Fill lost / misplaced / duplicates / reorders of `report` (see the module docstring);
+    the losses of the producers named in `weak` go to weak_lost; `dense`: count the offsets
+    missing between two records (and before the first one) as gaps."""
     where: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for p, records in log.items():
         last_offset = -1
@@ -279,6 +343,9 @@ def check_log(
             if off <= last_offset:
                 report.reorders += 1
                 report.examples.append(f"p{p}: offset {off} after {last_offset}")
+            elif dense and off != last_offset + 1:
+                report.gaps += off - last_offset - 1
+                report.examples.append(f"p{p}: gap {last_offset + 1}..{off - 1}")
             last_offset = off
             name, seq = parse_payload(value)
             if name in last_seq and seq < last_seq[name]:
@@ -289,15 +356,43 @@ def check_log(
     for ident, places in where.items():
         if len(places) > 1:
             report.duplicates += len(places) - 1
+            report.duplicate_ids.append(ident)
             report.examples.append(f"duplicate {ident} at {places}")
     for ident, place in acked.items():
         found = where.get(ident)
+        if ident.rpartition("-")[0] in weak:
+            report.weak_acked += 1
+            if not found:
+                report.weak_lost += 1
+                continue
         if not found:
             report.lost += 1
+            report.lost_ids.append(ident)
             report.examples.append(f"lost {ident} acked at {place}")
         elif place not in found:
             report.misplaced += 1
             report.examples.append(f"{ident} acked at {place}, found at {found}")
+
+
+def check_reads(
+    log: dict[int, list[tuple[int, bytes]]],
+    reads: list[tuple[int, int, str]],
+    report: ChaosReport,
+) -> None:
+    """Every (partition, offset, payload id) a consumer read must be what the final read-back
+    holds at that offset: a record read and later replaced (or gone, below the end) means a
+    consumer saw data that the cluster then threw away."""
+    final = {p: {off: ident_of(v) for off, v in records} for p, records in log.items()}
+    seen: set[tuple[int, int, str]] = set()
+    for p, off, ident in reads:
+        if (p, off, ident) in seen:
+            continue
+        seen.add((p, off, ident))
+        report.reads_checked += 1
+        now = final.get(p, {}).get(off)
+        if now != ident:
+            report.overwritten += 1
+            report.examples.append(f"p{p}@{off}: read {ident}, final read-back has {now}")
 
 
 def check_commits(events: list[dict[str, Any]], report: ChaosReport) -> dict[int, int]:

@@ -31,6 +31,9 @@ Checker figures (`ChaosReport`; the same checker serves the multi-broker cluster
                     not named `weak`: acks=all ones)
     weak_lost       the same for the producers named `weak` (acks=1: Kafka allows losing them
                     when a leader fails over; counted and reported separately, not a violation)
+    weak_reorders   per-producer sequence reorders of the `weak` producers (a non-idempotent
+                    client with several requests in flight may reorder across a leader change;
+                    informational)
     misplaced       acknowledged sends whose payload is in the log but not at the acked offset
     duplicates      payload ids found at more than one offset
     reorders        offsets not strictly increasing in a partition, plus, per (producer,
@@ -113,6 +116,7 @@ class ChaosReport:
     member_restarts: int = 0
     weak_lost: int = 0
     weak_acked: int = 0
+    weak_reorders: int = 0
     gaps: int = 0
     overwritten: int = 0
     reads_checked: int = 0
@@ -148,7 +152,8 @@ class ChaosReport:
             f"commits, {self.commit_checks} fetch checks), group missed {self.group_missed}, "
             f"member restarts {self.member_restarts}, {self.duration_s:.1f} s"
             + (
-                f"; acks=1 lost {self.weak_lost} of {self.weak_acked}, gaps {self.gaps}, "
+                f"; acks=1 lost {self.weak_lost} of {self.weak_acked} (and "
+                f"{self.weak_reorders} out of order), gaps {self.gaps}, "
                 f"overwritten {self.overwritten} ({self.reads_checked} reads), divergent "
                 f"{self.divergent} ({self.replicas_compared} replica pairs), epoch "
                 f"regressions {self.epoch_regressions} ({self.epoch_samples} samples), not "
@@ -185,6 +190,7 @@ class ProducerThread(threading.Thread):
         self.failed: Counter[str] = Counter()
         self.latencies: list[tuple[float, float]] = []  # (ack time, seconds)
         self.fatal: list[str] = []
+        self.flush_timeout = 90.0
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer
@@ -248,7 +254,12 @@ class ProducerThread(threading.Thread):
                 seq += 1
                 self.sent = seq
             producer.poll(0.01)
-        left = producer.flush(90)
+        try:
+            left = producer.flush(self.flush_timeout)
+        except Exception as exc:  # a fatal idempotence error (after an unclean election)
+            with self.lock:
+                self.failed[f"flush {type(exc).__name__}"] += 1
+            return
         if left:
             with self.lock:
                 self.failed["unflushed"] += left
@@ -348,7 +359,9 @@ def check_log(
                 report.examples.append(f"p{p}: gap {last_offset + 1}..{off - 1}")
             last_offset = off
             name, seq = parse_payload(value)
-            if name in last_seq and seq < last_seq[name]:
+            if name in last_seq and seq < last_seq[name] and name in weak:
+                report.weak_reorders += 1
+            elif name in last_seq and seq < last_seq[name]:
                 report.reorders += 1
                 report.examples.append(f"p{p}@{off}: {name} seq {seq} after {last_seq[name]}")
             last_seq[name] = max(seq, last_seq.get(name, -1))

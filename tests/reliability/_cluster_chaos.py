@@ -349,7 +349,9 @@ class ChaosCluster:
 
     # -- faults ---------------------------------------------------------------------------
     def run_fault(self, kind: str) -> FaultRecord:
+        leaders = {p: s["leader"] for p, s in self.states().items()}
         fault: FaultRecord = getattr(self, f"_fault_{kind}")()
+        fault.note = f"leaders before {leaders} {fault.note}".strip()
         fault.healed_at = time.monotonic()
         self.heal_wait(fault)
         if fault.isr_regrow_s is None and fault.healed_at:
@@ -357,7 +359,8 @@ class ChaosCluster:
         return fault
 
     def _kill_and_restart(self, kind: str, victim: int, affected: list[int]) -> FaultRecord:
-        fault = FaultRecord(kind, victim, time.monotonic(), affected)
+        fault = FaultRecord(kind, victim, 0.0, affected)
+        fault.at = time.monotonic()
         self.cluster.kill9(victim)
         if kind == "kill_follower":
             fault.isr_shrink_s = self.wait_isr_without(victim, affected, fault.at)
@@ -384,7 +387,8 @@ class ChaosCluster:
 
     def _fault_zombie(self) -> FaultRecord:
         victim, p = self.random_leader()
-        fault = FaultRecord("zombie", victim, time.monotonic(), self.led_by(victim))
+        fault = FaultRecord("zombie", victim, 0.0, self.led_by(victim))
+        fault.at = time.monotonic()
         self.cluster.sigstop(victim)
         self.paused.add(victim)
         try:
@@ -397,7 +401,8 @@ class ChaosCluster:
 
     def _fault_sigterm(self) -> FaultRecord:
         victim, _ = self.random_leader()
-        fault = FaultRecord("sigterm", victim, time.monotonic(), self.led_by(victim))
+        fault = FaultRecord("sigterm", victim, 0.0, self.led_by(victim))
+        fault.at = time.monotonic()
         self.cluster.sigterm(victim)
         self.cluster.wait_exit(victim, timeout=30)
         self.restart(victim)
@@ -418,25 +423,27 @@ class ChaosCluster:
 
     def _fault_session_expiry(self) -> FaultRecord:
         victim = self.rng.randrange(3)
-        fault = FaultRecord("session_expiry", victim, time.monotonic(), self.in_isr_of(victim))
+        fault = FaultRecord("session_expiry", victim, 0.0, self.in_isr_of(victim))
         followed = self.followed_by(victim)
+        fault.at = time.monotonic()
         self.cluster.sigstop(victim)
         self.paused.add(victim)
         try:
-            time.sleep(self.session_s + 0.6)
+            if followed:
+                fault.isr_shrink_s = self.wait_isr_without(victim, followed, fault.at)
+            time.sleep(max(0.0, fault.at + self.session_s + 0.6 - time.monotonic()))
         finally:
             self.cluster.sigcont(victim)
             self.paused.discard(victim)
-        if followed:
-            fault.isr_shrink_s = self.wait_isr_without(victim, followed, fault.at)
         return fault
 
     def _fault_partition(self) -> FaultRecord:
         victim = self.rng.randrange(3)
-        fault = FaultRecord("partition", victim, time.monotonic(), self.in_isr_of(victim))
+        fault = FaultRecord("partition", victim, 0.0, self.in_isr_of(victim))
         followed = self.followed_by(victim)
         hold = self.rng.uniform(1.5, 2.5) * self.lag_s
         cut = self.proxies.isolate(victim)
+        fault.at = time.monotonic()  # the cut is complete (finding the openers takes time)
         try:
             if followed:
                 fault.isr_shrink_s = self.wait_isr_without(victim, followed, fault.at)
@@ -448,7 +455,8 @@ class ChaosCluster:
 
     def _fault_zk_death(self) -> FaultRecord:
         victim = self.rng.randrange(3)
-        fault = FaultRecord("zk_death", victim, time.monotonic(), list(range(self.partitions)))
+        fault = FaultRecord("zk_death", victim, 0.0, list(range(self.partitions)))
+        fault.at = time.monotonic()
         self.ensemble.kill(victim)
         time.sleep(self.rng.uniform(1.0, 3.0))
         self.ensemble.restart(victim)
@@ -720,3 +728,61 @@ def report_json(report: ClusterChaosReport) -> str:
         indent=1,
         default=str,
     )
+
+
+def run_negative_control(
+    workdir: Path, seed: int, *, log: Callable[[str], None] = lambda _line: None
+) -> ChaosReport:
+    """The proof that the checker can fail: unclean leader election on, min.insync.replicas 1,
+    one partition (RF 3). Under an idempotent acks=all producer, both followers are SIGSTOPped;
+    once the ISR is the leader alone (replica.lag.time.max.ms), the leader keeps acknowledging
+    acks=all records for a while, then is killed -9 and the followers get SIGCONT: a stale
+    follower becomes leader (unclean election) and the records acknowledged by the lone leader
+    are gone. Returns the checker's report of the read-back: `lost` > 0 expected."""
+    rng = random.Random(seed)
+    unclean = {"unclean.leader.election.enable": "true", "min.insync.replicas": "1"}
+    h = ChaosCluster(workdir, rng, config=unclean, partitions=1, log=log)
+    check = ChaosReport(seed=seed)
+    producer: _chaos.ProducerThread | None = None
+    t0 = time.monotonic()
+    try:
+        h.start()
+        h.create_topic(unclean)
+        name, conf = _chaos.PRODUCERS[0]
+        producer = _chaos.ProducerThread(h.bootstrap, name, conf, 200.0, partitions=1)
+        producer.start()
+        time.sleep(1.0)
+        leader = h.cluster.leader(h.topic, 0)
+        followers = [i for i in range(3) if i != leader]
+        for i in followers:
+            h.cluster.sigstop(i)
+            h.paused.add(i)
+        h.cluster.wait_isr(h.topic, 0, lambda isr: isr == [leader], f"only {leader}", timeout=20)
+        with producer.lock:
+            before = len(producer.acked)
+        time.sleep(1.5)  # acks=all acknowledged by the leader alone
+        with producer.lock:
+            alone = len(producer.acked) - before
+        h.cluster.kill9(leader)
+        for i in followers:
+            h.cluster.sigcont(i)
+            h.paused.discard(i)
+        new = h.cluster.wait_leader_moved(h.topic, 0, leader, timeout=30)
+        log(
+            f"ISR shrank to {leader}, {alone} records acknowledged by it alone; killed; "
+            f"unclean election made {new['leader']} leader (epoch {new['leader_epoch']})"
+        )
+        producer.flush_timeout = 3.0  # its records now fail (sequence desynchronisation)
+        producer.stop_event.set()
+        producer.join(timeout=30)
+        with producer.lock:
+            acked = dict(producer.acked)
+        check.sends, check.acked = producer.sent, len(acked)
+        final = _chaos.read_log(h.bootstrap, 1)
+        _chaos.check_log(final, acked, check, dense=True)
+    finally:
+        if producer is not None:
+            producer.stop_event.set()
+        h.close()
+    check.duration_s = time.monotonic() - t0
+    return check

@@ -41,16 +41,18 @@ from pathlib import Path
 BUFFER = 65536
 
 
-def _inode_of_local_port(port: int) -> str | None:
-    """The socket inode of the IPv4 TCP socket bound to 127.0.0.1:`port` (/proc/net/tcp)."""
-    want = f"0100007F:{port:04X}"
+def _inode_of_connection(src_port: int, dst_port: int) -> str | None:
+    """The socket inode of the IPv4 TCP socket 127.0.0.1:`src_port` -> 127.0.0.1:`dst_port`
+    (/proc/net/tcp; the source port alone is not enough: a TIME_WAIT entry, inode 0, may
+    hold the same local port towards another address)."""
+    local, remote = f"0100007F:{src_port:04X}", f"0100007F:{dst_port:04X}"
     try:
         lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
     except OSError:
         return None
     for line in lines:
         fields = line.split()
-        if len(fields) > 9 and fields[1] == want:
+        if len(fields) > 9 and fields[1] == local and fields[2] == remote and fields[9] != "0":
             return fields[9]
     return None
 
@@ -182,10 +184,10 @@ class ProxySet:
         self.proxies[node_id] = proxy
         return proxy
 
-    def opener(self, conn: _Conn) -> int | None:
+    def opener(self, proxy: Proxy, conn: _Conn) -> int | None:
         """The node id of the broker that opened `conn` (None: not one of ours, a client)."""
         if conn.opener == "unknown":
-            inode = _inode_of_local_port(conn.source_port)
+            inode = _inode_of_connection(conn.source_port, proxy.port)
             found = None
             if inode is not None:
                 for node_id, pid in self.owner_pids.items():
@@ -199,7 +201,7 @@ class ProxySet:
         x = self.isolated
         if x is None:
             return False
-        return proxy.node_id == x or self.opener(conn) == x
+        return proxy.node_id == x or self.opener(proxy, conn) == x
 
     def isolate(self, node_id: int) -> int:
         """Cut broker `node_id` off (see the module doc); returns the connections cut."""

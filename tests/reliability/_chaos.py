@@ -35,6 +35,8 @@ Checker figures (`ChaosReport`; the same checker serves the multi-broker cluster
                     client with several requests in flight may reorder across a leader change;
                     informational)
     misplaced       acknowledged sends whose payload is in the log but not at the acked offset
+                    (acknowledgements without an offset, which librdkafka's idempotent producer
+                    gives after some retries, are only checked for presence: acked_no_offset)
     duplicates      payload ids found at more than one offset
     reorders        offsets not strictly increasing in a partition, plus, per (producer,
                     partition), a sequence number lower than one before it in the log
@@ -117,6 +119,7 @@ class ChaosReport:
     weak_lost: int = 0
     weak_acked: int = 0
     weak_reorders: int = 0
+    acked_no_offset: int = 0
     gaps: int = 0
     overwritten: int = 0
     reads_checked: int = 0
@@ -153,7 +156,8 @@ class ChaosReport:
             f"member restarts {self.member_restarts}, {self.duration_s:.1f} s"
             + (
                 f"; acks=1 lost {self.weak_lost} of {self.weak_acked} (and "
-                f"{self.weak_reorders} out of order), gaps {self.gaps}, "
+                f"{self.weak_reorders} out of order), acked without offset "
+                f"{self.acked_no_offset}, gaps {self.gaps}, "
                 f"overwritten {self.overwritten} ({self.reads_checked} reads), divergent "
                 f"{self.divergent} ({self.replicas_compared} replica pairs), epoch "
                 f"regressions {self.epoch_regressions} ({self.epoch_samples} samples), not "
@@ -223,7 +227,10 @@ class ProducerThread(threading.Thread):
                     self.failed[err.name()] += 1
                     return
                 ident = msg.value().split(b"|", 1)[0].decode()
-                self.acked[ident] = (int(msg.partition()), int(msg.offset()))
+                # librdkafka may report a success without an offset (None): the record is
+                # checked for presence, not for its place (ChaosReport.acked_no_offset)
+                offset = msg.offset()
+                self.acked[ident] = (int(msg.partition()), -1 if offset is None else int(offset))
                 self.latencies.append((now, now - sent_at))
                 self.times[ident] = (int(msg.partition()), sent_at, now)
 
@@ -382,6 +389,8 @@ def check_log(
             report.lost += 1
             report.lost_ids.append(ident)
             report.examples.append(f"lost {ident} acked at {place}")
+        elif place[1] < 0:
+            report.acked_no_offset += 1
         elif place not in found:
             report.misplaced += 1
             report.examples.append(f"{ident} acked at {place}, found at {found}")

@@ -25,9 +25,18 @@ After the last kill the workload runs a little longer, producers flush, the grou
 end, the members leave, the broker is killed -9 once more and restarted (so the read-back only
 sees what survived a crash), and every partition is read from offset 0 to its end.
 
-Checker figures (`ChaosReport`):
-    lost            acknowledged sends whose payload is not in the log at all
+Checker figures (`ChaosReport`; the same checker serves the multi-broker cluster chaos of
+`_cluster_chaos.py`, which fills the figures marked [cluster] too):
+    lost            acknowledged sends whose payload is not in the log at all (of producers
+                    not named `weak`: acks=all ones)
+    weak_lost       the same for the producers named `weak` (acks=1: Kafka allows losing them
+                    when a leader fails over; counted and reported separately, not a violation)
+    weak_reorders   per-producer sequence reorders of the `weak` producers (a non-idempotent
+                    client with several requests in flight may reorder across a leader change;
+                    informational)
     misplaced       acknowledged sends whose payload is in the log but not at the acked offset
+                    (acknowledgements without an offset, which librdkafka's idempotent producer
+                    gives after some retries, are only checked for presence: acked_no_offset)
     duplicates      payload ids found at more than one offset
     reorders        offsets not strictly increasing in a partition, plus, per (producer,
                     partition), a sequence number lower than one before it in the log
@@ -37,6 +46,17 @@ Checker figures (`ChaosReport`):
                     a restart lower than the highest acknowledged before the kill
     group_missed    acknowledged records no group member ever received (informational: the
                     group drain is bounded)
+    gaps            offsets missing between two records of a partition in the read-back (no
+                    compaction, no transactions here: offsets are dense) [cluster]
+    overwritten     an offset that held one record when a consumer read it and another (or
+                    none, below the end) in the final read-back [cluster]
+    divergent       replicas whose files differ below the smallest checkpointed high watermark
+                    [cluster]
+    epoch_regressions
+                    a leader epoch (per partition, per observing broker or in ZooKeeper) or the
+                    controller epoch lower than one observed before [cluster]
+    not_healed      faults after which the cluster did not get back to every broker registered
+                    and a full ISR within the bound [cluster]
 """
 
 from __future__ import annotations
@@ -96,15 +116,34 @@ class ChaosReport:
     commit_regressions: int = 0
     group_missed: int = 0
     member_restarts: int = 0
+    weak_lost: int = 0
+    weak_acked: int = 0
+    weak_reorders: int = 0
+    acked_no_offset: int = 0
+    gaps: int = 0
+    overwritten: int = 0
+    reads_checked: int = 0
+    divergent: int = 0
+    replicas_compared: int = 0
+    epoch_regressions: int = 0
+    epoch_samples: int = 0
+    not_healed: int = 0
+    lost_ids: list[str] = field(default_factory=list)
+    duplicate_ids: list[str] = field(default_factory=list)
     restart_s: list[float] = field(default_factory=list)
     duration_s: float = 0.0
     examples: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return (
-            not (self.lost or self.misplaced or self.duplicates or self.reorders)
-            and not self.commit_regressions
+        return not (
+            self.lost or self.misplaced or self.duplicates or self.reorders or self.gaps
+        ) and not (
+            self.commit_regressions
+            or self.overwritten
+            or self.divergent
+            or self.epoch_regressions
+            or self.not_healed
         )
 
     def summary(self) -> str:
@@ -115,6 +154,17 @@ class ChaosReport:
             f"{self.reorders}, commit regressions {self.commit_regressions} ({self.commits} "
             f"commits, {self.commit_checks} fetch checks), group missed {self.group_missed}, "
             f"member restarts {self.member_restarts}, {self.duration_s:.1f} s"
+            + (
+                f"; acks=1 lost {self.weak_lost} of {self.weak_acked} (and "
+                f"{self.weak_reorders} out of order), acked without offset "
+                f"{self.acked_no_offset}, gaps {self.gaps}, "
+                f"overwritten {self.overwritten} ({self.reads_checked} reads), divergent "
+                f"{self.divergent} ({self.replicas_compared} replica pairs), epoch "
+                f"regressions {self.epoch_regressions} ({self.epoch_samples} samples), not "
+                f"healed {self.not_healed}"
+                if self.replicas_compared or self.epoch_samples
+                else ""
+            )
             + (f"\nexamples: {self.examples[:10]}" if self.examples else "")
         )
 
@@ -122,9 +172,21 @@ class ChaosReport:
 class ProducerThread(threading.Thread):
     """One confluent-kafka producer writing `rate` records per second until stopped."""
 
-    def __init__(self, bootstrap: str, name: str, conf: dict[str, Any], rate: float) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        name: str,
+        conf: dict[str, Any],
+        rate: float,
+        *,
+        topic: str = TOPIC,
+        partitions: int = PARTITIONS,
+    ) -> None:
         super().__init__(name=f"producer-{name}", daemon=True)
         self.bootstrap, self.pname, self.conf, self.rate = bootstrap, name, conf, rate
+        self.topic, self.partitions = topic, partitions
+        #: ident -> (partition, time of produce(), time of the acknowledgement)
+        self.times: dict[str, tuple[int, float, float]] = {}
         self.stop_event = threading.Event()
         self.lock = threading.Lock()
         self.sent = 0
@@ -132,6 +194,7 @@ class ProducerThread(threading.Thread):
         self.failed: Counter[str] = Counter()
         self.latencies: list[tuple[float, float]] = []  # (ack time, seconds)
         self.fatal: list[str] = []
+        self.flush_timeout = 90.0
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer
@@ -164,8 +227,12 @@ class ProducerThread(threading.Thread):
                     self.failed[err.name()] += 1
                     return
                 ident = msg.value().split(b"|", 1)[0].decode()
-                self.acked[ident] = (int(msg.partition()), int(msg.offset()))
+                # librdkafka may report a success without an offset (None): the record is
+                # checked for presence, not for its place (ChaosReport.acked_no_offset)
+                offset = msg.offset()
+                self.acked[ident] = (int(msg.partition()), -1 if offset is None else int(offset))
                 self.latencies.append((now, now - sent_at))
+                self.times[ident] = (int(msg.partition()), sent_at, now)
 
         return done
 
@@ -183,9 +250,9 @@ class ProducerThread(threading.Thread):
             while seq < due and not self.stop_event.is_set():
                 try:
                     producer.produce(
-                        TOPIC,
+                        self.topic,
                         value=payload(self.pname, seq),
-                        partition=seq % PARTITIONS,
+                        partition=seq % self.partitions,
                         on_delivery=self._callback(time.monotonic()),
                     )
                 except BufferError:
@@ -194,7 +261,12 @@ class ProducerThread(threading.Thread):
                 seq += 1
                 self.sent = seq
             producer.poll(0.01)
-        left = producer.flush(90)
+        try:
+            left = producer.flush(self.flush_timeout)
+        except Exception as exc:  # a fatal idempotence error (after an unclean election)
+            with self.lock:
+                self.failed[f"flush {type(exc).__name__}"] += 1
+            return
         if left:
             with self.lock:
                 self.failed["unflushed"] += left
@@ -264,12 +336,22 @@ def read_log(bootstrap: str, partitions: int = PARTITIONS) -> dict[int, list[tup
         consumer.close()
 
 
+def ident_of(value: bytes) -> str:
+    """The payload id ``<name>-<seq:09d>`` of a record value."""
+    return value.split(b"|", 1)[0].decode()
+
+
 def check_log(
     log: dict[int, list[tuple[int, bytes]]],
     acked: dict[str, tuple[int, int]],
     report: ChaosReport,
+    *,
+    weak: tuple[str, ...] = (),
+    dense: bool = False,
 ) -> None:
-    """Fill lost / misplaced / duplicates / reorders of `report` (see the module docstring)."""
+    """Fill lost / misplaced / duplicates / reorders of `report` (see the module docstring);
+    the losses of the producers named in `weak` go to weak_lost; `dense`: count the offsets
+    missing between two records (and before the first one) as gaps."""
     where: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for p, records in log.items():
         last_offset = -1
@@ -279,9 +361,14 @@ def check_log(
             if off <= last_offset:
                 report.reorders += 1
                 report.examples.append(f"p{p}: offset {off} after {last_offset}")
+            elif dense and off != last_offset + 1:
+                report.gaps += off - last_offset - 1
+                report.examples.append(f"p{p}: gap {last_offset + 1}..{off - 1}")
             last_offset = off
             name, seq = parse_payload(value)
-            if name in last_seq and seq < last_seq[name]:
+            if name in last_seq and seq < last_seq[name] and name in weak:
+                report.weak_reorders += 1
+            elif name in last_seq and seq < last_seq[name]:
                 report.reorders += 1
                 report.examples.append(f"p{p}@{off}: {name} seq {seq} after {last_seq[name]}")
             last_seq[name] = max(seq, last_seq.get(name, -1))
@@ -289,15 +376,45 @@ def check_log(
     for ident, places in where.items():
         if len(places) > 1:
             report.duplicates += len(places) - 1
+            report.duplicate_ids.append(ident)
             report.examples.append(f"duplicate {ident} at {places}")
     for ident, place in acked.items():
         found = where.get(ident)
+        if ident.rpartition("-")[0] in weak:
+            report.weak_acked += 1
+            if not found:
+                report.weak_lost += 1
+                continue
         if not found:
             report.lost += 1
+            report.lost_ids.append(ident)
             report.examples.append(f"lost {ident} acked at {place}")
+        elif place[1] < 0:
+            report.acked_no_offset += 1
         elif place not in found:
             report.misplaced += 1
             report.examples.append(f"{ident} acked at {place}, found at {found}")
+
+
+def check_reads(
+    log: dict[int, list[tuple[int, bytes]]],
+    reads: list[tuple[int, int, str]],
+    report: ChaosReport,
+) -> None:
+    """Every (partition, offset, payload id) a consumer read must be what the final read-back
+    holds at that offset: a record read and later replaced (or gone, below the end) means a
+    consumer saw data that the cluster then threw away."""
+    final = {p: {off: ident_of(v) for off, v in records} for p, records in log.items()}
+    seen: set[tuple[int, int, str]] = set()
+    for p, off, ident in reads:
+        if (p, off, ident) in seen:
+            continue
+        seen.add((p, off, ident))
+        report.reads_checked += 1
+        now = final.get(p, {}).get(off)
+        if now != ident:
+            report.overwritten += 1
+            report.examples.append(f"p{p}@{off}: read {ident}, final read-back has {now}")
 
 
 def check_commits(events: list[dict[str, Any]], report: ChaosReport) -> dict[int, int]:

@@ -1,0 +1,71 @@
+"""Cluster chaos in CI: a short mix of faults of every kind on a 3-ZooKeeper, 3-broker cluster
+under load (idempotent acks=all and acks=1 producers, a plain consumer, a committing group),
+checked by `_chaos`'s history checker; and the negative control that proves the checker fails
+when acknowledged records are really lost (unclean leader election of a stale replica).
+
+The harness is `_cluster_chaos.py`; the seed is the run's `reliability_seed` (printed; replay
+with WIREBROKER_RELIABILITY_SEED, or `python tools/reliability/cluster_chaos.py --seed N`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import _chaos
+import _cluster_chaos as cc
+import pytest
+from zk_fixtures import require_zookeeper
+
+pytestmark = [pytest.mark.slow, pytest.mark.compat]
+
+FAULTS = 10  # every kind once, one kind twice (the schedule cycles the kinds shuffled)
+
+
+def test_short_fault_mix_loses_nothing(tmp_path: Path, reliability_seed: int) -> None:
+    require_zookeeper()
+    report = cc.run_cluster_chaos(
+        tmp_path, reliability_seed, FAULTS, rolling_restarts=2, min_gap=0.3, max_gap=1.0
+    )
+    c = report.check
+    lines = "\n".join(cc.fault_lines(report))
+    print(f"{lines}\n{c.summary()}")
+    assert len(report.faults) == FAULTS and not c.not_healed, c.summary()
+    assert set(report.by_kind()) == set(cc.KINDS), lines
+    assert c.acked > 1000, c.summary()  # the load really ran across the faults
+    assert c.lost == 0 and c.misplaced == 0, c.summary()
+    assert c.duplicates == 0 and c.reorders == 0 and c.gaps == 0, c.summary()
+    assert c.overwritten == 0 and c.reads_checked > 0, c.summary()
+    assert c.divergent == 0 and c.replicas_compared == 6, c.summary()
+    assert c.epoch_regressions == 0 and c.epoch_samples > 0, c.summary()
+    assert c.commit_regressions == 0 and c.commits > 0, c.summary()
+    assert report.isr_slow == 0, c.summary()
+    assert report.ok
+
+
+def test_negative_control_unclean_election_loses_acked_records(
+    tmp_path: Path, reliability_seed: int
+) -> None:
+    require_zookeeper()
+    check = cc.run_negative_control(tmp_path, reliability_seed)
+    print(check.summary())
+    assert check.lost > 0, f"the stale leader kept every acknowledged record? {check.summary()}"
+    assert not check.ok
+
+
+def test_checker_sees_weak_losses_apart_and_changed_offsets() -> None:
+    acked = {"idem-all-000000000": (0, 0), "plain-1-000000000": (0, 1)}
+    log = {0: [(0, _chaos.payload("idem-all", 0)), (2, _chaos.payload("idem-all", 1))]}
+    report = _chaos.ChaosReport(seed=0)
+    _chaos.check_log(log, acked, report, weak=("plain-1",), dense=True)
+    assert (report.lost, report.weak_lost, report.weak_acked, report.gaps) == (0, 1, 1, 1)
+    _chaos.check_reads(log, [(0, 0, "idem-all-000000000"), (0, 1, "plain-1-000000000")], report)
+    assert report.overwritten == 1 and report.reads_checked == 2
+    assert not report.ok
+
+
+def test_schedule_is_reproducible_and_covers_every_kind() -> None:
+    import random
+
+    a = cc.schedule(random.Random(7), 10, cc.KINDS)
+    assert a == cc.schedule(random.Random(7), 10, cc.KINDS)
+    assert set(a) == set(cc.KINDS)

@@ -56,6 +56,18 @@ _TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning sta
 #: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
 #: partition it led or followed; one at a time would take a round trip each).
 _PARALLEL_WRITES = 16
+#: Topics one pass handles side by side (each with its own _PARALLEL_WRITES workers).
+_PARALLEL_TOPICS = 16
+#: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
+#: request by jute.maxbuffer, 1 MB by default).
+_STATES_PER_MULTI = 500
+
+
+def _raise_first(failures: list[BaseException]) -> None:
+    """Raise a fencing failure (the controller epoch moved) first, else the first failure."""
+    moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
+    if moved or failures:
+        raise (moved or failures)[0]
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -160,6 +172,11 @@ class ZkController:
     async def _write(self, op: Op) -> None:
         await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), op])
 
+    async def _write_all(self, ops: list[Op]) -> None:
+        """One multi of `ops` fenced by the controller epoch (TransactionError.index counts
+        the check as 0, as `_write` does)."""
+        await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), *ops])
+
     async def _children(self, path: str) -> list[str]:
         try:
             return await self.coord.get_children(path)
@@ -254,25 +271,106 @@ class ZkController:
     ) -> None:
         topics = await self._children(zl.BROKER_TOPICS)
         self._seen_topics &= set(topics)
-        for topic in sorted(topics):
-            if only is not None and topic not in only:
-                continue
-            # Only a topic this pass handles counts as seen: one created while the pass ran
-            # is picked up by the next /brokers/topics trigger.
-            self._seen_topics.add(topic)
-            if topic not in self._topic_watches:
-                self._topic_watches[topic] = await self.coord.watch_data(
-                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
-                )
-            try:
-                data, stat = await self.coord.get(zl.topic_path(topic))
-                assignment = zl.decode_topic(topic, data)
-            except NoNodeError:
-                continue
-            except zl.LayoutError as exc:
-                log.warning("ignoring topic %s: %s", topic, exc)
-                continue
-            await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
+        todo = [t for t in sorted(topics) if only is None or t in only]
+        # Topic-only passes may create a topic's states in one multi (see `_new_topic`):
+        # only for a topic this controller has not handled yet.
+        fresh = {t for t in todo if t not in self._seen_topics} if only is not None else set()
+        # Only a topic this pass handles counts as seen: one created while the pass ran is
+        # picked up by the next /brokers/topics trigger.
+        self._seen_topics.update(todo)
+        failures: list[BaseException] = []
+        work = iter(todo)
+
+        async def worker() -> None:
+            for topic in work:
+                try:
+                    await self._one_topic(topic, live, shutting, preferred, topic in fresh)
+                except CoordinationError as exc:
+                    failures.append(exc)
+
+        # Topics run side by side (a burst of new topics, a broker failure touching many
+        # small topics), _PARALLEL_TOPICS at a time, each with its own partition workers.
+        async with trio.open_nursery() as nursery:
+            for _ in range(min(_PARALLEL_TOPICS, len(todo))):
+                nursery.start_soon(worker)
+        _raise_first(failures)
+
+    async def _one_topic(
+        self,
+        topic: str,
+        live: set[int],
+        shutting: set[int],
+        preferred: set[tuple[str, int]],
+        fresh: bool,
+    ) -> None:
+        if topic not in self._topic_watches:
+            self._topic_watches[topic] = await self.coord.watch_data(
+                zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
+            )
+        try:
+            data, stat = await self.coord.get(zl.topic_path(topic))
+            assignment = zl.decode_topic(topic, data)
+        except NoNodeError:
+            return
+        except zl.LayoutError as exc:
+            log.warning("ignoring topic %s: %s", topic, exc)
+            return
+        if fresh and await self._new_topic(topic, assignment, live, shutting):
+            return
+        await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
+
+    async def _new_topic(
+        self, topic: str, assignment: zl.TopicAssignment, live: set[int], shutting: set[int]
+    ) -> bool:
+        """A topic without any partition state (no /partitions znode): every partition's
+        first state (`decide` of no state: the first live replica not shutting down leads,
+        the live replicas are the ISR, leader epoch 0) created in one multi per
+        _STATES_PER_MULTI partitions, parents included, each fenced by the controller epoch
+        (Kafka's controller also creates a new topic's states in one batch of async
+        requests). False when the topic has states already, or one appeared meanwhile (a
+        multi is all or nothing): the caller runs the partition-by-partition pass."""
+        try:
+            await self.coord.get_children(zl.partitions_path(topic))
+            return False
+        except NoNodeError:
+            pass
+        if assignment.adding or assignment.removing or not assignment.partitions:
+            return False
+        states = {
+            index: decide(
+                replicas,
+                None,
+                live=live,
+                shutting_down=shutting,
+                controller_epoch=self.epoch,
+            )
+            for index, replicas in sorted(assignment.partitions.items())
+        }
+        ops: list[Op] = [Create(zl.partitions_path(topic))]
+        for index, state in states.items():
+            assert state is not None  # decide() always starts a partition without state
+            ops.append(Create(zl.partition_path(topic, index)))
+            ops.append(Create(zl.state_path(topic, index), zl.encode_partition_state(state)))
+        try:
+            for start in range(0, len(ops), _STATES_PER_MULTI * 2):
+                await self._write_all(ops[start : start + _STATES_PER_MULTI * 2])
+        except TransactionError as exc:
+            if exc.index == 0:
+                raise
+            log.info("%s: partition states appeared meanwhile (%s)", topic, exc)
+            return False
+        for index, state in states.items():
+            assert state is not None
+            log.info(
+                "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
+                topic,
+                index,
+                state.leader,
+                state.leader_epoch,
+                list(state.isr),
+                self.epoch,
+            )
+        return True
 
     async def _topic_pass(
         self,
@@ -309,9 +407,7 @@ class ZkController:
         async with trio.open_nursery() as nursery:
             for _ in range(min(_PARALLEL_WRITES, assignment.count)):
                 nursery.start_soon(worker)
-        moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
-        if moved or failures:
-            raise (moved or failures)[0]
+        _raise_first(failures)
         if assignment.adding or assignment.removing:
             await self._reassignments(topic, assignment, version, states, live)
 

@@ -90,6 +90,8 @@ class ReplicaRoles(Protocol):
 
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object: ...
 
+    def ensure_partitions(self, info: TopicInfo, indexes: list[int], *, now_ms: int) -> None: ...
+
     def make_leader(
         self,
         topic: str,
@@ -490,15 +492,38 @@ class ClusterMember:
 
     # -- topics ------------------------------------------------------------------------------
     async def _on_topics(self, children: list[str] | None) -> None:
+        """The topic list changed: drop the topics gone; mirror every new one.
+
+        The new topics of one notification (a CreateTopics of many topics, or many creates
+        in a row, arrive together) are handled as one batch: their assignments and configs
+        read side by side, the store written once for all of them (`TopicStore.put_many`:
+        one atomic, fsynced rewrite), the logs of the partitions this broker holds created
+        per topic in one `LogManager.create_many`, then their watches set, side by side.
+        The queued first deliveries of those watches apply the roles afterwards."""
         names = set(children or [])
         known = set(self.cache.topics) | {info.name for info in self.topics.all()}
         for gone in known - names:
             log.info("topic %s is gone from the cluster: deleting its local replicas", gone)
             self._drop_topic(gone)
-        for name in sorted(names - set(self.cache.topics)):
-            await self._watch_topic(name)
+        new = sorted(names - set(self.cache.topics))
+        if not new:
+            return
+        read: dict[str, tuple[zl.TopicAssignment, dict[str, str]]] = {}
+        await _each(new, functools.partial(self._read_topic, into=read))
+        for name in new:
+            if name in read and name not in self.cache.topics:
+                assignment, configs = read[name]
+                self.cache.topics[name] = _TopicMirror(assignment, configs)
+        added = [name for name in new if name in read]
+        infos = self._sync_store_many(added)
+        for info in infos:
+            self._create_hosted(info)
+        await _each(added, self._watch_new_topic)
 
-    async def _watch_topic(self, name: str) -> None:
+    async def _read_topic(
+        self, name: str, *, into: dict[str, tuple[zl.TopicAssignment, dict[str, str]]]
+    ) -> None:
+        """The assignment and config overrides of a topic (nothing when it is gone)."""
         try:
             data, _stat = await self.coord.get(zl.topic_path(name))
             assignment = zl.decode_topic(name, data)
@@ -507,19 +532,55 @@ class ClusterMember:
         except zl.LayoutError as exc:
             log.warning("ignoring topic %s: %s", name, exc)
             return
-        mirror = _TopicMirror(assignment)
-        self.cache.topics[name] = mirror
-        mirror.watches.append(
-            await self.coord.watch_data(zl.topic_path(name), self._queue(self._on_assignment(name)))
-        )
-        mirror.watches.append(
-            await self.coord.watch_data(
-                zl.topic_config_path(name), self._queue(self._on_config(name))
+        try:
+            raw: bytes | None = (await self.coord.get(zl.topic_config_path(name)))[0]
+        except NoNodeError:
+            raw = None
+        try:
+            configs = zl.decode_topic_config(name, raw)
+        except zl.LayoutError as exc:
+            log.warning("topic %s: %s", name, exc)
+            configs = {}
+        into[name] = (assignment, configs)
+
+    async def _watch_new_topic(self, name: str) -> None:
+        """The watches of a topic just mirrored: its assignment, config and partition states
+        (each first delivery is queued: `_on_assignment` and `_on_config` find nothing new
+        unless it changed since the read)."""
+        mirror = self.cache.topics.get(name)
+        if mirror is None:
+            return
+        try:
+            mirror.watches.append(
+                await self.coord.watch_data(
+                    zl.topic_path(name), self._queue(self._on_assignment(name))
+                )
             )
-        )
-        self._sync_store(name)
-        for index in sorted(assignment.partitions):
-            await self._watch_state(name, mirror, index)
+            mirror.watches.append(
+                await self.coord.watch_data(
+                    zl.topic_config_path(name), self._queue(self._on_config(name))
+                )
+            )
+            for index in sorted(mirror.assignment.partitions):
+                await self._watch_state(name, mirror, index)
+        except CoordinationError as exc:
+            # (one topic's failure does not stop the others of the batch)
+            log.warning("topic %s: setting its watches failed: %s", name, exc)
+
+    def _create_hosted(self, info: TopicInfo) -> None:
+        """Build this broker's replicas of a new topic (creating their logs in one batch);
+        a storage error is logged and left to `_apply_role`, which tries again per partition."""
+        if not self.store_assignments:
+            return  # a single broker: its admin created the logs before the ZooKeeper write
+        indexes = [i for i in range(info.partitions) if info.hosted_by(self.node_id, i)]
+        if not indexes:
+            return
+        try:
+            self.replicas.ensure_partitions(info, indexes, now_ms=self.clock())
+        except Exception:
+            log.exception("%s: creating the local replicas %s failed", info.name, indexes)
+            return
+        self._hosted.update((info.name, i) for i in indexes)
 
     async def _watch_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
         if index in mirror.state_watches:
@@ -588,21 +649,36 @@ class ClusterMember:
 
     def _sync_store(self, name: str) -> TopicInfo | None:
         """Mirror the topic into the local TopicStore (assignment, configs)."""
-        mirror = self.cache.topics.get(name)
-        if mirror is None:
-            return None
-        current = self.topics.get(name)
-        topic_id = mirror.assignment.topic_id
-        if current is not None and topic_id is not None and current.topic_id != topic_id:
-            # Deleted and re-created while we were away: the old replicas go.
-            self._drop_topic(name, keep_mirror=True)
-            current = None
-        info = mirrored_info(
-            name, mirror.assignment, mirror.configs, current, keep=self.store_assignments
-        )
-        if current != info or (current is not None and dict(current.configs) != dict(info.configs)):
-            self.topics.put(info)
-        return info
+        infos = self._sync_store_many([name])
+        return infos[0] if infos else None
+
+    def _sync_store_many(self, names: list[str]) -> list[TopicInfo]:
+        """Mirror these topics into the local TopicStore: one write for all that changed."""
+        out: list[TopicInfo] = []
+        changed: list[TopicInfo] = []
+        for name in names:
+            mirror = self.cache.topics.get(name)
+            if mirror is None:
+                continue
+            current = self.topics.get(name)
+            topic_id = mirror.assignment.topic_id
+            if current is not None and topic_id is not None and current.topic_id != topic_id:
+                # Deleted and re-created while we were away: the old replicas go.
+                self._drop_topic(name, keep_mirror=True)
+                current = None
+            info = mirrored_info(
+                name, mirror.assignment, mirror.configs, current, keep=self.store_assignments
+            )
+            if current != info or (
+                current is not None and dict(current.configs) != dict(info.configs)
+            ):
+                changed.append(info)
+            out.append(info)
+        if len(changed) == 1:
+            self.topics.put(changed[0])
+        elif changed:
+            self.topics.put_many(changed)
+        return out
 
     def _drop_topic(self, name: str, *, keep_mirror: bool = False) -> None:
         # The store forgets the topic first (its commit point), then the logs go: a crash in
@@ -732,6 +808,24 @@ class ClusterMember:
                 if others:
                     out.append((name, index))
         return out
+
+
+#: ZooKeeper requests a batch of new topics keeps in flight (`_each`).
+_PARALLEL_READS = 16
+
+
+async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
+    """`job(item)` for every item, _PARALLEL_READS at a time (workers sharing one iterator);
+    the first exception propagates once the running jobs are cancelled."""
+    todo = iter(items)
+
+    async def worker() -> None:
+        for item in todo:
+            await job(item)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(_PARALLEL_READS, len(items))):
+            nursery.start_soon(worker)
 
 
 def mirrored_info(

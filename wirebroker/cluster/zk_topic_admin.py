@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -89,8 +90,10 @@ class ZkTopicAdmin(LocalTopicAdmin):
         #: Kept until reached, so every waiter of a name sees it.
         self._intent: dict[str, tuple[str, int]] = {}
         self._configs: dict[str, dict[str, str]] = {}
-        #: Topics whose creation was started here and is not in the store yet.
-        self._creating: set[str] = set()
+        #: Topics whose creation was started here and is not in the store yet -> when to
+        #: forget them anyway (inf while their ZooKeeper write runs).
+        self._creating: dict[str, float] = {}
+        self._pruning = False
 
     @property
     def brokers(self) -> list[int]:
@@ -150,19 +153,44 @@ class ZkTopicAdmin(LocalTopicAdmin):
                     await coord.set(zl.topic_config_path(name), configs)
                 await coord.create(zl.topic_path(name), doc, makepath=True)
                 log.info("created topic %s with assignment %s", name, assignment)
-                # Until the store has it, another create of the name is refused here.
-                with trio.move_on_after(_MIRROR_WAIT_S):
-                    while self.topics.get(name) is None:
-                        await self.member.changed.wait()
             except CoordinationError:
+                self._creating.pop(name, None)
                 self._delete_local_logs(name, created)
                 raise
-            finally:
-                self._creating.discard(name)
+            # Until the store has it, another create of the name is refused here.
+            self._creating[name] = trio.current_time() + _MIRROR_WAIT_S
+            self._prune_soon()
 
-        self._creating.add(name)
+        self._creating[name] = math.inf  # (while the write runs)
         self._start(name, write, ("exists", info.partitions))
         return info
+
+    def _prune_soon(self) -> None:
+        """Start the one task that forgets the names of `_creating` once the store has them
+        (or after _MIRROR_WAIT_S): one wake-up per member change, whatever the number of
+        topics being created."""
+        if self._pruning:
+            return
+        self._pruning = True
+        nursery = self.member._nursery
+        assert nursery is not None, "the cluster member is not running"
+        nursery.start_soon(self._prune_creating)
+
+    async def _prune_creating(self) -> None:
+        try:
+            while self._creating:
+                now = trio.current_time()
+                for name, deadline in list(self._creating.items()):
+                    if now >= deadline or (
+                        deadline != math.inf and self.topics.get(name) is not None
+                    ):
+                        del self._creating[name]
+                if not self._creating or all(d == math.inf for d in self._creating.values()):
+                    return  # (a write still running calls _prune_soon when it is done)
+                with trio.move_on_at(min(self._creating.values())):
+                    await self.member.changed.wait()
+        finally:
+            self._pruning = False
 
     def _create_local_logs(
         self, info: TopicInfo, assignment: Mapping[int, Sequence[int]], first: int, now_ms: int

@@ -251,6 +251,22 @@ class ReplicaManager:
         self._partitions.setdefault(info.name, {})[index] = part
         return part
 
+    def ensure_partitions(self, info: TopicInfo, indexes: Sequence[int], *, now_ms: int) -> None:
+        """`ensure_partition` of each index; the missing logs are created in one
+        `LogManager.create_many` (one fsync of the log dir for all of them instead of one
+        per partition). StorageError when they cannot be created (none is kept)."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        missing = [
+            i
+            for i in indexes
+            if self.partition(info.name, i) is None and self.logs.get(info.name, i) is None
+        ]
+        if missing:
+            config = topic_log_config(self.config, info.configs)
+            self.logs.create_many(info.name, missing, config, now_ms, info.topic_id)
+        for index in indexes:
+            self.ensure_partition(info, index, now_ms=now_ms)
+
     def _require(self, topic: str, index: int) -> Partition:
         part = self.partition(topic, index)
         if part is None:

@@ -23,6 +23,8 @@ and for each:
   ready        request sent -> every broker's Metadata (v12, all N topics) shows every
                partition with a leader and a full ISR (RF replicas in the ISR); polled every
                20 ms by one socket per broker
+  broker CPU   user + system CPU seconds of the brokers (all 3, or the one) over `ready`
+               (/proc/PID/stat): steadier than the wall times on a shared machine
 
 The cluster runs with the cluster tests' DEFAULT_OVERRIDES (fast timeouts; none of them touch
 topic creation) plus any --override. Ratios are cluster / single broker.
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shutil
 import signal
 import socket
@@ -128,6 +131,19 @@ def wait_ready(conns: Sequence[Conn], names: Sequence[str], partitions: int, rf:
         time.sleep(POLL_S)
 
 
+def cpu_seconds(pids: Sequence[int | None]) -> float:
+    """user + system CPU seconds of these processes so far (/proc/PID/stat)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        if pid is None:
+            continue
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def measure(
     admin: str,
     brokers: Sequence[str],
@@ -136,14 +152,17 @@ def measure(
     rf: int,
     tag: str,
     kinds: Sequence[str] = ("batch", "one-by-one"),
+    pids: Sequence[int | None] = (),
 ) -> dict[str, float]:
-    """Both kinds of creation on one running cluster (or broker); seconds."""
+    """Both kinds of creation on one running cluster (or broker); seconds (wall, and CPU of
+    the brokers `pids` together)."""
     out: dict[str, float] = {}
     conn = Conn(admin)
     conns = [Conn(a) for a in brokers]
     try:
         for kind in kinds:
             names = [f"{tag}-{kind}-{i:05d}" for i in range(n)]
+            cpu0 = cpu_seconds(pids)
             t0 = time.perf_counter()
             if kind == "batch":
                 create(conn, names, partitions, rf)
@@ -153,6 +172,7 @@ def measure(
             out[f"{kind} answered"] = time.perf_counter() - t0
             wait_ready(conns, names, partitions, rf)
             out[f"{kind} ready"] = time.perf_counter() - t0
+            out[f"{kind} broker CPU"] = cpu_seconds(pids) - cpu0
     finally:
         for c in [conn, *conns]:
             c.close()
@@ -166,6 +186,7 @@ def cluster_round(
     partitions: int,
     overrides: dict[str, str],
     py_spy: Path | None = None,
+    kinds: Sequence[str] = ("batch", "one-by-one"),
 ) -> dict[str, float]:
     cluster = ClusterProcesses(zk.connect_string, work / "cluster", brokers=3, overrides=overrides)
     spies: list[subprocess.Popen[bytes]] = []
@@ -173,11 +194,10 @@ def cluster_round(
         cluster.start()
         brokers = [cluster.address(i) for i in range(3)]
         controller = cluster.controller()
-        kinds: tuple[str, ...] = ("batch", "one-by-one")
         if py_spy is not None:
-            kinds = ("batch",)
             spies = start_spies(py_spy, {i: cluster.brokers[i].pid for i in range(3)}, controller)
-        return measure(cluster.address(controller), brokers, n, partitions, 3, "c", kinds)
+        pids = [b.pid for b in cluster.brokers]
+        return measure(cluster.address(controller), brokers, n, partitions, 3, "c", kinds, pids)
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)
@@ -195,22 +215,26 @@ def start_spies(
     for node, pid in pids.items():
         name = f"broker-{node}{'-controller' if node == controller else ''}.txt"
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid)]
-        cmd += ["--format", "raw", "--rate", "500", "--nonblocking", "-o", str(directory / name)]
-        spies.append(
-            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        )
+        cmd += ["--format", "raw", "--rate", "200", "--nonblocking", "-o", str(directory / name)]
+        spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(1.0)
     return spies
 
 
-def single_round(work: Path, n: int, partitions: int, overrides: dict[str, str]) -> dict[str, float]:
+def single_round(
+    work: Path,
+    n: int,
+    partitions: int,
+    overrides: dict[str, str],
+    kinds: Sequence[str] = ("batch", "one-by-one"),
+) -> dict[str, float]:
     settings = dict(DEFAULT_OVERRIDES)
     settings.pop("zookeeper.session.timeout.ms", None)
     settings.update(overrides)
     broker = BrokerProcess(work / "single", log_path=work / "single.log", overrides=settings)
     try:
         address = broker.start()
-        return measure(address, [address], n, partitions, 1, "s")
+        return measure(address, [address], n, partitions, 1, "s", kinds, [broker.pid])
     finally:
         broker.kill9()
         broker.close()
@@ -226,14 +250,17 @@ def render(result: dict[str, Any]) -> str:
         "| | 3 brokers, RF 3 | 1 broker, RF 1 | ratio |",
         "|---|---:|---:|---:|",
     ]
-    for key in ("batch answered", "batch ready", "one-by-one answered", "one-by-one ready"):
-        c, s = result["cluster"][key], result["single"][key]
-        lines.append(f"| {key} | {c:.2f} s | {s:.2f} s | {c / s:.1f}x |")
+    for kind in ("batch", "one-by-one"):
+        for what in ("answered", "ready", "broker CPU"):
+            key = f"{kind} {what}"
+            c, s = result["cluster"][key], result["single"][key]
+            lines.append(f"| {key} | {c:.2f} s | {s:.2f} s | {c / s:.1f}x |")
     lines.append("")
     lines.append(
         "batch: one CreateTopics of all topics; one-by-one: one CreateTopics per topic, "
         "sequential. answered: until the (last) response; ready: until every broker's "
-        "Metadata shows every partition led with a full ISR."
+        "Metadata shows every partition led with a full ISR; broker CPU: user + system "
+        "seconds of all brokers (3 or 1) from the request to ready."
     )
     return "\n".join(lines) + "\n"
 
@@ -252,8 +279,15 @@ def main(argv: list[str] | None = None) -> int:
         "--py-spy",
         type=Path,
         metavar="DIR",
-        help="sample every cluster broker with py-spy during the batch creation (only it, "
-        "one round, no single broker); raw stacks in DIR",
+        help="sample every cluster broker with py-spy during the creations (one round, no "
+        "single broker); raw stacks in DIR",
+    )
+    parser.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=["batch", "one-by-one"],
+        default=["batch", "one-by-one"],
+        help="which creations (with --py-spy; default both)",
     )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="work dir kept (broker logs)")
     args = parser.parse_args(argv)
@@ -270,14 +304,18 @@ def main(argv: list[str] | None = None) -> int:
             rdir.mkdir()
             print(f"round {r + 1}: 3 brokers ...", file=log, flush=True)
             runs["cluster"].append(
-                cluster_round(zk, rdir, args.topics, args.partitions, overrides, args.py_spy)
+                cluster_round(
+                    zk, rdir, args.topics, args.partitions, overrides, args.py_spy, args.kinds
+                )
             )
             if args.py_spy:
                 break
             print(f"  {runs['cluster'][-1]}", file=log, flush=True)
             if not args.no_single and not args.py_spy:
                 print(f"round {r + 1}: 1 broker ...", file=log, flush=True)
-                runs["single"].append(single_round(rdir, args.topics, args.partitions, overrides))
+                runs["single"].append(
+                    single_round(rdir, args.topics, args.partitions, overrides, args.kinds)
+                )
                 print(f"  {runs['single'][-1]}", file=log, flush=True)
     finally:
         zk.stop()
@@ -297,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             result[side] = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
     if args.json:
         print(json.dumps(result, indent=2))
-    elif args.no_single or args.py_spy:
+    elif args.no_single or args.py_spy or len(args.kinds) < 2:
         print(json.dumps(result["cluster"], indent=2))
     else:
         print(render(result))

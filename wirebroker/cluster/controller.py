@@ -26,7 +26,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
@@ -39,6 +39,7 @@ from wirebroker.coordination.api import (
     NoNodeError,
     Op,
     SetData,
+    Stat,
     TransactionError,
     Watch,
 )
@@ -61,6 +62,23 @@ _PARALLEL_TOPICS = 16
 #: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
 #: request by jute.maxbuffer, 1 MB by default).
 _STATES_PER_MULTI = 500
+
+
+async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
+    """Run the jobs side by side (ZooKeeper requests in flight together); the first
+    exception one raised is raised once all have run."""
+    failures: list[BaseException] = []
+
+    async def run(job: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await job()
+        except Exception as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for job in jobs:
+            nursery.start_soon(run, job)
+    _raise_first(failures)
 
 
 def _raise_first(failures: list[BaseException]) -> None:
@@ -303,37 +321,51 @@ class ZkController:
         preferred: set[tuple[str, int]],
         fresh: bool,
     ) -> None:
-        if topic not in self._topic_watches:
-            self._topic_watches[topic] = await self.coord.watch_data(
-                zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
-            )
-        try:
-            data, stat = await self.coord.get(zl.topic_path(topic))
-            assignment = zl.decode_topic(topic, data)
-        except NoNodeError:
+        # The watch, the assignment and (a topic not handled yet) whether it has partition
+        # states are read together: one round trip instead of three.
+        got: dict[str, object] = {}
+
+        async def watch() -> None:
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = await self.coord.watch_data(
+                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
+                )
+
+        async def read() -> None:
+            with contextlib.suppress(NoNodeError):
+                got["topic"] = await self.coord.get(zl.topic_path(topic))
+
+        async def has_states() -> None:
+            try:
+                await self.coord.get_children(zl.partitions_path(topic))
+                got["states"] = True
+            except NoNodeError:
+                got["states"] = False
+
+        await _together(watch, read, *([has_states] if fresh else []))
+        if "topic" not in got:
             return
+        data, stat = cast(tuple[bytes, Stat], got["topic"])
+        try:
+            assignment = zl.decode_topic(topic, data)
         except zl.LayoutError as exc:
             log.warning("ignoring topic %s: %s", topic, exc)
             return
-        if fresh and await self._new_topic(topic, assignment, live, shutting):
+        if got.get("states") is False and await self._new_topic(topic, assignment, live, shutting):
             return
         await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
 
     async def _new_topic(
         self, topic: str, assignment: zl.TopicAssignment, live: set[int], shutting: set[int]
     ) -> bool:
-        """A topic without any partition state (no /partitions znode): every partition's
+        """A topic without any partition state (no /partitions znode, `_one_topic` checked):
+        every partition's
         first state (`decide` of no state: the first live replica not shutting down leads,
         the live replicas are the ISR, leader epoch 0) created in one multi per
         _STATES_PER_MULTI partitions, parents included, each fenced by the controller epoch
         (Kafka's controller also creates a new topic's states in one batch of async
         requests). False when the topic has states already, or one appeared meanwhile (a
         multi is all or nothing): the caller runs the partition-by-partition pass."""
-        try:
-            await self.coord.get_children(zl.partitions_path(topic))
-            return False
-        except NoNodeError:
-            pass
         if assignment.adding or assignment.removing or not assignment.partitions:
             return False
         states = {

@@ -90,7 +90,9 @@ class ReplicaRoles(Protocol):
 
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object: ...
 
-    def ensure_partitions(self, info: TopicInfo, indexes: list[int], *, now_ms: int) -> None: ...
+    def ensure_partitions(
+        self, batch: list[tuple[TopicInfo, list[int]]], *, now_ms: int
+    ) -> None: ...
 
     def make_leader(
         self,
@@ -498,7 +500,8 @@ class ClusterMember:
         in a row, arrive together) are handled as one batch: their assignments and configs
         read side by side, the store written once for all of them (`TopicStore.put_many`:
         one atomic, fsynced rewrite), the logs of the partitions this broker holds created
-        per topic in one `LogManager.create_many`, then their watches set, side by side.
+        in one batch (`ReplicaManager.ensure_partitions`: one round of fsyncs), then their
+        watches set, side by side.
         The queued first deliveries of those watches apply the roles afterwards."""
         names = set(children or [])
         known = set(self.cache.topics) | {info.name for info in self.topics.all()}
@@ -515,29 +518,34 @@ class ClusterMember:
                 assignment, configs = read[name]
                 self.cache.topics[name] = _TopicMirror(assignment, configs)
         added = [name for name in new if name in read]
-        infos = self._sync_store_many(added)
-        for info in infos:
-            self._create_hosted(info)
+        self._create_hosted(self._sync_store_many(added))
         await _each(added, self._watch_new_topic)
 
     async def _read_topic(
         self, name: str, *, into: dict[str, tuple[zl.TopicAssignment, dict[str, str]]]
     ) -> None:
-        """The assignment and config overrides of a topic (nothing when it is gone)."""
-        try:
-            data, _stat = await self.coord.get(zl.topic_path(name))
-            assignment = zl.decode_topic(name, data)
-        except NoNodeError:
+        """The assignment and config overrides of a topic (nothing when it is gone); both
+        znodes read together."""
+        got: dict[str, bytes | None] = {}
+
+        async def read(path: str) -> None:
+            try:
+                got[path] = (await self.coord.get(path))[0]
+            except NoNodeError:
+                got[path] = None
+
+        topic_path, config_path = zl.topic_path(name), zl.topic_config_path(name)
+        await _together(functools.partial(read, topic_path), functools.partial(read, config_path))
+        data = got[topic_path]
+        if data is None:
             return
+        try:
+            assignment = zl.decode_topic(name, data)
         except zl.LayoutError as exc:
             log.warning("ignoring topic %s: %s", name, exc)
             return
         try:
-            raw: bytes | None = (await self.coord.get(zl.topic_config_path(name)))[0]
-        except NoNodeError:
-            raw = None
-        try:
-            configs = zl.decode_topic_config(name, raw)
+            configs = zl.decode_topic_config(name, got[config_path])
         except zl.LayoutError as exc:
             log.warning("topic %s: %s", name, exc)
             configs = {}
@@ -550,37 +558,43 @@ class ClusterMember:
         mirror = self.cache.topics.get(name)
         if mirror is None:
             return
+
+        async def watch(path: str, handler: Callable[..., Awaitable[None]]) -> None:
+            mirror.watches.append(await self.coord.watch_data(path, self._queue(handler)))
+
         try:
-            mirror.watches.append(
-                await self.coord.watch_data(
-                    zl.topic_path(name), self._queue(self._on_assignment(name))
-                )
+            await _together(
+                functools.partial(watch, zl.topic_path(name), self._on_assignment(name)),
+                functools.partial(watch, zl.topic_config_path(name), self._on_config(name)),
+                *(
+                    functools.partial(self._watch_state, name, mirror, index)
+                    for index in sorted(mirror.assignment.partitions)
+                ),
             )
-            mirror.watches.append(
-                await self.coord.watch_data(
-                    zl.topic_config_path(name), self._queue(self._on_config(name))
-                )
-            )
-            for index in sorted(mirror.assignment.partitions):
-                await self._watch_state(name, mirror, index)
         except CoordinationError as exc:
             # (one topic's failure does not stop the others of the batch)
             log.warning("topic %s: setting its watches failed: %s", name, exc)
 
-    def _create_hosted(self, info: TopicInfo) -> None:
-        """Build this broker's replicas of a new topic (creating their logs in one batch);
-        a storage error is logged and left to `_apply_role`, which tries again per partition."""
+    def _create_hosted(self, infos: list[TopicInfo]) -> None:
+        """Build this broker's replicas of new topics, their logs created in one batch (one
+        round of fsyncs); a storage error is logged and left to `_apply_role`, which tries
+        again partition by partition."""
         if not self.store_assignments:
             return  # a single broker: its admin created the logs before the ZooKeeper write
-        indexes = [i for i in range(info.partitions) if info.hosted_by(self.node_id, i)]
-        if not indexes:
+        batch = [
+            (info, [i for i in range(info.partitions) if info.hosted_by(self.node_id, i)])
+            for info in infos
+        ]
+        batch = [(info, indexes) for info, indexes in batch if indexes]
+        if not batch:
             return
         try:
-            self.replicas.ensure_partitions(info, indexes, now_ms=self.clock())
+            self.replicas.ensure_partitions(batch, now_ms=self.clock())
         except Exception:
-            log.exception("%s: creating the local replicas %s failed", info.name, indexes)
+            log.exception("creating the local replicas of %d new topic(s) failed", len(batch))
             return
-        self._hosted.update((info.name, i) for i in indexes)
+        for info, indexes in batch:
+            self._hosted.update((info.name, i) for i in indexes)
 
     async def _watch_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
         if index in mirror.state_watches:
@@ -816,16 +830,40 @@ _PARALLEL_READS = 16
 
 async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
     """`job(item)` for every item, _PARALLEL_READS at a time (workers sharing one iterator);
-    the first exception propagates once the running jobs are cancelled."""
+    the first exception a job raised is raised once every job has run."""
     todo = iter(items)
+    failures: list[Exception] = []
 
     async def worker() -> None:
         for item in todo:
-            await job(item)
+            try:
+                await job(item)
+            except Exception as exc:
+                failures.append(exc)
 
     async with trio.open_nursery() as nursery:
         for _ in range(min(_PARALLEL_READS, len(items))):
             nursery.start_soon(worker)
+    if failures:
+        raise failures[0]
+
+
+async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
+    """Run the jobs side by side (ZooKeeper requests in flight together); the first
+    exception one raised is raised once all have run."""
+    failures: list[Exception] = []
+
+    async def run(job: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await job()
+        except Exception as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for job in jobs:
+            nursery.start_soon(run, job)
+    if failures:
+        raise failures[0]
 
 
 def mirrored_info(

@@ -40,7 +40,13 @@ from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions, NewTopic
 from wirebroker.cluster.topic_configs import topic_log_config, validate_topic_configs
 from wirebroker.cluster.topic_store import TopicInfo
-from wirebroker.coordination.api import CoordinationError, Create, NodeExistsError, NoNodeError
+from wirebroker.coordination.api import (
+    CoordinationError,
+    Create,
+    NodeExistsError,
+    NoNodeError,
+    TransactionError,
+)
 
 if TYPE_CHECKING:
     from wirebroker.cluster.zk_member import ClusterMember
@@ -141,17 +147,12 @@ class ZkTopicAdmin(LocalTopicAdmin):
             zl.TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
         )
         configs = zl.encode_topic_config({k: v for k, v in info.configs.items()})
-        coord = self.member.coord
         created = self._create_local_logs(info, assignment, 0, now_ms)
         name = info.name
 
         async def write() -> None:
             try:
-                try:
-                    await coord.create(zl.topic_config_path(name), configs, makepath=True)
-                except NodeExistsError:
-                    await coord.set(zl.topic_config_path(name), configs)
-                await coord.create(zl.topic_path(name), doc, makepath=True)
+                await self._write_topic(name, configs, doc)
                 log.info("created topic %s with assignment %s", name, assignment)
             except CoordinationError:
                 self._creating.pop(name, None)
@@ -164,6 +165,26 @@ class ZkTopicAdmin(LocalTopicAdmin):
         self._creating[name] = math.inf  # (while the write runs)
         self._start(name, write, ("exists", info.partitions))
         return info
+
+    async def _write_topic(self, name: str, configs: bytes, doc: bytes) -> None:
+        """/config/topics/<T> then /brokers/topics/<T> (Kafka's order: whoever sees the topic
+        finds its configs), in one multi (one round trip). A config znode left behind (a
+        deletion interrupted) is overwritten; an existing topic znode raises NodeExistsError."""
+        coord = self.member.coord
+        try:
+            await coord.multi(
+                [Create(zl.topic_config_path(name), configs), Create(zl.topic_path(name), doc)]
+            )
+            return
+        except TransactionError as exc:
+            if exc.index == 1 or not isinstance(exc.cause, (NodeExistsError, NoNodeError)):
+                raise exc.cause from exc
+        # The config znode exists (or a parent is missing): the two steps one by one.
+        try:
+            await coord.create(zl.topic_config_path(name), configs, makepath=True)
+        except NodeExistsError:
+            await coord.set(zl.topic_config_path(name), configs)
+        await coord.create(zl.topic_path(name), doc, makepath=True)
 
     def _prune_soon(self) -> None:
         """Start the one task that forgets the names of `_creating` once the store has them

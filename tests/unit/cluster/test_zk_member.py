@@ -33,7 +33,7 @@ class FakeRoles:
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object:
         return None
 
-    def ensure_partitions(self, info: TopicInfo, indexes: list[int], *, now_ms: int) -> None:
+    def ensure_partitions(self, batch: list[tuple[TopicInfo, list[int]]], *, now_ms: int) -> None:
         pass
 
     def make_leader(self, topic: str, index: int, *, leader_epoch: int, **_: Any) -> bool:

@@ -344,3 +344,47 @@ async def test_topics_created_while_a_controller_pass_runs_all_get_leaders(
             for index in (0, 1):
                 assert (await state(nodes[0], name, index)).leader in (1, 2, 3)
         nursery.cancel_scope.cancel()
+
+
+async def test_a_batch_of_new_topics_is_mirrored_with_few_store_writes(tmp_path: Path) -> None:
+    """One CreateTopics of 40 topics: every broker mirrors them in a few batches (one store
+    rewrite per batch, not one per topic), the controller creates each new topic's states in
+    one multi, and every partition gets a leader and a role on every broker."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        writes = dict.fromkeys(range(3), 0)
+        multis: list[int] = []
+        for i, n in enumerate(nodes):
+            store = n.member.topics
+            save = store._save
+
+            def counting(save: Any = save, i: int = i) -> None:
+                writes[i] += 1
+                save()
+
+            store._save = counting  # type: ignore[method-assign]
+            multi = n.coord.multi
+
+            async def counting_multi(ops: Any, multi: Any = multi) -> Any:
+                multis.append(len(ops))
+                return await multi(ops)
+
+            n.coord.multi = counting_multi  # type: ignore[method-assign]
+        names = [f"t{i:02d}" for i in range(40)]
+        results = nodes[0].admin.create_topics([NewTopic(t, 2, 3) for t in names], now_ms=0)
+        assert all(isinstance(r, TopicInfo) for r in results)
+        assert await nodes[0].admin.wait_settled(names, 5) == {}
+        await settle(nodes)
+        for i, n in enumerate(nodes):
+            assert len(n.member.topics) == 40
+            assert 1 <= writes[i] <= 4, writes
+            assert len(n.roles.roles) == 80
+        # 40 admin multis (config + topic), 40 controller multis (check + 5 creates each)
+        assert sorted(multis).count(6) == 40 and sorted(multis).count(2) == 40
+        for name in names:
+            for index in range(2):
+                st = await state(nodes[0], name, index)
+                assert st.leader_epoch == 0 and sorted(st.isr) == [1, 2, 3]
+        nursery.cancel_scope.cancel()

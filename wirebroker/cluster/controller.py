@@ -26,7 +26,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -39,7 +39,6 @@ from wirebroker.coordination.api import (
     NoNodeError,
     Op,
     SetData,
-    Stat,
     TransactionError,
     Watch,
 )
@@ -57,35 +56,9 @@ _TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning sta
 #: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
 #: partition it led or followed; one at a time would take a round trip each).
 _PARALLEL_WRITES = 16
-#: Topics one pass handles side by side (each with its own _PARALLEL_WRITES workers).
-_PARALLEL_TOPICS = 16
 #: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
 #: request by jute.maxbuffer, 1 MB by default).
 _STATES_PER_MULTI = 500
-
-
-async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
-    """Run the jobs side by side (ZooKeeper requests in flight together); the first
-    exception one raised is raised once all have run."""
-    failures: list[BaseException] = []
-
-    async def run(job: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await job()
-        except Exception as exc:
-            failures.append(exc)
-
-    async with trio.open_nursery() as nursery:
-        for job in jobs:
-            nursery.start_soon(run, job)
-    _raise_first(failures)
-
-
-def _raise_first(failures: list[BaseException]) -> None:
-    """Raise a fencing failure (the controller epoch moved) first, else the first failure."""
-    moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
-    if moved or failures:
-        raise (moved or failures)[0]
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -289,40 +262,66 @@ class ZkController:
     ) -> None:
         topics = await self._children(zl.BROKER_TOPICS)
         self._seen_topics &= set(topics)
-        todo = [t for t in sorted(topics) if only is None or t in only]
-        # Topic-only passes may create a topic's states in one multi (see `_new_topic`):
-        # only for a topic this controller has not handled yet.
-        fresh = {t for t in todo if t not in self._seen_topics} if only is not None else set()
-        # Only a topic this pass handles counts as seen: one created while the pass ran is
-        # picked up by the next /brokers/topics trigger.
-        self._seen_topics.update(todo)
+        if only is not None:
+            # Topics this controller has not handled yet: those without any partition state
+            # get all their first states at once (`_new_topics`), the others the pass below.
+            fresh = sorted(t for t in only if t in topics and t not in self._seen_topics)
+            done = await self._new_topics(fresh, live, shutting)
+            self._seen_topics |= done
+            topics = [t for t in topics if t not in done]
+        for topic in sorted(topics):
+            if only is not None and topic not in only:
+                continue
+            # Only a topic this pass handles counts as seen: one created while the pass ran
+            # is picked up by the next /brokers/topics trigger.
+            self._seen_topics.add(topic)
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = await self.coord.watch_data(
+                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
+                )
+            try:
+                data, stat = await self.coord.get(zl.topic_path(topic))
+                assignment = zl.decode_topic(topic, data)
+            except NoNodeError:
+                continue
+            except zl.LayoutError as exc:
+                log.warning("ignoring topic %s: %s", topic, exc)
+                continue
+            await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
+
+    async def _new_topics(self, topics: list[str], live: set[int], shutting: set[int]) -> set[str]:
+        """The topics (of those given) handled here, _PARALLEL_WRITES at a time: each has its
+        watch set, its assignment read and, when it has no partition state yet (no
+        /partitions znode), all its first states created in one multi (`_new_topic`); a topic
+        gone is handled too. A topic with states (or whose states appeared meanwhile) is
+        left to the partition-by-partition pass."""
+        done: set[str] = set()
         failures: list[BaseException] = []
-        work = iter(todo)
+        todo = iter(topics)
 
         async def worker() -> None:
-            for topic in work:
+            for topic in todo:
                 try:
-                    await self._one_topic(topic, live, shutting, preferred, topic in fresh)
+                    if await self._new_topic(topic, live, shutting):
+                        done.add(topic)
                 except CoordinationError as exc:
                     failures.append(exc)
 
-        # Topics run side by side (a burst of new topics, a broker failure touching many
-        # small topics), _PARALLEL_TOPICS at a time, each with its own partition workers.
         async with trio.open_nursery() as nursery:
-            for _ in range(min(_PARALLEL_TOPICS, len(todo))):
+            for _ in range(min(_PARALLEL_WRITES, len(topics))):
                 nursery.start_soon(worker)
-        _raise_first(failures)
+        moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
+        if moved or failures:
+            raise (moved or failures)[0]
+        return done
 
-    async def _one_topic(
-        self,
-        topic: str,
-        live: set[int],
-        shutting: set[int],
-        preferred: set[tuple[str, int]],
-        fresh: bool,
-    ) -> None:
-        # The watch, the assignment and (a topic not handled yet) whether it has partition
-        # states are read together: one round trip instead of three.
+    async def _new_topic(self, topic: str, live: set[int], shutting: set[int]) -> bool:
+        """See `_new_topics`. The watch, the assignment and whether /partitions exists are
+        read together (one round trip instead of three); every partition's first state is
+        `decide` of no state (the first live replica not shutting down leads, the live
+        replicas are the ISR, leader epoch 0), created with its parents in one multi per
+        _STATES_PER_MULTI partitions fenced by the controller epoch (Kafka's controller also
+        creates a new topic's states in one batch of requests). True when handled."""
         got: dict[str, object] = {}
 
         async def watch() -> None:
@@ -333,56 +332,50 @@ class ZkController:
 
         async def read() -> None:
             with contextlib.suppress(NoNodeError):
-                got["topic"] = await self.coord.get(zl.topic_path(topic))
+                got["topic"] = (await self.coord.get(zl.topic_path(topic)))[0]
 
         async def has_states() -> None:
             try:
                 await self.coord.get_children(zl.partitions_path(topic))
                 got["states"] = True
             except NoNodeError:
-                got["states"] = False
+                pass
 
-        await _together(watch, read, *([has_states] if fresh else []))
-        if "topic" not in got:
-            return
-        data, stat = cast(tuple[bytes, Stat], got["topic"])
+        failures: list[BaseException] = []
+
+        async def run(job: Callable[[], Awaitable[None]]) -> None:
+            try:
+                await job()
+            except CoordinationError as exc:
+                failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for job in (watch, read, has_states):
+                nursery.start_soon(run, job)
+        if failures:
+            raise failures[0]
+        data = got.get("topic")
+        if not isinstance(data, bytes):
+            return True  # gone meanwhile
+        if got.get("states"):
+            return False
         try:
             assignment = zl.decode_topic(topic, data)
         except zl.LayoutError as exc:
             log.warning("ignoring topic %s: %s", topic, exc)
-            return
-        if got.get("states") is False and await self._new_topic(topic, assignment, live, shutting):
-            return
-        await self._topic_pass(topic, assignment, stat.version, live, shutting, preferred)
-
-    async def _new_topic(
-        self, topic: str, assignment: zl.TopicAssignment, live: set[int], shutting: set[int]
-    ) -> bool:
-        """A topic without any partition state (no /partitions znode, `_one_topic` checked):
-        every partition's
-        first state (`decide` of no state: the first live replica not shutting down leads,
-        the live replicas are the ISR, leader epoch 0) created in one multi per
-        _STATES_PER_MULTI partitions, parents included, each fenced by the controller epoch
-        (Kafka's controller also creates a new topic's states in one batch of async
-        requests). False when the topic has states already, or one appeared meanwhile (a
-        multi is all or nothing): the caller runs the partition-by-partition pass."""
+            return True
         if assignment.adding or assignment.removing or not assignment.partitions:
             return False
-        states = {
-            index: decide(
-                replicas,
-                None,
-                live=live,
-                shutting_down=shutting,
-                controller_epoch=self.epoch,
-            )
-            for index, replicas in sorted(assignment.partitions.items())
-        }
+        states: dict[int, zl.PartitionState] = {}
         ops: list[Op] = [Create(zl.partitions_path(topic))]
-        for index, state in states.items():
-            assert state is not None  # decide() always starts a partition without state
+        for index, replicas in sorted(assignment.partitions.items()):
+            new = decide(
+                replicas, None, live=live, shutting_down=shutting, controller_epoch=self.epoch
+            )
+            assert new is not None  # decide() always starts a partition without state
+            states[index] = new
             ops.append(Create(zl.partition_path(topic, index)))
-            ops.append(Create(zl.state_path(topic, index), zl.encode_partition_state(state)))
+            ops.append(Create(zl.state_path(topic, index), zl.encode_partition_state(new)))
         try:
             for start in range(0, len(ops), _STATES_PER_MULTI * 2):
                 await self._write_all(ops[start : start + _STATES_PER_MULTI * 2])
@@ -391,15 +384,14 @@ class ZkController:
                 raise
             log.info("%s: partition states appeared meanwhile (%s)", topic, exc)
             return False
-        for index, state in states.items():
-            assert state is not None
+        for index, new in states.items():
             log.info(
                 "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
                 topic,
                 index,
-                state.leader,
-                state.leader_epoch,
-                list(state.isr),
+                new.leader,
+                new.leader_epoch,
+                list(new.isr),
                 self.epoch,
             )
         return True
@@ -439,7 +431,9 @@ class ZkController:
         async with trio.open_nursery() as nursery:
             for _ in range(min(_PARALLEL_WRITES, assignment.count)):
                 nursery.start_soon(worker)
-        _raise_first(failures)
+        moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
+        if moved or failures:
+            raise (moved or failures)[0]
         if assignment.adding or assignment.removing:
             await self._reassignments(topic, assignment, version, states, live)
 

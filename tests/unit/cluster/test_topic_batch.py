@@ -7,7 +7,10 @@
   several topics with one round of fsyncs: one per new partition directory and one per log
   dir, not one per topic; an I/O error in the middle removes every log of the batch;
 - `ReplicaManager.ensure_partitions` builds the partitions over those logs (role NONE until
-  the member applies a role) and leaves existing partitions alone.
+  the member applies a role) and leaves existing partitions alone;
+- three `ClusterMember`s over the in-memory ZooKeeper (test_zk_member's nodes) mirror a
+  CreateTopics of 40 topics with one store write each, and the controller creates each new
+  topic's states in one multi.
 """
 
 from __future__ import annotations
@@ -16,11 +19,17 @@ import contextlib
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
+from test_zk_member import settle, start_node
 
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.config import BrokerConfig
+from wirebroker.coordination.memory import MemoryZooKeeper
 from wirebroker.log import LogConfig, LogManager, StorageError
 from wirebroker.log.fs import OsFileSystem
 from wirebroker.replication.partition import Role
@@ -195,3 +204,48 @@ def test_ensure_partitions_builds_the_batch_over_new_logs(tmp_path: Path) -> Non
             assert part.log.topic_id == info.topic_id
     assert rm.partition("t1", 0).log.config.retention_ms == 1000  # type: ignore[union-attr]
     logs.close()
+
+
+async def test_a_batch_of_new_topics_is_mirrored_with_few_store_writes(tmp_path: Path) -> None:
+    """One CreateTopics of 40 topics: every broker mirrors them in a few batches (one store
+    rewrite per batch, not one per topic), the controller creates each new topic's states in
+    one multi, and every partition gets a leader and a role on every broker."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        writes = dict.fromkeys(range(3), 0)
+        multis: list[int] = []
+        for i, n in enumerate(nodes):
+            store = n.member.topics
+            save = store._save
+
+            def counting(save: Any = save, i: int = i) -> None:
+                writes[i] += 1
+                save()
+
+            store._save = counting  # type: ignore[method-assign]
+            multi = n.coord.multi
+
+            async def counting_multi(ops: Any, multi: Any = multi) -> Any:
+                multis.append(len(ops))
+                return await multi(ops)
+
+            n.coord.multi = counting_multi  # type: ignore[method-assign]
+        names = [f"t{i:02d}" for i in range(40)]
+        results = nodes[0].admin.create_topics([NewTopic(t, 2, 3) for t in names], now_ms=0)
+        assert all(isinstance(r, TopicInfo) for r in results)
+        assert await nodes[0].admin.wait_settled(names, 5) == {}
+        await settle(nodes)
+        for i, n in enumerate(nodes):
+            assert len(n.member.topics) == 40
+            assert 1 <= writes[i] <= 4, writes
+            assert len(n.roles.roles) == 80
+        # 40 admin multis (config + topic), 40 controller multis (check + 5 creates each)
+        assert sorted(multis).count(6) == 40 and sorted(multis).count(2) == 40
+        for name in names:
+            for index in range(2):
+                data, _stat = await nodes[0].coord.get(zl.state_path(name, index))
+                st = zl.decode_partition_state(name, index, data)
+                assert st.leader_epoch == 0 and sorted(st.isr) == [1, 2, 3]
+        nursery.cancel_scope.cancel()

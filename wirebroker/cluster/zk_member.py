@@ -44,6 +44,7 @@ import contextlib
 import functools
 import logging
 import math
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -497,12 +498,20 @@ class ClusterMember:
         """The topic list changed: drop the topics gone; mirror every new one.
 
         The new topics of one notification (a CreateTopics of many topics, or many creates
-        in a row, arrive together) are handled as one batch: their assignments and configs
-        read side by side, the store written once for all of them (`TopicStore.put_many`:
-        one atomic, fsynced rewrite), the logs of the partitions this broker holds created
-        in one batch (`ReplicaManager.ensure_partitions`: one round of fsyncs), then their
-        watches set, side by side.
-        The queued first deliveries of those watches apply the roles afterwards."""
+        in a row, arrive together) are handled as one batch, _PARALLEL_READS topics at a
+        time for the ZooKeeper requests:
+
+            1. the watches of each topic's assignment and config, whose first calls (made
+               before `watch_data` returns) are the reads: one round trip each;
+            2. the store written once for all of them (`TopicStore.put_many`: one atomic,
+               fsynced rewrite);
+            3. the logs of the partitions this broker holds, created in one batch
+               (`ReplicaManager.ensure_partitions`: one round of fsyncs);
+            4. the watches of every partition state; their first calls are queued as events
+               and apply the roles once this event is done.
+
+        Later calls of the assignment and config watches are queued events (`_on_assignment`,
+        `_on_config`). One line per batch logs where the time went."""
         names = set(children or [])
         known = set(self.cache.topics) | {info.name for info in self.topics.all()}
         for gone in known - names:
@@ -511,69 +520,98 @@ class ClusterMember:
         new = sorted(names - set(self.cache.topics))
         if not new:
             return
-        read: dict[str, tuple[zl.TopicAssignment, dict[str, str]]] = {}
-        await _each(new, functools.partial(self._read_topic, into=read))
-        for name in new:
-            if name in read and name not in self.cache.topics:
-                assignment, configs = read[name]
-                self.cache.topics[name] = _TopicMirror(assignment, configs)
-        added = [name for name in new if name in read]
-        self._create_hosted(self._sync_store_many(added))
-        await _each(added, self._watch_new_topic)
-
-    async def _read_topic(
-        self, name: str, *, into: dict[str, tuple[zl.TopicAssignment, dict[str, str]]]
-    ) -> None:
-        """The assignment and config overrides of a topic (nothing when it is gone); both
-        znodes read together."""
-        got: dict[str, bytes | None] = {}
-
-        async def read(path: str) -> None:
-            try:
-                got[path] = (await self.coord.get(path))[0]
-            except NoNodeError:
-                got[path] = None
-
-        topic_path, config_path = zl.topic_path(name), zl.topic_config_path(name)
-        await _together(functools.partial(read, topic_path), functools.partial(read, config_path))
-        data = got[topic_path]
-        if data is None:
-            return
+        t0 = time.perf_counter()
+        failure: CoordinationError | None = None
         try:
-            assignment = zl.decode_topic(name, data)
-        except zl.LayoutError as exc:
-            log.warning("ignoring topic %s: %s", name, exc)
-            return
-        try:
-            configs = zl.decode_topic_config(name, got[config_path])
-        except zl.LayoutError as exc:
-            log.warning("topic %s: %s", name, exc)
-            configs = {}
-        into[name] = (assignment, configs)
+            await _each(new, self._mirror_topic)
+        except CoordinationError as exc:
+            failure = exc  # (raised once the topics that were mirrored are stored)
+        added = [name for name in new if name in self.cache.topics]
+        t1 = time.perf_counter()
+        infos = self._sync_store_many(added)
+        t2 = time.perf_counter()
+        self._create_hosted(infos)
+        t3 = time.perf_counter()
+        await _each(added, self._watch_states)
+        log.info(
+            "mirrored %d new topic(s) in %.0f ms (reads and watches %.0f, store %.0f, logs "
+            "%.0f, state watches %.0f)",
+            len(added),
+            (time.perf_counter() - t0) * 1000,
+            (t1 - t0) * 1000,
+            (t2 - t1) * 1000,
+            (t3 - t2) * 1000,
+            (time.perf_counter() - t3) * 1000,
+        )
+        if failure is not None:
+            raise failure
 
-    async def _watch_new_topic(self, name: str) -> None:
-        """The watches of a topic just mirrored: its assignment, config and partition states
-        (each first delivery is queued: `_on_assignment` and `_on_config` find nothing new
-        unless it changed since the read)."""
-        mirror = self.cache.topics.get(name)
-        if mirror is None:
-            return
+    async def _mirror_topic(self, name: str) -> None:
+        """Watch the topic's assignment and config together; their first values make the
+        topic's mirror (nothing when the topic is gone or unreadable: the watches go)."""
+        first: dict[str, tuple[bytes | None, Stat | None]] = {}
 
-        async def watch(path: str, handler: Callable[..., Awaitable[None]]) -> None:
-            mirror.watches.append(await self.coord.watch_data(path, self._queue(handler)))
+        def watching(
+            key: str, handler: Callable[..., Awaitable[None]]
+        ) -> Callable[[bytes | None, Stat | None], None]:
+            later = self._queue(handler)
+
+            def callback(data: bytes | None, stat: Stat | None) -> None:
+                if key in first:
+                    later(data, stat)
+                else:
+                    first[key] = (data, stat)
+
+            return callback
+
+        watches: list[Watch] = []
+
+        async def watch(path: str, key: str, handler: Callable[..., Awaitable[None]]) -> None:
+            watches.append(await self.coord.watch_data(path, watching(key, handler)))
 
         try:
             await _together(
-                functools.partial(watch, zl.topic_path(name), self._on_assignment(name)),
-                functools.partial(watch, zl.topic_config_path(name), self._on_config(name)),
+                functools.partial(watch, zl.topic_path(name), "topic", self._on_assignment(name)),
+                functools.partial(
+                    watch, zl.topic_config_path(name), "config", self._on_config(name)
+                ),
+            )
+            data = first["topic"][0]
+            if data is None:
+                raise _Gone
+            assignment = zl.decode_topic(name, data)
+        except (_Gone, zl.LayoutError, CoordinationError) as exc:
+            for w in watches:
+                w.cancel()
+            if isinstance(exc, zl.LayoutError):
+                log.warning("ignoring topic %s: %s", name, exc)
+            elif isinstance(exc, CoordinationError):
+                raise
+            return
+        try:
+            configs = zl.decode_topic_config(name, first["config"][0])
+        except zl.LayoutError as exc:
+            log.warning("topic %s: %s", name, exc)
+            configs = {}
+        mirror = _TopicMirror(assignment, configs)
+        mirror.watches.extend(watches)
+        self.cache.topics[name] = mirror
+
+    async def _watch_states(self, name: str) -> None:
+        """The state watches of a topic just mirrored (a failure is logged: one topic's
+        failure does not stop the others of the batch)."""
+        mirror = self.cache.topics.get(name)
+        if mirror is None:
+            return
+        try:
+            await _together(
                 *(
                     functools.partial(self._watch_state, name, mirror, index)
                     for index in sorted(mirror.assignment.partitions)
-                ),
+                )
             )
         except CoordinationError as exc:
-            # (one topic's failure does not stop the others of the batch)
-            log.warning("topic %s: setting its watches failed: %s", name, exc)
+            log.warning("topic %s: setting its state watches failed: %s", name, exc)
 
     def _create_hosted(self, infos: list[TopicInfo]) -> None:
         """Build this broker's replicas of new topics, their logs created in one batch (one
@@ -893,6 +931,10 @@ def mirrored_info(
 def _uuid_for(name: str) -> uuid.UUID:
     """A topic written without an id (by an old tool): the same id on every broker."""
     return uuid.uuid5(uuid.NAMESPACE_URL, f"wirebroker-topic:{name}")
+
+
+class _Gone(Exception):
+    """(a topic deleted before it could be mirrored)"""
 
 
 class ControllerMovedError(Exception):

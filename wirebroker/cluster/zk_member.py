@@ -505,10 +505,10 @@ class ClusterMember:
                before `watch_data` returns) are the reads: one round trip each;
             2. the store written once for all of them (`TopicStore.put_many`: one atomic,
                fsynced rewrite);
-            3. the logs of the partitions this broker holds, created in one batch
-               (`ReplicaManager.ensure_partitions`: one round of fsyncs);
-            4. the watches of every partition state; their first calls are queued as events
-               and apply the roles once this event is done.
+            3. the watches of every partition state; their first calls are queued as events
+               and apply the roles once this event is done;
+            4. the logs of the partitions this broker holds, created _LOG_BATCH topics at a
+               time (`ReplicaManager.ensure_partitions`: one round of fsyncs each).
 
         Later calls of the assignment and config watches are queued events (`_on_assignment`,
         `_on_config`). One line per batch logs where the time went."""
@@ -528,14 +528,28 @@ class ClusterMember:
             failure = exc  # (raised once the topics that were mirrored are stored)
         added = [name for name in new if name in self.cache.topics]
         t1 = time.perf_counter()
-        infos = self._sync_store_many(added)
+        try:
+            infos = self._sync_store_many(added)
+        except BaseException:
+            for name in added:  # not stored: the next change of the topic list tries again
+                mirror = self.cache.topics.pop(name, None)
+                for watch in mirror.watches if mirror is not None else ():
+                    watch.cancel()
+            raise
         t2 = time.perf_counter()
-        self._create_hosted(infos)
-        t3 = time.perf_counter()
         await _each(added, self._watch_states)
+        t3 = time.perf_counter()
+        # Last: creating logs blocks this thread (file system calls; a worker thread would
+        # wait for the interpreter lock after each of them, several times slower on a busy
+        # broker), and this broker's controller (same thread) has sent its writes for these
+        # topics meanwhile. In chunks, other tasks running in between.
+        for start in range(0, len(infos), _LOG_BATCH):
+            if start:
+                await trio.lowlevel.checkpoint()
+            self._create_hosted(infos[start : start + _LOG_BATCH])
         log.info(
-            "mirrored %d new topic(s) in %.0f ms (reads and watches %.0f, store %.0f, logs "
-            "%.0f, state watches %.0f)",
+            "mirrored %d new topic(s) in %.0f ms (reads and watches %.0f, store %.0f, state "
+            "watches %.0f, logs %.0f)",
             len(added),
             (time.perf_counter() - t0) * 1000,
             (t1 - t0) * 1000,
@@ -864,6 +878,9 @@ class ClusterMember:
 
 #: ZooKeeper requests a batch of new topics keeps in flight (`_each`).
 _PARALLEL_READS = 16
+#: New topics whose logs are created in one go (one round of fsyncs; other tasks run between
+#: two such chunks).
+_LOG_BATCH = 32
 
 
 async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:

@@ -176,6 +176,9 @@ class ZkController:
 
     async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
         """One pass: every partition (`only`: the partitions of those topics)."""
+        if only is not None and not rebalance:
+            await self._topics_pass(only)
+            return
         live: set[int] = set()
         bounced: set[int] = set()
         for child in await self._children(zl.BROKER_IDS):
@@ -207,6 +210,30 @@ class ZkController:
         if asked:
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+
+    async def _topics_pass(self, only: set[str]) -> None:
+        """A pass for topic triggers only (new topics, an assignment changed): the live
+        brokers and those shutting down are read together (one round trip), then the pass
+        over those topics. Broker epochs (bounces), topic deletions and preferred elections
+        are left to the passes their own triggers start, which read them (so a bounce is
+        never hidden from the next broker pass by a topic pass in between)."""
+        got: dict[str, list[str]] = {}
+        failures: list[CoordinationError] = []
+
+        async def children(path: str) -> None:
+            try:
+                got[path] = await self._children(path)
+            except CoordinationError as exc:
+                failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for path in (zl.BROKER_IDS, zl.CONTROLLED_SHUTDOWN):
+                nursery.start_soon(children, path)
+        if failures:
+            raise failures[0]
+        live = {int(c) for c in got[zl.BROKER_IDS] if c.isdigit()}
+        shutting = {int(c) for c in got[zl.CONTROLLED_SHUTDOWN] if c.isdigit()}
+        await self._pass(live, shutting, set(), only=only)
 
     async def _imbalanced(self, live: set[int]) -> set[tuple[str, int]]:
         """Kafka's checkAndTriggerAutoLeaderRebalance: the partitions whose preferred leader

@@ -215,7 +215,7 @@ def start_spies(
     for node, pid in pids.items():
         name = f"broker-{node}{'-controller' if node == controller else ''}.txt"
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid)]
-        cmd += ["--format", "raw", "--rate", "200", "--nonblocking", "-o", str(directory / name)]
+        cmd += ["--format", "raw", "--rate", "100", "--nonblocking", "-o", str(directory / name)]
         spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(1.0)
     return spies

@@ -877,7 +877,7 @@ class ClusterMember:
 
 
 #: ZooKeeper requests a batch of new topics keeps in flight (`_each`).
-_PARALLEL_READS = 16
+_PARALLEL_READS = 64
 #: New topics whose logs are created in one go (one round of fsyncs; other tasks run between
 #: two such chunks).
 _LOG_BATCH = 32

@@ -203,7 +203,8 @@ class ZkController:
             return []
 
     async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
-        """One pass: every partition (`only`: the partitions of those topics)."""
+        """One pass: every partition (`only`: the partitions of those topics, through
+        `_topics_pass`: new topics get their states in two round trips)."""
         if only is not None and not rebalance:
             await self._topics_pass(only)
             return

@@ -129,6 +129,70 @@ async def test_created_topic_has_the_same_metadata_on_every_broker(cluster: Clus
         assert ports == {node.node_id: node.address for node in cluster.nodes}
 
 
+async def test_a_batch_of_topics_created_at_once_is_led_on_every_broker(
+    cluster: Cluster,
+) -> None:
+    """One CreateTopics of many topics (and concurrent one-topic requests): every topic is
+    created, the answering broker already shows every partition led, and every broker ends
+    up leading or following each of its replicas, with the topics in its store."""
+    names = [f"batch-{i:02d}" for i in range(24)]
+    body = {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": 2,
+                "replication_factor": 3,
+                "assignments": [],
+                "configs": [{"name": "retention.ms", "value": "3600000"}] if i % 2 else [],
+            }
+            for i, name in enumerate(names)
+        ],
+        "timeout_ms": 15_000,
+        "validate_only": False,
+    }
+    resp = await cluster.request(2, ApiKey.CREATE_TOPICS, 5, body)
+    assert [(t.name, t.error_code) for t in resp.topics] == [(n, 0) for n in names]
+    md = await cluster.metadata(2, names)
+    assert all(p.leader_id >= 0 for t in md.topics for p in t.partitions)
+
+    singles = [f"single-{i:02d}" for i in range(8)]
+    codes: dict[str, int] = {}
+
+    async def create_one(name: str) -> None:
+        codes[name] = await cluster.create_topic(1, name, 2, 3)
+
+    async with trio.open_nursery() as nursery:
+        for name in singles:
+            nursery.start_soon(create_one, name)
+    assert codes == dict.fromkeys(singles, ErrorCode.NONE)
+
+    everything = names + singles
+
+    async def every_broker_shows_all() -> bool:
+        for n in range(3):
+            md = await cluster.metadata(n, everything)
+            for t in md.topics:
+                if t.error_code or len(t.partitions) != 2:
+                    return False
+                if any(p.leader_id < 0 or sorted(p.isr_nodes) != [0, 1, 2] for p in t.partitions):
+                    return False
+        return True
+
+    await eventually(every_broker_shows_all, "every broker's Metadata shows every topic led")
+    for name in everything:
+        await wait_roles(cluster, name, 2)
+    for node in cluster.nodes:
+        store = node.broker.topics
+        for i, name in enumerate(names):
+            info = store.get(name)
+            assert info is not None and len(info.assignment) == 2
+            assert dict(info.configs) == ({"retention.ms": "3600000"} if i % 2 else {})
+            for index in range(2):
+                assert node.part(name, index).log.config.retention_ms == (
+                    3_600_000 if i % 2 else 7 * 24 * 3_600_000
+                )
+
+
 # -- 2. acks=-1, byte-identical replicas, reads below the HW ----------------------------------
 
 

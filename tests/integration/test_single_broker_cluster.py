@@ -231,6 +231,54 @@ async def test_a_storage_error_at_creation_is_answered_and_leaves_nothing(
         await create(broker, "t", 2)  # the name is free
 
 
+async def test_a_batch_of_topics_makes_its_logs_at_once(tmp_path: Path) -> None:
+    """Several topics in one CreateTopics: every log made by one `create_topics` (one round
+    of fsyncs), every topic led and stored; when that batch fails, each topic is created on
+    its own and answers its own error (here: one topic whose logs cannot be made)."""
+    async with running(tmp_path / "d") as broker:
+        calls: list[list[str]] = []
+        original: Callable[..., object] = broker.logs.create_topics
+
+        def counting(batch: list[tuple[str, object, object, object]], now_ms: int) -> object:
+            calls.append([name for name, *_rest in batch])
+            return original(batch, now_ms)
+
+        broker.logs.create_topics = counting  # type: ignore[method-assign,assignment]
+        names = [f"b{i}" for i in range(12)]
+        results = broker.admin.create_topics(
+            [NewTopic(n, 3, 1) for n in names], now_ms=broker.clock()
+        )
+        assert all(isinstance(r, TopicInfo) for r in results)
+        assert calls == [names]
+        assert await broker.admin.wait_settled(names, TIMEOUT_S) == {}
+        for name in names:
+            assert broker.topics.get(name) is not None
+            assert [role for role, _e, _isr in leaders(broker, name)] == [Role.LEADER] * 3
+
+        create_many: Callable[..., object] = broker.logs.create_many
+
+        def full(batch: list[tuple[str, object, object, object]], now_ms: int) -> object:
+            if len(batch) > 1:  # (create_many of one topic comes here too)
+                raise StorageError("No space left on device")
+            return original(batch, now_ms)
+
+        def one_full(topic: str, *args: object, **kw: object) -> object:
+            if topic == "c1":
+                raise StorageError("No space left on device")
+            return create_many(topic, *args, **kw)
+
+        broker.logs.create_topics = full  # type: ignore[method-assign,assignment]
+        broker.logs.create_many = one_full  # type: ignore[method-assign,assignment]
+        results = broker.admin.create_topics(
+            [NewTopic(f"c{i}", 2, 1) for i in range(3)], now_ms=broker.clock()
+        )
+        broker.logs.create_many = create_many  # type: ignore[method-assign]
+        assert [type(r) for r in results] == [TopicInfo, StorageError, TopicInfo]
+        assert await broker.admin.wait_settled(["c0", "c2"], TIMEOUT_S) == {}
+        assert broker.topics.get("c0") is not None and broker.topics.get("c2") is not None
+        assert broker.topics.get("c1") is None
+
+
 async def test_clients_see_the_same_single_broker(tmp_path: Path) -> None:
     """Metadata and FindCoordinator answers as before: this broker is the controller and the
     leader of every partition, __consumer_offsets is created and led on first use."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -62,6 +63,36 @@ _TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning sta
 #: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
 #: partition it led or followed; one at a time would take a round trip each).
 _PARALLEL_WRITES = 16
+#: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
+#: request by jute.maxbuffer, 1 MB by default).
+_STATES_PER_MULTI = 500
+
+
+async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
+    """`job(item)` for every item, _PARALLEL_WRITES at a time (workers sharing one
+    iterator); the first failure is raised once all have run, a fencing one (the controller
+    epoch moved: TransactionError at index 0) first."""
+    todo = iter(items)
+    failures: list[BaseException] = []
+
+    async def worker() -> None:
+        for item in todo:
+            try:
+                await job(item)
+            except CoordinationError as exc:
+                failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(_PARALLEL_WRITES, len(items))):
+            nursery.start_soon(worker)
+    moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
+    if moved or failures:
+        raise (moved or failures)[0]
+
+
+async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
+    """Run the jobs side by side (ZooKeeper requests in flight together); raises as `_each`."""
+    await _each([str(i) for i in range(len(jobs))], lambda i: jobs[int(i)]())
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -166,6 +197,11 @@ class ZkController:
     async def _write(self, op: Op) -> None:
         await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), op])
 
+    async def _write_all(self, ops: list[Op]) -> None:
+        """One multi of `ops` fenced by the controller epoch (TransactionError.index counts
+        the check as 0, as `_write` does)."""
+        await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), *ops])
+
     async def _children(self, path: str) -> list[str]:
         try:
             return await self.coord.get_children(path)
@@ -173,7 +209,11 @@ class ZkController:
             return []
 
     async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
-        """One pass: every partition (`only`: the partitions of those topics)."""
+        """One pass: every partition (`only`: the partitions of those topics, through
+        `_topics_pass`: new topics get their states in two round trips)."""
+        if only is not None and not rebalance:
+            await self._topics_pass(only)
+            return
         live: set[int] = set()
         bounced: set[int] = set()
         for child in await self._children(zl.BROKER_IDS):
@@ -205,6 +245,125 @@ class ZkController:
         if asked:
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+
+    async def _topics_pass(self, only: set[str]) -> None:
+        """A pass for topic triggers only (new topics, an assignment changed).
+
+        Round 1, all requests in flight together (_PARALLEL_WRITES topics at a time): the
+        live brokers, those shutting down and, for each topic this controller has not
+        handled yet, its watch, its assignment and whether it has partition states (a
+        /partitions znode). Round 2: every such topic without states gets all its first
+        states in one multi per _STATES_PER_MULTI partitions, parents included, fenced by
+        the controller epoch (`decide` of no state: the first live replica not shutting down
+        leads, the live replicas are the ISR, leader epoch 0; Kafka's controller also
+        creates a new topic's states in one batch of requests). So a new topic costs the
+        controller two round trips after the trigger's. The other topics (with states, under
+        reassignment, or whose states appeared meanwhile: a multi is all or nothing) go
+        through the partition-by-partition pass (`_pass`).
+
+        Broker epochs (bounces), topic deletions and preferred elections are left to the
+        passes their own triggers start, which read them (so a bounce is never hidden from
+        the next broker pass by a topic pass in between)."""
+        got: dict[str, list[str]] = {}
+        fresh = sorted(t for t in only if t not in self._seen_topics)
+        read: dict[str, tuple[bytes | None, bool]] = {}
+
+        async def children(path: str) -> None:
+            got[path] = await self._children(path)
+
+        async def reads() -> None:
+            await _each(fresh, functools.partial(self._read_new_topic, into=read))
+
+        await _together(
+            functools.partial(children, zl.BROKER_IDS),
+            functools.partial(children, zl.CONTROLLED_SHUTDOWN),
+            reads,
+        )
+        live = {int(c) for c in got[zl.BROKER_IDS] if c.isdigit()}
+        shutting = {int(c) for c in got[zl.CONTROLLED_SHUTDOWN] if c.isdigit()}
+        done = {topic for topic, (data, _states) in read.items() if data is None}  # gone
+        new = [topic for topic, (data, states) in sorted(read.items()) if data and not states]
+
+        async def create(topic: str) -> None:
+            data = read[topic][0]
+            assert data is not None
+            if await self._create_states(topic, data, live, shutting):
+                done.add(topic)
+
+        try:
+            await _each(new, create)
+        finally:
+            self._seen_topics |= done
+        rest = only - done
+        if rest:
+            await self._pass(live, shutting, set(), only=rest)
+
+    async def _read_new_topic(
+        self, topic: str, *, into: dict[str, tuple[bytes | None, bool]]
+    ) -> None:
+        """Watch the topic's assignment and read it and whether /partitions exists, together:
+        into[topic] = (assignment document or None when gone, has partition states)."""
+        got: dict[str, object] = {}
+
+        async def watch() -> None:
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = await self.coord.watch_data(
+                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
+                )
+
+        async def data() -> None:
+            with contextlib.suppress(NoNodeError):
+                got["data"] = (await self.coord.get(zl.topic_path(topic)))[0]
+
+        async def states() -> None:
+            with contextlib.suppress(NoNodeError):
+                await self.coord.get_children(zl.partitions_path(topic))
+                got["states"] = True
+
+        await _together(watch, data, states)
+        raw = got.get("data")
+        into[topic] = (raw if isinstance(raw, bytes) else None, bool(got.get("states")))
+
+    async def _create_states(
+        self, topic: str, data: bytes, live: set[int], shutting: set[int]
+    ) -> bool:
+        """See `_topics_pass` (round 2). True when the topic is handled here."""
+        try:
+            assignment = zl.decode_topic(topic, data)
+        except zl.LayoutError as exc:
+            log.warning("ignoring topic %s: %s", topic, exc)
+            return True
+        if assignment.adding or assignment.removing or not assignment.partitions:
+            return False
+        states: dict[int, zl.PartitionState] = {}
+        ops: list[Op] = [Create(zl.partitions_path(topic))]
+        for index, replicas in sorted(assignment.partitions.items()):
+            new = decide(
+                replicas, None, live=live, shutting_down=shutting, controller_epoch=self.epoch
+            )
+            assert new is not None  # decide() always starts a partition without state
+            states[index] = new
+            ops.append(Create(zl.partition_path(topic, index)))
+            ops.append(Create(zl.state_path(topic, index), zl.encode_partition_state(new)))
+        try:
+            for start in range(0, len(ops), _STATES_PER_MULTI * 2):
+                await self._write_all(ops[start : start + _STATES_PER_MULTI * 2])
+        except TransactionError as exc:
+            if exc.index == 0:
+                raise
+            log.info("%s: partition states appeared meanwhile (%s)", topic, exc)
+            return False
+        for index, new in states.items():
+            log.info(
+                "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
+                topic,
+                index,
+                new.leader,
+                new.leader_epoch,
+                list(new.isr),
+                self.epoch,
+            )
+        return True
 
     async def _imbalanced(self, live: set[int]) -> set[tuple[str, int]]:
         """Kafka's checkAndTriggerAutoLeaderRebalance: the partitions whose preferred leader

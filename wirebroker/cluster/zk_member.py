@@ -47,6 +47,7 @@ import contextlib
 import functools
 import logging
 import math
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -102,6 +103,10 @@ class ReplicaRoles(Protocol):
     """What the member asks of the broker's ReplicaManager."""
 
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object: ...
+
+    def ensure_partitions(
+        self, batch: list[tuple[TopicInfo, list[int]]], *, now_ms: int
+    ) -> None: ...
 
     def make_leader(
         self,
@@ -528,36 +533,158 @@ class ClusterMember:
 
     # -- topics ------------------------------------------------------------------------------
     async def _on_topics(self, children: list[str] | None) -> None:
+        """The topic list changed: drop the topics gone; mirror every new one.
+
+        The new topics of one notification (a CreateTopics of many topics, or many creates
+        in a row, arrive together) are handled as one batch, _PARALLEL_READS topics at a
+        time for the ZooKeeper requests:
+
+            1. the watches of each topic's assignment and config, whose first calls (made
+               before `watch_data` returns) are the reads: one round trip each;
+            2. the store written once for all of them (`TopicStore.put_many`: one atomic,
+               fsynced rewrite);
+            3. the watches of every partition state; their first calls are queued as events
+               and apply the roles once this event is done;
+            4. the logs of the partitions this broker holds, created _LOG_BATCH topics at a
+               time (`ReplicaManager.ensure_partitions`: one round of fsyncs each).
+
+        Later calls of the assignment and config watches are queued events (`_on_assignment`,
+        `_on_config`). One line per batch logs where the time went."""
         names = set(children or [])
         known = set(self.cache.topics) | {info.name for info in self.topics.all()}
         for gone in known - names:
             log.info("topic %s is gone from the cluster: deleting its local replicas", gone)
             self._drop_topic(gone)
-        for name in sorted(names - set(self.cache.topics)):
-            await self._watch_topic(name)
-
-    async def _watch_topic(self, name: str) -> None:
+        new = sorted(names - set(self.cache.topics))
+        if not new:
+            return
+        t0 = time.perf_counter()
+        failure: CoordinationError | None = None
         try:
-            data, _stat = await self.coord.get(zl.topic_path(name))
-            assignment = zl.decode_topic(name, data)
-        except NoNodeError:
-            return
-        except zl.LayoutError as exc:
-            log.warning("ignoring topic %s: %s", name, exc)
-            return
-        mirror = _TopicMirror(assignment)
-        self.cache.topics[name] = mirror
-        mirror.watches.append(
-            await self.coord.watch_data(zl.topic_path(name), self._queue(self._on_assignment(name)))
+            await _each(new, self._mirror_topic)
+        except CoordinationError as exc:
+            failure = exc  # (raised once the topics that were mirrored are stored)
+        added = [name for name in new if name in self.cache.topics]
+        t1 = time.perf_counter()
+        try:
+            infos = self._sync_store_many(added)
+        except BaseException:
+            for name in added:  # not stored: the next change of the topic list tries again
+                mirror = self.cache.topics.pop(name, None)
+                for watch in mirror.watches if mirror is not None else ():
+                    watch.cancel()
+            raise
+        t2 = time.perf_counter()
+        await _each(added, self._watch_states)
+        t3 = time.perf_counter()
+        # Last: creating logs blocks this thread (file system calls; a worker thread would
+        # wait for the interpreter lock after each of them, several times slower on a busy
+        # broker), and this broker's controller (same thread) has sent its writes for these
+        # topics meanwhile. In chunks, other tasks running in between.
+        for start in range(0, len(infos), _LOG_BATCH):
+            if start:
+                await trio.lowlevel.checkpoint()
+            self._create_hosted(infos[start : start + _LOG_BATCH])
+        log.info(
+            "mirrored %d new topic(s) in %.0f ms (reads and watches %.0f, store %.0f, state "
+            "watches %.0f, logs %.0f)",
+            len(added),
+            (time.perf_counter() - t0) * 1000,
+            (t1 - t0) * 1000,
+            (t2 - t1) * 1000,
+            (t3 - t2) * 1000,
+            (time.perf_counter() - t3) * 1000,
         )
-        mirror.watches.append(
-            await self.coord.watch_data(
-                zl.topic_config_path(name), self._queue(self._on_config(name))
+        if failure is not None:
+            raise failure
+
+    async def _mirror_topic(self, name: str) -> None:
+        """Watch the topic's assignment and config together; their first values make the
+        topic's mirror (nothing when the topic is gone or unreadable: the watches go)."""
+        first: dict[str, tuple[bytes | None, Stat | None]] = {}
+
+        def watching(
+            key: str, handler: Callable[..., Awaitable[None]]
+        ) -> Callable[[bytes | None, Stat | None], None]:
+            later = self._queue(handler)
+
+            def callback(data: bytes | None, stat: Stat | None) -> None:
+                if key in first:
+                    later(data, stat)
+                else:
+                    first[key] = (data, stat)
+
+            return callback
+
+        watches: list[Watch] = []
+
+        async def watch(path: str, key: str, handler: Callable[..., Awaitable[None]]) -> None:
+            watches.append(await self.coord.watch_data(path, watching(key, handler)))
+
+        try:
+            await _together(
+                functools.partial(watch, zl.topic_path(name), "topic", self._on_assignment(name)),
+                functools.partial(
+                    watch, zl.topic_config_path(name), "config", self._on_config(name)
+                ),
             )
-        )
-        self._sync_store(name)
-        for index in sorted(assignment.partitions):
-            await self._watch_state(name, mirror, index)
+            data = first["topic"][0]
+            if data is None:
+                raise _Gone
+            assignment = zl.decode_topic(name, data)
+        except (_Gone, zl.LayoutError, CoordinationError) as exc:
+            for w in watches:
+                w.cancel()
+            if isinstance(exc, zl.LayoutError):
+                log.warning("ignoring topic %s: %s", name, exc)
+            elif isinstance(exc, CoordinationError):
+                raise
+            return
+        try:
+            configs = zl.decode_topic_config(name, first["config"][0])
+        except zl.LayoutError as exc:
+            log.warning("topic %s: %s", name, exc)
+            configs = {}
+        mirror = _TopicMirror(assignment, configs)
+        mirror.watches.extend(watches)
+        self.cache.topics[name] = mirror
+
+    async def _watch_states(self, name: str) -> None:
+        """The state watches of a topic just mirrored (a failure is logged: one topic's
+        failure does not stop the others of the batch)."""
+        mirror = self.cache.topics.get(name)
+        if mirror is None:
+            return
+        try:
+            await _together(
+                *(
+                    functools.partial(self._watch_state, name, mirror, index)
+                    for index in sorted(mirror.assignment.partitions)
+                )
+            )
+        except CoordinationError as exc:
+            log.warning("topic %s: setting its state watches failed: %s", name, exc)
+
+    def _create_hosted(self, infos: list[TopicInfo]) -> None:
+        """Build this broker's replicas of new topics, their logs created in one batch (one
+        round of fsyncs); a storage error is logged and left to `_apply_role`, which tries
+        again partition by partition."""
+        if not self.store_assignments:
+            return  # a single broker: its admin created the logs before the ZooKeeper write
+        batch = [
+            (info, [i for i in range(info.partitions) if info.hosted_by(self.node_id, i)])
+            for info in infos
+        ]
+        batch = [(info, indexes) for info, indexes in batch if indexes]
+        if not batch:
+            return
+        try:
+            self.replicas.ensure_partitions(batch, now_ms=self.clock())
+        except Exception:
+            log.exception("creating the local replicas of %d new topic(s) failed", len(batch))
+            return
+        for info, indexes in batch:
+            self._hosted.update((info.name, i) for i in indexes)
 
     async def _watch_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
         if index in mirror.state_watches:
@@ -626,21 +753,36 @@ class ClusterMember:
 
     def _sync_store(self, name: str) -> TopicInfo | None:
         """Mirror the topic into the local TopicStore (assignment, configs)."""
-        mirror = self.cache.topics.get(name)
-        if mirror is None:
-            return None
-        current = self.topics.get(name)
-        topic_id = mirror.assignment.topic_id
-        if current is not None and topic_id is not None and current.topic_id != topic_id:
-            # Deleted and re-created while we were away: the old replicas go.
-            self._drop_topic(name, keep_mirror=True)
-            current = None
-        info = mirrored_info(
-            name, mirror.assignment, mirror.configs, current, keep=self.store_assignments
-        )
-        if current != info or (current is not None and dict(current.configs) != dict(info.configs)):
-            self.topics.put(info)
-        return info
+        infos = self._sync_store_many([name])
+        return infos[0] if infos else None
+
+    def _sync_store_many(self, names: list[str]) -> list[TopicInfo]:
+        """Mirror these topics into the local TopicStore: one write for all that changed."""
+        out: list[TopicInfo] = []
+        changed: list[TopicInfo] = []
+        for name in names:
+            mirror = self.cache.topics.get(name)
+            if mirror is None:
+                continue
+            current = self.topics.get(name)
+            topic_id = mirror.assignment.topic_id
+            if current is not None and topic_id is not None and current.topic_id != topic_id:
+                # Deleted and re-created while we were away: the old replicas go.
+                self._drop_topic(name, keep_mirror=True)
+                current = None
+            info = mirrored_info(
+                name, mirror.assignment, mirror.configs, current, keep=self.store_assignments
+            )
+            if current != info or (
+                current is not None and dict(current.configs) != dict(info.configs)
+            ):
+                changed.append(info)
+            out.append(info)
+        if len(changed) == 1:
+            self.topics.put(changed[0])
+        elif changed:
+            self.topics.put_many(changed)
+        return out
 
     def _drop_topic(self, name: str, *, keep_mirror: bool = False) -> None:
         # The store forgets the topic first (its commit point), then the logs go: a crash in
@@ -772,6 +914,51 @@ class ClusterMember:
         return out
 
 
+#: ZooKeeper requests a batch of new topics keeps in flight (`_each`).
+_PARALLEL_READS = 64
+#: New topics whose logs are created in one go (one round of fsyncs; other tasks run between
+#: two such chunks).
+_LOG_BATCH = 32
+
+
+async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
+    """`job(item)` for every item, _PARALLEL_READS at a time (workers sharing one iterator);
+    the first exception a job raised is raised once every job has run."""
+    todo = iter(items)
+    failures: list[Exception] = []
+
+    async def worker() -> None:
+        for item in todo:
+            try:
+                await job(item)
+            except Exception as exc:
+                failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(_PARALLEL_READS, len(items))):
+            nursery.start_soon(worker)
+    if failures:
+        raise failures[0]
+
+
+async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
+    """Run the jobs side by side (ZooKeeper requests in flight together); the first
+    exception one raised is raised once all have run."""
+    failures: list[Exception] = []
+
+    async def run(job: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await job()
+        except Exception as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for job in jobs:
+            nursery.start_soon(run, job)
+    if failures:
+        raise failures[0]
+
+
 def mirrored_info(
     name: str,
     assignment: zl.TopicAssignment,
@@ -799,6 +986,10 @@ def mirrored_info(
 def _uuid_for(name: str) -> uuid.UUID:
     """A topic written without an id (by an old tool): the same id on every broker."""
     return uuid.uuid5(uuid.NAMESPACE_URL, f"wirebroker-topic:{name}")
+
+
+class _Gone(Exception):
+    """(a topic deleted before it could be mirrored)"""
 
 
 class ControllerMovedError(Exception):

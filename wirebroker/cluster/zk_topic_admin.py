@@ -28,18 +28,31 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import TopicExistsError, UnknownTopicError
+from wirebroker.cluster.errors import ClusterError, TopicExistsError, UnknownTopicError
 from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions, assign_replicas
-from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions, NewTopic
+from wirebroker.cluster.topic_admin import (
+    CreateTopicResult,
+    LocalTopicAdmin,
+    NewPartitions,
+    NewTopic,
+)
 from wirebroker.cluster.topic_configs import topic_log_config, validate_topic_configs
 from wirebroker.cluster.topic_store import TopicInfo
-from wirebroker.coordination.api import CoordinationError, Create, NodeExistsError, NoNodeError
+from wirebroker.coordination.api import (
+    CoordinationError,
+    Create,
+    NodeExistsError,
+    NoNodeError,
+    TransactionError,
+)
+from wirebroker.log.errors import LogError
 
 if TYPE_CHECKING:
     from wirebroker.cluster.zk_member import ClusterMember
@@ -89,8 +102,10 @@ class ZkTopicAdmin(LocalTopicAdmin):
         #: Kept until reached, so every waiter of a name sees it.
         self._intent: dict[str, tuple[str, int]] = {}
         self._configs: dict[str, dict[str, str]] = {}
-        #: Topics whose creation was started here and is not in the store yet.
-        self._creating: set[str] = set()
+        #: Topics whose creation was started here and is not in the store yet -> when to
+        #: forget them anyway (inf while their ZooKeeper write runs).
+        self._creating: dict[str, float] = {}
+        self._pruning = False
 
     @property
     def brokers(self) -> list[int]:
@@ -134,35 +149,133 @@ class ZkTopicAdmin(LocalTopicAdmin):
         )
         if validate_only:
             return info
+        return self._commit(info, now_ms)
+
+    def create_topics(
+        self, topics: Sequence[NewTopic], *, now_ms: int, validate_only: bool = False
+    ) -> list[CreateTopicResult]:
+        """With `local_logs` (a single broker) and several topics: every topic checked and
+        placed first, then the logs of all of them created in one batch (one round of
+        fsyncs; when that fails, each topic's own creation answers its error), then each
+        topic's ZooKeeper write started. Otherwise one topic after the other."""
+        if validate_only or not self.local_logs or len(topics) < 2:
+            return super().create_topics(topics, now_ms=now_ms, validate_only=validate_only)
+        planned: list[CreateTopicResult] = []
+        for topic in topics:
+            try:
+                planned.append(self.create(topic, now_ms=now_ms, validate_only=True))
+            except (ClusterError, LogError) as exc:
+                planned.append(exc)
+        infos = [p for p in planned if isinstance(p, TopicInfo)]
+        batch = [
+            (
+                info,
+                [
+                    i
+                    for i, r in enumerate(info.assignment)
+                    if self.node_id in r and self.logs.get(info.name, i) is None
+                ],
+            )
+            for info in infos
+        ]
+        made: dict[str, list[int]] = {}
+        try:
+            self.logs.create_topics(
+                [
+                    (info.name, wanted, topic_log_config(self.config, info.configs), info.topic_id)
+                    for info, wanted in batch
+                    if wanted
+                ],
+                now_ms,
+            )
+            made = {info.name: wanted for info, wanted in batch}
+        except LogError as exc:
+            log.warning("creating the logs of %d topics at once failed: %s", len(batch), exc)
+        out: list[CreateTopicResult] = []
+        for result in planned:
+            if not isinstance(result, TopicInfo):
+                out.append(result)
+                continue
+            try:
+                out.append(self._commit(result, now_ms, made.get(result.name)))
+            except (ClusterError, LogError) as exc:
+                out.append(exc)
+        return out
+
+    def _commit(self, info: TopicInfo, now_ms: int, created: list[int] | None = None) -> TopicInfo:
+        """Create a checked and placed topic: its local logs (unless `created`: made
+        already), then its znodes (started; `wait_settled` waits for them)."""
+        assignment = {i: list(r) for i, r in enumerate(info.assignment)}
         doc = zl.encode_topic(
             zl.TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
         )
         configs = zl.encode_topic_config({k: v for k, v in info.configs.items()})
-        coord = self.member.coord
-        created = self._create_local_logs(info, assignment, 0, now_ms)
+        if created is None:
+            created = self._create_local_logs(info, assignment, 0, now_ms)
         name = info.name
 
         async def write() -> None:
             try:
-                try:
-                    await coord.create(zl.topic_config_path(name), configs, makepath=True)
-                except NodeExistsError:
-                    await coord.set(zl.topic_config_path(name), configs)
-                await coord.create(zl.topic_path(name), doc, makepath=True)
+                await self._write_topic(name, configs, doc)
                 log.info("created topic %s with assignment %s", name, assignment)
-                # Until the store has it, another create of the name is refused here.
-                with trio.move_on_after(_MIRROR_WAIT_S):
-                    while self.topics.get(name) is None:
-                        await self.member.changed.wait()
             except CoordinationError:
+                self._creating.pop(name, None)
                 self._delete_local_logs(name, created)
                 raise
-            finally:
-                self._creating.discard(name)
+            # Until the store has it, another create of the name is refused here.
+            self._creating[name] = trio.current_time() + _MIRROR_WAIT_S
+            self._prune_soon()
 
-        self._creating.add(name)
+        self._creating[name] = math.inf  # (while the write runs)
         self._start(name, write, ("exists", info.partitions))
         return info
+
+    async def _write_topic(self, name: str, configs: bytes, doc: bytes) -> None:
+        """/config/topics/<T> then /brokers/topics/<T> (Kafka's order: whoever sees the topic
+        finds its configs), in one multi (one round trip). A config znode left behind (a
+        deletion interrupted) is overwritten; an existing topic znode raises NodeExistsError."""
+        coord = self.member.coord
+        try:
+            await coord.multi(
+                [Create(zl.topic_config_path(name), configs), Create(zl.topic_path(name), doc)]
+            )
+            return
+        except TransactionError as exc:
+            if exc.index == 1 or not isinstance(exc.cause, (NodeExistsError, NoNodeError)):
+                raise exc.cause from exc
+        # The config znode exists (or a parent is missing): the two steps one by one.
+        try:
+            await coord.create(zl.topic_config_path(name), configs, makepath=True)
+        except NodeExistsError:
+            await coord.set(zl.topic_config_path(name), configs)
+        await coord.create(zl.topic_path(name), doc, makepath=True)
+
+    def _prune_soon(self) -> None:
+        """Start the one task that forgets the names of `_creating` once the store has them
+        (or after _MIRROR_WAIT_S): one wake-up per member change, whatever the number of
+        topics being created."""
+        if self._pruning:
+            return
+        self._pruning = True
+        nursery = self.member._nursery
+        assert nursery is not None, "the cluster member is not running"
+        nursery.start_soon(self._prune_creating)
+
+    async def _prune_creating(self) -> None:
+        try:
+            while self._creating:
+                now = trio.current_time()
+                for name, deadline in list(self._creating.items()):
+                    if now >= deadline or (
+                        deadline != math.inf and self.topics.get(name) is not None
+                    ):
+                        del self._creating[name]
+                if not self._creating or all(d == math.inf for d in self._creating.values()):
+                    return  # (a write still running calls _prune_soon when it is done)
+                with trio.move_on_at(min(self._creating.values())):
+                    await self.member.changed.wait()
+        finally:
+            self._pruning = False
 
     def _create_local_logs(
         self, info: TopicInfo, assignment: Mapping[int, Sequence[int]], first: int, now_ms: int

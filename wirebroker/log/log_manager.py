@@ -205,15 +205,29 @@ class LogManager:
 
         Raises ValueError for an invalid topic/partition (nothing created) and StorageError
         on an I/O error (every log this call created is deleted again, best effort)."""
-        keys = [(topic, p) for p in partitions]
-        for key in keys:
+        return self.create_topics([(topic, partitions, config, topic_id)], now_ms)
+
+    def create_topics(
+        self,
+        batch: Sequence[tuple[str, Iterable[int], LogConfig, uuid.UUID | None]],
+        now_ms: int,
+    ) -> list[PartitionLog]:
+        """`create_many` of several topics (topic, partitions, config, topic id) with one
+        round of fsyncs for all of them (a cluster member mirroring a batch of new topics);
+        the logs in the order given. Same errors and rollback as `create_many`."""
+        items = [
+            ((topic, p), config, topic_id)
+            for topic, partitions, config, topic_id in batch
+            for p in partitions
+        ]
+        for key, _config, _topic_id in items:
             if parse_partition_dir(f"{key[0]}-{key[1]}") != key:
                 raise ValueError(f"invalid topic/partition {key[0]!r} {key[1]}")
         out: list[PartitionLog] = []
         created: list[Key] = []
         new_dirs: list[Path] = []
         try:
-            for key in keys:
+            for key, config, topic_id in items:
                 existing = self._logs.get(key)
                 if existing is not None:
                     out.append(existing)
@@ -232,7 +246,8 @@ class LogManager:
                 fsync_dirs(self.fs, new_dirs)
                 fsync_dirs(self.fs, parents)
             except OSError as exc:
-                raise StorageError(f"cannot fsync new partitions of {topic}: {exc}") from exc
+                names = ", ".join(sorted({key[0] for key in created}))
+                raise StorageError(f"cannot fsync new partitions of {names}: {exc}") from exc
         except BaseException:
             for key in reversed(created):
                 with suppress(Exception):

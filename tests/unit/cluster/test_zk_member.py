@@ -36,6 +36,9 @@ class FakeRoles:
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object:
         return None
 
+    def ensure_partitions(self, batch: list[tuple[TopicInfo, list[int]]], *, now_ms: int) -> None:
+        pass
+
     def make_leader(self, topic: str, index: int, *, leader_epoch: int, **_: Any) -> bool:
         self.roles[(topic, index)] = ("leader", self.node_id, leader_epoch)
         return True

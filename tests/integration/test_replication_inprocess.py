@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -28,6 +29,7 @@ from protocol.records import build_batch, iter_batches
 from wirebroker.broker import Broker
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import REPLICATION_OFFSET_CHECKPOINT
+from wirebroker.replication import fetcher as fetcher_module
 from wirebroker.replication.broker_client import BrokerConnection
 from wirebroker.replication.fetcher import _LeaderFetcher
 from wirebroker.replication.partition import Partition, Role
@@ -493,4 +495,35 @@ async def test_partition_retried_after_leader_not_ready_does_not_wait_out_a_long
         follow = fetchers._follows[(TOPIC, 0)]
         await eventually(lambda: follow.not_ready >= 1, "broker 2 told: 1 is not ready")
         cluster.zk.tell_one(TOPIC, 0, 1)  # now the new leader applies it
+        await _acks_all_to_1_is_fast(cluster)
+
+
+async def test_partition_added_while_the_fetcher_reconnects_is_in_the_next_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broker 2 starts following THIRD from broker 1, which abandons its parked fetch of OTHER
+    and reconnects; TOPIC (whose leadership moved to 1) is followed while that connection is
+    being opened (after a broker failure, partitions stream in every few ms). The Fetch sent
+    on the new connection must ask for TOPIC: built before connecting it did not, and as it
+    was not in flight yet, following TOPIC did not abandon it either (a whole long poll)."""
+    third = "third"
+    async with _running(tmp_path, OTHER, third, **SLOW_POLL) as cluster:
+        await _parked_at_1(cluster)
+        zk = cluster.zk
+        zk.elect(TOPIC, 0, leader=1, isr=[1, 2], replicas=[0, 1, 2], tell=[1])
+        zk.elect(third, 0, leader=1, isr=[0, 1, 2], replicas=[0, 1, 2], tell=[0, 1])
+        leader_port = cluster.addresses[1][1]
+        opened = BrokerConnection.open
+        armed = [True]
+
+        async def open_then_follow(host: str, port: int, **kwargs: Any) -> BrokerConnection:
+            conn = await opened(host, port, **kwargs)
+            if armed[0] and port == leader_port and kwargs["client_id"].endswith("-2"):
+                armed[0] = False
+                zk.tell_one(TOPIC, 0, 2)  # broker 2 follows TOPIC meanwhile
+            return conn
+
+        monkeypatch.setattr(fetcher_module.BrokerConnection, "open", open_then_follow)
+        zk.tell_one(third, 0, 2)  # abandons the fetch of OTHER: a new connection
+        await eventually(lambda: not armed[0], "broker 2 reconnected to 1")
         await _acks_all_to_1_is_fast(cluster)

@@ -15,7 +15,9 @@ parked at the leader must not hold back a partition left out of it, which after 
 would add up to replica.fetch.wait.max.ms to the unavailability of acks=all producers (the
 leader's HW waits for this follower's first fetch at the new epoch):
     a partition added while a Fetch without it is in flight abandons that Fetch (closing the
-        connection; its answer is never read), and a new round starts at once;
+        connection; its answer is never read), and a new round starts at once; a round
+        picks its partitions once connected (a reconnect takes a while) and sends without
+        an await in between, so an added partition is either in the Fetch or abandons it;
     a partition backing off (say 20 ms after "leader not ready", below) caps the round's
         max_wait_ms at the time left until its backoff ends, so the leader answers by then
         and the next round asks for it. (Kafka's fetcher waits out the round; the answer
@@ -240,13 +242,11 @@ class _LeaderFetcher:
         try:
             while True:
                 self.wakeup = trio.Event()
-                now = trio.current_time()
-                ready = [f for f in self.follows.values() if f.delay_until <= now and f.current()]
-                if not ready:
+                if not self._ready():
                     await self._idle()
                     continue
                 try:
-                    await self._round(ready)
+                    await self._round()
                 except (BrokerConnectionError, trio.TooSlowError) as exc:
                     log.warning("fetch from broker %d failed: %s", self.leader_id, exc or "timeout")
                     await self._close()
@@ -290,14 +290,22 @@ class _LeaderFetcher:
         return conn
 
     # -- one round -----------------------------------------------------------------------------
-    async def _round(self, ready: list[_Follow]) -> None:
-        for follow in ready:
+    def _ready(self) -> list[_Follow]:
+        now = trio.current_time()
+        return [f for f in self.follows.values() if f.delay_until <= now and f.current()]
+
+    async def _round(self) -> None:
+        conn = await self._connection()
+        # The partitions are chosen after connecting (a reconnect, after an abandoned Fetch,
+        # takes a while: partitions added meanwhile belong in this round; chosen before, they
+        # would miss it and `add` would not abandon it, not yet in flight) and with no await
+        # until the Fetch is in flight: an `add` either comes before (in it) or abandons it.
+        for follow in self._ready():
             self._truncate_epochless(follow)
-        ready = [f for f in ready if f.delay_until <= trio.current_time()]
+        ready = self._ready()
         if not ready:
             return
         version, body, sent = self._request(ready, self._max_wait_ms())
-        conn = await self._connection()
         scope = self.in_flight = trio.CancelScope()
         self.in_flight_keys = frozenset((f.part.topic, f.part.index) for f in ready)
         try:

@@ -15,8 +15,10 @@ that poll with a bounded deadline.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -27,7 +29,9 @@ from protocol.records import build_batch, iter_batches
 from wirebroker.broker import Broker
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import REPLICATION_OFFSET_CHECKPOINT
+from wirebroker.replication import fetcher as fetcher_module
 from wirebroker.replication.broker_client import BrokerConnection
+from wirebroker.replication.fetcher import _LeaderFetcher
 from wirebroker.replication.partition import Partition, Role
 
 TOPIC = "rep"
@@ -63,9 +67,17 @@ class StubZk:
             b.replicas.isr_committed(topic, index, isr=isr, partition_epoch=new_epoch)
 
     def elect(
-        self, topic: str, index: int, leader: int, isr: list[int], replicas: list[int]
+        self,
+        topic: str,
+        index: int,
+        leader: int,
+        isr: list[int],
+        replicas: list[int],
+        *,
+        tell: list[int] | None = None,
     ) -> int:
-        """What a controller does: a new leader epoch, a new znode version, every broker told."""
+        """What a controller does: a new leader epoch, a new znode version, the brokers `tell`
+        (default: every one) told at once; `tell_one` tells the others later."""
         cur = self.state.get((topic, index))
         leader_epoch = 1 if cur is None else _int(cur["leader_epoch"]) + 1
         partition_epoch = 1 if cur is None else _int(cur["partition_epoch"]) + 1
@@ -74,35 +86,50 @@ class StubZk:
             "leader_epoch": leader_epoch,
             "partition_epoch": partition_epoch,
             "isr": list(isr),
+            "replicas": list(replicas),
         }
-        for b in self.brokers:
-            if _node(b) == leader:
-                b.replicas.make_leader(
-                    topic,
-                    index,
-                    leader_epoch=leader_epoch,
-                    isr=isr,
-                    replicas=replicas,
-                    partition_epoch=partition_epoch,
-                    now_ms=b.clock(),
-                )
-            else:
-                b.replicas.make_follower(
-                    topic,
-                    index,
-                    leader_id=leader,
-                    leader_epoch=leader_epoch,
-                    isr=isr,
-                    replicas=replicas,
-                    partition_epoch=partition_epoch,
-                    now_ms=b.clock(),
-                )
+        for node in range(len(self.brokers)) if tell is None else tell:
+            self.tell_one(topic, index, node)
         return leader_epoch
+
+    def tell_one(self, topic: str, index: int, node: int) -> None:
+        """Broker `node` learns the partition's current state (its state znode watch fired)."""
+        st = self.state[(topic, index)]
+        b = self.brokers[node]
+        leader = _int(st["leader"])
+        leader_epoch, partition_epoch = _int(st["leader_epoch"]), _int(st["partition_epoch"])
+        isr, replicas = _ints(st["isr"]), _ints(st["replicas"])
+        if _node(b) == leader:
+            b.replicas.make_leader(
+                topic,
+                index,
+                leader_epoch=leader_epoch,
+                isr=isr,
+                replicas=replicas,
+                partition_epoch=partition_epoch,
+                now_ms=b.clock(),
+            )
+        else:
+            b.replicas.make_follower(
+                topic,
+                index,
+                leader_id=leader,
+                leader_epoch=leader_epoch,
+                isr=isr,
+                replicas=replicas,
+                partition_epoch=partition_epoch,
+                now_ms=b.clock(),
+            )
 
 
 def _int(value: object) -> int:
     assert isinstance(value, int)
     return value
+
+
+def _ints(value: object) -> list[int]:
+    assert isinstance(value, list)
+    return [_int(v) for v in value]
 
 
 def _node(b: Broker) -> int:
@@ -141,9 +168,13 @@ def _config(root: Path, node: int, **overrides: str) -> BrokerConfig:
     )
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    brokers = [Broker(_config(tmp_path, n), grace_s=1.0, replicated=True) for n in range(3)]
+@asynccontextmanager
+async def _running(root: Path, *topics: str, **overrides: str) -> AsyncIterator[Cluster]:
+    """Three brokers with `overrides`, hosting partition 0 of TOPIC and of each of `topics`
+    (min.insync.replicas 2, no roles yet)."""
+    brokers = [
+        Broker(_config(root, n, **overrides), grace_s=1.0, replicated=True) for n in range(3)
+    ]
     zk = StubZk(brokers)
     async with trio.open_nursery() as nursery:
         addresses = {}
@@ -153,14 +184,21 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         for b in brokers:
             b.peer_endpoints.update({n: a for n, a in addresses.items() if n != _node(b)})
             b.replicas.isr_listener = zk
-        info = brokers[0].admin.create_topic(
-            TOPIC, 1, configs={"min.insync.replicas": "2"}, now_ms=brokers[0].clock()
-        )
-        for b in brokers[1:]:
-            b.topics.put(info)
-            b.replicas.ensure_partition(info, 0, now_ms=b.clock())
+        for name in (TOPIC, *topics):
+            info = brokers[0].admin.create_topic(
+                name, 1, configs={"min.insync.replicas": "2"}, now_ms=brokers[0].clock()
+            )
+            for b in brokers[1:]:
+                b.topics.put(info)
+                b.replicas.ensure_partition(info, 0, now_ms=b.clock())
         yield Cluster(brokers, zk, addresses)
         nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with _running(tmp_path) as c:
+        yield c
 
 
 async def eventually(check: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
@@ -386,3 +424,106 @@ async def test_acks_all_produces_pipelined_on_one_connection(cluster: Cluster) -
     assert answers == [(100 + i, ErrorCode.NONE, 3 * i) for i in range(n)]
     assert cluster.part(0).high_watermark == 3 * n
     await conn.aclose()
+
+
+# -- a follower's long poll must not hold back a partition it starts following ------------------
+OTHER = "other"
+#: a long poll far longer than the answers the tests below wait for: waiting one out shows
+SLOW_POLL = {"replica.fetch.wait.max.ms": "5000"}
+FAST_S = 2.0
+
+
+def _fetcher_of(cluster: Cluster, node: int, leader: int) -> _LeaderFetcher:
+    fetchers = cluster.brokers[node].fetchers
+    assert fetchers is not None
+    return fetchers._fetchers[leader]
+
+
+async def _parked_at_1(cluster: Cluster) -> _LeaderFetcher:
+    """OTHER led by 1 and TOPIC by 0, both replicated; broker 2's fetch of OTHER (alone) is
+    out to broker 1, where it parks for the whole long poll (no data)."""
+    zk = cluster.zk
+    zk.elect(OTHER, 0, leader=1, isr=[0, 1, 2], replicas=[0, 1, 2])
+    zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+    conn = await cluster.client(0)
+    with trio.fail_after(FAST_S):
+        assert await produce(conn, [b"before"]) == (ErrorCode.NONE, 0)
+    await conn.aclose()
+    fetcher = _fetcher_of(cluster, 2, leader=1)
+    await eventually(
+        lambda: fetcher.in_flight_keys == {(OTHER, 0)}, "broker 2's fetch of OTHER out to 1"
+    )
+    return fetcher
+
+
+async def _acks_all_to_1_is_fast(cluster: Cluster) -> None:
+    """An acks=all produce to broker 1 (ISR [1, 2]) is answered well within the long poll,
+    and the two replicas then hold the same log."""
+    conn = await cluster.client(1)
+    with trio.fail_after(FAST_S):
+        assert await produce(conn, [b"after"], timeout_ms=30_000) == (ErrorCode.NONE, 1)
+    await conn.aclose()
+    await eventually(lambda: cluster.part(2).high_watermark == 2, "follower HW")
+    assert committed_bytes(cluster.part(2)) == committed_bytes(cluster.part(1))
+
+
+async def test_partition_added_abandons_a_parked_fetch_without_it(tmp_path: Path) -> None:
+    """Leadership of TOPIC moves to broker 1 (0 is gone: ISR [1, 2]) while broker 2's fetch of
+    OTHER is parked there: following TOPIC abandons that fetch, so TOPIC's first fetch (which
+    tells the leader where broker 2's log ends, and the HW needs it) goes out at once instead
+    of after the long poll."""
+    async with _running(tmp_path, OTHER, **SLOW_POLL) as cluster:
+        await _parked_at_1(cluster)
+        # the new leader applies its state first, then the follower
+        cluster.zk.elect(TOPIC, 0, leader=1, isr=[1, 2], replicas=[0, 1, 2], tell=[1, 2])
+        await _acks_all_to_1_is_fast(cluster)
+
+
+async def test_partition_retried_after_leader_not_ready_does_not_wait_out_a_long_poll(
+    tmp_path: Path,
+) -> None:
+    """The follower applies the new state before the new leader does (each learns it from
+    its own watch): its first fetch of TOPIC at broker 1 is refused (UNKNOWN_LEADER_EPOCH)
+    and retried shortly after; the round in between asks for OTHER alone and parks at 1. The
+    retry must not wait for that long poll to end (it did: up to replica.fetch.wait.max.ms
+    added to a failover)."""
+    async with _running(tmp_path, OTHER, **SLOW_POLL) as cluster:
+        await _parked_at_1(cluster)
+        cluster.zk.elect(TOPIC, 0, leader=1, isr=[1, 2], replicas=[0, 1, 2], tell=[2])
+        fetchers = cluster.brokers[2].fetchers
+        assert fetchers is not None
+        follow = fetchers._follows[(TOPIC, 0)]
+        await eventually(lambda: follow.not_ready >= 1, "broker 2 told: 1 is not ready")
+        cluster.zk.tell_one(TOPIC, 0, 1)  # now the new leader applies it
+        await _acks_all_to_1_is_fast(cluster)
+
+
+async def test_partition_added_while_the_fetcher_reconnects_is_in_the_next_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broker 2 starts following THIRD from broker 1, which abandons its parked fetch of OTHER
+    and reconnects; TOPIC (whose leadership moved to 1) is followed while that connection is
+    being opened (after a broker failure, partitions stream in every few ms). The Fetch sent
+    on the new connection must ask for TOPIC: built before connecting it did not, and as it
+    was not in flight yet, following TOPIC did not abandon it either (a whole long poll)."""
+    third = "third"
+    async with _running(tmp_path, OTHER, third, **SLOW_POLL) as cluster:
+        await _parked_at_1(cluster)
+        zk = cluster.zk
+        zk.elect(TOPIC, 0, leader=1, isr=[1, 2], replicas=[0, 1, 2], tell=[1])
+        zk.elect(third, 0, leader=1, isr=[0, 1, 2], replicas=[0, 1, 2], tell=[0, 1])
+        leader_port = cluster.addresses[1][1]
+        opened = BrokerConnection.open
+        armed = [True]
+
+        async def open_then_follow(host: str, port: int, **kwargs: Any) -> BrokerConnection:
+            conn = await opened(host, port, **kwargs)
+            if armed[0] and port == leader_port and kwargs["client_id"].endswith("-2"):
+                armed[0] = False
+                zk.tell_one(TOPIC, 0, 2)  # broker 2 follows TOPIC meanwhile
+            return conn
+
+        monkeypatch.setattr(fetcher_module.BrokerConnection, "open", open_then_follow)
+        zk.tell_one(third, 0, 2)  # abandons the fetch of OTHER: a new connection
+        await eventually(lambda: not armed[0], "broker 2 reconnected to 1")
+        await _acks_all_to_1_is_fast(cluster)

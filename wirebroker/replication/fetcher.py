@@ -10,17 +10,26 @@ one persistent connection (`broker_client.BrokerConnection`). The leader's addre
 `endpoint(leader_id)` before every connect and checked before every request (the leader may
 have moved); no address or a failed connection: wait replica.fetch.backoff.ms and retry.
 
-Each round sends one Fetch for every partition of that leader not backing off (a partition
-added while a Fetch without it is in flight abandons that Fetch, closing the connection, and a
-new round starts at once: a long poll parked at the leader would otherwise delay the new
-partition, say after a failover, by up to replica.fetch.wait.max.ms):
+Each round sends one Fetch for every partition of that leader not backing off. A long poll
+parked at the leader must not hold back a partition left out of it, which after a failover
+would add up to replica.fetch.wait.max.ms to the unavailability of acks=all producers (the
+leader's HW waits for this follower's first fetch at the new epoch):
+    a partition added while a Fetch without it is in flight abandons that Fetch (closing the
+        connection; its answer is never read), and a new round starts at once; a round
+        picks its partitions once connected (a reconnect takes a while) and sends without
+        an await in between, so an added partition is either in the Fetch or abandons it;
+    a partition backing off (say 20 ms after "leader not ready", below) caps the round's
+        max_wait_ms at the time left until its backoff ends, so the leader answers by then
+        and the next round asks for it. (Kafka's fetcher waits out the round; the answer
+        is the same, sooner.)
+The request:
     version 16 when every partition has a topic id (topics by id), else 12 (by name);
     replica_id / replica_state {replica_id: node id, replica_epoch: broker_epoch()},
-    max_wait_ms replica.fetch.wait.max.ms, min_bytes replica.fetch.min.bytes, max_bytes
-    replica.fetch.response.max.bytes, session_epoch -1 (no fetch session: a full fetch each
-    time); per partition: current_leader_epoch, fetch_offset = its log end, last_fetched_epoch
-    = the latest epoch of its epoch cache, log_start_offset, partition_max_bytes
-    replica.fetch.max.bytes.
+    max_wait_ms replica.fetch.wait.max.ms (or less, above), min_bytes
+    replica.fetch.min.bytes, max_bytes replica.fetch.response.max.bytes, session_epoch -1 (no
+    fetch session: a full fetch each time); per partition: current_leader_epoch,
+    fetch_offset = its log end, last_fetched_epoch = the latest epoch of its epoch cache,
+    log_start_offset, partition_max_bytes replica.fetch.max.bytes.
 and handles each partition of the answer, unless the partition changed meanwhile (role, leader,
 epoch, or log end moved):
     records          whole batches appended as they are (`append_as_follower`, a trailing
@@ -233,13 +242,11 @@ class _LeaderFetcher:
         try:
             while True:
                 self.wakeup = trio.Event()
-                now = trio.current_time()
-                ready = [f for f in self.follows.values() if f.delay_until <= now and f.current()]
-                if not ready:
+                if not self._ready():
                     await self._idle()
                     continue
                 try:
-                    await self._round(ready)
+                    await self._round()
                 except (BrokerConnectionError, trio.TooSlowError) as exc:
                     log.warning("fetch from broker %d failed: %s", self.leader_id, exc or "timeout")
                     await self._close()
@@ -283,14 +290,22 @@ class _LeaderFetcher:
         return conn
 
     # -- one round -----------------------------------------------------------------------------
-    async def _round(self, ready: list[_Follow]) -> None:
-        for follow in ready:
+    def _ready(self) -> list[_Follow]:
+        now = trio.current_time()
+        return [f for f in self.follows.values() if f.delay_until <= now and f.current()]
+
+    async def _round(self) -> None:
+        conn = await self._connection()
+        # The partitions are chosen after connecting (a reconnect, after an abandoned Fetch,
+        # takes a while: partitions added meanwhile belong in this round; chosen before, they
+        # would miss it and `add` would not abandon it, not yet in flight) and with no await
+        # until the Fetch is in flight: an `add` either comes before (in it) or abandons it.
+        for follow in self._ready():
             self._truncate_epochless(follow)
-        ready = [f for f in ready if f.delay_until <= trio.current_time()]
+        ready = self._ready()
         if not ready:
             return
-        version, body, sent = self._request(ready)
-        conn = await self._connection()
+        version, body, sent = self._request(ready, self._max_wait_ms())
         scope = self.in_flight = trio.CancelScope()
         self.in_flight_keys = frozenset((f.part.topic, f.part.index) for f in ready)
         try:
@@ -314,8 +329,19 @@ class _LeaderFetcher:
                 if entry is not None:
                     await self._handle(entry[0], entry[1], pdata)
 
+    def _max_wait_ms(self) -> int:
+        """replica.fetch.wait.max.ms, or less: the time until the first partition of this
+        leader left out of the round (backing off) may be fetched again, so that the round
+        does not outlast its backoff (see the module doc)."""
+        now = trio.current_time()
+        wait_ms = self.m.wait_max_ms
+        ends = [f.delay_until for f in self.follows.values() if f.delay_until > now and f.current()]
+        if ends:
+            wait_ms = min(wait_ms, math.ceil((min(ends) - now) * 1000.0))
+        return wait_ms
+
     def _request(
-        self, ready: list[_Follow]
+        self, ready: list[_Follow], max_wait_ms: int
     ) -> tuple[int, dict[str, Any], dict[tuple[object, int], tuple[_Follow, int]]]:
         m = self.m
         by_id = all(f.part.topic_id not in (None, _NIL_UUID) for f in ready)
@@ -340,7 +366,7 @@ class _LeaderFetcher:
         body = {
             "replica_id": m.node_id,
             "replica_state": {"replica_id": m.node_id, "replica_epoch": m.broker_epoch()},
-            "max_wait_ms": m.wait_max_ms,
+            "max_wait_ms": max_wait_ms,
             "min_bytes": m.min_bytes,
             "max_bytes": m.response_max_bytes,
             "isolation_level": 0,

@@ -102,6 +102,7 @@ from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
+from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.server import KafkaServer
 from wirebroker.replication.delayed_produce import ProduceWaiters
@@ -138,8 +139,11 @@ class Broker:
         grace_s: float = 5.0,
         coordination: Coordination | None = None,
         replicated: bool | None = None,
+        fs: FileSystem | None = None,
     ) -> None:
         self.config = config
+        #: every file of the log dirs goes through it (tests inject faults, power loss)
+        self.fs: FileSystem = fs or OsFileSystem()
         self.clock = clock
         self.grace_s = grace_s
         if coordination is None and config.values.get("zookeeper.connect"):
@@ -177,9 +181,13 @@ class Broker:
 
     def _build(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         node_id = config.node_id
-        self.topics = TopicStore.open(self.log_dirs[0], cluster_id=config.values.get("cluster.id"))
-        ensure_meta_properties(self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id)
-        self.logs = LogManager(self.log_dirs)
+        self.topics = TopicStore.open(
+            self.log_dirs[0], cluster_id=config.values.get("cluster.id"), fs=self.fs
+        )
+        ensure_meta_properties(
+            self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id, fs=self.fs
+        )
+        self.logs = LogManager(self.log_dirs, fs=self.fs)
         self.replicas = ReplicaManager(
             config, self.logs, self.topics, node_id=node_id, replicated=self.replicated
         )
@@ -369,7 +377,7 @@ class Broker:
     async def _join_cluster(self, nursery: trio.Nursery, coordination: Coordination) -> None:
         """Connect to the cluster, adopt its id (or give it ours), then build the services."""
         await nursery.start(self._run_coordination, coordination)
-        meta = read_meta_properties(self.log_dirs[0])
+        meta = read_meta_properties(self.log_dirs[0], self.fs)
         proposed = (
             self.config.values.get("cluster.id")
             or (meta or {}).get("cluster.id")

@@ -48,6 +48,16 @@ Fault kinds (the victim is chosen when the fault fires, from ZooKeeper's view):
     partition        cut one random broker off from clients and its peers (not from
                      ZooKeeper) for uniform(1.5, 2.5) x replica.lag.time.max.ms; heal
     zk_death         kill -9 one ZooKeeper server of the ensemble for uniform(1, 3) s; restart
+    disk_full        a follower of a random partition runs out of disk for uniform(1.5, 2) x
+                     replica.lag.time.max.ms: every write through its storage seam fails with
+                     ENOSPC (every broker runs under tests/reliability/quota_broker.py with its
+                     own quota file, unlimited until this fault sets it to 0). Its follower
+                     appends fail (KAFKA_STORAGE_ERROR, counted in its log), it drops out of
+                     the ISR of what it follows (timed, as kill_follower), and it keeps
+                     leading what it led, refusing writes there with KAFKA_STORAGE_ERROR
+                     (wirebroker does not take a log dir offline on ENOSPC; Kafka would, and
+                     with its only log dir offline would halt the broker). Then the space is
+                     freed and the broker restarted (SIGTERM, start), as an operator would
 The ISR checks: for kill_follower, partition and session_expiry of a follower, the time from
 the fault to the victim leaving the ISR of a partition it follows (must be <= 1.5 x
 replica.lag.time.max.ms + ISR_SLACK_S measurement slack: the leader checks lag every half
@@ -117,6 +127,7 @@ KINDS = (
     "session_expiry",
     "partition",
     "zk_death",
+    "disk_full",
 )
 WEAK = ("plain-1",)
 
@@ -238,6 +249,8 @@ class ChaosCluster:
         self.session_s = int(self.config["zookeeper.session.timeout.ms"]) / 1000
         self.lag_s = int(self.config["replica.lag.time.max.ms"]) / 1000
         self.paused: set[int] = set()
+        #: broker -> its quota_broker.py byte-quota file (the disk_full fault)
+        self.quota_files: dict[int, Path] = {}
         self.ensemble = ZooKeeperEnsemble(3)
         self.proxies = ProxySet()
         self.cluster: ClusterProcesses
@@ -251,6 +264,9 @@ class ChaosCluster:
         for i, broker in enumerate(self.cluster.brokers):
             proxy = self.proxies.add(i)
             broker.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
+            self.quota_files[i] = self.workdir / f"quota-{i}"
+            self._set_quota(i, UNLIMITED)
+            _under_quota(broker, self.quota_files[i])
         self.cluster.connect_zookeeper()
         for broker in self.cluster.brokers:
             broker.spawn()
@@ -453,6 +469,37 @@ class ChaosCluster:
         fault.note = f"{cut} connections cut for {hold:.1f} s"
         return fault
 
+    def _set_quota(self, i: int, quota: int) -> None:
+        tmp = self.quota_files[i].with_suffix(".tmp")
+        tmp.write_text(str(quota))
+        tmp.replace(self.quota_files[i])
+
+    def _fault_disk_full(self) -> FaultRecord:
+        _, p = self.random_leader()
+        state = self.cluster.partition_state(self.topic, p) or {"leader": -1, "isr": []}
+        followers = [b for b in state["isr"] if b != state["leader"]] or [
+            b for b in range(3) if b != state["leader"]
+        ]
+        victim = self.rng.choice(sorted(followers))
+        fault = FaultRecord("disk_full", victim, 0.0, self.in_isr_of(victim))
+        followed = self.followed_by(victim)
+        hold = self.rng.uniform(1.5, 2.0) * self.lag_s
+        before = self.cluster.brokers[victim].log_text().count(ENOSPC_MARK)
+        fault.at = time.monotonic()
+        self._set_quota(victim, 0)
+        try:
+            if followed:
+                fault.isr_shrink_s = self.wait_isr_without(victim, followed, fault.at)
+            time.sleep(max(0.0, fault.at + hold - time.monotonic()))
+        finally:
+            self._set_quota(victim, UNLIMITED)
+        failed = self.cluster.brokers[victim].log_text().count(ENOSPC_MARK) - before
+        fault.note = f"disk full for {hold:.1f} s, {failed} writes refused (ENOSPC in its log)"
+        self.cluster.sigterm(victim)
+        self.cluster.wait_exit(victim, timeout=30)
+        self.restart(victim)
+        return fault
+
     def _fault_zk_death(self) -> FaultRecord:
         victim = self.rng.randrange(3)
         fault = FaultRecord("zk_death", victim, 0.0, list(range(self.partitions)))
@@ -499,6 +546,25 @@ class ChaosCluster:
                         f"p{p}: replicas 0 and {i} differ below checkpointed HW {low} "
                         f"(batches at {bad[:5]})"
                     )
+
+
+UNLIMITED = 1 << 40
+#: what quota_broker.py's refused writes put in the broker's log (with the failed append)
+ENOSPC_MARK = "No space left on device (quota)"
+_QUOTA_LAUNCHER = _HERE / "quota_broker.py"
+
+
+def _under_quota(broker: Any, quota_file: Path) -> None:
+    """Run `broker` (a BrokerProcess) through quota_broker.py: its storage writes obey the
+    byte quota in `quota_file` (re-read at every write)."""
+    plain = broker.command
+
+    def command(port: int = 0) -> list[str]:
+        cmd = plain(port)
+        assert cmd[1:3] == ["-m", "wirebroker"], cmd
+        return [cmd[0], str(_QUOTA_LAUNCHER), str(quota_file), *cmd[3:]]
+
+    broker.command = command
 
 
 def _unavailability(

@@ -139,7 +139,14 @@ class ReplicaRoles(Protocol):
         self, topic: str, index: int, *, isr: list[int], partition_epoch: int
     ) -> None: ...
 
-    def isr_rejected(self, topic: str, index: int) -> None: ...
+    def isr_rejected(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_epoch: int | None = None,
+        partition_epoch: int | None = None,
+    ) -> None: ...
 
     def on_topic_configs_changed(self, info: TopicInfo) -> None: ...
 
@@ -867,11 +874,15 @@ class ClusterMember:
             log.info(
                 "%s-%d: ISR change to %s refused (the partition state moved on)", topic, index, isr
             )
-            self.replicas.isr_rejected(topic, index)
+            self.replicas.isr_rejected(
+                topic, index, leader_epoch=leader_epoch, partition_epoch=partition_epoch
+            )
             return
         except CoordinationError as exc:
             log.warning("%s-%d: ISR change to %s failed: %s", topic, index, isr, exc)
-            self.replicas.isr_rejected(topic, index)
+            self.replicas.isr_rejected(
+                topic, index, leader_epoch=leader_epoch, partition_epoch=partition_epoch
+            )
             return
         log.info("%s-%d: ISR now %s (leader epoch %d)", topic, index, isr, leader_epoch)
         mirror = self.cache.topics.get(topic)

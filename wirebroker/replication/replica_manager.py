@@ -444,9 +444,36 @@ class ReplicaManager:
         if part.commit_isr(isr, partition_epoch, now) or part.is_leader:
             self._state_changed(part)
 
-    def isr_rejected(self, topic: str, index: int) -> None:
-        """The proposal was refused: no ISR change until the next make_leader."""
+    def isr_rejected(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_epoch: int | None = None,
+        partition_epoch: int | None = None,
+    ) -> None:
+        """The proposal was refused: no ISR change until the next make_leader. With the
+        (leader epoch, partition epoch) the proposal was made at: a refusal that arrives
+        after the partition moved past them (a new leadership applied meanwhile, whose state
+        is what refused it) is stale and ignored, as Kafka ignores an AlterPartition error
+        for a state it already left; fencing the new leadership would freeze its ISR."""
         part = self.partition(topic, index)
+        if (
+            part is not None
+            and partition_epoch is not None
+            and (part.leader_epoch != leader_epoch or part.partition_epoch != partition_epoch)
+        ):
+            log.info(
+                "%s-%d: stale ISR rejection (proposed at leader epoch %s, partition epoch "
+                "%s; now %d, %d): ignored",
+                topic,
+                index,
+                leader_epoch,
+                partition_epoch,
+                part.leader_epoch,
+                part.partition_epoch,
+            )
+            return
         if part is not None:
             log.warning(
                 "%s-%d: ISR change rejected; no more ISR changes until new leadership",

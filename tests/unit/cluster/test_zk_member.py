@@ -58,7 +58,14 @@ class FakeRoles:
     ) -> None:
         self.committed.append((topic, index, isr, partition_epoch))
 
-    def isr_rejected(self, topic: str, index: int) -> None:
+    def isr_rejected(
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_epoch: int | None = None,
+        partition_epoch: int | None = None,
+    ) -> None:
         self.rejected.append((topic, index))
 
     def on_topic_configs_changed(self, info: TopicInfo) -> None:

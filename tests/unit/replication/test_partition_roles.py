@@ -345,6 +345,28 @@ def test_a_rejected_proposal_fences_the_leader_until_new_leadership(env: Env) ->
     assert env.rm.maybe_shrink_isr(NOW + 5 * LAG) == 1
 
 
+def test_a_rejection_arriving_after_new_leadership_is_ignored(env: Env) -> None:
+    """The leader proposes a shrink, the controller meanwhile elects it again at a newer
+    epoch (the state the proposal's CAS then fails against): the stale refusal must not
+    fence the new leadership, or its ISR could never grow back (seen in the cluster chaos
+    harness: a zombie fault never healed)."""
+    zk = Proposals()
+    env.rm.isr_listener = zk
+    part = env.topic()
+    env.lead(part, now=NOW)
+    env.append(part, 2)
+    fetch(env, part, 1, 2, now=NOW + LAG)
+    env.rm.maybe_shrink_isr(NOW + LAG + 1)
+    assert zk.calls == [("t", 0, 1, 1, [0, 1])]
+    env.lead(part, epoch=2, pe=3, now=NOW + LAG + 2)
+    env.rm.isr_rejected("t", 0, leader_epoch=1, partition_epoch=1)
+    assert not part.isr_fenced
+    fetch(env, part, 2, 2, now=NOW + LAG + 3)
+    assert part.isr == [0, 1, 2]
+    env.rm.isr_rejected("t", 0, leader_epoch=2, partition_epoch=3)  # a current one fences
+    assert part.isr_fenced
+
+
 # -- follower side --------------------------------------------------------------------------
 
 

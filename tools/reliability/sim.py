@@ -36,6 +36,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, action="append", default=[], help="replay this seed")
     ap.add_argument("--load", type=float, default=SimConfig.load_s, help="virtual s of load")
     ap.add_argument("--records", type=int, default=SimConfig.records)
+    ap.add_argument(
+        "--unsafe",
+        action="store_true",
+        help="negative control: min.insync.replicas=1, unclean election (losses expected)",
+    )
     ap.add_argument("--trace", action="store_true", help="print the event trace of each run")
     ap.add_argument("--log", default="CRITICAL", help="broker log level (default: CRITICAL)")
     args = ap.parse_args()
@@ -43,7 +48,7 @@ def main() -> int:
     seeds = list(args.seed) + list(range(args.first, args.first + args.seeds))
     if not seeds:
         ap.error("give --seeds N or --seed S")
-    cfg = SimConfig(load_s=args.load, records=args.records)
+    cfg = SimConfig(load_s=args.load, records=args.records, unsafe=args.unsafe)
     failed = []
     t0 = time.perf_counter()
     for seed in seeds:

@@ -45,6 +45,12 @@ from `KINDS`; they may overlap with the next one):
     expire      ZooKeeper expires a random broker's session (it re-registers)
     cut         1-4 random live connections are reset (message loss)
     slow        a random broker pair's links get uniform(0.05, 1) s extra latency for a while
+    split_crash the leader of a random partition is cut off from the other brokers (clients
+                still reach it) for uniform(1.5, 3) x replica.lag.time.max.ms, so it shrinks
+                the ISR to itself; then it is crashed (kill -9, as `crash`) and the network
+                healed. With min.insync.replicas=2 it must refuse acks=all meanwhile; with the
+                `unsafe` negative control it acknowledges alone and an unclean election of a
+                stale replica then loses those records
 After the load: every fault is healed (network healed, isolated brokers reconnect, crashed ones
 restarted), then the run waits (bounded) for every broker registered and every partition with
 a full ISR and equal log ends (else `not_healed`), reads every partition back from its leader
@@ -95,7 +101,7 @@ GROUP = "sim-group"
 PORT = 9092
 EPOCH_MS = 1_700_000_000_000
 NET_SALT = 0x5EED_0F_4E7
-KINDS = ("crash", "partition", "isolate", "expire", "cut", "slow")
+KINDS = ("crash", "partition", "isolate", "expire", "cut", "slow", "split_crash")
 
 log = logging.getLogger("sim")
 
@@ -340,6 +346,17 @@ class Sim:
         lag_s = self.cfg.lag_ms / 1000
         self.report.kills += 1
         self.faults.append(kind)
+        if kind == "split_crash":
+            leader = self.leader_of(self.rng.randrange(self.cfg.partitions))
+            if self.pending_restarts or leader not in live:
+                kind = "cut"
+            else:
+                hold = self.rng.uniform(1.5, 3.0) * lag_s
+                self.note(f"fault split_crash b{leader} for {hold:.3f}")
+                self.net.split(f"b{leader}")
+                self.pending_restarts += 1  # no other crash meanwhile
+                self.nursery.start_soon(self._split_then_crash, leader, hold)
+                return
         if kind == "crash":
             if self.pending_restarts or victim not in live:
                 kind = "cut"  # one broker down at a time: the cluster must make progress
@@ -378,6 +395,17 @@ class Sim:
             self.note(f"fault slow b{victim}-b{other} +{extra:.3f} for {hold:.3f}")
             self.net.slow(f"b{victim}", f"b{other}", extra)
             self.nursery.start_soon(self._heal_after, hold)
+
+    def leader_of(self, p: int) -> int:
+        node = self.server._nodes.get(zl.state_path(TOPIC, p))
+        return -1 if node is None else zl.decode_partition_state(TOPIC, p, node.data).leader
+
+    async def _split_then_crash(self, node: int, hold: float) -> None:
+        await trio.sleep(hold)
+        self.pending_restarts -= 1
+        self.note(f"crash split b{node}")
+        self.crash(node)
+        self.net.heal()
 
     async def _heal_after(self, hold: float) -> None:
         await trio.sleep(hold)

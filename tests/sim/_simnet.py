@@ -23,6 +23,8 @@ Connections model TCP as the brokers see it:
                   `spike_s` (plus a link's `slow` extra while a slow-link fault lasts). Two
                   connections have independent delays, so messages reorder *between* them
                   (a follower's fetch vs. a producer's request), never inside one
+    split         `split(node)`: the same between that broker and the other brokers only
+                  (clients still reach every broker: an asymmetric partition)
     partition     `partition(node)`: no byte crosses between that node and any other node (the
                   coordination service is not on this network: the broker keeps its ZooKeeper
                   session); bytes sent meanwhile wait and are delivered after `heal()`, as TCP
@@ -202,6 +204,7 @@ class LinkFaults:
     """What a link suffers now (set and cleared by the simulation's fault schedule)."""
 
     partitioned: set[str] = field(default_factory=set)  # nodes cut off from every other node
+    split: set[str] = field(default_factory=set)  # nodes cut off from the other brokers only
     slow: dict[frozenset[str], float] = field(default_factory=dict)  # extra seconds per pair
 
 
@@ -231,8 +234,13 @@ class SimNetwork:
 
     # -- link state ----------------------------------------------------------------------------
     def blocked(self, a: Host, b: Host) -> bool:
-        p = self.faults.partitioned
-        return a.node != b.node and (a.node in p or b.node in p)
+        if a.node == b.node:
+            return False
+        p, split = self.faults.partitioned, self.faults.split
+        if a.node in p or b.node in p:
+            return True
+        brokers = a.node.startswith("b") and b.node.startswith("b")
+        return brokers and (a.node in split or b.node in split)
 
     def latency(self, a: Host, b: Host) -> float:
         lo, hi = self.base_latency
@@ -252,8 +260,14 @@ class SimNetwork:
         self.faults.partitioned.add(node)
         self._poke_all()
 
+    def split(self, node: str) -> None:
+        """`node` cannot reach the other brokers (nor they it); clients still reach all."""
+        self.faults.split.add(node)
+        self._poke_all()
+
     def heal(self) -> None:
         self.faults.partitioned.clear()
+        self.faults.split.clear()
         self.faults.slow.clear()
         self._poke_all()
 

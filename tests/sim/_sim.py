@@ -110,11 +110,11 @@ log = logging.getLogger("sim")
 class SimConfig:
     brokers: int = 3
     partitions: int = 2
-    load_s: float = 20.0  # virtual seconds of load (faults happen in it)
+    load_s: float = 15.0  # virtual seconds of load (faults happen in it)
     gap_s: tuple[float, float] = (1.0, 4.0)
     lag_ms: int = 1000
     session_s: float = 3.0
-    records: int = 300  # per run, spread over the partitions' producers
+    records: int = 200  # per run, spread over the partitions' producers
     heal_timeout_s: float = 60.0
     kinds: tuple[str, ...] = KINDS
     #: the negative control: min.insync.replicas=1 and unclean leader election, where Kafka

@@ -18,8 +18,9 @@ the ZooKeeper zxid) and the determinism test compares two runs of one seed.
 Workload (clients on the simulated network, host "client"):
     producers   one per partition, idempotent (InitProducerId, then sequence numbers) and
                 acks=all, one batch of 1-5 records in flight, batches spread over the load
-                time (a uniform pause averaging load_s / (records / 3)); a batch is retried with the same
-                sequence until acknowledged (NONE -> every record acknowledged at base+i);
+                time (a uniform pause averaging load_s / (records / 3)); a batch is retried
+                with the same sequence until acknowledged (NONE -> every record acknowledged
+                at base+i);
                 a fatal answer (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, an epoch
                 error) abandons the batch (never re-sent: not acknowledged, no duplicate by
                 construction) and takes a new producer id
@@ -629,9 +630,7 @@ class SimClient:
 
     async def create_topic(self) -> None:
         n = self.sim.cfg.brokers
-        assignment = {
-            p: [(p + i) % n for i in range(n)] for p in range(self.sim.cfg.partitions)
-        }
+        assignment = {p: [(p + i) % n for i in range(n)] for p in range(self.sim.cfg.partitions)}
         body = {
             "topics": [
                 {
@@ -855,9 +854,7 @@ class SimClient:
     async def fetch_committed(self) -> dict[int, int]:
         body = {
             "group_id": GROUP,
-            "topics": [
-                {"name": TOPIC, "partition_indexes": list(range(self.sim.cfg.partitions))}
-            ],
+            "topics": [{"name": TOPIC, "partition_indexes": list(range(self.sim.cfg.partitions))}],
         }
         for _ in range(100):
             node = await self.coordinator()

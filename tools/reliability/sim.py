@@ -60,8 +60,7 @@ def main() -> int:
             failed.append(seed)
             print(f"  FAILED: replay with: {replay_command(seed)}", flush=True)
     print(
-        f"{len(seeds)} seeds, {len(failed)} failed {failed}, "
-        f"{time.perf_counter() - t0:.1f} s wall"
+        f"{len(seeds)} seeds, {len(failed)} failed {failed}, {time.perf_counter() - t0:.1f} s wall"
     )
     return 1 if failed else 0
 

@@ -192,4 +192,3 @@ class KafkaServer:
         finally:
             self.connections.discard(conn)
             self._release_slot(peer[0])
-

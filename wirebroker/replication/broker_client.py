@@ -99,7 +99,7 @@ class BrokerConnection:
             data = await self.stream.receive_some(want)
             if not data:
                 raise BrokerConnectionError(f"{self._peer()}: connection closed by the peer")
-            self._decoder.receive_data(data)
+            self._decoder.receive_data(bytes(data))  # no copy: a socket gives bytes
 
     def _peer(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"

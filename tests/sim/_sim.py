@@ -184,7 +184,10 @@ class SimCoordination(MemoryCoordination):
         super()._expired()
 
     def _post(self, fn: Callable[[], None]) -> None:
-        if self.severed or self.suspended:
+        # suspended: the server dropped this session's watches, so nothing new comes; what a
+        # read already returned is still delivered (dropping it would lose that value for
+        # good: the entry already remembers it as delivered)
+        if self.severed:
             return
         super()._post(fn)
 

@@ -22,6 +22,9 @@ Accepting (one loop per listener, Kafka's `Acceptor`)::
     max.connections.per.ip     over the quota: close the socket at once (one info line)
     otherwise                  start a `Connection` task; its slot is released when it ends
 
+Listeners and accepted streams come from `wirebroker.transport.current()`: trio's TCP, except
+inside a deterministic simulation (tests/sim), which substitutes its in-memory network.
+
 Start-up raises the soft RLIMIT_NOFILE to the hard limit (`limits.raise_nofile_limit`).
 `max.connections` and `max.connections.per.ip` come from the `KafkaServer` arguments (Kafka's
 default, 2**31-1, when not given). Requests go to the `RequestDispatcher` the server is given
@@ -40,6 +43,8 @@ import trio
 from wirebroker.net.connection import Connection
 from wirebroker.net.dispatch import RequestDispatcher
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
+from wirebroker.transport import Listener
+from wirebroker.transport import current as current_transport
 
 log = logging.getLogger("wirebroker.net")
 
@@ -87,15 +92,16 @@ class KafkaServer:
         before, after = raise_nofile_limit()
         if after != before:
             log.info("raised the open-file limit (RLIMIT_NOFILE) from %d to %d", before, after)
-        listeners: list[trio.SocketListener] = []
+        transport = current_transport()  # TCP, except inside a simulation (tests/sim)
+        listeners: list[Listener] = []
         try:
             for host, port in listen:
-                listeners.extend(await trio.open_tcp_listeners(port, host=host or None))
+                listeners.extend(await transport.listen(host, port))
         except BaseException:
             for listener in listeners:
                 await trio.aclose_forcefully(listener)
             raise
-        bound = [_bound_address(listener) for listener in listeners]
+        bound = [transport.bound_address(listener) for listener in listeners]
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as acceptors:
                 for listener in listeners:
@@ -110,7 +116,7 @@ class KafkaServer:
                 conn.begin_close()
             connections.cancel_scope.deadline = trio.current_time() + self.grace_s
 
-    async def _accept_loop(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
+    async def _accept_loop(self, listener: Listener, connections: trio.Nursery) -> None:
         """Accept on one listener until cancelled, applying the connection quotas."""
         failing = False  # in a streak of capacity errors: logged once, at its start
         async with listener:
@@ -137,7 +143,7 @@ class KafkaServer:
                 except BaseException:
                     await trio.aclose_forcefully(stream)
                     raise
-                peer = _peer_address(stream)
+                peer = current_transport().peer_address(stream)
                 if not self.quotas.try_acquire(peer[0]):
                     log.info(
                         "Rejected connection from %s, address already has the configured "
@@ -167,7 +173,7 @@ class KafkaServer:
         self._slot_freed = trio.Event()
 
     async def _serve_connection(
-        self, stream: trio.SocketStream, peer: tuple[str, int], nursery: trio.Nursery
+        self, stream: trio.abc.Stream, peer: tuple[str, int], nursery: trio.Nursery
     ) -> None:
         conn = Connection(
             stream,
@@ -186,18 +192,3 @@ class KafkaServer:
         finally:
             self.connections.discard(conn)
             self._release_slot(peer[0])
-
-
-def _bound_address(listener: trio.SocketListener) -> tuple[str, int]:
-    name = listener.socket.getsockname()
-    return str(name[0]), int(name[1])
-
-
-def _peer_address(stream: trio.SocketStream) -> tuple[str, int]:
-    try:
-        name = stream.socket.getpeername()
-    except OSError:
-        return ("?", 0)
-    if isinstance(name, tuple) and len(name) >= 2:
-        return str(name[0]), int(name[1])
-    return (str(name), 0)

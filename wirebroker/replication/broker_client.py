@@ -1,7 +1,8 @@
 """A minimal Kafka client for broker-to-broker requests (trio): one connection, one request at
 a time.
 
-`BrokerConnection.open(host, port)` connects; `request(api_key, version, body)` encodes the
+`BrokerConnection.open(host, port)` connects (over TCP; a simulation may substitute its network:
+`wirebroker.transport`); `request(api_key, version, body)` encodes the
 request with `protocol.codec.encode_request` (header v1 or v2 as the API's flexible versions
 say), sends it with one `send_all`, reads frames (`protocol.framing.FrameDecoder`, capped at
 `max_frame_bytes`) until the response arrives, checks its correlation id and returns the decoded
@@ -23,6 +24,7 @@ import trio
 
 from protocol.codec import decode_response, encode_request
 from protocol.framing import FrameDecoder
+from wirebroker.transport import current as current_transport
 
 if TYPE_CHECKING:
     from construct import Container
@@ -39,7 +41,7 @@ class BrokerConnectionError(Exception):
 class BrokerConnection:
     def __init__(
         self,
-        stream: trio.SocketStream,
+        stream: trio.abc.Stream,
         address: tuple[str, int],
         *,
         client_id: str,
@@ -57,7 +59,7 @@ class BrokerConnection:
         cls, host: str, port: int, *, client_id: str, max_frame_bytes: int
     ) -> BrokerConnection:
         try:
-            stream = await trio.open_tcp_stream(host, port)
+            stream = await current_transport().connect(host, port)
         except OSError as exc:
             raise BrokerConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
         return cls(stream, (host, port), client_id=client_id, max_frame_bytes=max_frame_bytes)
@@ -97,7 +99,7 @@ class BrokerConnection:
             data = await self.stream.receive_some(want)
             if not data:
                 raise BrokerConnectionError(f"{self._peer()}: connection closed by the peer")
-            self._decoder.receive_data(data)
+            self._decoder.receive_data(bytes(data))  # no copy: a socket gives bytes
 
     def _peer(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"

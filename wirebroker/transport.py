@@ -1,0 +1,74 @@
+"""Where a broker's bytes go: TCP (always, in production) or a test's simulated network.
+
+The seam of the deterministic simulation (tests/sim): the broker opens its listeners
+(`net.server.KafkaServer`) and its broker-to-broker connections
+(`replication.broker_client.BrokerConnection.open`, used by the follower fetchers) through
+`current()`, the `Transport` of the running trio task. It is a `ContextVar` whose default is
+`TCP`, so a broker started anywhere but inside a simulation uses trio's TCP functions exactly as
+before. A simulation sets `TRANSPORT` in its trio run before starting the brokers; trio copies
+the context into every task spawned from there, so all the brokers' tasks see it.
+
+A `Transport`:
+    listen(host, port)    -> listeners (trio `Listener`s of `Stream`s), already bound
+    bound_address(l)      -> (host, port) a listener is bound to (port 0 resolved)
+    peer_address(stream)  -> (host, port) of an accepted stream's remote end ("?", 0) unknown
+    connect(host, port)   -> a connected `Stream`; OSError when it cannot connect
+
+Nothing here knows about Kafka; the module imports only trio (every layer may use it).
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Protocol
+
+import trio
+
+__all__ = ["TCP", "TRANSPORT", "TcpTransport", "Transport", "current"]
+
+Listener = trio.abc.Listener[trio.abc.Stream]
+
+
+class Transport(Protocol):
+    async def listen(self, host: str, port: int) -> list[Listener]: ...
+
+    def bound_address(self, listener: Listener) -> tuple[str, int]: ...
+
+    def peer_address(self, stream: trio.abc.Stream) -> tuple[str, int]: ...
+
+    async def connect(self, host: str, port: int) -> trio.abc.Stream: ...
+
+
+class TcpTransport:
+    """The real network: trio's TCP listeners and streams."""
+
+    async def listen(self, host: str, port: int) -> list[Listener]:
+        return list(await trio.open_tcp_listeners(port, host=host or None))
+
+    def bound_address(self, listener: Listener) -> tuple[str, int]:
+        assert isinstance(listener, trio.SocketListener)
+        name = listener.socket.getsockname()
+        return str(name[0]), int(name[1])
+
+    def peer_address(self, stream: trio.abc.Stream) -> tuple[str, int]:
+        try:
+            name = stream.socket.getpeername()  # type: ignore[attr-defined]
+        except (OSError, AttributeError):
+            return ("?", 0)
+        if isinstance(name, tuple) and len(name) >= 2:
+            return str(name[0]), int(name[1])
+        return (str(name), 0)
+
+    async def connect(self, host: str, port: int) -> trio.abc.Stream:
+        return await trio.open_tcp_stream(host, port)
+
+
+TCP = TcpTransport()
+
+#: The transport of the current trio task (and of the tasks it spawns): TCP unless a
+#: simulation set another one.
+TRANSPORT: ContextVar[Transport] = ContextVar("wirebroker_transport", default=TCP)
+
+
+def current() -> Transport:
+    return TRANSPORT.get()

@@ -21,7 +21,7 @@
                 conditional setData of the state znode (version = partition epoch, leader
                 epoch unchanged); success -> `isr_committed`, a stale version -> `isr_rejected`
                 (a zombie leader cannot shrink the ISR, so it can never acknowledge acks=all
-                alone)
+                alone); an unknown outcome (connection lost) is retried, see `_set_state`
     controller  when /controller is empty every broker tries the election multi [create
                 /controller (ephemeral), setData /controller_epoch = e+1 at its version]; the
                 winner runs `wirebroker.cluster.controller.Controller` until it loses the
@@ -93,6 +93,10 @@ DEFAULT_SESSION_TIMEOUT_MS = 6000  # (wirebroker.config's default; used without 
 #: for: ZooKeeper expires a session up to one tick after its timeout (Kafka's sample
 #: zookeeper.properties has tickTime=2000), and the expiry must reach us.
 REGISTRATION_MARGIN_S = 3.0
+
+#: An ISR write whose outcome is unknown (connection lost) is retried this often, doubling.
+ISR_RETRY_MIN_S = 0.1
+ISR_RETRY_MAX_S = 2.0
 
 
 class BrokerIdTakenError(CoordinationError):
@@ -866,29 +870,74 @@ class ClusterMember:
         entry = self.cache.state(topic, index)
         controller_epoch = entry[0].controller_epoch if entry is not None else 0
         state = zl.PartitionState(self.node_id, leader_epoch, tuple(isr), controller_epoch)
-        try:
-            stat = await self.coord.set(
-                zl.state_path(topic, index), zl.encode_partition_state(state), partition_epoch
-            )
-        except (BadVersionError, NoNodeError):
-            log.info(
-                "%s-%d: ISR change to %s refused (the partition state moved on)", topic, index, isr
-            )
-            self.replicas.isr_rejected(
-                topic, index, leader_epoch=leader_epoch, partition_epoch=partition_epoch
-            )
-            return
-        except CoordinationError as exc:
-            log.warning("%s-%d: ISR change to %s failed: %s", topic, index, isr, exc)
-            self.replicas.isr_rejected(
-                topic, index, leader_epoch=leader_epoch, partition_epoch=partition_epoch
-            )
+        stat = await self._set_state(topic, index, state, partition_epoch)
+        if stat is None:
             return
         log.info("%s-%d: ISR now %s (leader epoch %d)", topic, index, isr, leader_epoch)
         mirror = self.cache.topics.get(topic)
         if mirror is not None:
             mirror.states[index] = (state, stat.version)
         self.replicas.isr_committed(topic, index, isr=isr, partition_epoch=stat.version)
+
+    async def _set_state(
+        self, topic: str, index: int, state: zl.PartitionState, partition_epoch: int
+    ) -> Stat | None:
+        """The ISR write: setData of the state znode at version `partition_epoch`. Returns its
+        Stat, or None after telling the ReplicaManager (or when nobody needs telling).
+
+        A refused write (BADVERSION, NONODE: the state moved on) is `isr_rejected`, unless the
+        znode already holds exactly this state: an earlier attempt landed and only its answer
+        was lost with the connection (Kafka's ZooKeeper-mode ISR update checks the same),
+        which is success at the znode's version. Any other error (connection loss, timeout)
+        leaves the outcome unknown: the write is retried, with the proposal still pending (so
+        the high watermark keeps counting the larger of the two ISRs, the safe side), as
+        Kafka's ZooKeeper client retries a request across a reconnection; it stops quietly
+        when the session is lost (every leadership is dropped then) or the mirror shows the
+        partition moved on (the new state's make_leader/make_follower replaces the proposal).
+        """
+        path = zl.state_path(topic, index)
+        data = zl.encode_partition_state(state)
+        delay = ISR_RETRY_MIN_S
+        while True:
+            try:
+                return await self.coord.set(path, data, partition_epoch)
+            except (BadVersionError, NoNodeError):
+                pass
+            except CoordinationError as exc:
+                entry = self.cache.state(topic, index)
+                if not self._registered or (entry is not None and entry[1] != partition_epoch):
+                    log.info("%s-%d: ISR change to %s abandoned: %s", topic, index, state.isr, exc)
+                    return None
+                log.warning(
+                    "%s-%d: ISR change to %s failed (%s); retrying in %.1f s",
+                    topic,
+                    index,
+                    list(state.isr),
+                    exc,
+                    delay,
+                )
+                await trio.sleep(delay)
+                delay = min(delay * 2, ISR_RETRY_MAX_S)
+                continue
+            try:
+                now, stat = await self.coord.get(path)
+            except NoNodeError:
+                now = None
+            except CoordinationError:
+                continue  # unknown again: the next set attempt decides
+            if now is not None and zl.decode_partition_state(topic, index, now) == state:
+                log.info("%s-%d: ISR change to %s had landed", topic, index, list(state.isr))
+                return stat
+            log.info(
+                "%s-%d: ISR change to %s refused (the partition state moved on)",
+                topic,
+                index,
+                list(state.isr),
+            )
+            self.replicas.isr_rejected(
+                topic, index, leader_epoch=state.leader_epoch, partition_epoch=partition_epoch
+            )
+            return None
 
     # -- controlled shutdown --------------------------------------------------------------------
     async def controlled_shutdown(self, timeout_s: float) -> bool:
@@ -900,8 +949,13 @@ class ClusterMember:
             with contextlib.suppress(CoordinationError):
                 await self.coord.delete(zl.CONTROLLER)
         path = f"{zl.CONTROLLED_SHUTDOWN}/{self.node_id}"
-        with contextlib.suppress(NodeExistsError):
+        try:
             await self.coord.create(path, b'{"version":1}')
+        except NodeExistsError:
+            pass
+        except CoordinationError as exc:  # no session: nobody to ask; stop without it
+            log.warning("controlled shutdown: cannot ask the controller (%s)", exc)
+            return False
         with trio.move_on_after(timeout_s):
             while self._movable_leaderships():
                 await self.changed.wait()

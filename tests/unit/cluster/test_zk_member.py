@@ -20,6 +20,7 @@ from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import REGISTRATION_MARGIN_S, BrokerIdTakenError, ClusterMember
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig
+from wirebroker.coordination.api import CoordinationError, Stat
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 
 
@@ -219,6 +220,50 @@ async def test_isr_change_is_fenced_by_the_partition_epoch(tmp_path: Path) -> No
         )
         await settle(nodes)
         assert leader.roles.rejected == [("t", 0)]
+        assert (await state(nodes[0], "t", 0)).isr == (st.leader,)
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["not-applied", "answer-lost"])
+async def test_isr_write_with_an_unknown_outcome_is_retried_not_fenced(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, landed: bool
+) -> None:
+    """A connection loss during the ISR write (a brief ZooKeeper cut, shorter than the
+    session) leaves its outcome unknown: the leader retries instead of freezing its ISR
+    changes for the rest of its leadership. If the first attempt had landed (only the answer
+    was lost), the retry's BADVERSION finds the znode holding exactly the proposed state:
+    committed at that version, not rejected. (Found by the deterministic simulation, seed 449.)"""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2)]
+        await settle(nodes)
+        nodes[0].admin.create_topics([NewTopic("t", 1, 2)], now_ms=0)
+        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        st = await state(nodes[0], "t", 0)
+        leader = next(n for n in nodes if n.member.node_id == st.leader)
+        _data, stat = await leader.coord.get(zl.state_path("t", 0))
+        real_set = leader.coord.set
+        calls: list[int] = []
+
+        async def flaky_set(path: str, data: bytes, version: int = -1) -> Stat:
+            calls.append(version)
+            if len(calls) == 1:
+                if landed:
+                    await real_set(path, data, version)
+                raise CoordinationError("connection loss")
+            return await real_set(path, data, version)
+
+        leader.coord.set = flaky_set  # type: ignore[method-assign]
+        leader.member.propose_isr(
+            "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[st.leader]
+        )
+        with trio.fail_after(10):
+            while not leader.roles.committed:
+                await trio.sleep(0.05)
+        assert leader.roles.rejected == []
+        assert len(calls) == 2  # one retry
+        assert leader.roles.committed == [("t", 0, [st.leader], stat.version + 1)]
         assert (await state(nodes[0], "t", 0)).isr == (st.leader,)
         nursery.cancel_scope.cancel()
 

@@ -433,12 +433,32 @@ def failover_rounds(
 # --------------------------------------------------------------------------------------------
 
 
+def warm_page_cache(directory: Path, mib: int) -> None:
+    """Write `mib` MiB into a file in `directory` and delete it: the page cache's next pages
+    are then pages just freed by the guest, not pages a VM with free page reporting gave
+    back to its host (which the host must fault in again, at several ms per MB). The effect
+    lasts some seconds; `--warm-mib` runs it before every produce run, for both sides."""
+    path = directory / "warm.tmp"
+    block = b"\0" * (1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for _ in range(mib):
+            os.write(fd, block)
+    finally:
+        os.close(fd)
+        path.unlink()
+
+
 def throughput(
-    targets: dict[str, tuple[str, str, int]], pairs: int, sizes: dict[str, int]
+    targets: dict[str, tuple[str, str, int]],
+    pairs: int,
+    sizes: dict[str, int],
+    warm: tuple[Path, int] | None = None,
 ) -> dict[str, Any]:
     """`targets`: name -> (bootstrap, acks, replication factor), "cluster" and "single".
     `pairs` rounds; per round and size, each target once, back to back, the first one
-    alternating. Returns the medians (the keys `render` reads) and every run."""
+    alternating. `warm` (directory, MiB): `warm_page_cache` before every run. Returns the
+    medians (the keys `render` reads) and every run."""
     runs: dict[str, list[float]] = {}
     order = list(targets)
     for pair in range(pairs):
@@ -450,6 +470,8 @@ def throughput(
                 config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
                 topic = f"tp-{tag}-{name}-{pair}"
                 load(target, "create", topic=topic, replication_factor=rf, **config)
+                if warm is not None:
+                    warm_page_cache(*warm)
                 r = load(target, "produce", topic=topic, count=count, size=size, acks=acks)
                 runs.setdefault(f"{name}_p{tag}", []).append(r["records"] / r["seconds"])
                 runs.setdefault(f"{name}_p{tag}_mb", []).append(r["bytes"] / r["seconds"] / 1e6)
@@ -621,6 +643,13 @@ def main(argv: list[str] | None = None) -> int:
         "--pairs", type=int, default=3, help="throughput: same-run pairs per size (default 3)"
     )
     parser.add_argument(
+        "--warm-mib",
+        type=int,
+        default=0,
+        help="throughput: write and delete this many MiB before every produce run (see "
+        "warm_page_cache; 0: off)",
+    )
+    parser.add_argument(
         "--keep", type=Path, help="work in this directory and keep it (broker and ZK logs)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
@@ -699,7 +728,9 @@ def main(argv: list[str] | None = None) -> int:
                         "cluster": (cluster.bootstrap, "all", 3),
                         "single": (broker.bootstrap, "1", 1),
                     }
-                    result["throughput"] = throughput(targets, args.pairs, sizes)
+                    warm = (work, args.warm_mib) if args.warm_mib else None
+                    result["throughput"] = throughput(targets, args.pairs, sizes, warm)
+                    result["throughput"]["warm_mib"] = args.warm_mib
                 finally:
                     broker.stop()
         finally:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import trio
+from crash_fs import Crash, CrashingFileSystem
 from test_zk_member import settle, start_node
 
 from wirebroker.cluster import zk_layout as zl
@@ -47,55 +48,6 @@ def _info(name: str, partitions: int = 2, replicas: tuple[int, ...] = (0, 1, 2))
         configs={"retention.ms": "1000"} if name.endswith("1") else {},
         assignment=tuple(replicas for _ in range(partitions)),
     )
-
-
-class Crash(BaseException):
-    """The process died here (no `except Exception` cleanup runs)."""
-
-
-class CrashingFileSystem(OsFileSystem):
-    """Raises Crash at the `crash_at`-th state-changing operation and at every one after it;
-    counts them when `crash_at` is None. fsyncs count as operations but do nothing."""
-
-    def __init__(self, crash_at: int | None = None) -> None:
-        self.crash_at = crash_at
-        self.ops = 0
-        self.fds: set[int] = set()
-
-    def _step(self) -> None:
-        if self.crash_at is not None and self.ops >= self.crash_at:
-            raise Crash(self.ops)
-        self.ops += 1
-
-    def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
-        if flags & (os.O_CREAT | os.O_TRUNC):
-            self._step()
-        fd = super().open(path, flags, mode)
-        self.fds.add(fd)
-        return fd
-
-    def close(self, fd: int) -> None:
-        self.fds.discard(fd)
-        super().close(fd)
-
-    def write(self, fd: int, data: bytes | bytearray | memoryview) -> int:
-        self._step()
-        return super().write(fd, data)
-
-    def rename(self, src: Path, dst: Path) -> None:
-        self._step()
-        super().rename(src, dst)
-
-    def fsync(self, fd: int) -> None:
-        self._step()
-
-    def fsync_dir(self, path: Path) -> None:
-        self._step()
-
-    def release(self) -> None:
-        for fd in list(self.fds):
-            os.close(fd)
-        self.fds.clear()
 
 
 def test_put_many_is_atomic_across_a_crash_at_every_step(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
+from wirebroker.cluster import workers
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.elections import decide, finish_reassignment, reassignment_complete
 from wirebroker.coordination.api import (
@@ -66,33 +67,26 @@ _PARALLEL_WRITES = 16
 #: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
 #: request by jute.maxbuffer, 1 MB by default).
 _STATES_PER_MULTI = 500
+_ZK_ERRORS = (CoordinationError,)
 
 
-async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
-    """`job(item)` for every item, _PARALLEL_WRITES at a time (workers sharing one
-    iterator); the first failure is raised once all have run, a fencing one (the controller
-    epoch moved: TransactionError at index 0) first."""
-    todo = iter(items)
-    failures: list[BaseException] = []
-
-    async def worker() -> None:
-        for item in todo:
-            try:
-                await job(item)
-            except CoordinationError as exc:
-                failures.append(exc)
-
-    async with trio.open_nursery() as nursery:
-        for _ in range(min(_PARALLEL_WRITES, len(items))):
-            nursery.start_soon(worker)
+def _raise_first(failures: list[Exception]) -> None:
+    """The first failure, a fencing one (the controller epoch moved: TransactionError at
+    index 0) before any other."""
     moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
     if moved or failures:
         raise (moved or failures)[0]
 
 
+async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
+    """`job(item)` for every item, _PARALLEL_WRITES at a time; `_raise_first` of the
+    ZooKeeper failures once all have run."""
+    _raise_first(await workers.each(items, job, limit=_PARALLEL_WRITES, catch=_ZK_ERRORS))
+
+
 async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
     """Run the jobs side by side (ZooKeeper requests in flight together); raises as `_each`."""
-    await _each([str(i) for i in range(len(jobs))], lambda i: jobs[int(i)]())
+    _raise_first(await workers.together(*jobs, catch=_ZK_ERRORS))
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -517,26 +511,13 @@ class ZkController:
         return leader not in live or leader in shutting
 
     async def _parallel(self, items: Sequence[T], job: Callable[[T], Awaitable[None]]) -> None:
-        """`job` for every item, in order, up to _PARALLEL_WRITES at once (that many workers
-        share one iterator: a task per item would cost more than the item's read when nothing
-        needs writing). Raises the first failure after all ran; a ControllerMovedError cause
-        (the epoch check of a write failed) first."""
-        failures: list[BaseException] = []
-        todo = iter(items)
-
-        async def worker() -> None:
-            for item in todo:
-                try:
-                    await job(item)
-                except (CoordinationError, zl.LayoutError) as exc:
-                    failures.append(exc)
-
-        async with trio.open_nursery() as nursery:
-            for _ in range(min(_PARALLEL_WRITES, len(items))):
-                nursery.start_soon(worker)
-        moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
-        if moved or failures:
-            raise (moved or failures)[0]
+        """`job` for every item, in order, up to _PARALLEL_WRITES at once (`workers.each`).
+        Raises the first failure after all ran; a ControllerMovedError cause (the epoch check
+        of a write failed) first."""
+        failures = await workers.each(
+            items, job, limit=_PARALLEL_WRITES, catch=(CoordinationError, zl.LayoutError)
+        )
+        _raise_first(failures)
 
     async def _reassignments(
         self,

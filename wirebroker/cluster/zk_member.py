@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
+from wirebroker.cluster import workers
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.names import is_internal
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
@@ -987,21 +988,9 @@ _LOG_BATCH = 32
 
 
 async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
-    """`job(item)` for every item, _PARALLEL_READS at a time (workers sharing one iterator);
-    the first exception a job raised is raised once every job has run."""
-    todo = iter(items)
-    failures: list[Exception] = []
-
-    async def worker() -> None:
-        for item in todo:
-            try:
-                await job(item)
-            except Exception as exc:
-                failures.append(exc)
-
-    async with trio.open_nursery() as nursery:
-        for _ in range(min(_PARALLEL_READS, len(items))):
-            nursery.start_soon(worker)
+    """`job(item)` for every item, _PARALLEL_READS at a time (`workers.each`); the first
+    exception a job raised is raised once every job has run."""
+    failures = await workers.each(items, job, limit=_PARALLEL_READS)
     if failures:
         raise failures[0]
 
@@ -1009,17 +998,7 @@ async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None
 async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
     """Run the jobs side by side (ZooKeeper requests in flight together); the first
     exception one raised is raised once all have run."""
-    failures: list[Exception] = []
-
-    async def run(job: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await job()
-        except Exception as exc:
-            failures.append(exc)
-
-    async with trio.open_nursery() as nursery:
-        for job in jobs:
-            nursery.start_soon(run, job)
+    failures = await workers.together(*jobs)
     if failures:
         raise failures[0]
 

@@ -1,0 +1,53 @@
+"""Bounded concurrency for ZooKeeper round trips: the controller and the cluster member both
+keep many requests in flight (reads of a batch of new topics, a controller pass's writes),
+so one helper runs the jobs.
+
+`each(items, job, limit=, catch=)` runs `job(item)` for every item with at most `limit`
+running at once: that many workers share one iterator (a task per item would cost more than
+a short job), so jobs start in item order. An exception of a `catch` type is collected and
+the others go on; the collected failures are returned once every job has run (callers decide
+which one to raise). Any other exception cancels the rest and propagates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sized
+from typing import TypeVar
+
+import trio
+
+__all__ = ["each", "together"]
+
+T = TypeVar("T")
+
+
+async def each(
+    items: Iterable[T],
+    job: Callable[[T], Awaitable[None]],
+    *,
+    limit: int,
+    catch: tuple[type[Exception], ...] = (Exception,),
+) -> list[Exception]:
+    """`job(item)` for every item, at most `limit` at once; returns the caught failures."""
+    todo = iter(items)
+    failures: list[Exception] = []
+
+    async def worker() -> None:
+        for item in todo:
+            try:
+                await job(item)
+            except catch as exc:
+                failures.append(exc)
+
+    count = min(limit, len(items)) if isinstance(items, Sized) else limit
+    async with trio.open_nursery() as nursery:
+        for _ in range(count):
+            nursery.start_soon(worker)
+    return failures
+
+
+async def together(
+    *jobs: Callable[[], Awaitable[None]], catch: tuple[type[Exception], ...] = (Exception,)
+) -> list[Exception]:
+    """Every job side by side; returns the caught failures once all have run."""
+    return await each(jobs, lambda job: job(), limit=len(jobs), catch=catch)

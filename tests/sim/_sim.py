@@ -486,7 +486,8 @@ class Sim:
         between the one it held when the request left and this one. The epoch at sending
         would blame on an old epoch a request that the network held across the broker's
         re-election (seed 56: a Produce held by a partition reached b1 after ZooKeeper
-        moved it from epoch 0 to 2, and b1 answered at 2); the epoch at arrival misses a
+        had moved its partition from epoch 0 to 1, no leader, and 2, b1 again; b1 answered
+        at 2); the epoch at arrival misses a
         zombie that learns of its successor while its answer is in flight. Either way its
         lost records are still counted by `check_log` (lost / misplaced): only the
         attribution to a fenced leader depends on this."""

@@ -57,6 +57,15 @@ Checker figures (`ChaosReport`; the same checker serves the multi-broker cluster
                     controller epoch lower than one observed before [cluster]
     not_healed      faults after which the cluster did not get back to every broker registered
                     and a full ISR within the bound [cluster]
+    acks_after_fence
+                    acks=all acknowledgements given by a broker at a leader epoch that
+                    ZooKeeper had already superseded (a newer leader epoch of the partition
+                    written before the acknowledgement arrived); informational: Kafka lets an
+                    old leader answer for records that did reach the new leader [sim]
+    fenced_acks_lost
+                    the acknowledgements among those whose records are not all in the final
+                    log at the acknowledged offsets: a fenced (zombie) leader acknowledged
+                    records that were then lost (`check_fenced_acks`) [sim]
 """
 
 from __future__ import annotations
@@ -128,6 +137,9 @@ class ChaosReport:
     epoch_regressions: int = 0
     epoch_samples: int = 0
     not_healed: int = 0
+    acks_attributed: int = 0
+    acks_after_fence: int = 0
+    fenced_acks_lost: int = 0
     lost_ids: list[str] = field(default_factory=list)
     duplicate_ids: list[str] = field(default_factory=list)
     restart_s: list[float] = field(default_factory=list)
@@ -144,6 +156,7 @@ class ChaosReport:
             or self.divergent
             or self.epoch_regressions
             or self.not_healed
+            or self.fenced_acks_lost
         )
 
     def summary(self) -> str:
@@ -163,6 +176,12 @@ class ChaosReport:
                 f"regressions {self.epoch_regressions} ({self.epoch_samples} samples), not "
                 f"healed {self.not_healed}"
                 if self.replicas_compared or self.epoch_samples
+                else ""
+            )
+            + (
+                f"; acks after fence {self.acks_after_fence}, fenced acks lost "
+                f"{self.fenced_acks_lost} ({self.acks_attributed} attributed acks)"
+                if self.acks_attributed
                 else ""
             )
             + (f"\nexamples: {self.examples[:10]}" if self.examples else "")
@@ -415,6 +434,61 @@ def check_reads(
         if now != ident:
             report.overwritten += 1
             report.examples.append(f"p{p}@{off}: read {ident}, final read-back has {now}")
+
+
+@dataclass(frozen=True)
+class Ack:
+    """One acknowledged acks=all Produce, attributed: `broker` answered it for `partition`
+    while leader at `epoch`; the client got it at time `t` (any clock shared with the epoch
+    history); `records` are the (offset, payload id) pairs it acknowledged."""
+
+    broker: int
+    partition: int
+    epoch: int
+    t: float
+    records: tuple[tuple[int, str], ...]
+
+
+def check_fenced_acks(
+    acks: list[Ack],
+    epochs: list[tuple[int, int, float]],
+    log: dict[int, list[tuple[int, bytes]]],
+    report: ChaosReport,
+) -> None:
+    """Acknowledgements by a fenced leader (see the module docstring).
+
+    `epochs` is ZooKeeper's leader epoch history: (partition, leader epoch, time the state
+    znode first held it). An ack at epoch E of partition p is *after fence* when some epoch
+    > E of p was written strictly before the ack's time: the broker answered as a leader that
+    the controller had already replaced. It is a violation (`fenced_acks_lost`) only when
+    some record it acknowledged is not in the final `log` at the acknowledged offset; an old
+    leader whose records did reach the new leader before it stepped down answered honestly.
+    Such a loss is also counted by `check_log` as lost or misplaced: this figure says who
+    gave the acknowledgement (a zombie), not only that it was broken."""
+    first_written: dict[tuple[int, int], float] = {}
+    for p, epoch, t in epochs:
+        key = (p, epoch)
+        first_written[key] = min(t, first_written.get(key, t))
+    final = {p: {off: ident_of(v) for off, v in records} for p, records in log.items()}
+    for ack in acks:
+        report.acks_attributed += 1
+        newer = [
+            (epoch, t)
+            for (p, epoch), t in first_written.items()
+            if p == ack.partition and epoch > ack.epoch and t < ack.t
+        ]
+        if not newer:
+            continue
+        report.acks_after_fence += 1
+        held = final.get(ack.partition, {})
+        missing = [(off, ident) for off, ident in ack.records if held.get(off) != ident]
+        if missing:
+            epoch, t = min(newer, key=lambda e: e[1])
+            report.fenced_acks_lost += 1
+            report.examples.append(
+                f"fenced ack: b{ack.broker} acked p{ack.partition} epoch {ack.epoch} at "
+                f"{ack.t:.3f} after epoch {epoch} was written at {t:.3f}; missing {missing[:3]}"
+            )
 
 
 def check_commits(events: list[dict[str, Any]], report: ChaosReport) -> dict[int, int]:

@@ -63,6 +63,36 @@ def test_checker_sees_weak_losses_apart_and_changed_offsets() -> None:
     assert not report.ok
 
 
+def test_checker_sees_a_fenced_leader_acknowledging_lost_records() -> None:
+    """A synthetic history: b1 leads p0 at epoch 3 until the controller writes epoch 4 (b2)
+    at t=10. b1 acknowledged offsets 0-1 at t=5 (before the fence, kept), offset 2 at t=11
+    (after the fence, but b2 took the record over: honest), and offsets 3-4 at t=12 as a
+    zombie; the final log holds b2's own records at 3-4: a fenced acknowledgement lost."""
+    ident = _chaos.ident_of
+    final = [(off, _chaos.payload("idem-all", off)) for off in range(3)]
+    final += [(3, _chaos.payload("idem-all", 10)), (4, _chaos.payload("idem-all", 11))]
+    log = {0: final}
+    acks = [
+        _chaos.Ack(1, 0, 3, 5.0, ((0, ident(final[0][1])), (1, ident(final[1][1])))),
+        _chaos.Ack(1, 0, 3, 11.0, ((2, ident(final[2][1])),)),
+        _chaos.Ack(1, 0, 3, 12.0, ((3, "idem-all-000000003"), (4, "idem-all-000000004"))),
+        _chaos.Ack(2, 0, 4, 13.0, ((3, ident(final[3][1])), (4, ident(final[4][1])))),
+    ]
+    epochs = [(0, 3, 1.0), (0, 4, 10.0), (1, 9, 0.5)]
+    report = _chaos.ChaosReport(seed=0)
+    _chaos.check_fenced_acks(acks, epochs, log, report)
+    assert (report.acks_attributed, report.acks_after_fence, report.fenced_acks_lost) == (4, 2, 1)
+    assert not report.ok and "fenced ack: b1" in report.examples[0]
+
+    clean = _chaos.ChaosReport(seed=0)
+    _chaos.check_fenced_acks(acks[:2] + acks[3:], epochs, log, clean)
+    assert (clean.acks_after_fence, clean.fenced_acks_lost) == (1, 0) and clean.ok
+    # the same zombie ack with the new epoch written only after it: not fenced (lost, though)
+    late = _chaos.ChaosReport(seed=0)
+    _chaos.check_fenced_acks(acks[2:3], [(0, 3, 1.0), (0, 4, 12.5)], log, late)
+    assert (late.acks_after_fence, late.fenced_acks_lost) == (0, 0)
+
+
 def test_schedule_is_reproducible_and_covers_every_kind() -> None:
     import random
 

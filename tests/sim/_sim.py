@@ -23,14 +23,18 @@ Workload (clients on the simulated network, host "client"):
                 at base+i);
                 a fatal answer (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, an epoch
                 error) abandons the batch (never re-sent: not acknowledged, no duplicate by
-                construction) and takes a new producer id
+                construction) and takes a new producer id; every acknowledgement is
+                recorded as an `_chaos.Ack`: (broker, partition, the leader epoch that broker
+                holds when the answer arrives, virtual time, acknowledged offsets)
     consumer    reads every partition from its leader (consumer Fetch: up to the HW), records
                 (partition, offset, payload id), and commits its positions for group `sim` with
                 OffsetCommit (generation -1: a group without members, as a consumer using
                 assign() does), recording every acknowledged commit
     monitor     every 100 ms: /controller_epoch and every partition's state znode leader epoch,
                 and each broker incarnation's own leader epoch per partition: any value below
-                one seen before by the same observer is an epoch regression
+                one seen before by the same observer is an epoch regression; and, exactly,
+                `SimZooKeeper.epoch_history`: every leader epoch a partition state znode
+                takes, with the virtual time of the write
 
 Faults (the schedule: `schedule(rng, cfg)`: a fault every uniform(gap) s of load, kinds drawn
 from `KINDS`; they may overlap with the next one):
@@ -52,13 +56,25 @@ from `KINDS`; they may overlap with the next one):
                 healed. With min.insync.replicas=2 it must refuse acks=all meanwhile; with the
                 `unsafe` negative control it acknowledges alone and an unclean election of a
                 stale replica then loses those records
+    split_zombie
+                the leader of a random partition is cut off from the other brokers (clients
+                still reach it) for uniform(1.5, 3) x replica.lag.time.max.ms, so it shrinks
+                the ISR to itself; then from ZooKeeper too, for uniform(1.3, 2.5) x the
+                session timeout: its session expires and the controller replaces it while it
+                still believes it leads and clients still reach it (a zombie leader), then
+                everything heals. With min.insync.replicas=2 it must refuse acks=all and the
+                partition waits for it (its ISR is itself); with `unsafe` it acknowledges
+                alone after a stale replica was elected: fenced acknowledgements, then lost
 After the load: every fault is healed (network healed, isolated brokers reconnect, crashed ones
 restarted), then the run waits (bounded) for every broker registered and every partition with
 a full ISR and equal log ends (else `not_healed`), reads every partition back from its leader
 and checks with `_chaos`'s checker: `check_log` (lost, misplaced, duplicates, reorders, dense
 gaps), `check_reads` (every offset a consumer read still holds that record), `check_commits`
-(acknowledged commits never go back; the final OffsetFetch is not below the highest), plus
-replica bytes compared below the high watermark (`divergent`) and the epoch monitor.
+(acknowledged commits never go back; the final OffsetFetch is not below the highest),
+`check_fenced_acks` (acknowledgements given at a leader epoch ZooKeeper had superseded:
+`acks_after_fence`, informational; those whose records are not at their offsets in the final
+log: `fenced_acks_lost`, a violation), plus replica bytes compared below the high watermark
+(`divergent`) and the epoch monitor.
 """
 
 from __future__ import annotations
@@ -72,7 +88,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -83,7 +99,16 @@ import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 
-from _chaos import ChaosReport, check_commits, check_log, check_reads, ident_of, payload
+from _chaos import (
+    Ack,
+    ChaosReport,
+    check_commits,
+    check_fenced_acks,
+    check_log,
+    check_reads,
+    ident_of,
+    payload,
+)
 from _simnet import Host, SimNetwork, run_on
 
 from protocol.api import ApiKey
@@ -93,7 +118,8 @@ from wirebroker import transport
 from wirebroker.broker import Broker
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.config import BrokerConfig
-from wirebroker.coordination.api import CoordinationError, SessionState
+from wirebroker.coordination.api import CoordinationError, Op, SessionState
+from wirebroker.coordination.api import Stat as ZkStat
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 from wirebroker.replication.broker_client import BrokerConnection, BrokerConnectionError
 
@@ -102,7 +128,7 @@ GROUP = "sim-group"
 PORT = 9092
 EPOCH_MS = 1_700_000_000_000
 NET_SALT = 0x5EED_0F_4E7
-KINDS = ("crash", "partition", "isolate", "expire", "cut", "slow", "split_crash")
+KINDS = ("crash", "partition", "isolate", "expire", "cut", "slow", "split_crash", "split_zombie")
 
 log = logging.getLogger("sim")
 
@@ -139,6 +165,41 @@ def broker_overrides(cfg: SimConfig) -> dict[str, str]:
         "unclean.leader.election.enable": "true" if cfg.unsafe else "false",
         "zookeeper.session.timeout.ms": str(int(cfg.session_s * 1000)),
     }
+
+
+# -- ZooKeeper, with its leader epoch history ------------------------------------------------
+
+
+class SimZooKeeper(MemoryZooKeeper):
+    """A `MemoryZooKeeper` that records, after every committed write, each leader epoch a
+    watched partition state znode holds for the first time: `epoch_history` lists
+    (partition, leader epoch, leader, virtual time), the exact moment a leadership was
+    superseded (the epoch monitor's 100 ms samples would be late)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state_paths: dict[str, int] = {}
+        self.epoch_history: list[tuple[int, int, int, float]] = []
+        self._seen: set[tuple[int, int]] = set()
+        self.note: Callable[[str], None] = lambda line: None
+
+    def watch_partitions(self, topic: str, partitions: int) -> None:
+        self.state_paths = {zl.state_path(topic, p): p for p in range(partitions)}
+
+    def _write(
+        self, session_id: int, ops: Sequence[Op], *, multi: bool
+    ) -> list[str | ZkStat | None]:
+        results = super()._write(session_id, ops, multi=multi)
+        for path, p in self.state_paths.items():
+            node = self._nodes.get(path)
+            if node is None:
+                continue
+            st = zl.decode_partition_state(TOPIC, p, node.data)
+            if (p, st.leader_epoch) not in self._seen:
+                self._seen.add((p, st.leader_epoch))
+                self.epoch_history.append((p, st.leader_epoch, st.leader, trio.current_time()))
+                self.note(f"zk p{p} leader epoch {st.leader_epoch} leader b{st.leader}")
+        return results
 
 
 # -- ZooKeeper sessions that can crash and be cut off ---------------------------------------
@@ -228,13 +289,16 @@ class Sim:
         self.root = root
         self.rng = random.Random(seed)
         self.net = SimNetwork(random.Random(seed ^ NET_SALT))
-        self.server = MemoryZooKeeper()
+        self.server = SimZooKeeper()
+        self.server.watch_partitions(TOPIC, cfg.partitions)
+        self.server.note = self.note
         self.nodes: dict[int, Incarnation] = {}
         self.gens: dict[int, int] = {}
         self.report = ChaosReport(seed=seed)
         self.trace: list[str] = []
         self.client_host = Host("client")
         self.acked: dict[str, tuple[int, int]] = {}
+        self.acks: list[Ack] = []
         self.reads: list[tuple[int, int, str]] = []
         self.commits: list[dict[str, Any]] = []
         self.faults: list[str] = []
@@ -361,6 +425,18 @@ class Sim:
                 self.pending_restarts += 1  # no other crash meanwhile
                 self.nursery.start_soon(self._split_then_crash, leader, hold)
                 return
+        if kind == "split_zombie":
+            leader = self.leader_of(self.rng.randrange(self.cfg.partitions))
+            if self.pending_restarts or leader not in live:
+                kind = "cut"
+            else:
+                hold = self.rng.uniform(1.5, 3.0) * lag_s
+                zombie = self.rng.uniform(1.3, 2.5) * self.cfg.session_s
+                self.note(f"fault split_zombie b{leader} for {hold:.3f} + {zombie:.3f}")
+                self.net.split(f"b{leader}")
+                self.pending_restarts += 1  # no crash meanwhile
+                self.nursery.start_soon(self._split_then_zombie, leader, hold, zombie)
+                return
         if kind == "crash":
             if self.pending_restarts or victim not in live:
                 kind = "cut"  # one broker down at a time: the cluster must make progress
@@ -400,6 +476,27 @@ class Sim:
             self.net.slow(f"b{victim}", f"b{other}", extra)
             self.nursery.start_soon(self._heal_after, hold)
 
+    def leader_epoch_at(self, node: int, p: int) -> int:
+        """The leader epoch broker `node` (its live incarnation) holds for partition `p` now,
+        -1 if it has no replica (read from the broker object: the simulation sees inside).
+
+        The producer attributes an acknowledgement to the epoch its broker holds when the
+        answer arrives. A broker's epoch only grows within an incarnation (and an answer
+        cannot outlive its incarnation's connections), so the epoch it answered at lies
+        between the one it held when the request left and this one. The epoch at sending
+        would blame on an old epoch a request that the network held across the broker's
+        re-election (seed 56: a Produce held by a partition reached b1 after ZooKeeper
+        had moved its partition from epoch 0 to 1, no leader, and 2, b1 again; b1 answered
+        at 2); the epoch at arrival misses a
+        zombie that learns of its successor while its answer is in flight. Either way its
+        lost records are still counted by `check_log` (lost / misplaced): only the
+        attribution to a fenced leader depends on this."""
+        inc = self.nodes.get(node)
+        if inc is None or inc.crashed or not hasattr(inc.broker, "replicas"):
+            return -1
+        part = inc.broker.replicas.partition(TOPIC, p)
+        return -1 if part is None else int(part.leader_epoch)
+
     def leader_of(self, p: int) -> int:
         node = self.server._nodes.get(zl.state_path(TOPIC, p))
         return -1 if node is None else zl.decode_partition_state(TOPIC, p, node.data).leader
@@ -410,6 +507,17 @@ class Sim:
         self.note(f"crash split b{node}")
         self.crash(node)
         self.net.heal()
+
+    async def _split_then_zombie(self, node: int, hold: float, zombie: float) -> None:
+        await trio.sleep(hold)
+        inc = self.nodes[node]
+        self.note(f"zombie b{node}: cut from ZooKeeper too")
+        inc.coord.suspend()
+        self.nursery.start_soon(self._expire_later, node, inc.coord.session_id)
+        await trio.sleep(zombie)
+        self.pending_restarts -= 1
+        self.note("heal network")
+        self.heal_network()
 
     async def _heal_after(self, hold: float) -> None:
         await trio.sleep(hold)
@@ -544,6 +652,8 @@ class Sim:
         check_log(final, self.acked, report, dense=True)
         check_reads(final, self.reads, report)
         high = check_commits(self.commits, report)
+        epochs = [(p, epoch, t) for p, epoch, _leader, t in self.server.epoch_history]
+        check_fenced_acks(self.acks, epochs, final, report)
         fetched = await client.fetch_committed()
         self.note(f"final committed {fetched}")
         for p, h in sorted(high.items()):
@@ -736,7 +846,12 @@ class SimClient:
                     base = int(r.base_offset)
                     for i, v in enumerate(idents):
                         sim.acked[ident_of(v)] = (p, base + i)
-                    sim.note(f"ack {first}+{size} p{p}@{base} by b{leader}")
+                    records = tuple((base + i, ident_of(v)) for i, v in enumerate(idents))
+                    # the epoch the answering broker holds as the answer arrives (see
+                    # `leader_epoch_at`)
+                    epoch = sim.leader_epoch_at(leader, p)
+                    sim.acks.append(Ack(leader, p, epoch, trio.current_time(), records))
+                    sim.note(f"ack {first}+{size} p{p}@{base} by b{leader} epoch {epoch}")
                     seq += size
                     break
                 if code in _RETRIABLE:
@@ -917,7 +1032,9 @@ class SimResult:
             f"{r.overwritten} ({r.reads_checked} reads) divergent {r.divergent} "
             f"({r.replicas_compared}) epoch regressions {r.epoch_regressions} "
             f"({r.epoch_samples}) commits {r.commits} regressions {r.commit_regressions} "
-            f"not healed {r.not_healed} failed {dict(r.failed)}; {self.virtual_s:.1f} s virtual, "
+            f"not healed {r.not_healed} acks after fence {r.acks_after_fence} fenced acks lost "
+            f"{r.fenced_acks_lost} ({r.acks_attributed}) failed {dict(r.failed)}; "
+            f"{self.virtual_s:.1f} s virtual, "
             f"{self.wall_s:.2f} s wall, digest {self.digest[:16]}"
             + (f"\n  examples: {r.examples[:8]}" if r.examples else "")
         )

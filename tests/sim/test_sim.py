@@ -5,7 +5,8 @@
                            names the seed and its replay command
     test_same_seed_same_run  one seed twice in this process: identical trace (digest)
     test_negative_control  min.insync.replicas=1 with unclean election: the checker must see
-                           acknowledged acks=all records lost (proof that it can fail)
+                           acknowledged acks=all records lost, some of them acknowledged by a
+                           fenced (zombie) leader (proof that it can fail)
 
 Each run takes about 0.3-1 s of wall time (tens of virtual seconds under MockClock).
 More seeds, or one replayed with its trace: tools/reliability/sim.py.
@@ -56,3 +57,6 @@ def test_negative_control() -> None:
     cfg = SimConfig(unsafe=True)
     results = [run_seed(seed, cfg) for seed in range(4)]
     assert any(r.report.lost for r in results), [r.summary() for r in results]
+    # split_zombie: a leader cut off from ZooKeeper keeps acknowledging after a stale replica
+    # was elected (Kafka's own zombie with min.insync.replicas=1): fenced acks, then lost
+    assert any(r.report.fenced_acks_lost for r in results), [r.summary() for r in results]

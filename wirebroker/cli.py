@@ -4,6 +4,13 @@
                      [--zookeeper HOST:PORT[/CHROOT] --node-id N]
                      [--override KEY=VALUE ...] [--log-level LEVEL]
     wirebroker cluster [--brokers N] ...   a local ZooKeeper + N brokers (wirebroker/launcher.py)
+    wirebroker --version
+    wirebroker topic|produce|consume|group|dump-log|data ..., wirebroker cluster info
+                                           client commands against any Kafka (wirebroker/ctl)
+
+`wirebroker cluster` stays the launcher (its options unchanged) and `wirebroker cluster info`
+is an optional subcommand of it: both are about "the cluster", and argparse tells them apart
+without ambiguity because the launcher takes no positional argument.
 
 Configuration, lowest precedence first:
     built-in defaults        127.0.0.1:9092, data in config.py's per-user `log.dir`,
@@ -35,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wirebroker import __version__
 from wirebroker.config import (
     BROKER_CONFIGS,
     BrokerConfig,
@@ -42,6 +50,8 @@ from wirebroker.config import (
     parse_listeners,
     parse_properties,
 )
+from wirebroker.ctl import COMMANDS as CTL_COMMANDS
+from wirebroker.ctl import add_cluster_info, add_parsers
 
 if TYPE_CHECKING:
     from wirebroker.broker import Broker
@@ -49,13 +59,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("wirebroker.cli")
 
 READY_PREFIX = "wirebroker ready on "
-_COMMANDS = ("serve", "cluster")
+_COMMANDS = ("serve", "cluster", *CTL_COMMANDS)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wirebroker", description="A Kafka-protocol broker in Python."
     )
+    parser.add_argument("--version", action="version", version=f"wirebroker {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser("serve", help="run the broker (the default command)")
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
@@ -86,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         help="stderr log level (default INFO)",
     )
     _add_cluster_parser(commands)
+    add_parsers(commands)
     return parser
 
 
@@ -108,9 +120,12 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
             "example:\n"
             "  wirebroker cluster --brokers 3\n"
             "  wirebroker cluster --brokers 3 --zookeeper-servers 3\n"
-            "  kcat -b 127.0.0.1:PORT -L"
+            "  kcat -b 127.0.0.1:PORT -L\n"
+            "  wirebroker cluster info -b 127.0.0.1:PORT     (a running cluster's brokers)"
         ),
     )
+    info = cluster.add_subparsers(dest="cluster_command", metavar="{info}", required=False)
+    add_cluster_info(info)
     cluster.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     cluster.add_argument(
         "--data-dir",
@@ -203,10 +218,14 @@ def config_values(args: argparse.Namespace) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help")):
+    if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
     parser = _parser()
     args = parser.parse_args(argv)
+    if getattr(args, "handler", None):
+        from wirebroker.ctl import run
+
+        return run(args)
     if args.command == "cluster":
         return cluster(parser, args)
     logging.basicConfig(

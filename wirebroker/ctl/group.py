@@ -56,15 +56,24 @@ def list_groups(args: argparse.Namespace) -> int:
 
 
 def _assignment(member: Any) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs of a member's decoded ConsumerProtocolAssignment (a dict
+    after kafka-python's to_dict, or the object); [] for another protocol's bytes."""
     decoded = member.get("member_assignment")
     if not decoded or isinstance(decoded, bytes | bytearray):
         return []
+    if isinstance(decoded, dict):
+        topics = decoded.get("assigned_partitions") or []
+    else:
+        topics = getattr(decoded, "assigned_partitions", None) or []
     pairs: list[tuple[str, int]] = []
-    for topic in getattr(decoded, "assigned_partitions", None) or []:
-        name, partitions = (
-            topic if isinstance(topic, tuple | list) else (topic.topic, topic.partitions)
-        )
-        pairs.extend((name, p) for p in partitions)
+    for topic in topics:
+        if isinstance(topic, dict):
+            name, partitions = topic.get("topic"), topic.get("partitions") or []
+        elif isinstance(topic, tuple | list):
+            name, partitions = topic[0], topic[1]
+        else:
+            name, partitions = topic.topic, topic.partitions
+        pairs.extend((str(name), int(p)) for p in partitions)
     return sorted(pairs)
 
 

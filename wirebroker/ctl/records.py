@@ -13,7 +13,8 @@ consume: without --group the partitions (all, or -p) are `assign()`ed and positi
 --from-beginning / --offset / --from-timestamp (default: the end, as kafka-console-consumer);
 an offset outside [earliest, latest] is an error, not a silent reset. With --group the consumer
 `subscribe()`s, starts at the group's committed offsets (else earliest with --from-beginning,
-latest otherwise) and commits as it goes (--offset/--from-timestamp are refused there: reset
+latest otherwise) and commits after each batch exactly what it printed (so `-n 2` leaves the
+group at the third record) (--offset/--from-timestamp are refused there: reset
 a group with `wirebroker group reset-offsets`). `--exit-at-end` snapshots the end offsets when
 it starts and stops once every partition reached them.
 """
@@ -193,6 +194,7 @@ _FIELDS_PROBE = {
 
 def consume(args: argparse.Namespace) -> int:
     from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
 
     if args.group and (args.offset is not None or args.from_timestamp is not None):
         raise CliError(
@@ -213,7 +215,7 @@ def consume(args: argparse.Namespace) -> int:
     consumer = KafkaConsumer(
         **common_config(args),
         group_id=args.group,
-        enable_auto_commit=bool(args.group),
+        enable_auto_commit=False,  # committed by hand: exactly the records printed
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         consumer_timeout_ms=float("inf"),
     )
@@ -255,10 +257,12 @@ def consume(args: argparse.Namespace) -> int:
                 continue
             idle_since = time.monotonic()
             done = False
+            printed: dict[Any, int] = {}
             for tp in sorted(batch, key=lambda tp: tp.partition):
                 for record in batch[tp]:
                     if tp in ends and record.offset >= ends[tp]:
                         break
+                    printed[tp] = record.offset + 1
                     if template is None:
                         stream.write(json.dumps(_record_document(record)) + "\n")
                     else:
@@ -272,13 +276,15 @@ def consume(args: argparse.Namespace) -> int:
                 if done:
                     break
             stream.flush()
+            if args.group and printed:
+                consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in printed.items()})
             if done:
                 break
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a follow ends: a normal exit
     finally:
         sys.stdout.flush()
-        consumer.close(autocommit=bool(args.group))
+        consumer.close(autocommit=False)
     note(f"consumed {count} record{'s' if count != 1 else ''}")
     return 0
 

@@ -110,9 +110,7 @@ class _Helpers:
     ) -> str:
         """Create `name` and wait for its leaders; returns `name`."""
         with self.client() as c:
-            return c.create_topic(
-                name, partitions, replication_factor, configs, exist_ok=exist_ok
-            )
+            return c.create_topic(name, partitions, replication_factor, configs, exist_ok=exist_ok)
 
     def produce(
         self,
@@ -177,7 +175,7 @@ class BrokerHandle(_Helpers):
 
     @property
     def bootstrap(self) -> str:
-        """"HOST:PORT" for clients (bootstrap.servers)."""
+        """ "HOST:PORT" for clients (bootstrap.servers)."""
         if not self.port:
             raise RuntimeError("the broker is not running")
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -248,16 +246,16 @@ class BrokerHandle(_Helpers):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise BrokerStartError(
-                        f"no ready line within {self.ready_timeout:.0f} s; last lines of "
-                        f"{self.log_path}:\n{_tail(self.log_path)}"
+                        f"no ready line within {self.ready_timeout:.0f} s; the end of its "
+                        f"log:\n{_tail(self.log_path)}"
                     )
                 if sel.select(left):
                     chunk = os.read(stdout.fileno(), 4096)
                     if not chunk:
                         code = self._proc.wait()
                         raise BrokerStartError(
-                            f"the broker exited with code {code} before it was ready; last "
-                            f"lines of {self.log_path}:\n{_tail(self.log_path)}"
+                            f"the broker exited with code {code} before it was ready; the "
+                            f"end of its log:\n{_tail(self.log_path)}"
                         )
                     buf += chunk
                     for line in buf.decode(errors="replace").splitlines():

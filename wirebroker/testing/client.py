@@ -87,7 +87,7 @@ class Message:
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
-    """"h1:p1,h2:p2" (IPv6 hosts in brackets) -> [(host, port), ...]."""
+    """ "h1:p1,h2:p2" (IPv6 hosts in brackets) -> [(host, port), ...]."""
     out: list[tuple[str, int]] = []
     for item in bootstrap.split(","):
         item = item.strip()
@@ -177,11 +177,12 @@ class WireClient:
         raise ConnectionError(f"no broker of {self.bootstrap} answered: {last}")
 
     # -- metadata -------------------------------------------------------------------------
-    def metadata(self, topics: Sequence[str] | None = None) -> Any:
-        """The Metadata v7 answer (all topics when `topics` is None)."""
+    def metadata(self, topics: Sequence[str] | None = None, *, auto_create: bool = False) -> Any:
+        """The Metadata v7 answer (all topics when `topics` is None); `auto_create` lets the
+        broker create missing topics (if its auto.create.topics.enable allows)."""
         body = {
             "topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False,
+            "allow_auto_topic_creation": auto_create,
         }
         return self._any(3, 7, body)
 
@@ -190,18 +191,22 @@ class WireClient:
         meta = self.metadata()
         return sorted(t.name for t in meta.topics if t.error_code == 0 and not t.is_internal)
 
-    def _leaders(self, topic: str) -> dict[int, tuple[str, int]]:
-        """partition -> leader address; retried until every partition has a leader."""
+    def _leaders(
+        self, topic: str, auto_create: bool = False, created: bool = False
+    ) -> dict[int, tuple[str, int]]:
+        """partition -> leader address; retried until every partition has a leader (an
+        unknown topic fails at once unless `auto_create` or just `created`)."""
         deadline = time.monotonic() + self.timeout
         while True:
-            meta = self.metadata([topic])
+            meta = self.metadata([topic], auto_create=auto_create)
             brokers = {b.node_id: (b.host, b.port) for b in meta.brokers}
             (t,) = meta.topics
             leaders = {p.partition_index: brokers.get(p.leader_id) for p in t.partitions}
             if t.error_code == 0 and t.partitions and all(leaders.values()):
                 return {p: a for p, a in leaders.items() if a is not None}
             code = t.error_code or 5
-            if code not in _RETRIABLE or time.monotonic() > deadline:
+            unknown = code == 3 and not (auto_create or created)
+            if unknown or code not in _RETRIABLE or time.monotonic() > deadline:
                 raise KafkaError(code, f"no leader for every partition of {topic!r}")
             time.sleep(0.01)
 
@@ -240,7 +245,7 @@ class WireClient:
             if code not in _RETRIABLE or time.monotonic() > deadline:
                 raise KafkaError(code, result.error_message or f"cannot create topic {name!r}")
             time.sleep(0.01)
-        self._leaders(name)
+        self._leaders(name, created=True)
         return name
 
     def _controller_request(self, api_key: int, version: int, body: Any) -> Any:
@@ -255,12 +260,13 @@ class WireClient:
     def produce(
         self,
         topic: str,
-        values: Iterable[str | bytes | None | tuple[str | bytes | None, str | bytes | None]],
+        values: Iterable[str | bytes | tuple[str | bytes | None, str | bytes | None] | None],
         *,
         partition: int = 0,
         headers: Sequence[tuple[str, str | bytes | None]] = (),
     ) -> list[int]:
-        """Append records to one partition (acks=all, one batch); their offsets.
+        """Append records to one partition (acks=all, one batch); their offsets. A missing
+        topic is auto-created, as Kafka producers do, when the broker allows it.
 
         Each item is a value or a (key, value) pair; str is encoded as UTF-8."""
         from protocol.records import RecordSpec, build_batch
@@ -286,7 +292,7 @@ class WireClient:
         }
         deadline = time.monotonic() + self.timeout
         while True:
-            leader = self._leaders(topic).get(partition)
+            leader = self._leaders(topic, auto_create=True).get(partition)
             if leader is None:
                 raise KafkaError(3, f"{topic!r} has no partition {partition}")
             answer = self.request(leader, 0, 7, body)
@@ -311,7 +317,9 @@ class WireClient:
                 "topics": [
                     {
                         "name": topic,
-                        "partitions": [{"partition_index": p, "timestamp": timestamp} for p in parts],
+                        "partitions": [
+                            {"partition_index": p, "timestamp": timestamp} for p in parts
+                        ],
                     }
                 ],
             }
@@ -351,7 +359,13 @@ class WireClient:
                             if offset <= r.offset < end:
                                 messages.append(
                                     Message(
-                                        topic, part, r.offset, r.key, r.value, r.headers, r.timestamp
+                                        topic,
+                                        part,
+                                        r.offset,
+                                        r.key,
+                                        r.value,
+                                        r.headers,
+                                        r.timestamp,
                                     )
                                 )
                     offset = max(offset, header.last_offset + 1)

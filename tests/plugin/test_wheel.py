@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-EXAMPLE = '''
+EXAMPLE = """
 from kafka import KafkaProducer
 
 def test_order_is_published(kafka_bootstrap, kafka_create_topic, kafka_read_to_end):
@@ -30,7 +30,7 @@ def test_order_is_published(kafka_bootstrap, kafka_create_topic, kafka_read_to_e
 def test_installed_from_the_wheel():
     import wirebroker.pytest_plugin
     assert "site-packages" in wirebroker.pytest_plugin.__file__
-'''
+"""
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -51,9 +51,7 @@ def test_plugin_from_the_wheel(tmp_path: Path) -> None:
         if (ROOT / name).exists():
             shutil.copy(ROOT / name, src / name)
     for package in ("wirebroker", "protocol"):
-        shutil.copytree(
-            ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     dist = tmp_path / "dist"
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w"]
     _run([*pip_wheel, str(dist)], tmp_path, env)

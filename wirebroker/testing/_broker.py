@@ -1,0 +1,431 @@
+"""Throwaway brokers for tests: one broker (a subprocess or a thread) or a local cluster.
+
+One broker, `BrokerHandle` (what `wirebroker.running()` yields):
+
+    subprocess (the default)  `python -m wirebroker serve --port 0 --data-dir D --log-level L
+                              [--override K=V ...]`; start() reads stdout until the ready line
+                              `wirebroker ready on HOST:PORT` (bounded by `ready_timeout`,
+                              selectors on the pipe: no sleeps, no reader thread: the broker
+                              prints nothing else on stdout). Its stderr goes to a log file next
+                              to the data directory; a failed start raises BrokerStartError
+                              with the log's last lines. On Linux the child gets SIGTERM when the
+                              thread that started it dies (PR_SET_PDEATHSIG; set only from the
+                              main thread, as a worker thread's exit would kill it), so a killed
+                              test run leaves no broker behind.
+    thread                    the same Broker built in this process and served by `trio.run` in
+                              a daemon thread; start() waits for the bound address. ~10x faster
+                              to start (no interpreter start-up, imports done once), but it
+                              shares the GIL and the process with the tests, and a broker bug
+                              can take the test process down with it.
+
+Why a subprocess by default: it is independent of the caller's event loop (pytest's plain,
+asyncio and trio styles all just see a TCP address), its logs and signals are its own, and a
+test that wedges the broker cannot wedge the test runner.
+
+Stop: subprocess: SIGTERM (graceful: logs closed), SIGKILL after `stop_timeout`; thread: the
+trio run is cancelled from outside (`trio.from_thread.run_sync` on its token) and joined. Then
+the temporary directory (data + log) is removed. A `data_dir` given by the caller is kept.
+
+A cluster, `ClusterHandle` (`wirebroker.running_cluster()`): `wirebroker.launcher`'s
+ClusterLauncher (a throwaway ZooKeeper from Debian's `zookeeper` package + N broker
+subprocesses), driven without its signal handling so it can run inside a test process. It
+needs ZooKeeper and a JRE: `ZooKeeperMissing` (with the install hint) is raised before
+anything starts when they are missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from wirebroker.testing.client import Message, WireClient
+
+READY_PREFIX = "wirebroker ready on "
+_PR_SET_PDEATHSIG = 1
+_TAIL_LINES = 20
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited, or stayed silent for `ready_timeout`, before it was ready."""
+
+
+class ZooKeeperMissing(RuntimeError):
+    """`running_cluster` needs Debian's zookeeper package and a JRE; they are not installed."""
+
+
+def _tail(path: Path, lines: int = _TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "".join(text.splitlines(keepends=True)[-lines:])
+
+
+def _child_env() -> dict[str, str]:
+    """Our environment with this wirebroker importable (a source checkout works uninstalled)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+class _Helpers:
+    """Set-up helpers over the Kafka protocol (`wirebroker.testing.client.WireClient`)."""
+
+    @property
+    def bootstrap(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def client(self, timeout: float = 30.0) -> WireClient:
+        """A new blocking protocol client for this broker (close it, or use `with`)."""
+        return WireClient(self.bootstrap, timeout=timeout)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        exist_ok: bool = False,
+    ) -> str:
+        """Create `name` and wait for its leaders; returns `name`."""
+        with self.client() as c:
+            return c.create_topic(name, partitions, replication_factor, configs, exist_ok=exist_ok)
+
+    def produce(
+        self,
+        topic: str,
+        values: Any,
+        *,
+        partition: int = 0,
+        headers: Sequence[tuple[str, str | bytes | None]] = (),
+    ) -> list[int]:
+        """Append values (or (key, value) pairs) to one partition, acks=all; their offsets."""
+        with self.client() as c:
+            return c.produce(topic, values, partition=partition, headers=headers)
+
+    def read_to_end(self, topic: str) -> list[Message]:
+        """Every record of `topic` up to its current end (all partitions, offset order)."""
+        with self.client() as c:
+            return c.read_to_end(topic)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        with self.client() as c:
+            return c.end_offsets(topic)
+
+    def list_topics(self) -> list[str]:
+        with self.client() as c:
+            return c.list_topics()
+
+
+class BrokerHandle(_Helpers):
+    """One throwaway broker (see the module doc). `start()`/`stop()`, or `with`."""
+
+    def __init__(
+        self,
+        *,
+        overrides: Mapping[str, object] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        thread: bool = False,
+        log_level: str = "WARNING",
+        ready_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self.overrides = {k: _config_value(v) for k, v in (overrides or {}).items()}
+        self._given_dir = Path(data_dir) if data_dir is not None else None
+        self.listen_host = host
+        self.listen_port = port
+        self.thread = thread
+        self.log_level = log_level.upper()
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        self.host = ""
+        self.port = 0
+        self.data_dir = Path()
+        self.log_path: Path | None = None
+        self._temp: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._trio_token: Any = None
+        self._cancel: Any = None
+        self._thread_error: BaseException | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """ "HOST:PORT" for clients (bootstrap.servers)."""
+        if not self.port:
+            raise RuntimeError("the broker is not running")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The broker's process id (None in thread mode or when stopped)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def __enter__(self) -> BrokerHandle:
+        return self if self.port else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        mode = "thread" if self.thread else f"pid {self.pid}"
+        return f"<wirebroker {self.bootstrap if self.port else '(stopped)'} {mode}>"
+
+    # -- start ----------------------------------------------------------------------------
+    def start(self) -> BrokerHandle:
+        if self.port:
+            raise RuntimeError("the broker is already running")
+        self._temp = Path(tempfile.mkdtemp(prefix="wirebroker-test-"))
+        self.data_dir = self._given_dir if self._given_dir is not None else self._temp / "data"
+        self.log_path = self._temp / "broker.log"
+        try:
+            if self.thread:
+                self._start_thread()
+            else:
+                self._start_process()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_process(self) -> None:
+        cmd = [sys.executable, "-m", "wirebroker", "serve", "--host", self.listen_host]
+        cmd += ["--port", str(self.listen_port), "--data-dir", str(self.data_dir)]
+        cmd += ["--log-level", self.log_level]
+        for key, value in self.overrides.items():
+            cmd += ["--override", f"{key}={value}"]
+        assert self.log_path is not None
+        self._log = self.log_path.open("wb")
+        main = threading.current_thread() is threading.main_thread()
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=_child_env(),
+            start_new_session=True,  # a Ctrl-C in the terminal reaches the test runner only
+            preexec_fn=_die_with_parent if main and sys.platform == "linux" else None,
+        )
+        assert self._proc.stdout is not None
+        address = self._read_ready_line(self._proc.stdout)
+        host, _, port = address.rpartition(":")
+        self.host, self.port = host.strip("[]"), int(port)
+
+    def _read_ready_line(self, stdout: IO[bytes]) -> str:
+        assert self._proc is not None and self.log_path is not None
+        deadline = time.monotonic() + self.ready_timeout
+        buf = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(stdout, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BrokerStartError(
+                        f"no ready line within {self.ready_timeout:.0f} s; the end of its "
+                        f"log:\n{_tail(self.log_path)}"
+                    )
+                if sel.select(left):
+                    chunk = os.read(stdout.fileno(), 4096)
+                    if not chunk:
+                        code = self._proc.wait()
+                        raise BrokerStartError(
+                            f"the broker exited with code {code} before it was ready; the "
+                            f"end of its log:\n{_tail(self.log_path)}"
+                        )
+                    buf += chunk
+                    for line in buf.decode(errors="replace").splitlines():
+                        if line.startswith(READY_PREFIX):
+                            return line[len(READY_PREFIX) :].strip()
+
+    def _start_thread(self) -> None:
+        import logging
+
+        import trio
+
+        from wirebroker.broker import Broker, connectable_host
+        from wirebroker.config import BrokerConfig
+
+        values = dict(self.overrides)
+        host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
+        values["listeners"] = f"PLAINTEXT://{host}:{self.listen_port}"
+        values["log.dirs"] = str(self.data_dir)
+        config = BrokerConfig(values)
+        logging.getLogger("wirebroker").setLevel(self.log_level)
+        broker = Broker(config)
+        ready = threading.Event()
+        bound: list[tuple[str, int]] = []
+
+        async def main() -> None:
+            self._trio_token = trio.lowlevel.current_trio_token()
+            with trio.CancelScope() as scope:
+                self._cancel = scope
+                async with trio.open_nursery() as nursery:
+                    bound.extend(await nursery.start(broker.serve))
+                    ready.set()
+
+        def run() -> None:
+            try:
+                trio.run(main)
+            except BaseException as exc:  # reported by start() / stop()
+                self._thread_error = exc
+            finally:
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="wirebroker", daemon=True)
+        self._thread.start()
+        if not ready.wait(self.ready_timeout) or not bound:
+            raise BrokerStartError(f"the in-thread broker did not start: {self._thread_error!r}")
+        bound_host, self.port = bound[0]
+        self.host = connectable_host(bound_host)
+
+    # -- stop -----------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop the broker (graceful, bounded) and remove the temporary directory."""
+        try:
+            if self._proc is not None:
+                self._stop_process(self._proc)
+            if self._thread is not None:
+                self._stop_thread(self._thread)
+        finally:
+            self._proc = None
+            self._thread = None
+            self.port = 0
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
+                self._temp = None
+
+    def _stop_process(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def _stop_thread(self, thread: threading.Thread) -> None:
+        import trio
+
+        if thread.is_alive() and self._trio_token is not None and self._cancel is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._trio_token)
+        thread.join(self.stop_timeout)
+
+
+def _config_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class ClusterHandle(_Helpers):
+    """A throwaway local cluster: ZooKeeper + `brokers` broker subprocesses (module doc)."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        *,
+        overrides: Mapping[str, object] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        log_level: str = "WARNING",
+        ready_timeout: float = 60.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        from wirebroker.launcher import ClusterSpec
+
+        self.spec = ClusterSpec(
+            brokers=brokers,
+            data_dir=Path(data_dir) if data_dir is not None else None,
+            overrides={k: _config_value(v) for k, v in (overrides or {}).items()},
+            log_level=log_level.upper(),
+            ready_timeout=ready_timeout,
+            stop_timeout=stop_timeout,
+        )
+        self._launcher: Any = None
+        self.addresses: list[str] = []
+        self.zookeeper = ""
+
+    @property
+    def bootstrap(self) -> str:
+        if not self.addresses:
+            raise RuntimeError("the cluster is not running")
+        return ",".join(self.addresses)
+
+    @property
+    def brokers(self) -> int:
+        return self.spec.brokers
+
+    def pids(self) -> list[int]:
+        return [b.pid for b in self._launcher.brokers] if self._launcher is not None else []
+
+    def __enter__(self) -> ClusterHandle:
+        return self if self._launcher is not None else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> ClusterHandle:
+        from wirebroker.coordination.zk_server import INSTALL_HINT, zookeeper_available
+        from wirebroker.launcher import ClusterError, ClusterLauncher
+
+        if not zookeeper_available():
+            raise ZooKeeperMissing(
+                f"a wirebroker cluster needs a ZooKeeper server and a JRE: {INSTALL_HINT}"
+            )
+        launcher = ClusterLauncher(self.spec, out=io.StringIO(), err=io.StringIO())
+        self._launcher = launcher
+        try:
+            # The launcher's steps without its signal handlers (a test process owns those).
+            launcher._start()
+        except ClusterError as exc:
+            self.stop()
+            raise BrokerStartError(f"the cluster did not start: {exc}") from exc
+        except BaseException:
+            self.stop()
+            raise
+        self.addresses = [str(b.address) for b in launcher.brokers]
+        self.zookeeper = launcher.connect
+        return self
+
+    def stop(self) -> None:
+        launcher, self._launcher = self._launcher, None
+        self.addresses = []
+        if launcher is not None:
+            try:
+                launcher._stop_all()
+            finally:
+                launcher.selector.close()
+
+    def __repr__(self) -> str:
+        return f"<wirebroker cluster {self.bootstrap if self.addresses else '(stopped)'}>"

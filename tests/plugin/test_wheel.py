@@ -57,10 +57,13 @@ def test_plugin_from_the_wheel(tmp_path: Path) -> None:
     _run([*pip_wheel, str(dist)], tmp_path, env)
     (wheel,) = dist.glob("wirebroker-*.whl")
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)
+    # --without-pip, then this venv's pip installs into it (`pip --python`): a distribution
+    # python without ensurepip (Debian/Ubuntu without python3-venv) can run this test too
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path, env)
     python = str(venv / "bin" / "python")
     constraints = str(ROOT / "tools" / "constraints.txt")
-    pip_install = [python, "-m", "pip", "install", "-q", "-c", constraints]
+    pip_install = [sys.executable, "-m", "pip", "--python", python, "install", "-q"]
+    pip_install += ["-c", constraints]
     _run([*pip_install, str(wheel), "pytest", "kafka-python"], tmp_path, env)
     project = tmp_path / "project"
     project.mkdir()

@@ -152,7 +152,15 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        """min(first offset of the oldest ongoing transaction, high watermark) (log side)."""
+        return self.log.last_stable_offset
+
+    def aborted_transactions(
+        self, fetch_offset: int, records: bytes | bytearray | memoryview
+    ) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping the batches
+        `records` a read_committed read from `fetch_offset` returned."""
+        return [(t.producer_id, t.first_offset) for t in self.log.aborted_in(fetch_offset, records)]
 
     @property
     def is_leader(self) -> bool:

@@ -444,6 +444,34 @@ class Partition:
         self._maybe_advance_high_watermark(now_ms)
         return result
 
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Write a COMMIT/ABORT transaction marker as leader (WriteTxnMarkers; see
+        `PartitionLog.append_marker`). Raises NotLeaderOrFollowerError unless leader, LogError
+        from the log. The caller wakes fetchers (`ReplicaManager.notify_data`) and, for
+        acks=all semantics, waits for the HW to pass the marker's offset, as for a Produce."""
+        if self.role is not Role.LEADER:
+            raise NotLeaderOrFollowerError(
+                f"This server is not the leader for partition {self.topic}-{self.index}"
+            )
+        result = self.log.append_marker(
+            producer_id,
+            producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            leader_epoch=self.leader_epoch,
+            now_ms=now_ms,
+        )
+        self._maybe_advance_high_watermark(now_ms)
+        return result
+
     def append_as_follower(
         self,
         records: bytes | bytearray | memoryview,

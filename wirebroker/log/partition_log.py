@@ -130,8 +130,10 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         """min(first offset of the oldest ongoing or unreplicated transaction, high
-        watermark): read_committed readers stop here (see producer_state.py)."""
-        return self._producers.last_stable_offset(self._hw)
+        watermark), never below the log start (an open transaction whose start was deleted by
+        retention or DeleteRecords, as Kafka): read_committed readers stop here (see
+        producer_state.py)."""
+        return max(self._producers.last_stable_offset(self._hw), self.log_start_offset)
 
     @property
     def first_unstable_offset(self) -> int | None:

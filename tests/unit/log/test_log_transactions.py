@@ -424,3 +424,36 @@ def test_compaction_drops_aborted_data_and_keeps_markers_as_kafka(tmp_path: Path
     assert [o for o, c, _ in view() if c] == [3, 7]
     assert plog.ongoing_transactions() == {}
     plog.close()
+
+
+def test_lso_never_below_the_log_start(tmp_path: Path) -> None:
+    plog = open_log(tmp_path, SMALL)
+    append(plog, txn_batch(1, 0))  # 0-1, stays open
+    for _ in range(10):
+        append(plog, plain(2))
+    assert plog.last_stable_offset == 0
+    plog.delete_records_before(8)
+    assert plog.log_start_offset == 8
+    assert plog.last_stable_offset == 8
+    assert plog.ongoing_transactions() == {1: 0}
+    marker(plog, 1, commit=False)
+    plog.high_watermark = plog.log_end_offset
+    assert plog.last_stable_offset == plog.log_end_offset
+
+
+def test_segment_recovered_for_a_missing_offset_index_gets_its_txn_index_back(
+    tmp_path: Path,
+) -> None:
+    plog = open_log(tmp_path, SMALL)
+    build_history(plog)
+    before = index_files(plog)
+    plog.close()
+    # as after an interrupted cleaner swap completed at load: only the .log is left
+    for name in before:
+        base = name.split(".")[0]
+        (plog.directory / name).unlink()
+        (plog.directory / f"{base}.index").unlink()
+    plog = reopen(tmp_path)
+    assert index_files(plog) == before
+    assert aborted(plog, 0) == [(1, 0), (3, 4)]
+    plog.close()

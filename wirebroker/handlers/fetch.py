@@ -37,8 +37,10 @@ Per partition, in this order:
     read                         whole batches from the batch containing fetch_offset (clients skip
                                  the records before it), never a batch at or past the bound:
                                  consumers read up to the high watermark; read_committed
-                                 (isolation_level 1) up to the last stable offset, which equals the
-                                 high watermark as there are no transactions; a replica_id >= 0
+                                 (isolation_level 1) up to the last stable offset (min of the
+                                 first offset of the oldest ongoing transaction and the high
+                                 watermark) with the aborted transactions overlapping the
+                                 returned batches (from the `.txnindex` files); a replica_id >= 0
                                  (replica_state.replica_id from v15) reads up to the log end
                                  offset.
     follower state               after a successful first read of a follower fetch (not after a
@@ -49,8 +51,8 @@ Per partition, in this order:
                                  rejoin the ISR. The response carries the HW as read before that.
 A failed partition has high_watermark, last_stable_offset and log_start_offset -1, null
 aborted_transactions and empty records, as in Kafka. A served partition: high_watermark,
-last_stable_offset, log_start_offset, aborted_transactions [] for read_committed and null for
-read_uncommitted, preferred_read_replica -1.
+last_stable_offset, log_start_offset, aborted_transactions (a list, maybe empty) for
+read_committed and null for read_uncommitted, preferred_read_replica -1.
 
 Size limits (KIP-74): partitions are read in request order; each gets
 min(partition_max_bytes, what is left of max_bytes); the first partition that returns data
@@ -195,6 +197,11 @@ def _read_partition(
     except LogError as exc:
         return _failed(index, exc.error_code), True
     base["records"] = data if isinstance(data, bytes) else bytes(data)
+    if isolation == READ_COMMITTED and data:
+        base["aborted_transactions"] = [
+            {"producer_id": pid, "first_offset": first}
+            for pid, first in part.aborted_transactions(fetch_offset, data)
+        ]
     return base, False
 
 

@@ -9,6 +9,12 @@ record (tombstones kept for delete.retention.ms, KIP-534 delete horizon), and sw
 rewritten group in through the log's `replace_segments` (crash safe: `segments.swap_in`).
 Batches are re-encoded with `protocol.records.rebuild_batch`.
 
+Transactions (Kafka's rules, `TxnCleaning`): the cleanable range stops below the first offset
+of the oldest open transaction; the records of aborted transactions are dropped (and never
+enter the offset map); COMMIT/ABORT markers stay while data of their transaction remains in
+the pass, then get a delete horizon and go after delete.retention.ms; the `.txnindex` entry
+of a kept ABORT marker is copied into the cleaned segment's index.
+
 Invariants: offsets and the log end never change (the active segment is never cleaned); the
 last batch of a live idempotent producer and the batch ending at the round's bound survive
 (possibly empty); a round abandoned between calls leaves no `.cleaned` files; an error marks
@@ -41,10 +47,12 @@ from protocol.records import (
     verify_crc,
 )
 from wirebroker.log.config import DECODE_CAP, LogConfig
+from wirebroker.log.control import ABORT, ControlError, parse_marker
 from wirebroker.log.errors import LogError
 from wirebroker.log.fs import FileSystem, pread_exact
 from wirebroker.log.segment import INT32_MAX, CorruptSegment, Segment
 from wirebroker.log.segments import CLEANED_SUFFIX, SWAP_SUFFIX
+from wirebroker.log.txn_index import AbortedTxn, TxnIndex
 
 __all__ = [
     "CLEANED_SUFFIX",
@@ -92,7 +100,10 @@ class CleanableLog(Protocol):
     def offline(self) -> bool: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def first_unstable_offset(self) -> int | None: ...
     def producer_last_offsets(self) -> dict[int, int]: ...
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]: ...
     def replace_segments(self, new: Segment, old: list[Segment]) -> None: ...
 
 
@@ -234,6 +245,9 @@ def log_to_clean(key: Key, plog: CleanableLog, checkpoint: int | None, now_ms: i
     di = max(bisect_right(bases, first_dirty) - 1, 0)
     non_active_dirty = segs[di:-1]
     limit = min(plog.high_watermark, segs[-1].base_offset)
+    unstable = plog.first_unstable_offset
+    if unstable is not None:  # Kafka: never clean an open transaction's data
+        limit = min(limit, unstable)
     if cfg.min_compaction_lag_ms > 0:
         for seg in non_active_dirty:
             if seg.largest_timestamp() > now_ms - cfg.min_compaction_lag_ms:
@@ -295,6 +309,77 @@ def group_segments(
             i += 1
         groups.append(group)
     return groups
+
+
+# -- transactions (Kafka's CleanedTransactionMetadata) ------------------------------------------
+
+
+class _AbortedState:
+    __slots__ = ("last_observed", "txn")
+
+    def __init__(self, txn: AbortedTxn) -> None:
+        self.txn = txn
+        self.last_observed: int | None = None
+
+
+class TxnCleaning:
+    """Which transactional batches and markers a pass may drop (Kafka's rules).
+
+    `aborted`: the aborted transactions overlapping the pass (from the `.txnindex` files),
+    entered as the pass reaches their first offset. A transactional data batch of a producer
+    with an entered aborted transaction is dropped (its offset remembered); one of any other
+    producer marks that producer's transaction as committed-with-data. A COMMIT marker may
+    go once no data of its transaction was seen in this pass; an ABORT marker once no data
+    of its aborted transaction was seen (else it is kept and, when `cleaned_index` is given,
+    its entry is copied there). A marker that may go is first given a delete horizon
+    (now + delete.retention.ms) and removed by a later pass after it (KIP-534)."""
+
+    def __init__(self, aborted: Sequence[AbortedTxn], cleaned_index: TxnIndex | None) -> None:
+        self._pending = sorted(aborted, key=lambda t: t.first_offset)
+        self._next = 0
+        self._aborted: dict[int, _AbortedState] = {}
+        self._committed: set[int] = set()
+        self._index = cleaned_index
+
+    def _enter_up_to(self, offset: int) -> None:
+        pending = self._pending
+        while self._next < len(pending) and pending[self._next].first_offset <= offset:
+            txn = pending[self._next]
+            self._aborted.setdefault(txn.producer_id, _AbortedState(txn))
+            self._next += 1
+
+    def on_batch(self, h: BatchHeader) -> bool:
+        """A data batch: True when it belongs to an aborted transaction (drop it)."""
+        self._enter_up_to(h.last_offset)
+        if not h.is_transactional:
+            return False
+        state = self._aborted.get(h.producer_id)
+        if state is not None:
+            state.last_observed = h.last_offset
+            return True
+        self._committed.add(h.producer_id)
+        return False
+
+    def on_control(self, h: BatchHeader, data: bytes) -> bool:
+        """A control batch: True when the marker may be discarded."""
+        self._enter_up_to(h.last_offset)
+        if h.records_count == 0:
+            return True  # already emptied by an earlier pass
+        try:
+            kind, _ = parse_marker(data)
+        except ControlError:
+            return False
+        if kind == ABORT:
+            state = self._aborted.pop(h.producer_id, None)
+            if state is not None and state.last_observed is not None:
+                if self._index is not None:
+                    self._index.append(state.txn)
+                return False
+            return True
+        if h.producer_id in self._committed:
+            self._committed.discard(h.producer_id)
+            return False
+        return True
 
 
 # -- a cleaning round -------------------------------------------------------------------------
@@ -371,12 +456,19 @@ class _Round:
     def _run(self) -> Generator[int, None, None]:
         offset_map: dict[bytes, int] = {}
         end = self.end_offset
+        txns = None
+        if self.dirty_segments:
+            first = self.dirty_segments[0].base_offset
+            txns = TxnCleaning(self.plog.aborted_transactions(first, end), None)
         for i, seg in enumerate(self.dirty_segments):
             if i > 0 and len(offset_map) >= self.max_map_entries:
                 end = seg.base_offset
                 break
             for pos, h, data in _batches(seg):
-                if not h.is_control:
+                if h.is_control:
+                    if txns is not None:
+                        txns.on_control(h, data)
+                elif txns is None or not txns.on_batch(h):
                     _checked(seg, pos, h, data)
                     for rec in decode_records(data, 0, max_decompressed_bytes=DECODE_CAP):
                         if rec.key is not None:
@@ -406,6 +498,9 @@ class _Round:
         swapped = False
         try:
             producers = plog.producer_last_offsets()
+            txns = TxnCleaning(
+                plog.aborted_transactions(group[0].base_offset, end), cleaned.txn_index
+            )
             pending: list[bytes] = []
             pending_bytes = 0
             for seg in group:
@@ -415,9 +510,21 @@ class _Round:
                     retain_empty = h.next_offset == end or (
                         h.producer_id >= 0 and producers.get(h.producer_id) == h.last_offset
                     )
-                    out = filter_batch(
-                        data, h, offset_map, now, cfg.delete_retention_ms, retain_empty=retain_empty
-                    )
+                    if h.is_control:
+                        out = _filter_control(
+                            data, h, txns.on_control(h, data), now, cfg, retain_empty
+                        )
+                    elif txns.on_batch(h):
+                        out = empty_batch(h) if retain_empty else None
+                    else:
+                        out = filter_batch(
+                            data,
+                            h,
+                            offset_map,
+                            now,
+                            cfg.delete_retention_ms,
+                            retain_empty=retain_empty,
+                        )
                     if out is not None:
                         pending.append(out)
                         pending_bytes += len(out)
@@ -442,6 +549,23 @@ class _Round:
                     cleaned.delete_files()  # before the commit point: drop the attempt
                 else:
                     cleaned.close()  # after it: the files stay for the next load
+
+
+def _filter_control(
+    data: bytes, h: BatchHeader, may_go: bool, now_ms: int, cfg: LogConfig, retain_empty: bool
+) -> bytes | None:
+    """A marker: kept as is, given its delete horizon, or (past it) dropped."""
+    if not may_go:
+        return data
+    horizon = delete_horizon_of(h)
+    if horizon is None:
+        if h.records_count == 0:
+            return data
+        records = decode_records(data, 0, max_decompressed_bytes=DECODE_CAP)
+        return encode_batch(h, records, now_ms + cfg.delete_retention_ms)
+    if now_ms < horizon:
+        return data
+    return empty_batch(h) if retain_empty else None
 
 
 def _append(seg: Segment, batches: list[bytes], now_ms: int) -> None:

@@ -13,11 +13,13 @@ __all__ = [
     "InvalidProducerEpochError",
     "InvalidRecordError",
     "InvalidTimestampError",
+    "InvalidTxnStateError",
     "LogError",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "RecordTooLargeError",
     "StorageError",
+    "TransactionCoordinatorFencedError",
     "UnexpectedAppendOffsetError",
 ]
 
@@ -50,6 +52,14 @@ class OutOfOrderSequenceError(LogError, code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUM
 
 class InvalidProducerEpochError(LogError, code=ErrorCode.INVALID_PRODUCER_EPOCH):
     """Idempotent producer: a batch from an older epoch than the last one seen."""
+
+
+class InvalidTxnStateError(LogError, code=ErrorCode.INVALID_TXN_STATE):
+    """A non-transactional batch from a producer with an ongoing transaction."""
+
+
+class TransactionCoordinatorFencedError(LogError, code=ErrorCode.TRANSACTION_COORDINATOR_FENCED):
+    """A marker from a coordinator epoch older than the last one seen for the producer."""
 
 
 class OffsetOutOfRangeError(LogError, code=ErrorCode.OFFSET_OUT_OF_RANGE):

@@ -6,7 +6,11 @@ recovery point, leader-epoch cache, producer state, topic id); it never touches 
 swaps, delete stray files, open the segments, sanity-check the ones below the recovery point
 (all of them after a clean shutdown), CRC-scan and truncate the ones from it (a torn tail is
 cut, later segments deleted), rebuild the leader-epoch cache when its checkpoint is missing or
-corrupt, and rebuild producer state from the newest snapshot plus a header scan.
+corrupt, and rebuild producer state from the newest snapshot plus a header scan (ongoing
+transactions included: they survive a restart, clean or not). The `.txnindex` of every
+segment from the first one that was recovered (unclean shutdown), lost its file (old data
+directory, completed cleaner swap) or has a torn one is rebuilt by that same scan, started
+from a snapshot at or below that segment.
 
 Invariants of the result: at least one segment; log start <= log end; recovery point == log
 end (recovered segments are fsynced); the epoch cache lies within [log start, log end] and is
@@ -28,6 +32,7 @@ from wirebroker.log.checkpoint import (
     write_epoch_checkpoint,
 )
 from wirebroker.log.config import LogConfig
+from wirebroker.log.control import ControlError, parse_marker
 from wirebroker.log.fs import FileSystem
 from wirebroker.log.leader_epoch import LeaderEpochCache
 from wirebroker.log.producer_state import ProducerStateManager, SnapshotFiles
@@ -43,12 +48,14 @@ from wirebroker.log.segments import (
     LogSegments,
     complete_interrupted_swaps,
 )
+from wirebroker.log.txn_index import AbortedTxn
 
 __all__ = [
     "LEADER_EPOCH_FILE",
     "PARTITION_METADATA_FILE",
     "LoadedLog",
     "LogLoader",
+    "read_marker",
     "replay_producers",
     "save_epochs",
 ]
@@ -83,21 +90,55 @@ def replay_producers(
     snapshots: SnapshotFiles,
     log_end_offset: int,
     rebuild_epochs: LeaderEpochCache | None = None,
+    rebuild_txn_from: int | None = None,
 ) -> ProducerStateManager:
-    """Producer state: the newest snapshot at or below the log end, then the headers of the
-    batches after it. `rebuild_epochs`: also fill this cache from every batch's epoch."""
-    snapshot_offset, entries = snapshots.load(log_end_offset)
+    """Producer state: the newest snapshot at or below the log end, then the batches after
+    it (a marker's record is read to tell COMMIT from ABORT). `rebuild_epochs`: also fill
+    this cache from every batch's epoch. `rebuild_txn_from`: rewrite the `.txnindex` of
+    every segment from that base offset on from the ABORT markers the replay meets (the
+    snapshot used is then at or below it, so the state at those segments is known)."""
+    snapshot_offset, entries = snapshots.load(log_end_offset, rebuild_txn_from)
     producers = ProducerStateManager()
-    producers.producers = entries
+    producers.set_producers(entries)
+    aborted: dict[int, list[AbortedTxn]] = {}
 
-    def on_batch(h: BatchHeader) -> None:
+    def on_batch(seg: Segment, pos: int, h: BatchHeader) -> None:
         if rebuild_epochs is not None and h.partition_leader_epoch >= 0:
             rebuild_epochs.assign(h.partition_leader_epoch, h.base_offset)
-        if h.base_offset >= snapshot_offset:
-            producers.apply(h)
+        if h.base_offset < snapshot_offset:
+            return
+        marker = None
+        if h.is_control and h.is_transactional and h.producer_id >= 0:
+            marker = read_marker(seg, pos, h)
+        txn = producers.apply(h, marker)
+        if (
+            txn is not None
+            and txn.aborted
+            and rebuild_txn_from is not None
+            and seg.base_offset >= rebuild_txn_from
+        ):
+            entry = AbortedTxn(
+                txn.producer_id, txn.first_offset, txn.last_offset, producers.lso_after(txn)
+            )
+            aborted.setdefault(seg.base_offset, []).append(entry)
 
-    segments.scan_headers(0 if rebuild_epochs is not None else snapshot_offset, on_batch)
+    start = 0 if rebuild_epochs is not None else snapshot_offset
+    segments.scan_batches(start, on_batch)
+    if rebuild_txn_from is not None:
+        for seg in segments:
+            if seg.base_offset >= rebuild_txn_from:
+                seg.txn_index.reset(aborted.get(seg.base_offset, []))
+    producers.on_high_watermark(log_end_offset)
     return producers
+
+
+def read_marker(seg: Segment, pos: int, h: BatchHeader) -> tuple[int, int] | None:
+    """(type, coordinator epoch) of the control batch at `pos`, None when unreadable."""
+    try:
+        return parse_marker(seg.read_batch(pos, h))
+    except (CorruptSegment, ControlError) as exc:
+        log.warning("%s: unreadable control batch at %d: %s", seg.log_path.name, pos, exc)
+        return None
 
 
 class LogLoader:
@@ -151,8 +192,13 @@ class LogLoader:
         log_end = segments.next_offset(log_start)
         if rebuild_epochs:
             cache = LeaderEpochCache()
+        stale_txn = [seg.base_offset for seg in segments if seg.txn_index.needs_rebuild]
         producers = replay_producers(
-            segments, self.snapshots, log_end, cache if rebuild_epochs else None
+            segments,
+            self.snapshots,
+            log_end,
+            cache if rebuild_epochs else None,
+            min(stale_txn) if stale_txn else None,
         )
         cache.truncate_from_end(log_end)
         cache.truncate_from_start(log_start)

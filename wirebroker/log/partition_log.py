@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from protocol.records import BatchHeader
+from protocol.records import BATCH_HEADER_SIZE, BatchHeader, parse_header
 from wirebroker.log.config import LogConfig
+from wirebroker.log.control import ControlError, marker_batch, parse_marker
 from wirebroker.log.errors import (
     OffsetOutOfRangeError,
     StorageError,
@@ -42,9 +43,15 @@ from wirebroker.log.loader import (
     replay_producers,
     save_epochs,
 )
-from wirebroker.log.producer_state import ProducerEntry, ProducerStateManager, SnapshotFiles
+from wirebroker.log.producer_state import (
+    CompletedTxn,
+    ProducerEntry,
+    ProducerStateManager,
+    SnapshotFiles,
+)
 from wirebroker.log.segment import CorruptSegment, RollbackFailed, Segment, roll_jitter_ms
 from wirebroker.log.segments import LogSegments
+from wirebroker.log.txn_index import AbortedTxn
 from wirebroker.log.validator import LogValidator
 
 __all__ = ["LEADER_EPOCH_FILE", "PARTITION_METADATA_FILE", "AppendResult", "PartitionLog"]
@@ -118,6 +125,24 @@ class PartitionLog:
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
         self._hw = min(max(value, self.log_start_offset), self.log_end_offset)
+        self._producers.on_high_watermark(self._hw)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first offset of the oldest ongoing or unreplicated transaction, high
+        watermark), never below the log start (an open transaction whose start was deleted by
+        retention or DeleteRecords, as Kafka): read_committed readers stop here (see
+        producer_state.py)."""
+        return max(self._producers.last_stable_offset(self._hw), self.log_start_offset)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest ongoing (or unreplicated) transaction."""
+        return self._producers.first_unstable_offset(self._hw)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each ongoing transaction."""
+        return dict(self._producers.ongoing)
 
     @property
     def latest_epoch(self) -> int | None:
@@ -280,6 +305,22 @@ class PartitionLog:
         # sequences and epochs, on staged copies (committed after the write)
         staged = self._producers.validate_all(h for _, h in stamped)
 
+        self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
+        self._producers.commit(staged)
+        self._maybe_flush_messages(now_ms)
+        return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)
+
+    def _write_leader(
+        self,
+        buf: bytearray,
+        stamped: Sequence[tuple[int, BatchHeader]],
+        leader_epoch: int,
+        now_ms: int,
+        max_ts: int,
+    ) -> Segment:
+        """Epoch cache, roll, segment append of stamped batches; -> the segment written."""
+        first_offset = stamped[0][1].base_offset
+        last_offset = stamped[-1][1].last_offset
         with self._io("append", offline_on_error=True):
             if leader_epoch >= 0:
                 self._epochs.assign(leader_epoch, first_offset)
@@ -287,7 +328,7 @@ class PartitionLog:
                 self._write_epoch_checkpoint()
             seg = self._maybe_roll(len(buf), max_ts, last_offset, now_ms)
         try:
-            seg.append(buf, stamped, now_ms)
+            seg.append(buf, list(stamped), now_ms)
         except RollbackFailed as exc:
             self._go_offline()
             raise StorageError(
@@ -295,11 +336,70 @@ class PartitionLog:
             ) from exc
         except OSError as exc:
             raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
-        self._producers.commit(staged)
+        return seg
+
+    def _maybe_flush_messages(self, now_ms: int) -> None:
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush()
             self._last_flush_ms = now_ms
-        return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Write a COMMIT or ABORT marker (control.py) ending `producer_id`'s ongoing
+        transaction, as the transaction coordinator's WriteTxnMarkers asks the leader.
+
+        Checks (`ProducerStateManager.check_marker`): the producer epoch is not older than
+        the producer's (`InvalidProducerEpochError`; newer is a KIP-890 bump), the
+        coordinator epoch not older than the last marker's (`TransactionCoordinatorFencedError`).
+        A marker without an ongoing transaction is still written (Kafka does: the
+        coordinator may retry). An ABORT adds (producer, first offset, marker offset, LSO
+        after it) to the `.txnindex` of the marker's segment. The marker's batch takes the
+        log's next offset; it stays unstable (LSO <= its transaction's first offset) until the
+        high watermark passes it."""
+        self._check_online()
+        self._producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        buf = bytearray(
+            marker_batch(
+                producer_id,
+                producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                now_ms=now_ms,
+            )
+        )
+        header = parse_header(buf, 0)
+        offset = self.log_end_offset
+        stamped = self._validator.assign_offsets(buf, [(0, header)], offset, leader_epoch, now_ms)
+        h = stamped[0][1]
+        seg = self._write_leader(buf, stamped, leader_epoch, now_ms, h.max_timestamp)
+        txn = self._producers.end_txn(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            offset,
+            h.max_timestamp,
+            aborted=not commit,
+        )
+        if txn.aborted:
+            self._index_aborted(seg, txn)
+        self._maybe_flush_messages(now_ms)
+        log_append_time = now_ms if self.config.log_append_time else -1
+        return AppendResult(offset, offset, log_append_time, self.log_start_offset)
+
+    def _index_aborted(self, seg: Segment, txn: CompletedTxn) -> None:
+        entry = AbortedTxn(
+            txn.producer_id, txn.first_offset, txn.last_offset, self._producers.lso_after(txn)
+        )
+        with self._io("transaction index", offline_on_error=True):
+            seg.txn_index.append(entry)
 
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int
@@ -335,16 +435,24 @@ class PartitionLog:
             ) from exc
         except OSError as exc:
             raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
-        for _, h in checked:
+        for pos, h in checked:
             if h.partition_leader_epoch >= 0:
                 self._epochs.assign(h.partition_leader_epoch, h.base_offset)
-            self._producers.apply(h)
+            marker = None
+            if h.is_control and h.is_transactional and h.producer_id >= 0:
+                try:
+                    marker = parse_marker(memoryview(records)[pos : pos + h.size])
+                except ControlError as exc:
+                    log.warning(
+                        "%s: replicated control batch at %d: %s", self.name, h.base_offset, exc
+                    )
+            txn = self._producers.apply(h, marker)
+            if txn is not None and txn.aborted:
+                self._index_aborted(seg, txn)
         if self._epochs.changed:
             with self._io("leader epoch checkpoint", offline_on_error=True):
                 self._write_epoch_checkpoint()
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()
-            self._last_flush_ms = now_ms
+        self._maybe_flush_messages(now_ms)
         return AppendResult(first, last_offset, -1, self.log_start_offset)
 
     # -- roll ---------------------------------------------------------------------------------
@@ -429,6 +537,36 @@ class PartitionLog:
             return b""
         with self._io("read", offline_on_error=False):
             return self._segments.read(offset, max_bytes, limit, min_one_batch, self._corrupt)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound) (Kafka's
+        collectAbortedTransactions): the `.txnindex` entries with marker >= fetch_offset and
+        first offset < upper_bound, from the segment holding fetch_offset on, until an
+        entry's last stable offset reaches the bound."""
+        self._check_online()
+        out: list[AbortedTxn] = []
+        segs = self._segments.to_list()
+        i = max(self._segments.index_for(fetch_offset), 0) if segs else 0
+        for seg in segs[i:]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def aborted_in(
+        self, fetch_offset: int, records: bytes | bytearray | memoryview
+    ) -> list[AbortedTxn]:
+        """`aborted_transactions` for the batches `records` a read from `fetch_offset`
+        returned (the bound is the offset after its last batch); [] when empty."""
+        if not records:
+            return []
+        pos, end, next_offset = 0, len(records), fetch_offset
+        while end - pos >= BATCH_HEADER_SIZE:
+            h = parse_header(records, pos)
+            next_offset = h.next_offset
+            pos += h.size
+        return self.aborted_transactions(fetch_offset, next_offset)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `timestamp` (Kafka's
@@ -558,6 +696,7 @@ class PartitionLog:
             self._hw = min(self._hw, leo)
             self.recovery_point = min(self.recovery_point, leo)
             self._producers = replay_producers(self._segments, self._snapshots, leo)
+            self._producers.on_high_watermark(self._hw)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every batch and start the log over, empty, at `offset` (a follower whose log

@@ -21,14 +21,36 @@ Leader append checks, per batch with producer id >= 0 (`validate`), in Kafka's o
 Validation works on staged copies (`staged` dict) so a multi-batch request is all or
 nothing; `commit(staged)` applies them only after the write succeeded.
 
-Rebuild (`apply`) replays stored batch headers without validation (as Kafka's replication
-origin does). Control batches only move the epoch. Transactions are not tracked (no
-ongoing-transaction state, no LSO): transactional batches count as idempotent batches.
+Rebuild (`apply`) replays stored batches without validation (as Kafka's replication
+origin does); control batches only move the epoch and end the transaction.
+
+Transactions (KIP-98): a producer's entry also holds `txn_first_offset`, the first offset of
+its ongoing transaction (-1: none), and `coordinator_epoch`, the coordinator epoch of its
+last marker. A transactional data batch of a producer without an ongoing transaction starts
+one at the batch's first offset; a non-transactional batch during one is refused
+(`InvalidTxnStateError`). A marker (`end_txn`) ends it: its epoch may not be older than the
+producer's (`InvalidProducerEpochError`; a newer one is a KIP-890 bump and becomes current),
+its coordinator epoch not older than the last one seen (`TransactionCoordinatorFencedError`);
+a marker without an ongoing transaction ends an empty one at the marker's offset. It yields a
+`CompletedTxn` (producer, first offset, marker offset, aborted) and, Kafka's
+`lastStableOffset(completedTxn)`, the LSO just after it: the first offset of the oldest other
+ongoing transaction, else the marker offset + 1 (the `.txnindex` entry of an ABORT).
+
+States of a producer's transaction: none (-1) -> ongoing (first offset) on a transactional
+batch -> none on a marker. `ongoing` maps producer id -> first offset of every ongoing
+transaction. A completed transaction whose marker is at or above the high watermark stays
+"unreplicated" (`unreplicated`, Kafka's unreplicatedTxns) until the high watermark passes the
+marker, so `first_unstable_offset(hw)` -- the minimum first offset over ongoing and
+unreplicated transactions -- keeps read_committed readers below it until the marker is
+replicated. The last stable offset is min(first unstable offset, high watermark).
+Producers with an ongoing transaction never expire.
 
 Snapshots: `<20-digit offset>.producers` files (wirebroker's own format, not Kafka's binary
 `.snapshot`): an 8-hex-digit CRC-32C of the JSON body, a newline, then
-`{"version": 1, "offset": N, "producers": [[pid, epoch, last_ts, [[first_seq, last_seq,
-first_offset, last_offset, timestamp], ...]], ...]}` -- the state after every batch below N.
+`{"version": 2, "offset": N, "producers": [[pid, epoch, last_ts, [[first_seq, last_seq,
+first_offset, last_offset, timestamp], ...], coordinator_epoch, txn_first_offset], ...]}` --
+the state after every batch below N, ongoing transactions included (version 1 files, without
+the last two fields, still load: no transactions).
 `SnapshotFiles` lists, loads, writes (keeping the newest 3) and deletes them.
 """
 
@@ -45,10 +67,21 @@ from typing import Any
 
 from protocol.crc32c import crc32c
 from protocol.records import BatchHeader
-from wirebroker.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from wirebroker.log.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from wirebroker.log.fs import FileSystem, read_file, write_file_atomic
 
-__all__ = ["BatchMetadata", "ProducerEntry", "ProducerStateManager", "SnapshotError"]
+__all__ = [
+    "BatchMetadata",
+    "CompletedTxn",
+    "ProducerEntry",
+    "ProducerStateManager",
+    "SnapshotError",
+]
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1
@@ -69,8 +102,23 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    aborted: bool
+
+
 class ProducerEntry:
-    __slots__ = ("batches", "epoch", "last_timestamp", "producer_id")
+    __slots__ = (
+        "batches",
+        "coordinator_epoch",
+        "epoch",
+        "last_timestamp",
+        "producer_id",
+        "txn_first_offset",
+    )
 
     def __init__(
         self,
@@ -78,14 +126,25 @@ class ProducerEntry:
         epoch: int = NO_EPOCH,
         batches: list[BatchMetadata] | None = None,
         last_timestamp: int = -1,
+        coordinator_epoch: int = -1,
+        txn_first_offset: int = -1,
     ) -> None:
         self.producer_id = producer_id
         self.epoch = epoch
         self.batches: list[BatchMetadata] = batches or []
         self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.txn_first_offset = txn_first_offset
 
     def copy(self) -> ProducerEntry:
-        return ProducerEntry(self.producer_id, self.epoch, list(self.batches), self.last_timestamp)
+        return ProducerEntry(
+            self.producer_id,
+            self.epoch,
+            list(self.batches),
+            self.last_timestamp,
+            self.coordinator_epoch,
+            self.txn_first_offset,
+        )
 
     @property
     def last_seq(self) -> int:
@@ -112,7 +171,10 @@ class ProducerEntry:
         self.last_timestamp = meta.timestamp
 
     def __repr__(self) -> str:
-        return f"ProducerEntry({self.producer_id}, epoch={self.epoch}, {self.batches})"
+        return (
+            f"ProducerEntry({self.producer_id}, epoch={self.epoch}, {self.batches}, "
+            f"txn_first_offset={self.txn_first_offset})"
+        )
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -128,6 +190,83 @@ def _meta(h: BatchHeader) -> BatchMetadata:
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        #: producer id -> first offset of its ongoing transaction
+        self.ongoing: dict[int, int] = {}
+        #: completed transactions whose marker is not below the high watermark yet
+        self.unreplicated: list[CompletedTxn] = []
+
+    def set_producers(self, producers: dict[int, ProducerEntry]) -> None:
+        """Replace the whole state (snapshot load)."""
+        self.producers = producers
+        self.ongoing = {
+            pid: e.txn_first_offset for pid, e in producers.items() if e.txn_first_offset >= 0
+        }
+        self.unreplicated = []
+
+    # -- transactions -------------------------------------------------------------------------
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest ongoing or unreplicated transaction, or None."""
+        firsts = list(self.ongoing.values())
+        firsts.extend(t.first_offset for t in self.unreplicated if t.last_offset >= high_watermark)
+        return min(firsts) if firsts else None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        first = (
+            self.first_unstable_offset(high_watermark)
+            if self.ongoing or self.unreplicated
+            else None
+        )
+        return high_watermark if first is None else min(first, high_watermark)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker is below the high watermark."""
+        if self.unreplicated:
+            self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
+
+    def lso_after(self, txn: CompletedTxn) -> int:
+        """Kafka's lastStableOffset(completedTxn): the oldest other ongoing transaction's
+        first offset, else the marker offset + 1."""
+        others = [first for pid, first in self.ongoing.items() if pid != txn.producer_id]
+        return min(others) if others else txn.last_offset + 1
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """The checks of a leader's marker append (see the module doc)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {producer_id}: marker epoch {producer_epoch} is older than {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"producer {producer_id}: coordinator epoch {coordinator_epoch} is older than "
+                f"{entry.coordinator_epoch}"
+            )
+
+    def end_txn(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        marker_offset: int,
+        timestamp: int,
+        *,
+        aborted: bool,
+    ) -> CompletedTxn:
+        """Apply a marker at `marker_offset` (no checks: `check_marker` first)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(producer_id)
+        first = entry.txn_first_offset if entry.txn_first_offset >= 0 else marker_offset
+        entry._set_epoch(producer_epoch)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.txn_first_offset = -1
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        self.ongoing.pop(producer_id, None)
+        txn = CompletedTxn(producer_id, first, marker_offset, aborted)
+        self.unreplicated.append(txn)
+        return txn
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -190,6 +329,14 @@ class ProducerStateManager:
                     f"producer {pid}: sequence {first_seq} does not follow "
                     f"{updated.last_seq} (epoch {epoch})"
                 )
+        if h.is_transactional:
+            if updated.txn_first_offset < 0:
+                updated.txn_first_offset = first_offset
+        elif updated.txn_first_offset >= 0:
+            raise InvalidTxnStateError(
+                f"producer {pid}: non-transactional batch during its ongoing transaction "
+                f"(from offset {updated.txn_first_offset})"
+            )
         updated.add_batch(
             epoch,
             BatchMetadata(first_seq, h.last_sequence, first_offset, last_offset, h.max_timestamp),
@@ -198,24 +345,45 @@ class ProducerStateManager:
 
     def commit(self, staged: dict[int, ProducerEntry]) -> None:
         self.producers.update(staged)
+        for pid, e in staged.items():
+            if e.txn_first_offset >= 0:
+                self.ongoing[pid] = e.txn_first_offset
 
-    def apply(self, h: BatchHeader) -> None:
-        """Replay a stored batch (rebuild): no validation."""
+    def apply(self, h: BatchHeader, marker: tuple[int, int] | None = None) -> CompletedTxn | None:
+        """Replay a stored batch (rebuild, follower): no validation. `marker`: (type,
+        coordinator epoch) of a control batch (see control.py); a control batch without it
+        only moves the epoch. -> the transaction a marker completed."""
         if h.producer_id < 0:
-            return
+            return None
         entry = self.producers.get(h.producer_id)
         if entry is None:
             entry = self.producers[h.producer_id] = ProducerEntry(h.producer_id)
         if h.is_control:
+            if marker is not None and h.is_transactional:
+                kind, coordinator_epoch = marker
+                return self.end_txn(
+                    h.producer_id,
+                    h.producer_epoch,
+                    coordinator_epoch,
+                    h.base_offset,
+                    h.max_timestamp,
+                    aborted=kind == 0,
+                )
             entry._set_epoch(h.producer_epoch)
             entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
-        else:
-            entry.add_batch(h.producer_epoch, _meta(h))
+            return None
+        entry.add_batch(h.producer_epoch, _meta(h))
+        if h.is_transactional and entry.txn_first_offset < 0:
+            entry.txn_first_offset = h.base_offset
+            self.ongoing[h.producer_id] = h.base_offset
+        return None
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for expiration_ms (by their last batch timestamp)."""
         expired = [
-            pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms
+            pid
+            for pid, e in self.producers.items()
+            if now_ms - e.last_timestamp >= expiration_ms and e.txn_first_offset < 0
         ]
         for pid in expired:
             del self.producers[pid]
@@ -223,12 +391,14 @@ class ProducerStateManager:
 
     def clear(self) -> None:
         self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
 
     # -- snapshots ----------------------------------------------------------------------------
     def to_snapshot(self, offset: int) -> bytes:
         body = json.dumps(
             {
-                "version": 1,
+                "version": 2,
                 "offset": offset,
                 "producers": [
                     [
@@ -239,6 +409,8 @@ class ProducerStateManager:
                             [b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]
                             for b in e.batches
                         ],
+                        e.coordinator_epoch,
+                        e.txn_first_offset,
                     ]
                     for e in sorted(self.producers.values(), key=lambda e: e.producer_id)
                 ],
@@ -255,16 +427,19 @@ class ProducerStateManager:
             if not sep or int(head, 16) != crc32c(body):
                 raise SnapshotError("producer snapshot checksum mismatch")
             doc: Any = json.loads(body)
-            if doc["version"] != 1:
+            if doc["version"] not in (1, 2):
                 raise SnapshotError(f"unknown producer snapshot version {doc['version']}")
             offset = int(doc["offset"])
             producers: dict[int, ProducerEntry] = {}
-            for pid, epoch, last_ts, batches in doc["producers"]:
+            for pid, epoch, last_ts, batches, *txn in doc["producers"]:
+                coordinator_epoch, txn_first = (int(txn[0]), int(txn[1])) if txn else (-1, -1)
                 producers[int(pid)] = ProducerEntry(
                     int(pid),
                     int(epoch),
                     [BatchMetadata(*(int(x) for x in b)) for b in batches],
                     int(last_ts),
+                    coordinator_epoch,
+                    txn_first,
                 )
         except SnapshotError:
             raise
@@ -295,15 +470,18 @@ class SnapshotFiles:
                 out.append((int(m.group(1)), self.directory / name))
         return sorted(out)
 
-    def load(self, log_end_offset: int) -> tuple[int, dict[int, ProducerEntry]]:
-        """Newest valid snapshot at or below the log end; deletes those above it and
-        corrupt ones. (0, {}) when there is none."""
+    def load(
+        self, log_end_offset: int, at_or_below: int | None = None
+    ) -> tuple[int, dict[int, ProducerEntry]]:
+        """Newest valid snapshot at or below `at_or_below` (default: the log end); deletes
+        those above the log end and corrupt ones. (0, {}) when there is none."""
+        limit = log_end_offset if at_or_below is None else min(at_or_below, log_end_offset)
         found: tuple[int, dict[int, ProducerEntry]] | None = None
         for offset, path in reversed(self.files()):
             if offset > log_end_offset:
                 self.fs.unlink(path)
                 continue
-            if found is not None:
+            if found is not None or offset > limit:
                 continue
             data = read_file(self.fs, path)
             try:

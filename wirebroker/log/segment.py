@@ -1,4 +1,7 @@
-"""One log segment: `<base>.log` + `<base>.index` + `<base>.timeindex` (Kafka's `LogSegment`).
+"""One log segment: `<base>.log` + `.index` + `.timeindex` + `.txnindex` (Kafka's `LogSegment`).
+
+The `.txnindex` (txn_index.py) lists the transactions aborted by ABORT markers of this
+segment; it is created empty with the segment, truncated, renamed and deleted with it.
 
 File names are the segment's base offset zero-padded to 20 digits. The `.log` holds record
 batches exactly as stored (broker-assigned base offset and leader epoch patched in), back to
@@ -75,6 +78,7 @@ from protocol.records import (
 from wirebroker.log.config import DECODE_CAP, LogConfig
 from wirebroker.log.fs import APPEND_FLAGS, FileSystem, pread_exact, write_all
 from wirebroker.log.index import OffsetIndex, TimeIndex
+from wirebroker.log.txn_index import TxnIndex
 
 __all__ = [
     "SEGMENT_SUFFIXES",
@@ -89,7 +93,7 @@ log = logging.getLogger(__name__)
 
 INT32_MAX = 2**31 - 1
 #: the files of one segment, each `<20-digit base offset><suffix>`
-SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 _FILE_NAME_RE = re.compile(r"(\d{20})(\..+)")
 SCAN_WINDOW = 1 << 20
 #: Batches whose positions a segment remembers (see "recent batches" above).
@@ -151,6 +155,8 @@ class Segment:
                 fs, directory / time_name, base_offset, config.segment_index_bytes
             )
             closers.append(self.time_index.close)
+            txn_name = segment_file_name(base_offset, ".txnindex") + suffix
+            self.txn_index = TxnIndex(fs, directory / txn_name, create=create)
             if create:
                 fs.ftruncate(self.fd, 0)
                 self.index.create_empty()
@@ -256,6 +262,7 @@ class Segment:
             self.fs.ftruncate(self.fd, scanner.end)
             self.size = scanner.end
         builder.finish(final_time_entry=True)
+        self.txn_index.needs_rebuild = True  # the loader rebuilds it from the batches
         self.dirty = True
         return truncated
 
@@ -263,6 +270,12 @@ class Segment:
         """Call `on_batch` with every batch header (no CRC checks, no changes), starting at
         the batch holding `from_offset` when given (found through the offset index). A
         header that does not parse ends the walk (logged)."""
+        self.scan_positions(lambda _pos, h: on_batch(h), from_offset)
+
+    def scan_positions(
+        self, on_batch: Callable[[int, BatchHeader], None], from_offset: int | None = None
+    ) -> None:
+        """`scan_headers` with each batch's position too (`on_batch(pos, header)`)."""
         start = 0
         if from_offset is not None and from_offset > self.base_offset:
             try:
@@ -273,8 +286,8 @@ class Segment:
             except CorruptSegment:
                 start = 0
         scanner = _Scanner(self, verify=False, start=start)
-        for _, h in scanner:
-            on_batch(h)
+        for pos, h in scanner:
+            on_batch(pos, h)
         if scanner.end != self.size:
             log.warning("%s: unreadable batch at position %d", self.log_path, scanner.end)
 
@@ -529,6 +542,7 @@ class Segment:
         self.fs.ftruncate(self.fd, pos)
         self.size = pos
         self.rebuild_indexes()
+        self.txn_index.truncate_to(found[1].base_offset)
         return removed
 
     def rebuild_indexes(self) -> None:
@@ -550,6 +564,7 @@ class Segment:
             self.index.flush()
             self.time_index.flush()
             self.dirty = False
+        self.txn_index.flush()
         self.index.release()
         self.time_index.release()
 
@@ -573,6 +588,8 @@ class Segment:
             target = directory / (segment_file_name(self.base_offset, ext) + suffix)
             self.fs.rename(idx.path, target)
             idx.path = target
+        txn_target = directory / (segment_file_name(self.base_offset, ".txnindex") + suffix)
+        self.txn_index.rename(txn_target)
         target = directory / (segment_file_name(self.base_offset, ".log") + suffix)
         self.fs.rename(self.log_path, target)
         self.log_path = target
@@ -580,7 +597,7 @@ class Segment:
     def delete_files(self) -> None:
         """Close and unlink the three files (missing files are fine)."""
         self.close()
-        for path in (self.log_path, self.index.path, self.time_index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
             with suppress(FileNotFoundError):
                 self.fs.unlink(path)
 

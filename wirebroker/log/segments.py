@@ -12,6 +12,7 @@ trio; OSError propagates (the owning `PartitionLog` maps it to `StorageError`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from bisect import bisect_right
@@ -206,6 +207,17 @@ class LogSegments:
             if nxt is not None and nxt <= from_offset:
                 continue
             seg.scan_headers(on_batch, from_offset)
+
+    def scan_batches(
+        self, from_offset: int, on_batch: Callable[[Segment, int, BatchHeader], None]
+    ) -> None:
+        """`scan_headers` with each batch's segment and position."""
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+            if nxt is not None and nxt <= from_offset:
+                continue
+            seg.scan_positions(functools.partial(on_batch, seg), from_offset)
 
     def flush_below(self, up_to: int) -> None:
         """fsync every segment whose base offset is below `up_to`."""

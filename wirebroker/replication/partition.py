@@ -152,7 +152,15 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        """min(first offset of the oldest ongoing transaction, high watermark) (log side)."""
+        return self.log.last_stable_offset
+
+    def aborted_transactions(
+        self, fetch_offset: int, records: bytes | bytearray | memoryview
+    ) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping the batches
+        `records` a read_committed read from `fetch_offset` returned."""
+        return [(t.producer_id, t.first_offset) for t in self.log.aborted_in(fetch_offset, records)]
 
     @property
     def is_leader(self) -> bool:
@@ -432,6 +440,34 @@ class Partition:
             )
         result = self.log.append_as_leader(
             records, leader_epoch=self.leader_epoch, now_ms=now_ms, batches=batches
+        )
+        self._maybe_advance_high_watermark(now_ms)
+        return result
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Write a COMMIT/ABORT transaction marker as leader (WriteTxnMarkers; see
+        `PartitionLog.append_marker`). Raises NotLeaderOrFollowerError unless leader, LogError
+        from the log. The caller wakes fetchers (`ReplicaManager.notify_data`) and, for
+        acks=all semantics, waits for the HW to pass the marker's offset, as for a Produce."""
+        if self.role is not Role.LEADER:
+            raise NotLeaderOrFollowerError(
+                f"This server is not the leader for partition {self.topic}-{self.index}"
+            )
+        result = self.log.append_marker(
+            producer_id,
+            producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            leader_epoch=self.leader_epoch,
+            now_ms=now_ms,
         )
         self._maybe_advance_high_watermark(now_ms)
         return result

@@ -197,17 +197,26 @@ async def test_session_expiry_moves_leadership_and_the_controller(tmp_path: Path
         nursery.cancel_scope.cancel()
 
 
-async def test_isr_change_is_fenced_by_the_partition_epoch(tmp_path: Path) -> None:
+async def _two_brokers_one_partition(
+    nursery: trio.Nursery, tmp: Path
+) -> tuple[list[Node], Node, zl.PartitionState, Stat]:
+    """Brokers 1 and 2, topic "t" (1 partition, RF 2) settled: the nodes, the leader's node,
+    the partition's state and its znode's Stat."""
     server = MemoryZooKeeper()
+    nodes = [await start_node(nursery, server, i, tmp) for i in (1, 2)]
+    await settle(nodes)
+    nodes[0].admin.create_topics([NewTopic("t", 1, 2)], now_ms=0)
+    assert await nodes[0].admin.wait_settled(["t"], 5) == {}
+    await settle(nodes)
+    st = await state(nodes[0], "t", 0)
+    leader = next(n for n in nodes if n.member.node_id == st.leader)
+    _data, stat = await leader.coord.get(zl.state_path("t", 0))
+    return nodes, leader, st, stat
+
+
+async def test_isr_change_is_fenced_by_the_partition_epoch(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
-        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2)]
-        await settle(nodes)
-        nodes[0].admin.create_topics([NewTopic("t", 1, 2)], now_ms=0)
-        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
-        await settle(nodes)
-        st = await state(nodes[0], "t", 0)
-        leader = next(n for n in nodes if n.member.node_id == st.leader)
-        _data, stat = await leader.coord.get(zl.state_path("t", 0))
+        nodes, leader, st, stat = await _two_brokers_one_partition(nursery, tmp_path)
         leader.member.propose_isr(
             "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[st.leader]
         )
@@ -233,16 +242,8 @@ async def test_isr_write_with_an_unknown_outcome_is_retried_not_fenced(
     changes for the rest of its leadership. If the first attempt had landed (only the answer
     was lost), the retry's BADVERSION finds the znode holding exactly the proposed state:
     committed at that version, not rejected. (Found by the deterministic simulation, seed 449.)"""
-    server = MemoryZooKeeper()
     async with trio.open_nursery() as nursery:
-        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2)]
-        await settle(nodes)
-        nodes[0].admin.create_topics([NewTopic("t", 1, 2)], now_ms=0)
-        assert await nodes[0].admin.wait_settled(["t"], 5) == {}
-        await settle(nodes)
-        st = await state(nodes[0], "t", 0)
-        leader = next(n for n in nodes if n.member.node_id == st.leader)
-        _data, stat = await leader.coord.get(zl.state_path("t", 0))
+        nodes, leader, st, stat = await _two_brokers_one_partition(nursery, tmp_path)
         real_set = leader.coord.set
         calls: list[int] = []
 

@@ -11,7 +11,9 @@ The bar has a total when one is known: the file's size in bytes for `produce -f 
 `consume -n N`, the records between the start positions and the end offsets for `consume -e`;
 otherwise a spinner. Counting is cheap: `advance()` adds to local counters and hands them to
 rich at most every `_REFRESH_S` (rich itself redraws from its own thread). `close()` draws the
-last state and leaves it on the screen, above the command's one-line summary.
+last state and leaves it on the screen, above the command's one-line summary. When stdout is
+a terminal as well, what the command prints there goes through rich (above the bar) while the
+bar is shown; a redirected stdout is never touched.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ def wanted(args: argparse.Namespace) -> tuple[bool, bool]:
     if forced in ("1", "yes", "true", "on"):
         return True, True
     return sys.stderr.isatty(), False
+
+
+def _same_terminal() -> bool:
+    """stdout is a terminal too: records are printed above the bar (rich's stdout proxy, so
+    the redraws don't tear them); into a pipe or file stdout is left alone, byte for byte."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 class Progress:
@@ -80,7 +91,13 @@ class Progress:
             TextColumn("{task.fields[rate]:.0f} rec/s"),
             TimeElapsedColumn(),
         ]
-        self._bar = RichProgress(*columns, console=console, transient=False)
+        self._bar = RichProgress(
+            *columns,
+            console=console,
+            transient=False,
+            redirect_stdout=_same_terminal(),
+            redirect_stderr=False,
+        )
         self._task = self._bar.add_task(description, total=total, records=0, rate=0.0)
         self._bar.start()
 

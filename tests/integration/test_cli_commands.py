@@ -489,6 +489,34 @@ def test_dump_log_in_the_cli_and_the_tools_wrapper(run: Run, tmp_path: Path) -> 
     code, _, err = run("dump-log", str(tmp_path / "missing"))
     assert code == 2 and "not a directory" in err
 
+    # --format json: one document, offsets as produced
+    doc = run.json("dump-log", str(data / "dumped-0"), "--records")
+    assert doc["ok"] is True and doc["directory"] == str(data / "dumped-0")
+    [segment] = doc["segments"]
+    assert (segment["file"], segment["base_offset"]) == ("00000000000000000000.log", 0)
+    [batch] = segment["batches"]
+    assert segment["bytes"] == batch["size"] and segment["problems"] == []
+    assert (batch["base_offset"], batch["last_offset"], batch["record_count"]) == (0, 1, 2)
+    assert batch["crc_valid"] is True and batch["leader_epoch"] == 0
+    assert batch["producer_id"] >= 0 and batch["base_sequence"] == 0  # idempotent (acks=all)
+    assert batch["attributes"] == {
+        "value": 0,
+        "compression": "none",
+        "timestamp_type": "create",
+        "transactional": False,
+        "control": False,
+    }
+    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == [
+        (0, None, "a"),
+        (1, None, "b"),
+    ]
+    assert segment["index"]["file"] == "00000000000000000000.index"
+    assert all(e["matches_log"] for e in segment["index"]["entries"])
+    assert doc["leader_epoch_checkpoint"]["entries"] == [{"epoch": 0, "start_offset": 0}]
+    plain = run.json("dump-log", str(data / "dumped-0"), "--no-index")
+    assert "records" not in plain["segments"][0]["batches"][0]
+    assert "index" not in plain["segments"][0]
+
 
 # -- progress ----------------------------------------------------------------------------------
 

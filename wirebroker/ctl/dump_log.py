@@ -287,7 +287,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=("text", "json"),
         default="text",
-        help="text for people (default) or one JSON document for scripts (module doc)",
+        help="text for people (default) or one JSON document for scripts",
     )
 
 

@@ -2,6 +2,7 @@
 """Print the segments, batches and index entries of a partition directory (read-only).
 
     python tools/dump_log.py DATA_DIR/<topic>-<n> [--records] [--no-index] [--segment BASE]
+                        [--format text|json]
 
 A thin wrapper kept for scripts and tests that run it from a checkout: the tool lives in the
 package as `wirebroker dump-log` (wirebroker/ctl/dump_log.py), so an installed wirebroker has it.

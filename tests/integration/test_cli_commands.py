@@ -488,3 +488,69 @@ def test_dump_log_in_the_cli_and_the_tools_wrapper(run: Run, tmp_path: Path) -> 
     assert tool.returncode == 0 and "offsets 0-1 count 2" in tool.stdout
     code, _, err = run("dump-log", str(tmp_path / "missing"))
     assert code == 2 and "not a directory" in err
+
+    # --format json: one document, offsets as produced
+    doc = run.json("dump-log", str(data / "dumped-0"), "--records")
+    assert doc["ok"] is True and doc["directory"] == str(data / "dumped-0")
+    [segment] = doc["segments"]
+    assert (segment["file"], segment["base_offset"]) == ("00000000000000000000.log", 0)
+    [batch] = segment["batches"]
+    assert segment["bytes"] == batch["size"] and segment["problems"] == []
+    assert (batch["base_offset"], batch["last_offset"], batch["record_count"]) == (0, 1, 2)
+    assert batch["crc_valid"] is True and batch["leader_epoch"] == 0
+    assert batch["producer_id"] >= 0 and batch["base_sequence"] == 0  # idempotent (acks=all)
+    assert batch["attributes"] == {
+        "value": 0,
+        "compression": "none",
+        "timestamp_type": "create",
+        "transactional": False,
+        "control": False,
+    }
+    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == [
+        (0, None, "a"),
+        (1, None, "b"),
+    ]
+    assert segment["index"]["file"] == "00000000000000000000.index"
+    assert all(e["matches_log"] for e in segment["index"]["entries"])
+    assert doc["leader_epoch_checkpoint"]["entries"] == [{"epoch": 0, "start_offset": 0}]
+    plain = run.json("dump-log", str(data / "dumped-0"), "--no-index")
+    assert "records" not in plain["segments"][0]["batches"][0]
+    assert "index" not in plain["segments"][0]
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+
+def test_progress_only_on_a_terminal_and_never_on_stdout(
+    run: Run, bootstrap: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = ("-b", bootstrap)
+    run.json("topic", "create", name, "-p", "2", *b)
+    lines = b"".join(b"line-%d\n" % i for i in range(300))
+    # stderr is not a terminal here: the summary only (the no-terminal path)
+    code, out, err = run("produce", name, *b, stdin=lines)
+    assert code == 0 and out == ""
+    assert err.splitlines() == [line for line in err.splitlines() if line.startswith("produced")]
+
+    monkeypatch.setenv("WIREBROKER_PROGRESS", "1")  # as if stderr were a terminal
+    source = tmp_path / "lines.txt"
+    source.write_bytes(lines)
+    code, out, err = run("produce", name, "-f", str(source), *b)
+    assert code == 0 and out == ""
+    assert "produce " + name in err and "300 records" in err and "rec/s" in err
+    assert len(lines) == 2590 and "2.6/2.6 kB" in err  # bytes read of the file's size
+    assert "produced 300 records to " + name in err
+
+    code, out, err = run("consume", name, "--from-beginning", "-e", *b)
+    assert code == 0 and sorted(out.splitlines()) == sorted([f"line-{i}" for i in range(300)] * 2)
+    assert "consume " + name in err and "600/600" in err and "rec/s" in err
+    assert "consumed 600 records" in err
+    code, out, err = run("consume", name, "--from-beginning", "-n", "5", "--format", "json", *b)
+    assert [json.loads(line)["value"][:5] for line in out.splitlines()] == ["line-"] * 5
+    assert "5/5" in err
+
+    # --no-progress wins over the environment
+    code, out, err = run("consume", name, "--from-beginning", "-e", "--no-progress", *b)
+    assert code == 0 and err.strip() == "consumed 600 records"
+    code, _, err = run("produce", name, "--no-progress", *b, stdin=b"x\n")
+    assert code == 0 and err.strip().startswith("produced 1 record to ")

@@ -270,6 +270,7 @@ def _add_produce(commands: _Subparsers) -> None:
         default="all",
         help="acknowledgements to wait for (default all)",
     )
+    _add_no_progress(produce)
     produce.set_defaults(handler="records:produce")
 
 
@@ -349,7 +350,17 @@ def _add_consume(commands: _Subparsers) -> None:
     consume.add_argument(
         "--print-key", action="store_true", help="print the key, a tab, then the value"
     )
+    _add_no_progress(consume)
     consume.set_defaults(handler="records:consume")
+
+
+def _add_no_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar on stderr (shown only when stderr is a terminal, or when "
+        "$WIREBROKER_PROGRESS=1)",
+    )
 
 
 def _add_group(commands: _Subparsers, client: argparse.ArgumentParser) -> None:

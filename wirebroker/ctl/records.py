@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
 import sys
 import time
@@ -32,13 +33,27 @@ from typing import IO, Any
 from wirebroker.ctl import CliError
 from wirebroker.ctl._kafka import common_config, parse_timestamp
 from wirebroker.ctl._output import emit_json, note
+from wirebroker.ctl._progress import Progress
 
 _MAX_LISTED_ERRORS = 5
 
 
 def _lines(stream: IO[bytes]) -> Any:
+    """(line without its newline, bytes it took in the input)."""
     for raw in stream:
-        yield raw.rstrip(b"\n").rstrip(b"\r")
+        yield raw.rstrip(b"\n").rstrip(b"\r"), len(raw)
+
+
+def _file_size(stream: IO[bytes]) -> int | None:
+    """The size of a regular file (a progress total), None for pipes and terminals."""
+    import os
+    import stat
+
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def produce(args: argparse.Namespace) -> int:
@@ -72,6 +87,7 @@ def produce(args: argparse.Namespace) -> int:
     started = time.monotonic()
     sent = 0
     bad_line: str | None = None
+    progress: Progress | None = None
     try:
         partitions = producer.partitions_for(args.topic)
         if not partitions:
@@ -87,7 +103,11 @@ def produce(args: argparse.Namespace) -> int:
         def failed(exc: BaseException) -> None:
             errors.append(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
-        for number, line in enumerate(_lines(source), start=1):
+        total = _file_size(source) if args.file else None
+        progress = Progress(
+            args, f"produce {args.topic}", total=total, unit_bytes=total is not None
+        )
+        for number, (line, size) in enumerate(_lines(source), start=1):
             key: bytes | None = None
             value = line
             if separator is not None:
@@ -101,8 +121,11 @@ def produce(args: argparse.Namespace) -> int:
             future.add_callback(delivered)
             future.add_errback(failed)
             sent += 1
+            progress.advance(1, size)
         producer.flush(timeout=max(args.timeout, 30.0))
     finally:
+        if progress is not None:
+            progress.close()
         producer.close(timeout=args.timeout)
         if args.file:
             source.close()
@@ -220,6 +243,7 @@ def consume(args: argparse.Namespace) -> int:
         consumer_timeout_ms=float("inf"),
     )
     count = 0
+    progress: Progress | None = None
     try:
         ends: dict[Any, int] = {}
         if args.group:
@@ -243,6 +267,11 @@ def consume(args: argparse.Namespace) -> int:
             _position(consumer, args, tps, first, last, timestamp)
             if args.exit_at_end:
                 ends = {tp: last[tp] for tp in tps if consumer.position(tp) < last[tp]}
+        total = args.num
+        if args.exit_at_end:
+            left = sum(end - consumer.position(tp) for tp, end in ends.items())
+            total = left if total is None else min(total, left)
+        progress = Progress(args, f"consume {args.topic}", total=total)
         idle_since = time.monotonic()
         stream = sys.stdout
         while True:
@@ -268,6 +297,7 @@ def consume(args: argparse.Namespace) -> int:
                     else:
                         stream.write(template.render(record) + "\n")
                     count += 1
+                    progress.advance()
                     if args.num is not None and count >= args.num:
                         done = True
                         break
@@ -283,6 +313,8 @@ def consume(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a follow ends: a normal exit
     finally:
+        if progress is not None:
+            progress.close()
         sys.stdout.flush()
         consumer.close(autocommit=False)
     note(f"consumed {count} record{'s' if count != 1 else ''}")

@@ -342,19 +342,7 @@ class TopicStore:
     # -- mutations (durable on return) ---------------------------------------------------------
     def put(self, info: TopicInfo) -> None:
         """Add or replace a topic (same name). A topic id may not move to another name."""
-        other = self._by_id.get(info.topic_id)
-        if other is not None and other.name != info.name:
-            raise ValueError(f"topic id {info.topic_id} already belongs to {other.name!r}")
-        old = self._topics.get(info.name)
-        self._topics[info.name] = info
-        if old is not None and old.topic_id != info.topic_id:
-            self._by_id.pop(old.topic_id, None)
-        self._by_id[info.topic_id] = info
-        try:
-            self._save()
-        except BaseException:
-            self._restore(info.name, old, info)
-            raise
+        self.put_many((info,))
 
     def put_many(self, infos: Iterable[TopicInfo]) -> None:
         """`put` of each topic, written once (all or none)."""
@@ -402,14 +390,6 @@ class TopicStore:
         return first
 
     # -- internals ---------------------------------------------------------------------------
-    def _restore(self, name: str, old: TopicInfo | None, new: TopicInfo) -> None:
-        self._by_id.pop(new.topic_id, None)
-        if old is None:
-            self._topics.pop(name, None)
-        else:
-            self._topics[name] = old
-            self._by_id[old.topic_id] = old
-
     def _save(self) -> None:
         doc = {
             "format": _FORMAT,

@@ -6,25 +6,11 @@ group's offsets round-trip through the coordinator that owns it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from _cluster import ClusterProcesses
+from cli_process import run_cli
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wirebroker", *argv],
-        cwd=REPO_ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+cli = run_cli
 
 
 def cli_json(*argv: str, stdin: str | None = None) -> object:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from _broker import REPO_ROOT, BrokerProcess
+from cli_process import run_cli
 
 from wirebroker.cli import main
 
@@ -396,16 +397,7 @@ def test_version_and_help(run: Run) -> None:
 # -- end to end through real processes ---------------------------------------------------------
 
 
-def _cli(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wirebroker", *argv],
-        cwd=REPO_ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+_cli = run_cli
 
 
 def test_dead_bootstrap_is_one_line_and_exit_1() -> None:

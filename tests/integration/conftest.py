@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,3 +74,17 @@ def broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
 @pytest.fixture
 def broker(broker_factory: BrokerFactory) -> BrokerProcess:
     return broker_factory()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Any]:
+    """Three in-process brokers over the in-memory ZooKeeper (_memory_cluster.start_cluster),
+    stopped after the test. Modules with their own `cluster` fixture override this one."""
+    import trio
+    from _memory_cluster import start_cluster
+
+    async with trio.open_nursery() as nursery:
+        c = await start_cluster(nursery, tmp_path)
+        yield c
+        await c.stop_all()
+        nursery.cancel_scope.cancel()

@@ -10,28 +10,16 @@ again. Followers delete their whole segments below the new log start, as the lea
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
-from _memory_cluster import Cluster, eventually, leader_of, start_cluster, wait_roles
+from _memory_cluster import Cluster, eventually, leader_of, wait_roles
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.replication.partition import Partition
 
 TOPIC = "d"
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with trio.open_nursery() as nursery:
-        c = await start_cluster(nursery, tmp_path)
-        yield c
-        await c.stop_all()
-        nursery.cancel_scope.cancel()
 
 
 async def delete_records(cluster: Cluster, node: int, offset: int, timeout_ms: int) -> Any:

@@ -6,28 +6,15 @@ Three in-process brokers over one in-memory ZooKeeper (`_memory_cluster`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-import trio
-from _memory_cluster import Cluster, eventually, leader_of, start_cluster, wait_roles
+from _memory_cluster import Cluster, eventually, leader_of, wait_roles
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_batches
 
 TOPIC = "txn"
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with trio.open_nursery() as nursery:
-        c = await start_cluster(nursery, tmp_path)
-        yield c
-        await c.stop_all()
-        nursery.cancel_scope.cancel()
 
 
 def fetch_body(offset: int, isolation: int) -> dict[str, Any]:

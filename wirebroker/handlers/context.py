@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
+    from wirebroker.replication.txn_verify import TxnVerifier
     from wirebroker.txn.runtime import TxnCoordinatorRuntime
 
 
@@ -66,6 +67,8 @@ class Services:
     group_coordinator: GroupCoordinatorRuntime | None = None
     #: acks=-1 purgatory (None: see the module doc).
     produce_waiters: ProduceWaiters | None = None
+    #: KIP-890 verification of transactional produce (None: not verified).
+    txn_verifier: TxnVerifier | None = None
     #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
     txn_coordinator: TxnCoordinatorRuntime | None = None
 

@@ -84,7 +84,8 @@ class Env:
             part = self.replicas.partition(TXN_TOPIC, p)
             assert part is not None
             for chunk in keyed_records(part):
-                for key, value in chunk:
+                for key, value, *_ in chunk:
+                    assert key is not None
                     tid = decode_key(key)
                     assert isinstance(tid, str)
                     status = None if value is None else decode_value(value).status

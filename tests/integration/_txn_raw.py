@@ -58,6 +58,7 @@ class RawTxn:
         self.tid = tid
         self.timeout_ms = timeout_ms
         self.coordinator = address
+        self.coordinator_id = -1
         self.producer_id = -1
         self.epoch = -1
 
@@ -65,6 +66,7 @@ class RawTxn:
         resp = _wire.request(
             self.address, ApiKey.FIND_COORDINATOR, 3, {"key": self.tid, "key_type": 1}
         )
+        self.coordinator_id = resp.node_id
         return resp.error_code, f"{resp.host}:{resp.port}"
 
     def init(self) -> None:

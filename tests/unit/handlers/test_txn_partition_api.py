@@ -390,3 +390,14 @@ async def test_describe_producers(call, services: Services) -> None:
     [state] = parts[0].active_producers
     assert (state.producer_id, state.producer_epoch, state.last_sequence) == (PID, EPOCH, 2)
     assert (state.coordinator_epoch, state.current_txn_start_offset) == (-1, 0)
+
+
+async def test_txn_offset_commit_of_an_older_producer_epoch(call, services, coordinator) -> None:
+    await call(ApiKey.TXN_OFFSET_COMMIT, 3, txn_commit_body(5))
+    old = {**txn_commit_body(6), "producer_epoch": EPOCH - 1}
+    resp = await call(ApiKey.TXN_OFFSET_COMMIT, 3, old)
+    assert txn_commit_codes(resp) == [E.INVALID_PRODUCER_EPOCH]
+    # the rejected offset is not pending: the COMMIT makes the first one visible
+    p = coordinator.partition_for("g")
+    await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body(OFFSETS_TOPIC, [p], commit=True))
+    assert await fetch(call, stable=True) == (5, 0)

@@ -401,3 +401,12 @@ async def test_txn_offset_commit_of_an_older_producer_epoch(call, services, coor
     p = coordinator.partition_for("g")
     await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body(OFFSETS_TOPIC, [p], commit=True))
     assert await fetch(call, stable=True) == (5, 0)
+
+
+async def test_marker_below_min_isr_is_not_written(call, services: Services) -> None:
+    services.admin.create_topic("t", 1, now_ms=START_MS, configs={"min.insync.replicas": "2"})
+    part = services.replicas.partition("t", 0)
+    assert part is not None
+    resp = await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body("t", [0], commit=True))
+    assert marker_codes(resp) == {0: E.NOT_ENOUGH_REPLICAS}
+    assert part.log_end_offset == 0

@@ -288,3 +288,16 @@ async def test_list_and_verify(rt: TxnCoordinatorRuntime) -> None:
     assert [(t.transactional_id, t.state) for t in listed.transactions] == [("a", "Ongoing")]
     verified = rt.verify_partitions("a", pid, epoch, [TP("t", 0), TP("t", 1)])
     assert verified == {TP("t", 0): E.NONE, TP("t", 1): E.TRANSACTION_ABORTABLE}
+
+
+async def test_replication_factor_is_capped_by_the_live_brokers(tmp_path: Path) -> None:
+    env = Env(tmp_path / "d", **{"transaction.state.log.replication.factor": "3"})
+    try:
+        rt = env.runtime()
+        assert rt.replication_factor == 3
+        assert rt.ensure_topic() is E.NONE
+        info = env.admin.describe(TXN_TOPIC)
+        assert info is not None
+        assert info.replication_factor == 1
+    finally:
+        env.logs.close()

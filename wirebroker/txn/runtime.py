@@ -71,6 +71,9 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 TXN_TOPIC = "__transaction_state"
+#: Pause before writing again a record whose append failed (Kafka retries its CompleteCommit /
+#: CompleteAbort appends on the marker channel's next round).
+RETRY_BACKOFF_S = 0.1
 
 #: See `wirebroker.group.runtime.ReplicationWaiter`.
 ReplicationWaiter = Callable[["Partition", int, float], Awaitable[ErrorCode]]
@@ -379,10 +382,16 @@ class TxnCoordinatorRuntime:
         self._apply(result)
         return await self._append_and_complete(appends[0])
 
-    def _apply(self, result: TxnResult[Any]) -> None:
-        """Background effects: appends in their own tasks, markers to the sink."""
+    def _apply(self, result: TxnResult[Any], *, retry: bool = False) -> None:
+        """Background effects: appends in their own tasks, markers to the sink. `retry`: the
+        appends are retries of one that failed (a CompleteCommit/CompleteAbort the core writes
+        again): they wait `RETRY_BACKOFF_S` first, so an unavailable partition (too few
+        in-sync replicas, say) is not hammered."""
         for append in result.appends:
-            self._spawn(self._append_and_complete, append)
+            if retry:
+                self._spawn(self._retry_append, append)
+            else:
+                self._spawn(self._append_and_complete, append)
         if result.markers:
             if self.markers is None:
                 log.error("no marker sender: %d marker request(s) dropped", len(result.markers))
@@ -408,8 +417,12 @@ class TxnCoordinatorRuntime:
         result = self.core.append_done(append, error, self.clock())
         response = result.response
         result.response = None
-        self._apply(result)
+        self._apply(result, retry=error is not None)
         return response
+
+    async def _retry_append(self, append: TxnAppend) -> None:
+        await trio.sleep(RETRY_BACKOFF_S)
+        await self._append_and_complete(append)
 
     def _append(self, append: TxnAppend) -> tuple[Partition, int] | ErrorCode:
         """Append the record now: (partition, required high watermark) or the error."""

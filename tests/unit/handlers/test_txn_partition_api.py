@@ -51,7 +51,7 @@ class FakeVerifier(TxnVerifier):
         self.asked.append((transactional_id, producer_id, producer_epoch, tps))
         if self.answer is E.NONE:
             for tp in tps:
-                self._verified.add((producer_id, producer_epoch, *tp))
+                self._verified[(producer_id, *tp)] = producer_epoch
         return dict.fromkeys(tps, self.answer)
 
 

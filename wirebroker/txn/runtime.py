@@ -56,7 +56,7 @@ from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
 from wirebroker.txn.effects import InitPidResult, MarkerRequest, TxnAppend, TxnResult
 from wirebroker.txn.loader import replay
-from wirebroker.txn.metadata import TopicPartition
+from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnState
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
@@ -203,12 +203,15 @@ class TxnCoordinatorRuntime:
         self._apply(self.core.complete_loading(partition, epoch, loaded, self.clock()))
         if loaded:
             log.info(
-                "loaded %s-%d (coordinator epoch %d) in %d ms: %d transactional id(s)",
+                "loaded %s-%d (coordinator epoch %d) in %d ms: %d transactional id(s), "
+                "%d ongoing, %d completing (markers sent again)",
                 TXN_TOPIC,
                 partition,
                 epoch,
                 self.clock() - started,
                 len(loaded),
+                sum(m.state is TxnState.ONGOING for m in loaded.values()),
+                sum(m.state in PREPARING for m in loaded.values()),
             )
 
     # == topic =============================================================================

@@ -60,6 +60,8 @@ _PARTITION = ["topic", "partition"]
 
 
 def _error_name(code: int) -> str:
+    if code == -1:
+        return "UNKNOWN_SERVER_ERROR"  # Kafka's name (protocol.errors calls it UNKNOWN)
     try:
         return ErrorCode(code).name
     except ValueError:

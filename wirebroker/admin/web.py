@@ -1,9 +1,11 @@
 """The live web view at `/`: server-rendered HTML, refreshed by a little JS polling /api/state.
 
-Read-only. The page is complete without JS (tables rendered here from `state.snapshot`); the
-script re-renders the same tables from `/api/state` every 2 seconds and writes "live, updated
-HH:MM:SS" in the status line (the headless-Chromium test checks that marker). No build step,
-no external asset: one HTML document with inline CSS and JS.
+Read-only. The page is complete without JS (tables rendered here from `state.snapshot`);
+the script re-renders the same tables from `/api/state` every 2 seconds and writes "live,
+updated HH:MM:SS" in the status line (the headless-Chromium test checks that marker).
+Internal topics (`__consumer_offsets`: 50 partitions) get one summary line under the
+partitions table instead of a row per partition. No build step, no external asset: one HTML
+document with inline CSS and JS.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ function render(s){
   table("brokers", HEAD.brokers, s.brokers.map(x=>[x.node_id,x.host,x.port,x.rack,
     {html: x.node_id===b.controller_id ? '<span class="ok">controller</span>' : ""}]));
   const parts = [];
-  for (const t of s.topics) for (const p of t.partitions) parts.push([t.name, p.partition,
+  document.getElementById("internal").textContent = internal(s.topics);
+  for (const t of s.topics) if (!t.internal) for (const p of t.partitions) parts.push([
+    t.name, p.partition,
     p.leader, p.leader_epoch, p.replicas.join(","), p.isr.join(","), p.log_start_offset,
     p.log_end_offset, p.high_watermark, size(p.size_bytes),
     p.partition===0 ? size(t.bytes_in)+" / "+size(t.bytes_out) : "",
@@ -79,6 +83,11 @@ function render(s){
   for (const g of s.groups) for (const o of g.offsets) lag.push([g.group_id, o.topic,
     o.partition, o.committed_offset, o.high_watermark, o.lag]);
   table("lag", HEAD.lag, lag);
+}
+function internal(topics){
+  const t = topics.filter(t=>t.internal);
+  return t.length ? "internal topics (partitions not listed): " +
+    t.map(t=>`${t.name} (${t.partitions.length} partitions)`).join(", ") : "";
 }
 async function refresh(){
   const status = document.getElementById("status");
@@ -156,8 +165,14 @@ def render_page(snap: dict[str, Any]) -> str:
             _flag(p),
         ]
         for t in snap["topics"]
+        if not t["internal"]
         for p in t["partitions"]
     ]  # fmt: skip
+    internal = [f"{t['name']} ({len(t['partitions'])} partitions)" for t in snap["topics"]
+                if t["internal"]]  # fmt: skip
+    internal_line = (
+        "internal topics (partitions not listed): " + ", ".join(internal) if internal else ""
+    )
     groups = [
         [g["group_id"], g["state"], g["generation"], g["protocol"],
          ", ".join(f"{m['client_id']} ({m['client_host']})" for m in g["members"])]
@@ -184,6 +199,7 @@ def render_page(snap: dict[str, Any]) -> str:
 <div id="status">static snapshot (refreshing needs JavaScript)</div>
 <h2>Brokers</h2>{_table("brokers", brokers)}
 <h2>Topics and partitions</h2>{_table("partitions", partitions)}
+<div class="meta" id="internal">{escape(internal_line)}</div>
 <h2>Consumer groups</h2>{_table("groups", groups)}
 <h2>Committed offsets and lag</h2>{_table("lag", lag)}
 <script>{head_js}{_JS}</script>

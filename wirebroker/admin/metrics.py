@@ -137,10 +137,10 @@ class BrokerCollector(Collector):
         for state in _SESSION_STATES:
             session.add_metric([state], int(broker["zookeeper_session"] == state))
         yield session
-        yield from self._topics(snap["topics"])
+        yield from self._topics(snap["topics"], broker["node_id"])
         yield from self._groups(snap["groups"])
 
-    def _topics(self, topics: list[dict[str, Any]]) -> Iterator[Metric]:
+    def _topics(self, topics: list[dict[str, Any]], node_id: int) -> Iterator[Metric]:
         def gauge(name: str, doc: str) -> GaugeMetricFamily:
             return GaugeMetricFamily(f"wirebroker_partition_{name}", doc, labels=_PARTITION)
 
@@ -168,8 +168,9 @@ class BrokerCollector(Collector):
                 leader.add_metric(labels, p["leader"])
                 replicas.add_metric(labels, len(p["replicas"]))
                 isr.add_metric(labels, len(p["isr"]))
-                under.add_metric(labels, int(p["under_replicated"]))
-                n_under += p["under_replicated"]
+                led_under = int(p["under_replicated"] and p["leader"] == node_id)
+                under.add_metric(labels, led_under)
+                n_under += led_under
                 n_offline += p["offline"]
                 if p["log_end_offset"] is not None:
                     size.add_metric(labels, p["size_bytes"])

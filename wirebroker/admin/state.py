@@ -17,9 +17,10 @@ Both renderings come from it: the Prometheus collector (metrics.py) and the web 
                  (high watermark - committed offset; null when this broker hosts no replica of
                  the partition and so does not know its high watermark)
 
-Under-replicated: a partition this broker leads whose ISR is smaller than its replica set
-(Kafka's UnderReplicatedPartitions, reported by the leader). Offline: no live leader (Kafka's
-controller reports OfflinePartitionsCount; here every broker reports what its view shows).
+Under-replicated (`under_replicated`): the partition's ISR is smaller than its replica set, as
+this broker's view of the cluster shows it (the web view flags those); the metrics count, as
+Kafka's UnderReplicatedPartitions does, only the ones this broker leads. Offline: no live
+leader (Kafka's controller reports OfflinePartitionsCount; every broker reports its view).
 """
 
 from __future__ import annotations
@@ -90,9 +91,7 @@ def snapshot(sources: AdminSources) -> dict[str, Any]:
                 entry["size_bytes"] = part.size
                 high_watermarks[(info.name, index)] = part.high_watermark
             entry["offline"] = entry["leader"] < 0
-            entry["under_replicated"] = entry["leader"] == node_id and len(entry["isr"]) < len(
-                entry["replicas"]
-            )
+            entry["under_replicated"] = len(entry["isr"]) < len(entry["replicas"])
             partitions.append(entry)
         topics.append(
             {

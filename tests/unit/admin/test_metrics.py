@@ -28,7 +28,7 @@ def fake_state() -> dict[str, Any]:
             "high_watermark": 40 if hosted else None,
             "size_bytes": 4096 if hosted else None,
             "offline": leader < 0,
-            "under_replicated": leader == 1 and len(isr) < len(replicas),
+            "under_replicated": len(isr) < len(replicas),
         }
 
     return {
@@ -53,7 +53,7 @@ def fake_state() -> dict[str, Any]:
                 "partitions": [
                     part(0, 1, [1, 2, 3], [1, 2], hosted=True),
                     part(1, 2, [2, 3, 1], [2, 3, 1], hosted=False),
-                    part(2, -1, [3, 2, 1], [3], hosted=False),
+                    part(2, -1, [3, 2, 1], [3], hosted=False),  # under-replicated, led elsewhere
                 ],
             }
         ],
@@ -113,6 +113,8 @@ def test_partition_and_cluster_gauges() -> None:
     p1 = (("partition", "1"), ("topic", "orders"))
     assert ("wirebroker_partition_log_end_offset", p1) not in m
     assert m[("wirebroker_partition_leader", p1)] == 2
+    p2 = (("partition", "2"), ("topic", "orders"))
+    assert m[("wirebroker_partition_under_replicated", p2)] == 0  # its leader reports it
     assert m[("wirebroker_under_replicated_partitions", ())] == 1
     assert m[("wirebroker_offline_partitions", ())] == 1
     assert m[("wirebroker_topic_bytes_in_total", (("topic", "orders"),))] == 1000

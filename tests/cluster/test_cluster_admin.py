@@ -117,10 +117,22 @@ def test_cluster_metrics_show_isr_and_under_replicated_partitions(
         ]
         assert len(coordinators) == 1
         coordinator = coordinators[0]
-        lag = metrics(urls[coordinator])
-        for p in range(3):
-            key = (("group", GROUP), ("partition", str(p)), ("topic", TOPIC))
-            assert lag[("wirebroker_group_lag", key)] == 30
+        # the coordinator's replica of a partition it follows knows the high watermark the
+        # leader last sent (one fetch behind): wait for it
+        wait_until(
+            lambda: all(
+                metrics(urls[coordinator]).get(
+                    (
+                        "wirebroker_group_lag",
+                        (("group", GROUP), ("partition", str(p)), ("topic", TOPIC)),
+                    )
+                )
+                == 30
+                for p in range(3)
+            ),
+            20,
+            "the group's lag (50 - 20) on its coordinator",
+        )
 
         frozen = next(i for i in range(3) if i not in (controller, coordinator))
         led_elsewhere = [p for p in range(3) if leaders[p] != frozen]

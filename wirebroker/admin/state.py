@@ -14,8 +14,9 @@ Both renderings come from it: the Prometheus collector (metrics.py) and the web 
                  counted by this broker's handlers
     groups       the groups this broker coordinates: state, generation, protocol, leader,
                  members (id, client id, host) and committed offsets with their lag
-                 (high watermark - committed offset; null when this broker hosts no replica of
-                 the partition and so does not know its high watermark)
+                 (high watermark - committed offset, from this broker's replica: on a
+                 follower, the high watermark the leader last sent, one fetch behind; null
+                 when this broker hosts no replica of the partition)
 
 Under-replicated (`under_replicated`): the partition's ISR is smaller than its replica set, as
 this broker's view of the cluster shows it (the web view flags those); the metrics count, as

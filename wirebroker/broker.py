@@ -79,14 +79,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from wirebroker import __version__
-from wirebroker.admin import AdminServer, Routes
 from wirebroker.admin.listen import parse_admin_listeners
-from wirebroker.admin.state import AdminSources
-from wirebroker.admin.views import add_builtin_routes
+from wirebroker.admin.routes import Routes
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
 from wirebroker.cluster.topic_store import (
@@ -116,6 +115,9 @@ from wirebroker.replication.fetcher import ReplicaFetcherManager
 from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from wirebroker.admin.server import AdminServer
 
 log = logging.getLogger("wirebroker.broker")
 
@@ -177,7 +179,9 @@ class Broker:
         #: (`broker.admin_routes.add(method, path, handler)`, wirebroker/admin/routes.py).
         self.admin_routes = Routes()
         self.admin_http: AdminServer | None = None
-        if self.admin_listen:
+        if self.admin_listen:  # imported only then: h11 + prometheus_client cost ~40 ms
+            from wirebroker.admin.server import AdminServer
+
             self.admin_http = AdminServer(self.admin_routes)
         #: the ZooKeeper session as last reported (a single broker's is in-process: connected)
         self.zookeeper_state = "connected"
@@ -305,6 +309,13 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+        if self.admin_http is not None:
+            self._add_admin_routes()
+
+    def _add_admin_routes(self) -> None:
+        from wirebroker.admin.state import AdminSources
+        from wirebroker.admin.views import add_builtin_routes
+
         add_builtin_routes(
             self.admin_routes,
             AdminSources(

@@ -11,7 +11,20 @@ Enabled by `admin.listeners` (HOST:PORT, comma-separated; `--admin-port P` sets
 path (docs/admin.md).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from wirebroker.admin.routes import Handler, Request, Response, Route, RouteConflict, Routes
-from wirebroker.admin.server import AdminServer
+
+if TYPE_CHECKING:
+    from wirebroker.admin.server import AdminServer
 
 __all__ = ["AdminServer", "Handler", "Request", "Response", "Route", "RouteConflict", "Routes"]
+
+
+def __getattr__(name: str) -> Any:
+    """`AdminServer` on first use: h11 is imported only by a broker that serves HTTP."""
+    if name == "AdminServer":
+        from wirebroker.admin.server import AdminServer
+
+        return AdminServer
+    raise AttributeError(f"module 'wirebroker.admin' has no attribute {name!r}")

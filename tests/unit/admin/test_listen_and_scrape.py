@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
+from wirebroker.admin import Routes
 from wirebroker.admin.listen import parse_admin_listeners
 from wirebroker.admin.metrics import BrokerCollector, metrics_route
 from wirebroker.admin.routes import Request
+from wirebroker.broker import Broker
 from wirebroker.cli import _parser, config_values
+from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.handlers.stats import RequestStats
 
 from .test_metrics import fake_state
@@ -61,3 +65,25 @@ async def test_scrape_yields_between_families() -> None:
         done = True
     assert b"wirebroker_group_lag" in response.body
     assert ticks >= 20  # the loop ran other tasks between the families (~25 of them)
+
+
+def test_broker_admin_listener_off_by_default_and_checked(tmp_path: Path) -> None:
+    base = {"log.dirs": str(tmp_path / "a"), "listeners": "PLAINTEXT://127.0.0.1:0"}
+    broker = Broker(BrokerConfig(base))
+    try:
+        assert broker.admin_http is None and broker.admin_listen == []
+        assert isinstance(broker.admin_routes, Routes)  # others may still add routes
+    finally:
+        broker.logs.close()
+        broker.dir_locks.release()
+    with pytest.raises(ConfigError, match=r"admin\.listeners"):
+        Broker(BrokerConfig({**base, "log.dirs": str(tmp_path / "b"), "admin.listeners": "x:y"}))
+    broker = Broker(
+        BrokerConfig({**base, "log.dirs": str(tmp_path / "c"), "admin.listeners": ":0"})
+    )
+    try:
+        assert broker.admin_listen == [("127.0.0.1", 0)]
+        assert {r.path for r in broker.admin_routes} == {"/", "/metrics", "/api/state"}
+    finally:
+        broker.logs.close()
+        broker.dir_locks.release()

@@ -79,9 +79,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
+from wirebroker import __version__
+from wirebroker.admin.listen import parse_admin_listeners
+from wirebroker.admin.routes import Routes
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
 from wirebroker.cluster.topic_store import (
@@ -96,7 +100,7 @@ from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
-from wirebroker.coordination.api import Coordination
+from wirebroker.coordination.api import Coordination, SessionState
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
@@ -115,6 +119,9 @@ from wirebroker.replication.txn_verify import TxnVerifier
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
+
+if TYPE_CHECKING:
+    from wirebroker.admin.server import AdminServer
 
 log = logging.getLogger("wirebroker.broker")
 
@@ -165,6 +172,27 @@ class Broker:
         #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
         self.broker_epoch = -1
         self.listen = self._listen_addresses()
+        try:
+            #: where the admin HTTP listener binds (`admin.listeners`; empty: no listener)
+            self.admin_listen = parse_admin_listeners(
+                [s for s in config.get_str("admin.listeners").split(",") if s.strip()]
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        #: The admin listener's route table: other packages add their routes here
+        #: (`broker.admin_routes.add(method, path, handler)`, wirebroker/admin/routes.py).
+        self.admin_routes = Routes()
+        self.admin_http: AdminServer | None = None
+        if self.admin_listen:  # imported only then: h11 + prometheus_client cost ~40 ms
+            from wirebroker.admin.server import AdminServer
+
+            self.admin_http = AdminServer(self.admin_routes)
+        #: the ZooKeeper session as last reported (a single broker's is in-process: connected)
+        self.zookeeper_state = "connected"
+        if coordination is not None:
+            coordination.add_session_listener(self._on_session)
+        #: the admin listener's bound (host, port) pairs, once serving
+        self.admin_bound: list[tuple[str, int]] = []
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
         #: The cluster's coordination session (None: a single broker).
         self.coordination = coordination
@@ -293,6 +321,25 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+        if self.admin_http is not None:
+            self._add_admin_routes()
+
+    def _add_admin_routes(self) -> None:
+        from wirebroker.admin.state import AdminSources
+        from wirebroker.admin.views import add_builtin_routes
+
+        add_builtin_routes(
+            self.admin_routes,
+            AdminSources(
+                self.services,
+                connections=lambda: len(self.server.connections),
+                zookeeper_state=lambda: self.zookeeper_state,
+                version=__version__,
+            ),
+        )
+
+    def _on_session(self, state: SessionState) -> None:
+        self.zookeeper_state = state.value
 
     def _build_txn_coordinator(
         self, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView
@@ -467,6 +514,10 @@ class Broker:
                         host,
                         port,
                     )
+                    if self.admin_http is not None:
+                        self.admin_bound = await nursery.start(
+                            self.admin_http.run, self.admin_listen
+                        )
                     member_scope = trio.CancelScope()
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
@@ -486,6 +537,8 @@ class Broker:
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
+                    if self.admin_http is not None:
+                        self.admin_http.shutdown()
             finally:
                 if loaded:
                     if self._checkpoints_hw:

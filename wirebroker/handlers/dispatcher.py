@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
+from time import perf_counter
 from typing import Any, NamedTuple
 
 from protocol.api import ApiKey
@@ -48,6 +49,7 @@ from wirebroker.handlers.api_versions import unsupported_version_body
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
 from wirebroker.handlers.registry import HandlerSpec, Later, api_name
+from wirebroker.handlers.stats import RequestStats
 
 #: Connection events keep the network layer's logger: operators (and tests) filter on it.
 log = logging.getLogger("wirebroker.net")
@@ -102,6 +104,7 @@ class Dispatcher:
         self.services = services
         self.handlers = handlers
         self.max_decoded_bytes = decode_budget(max_frame_bytes)
+        self.stats = services.stats
 
     async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
         """Serve one request frame (without its size prefix) from `peer` (for log lines)."""
@@ -122,17 +125,22 @@ class Dispatcher:
         if not spec.serves(int(header.api_version)):
             return _not_served(spec, header, peer)
         ctx = RequestContext(header=header, services=self.services, client_host=client_host)
+        start = perf_counter()
         try:
             body = await spec.func(ctx, request)
             if isinstance(body, Later):
-                return Reply(None, later=partial(_finish, body, header, peer))
-            return _encoded(header, body)
+                return Reply(None, later=partial(_finish, body, header, peer, self.stats, start))
+            reply = _encoded(header, body)
+            self.stats.record(header.api_key, header.api_version, perf_counter() - start, body)
+            return reply
         except ProduceWithoutAckFailed as exc:
             # Kafka logs this at INFO: closing is how an acks=0 producer learns of the error.
             log.info("closing connection from %s: %s: %s", peer, exc, describe(header))
+            self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
             return CLOSE
         except Exception:
             log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
+            self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
             return CLOSE
 
 
@@ -146,12 +154,16 @@ def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
     )
 
 
-async def _finish(later: Later, header: Any, peer: str) -> Reply:
+async def _finish(later: Later, header: Any, peer: str, stats: RequestStats, start: float) -> Reply:
     """The reply of a handler that answered `Later`, once its body is there."""
     try:
-        return _encoded(header, await later.wait())
+        body = await later.wait()
+        reply = _encoded(header, body)
+        stats.record(header.api_key, header.api_version, perf_counter() - start, body)
+        return reply
     except Exception:
         log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
+        stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
         return CLOSE
 
 

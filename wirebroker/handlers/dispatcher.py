@@ -21,6 +21,11 @@ Not closed although the version is not served:
                                     except acks=0, which closes
 A handler returning None (acks=0 Produce) sends nothing.
 
+Injected faults (`wirebroker.faults`): while `faults.active` (one attribute check on the hot
+path), a decoded request is matched against the active faults before its handler runs: an
+"error" fault answers `wirebroker.faults.responses.error_response` (acks=0 Produce: closed), a
+"delay" fault sleeps first, a "close" fault closes; each hit is logged at WARNING.
+
 Decode budget: `decode_request` gets `max_decoded_bytes = max(max_frame_bytes, 16 MiB)`
 (`decode_budget`). A frame of tiny structs decodes into ~100x its size in Python objects; the
 budget makes the frame cap (socket.request.max.bytes) the bound of a request's memory again,
@@ -35,6 +40,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple
 
+import trio
+
 from protocol.api import ApiKey
 from protocol.codec import decode_request, encode_response
 from protocol.errors import ErrorCode
@@ -44,6 +51,8 @@ from protocol.legacy_produce import (
     encode_legacy_produce_error,
     parse_legacy_produce,
 )
+from wirebroker.faults.core import FaultRules, RequestFault
+from wirebroker.faults.responses import error_response
 from wirebroker.handlers.api_versions import unsupported_version_body
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
@@ -98,10 +107,13 @@ class Dispatcher:
         handlers: Mapping[int, HandlerSpec],
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        faults: FaultRules | None = None,
     ) -> None:
         self.services = services
         self.handlers = handlers
         self.max_decoded_bytes = decode_budget(max_frame_bytes)
+        #: injected faults (`wirebroker.faults`); checked per request only while active
+        self.faults = faults if faults is not None else FaultRules()
 
     async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
         """Serve one request frame (without its size prefix) from `peer` (for log lines)."""
@@ -121,6 +133,10 @@ class Dispatcher:
             return CLOSE
         if not spec.serves(int(header.api_version)):
             return _not_served(spec, header, peer)
+        if self.faults.active:
+            injected = await self._inject(header, request, peer)
+            if injected is not None:
+                return injected
         ctx = RequestContext(header=header, services=self.services, client_host=client_host)
         try:
             body = await spec.func(ctx, request)
@@ -134,6 +150,35 @@ class Dispatcher:
         except Exception:
             log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
             return CLOSE
+
+    async def _inject(self, header: Any, request: Any, peer: str) -> Reply | None:
+        """The reply of the fault this request hits (None: none, or a delay that is over)."""
+        topics = self.services.topics
+        fault = self.faults.match(
+            int(header.api_key),
+            header.client_id,
+            request,
+            now_ms=self.services.clock(),
+            resolve_topic_id=lambda tid: getattr(topics.by_id(tid), "name", None),
+        )
+        if fault is None:
+            return None
+        log.warning(
+            "injecting %s into a request from %s: %s", fault.describe(), peer, describe(header)
+        )
+        if fault.kind == "delay":
+            await trio.sleep(fault.delay_ms / 1000)
+            return None
+        if fault.kind == "close":
+            return CLOSE
+        return _fault_error(fault, header, request)
+
+
+def _fault_error(fault: RequestFault, header: Any, request: Any) -> Reply:
+    key, version = int(header.api_key), int(header.api_version)
+    message = f"injected by wirebroker fault {fault.id}"
+    body = error_response(key, version, request, fault.error_code, message)
+    return CLOSE if body is None else _encoded(header, body)
 
 
 def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wirebroker.testing.client import Message, WireClient
+from wirebroker.testing.faults import Faults
 
 READY_PREFIX = "wirebroker ready on "
 _PR_SET_PDEATHSIG = 1
@@ -172,6 +173,9 @@ class BrokerHandle(_Helpers):
         self._trio_token: Any = None
         self._cancel: Any = None
         self._thread_error: BaseException | None = None
+        self._broker: Any = None  # thread mode: the Broker object
+        #: the admin listener's base URL ("http://127.0.0.1:PORT"), when it has one
+        self.admin_url: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -185,6 +189,16 @@ class BrokerHandle(_Helpers):
     def pid(self) -> int | None:
         """The broker's process id (None in thread mode or when stopped)."""
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def faults(self) -> Faults:
+        """Fault control of this broker (`wirebroker.testing.faults.Faults`): in process in
+        thread mode, else over HTTP to its admin listener."""
+        if self._broker is not None and self._trio_token is not None:
+            return Faults.in_process(self._broker, self._trio_token)
+        if self.admin_url is None:
+            raise RuntimeError("the broker is not running (or has no admin listener)")
+        return Faults.http(self.admin_url)
 
     def __enter__(self) -> BrokerHandle:
         return self if self.port else self.start()
@@ -276,7 +290,7 @@ class BrokerHandle(_Helpers):
         values["log.dirs"] = str(self.data_dir)
         config = BrokerConfig(values)
         logging.getLogger("wirebroker").setLevel(self.log_level)
-        broker = Broker(config)
+        broker = self._broker = Broker(config)
         ready = threading.Event()
         bound: list[tuple[str, int]] = []
 
@@ -314,6 +328,8 @@ class BrokerHandle(_Helpers):
         finally:
             self._proc = None
             self._thread = None
+            self._broker = None
+            self.admin_url = None
             self.port = 0
             if self._log is not None:
                 self._log.close()

@@ -35,11 +35,14 @@ from wirebroker.testing._broker import (
     ZooKeeperMissing,
 )
 from wirebroker.testing.client import KafkaError, Message, WireClient
+from wirebroker.testing.faults import FaultRequestError, Faults
 
 __all__ = [
     "BrokerHandle",
     "BrokerStartError",
     "ClusterHandle",
+    "FaultRequestError",
+    "Faults",
     "KafkaError",
     "Message",
     "WireClient",

@@ -60,7 +60,9 @@ def _producer(bootstrap: str, **config: Any) -> KafkaProducer:
     )
 
 
-def test_producer_retries_not_leader_three_times_then_succeeds(broker: BrokerHandle) -> None:
+def test_producer_retries_not_leader_three_times_then_succeeds(
+    broker: BrokerHandle, caplog: pytest.LogCaptureFixture
+) -> None:
     broker.create_topic("orders")
     producer = _producer(broker.bootstrap, enable_idempotence=True)
     try:
@@ -72,6 +74,10 @@ def test_producer_retries_not_leader_three_times_then_succeeds(broker: BrokerHan
         producer.close()
     assert metadata.offset == 0
     assert broker.faults.list() == []  # all three were consumed
+    injected = [
+        r for r in caplog.records if r.levelname == "WARNING" and "injecting fault" in r.message
+    ]
+    assert len(injected) == 3, "every injected fault is logged at WARNING"
     assert [m.value for m in broker.read_to_end("orders")] == [b"once"]
 
 

@@ -82,6 +82,8 @@ from pathlib import Path
 
 import trio
 
+from wirebroker.admin import AdminServer, Routes
+from wirebroker.admin.listen import parse_admin_listeners
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
 from wirebroker.cluster.topic_store import (
@@ -163,6 +165,21 @@ class Broker:
         #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
         self.broker_epoch = -1
         self.listen = self._listen_addresses()
+        try:
+            #: where the admin HTTP listener binds (`admin.listeners`; empty: no listener)
+            self.admin_listen = parse_admin_listeners(
+                [s for s in config.get_str("admin.listeners").split(",") if s.strip()]
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        #: The admin listener's route table: other packages add their routes here
+        #: (`broker.admin_routes.add(method, path, handler)`, wirebroker/admin/routes.py).
+        self.admin_routes = Routes()
+        self.admin_http: AdminServer | None = None
+        if self.admin_listen:
+            self.admin_http = AdminServer(self.admin_routes)
+        #: the admin listener's bound (host, port) pairs, once serving
+        self.admin_bound: list[tuple[str, int]] = []
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
         #: The cluster's coordination session (None: a single broker).
         self.coordination = coordination
@@ -428,6 +445,10 @@ class Broker:
                         host,
                         port,
                     )
+                    if self.admin_http is not None:
+                        self.admin_bound = await nursery.start(
+                            self.admin_http.run, self.admin_listen
+                        )
                     member_scope = trio.CancelScope()
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
@@ -446,6 +467,8 @@ class Broker:
                     member_scope.cancel()
                     self.group_coordinator.shutdown()
                     self.server.shutdown()
+                    if self.admin_http is not None:
+                        self.admin_http.shutdown()
             finally:
                 if loaded:
                     if self._checkpoints_hw:

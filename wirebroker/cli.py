@@ -3,6 +3,7 @@
     wirebroker serve [--host H] [--port P] [--data-dir DIR] [--config FILE]
                      [--zookeeper HOST:PORT[/CHROOT] --node-id N]
                      [--override KEY=VALUE ...] [--log-level LEVEL]
+                     [--admin-port P] [--log-format text|json]
     wirebroker cluster [--brokers N] ...   a local ZooKeeper + N brokers (wirebroker/launcher.py)
     wirebroker --version
     wirebroker topic|produce|consume|group|dump-log|data ..., wirebroker cluster info
@@ -27,7 +28,9 @@ known key is fatal (exit code 2).
 
 Output: once the listeners accept connections, exactly one line `wirebroker ready on HOST:PORT`
 goes to stdout (flushed; the real port when --port 0; a wildcard bind prints the loopback
-address). Logs go to stderr. SIGINT/SIGTERM shut down gracefully and exit 0. A start-up failure
+address), preceded, when the admin listener is on (--admin-port), by one line
+`wirebroker admin on http://HOST:PORT/` per admin address.
+Logs go to stderr. SIGINT/SIGTERM shut down gracefully and exit 0. A start-up failure
 (address in use, a log dir of another cluster, ...) prints one line to stderr and exits 1.
 
 Imports of trio and the broker are deferred until they are needed, to keep start-up fast.
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("wirebroker.cli")
 
 READY_PREFIX = "wirebroker ready on "
+ADMIN_PREFIX = "wirebroker admin on "
 _COMMANDS = ("serve", "cluster", *CTL_COMMANDS)
 
 
@@ -88,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="set one config key (repeatable); beats --config",
+    )
+    serve.add_argument(
+        "--admin-port",
+        type=int,
+        metavar="P",
+        help="serve the admin HTTP listener (/metrics, the web view /, /api/state) on "
+        "127.0.0.1:P (0: any free port; sets admin.listeners); off by default",
     )
     serve.add_argument(
         "--log-level",
@@ -201,6 +212,8 @@ def config_values(args: argparse.Namespace) -> dict[str, str]:
     if getattr(args, "node_id", None) is not None:
         values["node.id"] = str(args.node_id)
         values["broker.id"] = str(args.node_id)
+    if getattr(args, "admin_port", None) is not None:
+        values["admin.listeners"] = f"127.0.0.1:{args.admin_port}"
     if args.data_dir:
         values["log.dirs"] = str(Path(args.data_dir).expanduser())
     if args.host is not None or args.port is not None:
@@ -344,6 +357,8 @@ async def _run(broker: Broker, ready: list[bool]) -> None:
             bound = await nursery.start(broker.serve)
             host, port = bound[0]
             ready.append(True)
+            for admin_host, admin_port in broker.admin_bound:
+                print(f"{ADMIN_PREFIX}http://{_format_host(admin_host)}:{admin_port}/")
             print(f"{READY_PREFIX}{_format_host(connectable_host(host))}:{port}", flush=True)
             async for signum in signals:
                 log.info("received %s; shutting down", signal.Signals(signum).name)

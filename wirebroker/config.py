@@ -132,6 +132,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("broker.id", _T.INT, "0", "alias of node.id", read_only=True),
         ConfigDef("listeners", _T.LIST, "PLAINTEXT://127.0.0.1:9092", "", read_only=True),
         ConfigDef("advertised.listeners", _T.LIST, None, "defaults to listeners", read_only=True),
+        ConfigDef(
+            "admin.listeners",
+            _T.LIST,
+            "",
+            "wirebroker: the admin HTTP listener (HOST:PORT,...; empty: off), see docs/admin.md",
+            read_only=True,
+        ),
         ConfigDef("log.dirs", _T.LIST, None, "defaults to log.dir", read_only=True),
         ConfigDef(
             "log.dir",

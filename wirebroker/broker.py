@@ -101,6 +101,7 @@ from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination
 from wirebroker.faults.control import FaultControl
 from wirebroker.faults.core import FaultRules
+from wirebroker.faults.http import mount as mount_fault_routes
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
@@ -313,6 +314,7 @@ class Broker:
             node_id=node_id,
             clock=clock,
         )
+        mount_fault_routes(self.admin_routes, self.fault_control)
 
     def _offsets_leadership(self, part: Partition) -> None:
         """The group coordinator follows the leadership of `__consumer_offsets` partitions."""

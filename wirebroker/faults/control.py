@@ -212,6 +212,11 @@ class FaultControl:
             )
         followers = [r for r in part.replicas if r != self.node_id]
         remove = list(followers if replicas is None else replicas)
+        if not remove:
+            raise FaultError(
+                f"{topic}-{partition} has no follower to drop from its ISR "
+                f"(replicas {part.replicas})"
+            )
         if self.node_id in remove:
             raise FaultError("the leader cannot leave its own ISR (move_leader first)", 400)
         unknown = [r for r in remove if r not in followers]

@@ -17,7 +17,8 @@ faults: `wirebroker.faults.control`). `api_key` and `error_code` take numbers or
 ("Produce" or "PRODUCE"; "NOT_LEADER_OR_FOLLOWER").
 
 `handle(control, method, path, body) -> (status, json value)` is the whole API, independent of
-the HTTP server: the admin routes (`routes`) and the in-process test client
+the HTTP server: the admin routes (`mount`, a thin adapter onto `wirebroker.admin.Routes`)
+and the in-process test client
 (`wirebroker.testing.faults`) both call it. The body is validated by `validate` against
 FAULT_SCHEMA (a small JSON-schema subset checked by hand: type, enum, minimum, required per
 kind, no unknown keys) with a message naming the field.
@@ -30,10 +31,11 @@ from typing import Any
 
 from protocol.api import SCHEMAS, ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.admin.routes import Request, Response, Routes
 from wirebroker.faults.control import FaultControl, FaultError
 from wirebroker.faults.core import REQUEST_KINDS
 
-__all__ = ["FAULT_SCHEMA", "handle", "validate"]
+__all__ = ["FAULT_SCHEMA", "handle", "mount", "validate"]
 
 BROKER_KINDS = ("unreachable", "reachable", "refuse_connections", "drop_connections")
 KINDS = (*REQUEST_KINDS, *BROKER_KINDS, "move_leader", "shrink_isr")
@@ -227,3 +229,16 @@ async def _post(control: FaultControl, body: bytes) -> tuple[int, Any]:
     if kind == "drop_connections":
         return 200, {"result": {"dropped": control.drop_connections()}}
     return 200, {"result": await control.move_leader(**spec)}
+
+
+def mount(routes: Routes, control: FaultControl) -> None:
+    """Serve the API on the admin listener's route table (`Broker.admin_routes`)."""
+
+    async def serve(request: Request) -> Response:
+        status, value = await handle(control, request.method, request.path, request.body)
+        return Response.json(value, status)
+
+    for method in ("GET", "POST", "DELETE"):
+        routes.add(method, "/faults", serve)
+    for method in ("GET", "DELETE"):
+        routes.add(method, "/faults/", serve, prefix=True)

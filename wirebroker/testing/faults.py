@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from wirebroker.broker import Broker
 
-__all__ = ["FaultRequestError", "Faults"]
+__all__ = ["ClusterFaults", "FaultRequestError", "Faults"]
 
 Call = Callable[[str, str, "dict[str, Any] | None"], "tuple[int, Any]"]
 
@@ -227,3 +227,33 @@ class Faults:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.list())
+
+
+class ClusterFaults:
+    """The faults of every broker of a cluster: `cluster.faults[node_id]` is one broker's
+    `Faults`; `move_leader` asks any broker; `shrink_isr` asks the partition's leader;
+    `list` / `clear` cover every broker."""
+
+    def __init__(self, brokers: dict[int, Faults], leader_of: Callable[[str, int], int]) -> None:
+        self.brokers = brokers
+        self._leader_of = leader_of
+
+    def __getitem__(self, node_id: int) -> Faults:
+        return self.brokers[node_id]
+
+    def move_leader(self, topic: str, partition: int, to: int | None = None) -> dict[str, Any]:
+        return next(iter(self.brokers.values())).move_leader(topic, partition, to)
+
+    def shrink_isr(
+        self, topic: str, partition: int, replicas: Sequence[int] | None = None
+    ) -> tuple[int, int]:
+        """(leader node id, fault id): remove it with `cluster.faults[leader].remove(id)`."""
+        leader = self._leader_of(topic, partition)
+        return leader, self.brokers[leader].shrink_isr(topic, partition, replicas)
+
+    def list(self) -> dict[int, list[dict[str, Any]]]:
+        return {node: faults.list() for node, faults in self.brokers.items()}
+
+    def clear(self) -> None:
+        for faults in self.brokers.values():
+            faults.clear()

@@ -247,8 +247,18 @@ class ClusterFaults:
     def shrink_isr(
         self, topic: str, partition: int, replicas: Sequence[int] | None = None
     ) -> tuple[int, int]:
-        """(leader node id, fault id): remove it with `cluster.faults[leader].remove(id)`."""
+        """(leader node id, fault id): remove it with `cluster.faults[leader].remove(id)`.
+        Sent where metadata says the leader is; a broker that does not lead names the leader
+        it knows (409 {"leader": N}), which is asked next (metadata may lag a move)."""
         leader = self._leader_of(topic, partition)
+        for _attempt in range(len(self.brokers)):
+            try:
+                return leader, self.brokers[leader].shrink_isr(topic, partition, replicas)
+            except FaultRequestError as exc:
+                hint = exc.body.get("leader") if isinstance(exc.body, dict) else None
+                if exc.status != 409 or hint not in self.brokers or hint == leader:
+                    raise
+                leader = hint
         return leader, self.brokers[leader].shrink_isr(topic, partition, replicas)
 
     def list(self) -> dict[int, list[dict[str, Any]]]:

@@ -1,8 +1,9 @@
 """Fault injection met by real clients (kafka-python): each fault, and the client riding it out
 as it would against Kafka.
 
-What passing proves: an idempotent producer retries NOT_LEADER_OR_FOLLOWER exactly as many
-times as injected and its record lands once; a group member finds its coordinator and joins
+What passing proves: an idempotent producer (kafka-python, and librdkafka through
+confluent-kafka) retries NOT_LEADER_OR_FOLLOWER exactly as many times as injected and its
+record lands once; a group member finds its coordinator and joins
 through COORDINATOR_NOT_AVAILABLE answers; a delay holds the request that long; a closed
 connection is retried; an unreachable broker refuses connections until it is reachable again
 and the waiting producer then delivers; dropped connections are re-established by a consumer.
@@ -198,3 +199,27 @@ def test_dropped_connections_are_reestablished_by_a_consumer(broker: BrokerHandl
     finally:
         consumer.close()
     assert seen == [b"1", b"2"]
+
+
+def test_librdkafka_producer_retries_not_leader_three_times(broker: BrokerHandle) -> None:
+    from confluent_kafka import Producer
+
+    broker.create_topic("rd-orders")
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "enable.idempotence": True,
+            "retry.backoff.ms": 50,
+            "message.timeout.ms": 30_000,
+        }
+    )
+    producer.list_topics("rd-orders", timeout=10)
+    broker.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", count=3, topic="rd-orders")
+    delivered: list[Any] = []
+    producer.produce(
+        "rd-orders", b"once", partition=0, on_delivery=lambda err, msg: delivered.append(err)
+    )
+    assert producer.flush(30) == 0
+    assert delivered == [None]
+    assert broker.faults.list() == []
+    assert [m.value for m in broker.read_to_end("rd-orders")] == [b"once"]

@@ -223,3 +223,18 @@ def test_librdkafka_producer_retries_not_leader_three_times(broker: BrokerHandle
     assert delivered == [None]
     assert broker.faults.list() == []
     assert [m.value for m in broker.read_to_end("rd-orders")] == [b"once"]
+
+
+def test_refused_connections_spare_the_open_ones(broker: BrokerHandle) -> None:
+    broker.create_topic("refusing")
+    producer = _producer(broker.bootstrap)
+    try:
+        producer.send("refusing", b"1").get(timeout=30)
+        fault = broker.faults.refuse_connections()
+        assert _refused(broker.host, broker.port)
+        producer.send("refusing", b"2").get(timeout=30)  # its connection is still up
+        broker.faults.remove(fault)
+        assert not _refused(broker.host, broker.port)
+    finally:
+        producer.close()
+    assert [m.value for m in broker.read_to_end("refusing")] == [b"1", b"2"]

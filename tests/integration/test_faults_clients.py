@@ -238,3 +238,33 @@ def test_refused_connections_spare_the_open_ones(broker: BrokerHandle) -> None:
     finally:
         producer.close()
     assert [m.value for m in broker.read_to_end("refusing")] == [b"1", b"2"]
+
+
+def test_a_partition_fault_spares_the_other_partitions_of_the_request(
+    broker: BrokerHandle,
+) -> None:
+    from protocol.records import RecordSpec, build_batch
+
+    broker.create_topic("split", partitions=2)
+    broker.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", topic="split", partition=0)
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": "split",
+                "partition_data": [
+                    {"index": i, "records": build_batch([RecordSpec(None, b"p%d" % i, ())])}
+                    for i in (0, 1)
+                ],
+            }
+        ],
+    }
+    with broker.client() as client:
+        answer = client.request((broker.host, broker.port), 0, 9, body)
+    codes = {
+        (t.name, p.index): p.error_code for t in answer.responses for p in t.partition_responses
+    }
+    assert codes == {("split", 0): 6, ("split", 1): 0}
+    assert [(m.partition, m.value) for m in broker.read_to_end("split")] == [(1, b"p1")]

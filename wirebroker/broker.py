@@ -101,6 +101,9 @@ from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination, SessionState
+from wirebroker.faults.control import FaultControl
+from wirebroker.faults.core import FaultRules
+from wirebroker.faults.http import mount as mount_fault_routes
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
@@ -312,7 +315,11 @@ class Broker:
         )
         self.handlers = load_handlers()
         max_frame_bytes = config.socket_request_max_bytes
-        self.dispatcher = Dispatcher(self.services, self.handlers, max_frame_bytes=max_frame_bytes)
+        #: injected faults (wirebroker.faults): the dispatcher checks them per request
+        self.faults = FaultRules()
+        self.dispatcher = Dispatcher(
+            self.services, self.handlers, max_frame_bytes=max_frame_bytes, faults=self.faults
+        )
         self.server = KafkaServer(
             self.dispatcher,
             max_frame_bytes=max_frame_bytes,
@@ -321,6 +328,15 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
         )
+        self.fault_control = FaultControl(
+            self.faults,
+            server=self.server,
+            replicas=self.replicas,
+            admin=self.admin,
+            member=lambda: self.member,
+            node_id=node_id,
+            clock=clock,
+        )
         if self.admin_http is not None:
             self._add_admin_routes()
 
@@ -328,6 +344,7 @@ class Broker:
         from wirebroker.admin.state import AdminSources
         from wirebroker.admin.views import add_builtin_routes
 
+        mount_fault_routes(self.admin_routes, self.fault_control)
         add_builtin_routes(
             self.admin_routes,
             AdminSources(

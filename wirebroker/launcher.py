@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 READY_PREFIX = "wirebroker ready on "
+ADMIN_PREFIX = "wirebroker admin on "
 CLUSTER_READY_PREFIX = "wirebroker cluster ready: "
 OFFSETS_RF = "offsets.topic.replication.factor"
 _PR_SET_PDEATHSIG = 1
@@ -183,6 +184,8 @@ class _Broker:
         self.log: IO[bytes] | None = None
         self.pidfd: int | None = None
         self.address: str | None = None
+        #: its admin listener's URL, when it serves one (`admin.listeners`)
+        self.admin_url: str | None = None
         self.buffer = b""
         self.reported = False  # its exit was reported (or expected)
 
@@ -229,6 +232,8 @@ class _Broker:
             text = line.decode(errors="replace").strip()
             if self.address is None and text.startswith(READY_PREFIX):
                 self.address = text[len(READY_PREFIX) :].strip()
+            elif self.admin_url is None and text.startswith(ADMIN_PREFIX):
+                self.admin_url = text[len(ADMIN_PREFIX) :].strip().rstrip("/")
         return len(chunk)
 
     def poll(self) -> int | None:

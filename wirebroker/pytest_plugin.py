@@ -15,6 +15,12 @@ directory that is removed afterwards):
                           a name, a unique one derived from the test's name
     kafka_read_to_end     read_to_end(topic) -> [Message(topic, partition, offset, key, value,
                           headers, timestamp)]: everything up to the topic's current end
+    kafka_faults          fault control of kafka_broker (`wirebroker.testing.faults.Faults`:
+                          .error(api, code, count=1, topic=None, partition=None,
+                          client_id=None), .delay(api, ms, ...), .close(api, ...),
+                          .unreachable(), .reachable(), .refuse_connections(),
+                          .drop_connections(), .move_leader(...), .shrink_isr(...), .list(),
+                          .remove(id), .clear()); every fault is cleared after the test
     kafka_cluster         ZooKeeper + 3 replicated brokers for the session
                           (`wirebroker.testing.ClusterHandle`, same helpers); skipped with the
                           reason when ZooKeeper or a JRE is not installed
@@ -43,6 +49,7 @@ import pytest
 
 if TYPE_CHECKING:
     from wirebroker.testing import BrokerHandle, ClusterHandle, Message
+    from wirebroker.testing.faults import Faults
 
 _SCOPES = ("function", "class", "module", "package", "session")
 _MARKER = "kafka_broker"
@@ -152,6 +159,17 @@ def kafka_create_topic(
 def kafka_read_to_end(kafka_broker: BrokerHandle) -> Callable[[str], list[Message]]:
     """read_to_end(topic) -> every record up to the topic's current end."""
     return kafka_broker.read_to_end
+
+
+@pytest.fixture
+def kafka_faults(kafka_broker: BrokerHandle) -> Iterator[Faults]:
+    """kafka_broker's fault control; the faults a test leaves are removed (and undone)."""
+    faults = kafka_broker.faults
+    try:
+        yield faults
+    finally:
+        if kafka_broker.port:
+            faults.clear()
 
 
 @pytest.fixture(scope="session")

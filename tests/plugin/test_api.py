@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,3 +80,31 @@ def test_running_cluster_replicates() -> None:
         assert cluster.produce("r", [b"1", b"2"], partition=1) == [0, 1]
         assert [m.value for m in cluster.read_to_end("r")] == [b"1", b"2"]
     assert cluster.pids() == []
+
+
+def test_running_cluster_faults_move_the_leader_and_shrink_the_isr() -> None:
+    from wirebroker.coordination.zk_server import zookeeper_available
+
+    if not zookeeper_available():
+        pytest.skip("needs ZooKeeper and a JRE")
+    with wirebroker.running_cluster(brokers=3) as cluster:
+        assert sorted(cluster.admin_urls) == [0, 1, 2]
+        assert cluster.admin_url == cluster.admin_urls[0]
+        cluster.create_topic("f", partitions=1, replication_factor=3)
+
+        def partition() -> Any:
+            with cluster.client() as client:
+                return client.metadata(["f"]).topics[0].partitions[0]
+
+        before = partition()
+        moved = cluster.faults.move_leader("f", 0)
+        assert moved["leader"] != before.leader_id
+        leader, fault_id = cluster.faults.shrink_isr("f", 0)
+        assert leader == moved["leader"]
+        deadline = time.monotonic() + 30
+        while partition().isr_nodes != [leader]:  # metadata follows ZooKeeper
+            assert time.monotonic() < deadline, partition()
+        assert [f["kind"] for f in cluster.faults.list()[leader]] == ["shrink_isr"]
+        cluster.faults[leader].remove(fault_id)
+        while sorted(partition().isr_nodes) != [0, 1, 2]:
+            assert time.monotonic() < deadline, partition()

@@ -162,6 +162,31 @@ def test_scope_option(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=4, deselected=1)
 
 
+FAULTS = """
+from kafka import KafkaProducer
+
+def test_producer_rides_out_injected_errors(kafka_faults, kafka_bootstrap, kafka_create_topic,
+                                            kafka_read_to_end):
+    topic = kafka_create_topic()
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, retry_backoff_ms=50)
+    producer.partitions_for(topic)
+    kafka_faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", count=3, topic=topic)
+    producer.send(topic, b"v").get(timeout=20)
+    producer.close()
+    assert kafka_faults.list() == []
+    assert [m.value for m in kafka_read_to_end(topic)] == [b"v"]
+
+def test_left_over_faults_are_cleared(kafka_faults):
+    kafka_faults.delay(None, 10_000, count=None)
+    kafka_faults.refuse_connections()
+"""
+
+
+def test_kafka_faults(pytester: pytest.Pytester) -> None:
+    result = run(pytester, FAULTS)
+    result.assert_outcomes(passed=2)
+
+
 CLUSTER = """
 from confluent_kafka import Producer
 

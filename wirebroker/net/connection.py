@@ -34,6 +34,9 @@ States (one task per connection, `Connection.run`)::
               queued replies are still sent, then the connection closes.
     CLOSED    reached from any state; the socket is closed
 
+`abort()` (fault injection, `KafkaServer.drop_connections`) cancels the connection task in any
+state and resets the socket.
+
 Closes decided here, and what is logged (one line each, with the peer):
     peer EOF / reset, or shutdown while idle         nothing (debug level)
     idle longer than connections.max.idle.ms         info
@@ -46,7 +49,10 @@ connection never touches another.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import struct
 from collections.abc import Awaitable, Callable
 from functools import partial
 
@@ -71,6 +77,14 @@ MAX_RECEIVE_SIZE = 1 << 20
 #: replication round trip; here up to this many rounds overlap (the followers fetch what the
 #: next requests appended while the first ones wait, and leader and followers work at once).
 MAX_QUEUED_REPLIES = 5
+
+
+def _reset_on_close(stream: trio.abc.Stream) -> None:
+    """SO_LINGER 0: closing sends RST instead of FIN (the peer sees ECONNRESET)."""
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 class _Close(Exception):
@@ -117,6 +131,9 @@ class Connection:
         # reply that comes later is awaited in place, one request at a time
         self._spawn = spawn
         self._q: _ReplyQueue | None = None
+        # abort(): the whole connection task is cancelled and the socket reset
+        self._run_scope = trio.CancelScope()
+        self._reset = False
 
     def begin_close(self) -> None:
         """Shutdown: close now if waiting for a request, else right after the current response
@@ -125,13 +142,20 @@ class Connection:
         if self._read_scope is not None:
             self._read_scope.cancel()
 
+    def abort(self) -> None:
+        """Drop the connection now, as a network failure would (fault injection): whatever it
+        is doing is cancelled, nothing more is sent, the socket is reset (RST)."""
+        self._reset = True
+        self._run_scope.cancel()
+
     async def run(self) -> None:
         try:
-            await self._serve()
-            q = self._q
-            while q is not None and q.queued and not q.failed:  # queued replies still go out
-                q.progress = trio.Event()
-                await q.progress.wait()
+            with self._run_scope:
+                await self._serve()
+                q = self._q
+                while q is not None and q.queued and not q.failed:  # queued replies go out
+                    q.progress = trio.Event()
+                    await q.progress.wait()
         except _Close:
             pass
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -141,6 +165,8 @@ class Connection:
         finally:
             if self._q is not None:
                 self._q.scope.cancel()
+            if self._reset:
+                _reset_on_close(self.stream)
             await trio.aclose_forcefully(self.stream)
 
     async def _enqueue(self, reply: DispatchReply) -> None:

@@ -14,6 +14,11 @@ Connections run in their own nursery, so closing the listeners does not cancel t
 itself is not meant to be cancelled for a graceful stop: cancellation stops everything at once
 (the caller, `wirebroker.broker.Broker`, turns its own cancellation into `shutdown()`).
 
+Fault injection (`wirebroker.faults.control`): `pause_accepting()` closes the listeners (new
+clients are refused by the kernel) until `resume_accepting()` binds the same addresses again;
+`drop_connections()` resets every current connection (`Connection.abort`);
+`wait_listening(bool)` returns once the listeners are open / closed.
+
 Accepting (one loop per listener, Kafka's `Acceptor`)::
 
     accept                     EMFILE/ENFILE/ENOBUFS/ENOMEM: log, wait 100 ms, accept again
@@ -75,6 +80,12 @@ class KafkaServer:
         self.grace_s = grace_s
         self.quotas = ConnectionQuotas(max_connections, max_connections_per_ip)
         self.connections: set[Connection] = set()
+        #: the addresses bound at start (resume_accepting binds them again)
+        self.bound: list[tuple[str, int]] = []
+        self.accepting = True  # asked for (pause_accepting / resume_accepting)
+        self.listening = False  # the listeners are open (what `accepting` asks, once applied)
+        self._changed = trio.Event()  # stop, pause or resume asked for
+        self._listening_changed = trio.Event()
         self._stop = trio.Event()
         self._slot_freed = trio.Event()
         self._accept_blocked = False
@@ -82,6 +93,37 @@ class KafkaServer:
     def shutdown(self) -> None:
         """Stop accepting and drain (see the module docstring). Idempotent, synchronous."""
         self._stop.set()
+        self._changed.set()
+
+    # -- fault injection (wirebroker.faults.control) ------------------------------------------
+    def pause_accepting(self) -> None:
+        """Close the listeners: new clients get "connection refused" until resume_accepting
+        binds the same addresses again. Current connections are kept."""
+        if self.accepting:
+            self.accepting = False
+            self._changed.set()
+
+    def resume_accepting(self) -> None:
+        if not self.accepting:
+            self.accepting = True
+            self._changed.set()
+
+    async def wait_listening(self, listening: bool) -> None:
+        """Return once the listeners are open (True) or closed (False), or at shutdown."""
+        while self.listening != listening and not self._stop.is_set():
+            await self._listening_changed.wait()
+
+    def _set_listening(self, listening: bool) -> None:
+        self.listening = listening
+        self._listening_changed.set()
+        self._listening_changed = trio.Event()
+
+    def drop_connections(self) -> int:
+        """Reset every current connection at once (`Connection.abort`); how many there were."""
+        connections = list(self.connections)
+        for conn in connections:
+            conn.abort()
+        return len(connections)
 
     async def run(
         self,
@@ -101,20 +143,43 @@ class KafkaServer:
             for listener in listeners:
                 await trio.aclose_forcefully(listener)
             raise
-        bound = [transport.bound_address(listener) for listener in listeners]
+        bound = self.bound = [transport.bound_address(listener) for listener in listeners]
         async with trio.open_nursery() as connections:
-            async with trio.open_nursery() as acceptors:
-                for listener in listeners:
-                    acceptors.start_soon(self._accept_loop, listener, connections)
-                log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
-                task_status.started(bound)
-                await self._stop.wait()
-                acceptors.cancel_scope.cancel()  # each accept loop closes its listener
+            log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
+            task_status.started(bound)
+            while not self._stop.is_set():
+                self._set_listening(True)
+                await self._serve_listeners(listeners, connections)
+                listeners = []
+                self._set_listening(False)
+                if self._stop.is_set():
+                    break
+                log.warning("not accepting connections (listeners closed)")
+                while not (self.accepting or self._stop.is_set()):
+                    await self._wait_changed()
+                if self._stop.is_set():
+                    break
+                for host, port in bound:
+                    listeners.extend(await transport.listen(host, port))
+                log.warning("accepting connections again on %s", bound)
             if self.connections:
                 log.info("shutting down: %d connection(s) to drain", len(self.connections))
             for conn in list(self.connections):
                 conn.begin_close()
             connections.cancel_scope.deadline = trio.current_time() + self.grace_s
+
+    async def _wait_changed(self) -> None:
+        await self._changed.wait()
+        self._changed = trio.Event()
+
+    async def _serve_listeners(self, listeners: list[Listener], connections: trio.Nursery) -> None:
+        """Accept on `listeners` until shutdown or pause_accepting; closes them."""
+        async with trio.open_nursery() as acceptors:
+            for listener in listeners:
+                acceptors.start_soon(self._accept_loop, listener, connections)
+            while self.accepting and not self._stop.is_set():
+                await self._wait_changed()
+            acceptors.cancel_scope.cancel()  # each accept loop closes its listener
 
     async def _accept_loop(self, listener: Listener, connections: trio.Nursery) -> None:
         """Accept on one listener until cancelled, applying the connection quotas."""

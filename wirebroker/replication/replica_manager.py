@@ -34,7 +34,9 @@ replica.high.watermark.checkpoint.interval.ms and at shutdown).
 
 Leader side: `record_follower_fetch` (the Fetch handler, per follower partition), then ISR
 expansion when the follower may join; `maybe_shrink_isr(now_ms)` (every
-replica.lag.time.max.ms / 2) proposes dropping the members out of sync. Follower side:
+replica.lag.time.max.ms / 2) proposes dropping the members out of sync; an injected ISR
+shrink (`force_isr_shrink`, wirebroker.faults) proposes through the same path and keeps the
+replicas in `isr_holds` from rejoining until `release_isr_hold`. Follower side:
 `append_as_follower`, `truncate`, `truncate_fully_and_start_at` (the fetcher).
 
 Topic administration (create, delete, grow, configs) is `wirebroker.cluster.TopicAdmin`'s;
@@ -105,6 +107,8 @@ class ReplicaManager:
         self.replicated = replicated
         self.lag_ms = config.get_int("replica.lag.time.max.ms")
         self.isr_listener: IsrChangeListener | None = None
+        #: (topic, partition, replica) kept out of the ISR by an injected fault
+        self.isr_holds: set[tuple[str, int, int]] = set()
         self._partitions: dict[str, dict[int, Partition]] = {}
         self._listeners: list[DataListener] = [on_data] if on_data is not None else []
         self._hw_listeners: list[DataListener] = []
@@ -380,6 +384,8 @@ class ReplicaManager:
             replica_id, fetch_offset, now_ms, log_start_offset=log_start_offset
         )
         wanted = part.isr_to_expand(replica_id)
+        if wanted is not None and (part.topic, part.index, replica_id) in self.isr_holds:
+            wanted = None  # an injected ISR shrink keeps it out (wirebroker.faults)
         if wanted is not None:
             log.info("%s-%d: ISR expanding %s -> %s", part.topic, part.index, part.isr, wanted)
             self._propose(part, wanted, now_ms)
@@ -408,6 +414,29 @@ class ReplicaManager:
             elif part.maybe_advance_high_watermark(now_ms):
                 self._state_changed(part)
         return proposals
+
+    def force_isr_shrink(self, part: Partition, remove: Sequence[int], now_ms: int) -> list[int]:
+        """Fault injection (`wirebroker.faults.control`): propose the ISR without `remove`
+        (the leader stays) through the ordinary ISR change path, and keep those replicas out
+        (`isr_holds`) until `release_isr_hold`. Returns the ISR proposed."""
+        isr = [r for r in part.isr if r == part.node_id or r not in remove]
+        for replica in remove:
+            self.isr_holds.add((part.topic, part.index, replica))
+        if isr != part.isr:
+            log.warning(
+                "%s-%d: ISR shrinking %s -> %s (injected fault)",
+                part.topic,
+                part.index,
+                part.isr,
+                isr,
+            )
+            self._propose(part, isr, now_ms)
+        return isr
+
+    def release_isr_hold(self, topic: str, index: int, replicas: Sequence[int]) -> None:
+        """The replicas may join the ISR again (when caught up, as always)."""
+        for replica in replicas:
+            self.isr_holds.discard((topic, index, replica))
 
     def _propose(self, part: Partition, isr: list[int], now_ms: int) -> None:
         listener = self.isr_listener

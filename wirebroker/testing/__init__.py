@@ -11,10 +11,13 @@
     with wirebroker.running_cluster(brokers=3) as cluster:   # ZooKeeper + 3 brokers
         cluster.create_topic("t", partitions=3, replication_factor=3)
 
-`running(overrides={"num.partitions": 4}, data_dir=None, thread=False, log_level="WARNING")`:
+`running(overrides={"num.partitions": 4}, data_dir=None, thread=False, log_level="WARNING",
+admin=True)`:
 a subprocess `python -m wirebroker serve --port 0` with a temporary data directory (removed
 at exit) by default, ready in ~0.3 s; `thread=True` serves it from a thread of this process
-instead (faster, less isolated); `data_dir` keeps the data where the caller wants it. See
+instead (faster, less isolated); `data_dir` keeps the data where the caller wants it;
+`admin` serves the admin listener on a free loopback port (`.admin_url`: /faults, /metrics),
+and `.faults` is the broker's fault control (`wirebroker.testing.faults`). See
 `wirebroker.testing._broker` for the life cycle, `wirebroker.testing.client` for the helpers
 (pure Kafka protocol, no client library needed).
 
@@ -35,11 +38,15 @@ from wirebroker.testing._broker import (
     ZooKeeperMissing,
 )
 from wirebroker.testing.client import KafkaError, Message, WireClient
+from wirebroker.testing.faults import ClusterFaults, FaultRequestError, Faults
 
 __all__ = [
     "BrokerHandle",
     "BrokerStartError",
+    "ClusterFaults",
     "ClusterHandle",
+    "FaultRequestError",
+    "Faults",
     "KafkaError",
     "Message",
     "WireClient",
@@ -58,6 +65,7 @@ def running(
     thread: bool = False,
     log_level: str = "WARNING",
     ready_timeout: float = 30.0,
+    admin: bool = True,
 ) -> BrokerHandle:
     """A fresh broker, started; use it in a `with` block (or call `.stop()`)."""
     return BrokerHandle(
@@ -68,6 +76,7 @@ def running(
         thread=thread,
         log_level=log_level,
         ready_timeout=ready_timeout,
+        admin=admin,
     ).start()
 
 
@@ -78,6 +87,7 @@ def running_cluster(
     data_dir: str | os.PathLike[str] | None = None,
     log_level: str = "WARNING",
     ready_timeout: float = 60.0,
+    admin: bool = True,
 ) -> ClusterHandle:
     """ZooKeeper + `brokers` replicated brokers, started (`with` block or `.stop()`).
     Raises ZooKeeperMissing when Debian's zookeeper package or a JRE is not installed."""
@@ -87,4 +97,5 @@ def running_cluster(
         data_dir=data_dir,
         log_level=log_level,
         ready_timeout=ready_timeout,
+        admin=admin,
     ).start()

@@ -51,8 +51,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from wirebroker.testing.client import Message, WireClient
+from wirebroker.testing.faults import ClusterFaults, Faults
 
 READY_PREFIX = "wirebroker ready on "
+ADMIN_PREFIX = "wirebroker admin on "
 _PR_SET_PDEATHSIG = 1
 _TAIL_LINES = 20
 
@@ -152,8 +154,11 @@ class BrokerHandle(_Helpers):
         log_level: str = "WARNING",
         ready_timeout: float = 30.0,
         stop_timeout: float = 10.0,
+        admin: bool = True,
     ) -> None:
         self.overrides = {k: _config_value(v) for k, v in (overrides or {}).items()}
+        #: serve the admin listener (/faults, /metrics) on a free loopback port: `admin_url`
+        self.admin = admin
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self.listen_host = host
         self.listen_port = port
@@ -172,6 +177,9 @@ class BrokerHandle(_Helpers):
         self._trio_token: Any = None
         self._cancel: Any = None
         self._thread_error: BaseException | None = None
+        self._broker: Any = None  # thread mode: the Broker object
+        #: the admin listener's base URL ("http://127.0.0.1:PORT"), when it has one
+        self.admin_url: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -185,6 +193,16 @@ class BrokerHandle(_Helpers):
     def pid(self) -> int | None:
         """The broker's process id (None in thread mode or when stopped)."""
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def faults(self) -> Faults:
+        """Fault control of this broker (`wirebroker.testing.faults.Faults`): in process in
+        thread mode, else over HTTP to its admin listener."""
+        if self._broker is not None and self._trio_token is not None:
+            return Faults.in_process(self._broker, self._trio_token)
+        if self.admin_url is None:
+            raise RuntimeError("the broker is not running (or has no admin listener)")
+        return Faults.http(self.admin_url)
 
     def __enter__(self) -> BrokerHandle:
         return self if self.port else self.start()
@@ -217,6 +235,8 @@ class BrokerHandle(_Helpers):
         cmd = [sys.executable, "-m", "wirebroker", "serve", "--host", self.listen_host]
         cmd += ["--port", str(self.listen_port), "--data-dir", str(self.data_dir)]
         cmd += ["--log-level", self.log_level]
+        if self.admin:
+            cmd += ["--admin-port", "0"]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
         assert self.log_path is not None
@@ -258,7 +278,11 @@ class BrokerHandle(_Helpers):
                             f"end of its log:\n{_tail(self.log_path)}"
                         )
                     buf += chunk
-                    for line in buf.decode(errors="replace").splitlines():
+                    text = buf.decode(errors="replace")
+                    for line in text.split("\n")[:-1]:  # whole lines: a URL may be cut
+                        if line.startswith(ADMIN_PREFIX) and self.admin_url is None:
+                            self.admin_url = line[len(ADMIN_PREFIX) :].strip().rstrip("/")
+                    for line in text.splitlines():
                         if line.startswith(READY_PREFIX):
                             return line[len(READY_PREFIX) :].strip()
 
@@ -274,9 +298,11 @@ class BrokerHandle(_Helpers):
         host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
         values["listeners"] = f"PLAINTEXT://{host}:{self.listen_port}"
         values["log.dirs"] = str(self.data_dir)
+        if self.admin:
+            values.setdefault("admin.listeners", "127.0.0.1:0")
         config = BrokerConfig(values)
         logging.getLogger("wirebroker").setLevel(self.log_level)
-        broker = Broker(config)
+        broker = self._broker = Broker(config)
         ready = threading.Event()
         bound: list[tuple[str, int]] = []
 
@@ -302,6 +328,11 @@ class BrokerHandle(_Helpers):
             raise BrokerStartError(f"the in-thread broker did not start: {self._thread_error!r}")
         bound_host, self.port = bound[0]
         self.host = connectable_host(bound_host)
+        if broker.admin_bound:
+            admin_host, admin_port = broker.admin_bound[0]
+            admin_host = connectable_host(admin_host)
+            admin_host = f"[{admin_host}]" if ":" in admin_host else admin_host
+            self.admin_url = f"http://{admin_host}:{admin_port}"
 
     # -- stop -----------------------------------------------------------------------------
     def stop(self) -> None:
@@ -314,6 +345,8 @@ class BrokerHandle(_Helpers):
         finally:
             self._proc = None
             self._thread = None
+            self._broker = None
+            self.admin_url = None
             self.port = 0
             if self._log is not None:
                 self._log.close()
@@ -361,19 +394,25 @@ class ClusterHandle(_Helpers):
         log_level: str = "WARNING",
         ready_timeout: float = 60.0,
         stop_timeout: float = 30.0,
+        admin: bool = True,
     ) -> None:
         from wirebroker.launcher import ClusterSpec
 
+        values = {k: _config_value(v) for k, v in (overrides or {}).items()}
+        if admin:  # each broker's admin listener on a free loopback port (`admin_urls`)
+            values.setdefault("admin.listeners", "127.0.0.1:0")
         self.spec = ClusterSpec(
             brokers=brokers,
             data_dir=Path(data_dir) if data_dir is not None else None,
-            overrides={k: _config_value(v) for k, v in (overrides or {}).items()},
+            overrides=values,
             log_level=log_level.upper(),
             ready_timeout=ready_timeout,
             stop_timeout=stop_timeout,
         )
         self._launcher: Any = None
         self.addresses: list[str] = []
+        #: node id -> its admin listener's URL
+        self.admin_urls: dict[int, str] = {}
         self.zookeeper = ""
 
     @property
@@ -415,12 +454,33 @@ class ClusterHandle(_Helpers):
             self.stop()
             raise
         self.addresses = [str(b.address) for b in launcher.brokers]
+        self.admin_urls = {b.node_id: b.admin_url for b in launcher.brokers if b.admin_url}
         self.zookeeper = launcher.connect
         return self
+
+    @property
+    def admin_url(self) -> str | None:
+        """The admin listener of the lowest node id (each broker's: `admin_urls`)."""
+        return self.admin_urls[min(self.admin_urls)] if self.admin_urls else None
+
+    @property
+    def faults(self) -> ClusterFaults:
+        """Fault control of every broker (`ClusterFaults`: `[node_id]` for one broker;
+        shrink_isr goes to the partition's leader)."""
+        if not self.admin_urls:
+            raise RuntimeError("the cluster is not running (or has no admin listeners)")
+        brokers = {node: Faults.http(url) for node, url in self.admin_urls.items()}
+        return ClusterFaults(brokers, self._leader_of)
+
+    def _leader_of(self, topic: str, partition: int) -> int:
+        with self.client() as c:
+            (t,) = c.metadata([topic]).topics
+            return next(int(p.leader_id) for p in t.partitions if p.partition_index == partition)
 
     def stop(self) -> None:
         launcher, self._launcher = self._launcher, None
         self.addresses = []
+        self.admin_urls = {}
         if launcher is not None:
             try:
                 launcher._stop_all()

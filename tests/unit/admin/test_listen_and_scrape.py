@@ -83,7 +83,8 @@ def test_broker_admin_listener_off_by_default_and_checked(tmp_path: Path) -> Non
     )
     try:
         assert broker.admin_listen == [("127.0.0.1", 0)]
-        assert {r.path for r in broker.admin_routes} == {"/", "/metrics", "/api/state"}
+        paths = {r.path for r in broker.admin_routes}
+        assert paths == {"/", "/metrics", "/api/state", "/faults", "/faults/"}
     finally:
         broker.logs.close()
         broker.dir_locks.release()

@@ -138,6 +138,11 @@ class TxnCoordinatorCore:
             del self.txns[tid]
             self._markers.pop(tid, None)
 
+    def _value_version(self, transit: TxnTransit) -> int:
+        """TransactionLogValue version 1 at transaction.version 2 (Kafka's choice), and for
+        any TV2 transaction (its tags must survive a reload)."""
+        return 1 if self.config.transaction_version >= 2 else transit.value_version
+
     def _append(self, meta: TxnMetadata, transit: TxnTransit, kind: str) -> TxnAppend:
         tid = meta.transactional_id
         p = self.partition_for(tid)
@@ -147,7 +152,7 @@ class TxnCoordinatorCore:
             coordinator_epoch=self.owned[p],
             transactional_id=tid,
             key=encode_key(tid),
-            value=None if value is None else encode_value(value, transit.value_version),
+            value=None if value is None else encode_value(value, self._value_version(transit)),
             kind=kind,
             transit=transit,
         )

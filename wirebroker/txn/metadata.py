@@ -178,9 +178,9 @@ class TxnTransit:
 
     @property
     def value_version(self) -> int:
-        """TransactionLogValue version: 1 (flexible, with the tagged previous/next producer
-        id and client transaction version) for a TV2 transaction, else 0 (Kafka writes 1 once
-        transaction.version >= 1; 0 keeps part-1 logs readable by older wirebrokers)."""
+        """TransactionLogValue version this transit needs at least: 1 (flexible, with the
+        tagged previous/next producer id and client transaction version) for a TV2
+        transaction, else 0 (the coordinator writes 1 for all at transaction.version 2)."""
         return 1 if self.client_transaction_version >= 2 else 0
 
 

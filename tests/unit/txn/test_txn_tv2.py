@@ -153,3 +153,15 @@ def test_tv2_state_survives_a_reload() -> None:
     result = kit.core.complete_loading(p, 4, {"tx": loaded}, kit.now)
     [marker] = result.markers
     assert marker.producer_epoch == epoch + 1 and marker.transaction_version == 2
+
+
+def test_value_version_follows_the_feature_level() -> None:
+    """At transaction.version 2 every record is value v1 (Kafka); below, v0 for TV0/1."""
+    for level, expected in ((2, 1), (1, 0), (0, 0)):
+        kit = Kit(transaction_version=level)
+        init = kit.init()
+        kit.apply(
+            kit.core.add_partitions("tx", init.producer_id, init.producer_epoch, [T0], kit.now)
+        )
+        versions = {decode_value(a.value or b"").version for a in kit.log}
+        assert versions == {expected}, level

@@ -18,13 +18,15 @@ What passing proves, Kafka 4's behaviour being the spec:
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _broker import BrokerProcess
-from _txn_raw import RawTxn, find_group_coordinator, offset_fetch, retry
+from _txn_raw import offset_fetch
+from _txn_raw_v2 import RawTxnV2
+from _txn_raw_v2 import read_committed as _read_committed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -32,132 +34,13 @@ from _cluster import wait_until
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
-from protocol.records import build_batch, decode_records, iter_batches
 
 TOPIC = "tv2"
 FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 
-class RawTxnV2(RawTxn):
-    """A TV2 producer: no AddPartitionsToTxn / AddOffsetsToTxn; EndTxn v5 moves the epoch."""
-
-    def produce_v12(
-        self, topic: str, partition: int, values: Sequence[bytes], *, seq: int = 0
-    ) -> int:
-        batch = build_batch(
-            [(None, v) for v in values],
-            producer_id=self.producer_id,
-            producer_epoch=self.epoch,
-            base_sequence=seq,
-            is_transactional=True,
-        )
-        body = {
-            "transactional_id": self.tid,
-            "acks": -1,
-            "timeout_ms": 10_000,
-            "topic_data": [
-                {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
-            ],
-        }
-
-        def send() -> tuple[int, None]:
-            resp = _wire.request(self.address, ApiKey.PRODUCE, 12, body, timeout=20)
-            code = resp.responses[0].partition_responses[0].error_code
-            # the leader maps a busy coordinator (markers under way) to NOT_ENOUGH_REPLICAS
-            return (E.CONCURRENT_TRANSACTIONS if code == E.NOT_ENOUGH_REPLICAS else code), None
-
-        return int(retry(send)[0])
-
-    def commit_offsets_v5(self, group: str, offsets: dict[int, int]) -> list[int]:
-        code, address = retry(lambda: find_group_coordinator(self.address, group))
-        assert code == 0
-        parts = [
-            {
-                "partition_index": p,
-                "committed_offset": o,
-                "committed_leader_epoch": -1,
-                "committed_metadata": "",
-            }
-            for p, o in offsets.items()
-        ]
-        body = {
-            "transactional_id": self.tid,
-            "group_id": group,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.epoch,
-            "generation_id": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [{"name": TOPIC, "partitions": parts}],
-        }
-
-        def commit() -> tuple[int, list[int]]:
-            resp = _wire.request(address, ApiKey.TXN_OFFSET_COMMIT, 5, body)
-            codes = [p.error_code for t in resp.topics for p in t.partitions]
-            return max(codes), codes
-
-        return list(retry(commit)[1])
-
-    def end_v5(self, commit: bool, epoch: int | None = None) -> tuple[int, int, int]:
-        """EndTxn v5 -> (error, producer id, epoch); on success the producer moves to them."""
-
-        def end() -> tuple[int, Any]:
-            resp = _wire.request(
-                self.coordinator,
-                ApiKey.END_TXN,
-                5,
-                {
-                    "transactional_id": self.tid,
-                    "producer_id": self.producer_id,
-                    "producer_epoch": self.epoch if epoch is None else epoch,
-                    "committed": commit,
-                },
-            )
-            return resp.error_code, resp
-
-        code, resp = retry(end)
-        if code == 0 and epoch is None:
-            self.producer_id, self.epoch = resp.producer_id, resp.producer_epoch
-        return code, resp.producer_id, resp.producer_epoch
-
-
 def read_committed(address: str, partition: int) -> tuple[list[bytes], int]:
-    """Fetch v12 read_committed from 0: (values of the committed data records, LSO)."""
-    body = {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
-        "max_bytes": 1 << 24,
-        "isolation_level": 1,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": TOPIC,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": 0,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 24,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
-    p = _wire.request(address, ApiKey.FETCH, 12, body).responses[0].partitions[0]
-    assert p.error_code == 0
-    aborted = {a.producer_id: a.first_offset for a in p.aborted_transactions or []}
-    values: list[bytes] = []
-    for pos, h in iter_batches(p.records or b""):
-        if h.is_control or (h.producer_id in aborted and h.base_offset >= aborted[h.producer_id]):
-            continue
-        values += [r.value or b"" for r in decode_records(p.records, pos)]
-    return values, int(p.last_stable_offset)
+    return _read_committed(address, TOPIC, partition)
 
 
 def api_versions(address: str) -> Any:
@@ -216,7 +99,7 @@ def test_tv2_commit_abort_and_fencing(broker: BrokerProcess) -> None:
     # transaction 1: Produce v12 and TxnOffsetCommit v5 without AddPartitions/AddOffsets
     assert txn.produce_v12(TOPIC, 0, [b"a", b"b"]) == 0
     assert txn.produce_v12(TOPIC, 1, [b"c"]) == 0
-    assert txn.commit_offsets_v5("g-tv2", {0: 2, 1: 1}) == [0, 0]
+    assert txn.commit_offsets_v5("g-tv2", TOPIC, {0: 2, 1: 1}) == [0, 0]
     assert read_committed(addr, 0) == ([], 0)  # open: the LSO holds
     assert txn.end_v5(commit=True) == (0, pid, epoch0 + 1)
     wait_until(lambda: read_committed(addr, 0) == ([b"a", b"b"], 3), 10, "COMMIT on p0")

@@ -386,6 +386,9 @@ class TxnCoordinatorCore:
             return fail(E.CONCURRENT_TRANSACTIONS)
         done = (state is S.COMPLETE_COMMIT) == commit
         if state is S.ONGOING or (not commit and state in COMPLETED and not is_retry):
+            if meta.producer_epoch >= 32767:
+                # only after a fencing abort at 32766 (never told to a client): re-init
+                return fail(E.PRODUCER_FENCED)
             next_pid = (
                 self.allocate_producer_id()
                 if is_epoch_exhausted(meta.producer_epoch)

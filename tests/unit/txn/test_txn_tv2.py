@@ -165,3 +165,17 @@ def test_value_version_follows_the_feature_level() -> None:
         )
         versions = {decode_value(a.value or b"").version for a in kit.log}
         assert versions == {expected}, level
+
+
+def test_no_bump_past_short_max_after_a_fence() -> None:
+    kit = Kit()
+    pid, _ = start(kit)
+    meta = kit.core.txns["tx"]
+    meta.producer_epoch = 32766
+    kit.apply(kit.core.abort_timed_out(kit.now + 10**9))  # fence: 32767, PrepareAbort
+    kit.ack_markers()
+    assert meta.state is S.COMPLETE_ABORT and meta.producer_epoch == 32767
+    assert end(kit, pid, 32767, False).error is E.PRODUCER_FENCED
+    # InitProducerId rotates to a new producer id
+    again = kit.init()
+    assert again.error is E.NONE and again.producer_id != pid and again.producer_epoch == 0

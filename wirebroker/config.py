@@ -323,6 +323,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        ConfigDef(
+            "transaction.version",
+            _T.SHORT,
+            "2",
+            "finalized transaction.version feature (Kafka sets it with kafka-features): 2 = "
+            "KIP-890 part 2 (EndTxn v5 epoch bump, implicit AddPartitions); 0/1 = part 1 only",
+            minimum=0,
+            read_only=True,
+        ),
         ConfigDef("request.timeout.ms", _T.INT, "30000", "", minimum=0, read_only=True),
         ConfigDef("cluster.id", _T.STRING, None, "generated on first start", read_only=True),
         ConfigDef(

@@ -10,7 +10,9 @@
               verify_only=true (KIP-890 part 1, a partition leader asking before it appends a
               transactional batch): per partition NONE when it is in the ongoing transaction,
               else TRANSACTION_ABORTABLE, or the id's error (`verify_partitions`; nothing
-              written). verify_only=false: added as in v0-3. Top-level error_code NONE.
+              written). verify_only=false: added as in v0-3 (v5 from a leader for a TV2 producer,
+              KIP-890 part 2: recorded as client transaction version 2). Top-level
+              error_code NONE.
 Errors of the coordinator: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, COORDINATOR_NOT_AVAILABLE
 (no coordinator, or the append failed). Skipped: authorization (Kafka checks WRITE on each topic
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["handle"]
 
 _BATCHED_VERSION = 4
+_TV2_VERSION = 5
 
 
 def _partitions(topics: list[AddPartitionsToTxnTopic]) -> list[TopicPartition]:
@@ -73,6 +76,7 @@ async def _add(
     producer_epoch: int,
     partitions: list[TopicPartition],
     verify_only: bool,
+    client_tv: int | None,
 ) -> dict[TopicPartition, ErrorCode]:
     coordinator = ctx.services.txn_coordinator
     if coordinator is None:
@@ -92,7 +96,7 @@ async def _add(
             for tp in partitions
         }
     error = await coordinator.add_partitions(
-        transactional_id, producer_id, producer_epoch, partitions
+        transactional_id, producer_id, producer_epoch, partitions, client_tv
     )
     return dict.fromkeys(partitions, for_version(error, ctx.api_version >= 2))
 
@@ -108,6 +112,7 @@ async def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPart
             int(req.get("v3_and_below_producer_epoch", -1)),
             partitions,
             False,
+            0,
         )
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(errors)}
     results: list[AddPartitionsToTxnResult] = []
@@ -119,6 +124,7 @@ async def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPart
             int(txn["producer_epoch"]),
             _partitions(list(txn["topics"] or [])),
             bool(txn.get("verify_only", False)),
+            2 if ctx.api_version >= _TV2_VERSION else None,
         )
         results.append(
             {"transactional_id": str(txn["transactional_id"]), "topic_results": _results(errors)}

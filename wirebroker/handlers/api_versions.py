@@ -10,9 +10,11 @@ Request
     not match, the answer is INVALID_REQUEST (42) with an empty API list, as Kafka's.
 Response
     `error_code`, `api_keys` [(`api_key`, `min_version`, `max_version`)], `throttle_time_ms` (v1+,
-    always 0). The optional tagged fields (SupportedFeatures, FinalizedFeaturesEpoch,
-    FinalizedFeatures, ZkMigrationReady) stay at their defaults and are therefore not written:
-    kcat 1.7.1 / librdkafka 2.0.2 fails to parse a v3 response that carries them.
+    always 0). v3+ tagged fields: SupportedFeatures lists `transaction.version` 0..2, and,
+    when the broker's `transaction.version` is above 0, FinalizedFeaturesEpoch and
+    FinalizedFeatures carry the finalized level (`wirebroker.txn.version`; clients use
+    KIP-890 part 2 at level 2). Below level 2, Produce is capped at v11 and EndTxn /
+    TxnOffsetCommit at v4 (the TV2 versions). ZkMigrationReady stays at its default.
 Newer version than served (v5+)
     Not a handler call: `wirebroker.handlers.dispatcher` answers with `unsupported_version_body()`
     encoded as a v0 response (header v0): UNSUPPORTED_VERSION (35) plus the API list, so the
@@ -20,7 +22,7 @@ Newer version than served (v5+)
     ApiVersions' own range in that answer; wirebroker lists every API, which clients treat the
     same way.
 
-Skipped: features (KIP-584) are not advertised; throttling does not exist.
+Skipped: features other than transaction.version (KIP-584); throttling does not exist.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import HANDLERS, handler
+from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
     from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
@@ -45,16 +48,31 @@ def valid_software_field(value: str | None) -> bool:
     return value is not None and _SOFTWARE_NAME_VERSION.fullmatch(value) is not None
 
 
-def advertised_api_keys() -> list[ApiVersion]:
-    """The `api_keys` array: every registered API, by key, with its advertised range."""
+def advertised_api_keys(transaction_version: int = txn_version.MAX_LEVEL) -> list[ApiVersion]:
+    """The `api_keys` array: every registered API, by key, with its advertised range (the
+    TV2 versions left out below transaction.version 2)."""
+    caps = txn_version.TV1_MAX_VERSIONS if transaction_version < txn_version.MAX_LEVEL else {}
     return [
         {
             "api_key": spec.api_key,
             "min_version": spec.advertised_min,
-            "max_version": spec.max_version,
+            "max_version": min(spec.max_version, caps.get(spec.api_key, spec.max_version)),
         }
         for spec in sorted(HANDLERS.values(), key=lambda s: s.api_key)
     ]
+
+
+def _features(response: ApiVersionsResponse, level: int) -> None:
+    """KIP-584 features of a v3+ answer: transaction.version supported 0..2, finalized at
+    `level` (not listed at 0, as Kafka omits level-0 features)."""
+    response["supported_features"] = [
+        {"name": txn_version.FEATURE, "min_version": 0, "max_version": txn_version.MAX_LEVEL}
+    ]
+    if level > 0:
+        response["finalized_features_epoch"] = txn_version.FINALIZED_FEATURES_EPOCH
+        response["finalized_features"] = [
+            {"name": txn_version.FEATURE, "max_version_level": level, "min_version_level": level}
+        ]
 
 
 def unsupported_version_body() -> ApiVersionsResponse:
@@ -69,4 +87,12 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
         and valid_software_field(req.get("client_software_version"))
     ):
         return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
-    return {"error_code": ErrorCode.NONE, "api_keys": advertised_api_keys(), "throttle_time_ms": 0}
+    level = txn_version.level(ctx.services.config)
+    response: ApiVersionsResponse = {
+        "error_code": ErrorCode.NONE,
+        "api_keys": advertised_api_keys(level),
+        "throttle_time_ms": 0,
+    }
+    if ctx.api_version >= 3:
+        _features(response, level)
+    return response

@@ -30,6 +30,10 @@ Per request
                     coordinator (AddPartitionsToTxn verify_only) before anything is
                     appended; not in the transaction -> INVALID_TXN_STATE, coordinator not
                     reachable -> NOT_ENOUGH_REPLICAS (retriable), fencing errors as answered.
+                    KIP-890 part 2 (v12+, at transaction.version 2: a TV2 producer sends no
+                    AddPartitionsToTxn): the same request is AddPartitionsToTxn v5 with
+                    verify_only=false, the leader adds the partition to the transaction on
+                    the producer's behalf (Kafka's `addPartition` operation).
     timeout_ms      the acks=-1 wait (above); unused otherwise.
 
 Per partition, in this order
@@ -81,6 +85,7 @@ from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
+from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
     from protocol.messages.produce import (
@@ -189,7 +194,10 @@ async def _verify(
     """KIP-890 part 1 (module docstring): the partitions whose transactional batch the
     coordinator did not confirm, with the error to answer."""
     verifier = ctx.services.txn_verifier
-    if verifier is None or not verifier.enabled:
+    add = ctx.api_version >= txn_version.TV2_PRODUCE_VERSION and (
+        txn_version.level(ctx.services.config) >= txn_version.MAX_LEVEL
+    )
+    if verifier is None or not (verifier.enabled or add):
         return {}
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for topic in topic_data:
@@ -207,12 +215,12 @@ async def _verify(
             ongoing = entry.epoch if entry is not None and entry.txn_first_offset >= 0 else -1
             tp = (info, part.index)
             if verifier.needs_verification(
-                h.producer_id, h.producer_epoch, tp, ongoing_epoch=ongoing
+                h.producer_id, h.producer_epoch, tp, ongoing_epoch=ongoing, add=add
             ):
                 todo.setdefault((h.producer_id, h.producer_epoch), []).append(tp)
     errors: dict[tuple[str, int], ErrorCode] = {}
     for (pid, epoch), tps in todo.items():
-        answers = await verifier.verify(transactional_id, pid, epoch, tps)
+        answers = await verifier.verify(transactional_id, pid, epoch, tps, add=add)
         errors.update({tp: code for tp, code in answers.items() if code != ErrorCode.NONE})
     return errors
 

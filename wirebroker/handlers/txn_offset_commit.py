@@ -1,4 +1,5 @@
-"""TxnOffsetCommit (API key 28): serves v0-4 (v5 belongs to KIP-890 part 2, not served).
+"""TxnOffsetCommit (API key 28): serves v0-5 (v5, KIP-890 part 2, advertised at
+transaction.version 2 only).
 
 The consumer offsets of a transaction (`sendOffsetsToTransaction`), sent by the producer to
 the group coordinator after AddOffsetsToTxn. Per partition, before the coordinator:
@@ -7,7 +8,10 @@ Then (nothing left: no coordinator call):
     KIP-890 part 1 (`Services.txn_verifier`, unless transaction.partition.verification.enable
     is false): the group's `__consumer_offsets` partition must be in the producer's ongoing
     transaction (AddOffsetsToTxn put it there) -> else INVALID_TXN_STATE for every partition;
-    a coordinator that cannot be asked -> COORDINATOR_NOT_AVAILABLE (retriable).
+    a coordinator that cannot be asked -> COORDINATOR_NOT_AVAILABLE (retriable). v5 at
+    transaction.version 2 (a TV2 producer sends no AddOffsetsToTxn): the group coordinator
+    adds the offsets partition to the transaction itself (AddPartitionsToTxn v5,
+    verify_only=false, over the wire to the transaction coordinator).
     `GroupCoordinatorRuntime.txn_commit_offsets` (the core's rules, `offsets_manager`):
     generation/member checks of KIP-447 when given (v3+: UNKNOWN_MEMBER_ID,
     ILLEGAL_GENERATION, FENCED_INSTANCE_ID; an unknown group with a generation
@@ -29,6 +33,7 @@ from protocol.errors import ErrorCode
 from wirebroker.group.messages import CommitPartition, CommitTopic, TxnCommitRequest
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers.registry import handler
+from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
     from protocol.messages.txn_offset_commit import (
@@ -48,23 +53,26 @@ async def _verify(ctx: RequestContext, req: TxnOffsetCommitRequest, group_id: st
     """KIP-890 part 1 for the group's `__consumer_offsets` partition."""
     verifier = ctx.services.txn_verifier
     coordinator = ctx.services.group_coordinator
-    if verifier is None or not verifier.enabled or coordinator is None:
+    add = ctx.api_version >= txn_version.TV2_TXN_OFFSET_COMMIT_VERSION and (
+        txn_version.level(ctx.services.config) >= txn_version.MAX_LEVEL
+    )
+    if verifier is None or not (verifier.enabled or add) or coordinator is None:
         return ErrorCode.NONE
     tp = (OFFSETS_TOPIC, coordinator.partition_for(group_id))
     pid, epoch = int(req["producer_id"]), int(req["producer_epoch"])
     part = ctx.services.replicas.partition(*tp)
     entry = part.log.producer_entry(pid) if part is not None else None
     ongoing = entry.epoch if entry is not None and entry.txn_first_offset >= 0 else -1
-    if not verifier.needs_verification(pid, epoch, tp, ongoing_epoch=ongoing):
+    if not verifier.needs_verification(pid, epoch, tp, ongoing_epoch=ongoing, add=add):
         return ErrorCode.NONE
-    answers = await verifier.verify(str(req["transactional_id"]), pid, epoch, [tp])
+    answers = await verifier.verify(str(req["transactional_id"]), pid, epoch, [tp], add=add)
     code = answers.get(tp, ErrorCode.INVALID_TXN_STATE)
     if code is ErrorCode.NOT_ENOUGH_REPLICAS:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return code
 
 
-@handler(ApiKey.TXN_OFFSET_COMMIT, max_version=4)
+@handler(ApiKey.TXN_OFFSET_COMMIT, max_version=5)
 async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     version = ctx.api_version
     group_id = str(req.get("group_id") or "")

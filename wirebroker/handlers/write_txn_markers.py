@@ -1,6 +1,9 @@
 """WriteTxnMarkers (API key 27): serves v1-2 (v0 is gone from Kafka 4's schema; v2 adds
-transaction_version, which changes nothing on the partition side). Sent by the transaction
-coordinator -- over the wire, also when it is this broker -- to each partition leader.
+transaction_version). Sent by the transaction coordinator -- over the wire, also when it is
+this broker -- to each partition leader. A TV2 transaction's marker (transaction_version 2,
+KIP-890 part 2) carries the epoch EndTxn v5 bumped, the producer's + 1 here: a newer epoch is
+accepted and becomes the producer's, so the old epoch is fenced from then on (data batches
+and markers of it answer INVALID_PRODUCER_EPOCH); the same rule serves both versions.
 
 Per marker (producer id, epoch, COMMIT/ABORT, coordinator epoch), per partition, in order:
     unknown topic or partition here         UNKNOWN_TOPIC_OR_PARTITION (the coordinator stops
@@ -19,7 +22,7 @@ After a marker is in the log: KIP-890 verification entries of (producer, partiti
 dropped (`Services.txn_verifier.on_marker`), and a marker on a `__consumer_offsets` partition
 completes the group coordinator's pending transactional offsets of the producer there
 (`GroupCoordinatorRuntime.complete_txn`: visible to OffsetFetch on COMMIT, dropped on ABORT).
-Skipped: authorization (CLUSTER_ACTION), the v2 transaction_version checks.
+Skipped: authorization (CLUSTER_ACTION).
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ producer's first transactional batch here is appended (Kafka's AddPartitionsToTx
                                           at this epoch (Kafka: hasOngoingTransaction).
     on_marker(pid, topic, partition)      a COMMIT/ABORT marker ended the transaction there:
                                           forget its cache entries.
+    verify(..., add=True)                 KIP-890 part 2 (a transaction version 2 producer:
+                                          Produce v12+, TxnOffsetCommit v5): AddPartitionsToTxn
+                                          v5 with verify_only=false, so the coordinator adds
+                                          the partitions to the transaction itself (Kafka's
+                                          AddPartitionsToTxnManager `addPartition`); answers
+                                          and cache as for a verification.
 
 The coordinator is reached the same way also when it is this broker (loopback), so a single
 broker and a cluster take one path. Errors the producer must retry (no `__transaction_state`
@@ -46,6 +52,7 @@ log = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 _VERSION = 4
+_ADD_VERSION = 5
 TopicPartition = tuple[str, int]
 
 #: coordinator errors the producer retries: Kafka answers the producer NOT_ENOUGH_REPLICAS
@@ -87,11 +94,18 @@ class TxnVerifier:
 
     # -- the cache ---------------------------------------------------------------------------
     def needs_verification(
-        self, producer_id: int, producer_epoch: int, tp: TopicPartition, *, ongoing_epoch: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        tp: TopicPartition,
+        *,
+        ongoing_epoch: int,
+        add: bool = False,
     ) -> bool:
         """`ongoing_epoch`: the epoch of the producer's open transaction in this partition's
-        log (-1: none)."""
-        if not self.enabled:
+        log (-1: none). `add` (TV2): the implicit add happens even with verification
+        disabled, as in Kafka."""
+        if not self.enabled and not add:
             return False
         if ongoing_epoch >= 0 and ongoing_epoch == producer_epoch:
             return False
@@ -119,8 +133,11 @@ class TxnVerifier:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
+        *,
+        add: bool = False,
     ) -> dict[TopicPartition, ErrorCode]:
-        """Ask the coordinator; NONE entries are cached until their marker."""
+        """Ask the coordinator (`add`: to add them, TV2); NONE entries are cached until their
+        marker."""
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
@@ -136,13 +153,13 @@ class TxnVerifier:
                     "transactional_id": transactional_id,
                     "producer_id": producer_id,
                     "producer_epoch": producer_epoch,
-                    "verify_only": True,
+                    "verify_only": not add,
                     "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
                 }
             ]
         }
         try:
-            response = await self._request(address, body)
+            response = await self._request(address, body, _ADD_VERSION if add else _VERSION)
         except (BrokerConnectionError, trio.TooSlowError) as exc:
             log.warning("transaction verification with %s:%d failed: %s", *address, exc)
             return dict.fromkeys(wanted, ErrorCode.NOT_ENOUGH_REPLICAS)
@@ -174,7 +191,9 @@ class TxnVerifier:
                 self._verified[(producer_id, *tp)] = producer_epoch
         return {tp: out[tp] for tp in wanted}
 
-    async def _request(self, address: tuple[str, int], body: dict[str, Any]) -> object:
+    async def _request(
+        self, address: tuple[str, int], body: dict[str, Any], version: int = _VERSION
+    ) -> object:
         lock = self._locks.setdefault(address, trio.Lock())
         async with lock:
             with trio.fail_after(self.timeout_s):
@@ -185,7 +204,7 @@ class TxnVerifier:
                     )
                     self._connections[address] = conn
                 try:
-                    return await conn.request(int(ApiKey.ADD_PARTITIONS_TO_TXN), _VERSION, body)
+                    return await conn.request(int(ApiKey.ADD_PARTITIONS_TO_TXN), version, body)
                 except BaseException:
                     self._connections.pop(address, None)
                     await conn.aclose()

@@ -7,6 +7,7 @@ transactional.id.expiration.ms                          id_expiration_ms        
 transaction.abort.timed.out.transaction.cleanup.interval.ms  abort_check_interval_ms  10000
 transaction.remove.expired.transaction.cleanup.interval.ms   expire_check_interval_ms 3600000
 offsets.topic.num.partitions                            offsets_num_partitions        50
+transaction.version                                     transaction_version           2
 
 The two intervals are for the runtime (how often it calls `abort_timed_out` and
 `expire_transactional_ids`); the core only compares timestamps.
@@ -35,6 +36,9 @@ class TxnConfig:
         "transaction.remove.expired.transaction.cleanup.interval.ms", 3_600_000
     )
     offsets_num_partitions: int = _from("offsets.topic.num.partitions", 50)
+    transaction_version: int = _from("transaction.version", 2)
+    """The finalized transaction.version: at 2 every `__transaction_state` value is written
+    as version 1 (flexible, tagged fields), as Kafka does; below, version 0."""
 
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> TxnConfig:

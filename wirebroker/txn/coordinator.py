@@ -10,9 +10,11 @@ NOT_COORDINATOR for others, COORDINATOR_LOAD_IN_PROGRESS while one loads (`begin
 `unload` drops a partition; appends and markers still in flight for it then complete to
 NOT_COORDINATOR / nothing (their coordinator epoch no longer matches).
 
-Not here (yet): transaction.version 2 (KIP-890 part 2: EndTxn v5 epoch bump per transaction,
-implicit AddPartitions), TxnOffsetCommit (the group coordinator's side), the producer-id block
-allocation (injected as `allocate_producer_id`).
+Transaction version 2 (KIP-890 part 2): `end_txn(..., tv2=True)` (EndTxn v5) bumps the epoch
+on every commit/abort and answers an `EndTxnResult` (see `_end_txn_v2`); partitions are added
+implicitly by the partition leaders (AddPartitionsToTxn v5, verify_only false, `client_tv` 2).
+Not here: TxnOffsetCommit (the group coordinator's side), the producer-id block allocation
+(injected as `allocate_producer_id`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from wirebroker.group.partitioning import partition_for as offsets_partition_for
 from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.effects import (
     AppendKind,
+    EndTxnResult,
     InitPidResult,
     MarkerRequest,
     TxnAppend,
@@ -35,7 +38,9 @@ from wirebroker.txn.effects import (
 )
 from wirebroker.txn.metadata import (
     COMPLETED,
+    EXHAUSTED_EPOCH,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     PREPARING,
     TopicPartition,
     TxnMetadata,
@@ -133,6 +138,11 @@ class TxnCoordinatorCore:
             del self.txns[tid]
             self._markers.pop(tid, None)
 
+    def _value_version(self, transit: TxnTransit) -> int:
+        """TransactionLogValue version 1 at transaction.version 2 (Kafka's choice), and for
+        any TV2 transaction (its tags must survive a reload)."""
+        return 1 if self.config.transaction_version >= 2 else transit.value_version
+
     def _append(self, meta: TxnMetadata, transit: TxnTransit, kind: str) -> TxnAppend:
         tid = meta.transactional_id
         p = self.partition_for(tid)
@@ -142,7 +152,7 @@ class TxnCoordinatorCore:
             coordinator_epoch=self.owned[p],
             transactional_id=tid,
             key=encode_key(tid),
-            value=None if value is None else encode_value(value),
+            value=None if value is None else encode_value(value, self._value_version(transit)),
             kind=kind,
             transit=transit,
         )
@@ -221,6 +231,14 @@ class TxnCoordinatorCore:
         if (err := self._owner_error(transactional_id)) is not None:
             return err
         meta = self.txns.get(transactional_id)
+        if (
+            meta is not None
+            and meta.state in PREPARING
+            and meta.next_producer_id != NO_PRODUCER_ID
+            and producer_id == meta.next_producer_id
+        ):
+            # TV2 rollover: EndTxn answered the next producer id while the markers are written
+            return E.CONCURRENT_TRANSACTIONS
         if meta is None or meta.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING
         if meta.producer_epoch != producer_epoch:
@@ -234,9 +252,11 @@ class TxnCoordinatorCore:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
         now_ms: int,
+        client_tv: int | None = None,
     ) -> TxnResult[ErrorCode]:
         """AddPartitionsToTxn (v0-3, and a v4+ transaction with verify_only false): one error
-        for all the partitions (the handler answers it for each)."""
+        for all the partitions (the handler answers it for each). `client_tv` 2: added by a
+        partition leader for a TV2 producer (v5), recorded as the client's version."""
         meta = self._check_producer(transactional_id, producer_id, producer_epoch)
         if isinstance(meta, ErrorCode):
             return TxnResult(meta)
@@ -245,7 +265,7 @@ class TxnCoordinatorCore:
             return TxnResult(E.CONCURRENT_TRANSACTIONS)
         if meta.state is S.ONGOING and wanted <= meta.partitions:
             return TxnResult(E.NONE)
-        transit = meta.prepare_add_partitions(wanted, now_ms)
+        transit = meta.prepare_add_partitions(wanted, now_ms, client_tv)
         return TxnResult(appends=[self._append(meta, transit, AppendKind.ADD)])
 
     def verify_partitions(
@@ -289,8 +309,12 @@ class TxnCoordinatorCore:
         producer_epoch: int,
         commit: bool,
         now_ms: int,
-    ) -> TxnResult[ErrorCode]:
-        """EndTxn from the client (v0-4 semantics: the epoch must match exactly)."""
+        tv2: bool = False,
+    ) -> TxnResult[Any]:
+        """EndTxn from the client. v0-4 (TV0/1): the epoch must match exactly; answers an
+        ErrorCode. `tv2` (v5): `_end_txn_v2`, answers an `EndTxnResult`."""
+        if tv2:
+            return self._end_txn_v2(transactional_id, producer_id, producer_epoch, commit, now_ms)
         meta = self._check_producer(transactional_id, producer_id, producer_epoch)
         if isinstance(meta, ErrorCode):
             return TxnResult(meta)
@@ -298,7 +322,7 @@ class TxnCoordinatorCore:
             return TxnResult(E.CONCURRENT_TRANSACTIONS)
         state = meta.state
         if state is S.ONGOING:
-            transit = meta.prepare_end(commit, now_ms)
+            transit = meta.prepare_end(commit, now_ms, client_tv=0)
             return TxnResult(appends=[self._append(meta, transit, AppendKind.END)])
         same = (state in (S.PREPARE_COMMIT, S.COMPLETE_COMMIT)) == commit
         if state in PREPARING and same:
@@ -306,6 +330,79 @@ class TxnCoordinatorCore:
         if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and same:
             return TxnResult(E.NONE)  # a retry of an EndTxn that completed
         return TxnResult(E.INVALID_TXN_STATE)
+
+    def _end_txn_v2(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        now_ms: int,
+    ) -> TxnResult[EndTxnResult]:
+        """EndTxn v5 (Kafka's TV2 endTransaction). Every commit/abort bumps the epoch
+        (PrepareX carries epoch + 1; the markers are written with it, so the old epoch is
+        fenced on every partition) and answers the new (producer id, epoch). At an exhausted
+        epoch (>= 32766) the bump goes to 32767 and a next producer id is allocated: the
+        answer carries it with epoch 0, taken at CompleteX. Retries of an EndTxn whose answer
+        was lost come with the old epoch: epoch + 1 == current (or the old producer id at
+        32766 after a rollover) -> CONCURRENT_TRANSACTIONS while PrepareX, NONE with the
+        current id/epoch once complete. The epoch check by state: Ongoing/Empty: equal;
+        PrepareX: only the retry; CompleteX: the retry or equal. An abort from Empty /
+        CompleteCommit / CompleteAbort (the client cannot know whether its first Produce
+        reached a leader) is a transaction without partitions: PrepareAbort, then at once
+        CompleteAbort, with the bump."""
+
+        def fail(error: ErrorCode) -> TxnResult[EndTxnResult]:
+            return TxnResult(EndTxnResult(error))
+
+        if not transactional_id:
+            return fail(E.INVALID_REQUEST)
+        if (err := self._owner_error(transactional_id)) is not None:
+            return fail(err)
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return fail(E.INVALID_PRODUCER_ID_MAPPING)
+        state = meta.state
+        retry_on_overflow = (
+            meta.last_producer_id == producer_id
+            and producer_epoch == EXHAUSTED_EPOCH
+            and meta.producer_epoch == 0
+        )
+        retry_on_bump = (
+            meta.producer_id == producer_id and meta.producer_epoch == producer_epoch + 1
+        )
+        if state in (S.ONGOING, S.EMPTY):
+            valid = producer_epoch == meta.producer_epoch
+        elif state in PREPARING:
+            valid = retry_on_bump
+        else:
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return fail(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid:
+            return fail(E.PRODUCER_FENCED)
+        if meta.pending is not None:
+            return fail(E.CONCURRENT_TRANSACTIONS)
+        done = (state is S.COMPLETE_COMMIT) == commit
+        if state is S.ONGOING or (not commit and state in COMPLETED and not is_retry):
+            if meta.producer_epoch >= 32767:
+                # only after a fencing abort at 32766 (never told to a client): re-init
+                return fail(E.PRODUCER_FENCED)
+            next_pid = (
+                self.allocate_producer_id()
+                if is_epoch_exhausted(meta.producer_epoch)
+                else NO_PRODUCER_ID
+            )
+            transit = meta.prepare_end_v2(
+                commit, next_pid, now_ms, no_partition_added=state is not S.ONGOING
+            )
+            return TxnResult(appends=[self._append(meta, transit, AppendKind.END)])
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and done and is_retry:
+            return TxnResult(EndTxnResult(E.NONE, meta.producer_id, meta.producer_epoch))
+        if state in PREPARING and (state is S.PREPARE_COMMIT) == commit:
+            return fail(E.CONCURRENT_TRANSACTIONS)
+        return fail(E.INVALID_TXN_STATE)
 
     def abort_timed_out(self, now_ms: int) -> TxnResult[None]:
         """Abort (with an epoch bump, fencing the producer) every Ongoing transaction older
@@ -352,7 +449,7 @@ class TxnCoordinatorCore:
             or meta is None
             or meta.pending is not append.transit
         ):
-            return self._answer(append.kind, E.NOT_COORDINATOR, result)
+            return self._answer(append, E.NOT_COORDINATOR, result)
         if error is not None:
             return self._append_failed(meta, append, append_error_to_response_error(error), result)
         meta.complete(append.transit)
@@ -362,7 +459,9 @@ class TxnCoordinatorCore:
         elif kind == AppendKind.ADD:
             result.response = E.NONE
         elif kind in (AppendKind.END, AppendKind.FENCE, AppendKind.TIMEOUT):
-            if kind == AppendKind.END:
+            if kind == AppendKind.END and append.transit.client_transaction_version >= 2:
+                result.response = _end_v2_answer(append.transit)  # type: ignore[assignment]
+            elif kind == AppendKind.END:
                 result.response = E.NONE
             elif kind == AppendKind.FENCE:
                 result.response = InitPidResult(E.CONCURRENT_TRANSACTIONS)
@@ -373,10 +472,13 @@ class TxnCoordinatorCore:
 
     @staticmethod
     def _answer(
-        kind: str, error: ErrorCode, result: TxnResult[InitPidResult | ErrorCode]
+        append: TxnAppend, error: ErrorCode, result: TxnResult[InitPidResult | ErrorCode]
     ) -> TxnResult[InitPidResult | ErrorCode]:
+        kind = append.kind
         if kind in (AppendKind.INIT, AppendKind.FENCE):
             result.response = InitPidResult(error)
+        elif kind == AppendKind.END and append.transit.client_transaction_version >= 2:
+            result.response = EndTxnResult(error)  # type: ignore[assignment]
         elif kind in (AppendKind.ADD, AppendKind.END):
             result.response = error
         return result
@@ -396,7 +498,7 @@ class TxnCoordinatorCore:
                 meta.pending = append.transit
                 result.appends.append(append)
             return result
-        return self._answer(append.kind, error, result)
+        return self._answer(append, error, result)
 
     def _send_markers(
         self, meta: TxnMetadata, complete: TxnTransit, result: TxnResult[Any]
@@ -411,6 +513,7 @@ class TxnCoordinatorCore:
             self.owned[p],
             meta.state is S.PREPARE_COMMIT,
             frozenset(meta.partitions),
+            meta.client_transaction_version,
         )
         if not meta.partitions:
             result.appends.append(self._append_complete(meta, complete))
@@ -508,3 +611,11 @@ class TxnCoordinatorCore:
                 continue
             out.append(TxnListing(tid, meta.producer_id, meta.state.state_name))
         return ListResult(tuple(out), tuple(unknown))
+
+
+def _end_v2_answer(transit: TxnTransit) -> EndTxnResult:
+    """EndTxn v5's answer once PrepareX is written: the bumped epoch, or after a rollover the
+    next producer id with epoch 0 (what the client's next transaction uses)."""
+    if transit.next_producer_id != NO_PRODUCER_ID:
+        return EndTxnResult(E.NONE, transit.next_producer_id, 0)
+    return EndTxnResult(E.NONE, transit.producer_id, transit.producer_epoch)

@@ -45,7 +45,7 @@ class AppendKind:
 
     INIT = "init"  # InitProducerId: answer InitPidResult
     ADD = "add"  # AddPartitionsToTxn / AddOffsetsToTxn: answer NONE
-    END = "end"  # EndTxn from the client: answer NONE, then markers
+    END = "end"  # EndTxn from the client: answer NONE (v5: an EndTxnResult), then markers
     FENCE = "fence"  # InitProducerId on Ongoing: abort; answer CONCURRENT_TRANSACTIONS
     TIMEOUT = "timeout"  # coordinator abort of a timed-out transaction: no answer
     COMPLETE = "complete"  # CompleteCommit / CompleteAbort after the markers: no answer
@@ -66,6 +66,16 @@ class TxnAppend:
 
 
 @dataclass(frozen=True)
+class EndTxnResult:
+    """EndTxn v5 (transaction version 2): the error, and the producer id and epoch the client
+    continues with (the bumped epoch; the next producer id with epoch 0 after a rollover)."""
+
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True)
 class MarkerRequest:
     """WriteTxnMarkers for one transaction: a COMMIT (or ABORT) marker on each partition."""
 
@@ -75,6 +85,8 @@ class MarkerRequest:
     coordinator_epoch: int
     commit: bool
     partitions: frozenset[TopicPartition]
+    transaction_version: int = 0
+    """WriteTxnMarkers v2's TransactionVersion: 2 when the epoch was bumped by EndTxn v5."""
 
 
 @dataclass

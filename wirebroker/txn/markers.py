@@ -2,8 +2,10 @@
 
 `send(request, partitions)` queues one item per partition of a `MarkerRequest`. The sender's
 task (`run`) resolves each queued partition's leader from the cluster view (`leader_of`), groups
-the items by leader broker and sends each broker ONE WriteTxnMarkers v1 request at a time with
-every item queued for it (one marker entry per transaction, its partitions grouped by topic),
+the items by leader broker and sends each broker ONE WriteTxnMarkers v2 request at a time with
+every item queued for it (one marker entry per transaction, its partitions grouped by topic;
+v2 carries each marker's TransactionVersion: 2 for a transaction ended by EndTxn v5, whose
+marker epoch is the bumped one),
 over a `replication.broker_client.BrokerConnection` -- also when the leader is this broker
 (over loopback to its own listener: the coordinator and the partition leaders talk only over
 the wire, see TXN.md).
@@ -40,7 +42,7 @@ __all__ = ["WRITE_TXN_MARKERS_VERSION", "MarkerSender"]
 
 log = logging.getLogger(__name__)
 
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2
 _DONE = (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 _GIVE_UP = (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED)
 
@@ -250,6 +252,7 @@ def _body(items: list[_Item]) -> dict[str, object]:
                     for name, parts in sorted(topics.items())
                 ],
                 "coordinator_epoch": req.coordinator_epoch,
+                "transaction_version": req.transaction_version,
             }
             for req, topics in by_request.values()
         ]

@@ -48,7 +48,9 @@ old one so the retry of that InitProducerId is recognised).
 
 Valid transitions (target <- allowed previous states), Kafka's `TransactionState`:
     Empty <- Empty, CompleteCommit, CompleteAbort;  Ongoing <- Ongoing, Empty, CompleteCommit,
-    CompleteAbort;  PrepareCommit <- Ongoing;  PrepareAbort <- Ongoing, PrepareEpochFence;
+    CompleteAbort;  PrepareCommit <- Ongoing;  PrepareAbort <- Ongoing, PrepareEpochFence,
+    Empty, CompleteCommit, CompleteAbort (the last three: a TV2 abort of a transaction that
+    added no partition);
     CompleteCommit <- PrepareCommit;  CompleteAbort <- PrepareAbort;
     Dead <- Empty, CompleteCommit, CompleteAbort;  PrepareEpochFence <- Ongoing.
 (PrepareEpochFence is Kafka's in-memory step before a fencing abort; here the fence goes
@@ -114,7 +116,9 @@ VALID_PREVIOUS_STATES: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
@@ -145,6 +149,8 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     start_ms: int
     last_update_ms: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
     def to_value(self) -> TxnLogValue | None:
         """The record value (None: a tombstone, for Dead). Partitions grouped by topic,
@@ -165,7 +171,17 @@ class TxnTransit:
             partitions=parts,
             last_update_ms=self.last_update_ms,
             start_ms=self.start_ms,
+            previous_producer_id=self.last_producer_id,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
         )
+
+    @property
+    def value_version(self) -> int:
+        """TransactionLogValue version this transit needs at least: 1 (flexible, with the
+        tagged previous/next producer id and client transaction version) for a TV2
+        transaction, else 0 (the coordinator writes 1 for all at transaction.version 2)."""
+        return 1 if self.client_transaction_version >= 2 else 0
 
 
 @dataclass
@@ -185,6 +201,11 @@ class TxnMetadata:
     pending: TxnTransit | None = None
     """The transit whose record is being appended (or, for CompleteCommit/CompleteAbort, whose
     markers are being written); None when no transition is in progress."""
+    next_producer_id: int = NO_PRODUCER_ID
+    """TV2: the producer id the transaction rolls over to when its epoch bump exhausted the
+    epochs (set at PrepareCommit/PrepareAbort, taken at CompleteCommit/CompleteAbort)."""
+    client_transaction_version: int = 0
+    """The transaction version of the client's last transition (2: KIP-890 part 2)."""
     has_failed_epoch_fence: bool = False
     """A fencing abort's append failed after its epoch bump was kept in memory: the next
     fence reuses that epoch instead of bumping again (Kafka's `hasFailedEpochFence`)."""
@@ -206,6 +227,8 @@ class TxnMetadata:
             partitions=parts,
             start_ms=value.start_ms,
             last_update_ms=value.last_update_ms,
+            next_producer_id=value.next_producer_id,
+            client_transaction_version=value.client_transaction_version,
         )
 
     # -- transits ----------------------------------------------------------------------
@@ -225,6 +248,8 @@ class TxnMetadata:
             partitions=frozenset(self.partitions),
             start_ms=self.start_ms,
             last_update_ms=now_ms,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
         )
         transit = replace(base, **changes)  # type: ignore[arg-type]
         self.pending = transit
@@ -270,14 +295,51 @@ class TxnMetadata:
             start_ms=-1,
         )
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(
+        self, added: set[TopicPartition], now_ms: int, client_tv: int | None = None
+    ) -> TxnTransit:
         start = now_ms if self.state in COMPLETED else self.start_ms
+        tv = self.client_transaction_version if client_tv is None else client_tv
         return self._transit(
-            S.ONGOING, now_ms, partitions=frozenset(self.partitions | added), start_ms=start
+            S.ONGOING,
+            now_ms,
+            partitions=frozenset(self.partitions | added),
+            start_ms=start,
+            client_transaction_version=tv,
         )
 
-    def prepare_end(self, commit: bool, now_ms: int) -> TxnTransit:
-        return self._transit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now_ms)
+    def prepare_end(self, commit: bool, now_ms: int, client_tv: int | None = None) -> TxnTransit:
+        """EndTxn v0-4 (`client_tv` 0) / a fencing or timeout abort (None: the version
+        stays): the epoch stays."""
+        tv = self.client_transaction_version if client_tv is None else client_tv
+        return self._transit(
+            S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+            now_ms,
+            client_transaction_version=tv,
+        )
+
+    def prepare_end_v2(
+        self, commit: bool, next_producer_id: int, now_ms: int, *, no_partition_added: bool
+    ) -> TxnTransit:
+        """EndTxn v5 (KIP-890 part 2, Kafka's prepareAbortOrCommit with TV2): the epoch is
+        bumped (the markers carry the new one, fencing the transaction's old epoch on every
+        partition); `next_producer_id` (not -1 when the bump reaches Short.MaxValue) is the
+        producer id taken at completion. `no_partition_added`: an abort from
+        Empty/CompleteCommit/CompleteAbort (nothing to mark; starts now)."""
+        if self.producer_epoch >= 32767:
+            raise IllegalTransition(f"{self.transactional_id}: cannot bump epoch 32767")
+        changes: dict[str, object] = {}
+        if no_partition_added:
+            changes = {"partitions": frozenset(), "start_ms": now_ms}
+        return self._transit(
+            S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+            now_ms,
+            producer_epoch=self.producer_epoch + 1,
+            last_producer_epoch=self.producer_epoch,
+            next_producer_id=next_producer_id,
+            client_transaction_version=2,
+            **changes,
+        )
 
     def fence_epoch(self) -> None:
         """The in-memory epoch bump of a fencing abort (Kafka's PrepareEpochFence step): the
@@ -289,7 +351,20 @@ class TxnMetadata:
         self.last_producer_epoch = NO_PRODUCER_EPOCH
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """CompleteCommit/CompleteAbort; a TV2 transaction that exhausted its epochs takes
+        its next producer id with epoch 0 here (Kafka's prepareComplete)."""
         state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        if self.client_transaction_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            return self._transit(
+                state,
+                now_ms,
+                partitions=frozenset(),
+                producer_id=self.next_producer_id,
+                last_producer_id=self.producer_id,
+                producer_epoch=0,
+                last_producer_epoch=self.producer_epoch,
+                next_producer_id=NO_PRODUCER_ID,
+            )
         return self._transit(state, now_ms, partitions=frozenset())
 
     def prepare_dead(self, now_ms: int) -> TxnTransit:
@@ -309,5 +384,7 @@ class TxnMetadata:
         self.partitions = set(transit.partitions)
         self.start_ms = transit.start_ms
         self.last_update_ms = transit.last_update_ms
+        self.next_producer_id = transit.next_producer_id
+        self.client_transaction_version = transit.client_transaction_version
         if transit.state is S.PREPARE_ABORT:
             self.has_failed_epoch_fence = False

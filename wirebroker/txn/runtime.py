@@ -54,7 +54,7 @@ from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
 from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
-from wirebroker.txn.effects import InitPidResult, MarkerRequest, TxnAppend, TxnResult
+from wirebroker.txn.effects import EndTxnResult, InitPidResult, MarkerRequest, TxnAppend, TxnResult
 from wirebroker.txn.loader import replay
 from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnState
 
@@ -273,11 +273,12 @@ class TxnCoordinatorRuntime:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
+        client_tv: int | None = None,
     ) -> ErrorCode:
         parts = list(partitions)
         response = await self._call(
             lambda now: self.core.add_partitions(
-                transactional_id, producer_id, producer_epoch, parts, now
+                transactional_id, producer_id, producer_epoch, parts, now, client_tv
             )
         )
         assert isinstance(response, ErrorCode)
@@ -314,6 +315,21 @@ class TxnCoordinatorRuntime:
             )
         )
         assert isinstance(response, ErrorCode)
+        return response
+
+    async def end_txn_v2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> EndTxnResult:
+        """EndTxn v5 (transaction version 2): the epoch bump per transaction. A producer id
+        is reserved first, as for InitProducerId: the core takes it on an epoch rollover."""
+        if self._spare_pid is None:
+            self._spare_pid = await self.producer_ids.allocate()
+        response = await self._call(
+            lambda now: self.core.end_txn(
+                transactional_id, producer_id, producer_epoch, commit, now, tv2=True
+            )
+        )
+        assert isinstance(response, EndTxnResult)
         return response
 
     def describe(self, transactional_id: str) -> TxnDescription:

@@ -223,3 +223,81 @@ async def test_no_coordinator(call: Any) -> None:
         ApiKey.LIST_TRANSACTIONS, 0, {"state_filters": [], "producer_id_filters": []}
     )
     assert listed.error_code == E.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_end_txn_v5_bumps_the_epoch(call: Any, txn: TxnCoordinatorRuntime) -> None:
+    """KIP-890 part 2: AddPartitionsToTxn v5 (a leader adding for a TV2 producer), then
+    EndTxn v5 answers the bumped epoch; the markers carry it and TransactionVersion 2."""
+    txn.ensure_topic()
+    init = await _init(call)
+    pid, epoch = init.producer_id, init.producer_epoch
+    add = {
+        "transactions": [
+            {
+                "transactional_id": "tx",
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "verify_only": False,
+                "topics": [{"name": "t", "partitions": [0]}],
+            }
+        ]
+    }
+    resp = await call(ApiKey.ADD_PARTITIONS_TO_TXN, 5, add)
+    [result] = resp.results_by_transaction
+    codes = [p.partition_error_code for t in result.topic_results for p in t.results_by_partition]
+    assert codes == [0]
+    assert txn.core.txns["tx"].client_transaction_version == 2
+    body = {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch}
+    end = await call(ApiKey.END_TXN, 5, {**body, "committed": True})
+    assert (end.error_code, end.producer_id, end.producer_epoch) == (0, pid, epoch + 1)
+    [marker] = txn.markers.sent  # type: ignore[union-attr]
+    assert (marker.producer_epoch, marker.transaction_version) == (epoch + 1, 2)
+    # errors answer producer id/epoch -1
+    stale = await call(ApiKey.END_TXN, 5, {**body, "producer_epoch": epoch + 5, "committed": True})
+    assert (stale.error_code, stale.producer_id, stale.producer_epoch) == (
+        E.PRODUCER_FENCED,
+        -1,
+        -1,
+    )
+
+
+async def test_end_txn_v5_below_transaction_version_2_is_v4(
+    make_services: Any, call_with: Any
+) -> None:
+    services = make_services(**{"transaction.version": "1"})
+    rt = TxnCoordinatorRuntime(
+        services.config,
+        services.replicas,
+        admin=services.admin,
+        producer_ids=services.producer_ids,
+        clock=services.clock,
+        leads_every_partition=True,
+        markers=Sink(),
+    )
+    services.txn_coordinator = rt
+    services.admin.create_topics([NewTopic("t", 2, 1)], now_ms=services.clock())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(rt.run)
+        rt.ensure_topic()
+        await trio.testing.wait_all_tasks_blocked()
+        init = await call_with(
+            services,
+            ApiKey.INIT_PRODUCER_ID,
+            4,
+            {
+                "transactional_id": "tx",
+                "transaction_timeout_ms": 30000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        add = _add_v3("tx", pid, epoch, {"t": [0]})
+        assert _errors_v3(await call_with(services, ApiKey.ADD_PARTITIONS_TO_TXN, 3, add)) == {
+            ("t", 0): 0
+        }
+        body = {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch}
+        end = await call_with(services, ApiKey.END_TXN, 5, {**body, "committed": True})
+        assert (end.error_code, end.producer_epoch) == (0, -1)
+        assert rt.core.txns["tx"].producer_epoch == epoch
+        nursery.cancel_scope.cancel()

@@ -43,12 +43,20 @@ class FakeVerifier(TxnVerifier):
         super().__init__(services.cluster, partition_for, node_id=0)
         self.answer = answer
         self.asked: list[tuple[str, int, int, list[tuple[str, int]]]] = []
+        self.adds: list[bool] = []
 
     async def verify(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable,
+        *,
+        add: bool = False,
     ) -> dict[tuple[str, int], E]:
         tps = sorted(partitions)
         self.asked.append((transactional_id, producer_id, producer_epoch, tps))
+        self.adds.append(add)
         if self.answer is E.NONE:
             for tp in tps:
                 self._verified[(producer_id, *tp)] = producer_epoch
@@ -438,3 +446,64 @@ def test_verifier_maps_the_coordinator_answer(services: Services) -> None:
     assert verifier.needs_verification(PID, EPOCH, ("t", 1), ongoing_epoch=-1)
     got = verifier._results(answer({}, top=E.NOT_COORDINATOR), "tx", PID, EPOCH, [("t", 5)])
     assert got == {("t", 5): E.NOT_ENOUGH_REPLICAS}
+
+
+# -- KIP-890 part 2 (transaction version 2) ---------------------------------------------------
+
+
+async def test_tv2_produce_adds_the_partition_through_the_coordinator(
+    call, services: Services
+) -> None:
+    services.admin.create_topic("t", 1, now_ms=START_MS)
+    verifier = services.txn_verifier = FakeVerifier(services)
+    resp = await call(ApiKey.PRODUCE, 12, produce_body({0: txn_batch()}))
+    assert produce_codes(resp) == {0: 0}
+    assert verifier.adds == [True]  # AddPartitionsToTxn v5, verify_only=false
+    # COMMIT marker with the bumped epoch (EndTxn v5): accepted, the producer moves to it
+    body = marker_body("t", [0], commit=True, epoch=EPOCH + 1)
+    body["markers"][0]["transaction_version"] = 2
+    resp = await call(ApiKey.WRITE_TXN_MARKERS, 2, body)
+    assert marker_codes(resp) == {0: 0}
+    # the old epoch is fenced; the new epoch's transaction starts at sequence 0
+    resp = await call(ApiKey.PRODUCE, 12, produce_body({0: txn_batch(seq=2)}))
+    assert produce_codes(resp) == {0: E.INVALID_PRODUCER_EPOCH}
+    resp = await call(ApiKey.PRODUCE, 12, produce_body({0: txn_batch(epoch=EPOCH + 1)}))
+    assert produce_codes(resp) == {0: 0}
+    assert verifier.adds == [True, True, True]  # the fake coordinator accepted the zombie too
+    # a marker of the old epoch (a zombie coordinator's) is refused
+    resp = await call(ApiKey.WRITE_TXN_MARKERS, 2, marker_body("t", [0], commit=False))
+    assert marker_codes(resp) == {0: E.INVALID_PRODUCER_EPOCH}
+
+
+async def test_tv1_produce_and_level_0_only_verify(make_services, call_with) -> None:
+    for level, version, add in (("2", 11, False), ("0", 12, False), ("2", 12, True)):
+        services = make_services(**{"transaction.version": level})
+        services.admin.create_topic("t", 1, now_ms=START_MS)
+        verifier = services.txn_verifier = FakeVerifier(services)
+        resp = await call_with(services, ApiKey.PRODUCE, version, produce_body({0: txn_batch()}))
+        assert produce_codes(resp) == {0: 0}
+        assert verifier.adds == [add], (level, version)
+
+
+async def test_tv2_produce_adds_even_with_verification_disabled(make_services, call_with) -> None:
+    services = make_services(**{"transaction.partition.verification.enable": "false"})
+    services.admin.create_topic("t", 1, now_ms=START_MS)
+    verifier = services.txn_verifier = FakeVerifier(services)
+    verifier.enabled = False
+    await call_with(services, ApiKey.PRODUCE, 9, produce_body({0: txn_batch()}))
+    assert verifier.adds == []
+    resp = await call_with(services, ApiKey.PRODUCE, 12, produce_body({0: txn_batch(pid=PID + 1)}))
+    assert produce_codes(resp) == {0: 0}
+    assert verifier.adds == [True]
+
+
+async def test_tv2_txn_offset_commit_adds_the_offsets_partition(
+    call, services, coordinator
+) -> None:
+    verifier = services.txn_verifier = FakeVerifier(services)
+    resp = await call(ApiKey.TXN_OFFSET_COMMIT, 5, txn_commit_body(21))
+    assert txn_commit_codes(resp) == [0]
+    assert verifier.adds == [True]
+    assert verifier.asked[0][3] == [(OFFSETS_TOPIC, coordinator.partition_for("g"))]
+    resp = await call(ApiKey.TXN_OFFSET_COMMIT, 4, txn_commit_body(22, pid=PID + 1))
+    assert verifier.adds == [True, False]

@@ -52,18 +52,25 @@ async def test_every_version_lists_exactly_the_registered_apis(
         assert response.throttle_time_ms == 0
 
 
-async def test_v3_response_writes_no_tagged_fields(running: RunningServer) -> None:
+async def test_v3_response_carries_the_transaction_version_feature(
+    running: RunningServer,
+) -> None:
+    """KIP-584 tagged fields of v3: transaction.version supported 0..2 and finalized at 2
+    (the default level); kcat 1.7.1 / librdkafka 2.0.2 parses them (tests/integration)."""
     client = await WireClient.connect(running.address)
     request = _request(3)
     await client.send(request, correlation_id=5)
     data = await client.read_frame()
     assert data is not None
-    # header v0 (correlation id only), then the body; the body's tagged-field section is the
-    # last byte and must be an empty one (count 0), after throttle_time_ms = 0
     assert data[:4] == struct.pack(">i", 5)
-    assert data[-5:] == b"\x00\x00\x00\x00\x00"
     decoded = ApiVersionsResponse.decode(data, version=3, header=True)
-    assert decoded.finalized_features_epoch == -1
+    assert [(f.name, f.min_version, f.max_version) for f in decoded.supported_features] == [
+        ("transaction.version", 0, 2)
+    ]
+    assert decoded.finalized_features_epoch == 0
+    assert [
+        (f.name, f.min_version_level, f.max_version_level) for f in decoded.finalized_features
+    ] == [("transaction.version", 2, 2)]
 
 
 async def test_an_api_added_to_the_registry_is_advertised(

@@ -40,13 +40,13 @@ class ScriptedBroker:
                 decoder.receive_data(bytes(data))
                 while (frame := decoder.next_frame()) is not None:
                     header, body = decode_request(frame)
-                    assert header.api_key == ApiKey.WRITE_TXN_MARKERS and header.api_version == 1
+                    assert header.api_key == ApiKey.WRITE_TXN_MARKERS and header.api_version == 2
                     self.requests.append(body)
                     if self.break_next:
                         self.break_next = False
                         return
                     await stream.send_all(
-                        encode_response(27, 1, header.correlation_id, self._response(body))
+                        encode_response(27, 2, header.correlation_id, self._response(body))
                     )
 
     def _response(self, body: Any) -> dict[str, Any]:

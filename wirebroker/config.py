@@ -226,6 +226,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.segment.bytes", _T.INT, "1073741824", "", minimum=14),
         ConfigDef("min.insync.replicas", _T.INT, "1", "", minimum=1),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", ""),
+        ConfigDef(
+            "transaction.partition.verification.enable",
+            _T.BOOLEAN,
+            "true",
+            "KIP-890: leaders check with the coordinator before a transaction's first batch",
+            read_only=True,
+        ),
         ConfigDef("offsets.topic.num.partitions", _T.INT, "50", "", minimum=1, read_only=True),
         ConfigDef(
             "offsets.topic.replication.factor",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
     from wirebroker.txn.runtime import TxnCoordinatorRuntime
+    from wirebroker.replication.txn_verify import TxnVerifier
 
 
 #: See `Services.partition_leader`.
@@ -68,6 +69,8 @@ class Services:
     produce_waiters: ProduceWaiters | None = None
     #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
     txn_coordinator: TxnCoordinatorRuntime | None = None
+    #: KIP-890 verification of transactional produce (None: not verified).
+    txn_verifier: TxnVerifier | None = None
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

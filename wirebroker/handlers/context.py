@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
-    from wirebroker.txn.runtime import TxnCoordinatorRuntime
     from wirebroker.replication.txn_verify import TxnVerifier
+    from wirebroker.txn.runtime import TxnCoordinatorRuntime
 
 
 #: See `Services.partition_leader`.

@@ -111,7 +111,9 @@ from wirebroker.replication.fetcher import ReplicaFetcherManager
 from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
+from wirebroker.replication.txn_verify import TxnVerifier
 from wirebroker.txn.markers import MarkerSender
+from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
 
 log = logging.getLogger("wirebroker.broker")
@@ -272,6 +274,12 @@ class Broker:
             clock=clock,
             group_coordinator=self.group_coordinator,
             produce_waiters=self.produce_waiters,
+            txn_verifier=TxnVerifier(
+                cluster,
+                txn_partition_for,
+                node_id=node_id,
+                enabled=config.get_bool("transaction.partition.verification.enable"),
+            ),
             txn_coordinator=self.txn_coordinator,
         )
         self.handlers = load_handlers()

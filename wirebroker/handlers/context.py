@@ -67,10 +67,10 @@ class Services:
     group_coordinator: GroupCoordinatorRuntime | None = None
     #: acks=-1 purgatory (None: see the module doc).
     produce_waiters: ProduceWaiters | None = None
-    #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
-    txn_coordinator: TxnCoordinatorRuntime | None = None
     #: KIP-890 verification of transactional produce (None: not verified).
     txn_verifier: TxnVerifier | None = None
+    #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
+    txn_coordinator: TxnCoordinatorRuntime | None = None
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

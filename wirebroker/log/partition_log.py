@@ -167,6 +167,10 @@ class PartitionLog:
     def producer_entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def producer_entries(self) -> list[ProducerEntry]:
+        """Every producer in the state (DescribeProducers)."""
+        return list(self._producers.producers.values())
+
     def producer_last_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its last batch, for every producer in the state
         (the log cleaner keeps those batches)."""

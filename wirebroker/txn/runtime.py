@@ -185,7 +185,7 @@ class TxnCoordinatorRuntime:
             latest: dict[bytes, bytes | None] = {}
             part = self.replicas.partition(TXN_TOPIC, partition)
             for records in keyed_records(part) if part is not None else ():
-                keep_latest(latest, records)
+                keep_latest(latest, [(e.key, e.value) for e in records if e.key is not None])
                 await trio.lowlevel.checkpoint()
                 if self._leading.get(partition) != epoch:
                     return

@@ -17,7 +17,8 @@ Workload (confluent-kafka / librdkafka, threads of the test process):
   offsets (OffsetFetch with require_stable: librdkafka waits out pending transactional offsets).
 - the chaos (`Target`): seeded `random.Random(seed)`; before each kill `uniform(min_gap,
   max_gap)` seconds, then (bounded: 5 s) until the app has a transaction open, then SIGKILL
-  and restart: of the single broker (`SingleBroker`), or in a
+  and restart, then (bounded: PROGRESS_S, else a "stall") until the app commits again;
+  the single broker (`SingleBroker`) is killed, or in a
   3-broker ZooKeeper cluster of the broker that is the app's transaction coordinator at that
   moment (`ClusterBrokers`, FindCoordinator key type TRANSACTION), restarted once ZooKeeper has
   dropped its registration.
@@ -39,6 +40,7 @@ more kill -9 and restart (so the read-back only sees what survived a crash), the
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
@@ -59,12 +61,22 @@ PARTITIONS = 3
 #: librdkafka bounds: long enough to ride out a broker restart, short enough to fail a test.
 MESSAGE_TIMEOUT_MS = 60_000
 CALL_TIMEOUT_S = 30.0
+#: After a restart the app must commit a transaction within this many seconds (else a stall).
+PROGRESS_S = 60.0
 #: Settings of every librdkafka client here. librdkafka 2.16's re-bootstrap (KIP-1102, on by
 #: default) starts as soon as every known broker refuses connections -- at once when the only
 #: broker is down -- and decommissions the broker handles; a transactional request in flight
 #: then stays attached to a terminating handle and send_offsets_to_transaction() blocks past
 #: its timeout, for ever (compat/confluent-kafka/FINDINGS.md). Kafka would meet the same.
-LIBRDKAFKA: dict[str, Any] = {"metadata.recovery.strategy": "none", "log_level": 2}
+#: reconnect.backoff.max.ms: librdkafka's default (10 s) keeps a client away from a broker
+#: that is back after 1 s for up to 10 s, longer than a consumer's session.
+LIBRDKAFKA: dict[str, Any] = {
+    "metadata.recovery.strategy": "none",
+    "reconnect.backoff.max.ms": 1000,
+    "log_level": 2,
+}
+#: $WIREBROKER_EOS_DEBUG: librdkafka `debug` contexts for the app's consumer (to stderr).
+CONSUMER_DEBUG = os.environ.get("WIREBROKER_EOS_DEBUG")
 
 
 @dataclass
@@ -74,6 +86,8 @@ class EosReport:
     kills: int = 0
     kill_targets: list[str] = field(default_factory=list)
     kills_mid_txn: int = 0
+    #: restarts after which the app committed nothing within PROGRESS_S (must be 0)
+    stalls: int = 0
     restart_s: list[float] = field(default_factory=list)
     fed: int = 0
     fed_acked: int = 0
@@ -105,6 +119,7 @@ class EosReport:
             and self.input_lost == 0
             and self.offsets_ok
             and self.drained
+            and self.stalls == 0
         )
 
     def summary(self) -> str:
@@ -112,7 +127,8 @@ class EosReport:
         lines = [
             f"EOS {self.mode} seed={self.seed}: kills={self.kills} ({', '.join(self.kill_targets)})"
             f" restart max {worst:.2f} s, duration {self.duration_s:.1f} s;"
-            f" {self.kills_mid_txn} kills while the app had a transaction open",
+            f" {self.kills_mid_txn} kills while the app had a transaction open;"
+            f" {self.stalls} stalls",
             f"  inputs={self.inputs} (fed {self.fed}, acked {self.fed_acked}, lost"
             f" {self.input_lost}) output(read_committed)={self.output} missing={self.missing}"
             f" duplicates={self.duplicates} foreign={self.foreign} reorders={self.reorders}"
@@ -346,9 +362,10 @@ class EosApp(threading.Thread):
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
-                "session.timeout.ms": 10_000,
+                "session.timeout.ms": 30_000,  # outlives a restart and the reconnect
                 "heartbeat.interval.ms": 1000,
                 "fetch.wait.max.ms": 100,
+                **({"debug": CONSUMER_DEBUG, "log_level": 7} if CONSUMER_DEBUG else {}),
             }
         )
         consumer.subscribe([IN])
@@ -553,6 +570,14 @@ def run_eos(
             report.kill_targets.append(target.kill_and_restart(rng))
             report.kills += 1
             report.restart_s.append(time.monotonic() - started)
+            # the next kill only once the app works again (a commit after this restart):
+            # kills while it is still rejoining would measure the schedule, not the broker
+            before, deadline = report.txns_committed, time.monotonic() + PROGRESS_S
+            while report.txns_committed == before and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if report.txns_committed == before:
+                report.stalls += 1
+                report.examples.append(f"no commit within {PROGRESS_S} s after kill {k + 1}")
             log(
                 f"kill {k + 1}/{kills} ({report.kill_targets[-1]}): back in"
                 f" {report.restart_s[-1]:.2f} s; {report.txns_committed} txns committed"

@@ -26,6 +26,7 @@ def _assert_exactly_once(report: _eos.EosReport, kills: int) -> None:
     assert report.inputs > 500, report.summary()  # the workload really ran across the kills
     assert report.txns_committed > 20, report.summary()
     assert report.kills_mid_txn >= 1, report.summary()  # a kill hit an open transaction
+    assert report.stalls == 0, report.summary()
     assert report.drained, report.summary()
     assert report.input_lost == 0, report.summary()
     assert report.missing == 0, report.summary()

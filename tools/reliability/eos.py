@@ -40,6 +40,9 @@ def figure_lines(r: _eos.EosReport) -> list[str]:
         f"({r.output} output records)",
         f"output records out of input order or naming no input: {r.reorders + r.foreign}",
         f"group offsets at the end of the input: {'yes' if r.offsets_ok else 'NO'}",
+        f"kills while the app had a transaction open: {r.kills_mid_txn} of {r.kills - 1}; "
+        f"restarts after which the app did not commit again within {_eos.PROGRESS_S:.0f} s: "
+        f"{r.stalls}",
         f"transactions committed {r.txns_committed}, aborted {r.txns_aborted} "
         f"(producers replaced {r.producers_replaced}, commit retries {r.commit_retries}, "
         f"rewinds {r.rewinds}); aborted records a read_uncommitted consumer sees: "
@@ -72,9 +75,20 @@ writes one output per input (naming the input's partition and offset) to the sam
 Kafka's rules (retry a retriable commit, abort on an abortable error, replace the producer on a
 fatal one) and rewinds to the group's committed offsets after every abort. The broker (in the
 cluster: whichever broker is the app's transaction coordinator at that moment) is SIGKILLed
-after a seeded random 1-3 s and restarted on its data dir and port. Afterwards the feeder
-stops, the app drains, the broker is killed once more and restarted, and `eos-in` and
+after a seeded random 1-3 s, at a moment the app has a transaction open, and restarted on its
+data dir and port; the next kill comes once the app has committed again. Afterwards the
+feeder stops, the app drains, the broker is killed once more and restarted, and `eos-in` and
 `eos-out` are read back.
+
+Most kills cost no transaction: librdkafka retried each request of the open transaction
+until the restarted broker (or the new coordinator) answered, and the transaction went on to
+commit -- the coordinator's state of an open transaction (its partitions, the producer's
+epoch) survives kill -9, replicated in the cluster. Where one was aborted (the figures count
+them) the output still holds every input once. The abort paths are also covered by
+`tests/integration/test_txn_*.py` (abort, fencing) and by txnpart's kill -9 test between
+TxnOffsetCommit and its marker (`tests/integration/test_txn_offsets_crash.py`). The
+clients run with `metadata.recovery.strategy=none` and `reconnect.backoff.max.ms=1000`; see
+`tests/reliability/_eos.py` for why (librdkafka behaviour, not the broker's).
 
 """ + "\n".join(rows)
 

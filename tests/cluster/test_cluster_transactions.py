@@ -13,7 +13,11 @@ brokers over the wire (and to itself over loopback).
   the producer's commit either succeeds through it (every record of the transaction visible
   to read_committed) or fails, and then the coordinator aborts the transaction at its timeout
   (none visible). Never half visible; DescribeTransactions at the new coordinator ends in
-  CompleteCommit or CompleteAbort.
+  CompleteCommit or CompleteAbort;
+- `kill -9` of the coordinator's broker right after a commit was acknowledged (PrepareCommit
+  replicated, markers under way; a partition leader frozen with SIGSTOP meanwhile slows them
+  down): the new coordinator replays PrepareCommit, writes the markers again and completes;
+  every record is visible (an acknowledged commit is never lost nor turned into an abort).
 """
 
 from __future__ import annotations
@@ -81,11 +85,12 @@ def _read_committed(cluster: ClusterProcesses, expect_at_least: int) -> list[byt
 
 def _coordinator(cluster: ClusterProcesses, tid: str, exclude: int | None = None) -> int:
     """The node FindCoordinator(TRANSACTION) names for `tid` (asked until it names one)."""
+    gone = [] if exclude is None else [exclude]
 
     def ask() -> tuple[int] | None:
-        address = cluster.any_live_address(exclude=[] if exclude is None else [exclude])
+        address = cluster.any_live_address(exclude=gone)
         resp = _wire.request(address, ApiKey.FIND_COORDINATOR, 3, {"key": tid, "key_type": 1})
-        ok = resp.error_code == 0 and resp.node_id != exclude
+        ok = resp.error_code == 0 and resp.node_id not in gone
         return (int(resp.node_id),) if ok else None  # a tuple: node 0 is an answer too
 
     return wait_until(ask, 30, f"FindCoordinator({tid}) to name a live coordinator")[0]
@@ -176,3 +181,45 @@ def test_kill9_of_the_coordinator_mid_transaction(cluster_factory: Any) -> None:
         assert seen == sorted([b"before", *mid])
     else:
         assert seen == [b"before"], f"an aborted transaction is visible: {seen[:5]}"
+
+
+def test_kill9_of_the_coordinator_while_markers_are_written(cluster_factory: Any) -> None:
+    from confluent_kafka import Producer
+
+    cluster = cluster_factory(**OVERRIDES)
+    _spread_leaders(cluster)
+    tid = "markers-tx"
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": tid,
+            "transaction.timeout.ms": 60_000,
+            "topic.metadata.refresh.interval.ms": 2_000,
+            "reconnect.backoff.max.ms": 500,
+        }
+    )
+    producer.init_transactions(30)
+    coordinator = _coordinator(cluster, tid)
+    frozen = next(
+        cluster.leader(TOPIC, p)
+        for p in range(PARTITIONS)
+        if cluster.leader(TOPIC, p) != coordinator
+    )
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce(TOPIC, value=f"m{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    cluster.sigstop(frozen)
+    try:
+        producer.commit_transaction(60)  # acknowledged once PrepareCommit is replicated
+        cluster.kill9(coordinator)
+    finally:
+        cluster.sigcont(frozen)
+    new = _coordinator(cluster, tid, exclude=coordinator)
+    wait_until(
+        lambda: _state(cluster, new, tid) == "CompleteCommit",
+        90,
+        f"the new coordinator {new} to complete the acknowledged commit of {tid}",
+    )
+    seen = _read_committed(cluster, 30)
+    assert seen == sorted(f"m{i}".encode() for i in range(30))

@@ -9,6 +9,9 @@ What passing proves, Kafka's behaviour being the spec:
   (ProducerFenced on its next send/commit), and its own transactions commit;
 - transaction.timeout.ms above transaction.max.timeout.ms -> InvalidTransactionTimeout;
 - DescribeTransactions / ListTransactions report the id;
+- send_offsets_to_transaction (AddOffsetsToTxn + TxnOffsetCommit): the markers reach the
+  group's `__consumer_offsets` partition; committed -> the group's offset moves, aborted -> it
+  stays where it was;
 - `kill -9` of the broker in the middle of a transaction: after the restart the transaction
   is aborted by the coordinator when its timeout passes (never half visible), later
   transactions of a new producer with the same id commit, and read_committed reads exactly
@@ -17,8 +20,10 @@ What passing proves, Kafka's behaviour being the spec:
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +40,20 @@ from kafka.errors import KafkaError
 
 from protocol.api import ApiKey
 
-pytestmark = pytest.mark.compat
+#: kafka-python 3.0.12 leaks the socket of a refused reconnect (this module kills the broker
+#: and closes fenced producers): ignore that warning and collect the sockets after each test,
+#: as tests/cluster/conftest.py does, so no later test fails on them.
+_LEAKED_SOCKETS = "ignore:unclosed <socket.socket:ResourceWarning"
+pytestmark = [pytest.mark.compat, pytest.mark.filterwarnings(_LEAKED_SOCKETS)]
+
+
+@pytest.fixture(autouse=True)
+def _finalize_leaked_sockets() -> Iterator[None]:
+    yield
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
+        gc.collect()
+
 
 TOPIC = "txn-out"
 FAST = {
@@ -144,11 +162,15 @@ def test_fencing_and_admin_views(broker: BrokerProcess) -> None:
         second.send(TOPIC, value=b"winner", partition=1)
         second.commit_transaction()
 
-        described = _wire.request(
-            bootstrap, ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["tx-fence"]}
-        )
-        [state] = described.transaction_states
-        assert (state.error_code, state.transaction_state) == (0, "CompleteCommit")
+        def described() -> tuple[int, str]:
+            body = {"transactional_ids": ["tx-fence"]}
+            [state] = _wire.request(
+                bootstrap, ApiKey.DESCRIBE_TRANSACTIONS, 0, body
+            ).transaction_states
+            return state.error_code, state.transaction_state
+
+        # EndTxn answers once PrepareCommit is written; the markers and CompleteCommit follow
+        wait_until(lambda: described() == (0, "CompleteCommit"), 10, "tx-fence to complete")
         listed = _wire.request(
             bootstrap,
             ApiKey.LIST_TRANSACTIONS,
@@ -207,3 +229,46 @@ def test_kill9_mid_transaction_aborts_it(broker: BrokerProcess) -> None:
     finally:
         again.close()
     assert _read(bootstrap, "read_committed", 2) == [b"after", b"ok"]
+
+
+def test_offsets_in_the_transaction(broker: BrokerProcess) -> None:
+    from kafka import OffsetAndMetadata, TopicPartition
+
+    bootstrap = broker.bootstrap
+    _create(bootstrap, "txn-in", 1)
+    _create(bootstrap)
+    plain = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(10):
+        plain.send("txn-in", f"v{i}".encode())
+    plain.flush()
+    plain.close()
+    source = TopicPartition("txn-in", 0)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id="ctp",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    producer = _producer(bootstrap, "tx-ctp")
+    try:
+        consumer.assign([source])
+        producer.init_transactions()
+        for upto, commit in ((4, True), (8, False)):
+            producer.begin_transaction()
+            producer.send(TOPIC, value=f"out-{upto}".encode(), partition=0)
+            offsets = {source: OffsetAndMetadata(upto, "", -1)}
+            producer.send_offsets_to_transaction(offsets, "ctp")
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+            wait_until(
+                lambda: consumer.committed(source) == 4,
+                10,
+                "the group's committed offset to be 4 (the committed transaction's)",
+            )
+    finally:
+        producer.close()
+        consumer.close()
+    assert _read(bootstrap, "read_committed", 1) == [b"out-4"]

@@ -197,8 +197,8 @@ async def _verify(
             batches, _error = _parse(parsed, pdata)
             txn = [h for _pos, h in batches if h.is_transactional and h.producer_id >= 0]
             part = ctx.services.replicas.partition(info, int(pdata.get("index")))
-            if not txn or part is None:
-                continue
+            if not txn or part is None or not part.is_leader:
+                continue  # not appended here: its own error is answered
             h = txn[0]
             entry = part.log.producer_entry(h.producer_id)
             ongoing = entry.epoch if entry is not None and entry.txn_first_offset >= 0 else -1

@@ -6,6 +6,7 @@ Per marker (producer id, epoch, COMMIT/ABORT, coordinator epoch), per partition,
     unknown topic or partition here         UNKNOWN_TOPIC_OR_PARTITION (the coordinator stops
                                             retrying: the partition is gone)
     this broker is not the leader           NOT_LEADER_OR_FOLLOWER (the coordinator re-resolves)
+    ISR below min.insync.replicas           NOT_ENOUGH_REPLICAS (nothing written; retried)
     marker epoch older than the producer's  INVALID_PRODUCER_EPOCH
     coordinator epoch older than the last   TRANSACTION_COORDINATOR_FENCED (a zombie
       marker's for this producer            coordinator)
@@ -33,7 +34,7 @@ from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
-from wirebroker.replication.partition import NotLeaderOrFollowerError
+from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
 
 if TYPE_CHECKING:
     from protocol.messages.write_txn_markers import (
@@ -78,7 +79,7 @@ def _write(
             coordinator_epoch=int(marker["coordinator_epoch"]),
             now_ms=ctx.now_ms(),
         )
-    except (LogError, NotLeaderOrFollowerError) as exc:
+    except (LogError, NotEnoughReplicasError, NotLeaderOrFollowerError) as exc:
         log.info("marker for producer %d on %s-%d refused: %s", pid, topic, index, exc)
         answer["error_code"] = int(exc.error_code)
         return answer

@@ -461,10 +461,18 @@ class Partition:
         """Write a COMMIT/ABORT transaction marker as leader (WriteTxnMarkers; see
         `PartitionLog.append_marker`). Raises NotLeaderOrFollowerError unless leader, LogError
         from the log. The caller wakes fetchers (`ReplicaManager.notify_data`) and, for
-        acks=all semantics, waits for the HW to pass the marker's offset, as for a Produce."""
+        acks=all semantics, waits for the HW to pass the marker's offset, as for a Produce.
+        An ISR below min.insync.replicas raises NotEnoughReplicasError (nothing written; the
+        coordinator retries), as Kafka's acks=-1 append of a marker."""
         if self.role is not Role.LEADER:
             raise NotLeaderOrFollowerError(
                 f"This server is not the leader for partition {self.topic}-{self.index}"
+            )
+        if len(self.isr) < self.min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                f"requirement of {self.min_insync_replicas} for partition {self.topic}-"
+                f"{self.index}"
             )
         result = self.log.append_marker(
             producer_id,

@@ -80,7 +80,8 @@ class TxnVerifier:
         self.timeout_s = timeout_s
         self.client_id = f"broker-{node_id}-txn-verifier"
         self.max_frame_bytes = max_frame_bytes
-        self._verified: set[tuple[int, int, str, int]] = set()
+        #: (producer id, topic, partition) -> the epoch verified there
+        self._verified: dict[tuple[int, str, int], int] = {}
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
         self._locks: dict[tuple[str, int], trio.Lock] = {}
 
@@ -94,12 +95,10 @@ class TxnVerifier:
             return False
         if ongoing_epoch >= 0 and ongoing_epoch == producer_epoch:
             return False
-        return (producer_id, producer_epoch, *tp) not in self._verified
+        return self._verified.get((producer_id, *tp)) != producer_epoch
 
     def on_marker(self, producer_id: int, topic: str, partition: int) -> None:
-        self._verified = {
-            v for v in self._verified if not (v[0] == producer_id and v[2:] == (topic, partition))
-        }
+        self._verified.pop((producer_id, topic, partition), None)
 
     def verified_count(self) -> int:
         return len(self._verified)
@@ -172,7 +171,7 @@ class TxnVerifier:
         for tp in wanted:
             code = out.setdefault(tp, ErrorCode.INVALID_TXN_STATE)
             if code is ErrorCode.NONE:
-                self._verified.add((producer_id, producer_epoch, *tp))
+                self._verified[(producer_id, *tp)] = producer_epoch
         return {tp: out[tp] for tp in wanted}
 
     async def _request(self, address: tuple[str, int], body: dict[str, Any]) -> object:

@@ -11,6 +11,10 @@ the wire, see TXN.md).
 Per partition answer:
     NONE, UNKNOWN_TOPIC_OR_PARTITION   done: `on_done(request, partition)` (a deleted topic
                                        needs no marker, as Kafka)
+    INVALID_PRODUCER_EPOCH,            dropped (logged): the partition has seen a newer epoch
+    TRANSACTION_COORDINATOR_FENCED     or coordinator; as Kafka's marker channel, the sender
+                                       stops and the transaction stays PrepareCommit/Abort
+                                       until its coordinator is reloaded
     anything else                      retried after `backoff_s`, the leader resolved again
 A connection failure or timeout retries every item of that request. Items whose leader is
 unknown wait `backoff_s`. Before each send an item whose request is no longer `wanted`
@@ -38,6 +42,7 @@ log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS_VERSION = 1
 _DONE = (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_GIVE_UP = (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED)
 
 
 @dataclass(eq=False)
@@ -71,6 +76,7 @@ class MarkerSender:
         self.timeout_s = timeout_s
         self._queue: list[_Item] = []
         self._busy: set[int] = set()
+        self._in_flight = 0
         self._conns: dict[int, BrokerConnection] = {}
         self._wake = trio.Event()
         #: requests sent (for tests and figures)
@@ -82,7 +88,8 @@ class MarkerSender:
         self._wake.set()
 
     def pending(self) -> int:
-        return len(self._queue)
+        """Partitions queued or being sent."""
+        return len(self._queue) + self._in_flight
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -139,6 +146,7 @@ class MarkerSender:
         self._queue = keep
         for node, (address, items) in batches.items():
             self._busy.add(node)
+            self._in_flight += len(items)
             nursery.start_soon(self._send, node, address, items)
         return next_due
 
@@ -153,6 +161,18 @@ class MarkerSender:
                         self.on_done(item.request, item.partition)
                     except Exception:
                         log.exception("marker completion failed")
+                elif error in _GIVE_UP:
+                    assert error is not None
+                    log.warning(
+                        "WriteTxnMarkers %s-%d (producer %d, coordinator epoch %d) to broker %d: "
+                        "%s; not sent again",
+                        item.partition.topic,
+                        item.partition.partition,
+                        item.request.producer_id,
+                        item.request.coordinator_epoch,
+                        node,
+                        error.name,
+                    )
                 else:
                     if item.attempts % 50 == 0:
                         log.info(
@@ -172,6 +192,7 @@ class MarkerSender:
             retry = items
         finally:
             self._busy.discard(node)
+            self._in_flight -= len(items)
             later = trio.current_time() + self.backoff_s
             for item in retry:
                 item.attempts += 1

@@ -56,7 +56,7 @@ from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
 from wirebroker.txn.effects import InitPidResult, MarkerRequest, TxnAppend, TxnResult
 from wirebroker.txn.loader import replay
-from wirebroker.txn.metadata import TopicPartition
+from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnState
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
@@ -71,6 +71,9 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 TXN_TOPIC = "__transaction_state"
+#: Pause before writing again a record whose append failed (Kafka retries its CompleteCommit /
+#: CompleteAbort appends on the marker channel's next round).
+RETRY_BACKOFF_S = 0.1
 
 #: See `wirebroker.group.runtime.ReplicationWaiter`.
 ReplicationWaiter = Callable[["Partition", int, float], Awaitable[ErrorCode]]
@@ -200,12 +203,15 @@ class TxnCoordinatorRuntime:
         self._apply(self.core.complete_loading(partition, epoch, loaded, self.clock()))
         if loaded:
             log.info(
-                "loaded %s-%d (coordinator epoch %d) in %d ms: %d transactional id(s)",
+                "loaded %s-%d (coordinator epoch %d) in %d ms: %d transactional id(s), "
+                "%d ongoing, %d completing (markers sent again)",
                 TXN_TOPIC,
                 partition,
                 epoch,
                 self.clock() - started,
                 len(loaded),
+                sum(m.state is TxnState.ONGOING for m in loaded.values()),
+                sum(m.state in PREPARING for m in loaded.values()),
             )
 
     # == topic =============================================================================
@@ -379,10 +385,16 @@ class TxnCoordinatorRuntime:
         self._apply(result)
         return await self._append_and_complete(appends[0])
 
-    def _apply(self, result: TxnResult[Any]) -> None:
-        """Background effects: appends in their own tasks, markers to the sink."""
+    def _apply(self, result: TxnResult[Any], *, retry: bool = False) -> None:
+        """Background effects: appends in their own tasks, markers to the sink. `retry`: the
+        appends are retries of one that failed (a CompleteCommit/CompleteAbort the core writes
+        again): they wait `RETRY_BACKOFF_S` first, so an unavailable partition (too few
+        in-sync replicas, say) is not hammered."""
         for append in result.appends:
-            self._spawn(self._append_and_complete, append)
+            if retry:
+                self._spawn(self._retry_append, append)
+            else:
+                self._spawn(self._append_and_complete, append)
         if result.markers:
             if self.markers is None:
                 log.error("no marker sender: %d marker request(s) dropped", len(result.markers))
@@ -408,8 +420,12 @@ class TxnCoordinatorRuntime:
         result = self.core.append_done(append, error, self.clock())
         response = result.response
         result.response = None
-        self._apply(result)
+        self._apply(result, retry=error is not None)
         return response
+
+    async def _retry_append(self, append: TxnAppend) -> None:
+        await trio.sleep(RETRY_BACKOFF_S)
+        await self._append_and_complete(append)
 
     def _append(self, append: TxnAppend) -> tuple[Partition, int] | ErrorCode:
         """Append the record now: (partition, required high watermark) or the error."""

@@ -51,7 +51,7 @@ class FakeVerifier(TxnVerifier):
         self.asked.append((transactional_id, producer_id, producer_epoch, tps))
         if self.answer is E.NONE:
             for tp in tps:
-                self._verified.add((producer_id, producer_epoch, *tp))
+                self._verified[(producer_id, *tp)] = producer_epoch
         return dict.fromkeys(tps, self.answer)
 
 
@@ -390,3 +390,23 @@ async def test_describe_producers(call, services: Services) -> None:
     [state] = parts[0].active_producers
     assert (state.producer_id, state.producer_epoch, state.last_sequence) == (PID, EPOCH, 2)
     assert (state.coordinator_epoch, state.current_txn_start_offset) == (-1, 0)
+
+
+async def test_txn_offset_commit_of_an_older_producer_epoch(call, services, coordinator) -> None:
+    await call(ApiKey.TXN_OFFSET_COMMIT, 3, txn_commit_body(5))
+    old = {**txn_commit_body(6), "producer_epoch": EPOCH - 1}
+    resp = await call(ApiKey.TXN_OFFSET_COMMIT, 3, old)
+    assert txn_commit_codes(resp) == [E.INVALID_PRODUCER_EPOCH]
+    # the rejected offset is not pending: the COMMIT makes the first one visible
+    p = coordinator.partition_for("g")
+    await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body(OFFSETS_TOPIC, [p], commit=True))
+    assert await fetch(call, stable=True) == (5, 0)
+
+
+async def test_marker_below_min_isr_is_not_written(call, services: Services) -> None:
+    services.admin.create_topic("t", 1, now_ms=START_MS, configs={"min.insync.replicas": "2"})
+    part = services.replicas.partition("t", 0)
+    assert part is not None
+    resp = await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body("t", [0], commit=True))
+    assert marker_codes(resp) == {0: E.NOT_ENOUGH_REPLICAS}
+    assert part.log_end_offset == 0

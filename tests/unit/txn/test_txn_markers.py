@@ -171,3 +171,23 @@ async def test_unwanted_requests_are_dropped() -> None:
     broker, done = await _run(lambda pid, tp: E.NONE, work, unwanted={9})
     assert [m.producer_id for r in broker.requests for m in r.markers] == [1]
     assert done == [(1, TP("a", 1))]
+
+
+async def test_fenced_markers_are_given_up() -> None:
+    """INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED: not retried (Kafka stops
+    sending for that transaction); the other partition still completes."""
+
+    def answer(pid: int, tp: TopicPartition) -> E:
+        return E.TRANSACTION_COORDINATOR_FENCED if tp == TP("a", 0) else E.NONE
+
+    sender_ref: list[MarkerSender] = []
+
+    def work(sender: MarkerSender, broker: ScriptedBroker, _: trio.Event) -> int:
+        sender_ref.append(sender)
+        sender.send(_request(1), [TP("a", 0), TP("a", 1)])
+        return 1
+
+    broker, done = await _run(answer, work)
+    assert done == [(1, TP("a", 1))]
+    assert len(broker.requests) == 1
+    assert sender_ref[0].pending() == 0

@@ -22,7 +22,7 @@ from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.txn.effects import MarkerRequest
 from wirebroker.txn.metadata import TopicPartition
-from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
+from wirebroker.txn.runtime import RETRY_BACKOFF_S, TXN_TOPIC, TxnCoordinatorRuntime
 
 TP = TopicPartition
 NUM_PARTITIONS = 4
@@ -288,3 +288,48 @@ async def test_list_and_verify(rt: TxnCoordinatorRuntime) -> None:
     assert [(t.transactional_id, t.state) for t in listed.transactions] == [("a", "Ongoing")]
     verified = rt.verify_partitions("a", pid, epoch, [TP("t", 0), TP("t", 1)])
     assert verified == {TP("t", 0): E.NONE, TP("t", 1): E.TRANSACTION_ABORTABLE}
+
+
+async def test_replication_factor_is_capped_by_the_live_brokers(tmp_path: Path) -> None:
+    env = Env(tmp_path / "d", **{"transaction.state.log.replication.factor": "3"})
+    try:
+        rt = env.runtime()
+        assert rt.replication_factor == 3
+        assert rt.ensure_topic() is E.NONE
+        info = env.admin.describe(TXN_TOPIC)
+        assert info is not None
+        assert info.replication_factor == 1
+    finally:
+        env.logs.close()
+
+
+async def test_a_failed_completion_is_written_again_after_a_backoff(
+    env: Env, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The CompleteCommit append fails three times (too few in-sync replicas): the core writes
+    it again, each time after RETRY_BACKOFF_S, until it succeeds."""
+    failures = {"left": 0, "calls": 0}
+    rt = env.runtime()
+    append = rt._append
+
+    def failing_append(a: Any) -> Any:
+        failures["calls"] += 1
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            return E.NOT_ENOUGH_REPLICAS  # as ReplicaManager.append raises it
+        return append(a)
+
+    rt._append = failing_append  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        await _started(rt, nursery)
+        pid, epoch = await _begin(rt, "tx", TP("t", 0))
+        assert await rt.end_txn("tx", pid, epoch, True) is E.NONE
+        [(request, _)] = env.sink.sent
+        failures["left"], failures["calls"] = 3, 0
+        started = trio.current_time()
+        rt.marker_done(request, TP("t", 0))
+        while rt.describe("tx").state != "CompleteCommit":
+            await trio.sleep(0.01)
+        assert failures["calls"] == 4
+        assert trio.current_time() - started >= 3 * RETRY_BACKOFF_S
+        nursery.cancel_scope.cancel()

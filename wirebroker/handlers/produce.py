@@ -43,6 +43,9 @@ Per partition, in this order
     records null/empty, not exactly one     INVALID_RECORD (Kafka's ProduceRequest validation)
       complete batch, or magic != 2
     zstd batch with version < 7             UNSUPPORTED_COMPRESSION_TYPE
+    transactional batch not confirmed by     INVALID_TXN_STATE (not in the transaction),
+      the transaction coordinator (KIP-890)  NOT_ENOUGH_REPLICAS (coordinator unreachable),
+                                            INVALID_PRODUCER_EPOCH (fenced)
     this broker is not the leader           NOT_LEADER_OR_FOLLOWER (at the append)
     storage errors (wirebroker.log.errors)  their `error_code` (CORRUPT_MESSAGE, INVALID_RECORD,
                                             MESSAGE_TOO_LARGE, INVALID_TIMESTAMP,

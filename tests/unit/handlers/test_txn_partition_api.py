@@ -410,3 +410,31 @@ async def test_marker_below_min_isr_is_not_written(call, services: Services) -> 
     resp = await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body("t", [0], commit=True))
     assert marker_codes(resp) == {0: E.NOT_ENOUGH_REPLICAS}
     assert part.log_end_offset == 0
+
+
+def test_verifier_maps_the_coordinator_answer(services: Services) -> None:
+    from types import SimpleNamespace as NS
+
+    verifier = TxnVerifier(services.cluster, partition_for, node_id=0)
+    wanted = [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
+
+    def answer(codes: dict[int, int], top: int = 0) -> NS:
+        parts = [NS(partition_index=p, partition_error_code=c) for p, c in codes.items()]
+        topic = NS(name="t", results_by_partition=parts)
+        txn = NS(transactional_id="tx", topic_results=[topic])
+        return NS(error_code=top, results_by_transaction=[txn])
+
+    got = verifier._results(
+        answer({0: 0, 1: E.TRANSACTION_ABORTABLE, 2: E.PRODUCER_FENCED}), "tx", PID, EPOCH, wanted
+    )
+    assert got == {
+        ("t", 0): E.NONE,
+        ("t", 1): E.INVALID_TXN_STATE,
+        ("t", 2): E.INVALID_PRODUCER_EPOCH,
+        ("t", 3): E.INVALID_TXN_STATE,  # missing from the answer
+    }
+    assert not verifier.needs_verification(PID, EPOCH, ("t", 0), ongoing_epoch=-1)
+    assert verifier.needs_verification(PID, EPOCH + 1, ("t", 0), ongoing_epoch=-1)
+    assert verifier.needs_verification(PID, EPOCH, ("t", 1), ongoing_epoch=-1)
+    got = verifier._results(answer({}, top=E.NOT_COORDINATOR), "tx", PID, EPOCH, [("t", 5)])
+    assert got == {("t", 5): E.NOT_ENOUGH_REPLICAS}

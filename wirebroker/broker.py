@@ -116,6 +116,10 @@ from wirebroker.replication.fetcher import ReplicaFetcherManager
 from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
+from wirebroker.replication.txn_verify import TxnVerifier
+from wirebroker.txn.markers import MarkerSender
+from wirebroker.txn.partitioning import partition_for as txn_partition_for
+from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
 
 log = logging.getLogger("wirebroker.broker")
 
@@ -275,6 +279,7 @@ class Broker:
             self.group_coordinator = GroupCoordinatorRuntime(
                 config, self.replicas, admin=self.admin, clock=clock
             )
+        self._build_txn_coordinator(config, clock, cluster)
         self.services = Services(
             config=config,
             logs=self.logs,
@@ -289,6 +294,13 @@ class Broker:
             clock=clock,
             group_coordinator=self.group_coordinator,
             produce_waiters=self.produce_waiters,
+            txn_verifier=TxnVerifier(
+                cluster,
+                txn_partition_for,
+                node_id=node_id,
+                enabled=config.get_bool("transaction.partition.verification.enable"),
+            ),
+            txn_coordinator=self.txn_coordinator,
         )
         self.handlers = load_handlers()
         max_frame_bytes = config.socket_request_max_bytes
@@ -315,6 +327,48 @@ class Broker:
             clock=clock,
         )
         mount_fault_routes(self.admin_routes, self.fault_control)
+
+    def _build_txn_coordinator(
+        self, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView
+    ) -> None:
+        """The transaction coordinator and its WriteTxnMarkers sender (which reaches every
+        partition leader over the wire, this broker included); it follows the leadership of
+        `__transaction_state` partitions like the group coordinator (no cluster: it leads
+        them all)."""
+        self.txn_coordinator = TxnCoordinatorRuntime(
+            config,
+            self.replicas,
+            admin=self.admin,
+            producer_ids=self.producer_ids,
+            clock=clock,
+            live_brokers=lambda: len(cluster.live_brokers()),
+            leads_every_partition=not self.replicated,
+            replication_waiter=self.produce_waiters.wait,
+        )
+
+        def leader_of(topic: str, partition: int) -> tuple[int, str, int] | None:
+            node = cluster.leader(topic, partition)
+            return None if node is None else (node.node_id, node.host, node.port)
+
+        self.txn_markers = MarkerSender(
+            leader_of,
+            on_done=self.txn_coordinator.marker_done,
+            wanted=self.txn_coordinator.marker_wanted,
+            client_id=f"wirebroker-{config.node_id}-txn-markers",
+            max_frame_bytes=config.socket_request_max_bytes,
+        )
+        self.txn_coordinator.markers = self.txn_markers
+        if self.replicated:
+            self.replicas.add_role_listener(self._txn_leadership)
+
+    def _txn_leadership(self, part: Partition) -> None:
+        """The transaction coordinator follows the leadership of `__transaction_state`."""
+        if part.topic != TXN_TOPIC:
+            return
+        if part.role is Role.LEADER:
+            self.txn_coordinator.on_became_leader(part.index, part.leader_epoch)
+        else:
+            self.txn_coordinator.on_resigned(part.index, part.leader_epoch)
 
     def _offsets_leadership(self, part: Partition) -> None:
         """The group coordinator follows the leadership of `__consumer_offsets` partitions."""
@@ -468,6 +522,7 @@ class Broker:
                     log.info("shutting down")
                     member_scope.cancel()
                     self.group_coordinator.shutdown()
+                    self.txn_coordinator.shutdown()
                     self.server.shutdown()
                     if self.admin_http is not None:
                         self.admin_http.shutdown()
@@ -494,6 +549,8 @@ class Broker:
             backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
             nursery.start_soon(self._clean_logs, backoff_ms)
         nursery.start_soon(self.group_coordinator.run)
+        nursery.start_soon(self.txn_coordinator.run)
+        nursery.start_soon(self.txn_markers.run)
         if self.replicated:
             self._start_replication(nursery)
 

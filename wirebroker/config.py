@@ -233,6 +233,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.segment.bytes", _T.INT, "1073741824", "", minimum=14),
         ConfigDef("min.insync.replicas", _T.INT, "1", "", minimum=1),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", ""),
+        ConfigDef(
+            "transaction.partition.verification.enable",
+            _T.BOOLEAN,
+            "true",
+            "KIP-890: leaders check with the coordinator before a transaction's first batch",
+            read_only=True,
+        ),
         ConfigDef("offsets.topic.num.partitions", _T.INT, "50", "", minimum=1, read_only=True),
         ConfigDef(
             "offsets.topic.replication.factor",
@@ -269,6 +276,54 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # transaction coordinator (wirebroker.txn.config / wirebroker.txn.runtime)
+        ConfigDef(
+            "transaction.state.log.num.partitions", _T.INT, "50", "", minimum=1, read_only=True
+        ),
+        ConfigDef(
+            "transaction.state.log.replication.factor",
+            _T.SHORT,
+            "1",
+            "wirebroker: 1 (Kafka: 3), capped by the live brokers at creation",
+            read_only=True,
+        ),
+        ConfigDef(
+            "transaction.state.log.min.isr",
+            _T.INT,
+            "1",
+            "wirebroker: 1 (Kafka: 2)",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "transaction.state.log.segment.bytes",
+            _T.INT,
+            "104857600",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef("transaction.max.timeout.ms", _T.INT, "900000", "", minimum=1, read_only=True),
+        ConfigDef(
+            "transactional.id.expiration.ms", _T.INT, "604800000", "", minimum=1, read_only=True
+        ),
+        ConfigDef(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            _T.INT,
+            "10000",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            _T.INT,
+            "3600000",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef("request.timeout.ms", _T.INT, "30000", "", minimum=0, read_only=True),
         ConfigDef("cluster.id", _T.STRING, None, "generated on first start", read_only=True),
         ConfigDef(
             "zookeeper.connect",

@@ -225,20 +225,63 @@ class AiokafkaAdapter(Adapter):
         except KafkaError as exc:
             raise _client_error(exc) from exc
 
-    def _plain_consumer(self) -> AIOKafkaConsumer:
+    def _plain_consumer(self, isolation_level: str = "read_uncommitted") -> AIOKafkaConsumer:
         return AIOKafkaConsumer(
             bootstrap_servers=self.bootstrap,
             group_id=None,
             enable_auto_commit=False,
             request_timeout_ms=TIMEOUT_MS,
             fetch_max_wait_ms=100,
+            isolation_level=isolation_level,
         )
 
+    def transactional_produce(
+        self,
+        topic: str,
+        transactions: list[tuple[list[Rec], bool]],
+        transactional_id: str,
+        timeout_s: float = 30.0,
+    ) -> None:
+        async def run() -> None:
+            producer = AIOKafkaProducer(
+                bootstrap_servers=self.bootstrap,
+                transactional_id=transactional_id,
+                linger_ms=5,
+                request_timeout_ms=TIMEOUT_MS,
+            )
+            await producer.start()  # InitProducerId with the transactional id
+            try:
+                for records, commit in transactions:
+                    await producer.begin_transaction()
+                    futures = [
+                        await producer.send(topic, key=r.key, value=r.value, partition=r.partition)
+                        for r in records
+                    ]
+                    await asyncio.wait_for(asyncio.gather(*futures), timeout_s)
+                    if commit:
+                        await producer.commit_transaction()
+                    else:
+                        await producer.abort_transaction()
+            finally:
+                await producer.stop()
+
+        try:
+            self._loop.run(run(), timeout=timeout_s * (len(transactions) + 1))
+        except KafkaError as exc:
+            raise _client_error(exc) from exc
+
     def consume(
-        self, topic: str, partition: int, start: int, count: int, timeout_s: float = 30.0
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        count: int,
+        timeout_s: float = 30.0,
+        *,
+        read_committed: bool = False,
     ) -> list[Rec]:
         async def consume() -> list[Rec]:
-            c = self._plain_consumer()
+            c = self._plain_consumer("read_committed" if read_committed else "read_uncommitted")
             await c.start()
             try:
                 tp = TopicPartition(topic, partition)

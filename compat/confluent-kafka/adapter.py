@@ -220,9 +220,59 @@ class ConfluentAdapter(Adapter):
         return Consumer(config)
 
     def consume(
-        self, topic: str, partition: int, start: int, count: int, timeout_s: float = 30.0
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        count: int,
+        timeout_s: float = 30.0,
+        *,
+        read_committed: bool = False,
     ) -> list[Rec]:
-        return self._consume(self._plain_consumer(), topic, partition, start, count, timeout_s)
+        isolation = "read_committed" if read_committed else "read_uncommitted"
+        consumer = self._plain_consumer({"isolation.level": isolation})
+        return self._consume(consumer, topic, partition, start, count, timeout_s)
+
+    def transactional_produce(
+        self,
+        topic: str,
+        transactions: list[tuple[list[Rec], bool]],
+        transactional_id: str,
+        timeout_s: float = 30.0,
+    ) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": transactional_id,
+                "linger.ms": 5,
+                "message.timeout.ms": int(timeout_s * 1000),
+            }
+        )
+        errors: list[KafkaError] = []
+
+        def on_delivery(err: KafkaError | None, _msg: Any) -> None:
+            if err is not None:
+                errors.append(err)
+
+        try:
+            producer.init_transactions(timeout_s)
+            for records, commit in transactions:
+                producer.begin_transaction()
+                for r in records:
+                    kwargs: dict[str, Any] = {"key": r.key, "value": r.value}
+                    if r.partition is not None:
+                        kwargs["partition"] = r.partition
+                    producer.produce(topic, on_delivery=on_delivery, **kwargs)
+                if producer.flush(timeout_s):
+                    raise ClientError("TIMEOUT", f"not delivered in {timeout_s} s")
+                if errors:
+                    raise ClientError(_code(errors[0]), str(errors[0]))
+                if commit:
+                    producer.commit_transaction(timeout_s)
+                else:
+                    producer.abort_transaction(timeout_s)
+        except KafkaException as exc:
+            raise ClientError(_code(exc.args[0]), str(exc)) from exc
 
     @staticmethod
     def _consume(

@@ -177,8 +177,49 @@ class KafkaPythonAdapter(Adapter):
             raise _client_error(exc) from exc
         return [Delivery(m.partition, m.offset) for m in metas]
 
+    def transactional_produce(
+        self,
+        topic: str,
+        transactions: list[tuple[list[Rec], bool]],
+        transactional_id: str,
+        timeout_s: float = 30.0,
+    ) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            transactional_id=transactional_id,
+            linger_ms=5,
+            request_timeout_ms=TIMEOUT_MS,
+            max_block_ms=TIMEOUT_MS,
+        )
+        try:
+            producer.init_transactions()
+            for records, commit in transactions:
+                producer.begin_transaction()
+                futures = [
+                    producer.send(topic, key=r.key, value=r.value, partition=r.partition)
+                    for r in records
+                ]
+                producer.flush(timeout=timeout_s)
+                for f in futures:
+                    f.get(timeout=timeout_s)
+                if commit:
+                    producer.commit_transaction()
+                else:
+                    producer.abort_transaction()
+        except KafkaError as exc:
+            raise _client_error(exc) from exc
+        finally:
+            producer.close(timeout=5)
+
     def consume(
-        self, topic: str, partition: int, start: int, count: int, timeout_s: float = 30.0
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        count: int,
+        timeout_s: float = 30.0,
+        *,
+        read_committed: bool = False,
     ) -> list[Rec]:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap,
@@ -186,6 +227,7 @@ class KafkaPythonAdapter(Adapter):
             enable_auto_commit=False,
             request_timeout_ms=TIMEOUT_MS,
             fetch_max_wait_ms=100,
+            isolation_level="read_committed" if read_committed else "read_uncommitted",
         )
         try:
             tp = TopicPartition(topic, partition)

@@ -198,7 +198,14 @@ class KafkajsAdapter(Adapter):
         return None if got is None else [Delivery(d["partition"], d["offset"]) for d in got]
 
     def consume(
-        self, topic: str, partition: int, start: int, count: int, timeout_s: float = 30.0
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        count: int,
+        timeout_s: float = 30.0,
+        *,
+        read_committed: bool = False,
     ) -> list[Rec]:
         got = self._call(
             "consume",
@@ -207,8 +214,34 @@ class KafkajsAdapter(Adapter):
             start=start,
             count=count,
             timeoutMs=int(timeout_s * 1000),
+            readCommitted=read_committed,
         )
         return [_rec(r) for r in got]
+
+    def transactional_produce(
+        self,
+        topic: str,
+        transactions: list[tuple[list[Rec], bool]],
+        transactional_id: str,
+        timeout_s: float = 30.0,
+    ) -> None:
+        wire = [
+            {
+                "records": [
+                    {"key": _b64(r.key), "value": _b64(r.value), "partition": r.partition}
+                    for r in records
+                ],
+                "commit": commit,
+            }
+            for records, commit in transactions
+        ]
+        self._call(
+            "transactionalProduce",
+            topic=topic,
+            transactions=wire,
+            transactionalId=transactional_id,
+            timeoutMs=int(timeout_s * 1000 * (len(transactions) + 1)),
+        )
 
     def list_topics(self) -> dict[str, int]:
         return dict(self._call("listTopics"))

@@ -134,13 +134,36 @@ async function produce({ bootstrap, topic, records, compression, idempotent, tim
   })
 }
 
+// One transactional producer runs the transactions in order (commit or abort each).
+async function transactionalProduce({ bootstrap, topic, transactions, transactionalId }) {
+  const p = kafka(bootstrap).producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 })
+  await p.connect()
+  try {
+    for (const { records, commit } of transactions) {
+      const txn = await p.transaction()
+      const messages = records.map((r) => {
+        const m = { key: unb64(r.key), value: unb64(r.value) }
+        if (r.partition !== null) m.partition = r.partition
+        return m
+      })
+      await txn.send({ topic, messages })
+      if (commit) await txn.commit()
+      else await txn.abort()
+    }
+  } finally {
+    await p.disconnect()
+  }
+  return true
+}
+
 // -- consumers -------------------------------------------------------------------------------
 let readers = 0
-async function consume({ bootstrap, topic, partition, start, count, timeoutMs }) {
+async function consume({ bootstrap, topic, partition, start, count, timeoutMs, readCommitted }) {
   // kafkajs has no assign(): a throwaway group (no commits) reads the topic, seeked to start.
   const consumer = kafka(bootstrap).consumer({
     groupId: `compat-kafkajs-read-${process.pid}-${++readers}`,
     maxWaitTimeInMs: 100,
+    readUncommitted: !readCommitted,
   })
   const out = []
   try {
@@ -234,6 +257,7 @@ async function admin(bootstrap) {
 
 const ops = {
   produce,
+  transactionalProduce,
   consume,
   memberStart,
   memberPoll,

@@ -281,11 +281,21 @@ class KcatAdapter(Adapter):
             _run([*args, *key, f.name], b"", timeout_s)
 
     def consume(
-        self, topic: str, partition: int, start: int, count: int, timeout_s: float = 30.0
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        count: int,
+        timeout_s: float = 30.0,
+        *,
+        read_committed: bool = False,
     ) -> list[Rec]:
+        isolation = "read_committed" if read_committed else "read_uncommitted"
         out = _run(
             [
                 *self._base(),
+                "-X",
+                f"isolation.level={isolation}",
                 "-C",
                 "-t",
                 topic,
@@ -302,6 +312,18 @@ class KcatAdapter(Adapter):
             timeout=timeout_s,
         )
         return RecordStream().feed(out)
+
+    def transactional_produce(
+        self,
+        topic: str,
+        transactions: list[tuple[list[Rec], bool]],
+        transactional_id: str,
+        timeout_s: float = 30.0,
+    ) -> None:
+        raise Unsupported(
+            "kcat's producer has no transaction commands (no begin/commit/abort; setting "
+            "transactional.id alone makes librdkafka refuse to produce outside a transaction)"
+        )
 
     def list_topics(self) -> dict[str, int]:
         meta = json.loads(_run([*self._base(), "-L", "-J"]))

@@ -131,10 +131,30 @@ class Adapter:
 
     # consumer without a group ---------------------------------------------------------------
     def consume(
-        self, topic: str, partition: int, start: int, count: int, timeout_s: float = 30.0
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        count: int,
+        timeout_s: float = 30.0,
+        *,
+        read_committed: bool = False,
     ) -> list[Rec]:
-        """`count` records of one partition from offset `start` (assign + seek, no group)."""
+        """`count` records of one partition from offset `start` (assign + seek, no group), with
+        the consumer's isolation level read_committed when `read_committed`."""
         raise Unsupported(f"{self.name} has no consume call")
+
+    # transactions ----------------------------------------------------------------------------
+    def transactional_produce(
+        self,
+        topic: str,
+        transactions: list[tuple[list[Rec], bool]],
+        transactional_id: str,
+        timeout_s: float = 30.0,
+    ) -> None:
+        """One transactional producer (`transactional_id`) runs `transactions` in order: each
+        sends its records (each to `rec.partition`), then commits (True) or aborts (False)."""
+        raise Unsupported(f"{self.name} has no transactional producer")
 
     # metadata --------------------------------------------------------------------------------
     def list_topics(self) -> dict[str, int]:

@@ -870,6 +870,65 @@ def failover_kill_leader(ctx: Ctx) -> str:
     return note  # re-sends (if any) are in the log line above: a note must not flap
 
 
+# -- transactions --------------------------------------------------------------------------------
+TXN_PARTITIONS = 2
+TXN_RECORDS = 10
+
+
+def txn_commit_abort(ctx: Ctx) -> str:
+    """Three transactions of one transactional producer: commit, abort, commit. The oracle
+    finds every record in the log in transactional batches of one producer id and the markers
+    COMMIT, ABORT, COMMIT in every partition, each after its transaction's records; the
+    client's read_committed consumer gets exactly the committed records (the last transaction
+    is a committed one, so an aborted record delivered by mistake would take the place of a
+    committed one), its read_uncommitted consumer gets all of them."""
+    topic = ctx.name("txn")
+    with ctx.wire() as w:
+        w.create_topic(topic, TXN_PARTITIONS)
+
+    def txn(tag: str) -> list[Rec]:
+        return [
+            Rec(b"k%d" % i, f"{tag}-{i}".encode(), partition=i % TXN_PARTITIONS)
+            for i in range(TXN_RECORDS)
+        ]
+
+    c1, a1, c2 = txn("c1"), txn("a1"), txn("c2")
+    ctx.adapter.transactional_produce(
+        topic, [(c1, True), (a1, False), (c2, True)], transactional_id=ctx.name("txnid")
+    )
+
+    def values(recs: list[Rec], p: int) -> list[bytes | None]:
+        return [r.value for r in recs if r.partition == p]
+
+    with ctx.wire() as w:
+        logs = {p: w.read_log(topic, p) for p in range(TXN_PARTITIONS)}
+    for p, (stored, markers) in logs.items():
+        where = f"{topic}-{p}"
+        assert [s.value for s in stored] == values(c1 + a1 + c2, p), f"{where}: log {stored}"
+        assert all(s.transactional for s in stored), f"{where}: non-transactional batches"
+        pids = {s.producer_id for s in stored} | {m.producer_id for m in markers}
+        assert len(pids) == 1 and -1 not in pids, f"{where}: producer ids {pids}"
+        assert [m.commit for m in markers] == [True, False, True], f"{where}: markers {markers}"
+        per = TXN_RECORDS // TXN_PARTITIONS
+        ends = [stored[per * (i + 1) - 1].offset for i in range(3)]
+        assert all(e < m.offset for e, m in zip(ends, markers, strict=True)), (
+            f"{where}: markers {markers} not after their transactions (last records {ends})"
+        )
+
+    for p in range(TXN_PARTITIONS):
+        want = values(c1 + c2, p)
+        got = ctx.adapter.consume(topic, p, 0, len(want), read_committed=True)
+        assert [r.value for r in got] == want, f"read_committed {topic}-{p}: {got}"
+        want_all = values(c1 + a1 + c2, p)
+        got = ctx.adapter.consume(topic, p, 0, len(want_all), read_committed=False)
+        assert [r.value for r in got] == want_all, f"read_uncommitted {topic}-{p}: {got}"
+    return (
+        f"commit, abort, commit of {TXN_RECORDS} records over {TXN_PARTITIONS} partitions: "
+        "markers COMMIT/ABORT/COMMIT in each; read_committed got the committed records only, "
+        "read_uncommitted all"
+    )
+
+
 SINGLE_BROKER = "single"
 CLUSTER = "cluster"
 ROWS = (SINGLE_BROKER, CLUSTER)
@@ -927,6 +986,7 @@ CASES: list[Case] = [
     Case("legacy.message_format_v0", _legacy(0)),
     Case("legacy.message_format_v1", _legacy(1)),
     Case("failover.kill_leader", failover_kill_leader, _ONLY_CLUSTER),
+    Case("txn.commit_abort", txn_commit_abort),
 ]
 
 

@@ -89,6 +89,16 @@ class StoredRecord:
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
     producer_id: int
+    transactional: bool = False
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A transaction marker (control batch) as the broker stores it."""
+
+    offset: int
+    producer_id: int
+    commit: bool  # False: ABORT
 
 
 @dataclass(frozen=True)
@@ -426,8 +436,15 @@ class Wire:
 
     def read(self, topic: str, partition: int, start: int = 0) -> list[StoredRecord]:
         """Every record of the partition from `start` up to the high watermark at call time."""
+        return self.read_log(topic, partition, start)[0]
+
+    def read_log(
+        self, topic: str, partition: int, start: int = 0
+    ) -> tuple[list[StoredRecord], list[Marker]]:
+        """`read`, plus the transaction markers (control batches) in the same range."""
         end = self.list_offset(topic, partition, LATEST)
         out: list[StoredRecord] = []
+        markers: list[Marker] = []
         offset = start
         while offset < end:
             body = {
@@ -463,7 +480,13 @@ class Wire:
             progressed = False
             for pos, header in iter_batches(data):
                 if header.is_control:
+                    if header.base_offset >= offset:
+                        for rec in decode_records(data, pos):
+                            # control record key: version int16, type int16 (0 ABORT, 1 COMMIT)
+                            kind = struct.unpack_from(">h", rec.key or b"\0\0\0\0", 2)[0]
+                            markers.append(Marker(rec.offset, header.producer_id, kind == 1))
                     offset = max(offset, header.next_offset)
+                    progressed = True
                     continue
                 for rec in decode_records(data, pos):
                     if rec.offset < offset:
@@ -479,13 +502,14 @@ class Wire:
                             value=rec.value,
                             headers=rec.headers,
                             producer_id=header.producer_id,
+                            transactional=header.is_transactional,
                         )
                     )
                     progressed = True
                 offset = max(offset, header.next_offset)
             if not progressed and not data:
                 raise RuntimeError(f"fetch at {offset} of {topic}-{partition} returned nothing")
-        return out
+        return out, markers
 
     # -- groups ----------------------------------------------------------------------------
     def committed(self, group: str, topic: str, partitions: list[int]) -> dict[int, int]:

@@ -324,8 +324,15 @@ class ClassicGroup:
         return ErrorCode.NONE
 
     def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation_id: int
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        *,
+        transactional: bool = False,
     ) -> ErrorCode:
+        """Kafka's validateOffsetCommit; `transactional` (TxnOffsetCommit): without member
+        and generation (v0-2) accepted in any state, and no REBALANCE_IN_PROGRESS."""
         if self.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and self.state is GroupState.EMPTY:
@@ -336,9 +343,9 @@ class ClassicGroup:
                 return err
             if generation_id != self.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif self.state is not GroupState.EMPTY:
+        elif self.state is not GroupState.EMPTY and not transactional:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if self.state is GroupState.COMPLETING_REBALANCE:
+        if self.state is GroupState.COMPLETING_REBALANCE and not transactional:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 

@@ -29,8 +29,9 @@ Where the core is not Kafka (on purpose):
 - Group state changes are applied when the call returns; the records are appended by the
   runtime before any response goes out (Kafka waits for the append, then applies). See
   `effects` for what to do when an append fails.
-- TxnOffsetCommit / transactional offsets, the new consumer protocol (KIP-848), share and
-  streams groups are not implemented; their records are skipped on replay.
+- The new consumer protocol (KIP-848), share and streams groups are not implemented; their
+  records are skipped on replay. Transactional offsets (TxnOffsetCommit) stay pending
+  (`txn_offsets.py`) until `complete_txn` (a marker written to their partition).
 - Topic existence (UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit) and authorization are the
   handlers' business; OffsetCommit/OffsetFetch v10 topic ids are mapped to names there too.
 """
@@ -84,6 +85,9 @@ class GroupCoordinatorCore:
         self.fetch_offsets = self.offsets.fetch_offsets
         self.delete_offsets = self.offsets.delete_offsets
         self.delete_groups = self.offsets.delete_groups
+        self.txn_commit_offsets = self.offsets.txn_commit_offsets
+        self.complete_txn = self.offsets.complete_txn
+        self.has_pending_txn_offset = self.offsets.has_pending_txn_offset
 
     # == introspection =====================================================================
     def partition_for(self, group_id: str) -> int:
@@ -133,6 +137,10 @@ class GroupCoordinatorCore:
         are already applied. Raises `GroupRecordError` on bytes that do not decode."""
         return self.loader.replay(key, value)
 
+    def replay_pending(self, producer_id: int, key: bytes, value: bytes | None) -> bool:
+        """Replay an offset commit of an open transaction (its marker not in the log)."""
+        return self.loader.replay_pending(producer_id, key, value)
+
     def complete_loading(
         self, now_ms: int, partitions: Iterable[int] | None = None
     ) -> Result[None]:
@@ -145,6 +153,7 @@ class GroupCoordinatorCore:
         state.groups.update(loaded.groups)
         for gid, topics in loaded.offsets.items():
             state.offsets.set_group(gid, topics)
+        state.txn_offsets.merge(loaded.pending)
         for p in parts:
             state.partitions[p] = PartitionStatus.ACTIVE
         state.active = True
@@ -187,6 +196,7 @@ class GroupCoordinatorCore:
         for group_id in state.offsets.groups():
             if state.partition_for(group_id) in parts:
                 state.offsets.remove_group(group_id)
+        state.txn_offsets.drop_groups(lambda g: state.partition_for(g) in parts)
 
     # == timers ============================================================================
     def tick(self, now_ms: int) -> Result[None]:

@@ -48,11 +48,15 @@ class Completion:
 
 @dataclass(frozen=True)
 class Record:
-    """A `__consumer_offsets` record: `value` None is a tombstone."""
+    """A `__consumer_offsets` record: `value` None is a tombstone. `producer_id` >= 0: a
+    transactional offset commit, appended in a transactional batch of that producer and
+    epoch (TxnOffsetCommit)."""
 
     partition: int
     key: bytes
     value: bytes | None
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass

@@ -5,8 +5,12 @@ them goes to `GroupLoader.replay` in log order; the loader rebuilds their classi
 committed offsets on its own, and `take(partitions)` hands the result over as a
 `LoadedState` for the core to install. Rules: an offset commit of a group with no group
 record makes a "simple" group (no protocol type) to hold it; a tombstone removes the offset
-or the group (a group tombstone keeps the group's offsets, as Kafka). Records of other types
-(transactional offsets, KIP-848 groups) are skipped. Loaded groups start without timers;
+or the group (a group tombstone keeps the group's offsets, as Kafka). Transactional offset
+commits whose marker is not in the log yet come through `replay_pending` and are handed over
+as pending again (`wirebroker.group.txn_offsets`); those of committed transactions come
+through `replay` (the runtime's fold applies a COMMIT marker's records at the marker, drops
+an ABORT's: `wirebroker.group.offsets_log`). Records of other types (KIP-848 groups) are
+skipped. Loaded groups start without timers;
 the core starts their session timers when it takes them.
 """
 
@@ -27,6 +31,7 @@ from protocol.group_records import (
 from wirebroker.group.classic import ClassicGroup, ClassicGroupMember, GroupState
 from wirebroker.group.offsets import OffsetAndMetadata, OffsetStore
 from wirebroker.group.state import CoordinatorState, PartitionStatus
+from wirebroker.group.txn_offsets import PendingTxnOffsets
 
 GroupOffsets = dict[str, dict[int, OffsetAndMetadata]]
 
@@ -37,6 +42,7 @@ class LoadedState:
 
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
     offsets: dict[str, GroupOffsets] = field(default_factory=dict)
+    pending: PendingTxnOffsets = field(default_factory=PendingTxnOffsets)
 
 
 class GroupLoader:
@@ -44,6 +50,7 @@ class GroupLoader:
         self._state = state
         self._groups: dict[str, ClassicGroup] = {}
         self._offsets = OffsetStore()
+        self._pending = PendingTxnOffsets()
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one record (False: a record type the coordinator ignores). Raises
@@ -72,6 +79,18 @@ class GroupLoader:
             return True
         return False
 
+    def replay_pending(self, producer_id: int, key: bytes, value: bytes | None) -> bool:
+        """One offset commit of `producer_id`'s open transaction (no marker yet in the log):
+        pending again once loaded. False for records that are not offset commits."""
+        k = decode_key(key)
+        if not isinstance(k, OffsetCommitKey) or value is None:
+            return False
+        if self._state.status(k.group) is not PartitionStatus.LOADING:
+            raise RuntimeError(f"replay for group {k.group!r} outside begin_loading")
+        offset = OffsetAndMetadata.from_value(decode_offset_commit_value(value))
+        self._pending.add(producer_id, k.group, k.topic, k.partition, offset)
+        return True
+
     def take(self, partitions: Iterable[int]) -> LoadedState:
         """Hand over (and forget) what was loaded for `partitions`."""
         parts = set(partitions)
@@ -81,6 +100,11 @@ class GroupLoader:
         for gid in self._offsets.groups():
             if self._state.partition_for(gid) in parts:
                 out.offsets[gid] = self._offsets.remove_group(gid)
+        for pid in self._pending.producers():
+            for group, topic, p, value in self._pending.take(
+                pid, lambda g: self._state.partition_for(g) in parts
+            ):
+                out.pending.add(pid, group, topic, p, value)
         return out
 
 

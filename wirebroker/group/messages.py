@@ -155,6 +155,20 @@ class CommitRequest:
     retention_time_ms: int = -1
 
 
+@dataclasses.dataclass(frozen=True)
+class TxnCommitRequest:
+    """A decoded TxnOffsetCommit (topics by name): offsets of a transaction of `producer_id`
+    at `producer_epoch`; generation/member (v3+, KIP-447) are checked when given."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: Sequence[CommitTopic]
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
 # -- JoinGroup / SyncGroup (parked: delivered as completions) --------------------------------
 
 

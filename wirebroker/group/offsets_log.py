@@ -1,15 +1,22 @@
 """The `__consumer_offsets` log as the coordinator runtime reads and writes it (pure, sync).
 
-    keyed_records(part)     (key, value) of every keyed record of one partition, from its log
-                            start to its log end, a chunk (one `PartitionLog.read` of 4 MiB) at
-                            a time; control batches and records without a key are skipped, an
-                            undecodable batch is logged and skipped
+    keyed_records(part)     an `Entry` for every keyed record and every transaction marker of
+                            one partition, from its log start to its log end, a chunk (one
+                            `PartitionLog.read` of 4 MiB) at a time; records without a key are
+                            skipped, an undecodable batch is logged and skipped. A record of a
+                            transactional batch carries its producer id; a marker is an entry
+                            with key None, the producer id and `commit`
     keep_latest(latest, records)
-                            fold records into "the last value of each key, in the order of
-                            those last occurrences" -- what log compaction keeps, so replaying it
-                            gives the same state as replaying everything
+                            fold (key, value) pairs into "the last value of each key, in the
+                            order of those last occurrences" -- what log compaction keeps, so
+                            replaying it gives the same state as replaying everything
+    OffsetsFold             `keep_latest` over entries, with transactions: records of a
+                            transaction wait in `pending[producer id]` until its marker; a
+                            COMMIT folds them into `latest` at the marker, an ABORT drops them;
+                            what is still pending at the end belongs to open transactions
     record_chunks(records)  the records of one partition cut into batches of at most 512 KiB of
-                            keys + values (well under the default max.message.bytes of 1 MiB)
+                            keys + values (well under the default max.message.bytes of 1 MiB),
+                            and of one producer (transactional offset commits)
 
 A loading leader reads up to its log end offset, not its high watermark, as Kafka does: what
 a new leader holds past the high watermark becomes committed as its followers catch up.
@@ -19,15 +26,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from protocol.records import InvalidBatch, decode_records, iter_batches
+from wirebroker.log.control import COMMIT, ControlError, parse_marker
 
 if TYPE_CHECKING:
     from wirebroker.group.effects import Record
     from wirebroker.replication.partition import Partition
 
-__all__ = ["keep_latest", "keyed_records", "record_chunks"]
+__all__ = ["Entry", "OffsetsFold", "keep_latest", "keyed_records", "record_chunks"]
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +44,36 @@ READ_CHUNK = 4 * 1024 * 1024
 #: Keys+values per appended batch.
 BATCH_BYTES = 512 * 1024
 
-KeyedRecords = list[tuple[bytes, bytes | None]]
+
+class Entry(NamedTuple):
+    """A record (`key` not None) or a transaction marker (`key` None) of the log."""
+
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    commit: bool = False
+
+
+KeyedRecords = list[Entry]
+
+
+class OffsetsFold:
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self.latest: dict[bytes, bytes | None] = {}
+        self.pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
+
+    def add(self, entries: Iterable[Entry]) -> None:
+        for e in entries:
+            if e.key is None:
+                done = self.pending.pop(e.producer_id, [])
+                if e.commit:
+                    keep_latest(self.latest, done)
+            elif e.producer_id >= 0:
+                self.pending.setdefault(e.producer_id, []).append((e.key, e.value))
+            else:
+                keep_latest(self.latest, [(e.key, e.value)])
 
 
 def keyed_records(part: Partition) -> Iterator[KeyedRecords]:
@@ -52,7 +89,14 @@ def keyed_records(part: Partition) -> Iterator[KeyedRecords]:
         for pos, header in iter_batches(data):
             if header.next_offset <= offset:
                 continue
-            if not header.is_control:
+            if header.is_control and header.is_transactional and header.producer_id >= 0:
+                try:
+                    kind, _epoch = parse_marker(memoryview(data)[pos : pos + header.size])
+                    out.append(Entry(None, None, header.producer_id, kind == COMMIT))
+                except ControlError as exc:
+                    log.warning("%s-%d: bad marker: %s", part.topic, part.index, exc)
+            elif not header.is_control:
+                pid = header.producer_id if header.is_transactional else -1
                 try:
                     records = decode_records(data, pos)
                 except InvalidBatch as exc:
@@ -66,7 +110,7 @@ def keyed_records(part: Partition) -> Iterator[KeyedRecords]:
                     records = []
                 for rec in records:
                     if rec.offset >= offset and rec.key is not None:
-                        out.append((rec.key, rec.value))
+                        out.append(Entry(rec.key, rec.value, pid))
             offset = header.next_offset
         yield out
 
@@ -86,7 +130,10 @@ def record_chunks(records: list[Record]) -> Iterator[list[Record]]:
     size = 0
     for r in records:
         n = len(r.key) + (len(r.value) if r.value is not None else 0)
-        if chunk and size + n > BATCH_BYTES:
+        if chunk and (
+            size + n > BATCH_BYTES
+            or (r.producer_id, r.producer_epoch) != (chunk[0].producer_id, chunk[0].producer_epoch)
+        ):
             yield chunk
             chunk, size = [], 0
         chunk.append(r)

@@ -31,10 +31,16 @@ from wirebroker.group.messages import (
     PartitionError,
     TopicErrors,
     TopicPartitions,
+    TxnCommitRequest,
 )
 from wirebroker.group.offsets import OffsetAndMetadata, java_string_length
 from wirebroker.group.rebalance import Rebalancer
-from wirebroker.group.records import group_tombstone, offset_commit_record, offset_tombstone
+from wirebroker.group.records import (
+    group_tombstone,
+    offset_commit_record,
+    offset_tombstone,
+    txn_offset_commit_record,
+)
 from wirebroker.group.state import CoordinatorState, PartitionStatus
 
 EXPIRE_KEY = ("expire",)
@@ -80,7 +86,63 @@ class OffsetsManager:
 
         return fx.result(_commit_result(topics, commit_one))
 
-    def _commit_error(self, now_ms: int, req: CommitRequest) -> ErrorCode:
+    # == TxnOffsetCommit (pending until the marker: txn_offsets.py) ======================
+    def txn_commit_offsets(self, now_ms: int, req: TxnCommitRequest) -> Result[CommitResult]:
+        """TxnOffsetCommit: the checks of OffsetCommit in their transactional form (an
+        unknown group with a generation is ILLEGAL_GENERATION, as Kafka); the offsets are
+        written as transactional records and stay pending until `complete_txn`."""
+        fx = Effects()
+        err = self._commit_error(now_ms, req, transactional=True)
+        if err is not ErrorCode.NONE:
+            return fx.result(_commit_result(req.topics, lambda _t, _p: err))
+        max_meta = self.state.config.offset_metadata_max_bytes
+        partition = self.state.partition_for(req.group_id)
+
+        def commit_one(topic: str, p: CommitPartition) -> ErrorCode:
+            metadata = p.committed_metadata
+            if metadata is not None and java_string_length(metadata) > max_meta:
+                return ErrorCode.OFFSET_METADATA_TOO_LARGE
+            value = OffsetCommitValue(
+                offset=p.committed_offset,
+                metadata=metadata or "",
+                commit_timestamp=now_ms,
+                leader_epoch=p.committed_leader_epoch,
+            )
+            fx.records.append(
+                txn_offset_commit_record(
+                    partition, req.group_id, topic, p.partition_index, value, req
+                )
+            )
+            self.state.txn_offsets.add(
+                req.producer_id,
+                req.group_id,
+                topic,
+                p.partition_index,
+                OffsetAndMetadata.from_value(value),
+            )
+            return ErrorCode.NONE
+
+        return fx.result(_commit_result(req.topics, commit_one))
+
+    def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> Result[None]:
+        """A COMMIT/ABORT marker of `producer_id` was written to `__consumer_offsets`
+        partition `partition`: its pending offsets of that partition's groups become
+        committed offsets, or are dropped. Writes nothing (the marker is the record)."""
+        for group, topic, p, value in self.state.txn_offsets.take(
+            producer_id, lambda g: self.state.partition_for(g) == partition
+        ):
+            if commit:
+                if group not in self.state.groups:
+                    self.state.groups[group] = ClassicGroup(group)
+                self.state.offsets.put(group, topic, p, value)
+        return Result()
+
+    def has_pending_txn_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        return self.state.txn_offsets.has_pending(group_id, topic, partition)
+
+    def _commit_error(
+        self, now_ms: int, req: CommitRequest | TxnCommitRequest, *, transactional: bool = False
+    ) -> ErrorCode:
         """The group-level checks of a commit (creating a simple group when accepted); a
         valid commit of a member counts as its heartbeat."""
         group_id, member_id = req.group_id, req.member_id
@@ -90,10 +152,14 @@ class OffsetsManager:
         group = self.state.groups.get(group_id)
         if group is None:
             if req.generation_id >= 0:
-                return ErrorCode.GROUP_ID_NOT_FOUND
+                return (
+                    ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.GROUP_ID_NOT_FOUND
+                )
             group = ClassicGroup(group_id, current_state_timestamp=now_ms)
             self.state.groups[group_id] = group
-        err = group.validate_offset_commit(member_id, req.group_instance_id, req.generation_id)
+        err = group.validate_offset_commit(
+            member_id, req.group_instance_id, req.generation_id, transactional=transactional
+        )
         if err is not ErrorCode.NONE:
             return err
         if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):

@@ -15,6 +15,7 @@ from protocol.group_records import (
 )
 from wirebroker.group.classic import ClassicGroup
 from wirebroker.group.effects import Record
+from wirebroker.group.messages import TxnCommitRequest
 
 
 def group_metadata_record(
@@ -79,3 +80,22 @@ def offset_commit_record(
 
 def offset_tombstone(partition: int, group_id: str, topic: str, partition_index: int) -> Record:
     return Record(partition, encode_offset_commit_key(group_id, topic, partition_index), None)
+
+
+def txn_offset_commit_record(
+    partition: int,
+    group_id: str,
+    topic: str,
+    partition_index: int,
+    value: OffsetCommitValue,
+    req: TxnCommitRequest,
+) -> Record:
+    """An offset commit of a transaction (TxnOffsetCommit): the same key and value, in a
+    transactional batch of the request's producer."""
+    return Record(
+        partition,
+        encode_offset_commit_key(group_id, topic, partition_index),
+        encode_offset_commit_value(value),
+        req.producer_id,
+        req.producer_epoch,
+    )

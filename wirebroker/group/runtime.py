@@ -31,7 +31,7 @@ import collections
 import dataclasses
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -73,8 +73,9 @@ from wirebroker.group.messages import (
     SyncRequest,
     SyncResult,
     TopicPartitions,
+    TxnCommitRequest,
 )
-from wirebroker.group.offsets_log import keep_latest, keyed_records, record_chunks
+from wirebroker.group.offsets_log import OffsetsFold, keyed_records, record_chunks
 from wirebroker.group.ownership import Ownership
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError
@@ -278,17 +279,17 @@ class GroupCoordinatorRuntime:
         if token is None or not self.ownership.is_current_load(partition, token):
             return 0
         try:
-            latest: dict[bytes, bytes | None] = {}
+            fold = OffsetsFold()
             part = self.replicas.partition(OFFSETS_TOPIC, partition)
             for records in keyed_records(part) if part is not None else ():
-                keep_latest(latest, records)
+                fold.add(records)
                 await trio.lowlevel.checkpoint()
                 if not self.ownership.is_current_load(partition, token):
                     break
             if not self.ownership.is_current_load(partition, token):
                 log.info("%s-%d: stale load discarded", OFFSETS_TOPIC, partition)
                 return 0
-            total = self._replay(partition, latest.items())
+            total = self._replay(partition, fold)
         except Exception:
             if not self.ownership.is_current_load(partition, token):
                 return 0
@@ -376,6 +377,19 @@ class GroupCoordinatorRuntime:
 
     async def commit_offsets(self, req: CommitRequest) -> CommitResult:
         return await self._call(lambda now: self.core.commit_offsets(now, req))
+
+    async def txn_commit_offsets(self, req: TxnCommitRequest) -> CommitResult:
+        """TxnOffsetCommit: transactional records, pending until `complete_txn`."""
+        return await self._call(lambda now: self.core.txn_commit_offsets(now, req))
+
+    def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> None:
+        """WriteTxnMarkers wrote `producer_id`'s marker to `__consumer_offsets` partition
+        `partition` (Kafka's onTransactionCompleted)."""
+        self._process(self.core.complete_txn(producer_id, partition, commit=commit))
+
+    def has_pending_txn_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        """OffsetFetch require_stable: an open transaction holds an offset of this partition."""
+        return self.core.has_pending_txn_offset(group_id, topic, partition)
 
     async def delete_offsets(
         self, *, group_id: str, topics: Sequence[TopicPartitions]
@@ -507,12 +521,22 @@ class GroupCoordinatorRuntime:
         failed: dict[int, ErrorCode] = {}
         for partition, recs in by_partition.items():
             for chunk in record_chunks(recs):
-                batch = build_batch([(r.key, r.value) for r in chunk], base_timestamp=now)
+                pid, epoch = chunk[0].producer_id, chunk[0].producer_epoch
+                batch = build_batch(
+                    [(r.key, r.value) for r in chunk],
+                    base_timestamp=now,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    base_sequence=0 if pid >= 0 else -1,
+                    is_transactional=pid >= 0,
+                )
                 try:
                     part = self.replicas.partition(OFFSETS_TOPIC, partition)
                     if part is None:
                         raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC}-{partition}")
-                    done = self.replicas.append(part, batch, now_ms=now, required_acks=-1)
+                    done = self.replicas.append(
+                        part, batch, now_ms=now, required_acks=-1, coordinator=pid >= 0
+                    )
                 except (ClusterError, LogError, NotEnoughReplicasError) as exc:
                     log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
                     failed[partition] = exc.error_code
@@ -564,11 +588,11 @@ class GroupCoordinatorRuntime:
         try:
             self._apply(self.core.begin_loading(partitions))
             for p in partitions:
-                latest: dict[bytes, bytes | None] = {}
+                fold = OffsetsFold()
                 part = self.replicas.partition(OFFSETS_TOPIC, p)
                 for records in keyed_records(part) if part is not None else ():
-                    keep_latest(latest, records)
-                self._replay(p, latest.items())
+                    fold.add(records)
+                self._replay(p, fold)
             self._apply(self.core.complete_loading(self.clock(), partitions))
             log.warning(
                 "reloaded %s partitions %s after a failed append", OFFSETS_TOPIC, partitions
@@ -583,12 +607,18 @@ class GroupCoordinatorRuntime:
         finally:
             self._recovering = False
 
-    def _replay(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> int:
+    def _replay(self, partition: int, fold: OffsetsFold) -> int:
         count = 0
         skipped = 0
-        for key, value in records:
+        records = [(-1, k, v) for k, v in fold.latest.items()]
+        for pid, pending in fold.pending.items():
+            records.extend((pid, k, v) for k, v in pending)
+        for pid, key, value in records:
             try:
-                self.core.replay(key, value)
+                if pid < 0:
+                    self.core.replay(key, value)
+                else:
+                    self.core.replay_pending(pid, key, value)
                 count += 1
             except (GroupRecordError, RuntimeError) as exc:
                 skipped += 1

@@ -20,6 +20,7 @@ from wirebroker.group.effects import Effects
 from wirebroker.group.offsets import OffsetStore
 from wirebroker.group.partitioning import partition_for
 from wirebroker.group.timers import Timers
+from wirebroker.group.txn_offsets import PendingTxnOffsets
 
 TimerAction = Callable[[int, Effects], None]
 
@@ -34,6 +35,8 @@ class CoordinatorState:
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
+        #: transactional offset commits waiting for their marker (txn_offsets.py)
+        self.txn_offsets = PendingTxnOffsets()
         self.timers: Timers[TimerAction] = Timers()
         self.partitions: dict[int, PartitionStatus] = {}
         self.active = False

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
+    from wirebroker.replication.txn_verify import TxnVerifier
+    from wirebroker.txn.runtime import TxnCoordinatorRuntime
 
 
 #: See `Services.partition_leader`.
@@ -65,6 +67,10 @@ class Services:
     group_coordinator: GroupCoordinatorRuntime | None = None
     #: acks=-1 purgatory (None: see the module doc).
     produce_waiters: ProduceWaiters | None = None
+    #: KIP-890 verification of transactional produce (None: not verified).
+    txn_verifier: TxnVerifier | None = None
+    #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
+    txn_coordinator: TxnCoordinatorRuntime | None = None
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

@@ -27,11 +27,11 @@ Per key
                             group APIs answer COORDINATOR_LOAD_IN_PROGRESS meanwhile. The
                             empty group id is a valid key (Kafka hashes it to partition 0; the
                             group APIs then answer INVALID_GROUP_ID where Kafka does).
-    key_type 1 (transaction) TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not
-                            supported (see `init_producer_id`): Kafka's answer when the client may
-                            not use the transactional id, fatal in every client, where
-                            COORDINATOR_NOT_AVAILABLE (no `__transaction_state`) would make a
-                            transactional producer retry until its timeout.
+    key_type 1 (transaction) the same for a transactional id and `__transaction_state`
+                            (`TxnCoordinatorRuntime.ensure_topic` creates it on the first
+                            request; `partition_for` picks the partition). No transaction
+                            coordinator: COORDINATOR_NOT_AVAILABLE. The empty id is hashed like
+                            any other (the transactional APIs answer INVALID_REQUEST for it).
     key_type 2 (share)      INVALID_REQUEST (Kafka's answer without a share coordinator, and
                             before v6).
     any other key type      INVALID_REQUEST for every key (Kafka fails the whole request).
@@ -50,6 +50,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers.registry import handler
+from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
     from protocol.messages.find_coordinator import (
@@ -70,7 +71,6 @@ _BATCHED_VERSION = 4
 _MESSAGES = {
     ErrorCode.NONE: "NONE",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
     ErrorCode.INVALID_REQUEST: (
         "This most likely occurs because of a request being malformed by the client library "
         "or the message was sent to an incompatible broker. See the broker logs for more "
@@ -84,11 +84,26 @@ _NO_NODE = (-1, "", -1)
 _CREATE_WAIT_S = 2.0
 
 
-def _never_led(ctx: RequestContext, partition: int) -> bool:
+def _never_led(ctx: RequestContext, topic: str, partition: int) -> bool:
     """The partition is not known yet or never had a leader (a new topic), as opposed to
     having lost its leader."""
-    view = ctx.services.cluster.partition(OFFSETS_TOPIC, partition)
+    view = ctx.services.cluster.partition(topic, partition)
     return view is None or view.leader_epoch < 0
+
+
+def _coordinator_partition(
+    ctx: RequestContext, key_type: int, key: str
+) -> tuple[ErrorCode, str, int]:
+    """The error so far, the coordinator's topic and the key's partition there."""
+    if key_type == KEY_TYPE_TRANSACTION:
+        txn = ctx.services.txn_coordinator
+        if txn is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, TXN_TOPIC, -1
+        return txn.ensure_topic(), TXN_TOPIC, txn.partition_for(key)
+    coordinator = ctx.services.group_coordinator
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC, -1
+    return coordinator.find_coordinator(key), OFFSETS_TOPIC, coordinator.partition_for(key)
 
 
 async def _lookup(
@@ -96,22 +111,16 @@ async def _lookup(
 ) -> tuple[ErrorCode, tuple[int, str, int]]:
     """The error for one key (INVALID_REQUEST for every key type but group and transaction)
     and the coordinator's (node id, host, port); -1, "", -1 with an error."""
-    if key_type == KEY_TYPE_TRANSACTION:
-        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _NO_NODE
-    if key_type != KEY_TYPE_GROUP:
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
         return ErrorCode.INVALID_REQUEST, _NO_NODE
-    coordinator = ctx.services.group_coordinator
-    if coordinator is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
-    error = coordinator.find_coordinator(key)
+    error, topic, partition = _coordinator_partition(ctx, key_type, key)
     if error is not ErrorCode.NONE:
         return error, _NO_NODE
-    partition = coordinator.partition_for(key)
-    node = ctx.services.leader_of(OFFSETS_TOPIC, partition)
-    if node is None and _never_led(ctx, partition):
+    node = ctx.services.leader_of(topic, partition)
+    if node is None and _never_led(ctx, topic, partition):
         # Being created (by this request or another): wait for its leaders, briefly.
-        await ctx.services.admin.wait_settled([OFFSETS_TOPIC], _CREATE_WAIT_S)
-        node = ctx.services.leader_of(OFFSETS_TOPIC, partition)
+        await ctx.services.admin.wait_settled([topic], _CREATE_WAIT_S)
+        node = ctx.services.leader_of(topic, partition)
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
     return ErrorCode.NONE, node

@@ -2,7 +2,9 @@
 
 Requests
     v1-7    one group: group_id, topics (null from v2 = every committed offset of the group),
-            require_stable (v7, changes nothing: there are no transactional offsets).
+            require_stable (v7+): a partition with a pending transactional offset (a
+            TxnOffsetCommit whose marker has not arrived) answers UNSTABLE_OFFSET_COMMIT,
+            offset -1 (the client retries); without it the last committed offset is given.
     v8+     `groups`, each with group_id, topics (null = all), member_id / member_epoch (v9+,
             ignored: they matter only for the consumer protocol, KIP-848); topics by name
             (v8-9) or by topic_id (v10).
@@ -119,8 +121,13 @@ def _fetch_group(
                 requested.append(TopicPartitions(info.name, indexes))
             else:
                 requested.append(TopicPartitions(str(t.get("name") or ""), indexes))
-    del require_stable  # changes nothing: there are no transactional offsets
     answer = fetch_group_response(coordinator.fetch_offsets(group_id=group_id, topics=requested))
+    if require_stable and answer["error_code"] == 0:
+        for answered in answer["topics"]:
+            topic = answered.get("name", "")
+            for p in answered["partitions"]:
+                if coordinator.has_pending_txn_offset(group_id, topic, p["partition_index"]):
+                    p.update(_partition(p["partition_index"], ErrorCode.UNSTABLE_OFFSET_COMMIT))
     if by_id and answer["error_code"] == 0:
         out: list[OffsetFetchResponseTopics] = []
         for answered in answer["topics"]:

@@ -17,12 +17,19 @@ Per request
                     acks=0 gets no response; if any partition failed, the connection is closed
                     (raise `ProduceWithoutAckFailed`), as Kafka does, so the producer notices and
                     refreshes its metadata.
-    transactions    out of scope. A request with a transactional_id, or holding a transactional
-                    batch, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition: Kafka's
-                    answer when the client may not use a transactional id. It is fatal for the
-                    producer (no retry loop) and names the cause. (Kafka itself accepts
-                    non-transactional batches that carry a transactional_id; wirebroker never
-                    issues transactional producer ids, so such a request cannot be legitimate.)
+    transactions    a request holding a transactional batch without a transactional_id gets
+                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
+                    answer). Otherwise transactional batches are appended like any other; the
+                    log's producer state opens the producer's transaction at the batch
+                    (LSO, read_committed) until the coordinator's marker (WriteTxnMarkers).
+                    KIP-890 part 1 first (`Services.txn_verifier`,
+                    `wirebroker.replication.txn_verify`, unless
+                    transaction.partition.verification.enable=false): a partition whose log
+                    has no open transaction of this producer at this epoch, and that was not
+                    verified since its last marker, is checked with the transaction
+                    coordinator (AddPartitionsToTxn verify_only) before anything is
+                    appended; not in the transaction -> INVALID_TXN_STATE, coordinator not
+                    reachable -> NOT_ENOUGH_REPLICAS (retriable), fencing errors as answered.
     timeout_ms      the acks=-1 wait (above); unused otherwise.
 
 Per partition, in this order
@@ -170,6 +177,51 @@ def _has_transactional_batch(
     return False
 
 
+async def _verify(
+    ctx: RequestContext,
+    transactional_id: str,
+    topic_data: list[TopicProduceData],
+    parsed: dict[int, _Parsed],
+) -> dict[tuple[str, int], ErrorCode]:
+    """KIP-890 part 1 (module docstring): the partitions whose transactional batch the
+    coordinator did not confirm, with the error to answer."""
+    verifier = ctx.services.txn_verifier
+    if verifier is None or not verifier.enabled:
+        return {}
+    todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for topic in topic_data:
+        info = _topic_info(ctx, topic)
+        if info is None:
+            continue
+        for pdata in topic.get("partition_data") or []:
+            batches, _error = _parse(parsed, pdata)
+            txn = [h for _pos, h in batches if h.is_transactional and h.producer_id >= 0]
+            part = ctx.services.replicas.partition(info, int(pdata.get("index")))
+            if not txn or part is None:
+                continue
+            h = txn[0]
+            entry = part.log.producer_entry(h.producer_id)
+            ongoing = entry.epoch if entry is not None and entry.txn_first_offset >= 0 else -1
+            tp = (info, part.index)
+            if verifier.needs_verification(
+                h.producer_id, h.producer_epoch, tp, ongoing_epoch=ongoing
+            ):
+                todo.setdefault((h.producer_id, h.producer_epoch), []).append(tp)
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    for (pid, epoch), tps in todo.items():
+        answers = await verifier.verify(transactional_id, pid, epoch, tps)
+        errors.update({tp: code for tp, code in answers.items() if code != ErrorCode.NONE})
+    return errors
+
+
+def _topic_info(ctx: RequestContext, topic: TopicProduceData) -> str | None:
+    """The name of a request topic (by name, or by id from v13), None when unknown."""
+    _naming, info, _missing = resolve_entry(
+        ctx.services.topics, topic, by_id=ctx.api_version >= 13, name_key="name"
+    )
+    return None if info is None else info.name
+
+
 #: an acks=-1 append waiting for the ISR: (its response, partition, required offset, epoch)
 _Waiting = tuple["PartitionProduceResponse", "Partition", int, int]
 
@@ -232,8 +284,11 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     request_error: ErrorCode | None = None
     if acks not in (-1, 0, 1):
         request_error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif req.get("transactional_id") is not None or _has_transactional_batch(topic_data, parsed):
+    elif req.get("transactional_id") is None and _has_transactional_batch(topic_data, parsed):
         request_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    verify_errors: dict[tuple[str, int], ErrorCode] = {}
+    if request_error is None and req.get("transactional_id") is not None:
+        verify_errors = await _verify(ctx, str(req.get("transactional_id")), topic_data, parsed)
 
     responses = []
     any_error = False
@@ -264,6 +319,8 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 records = pdata.get("records")
                 batches = _parse(parsed, pdata)
                 code, message = _check_records(records, version, batches)
+                if code == ErrorCode.NONE:
+                    code = verify_errors.get((name, index), ErrorCode.NONE)
                 if code != ErrorCode.NONE:
                     presp = _failed(index, code, message)
                 else:

@@ -167,6 +167,10 @@ class PartitionLog:
     def producer_entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def producer_entries(self) -> list[ProducerEntry]:
+        """Every producer in the state (DescribeProducers)."""
+        return list(self._producers.producers.values())
+
     def producer_last_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its last batch, for every producer in the state
         (the log cleaner keeps those batches)."""
@@ -275,10 +279,13 @@ class PartitionLog:
         leader_epoch: int,
         now_ms: int,
         batches: Sequence[tuple[int, BatchHeader]] | None = None,
+        coordinator: bool = False,
     ) -> AppendResult:
         """Validate, deduplicate, stamp and write a client append (all or nothing; see
         docs/log.md, "Append"). `batches`: the (position, header) of every batch of
-        `records` as `iter_batches` parsed them, so they are not parsed again."""
+        `records` as `iter_batches` parsed them, so they are not parsed again.
+        `coordinator`: the group coordinator's transactional offset commit (no duplicate or
+        sequence checks, as Kafka's AppendOrigin.COORDINATOR)."""
         self._check_online()
         buf = bytearray(records)
         checked = self._validator.validate(buf, now_ms, batches)
@@ -286,7 +293,7 @@ class PartitionLog:
 
         # idempotence: duplicates first, against committed state, as Kafka does (for a
         # LogAppendTime topic the original batch's append time is reported)
-        dup = self._producers.find_first_duplicate(h for _, h in checked)
+        dup = None if coordinator else self._producers.find_first_duplicate(h for _, h in checked)
         if dup is not None:
             return AppendResult(
                 dup.first_offset,
@@ -303,7 +310,7 @@ class PartitionLog:
         max_ts = max(h.max_timestamp for _, h in stamped)
 
         # sequences and epochs, on staged copies (committed after the write)
-        staged = self._producers.validate_all(h for _, h in stamped)
+        staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
 
         self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
         self._producers.commit(staged)

@@ -289,13 +289,17 @@ class ProducerStateManager:
                     return dup
         return None
 
-    def validate_all(self, headers: Iterable[BatchHeader]) -> dict[int, ProducerEntry]:
+    def validate_all(
+        self, headers: Iterable[BatchHeader], *, coordinator: bool = False
+    ) -> dict[int, ProducerEntry]:
         """`validate` every idempotent batch of a leader append (stamped headers, in
-        order); -> the staged entries for `commit`."""
+        order); -> the staged entries for `commit`. `coordinator`: the group coordinator's
+        own transactional offset commits (Kafka's AppendOrigin.COORDINATOR): epochs are
+        checked, sequences are not."""
         staged: dict[int, ProducerEntry] = {}
         for h in headers:
             if h.producer_id >= 0:
-                self.validate(h, h.base_offset, h.last_offset, staged)
+                self.validate(h, h.base_offset, h.last_offset, staged, coordinator=coordinator)
         return staged
 
     def last_offsets(self) -> dict[int, int]:
@@ -303,9 +307,16 @@ class ProducerStateManager:
         return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
 
     def validate(
-        self, h: BatchHeader, first_offset: int, last_offset: int, staged: dict[int, ProducerEntry]
+        self,
+        h: BatchHeader,
+        first_offset: int,
+        last_offset: int,
+        staged: dict[int, ProducerEntry],
+        *,
+        coordinator: bool = False,
     ) -> None:
-        """Check a leader append of batch `h` (to get offsets first..last); stage it."""
+        """Check a leader append of batch `h` (to get offsets first..last); stage it
+        (`coordinator`: see `validate_all`)."""
         pid = h.producer_id
         current = self.producers.get(pid)
         updated = staged.get(pid)
@@ -317,7 +328,9 @@ class ProducerStateManager:
             raise InvalidProducerEpochError(
                 f"producer {pid}: epoch {epoch} is older than the last seen {updated.epoch}"
             )
-        if epoch != updated.epoch:
+        if coordinator:
+            pass
+        elif epoch != updated.epoch:
             if first_seq != 0 and updated.epoch != NO_EPOCH:
                 raise OutOfOrderSequenceError(
                     f"producer {pid}: new epoch {epoch} must start at sequence 0, got {first_seq}"

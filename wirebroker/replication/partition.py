@@ -424,10 +424,11 @@ class Partition:
         now_ms: int,
         required_acks: int = -1,
         batches: Sequence[tuple[int, BatchHeader]] | None = None,
+        coordinator: bool = False,
     ) -> AppendResult:
         """Append as leader; raises wirebroker.log.errors.LogError, NotEnoughReplicasError or
         NotLeaderOrFollowerError. `batches`: the records' batch headers, when the caller
-        parsed them (not parsed again)."""
+        parsed them (not parsed again); `coordinator`: see `PartitionLog.append_as_leader`."""
         if self.role is not Role.LEADER:
             raise NotLeaderOrFollowerError(
                 f"This server is not the leader for partition {self.topic}-{self.index}"
@@ -439,7 +440,11 @@ class Partition:
                 f"{self.index}"
             )
         result = self.log.append_as_leader(
-            records, leader_epoch=self.leader_epoch, now_ms=now_ms, batches=batches
+            records,
+            leader_epoch=self.leader_epoch,
+            now_ms=now_ms,
+            batches=batches,
+            coordinator=coordinator,
         )
         self._maybe_advance_high_watermark(now_ms)
         return result

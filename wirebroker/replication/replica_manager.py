@@ -558,28 +558,54 @@ class ReplicaManager:
         now_ms: int,
         required_acks: int = -1,
         batches: Sequence[tuple[int, BatchHeader]] | None = None,
+        coordinator: bool = False,
     ) -> AppendResult:
         """Append to `part` as leader and wake its fetchers (`batches`: the records' batch
-        headers when the caller parsed them).
+        headers when the caller parsed them; `coordinator`: a group coordinator's
+        transactional offset commit, see `PartitionLog.append_as_leader`).
 
         Raises NotEnoughReplicasError, NotLeaderOrFollowerError or a LogError.
         """
-        if part.single_replica:
-            result = part.append_records(
-                records, now_ms=now_ms, required_acks=required_acks, batches=batches
-            )
-            if not result.duplicate:
-                self.notify_data(part.topic, part.index)
-            return result
         hw = part.high_watermark
         result = part.append_records(
-            records, now_ms=now_ms, required_acks=required_acks, batches=batches
+            records,
+            now_ms=now_ms,
+            required_acks=required_acks,
+            batches=batches,
+            coordinator=coordinator,
         )
-        if part.high_watermark != hw:
+        self._appended(part, hw, result)
+        return result
+
+    def append_marker(
+        self,
+        part: Partition,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Write a COMMIT/ABORT marker to `part` as leader (WriteTxnMarkers) and wake its
+        fetchers; the caller waits for the high watermark as for an acks=-1 Produce.
+        Raises NotLeaderOrFollowerError or a LogError (TransactionCoordinatorFencedError...)."""
+        hw = part.high_watermark
+        result = part.append_marker(
+            producer_id,
+            producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            now_ms=now_ms,
+        )
+        self._appended(part, hw, result)
+        return result
+
+    def _appended(self, part: Partition, hw: int, result: AppendResult) -> None:
+        if not part.single_replica and part.high_watermark != hw:
             self._state_changed(part)
         elif not result.duplicate:
             self.notify_data(part.topic, part.index)
-        return result
 
     # -- high-watermark checkpoint ------------------------------------------------------------
     def checkpoint_high_watermarks(self) -> None:

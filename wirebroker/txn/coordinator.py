@@ -439,6 +439,18 @@ class TxnCoordinatorCore:
             result.appends.append(self._append_complete(meta, meta.pending))
         return result
 
+    def marker_pending(self, request: MarkerRequest) -> bool:
+        """`request` is still the current marker request of its transaction, under the same
+        coordinator epoch (False once its partition was unloaded or the transaction moved on):
+        the sender retries only these."""
+        entry = self._markers.get(request.transactional_id)
+        p = self.partition_for(request.transactional_id)
+        return (
+            entry is not None
+            and entry[0] is request
+            and self.owned.get(p) == request.coordinator_epoch
+        )
+
     def pending_markers(self) -> list[tuple[MarkerRequest, frozenset[TopicPartition]]]:
         """Marker requests still waiting, with the partitions not yet acked."""
         return [(req, frozenset(left)) for req, left in self._markers.values()]

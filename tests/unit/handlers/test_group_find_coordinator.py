@@ -112,17 +112,18 @@ async def test_first_call_creates_the_internal_offsets_topic(
 
 
 @pytest.mark.parametrize("version", [1, 3, 4, 6])
-async def test_transaction_keys_are_refused(call: Any, coordinator: object, version: int) -> None:
+async def test_transaction_keys_without_a_txn_coordinator(
+    call: Any, coordinator: object, version: int
+) -> None:
+    """(With one: tests/unit/handlers/test_txn_coordinator_api.py.)"""
     if version < 4:
         resp = await call(FIND, version, {"key": "txn", "key_type": 1})
-        assert resp.error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert resp.error_code == E.COORDINATOR_NOT_AVAILABLE
         assert (resp.node_id, resp.host, resp.port) == (-1, "", -1)
-        assert resp.error_message == "Transactional Id authorization failed."
+        assert resp.error_message == "The coordinator is not available."
     else:
         resp = await call(FIND, version, {"key_type": 1, "coordinator_keys": ["t1", "t2"]})
-        assert [c.error_code for c in resp.coordinators] == [
-            E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        ] * 2
+        assert [c.error_code for c in resp.coordinators] == [E.COORDINATOR_NOT_AVAILABLE] * 2
 
 
 async def test_share_and_unknown_key_types(call: Any, coordinator: object) -> None:

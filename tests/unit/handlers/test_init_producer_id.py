@@ -1,4 +1,5 @@
-"""InitProducerId handler: fresh ids, KIP-360 fields, transactional ids refused."""
+"""InitProducerId handler: fresh ids, KIP-360 fields; transactional ids without a coordinator
+(the transactional branch: tests/unit/handlers/test_txn_coordinator_api.py)."""
 
 from __future__ import annotations
 
@@ -43,10 +44,10 @@ async def test_half_set_producer_id_is_invalid(call, pid, epoch):
     assert (r.error_code, r.producer_id, r.producer_epoch) == (ErrorCode.INVALID_REQUEST, -1, -1)
 
 
-async def test_transactional_ids(call):
+async def test_transactional_ids_without_a_coordinator(call):
     r = await call(KEY, 4, body(txn="my-txn"))
     assert (r.error_code, r.producer_id, r.producer_epoch) == (
-        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
         -1,
         -1,
     )

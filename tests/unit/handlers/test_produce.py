@@ -84,14 +84,15 @@ async def test_invalid_acks_rejects_every_partition(call, services):
     assert services.replicas.partition("t", 0).log_end_offset == 0
 
 
-async def test_transactional_requests_are_refused(call, services):
+async def test_transactional_batch_without_transactional_id_is_refused(call, services):
     services.admin.create_topic("t", 1, now_ms=services.clock())
-    resp = await call(KEY, 9, body(services, "t", {0: batch(services)}, transactional_id="tx"))
-    assert parts(resp)[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     txn = batch(services, producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
     resp = await call(KEY, 9, body(services, "t", {0: txn}))
     assert parts(resp)[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert services.replicas.partition("t", 0).log_end_offset == 0
+    # a transactional id with plain batches is accepted, as in Kafka
+    resp = await call(KEY, 9, body(services, "t", {0: batch(services)}, transactional_id="tx"))
+    assert parts(resp)[0].error_code == ErrorCode.NONE
 
 
 async def test_unknown_topic_is_not_auto_created(call, services):

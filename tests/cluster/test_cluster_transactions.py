@@ -1,0 +1,170 @@
+"""Transactions in a 3-broker cluster on a real ZooKeeper (issue 14).
+
+The transaction coordinator of a transactional id is the leader of its `__transaction_state`
+partition (abs(javaHash(id)) % transaction.state.log.num.partitions); the partitions of the
+output topic are led by the three brokers, so the coordinator's WriteTxnMarkers go to other
+brokers over the wire (and to itself over loopback).
+
+- commit / abort across three partitions led by three brokers: read_committed reads the
+  committed records once and never the aborted ones; `__transaction_state` is replicated
+  (replication factor 3 from transaction.state.log.replication.factor);
+- `kill -9` of the coordinator's broker in the middle of a transaction (records written, no
+  EndTxn yet): a new leader of the `__transaction_state` partition takes over as coordinator;
+  the producer's commit either succeeds through it (every record of the transaction visible
+  to read_committed) or fails, and then the coordinator aborts the transaction at its timeout
+  (none visible). Never half visible; DescribeTransactions at the new coordinator ends in
+  CompleteCommit or CompleteAbort.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import _wire
+from _cluster import ClusterProcesses, wait_until
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from protocol.api import ApiKey
+from wirebroker.group.partitioning import partition_for
+
+TOPIC = "txn-orders"
+PARTITIONS = 3
+TXN_PARTITIONS = 5
+OVERRIDES = {
+    "transaction.state.log.num.partitions": str(TXN_PARTITIONS),
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+
+
+def _producer(cluster: ClusterProcesses, tid: str, **kw: Any) -> KafkaProducer:
+    return KafkaProducer(
+        bootstrap_servers=cluster.bootstrap.split(","),
+        transactional_id=tid,
+        request_timeout_ms=15_000,
+        max_block_ms=60_000,
+        metadata_max_age_ms=2_000,
+        reconnect_backoff_max_ms=500,
+        retry_backoff_ms=100,
+        **kw,
+    )
+
+
+def _read_committed(cluster: ClusterProcesses, expect_at_least: int) -> list[bytes]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap.split(","),
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        request_timeout_ms=15_000,
+        metadata_max_age_ms=2_000,
+    )
+    tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+    try:
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        out: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=300).values():
+                out += [r.value for r in records]
+            ends = consumer.end_offsets(tps)
+            if len(out) >= expect_at_least and all(consumer.position(tp) >= ends[tp] for tp in tps):
+                break
+        return sorted(out)
+    finally:
+        consumer.close()
+
+
+def _coordinator(cluster: ClusterProcesses, tid: str, exclude: int | None = None) -> int:
+    """The node FindCoordinator(TRANSACTION) names for `tid` (asked until it names one)."""
+
+    def ask() -> int | None:
+        address = cluster.any_live_address(exclude=[] if exclude is None else [exclude])
+        resp = _wire.request(address, ApiKey.FIND_COORDINATOR, 3, {"key": tid, "key_type": 1})
+        ok = resp.error_code == 0 and resp.node_id != exclude
+        return int(resp.node_id) if ok else None
+
+    return wait_until(ask, 30, f"FindCoordinator({tid}) to name a live coordinator")
+
+
+def _state(cluster: ClusterProcesses, node: int, tid: str) -> str:
+    resp = _wire.request(
+        cluster.address(node), ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [tid]}
+    )
+    return str(resp.transaction_states[0].transaction_state)
+
+
+def _spread_leaders(cluster: ClusterProcesses) -> None:
+    cluster.create_topic(
+        TOPIC, partitions=PARTITIONS, replication_factor=3, configs={"min.insync.replicas": "2"}
+    )
+    leaders = {cluster.leader(TOPIC, p) for p in range(PARTITIONS)}
+    assert len(leaders) == 3, f"the partitions should have three leaders: {leaders}"
+
+
+def test_markers_reach_every_leader(cluster_factory: Any) -> None:
+    cluster = cluster_factory(**OVERRIDES)
+    _spread_leaders(cluster)
+    producer = _producer(cluster, "cluster-tx")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(30):
+            producer.send(TOPIC, value=f"c{i}".encode(), partition=i % PARTITIONS)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        for i in range(30):
+            producer.send(TOPIC, value=f"a{i}".encode(), partition=i % PARTITIONS)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    assert _read_committed(cluster, 30) == sorted(f"c{i}".encode() for i in range(30))
+    p = partition_for("cluster-tx", TXN_PARTITIONS)
+    assert len(cluster.isr("__transaction_state", p)) == 3
+
+
+def test_kill9_of_the_coordinator_mid_transaction(cluster_factory: Any) -> None:
+    cluster = cluster_factory(**OVERRIDES)
+    _spread_leaders(cluster)
+    tid = "failover-tx"
+    producer = _producer(cluster, tid, transaction_timeout_ms=10_000)
+    committed: bool | None = None
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(TOPIC, value=b"before", partition=0)
+        producer.commit_transaction()
+        coordinator = _coordinator(cluster, tid)
+        assert coordinator == cluster.leader(
+            "__transaction_state", partition_for(tid, TXN_PARTITIONS)
+        )
+        producer.begin_transaction()
+        for i in range(30):
+            producer.send(TOPIC, value=f"mid{i}".encode(), partition=i % PARTITIONS)
+        producer.flush()
+        cluster.kill9(coordinator)
+        try:
+            producer.commit_transaction()
+            committed = True
+        except Exception:  # the commit may fail while the coordinator moves: then it aborts
+            committed = False
+    finally:
+        producer.close(timeout=5)
+    new = _coordinator(cluster, tid, exclude=coordinator)
+    final = wait_until(
+        lambda: (s := _state(cluster, new, tid)) in ("CompleteCommit", "CompleteAbort") and s,
+        60,
+        f"the new coordinator {new} to complete or abort {tid}",
+    )
+    assert final == ("CompleteCommit" if committed else "CompleteAbort") or not committed
+    mid = sorted(f"mid{i}".encode() for i in range(30))
+    seen = _read_committed(cluster, 1 + (30 if final == "CompleteCommit" else 0))
+    if final == "CompleteCommit":
+        assert seen == sorted([b"before", *mid])
+    else:
+        assert seen == [b"before"], f"an aborted transaction is visible: {seen[:5]}"

@@ -1,0 +1,53 @@
+"""Shared parts of the per-client transaction tests (tests/integration/test_txn_*.py).
+
+Every client's test runs the same four stories against a wirebroker subprocess, each in the
+client's own transactional API, and reads the outcome back with the client's own consumer in
+both isolation levels (plus, as a client-neutral cross-check, kafka-python's):
+
+- commit / abort / commit: read_committed sees exactly the two committed transactions' records,
+  read_uncommitted sees all three transactions' records; no control record reaches the user;
+- consume-transform-produce: records read by a group consumer are transformed and written in a
+  transaction together with the group's offsets (send offsets to the transaction); after the
+  commit the output is visible and the group's committed offsets (OffsetFetch) are exactly the
+  positions; an aborted transaction with offsets leaves both the output and the offsets as
+  they were;
+- fencing: a second producer with the same transactional id fences the first (its open
+  transaction is aborted; its next commit fails with a fenced / epoch error), and only the
+  second producer's committed records are visible to read_committed.
+
+The record values are distinct ASCII strings `<story>-<txn>-<i>` so that the expected sets can
+be written down and compared whatever the partitioning.
+"""
+
+from __future__ import annotations
+
+from _clients import read_to_end
+
+#: Records per transaction and partitions per topic in every story.
+PER_TXN = 12
+PARTITIONS = 2
+
+
+def txn_values(story: str, txn: str, n: int = PER_TXN) -> list[bytes]:
+    """The values of transaction `txn` of `story`: b"<story>-<txn>-<i>" for i < n."""
+    return [f"{story}-{txn}-{i}".encode() for i in range(n)]
+
+
+def transform(value: bytes) -> bytes:
+    """The consume-transform-produce stories' transformation (output = f(input))."""
+    return b"out:" + value[::-1]
+
+
+def kafka_python_values(bootstrap: str, topic: str, isolation_level: str) -> list[bytes]:
+    """Every value of `topic` (all PARTITIONS) as kafka-python reads it, sorted."""
+    got = read_to_end(bootstrap, topic, range(PARTITIONS), isolation_level=isolation_level)
+    return sorted(r.value for records in got.values() for r in records)
+
+
+def check_isolation(
+    bootstrap: str, topic: str, committed: list[bytes], aborted: list[bytes]
+) -> None:
+    """kafka-python's cross-check of a topic: read_committed == committed, read_uncommitted ==
+    committed + aborted (both as sorted lists: duplicates would show)."""
+    assert kafka_python_values(bootstrap, topic, "read_committed") == sorted(committed)
+    assert kafka_python_values(bootstrap, topic, "read_uncommitted") == sorted(committed + aborted)

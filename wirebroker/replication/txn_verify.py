@@ -1,0 +1,207 @@
+"""KIP-890 part 1: a partition leader checks with the transaction coordinator, over the wire,
+that a transactional producer added this partition to its ongoing transaction before the
+producer's first transactional batch here is appended (Kafka's AddPartitionsToTxnManager).
+
+    verify(tid, pid, epoch, partitions)   AddPartitionsToTxn v4 with verify_only=true, sent to
+                                          the coordinator: the live leader of partition
+                                          abs(java hashCode(tid)) % partitions of
+                                          `__transaction_state` (`partition_for`, injected: it
+                                          lives in the group layer). -> an error per partition.
+    needs_verification(...)               False when the cache holds (pid, epoch, partition) or
+                                          the log already has this producer's transaction open
+                                          at this epoch (Kafka: hasOngoingTransaction).
+    on_marker(pid, topic, partition)      a COMMIT/ABORT marker ended the transaction there:
+                                          forget its cache entries.
+
+The coordinator is reached the same way also when it is this broker (loopback), so a single
+broker and a cluster take one path. Errors the producer must retry (no `__transaction_state`
+yet, no live leader, connection failures, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS) become NOT_ENOUGH_REPLICAS, as Kafka
+maps them for producers; a partition the coordinator does not have in the transaction answers
+INVALID_TXN_STATE (the coordinator's verify answer); fencing errors pass through.
+`enabled` False (`transaction.partition.verification.enable=false`) skips all of it.
+One connection per coordinator address, used by one request at a time (a trio lock).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.replication.broker_client import BrokerConnection, BrokerConnectionError
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.view import ClusterView
+
+__all__ = ["TRANSACTION_STATE_TOPIC", "TxnVerifier"]
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+_VERSION = 4
+TopicPartition = tuple[str, int]
+
+#: coordinator errors the producer retries: Kafka answers the producer NOT_ENOUGH_REPLICAS
+_RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.UNKNOWN,
+    }
+)
+
+
+class TxnVerifier:
+    """See the module docstring. `partition_for(tid, n)`: Kafka's partitionFor."""
+
+    def __init__(
+        self,
+        cluster: ClusterView,
+        partition_for: Callable[[str, int], int],
+        *,
+        node_id: int,
+        enabled: bool = True,
+        timeout_s: float = 30.0,
+        max_frame_bytes: int = 1 << 20,
+    ) -> None:
+        self.cluster = cluster
+        self.partition_for = partition_for
+        self.enabled = enabled
+        self.timeout_s = timeout_s
+        self.client_id = f"broker-{node_id}-txn-verifier"
+        self.max_frame_bytes = max_frame_bytes
+        self._verified: set[tuple[int, int, str, int]] = set()
+        self._connections: dict[tuple[str, int], BrokerConnection] = {}
+        self._locks: dict[tuple[str, int], trio.Lock] = {}
+
+    # -- the cache ---------------------------------------------------------------------------
+    def needs_verification(
+        self, producer_id: int, producer_epoch: int, tp: TopicPartition, *, ongoing_epoch: int
+    ) -> bool:
+        """`ongoing_epoch`: the epoch of the producer's open transaction in this partition's
+        log (-1: none)."""
+        if not self.enabled:
+            return False
+        if ongoing_epoch >= 0 and ongoing_epoch == producer_epoch:
+            return False
+        return (producer_id, producer_epoch, *tp) not in self._verified
+
+    def on_marker(self, producer_id: int, topic: str, partition: int) -> None:
+        self._verified = {
+            v for v in self._verified if not (v[0] == producer_id and v[2:] == (topic, partition))
+        }
+
+    def verified_count(self) -> int:
+        return len(self._verified)
+
+    # -- the request ---------------------------------------------------------------------------
+    def coordinator(self, transactional_id: str) -> tuple[str, int] | None:
+        """(host, port) of the transaction coordinator of `transactional_id`, or None."""
+        partitions = self.cluster.partitions(TRANSACTION_STATE_TOPIC)
+        if not partitions:
+            return None
+        p = self.partition_for(transactional_id, len(partitions))
+        node = self.cluster.leader(TRANSACTION_STATE_TOPIC, p)
+        return None if node is None else (node.host, node.port)
+
+    async def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Ask the coordinator; NONE entries are cached until their marker."""
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        address = self.coordinator(transactional_id)
+        if address is None:
+            return dict.fromkeys(wanted, ErrorCode.NOT_ENOUGH_REPLICAS)
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in wanted:
+            by_topic.setdefault(topic, []).append(index)
+        body: dict[str, Any] = {
+            "transactions": [
+                {
+                    "transactional_id": transactional_id,
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "verify_only": True,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+                }
+            ]
+        }
+        try:
+            response = await self._request(address, body)
+        except (BrokerConnectionError, trio.TooSlowError) as exc:
+            log.warning("transaction verification with %s:%d failed: %s", *address, exc)
+            return dict.fromkeys(wanted, ErrorCode.NOT_ENOUGH_REPLICAS)
+        return self._results(response, transactional_id, producer_id, producer_epoch, wanted)
+
+    def _results(
+        self,
+        response: object,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        wanted: list[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        top = _code(getattr(response, "error_code", 0))
+        if top is not ErrorCode.NONE:
+            return dict.fromkeys(wanted, _for_producer(top))
+        out: dict[TopicPartition, ErrorCode] = {}
+        for txn in getattr(response, "results_by_transaction", None) or []:
+            if txn.transactional_id != transactional_id:
+                continue
+            for topic in txn.topic_results or []:
+                for p in topic.results_by_partition or []:
+                    out[(topic.name, int(p.partition_index))] = _for_producer(
+                        _code(p.partition_error_code)
+                    )
+        for tp in wanted:
+            code = out.setdefault(tp, ErrorCode.INVALID_TXN_STATE)
+            if code is ErrorCode.NONE:
+                self._verified.add((producer_id, producer_epoch, *tp))
+        return {tp: out[tp] for tp in wanted}
+
+    async def _request(self, address: tuple[str, int], body: dict[str, Any]) -> object:
+        lock = self._locks.setdefault(address, trio.Lock())
+        async with lock:
+            with trio.fail_after(self.timeout_s):
+                conn = self._connections.get(address)
+                if conn is None or conn.closed:
+                    conn = await BrokerConnection.open(
+                        *address, client_id=self.client_id, max_frame_bytes=self.max_frame_bytes
+                    )
+                    self._connections[address] = conn
+                try:
+                    return await conn.request(int(ApiKey.ADD_PARTITIONS_TO_TXN), _VERSION, body)
+                except BaseException:
+                    self._connections.pop(address, None)
+                    await conn.aclose()
+                    raise
+
+    async def aclose(self) -> None:
+        for conn in list(self._connections.values()):
+            await conn.aclose()
+        self._connections.clear()
+
+
+def _code(value: object) -> ErrorCode:
+    try:
+        return ErrorCode(int(value))  # type: ignore[call-overload]
+    except ValueError:
+        return ErrorCode.UNKNOWN
+
+
+def _for_producer(code: ErrorCode) -> ErrorCode:
+    return ErrorCode.NOT_ENOUGH_REPLICAS if code in _RETRIABLE else code

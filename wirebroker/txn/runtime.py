@@ -1,0 +1,441 @@
+"""The transaction coordinator's trio runtime: drives the pure `TxnCoordinatorCore`.
+
+The only module of `wirebroker.txn` besides the marker sender (`wirebroker.txn.markers`)
+that imports trio. Handlers call its typed methods; each runs one core call with `now_ms`
+from the clock and applies the `TxnResult` (contract: `wirebroker.txn.effects`):
+
+- appends: each record is appended to its `__transaction_state` partition at once (the append
+  is synchronous, so records keep the order of the core calls), then the runtime waits until
+  the partition's high watermark is past it (acks=-1, the injected `ReplicationWaiter`) and
+  calls `core.append_done`. The request that caused the append (InitProducerId, AddPartitions,
+  AddOffsets, EndTxn) waits for that and answers what `append_done` returns; coordinator-driven
+  appends (timeouts, completions, expirations) run as background tasks.
+- markers: handed to the `MarkerSink` (`wirebroker.txn.markers.MarkerSender` over the wire;
+  a fake in unit tests), which calls `marker_done(request, partition)` per partition written.
+
+Producer ids: the core allocates synchronously; the runtime takes one id from the
+`ProducerIdManager` (async: a ZooKeeper block in a cluster) before each InitProducerId and
+hands it to the core, keeping it for the next call when unused.
+
+Ownership: the coordinator serves the transactional ids of the `__transaction_state`
+partitions this broker leads (the broker's role listener calls `on_became_leader` /
+`on_resigned`, as for the group coordinator and `__consumer_offsets`). A load replays the
+partition up to its log end (`wirebroker.txn.loader`) and completes with the leader epoch as
+coordinator epoch; PrepareCommit/PrepareAbort transactions found there get their markers sent
+again. `leads_every_partition` (the no-cluster mode only) loads every partition at epoch 0.
+`__transaction_state` is created on the first FindCoordinator for a transactional id
+(`transaction.state.log.num.partitions`, replication factor
+`transaction.state.log.replication.factor` capped by the live brokers, min.insync.replicas
+`transaction.state.log.min.isr`, cleanup.policy=compact, segment.bytes
+`transaction.state.log.segment.bytes`).
+
+Timers (`_timer_loop`, or `run_timers(now)` from tests): every
+transaction.abort.timed.out.transaction.cleanup.interval.ms `core.abort_timed_out`, every
+transaction.remove.expired.transaction.cleanup.interval.ms `core.expire_transactional_ids`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from protocol.txn_records import TxnRecordError
+from wirebroker.cluster.errors import ClusterError, TopicExistsError
+from wirebroker.cluster.topic_admin import NewTopic
+from wirebroker.cluster.topic_store import TopicInfo
+from wirebroker.group.offsets_log import keep_latest, keyed_records
+from wirebroker.log.errors import LogError
+from wirebroker.replication.partition import NotEnoughReplicasError
+from wirebroker.txn.config import TxnConfig
+from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
+from wirebroker.txn.effects import InitPidResult, MarkerRequest, TxnAppend, TxnResult
+from wirebroker.txn.loader import replay
+from wirebroker.txn.metadata import TopicPartition
+
+if TYPE_CHECKING:
+    from wirebroker.cluster.topic_admin import TopicAdmin
+    from wirebroker.config import BrokerConfig
+    from wirebroker.replication.partition import Partition
+    from wirebroker.replication.producer_ids import ProducerIdManager
+    from wirebroker.replication.replica_manager import ReplicaManager
+
+__all__ = ["TXN_TOPIC", "MarkerSink", "TxnCoordinatorRuntime"]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+TXN_TOPIC = "__transaction_state"
+
+#: See `wirebroker.group.runtime.ReplicationWaiter`.
+ReplicationWaiter = Callable[["Partition", int, float], Awaitable[ErrorCode]]
+
+
+class MarkerSink(Protocol):
+    """Where the runtime sends WriteTxnMarkers work (`wirebroker.txn.markers.MarkerSender`)."""
+
+    def send(self, request: MarkerRequest, partitions: Iterable[TopicPartition]) -> None: ...
+
+
+async def _replicated_at_once(part: Partition, required_offset: int, timeout_s: float) -> ErrorCode:
+    del part, required_offset, timeout_s
+    return ErrorCode.NONE
+
+
+class TxnCoordinatorRuntime:
+    """Runs a `TxnCoordinatorCore` for the broker (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replicas: ReplicaManager,
+        *,
+        admin: TopicAdmin,
+        producer_ids: ProducerIdManager,
+        clock: Callable[[], int],
+        live_brokers: Callable[[], int] = lambda: 1,
+        leads_every_partition: bool = False,
+        replication_factor: int | None = None,
+        replication_waiter: ReplicationWaiter = _replicated_at_once,
+        markers: MarkerSink | None = None,
+    ) -> None:
+        self.replicas = replicas
+        self.admin = admin
+        self.producer_ids = producer_ids
+        self.clock = clock
+        self.live_brokers = live_brokers
+        txn_config = TxnConfig.from_broker_config(config)
+        existing = admin.describe(TXN_TOPIC)
+        if existing is not None and existing.partitions != txn_config.num_partitions:
+            txn_config = dataclasses.replace(txn_config, num_partitions=existing.partitions)
+        self._spare_pid: int | None = None
+        self.core = TxnCoordinatorCore(txn_config, self._take_pid)
+        self.replication_factor = (
+            config.get_int("transaction.state.log.replication.factor")
+            if replication_factor is None
+            else replication_factor
+        )
+        self.min_isr = config.get_int("transaction.state.log.min.isr")
+        self.segment_bytes = config.get_int("transaction.state.log.segment.bytes")
+        self.append_timeout_s = config.get_int("request.timeout.ms") / 1000
+        self.leads_every_partition = leads_every_partition
+        self.replication_waiter = replication_waiter
+        self.markers: MarkerSink | None = markers
+        #: partition -> leader epoch of the current leadership (loading or loaded)
+        self._leading: dict[int, int] = {}
+        self._nursery: trio.Nursery | None = None
+        self._pending_loads: list[tuple[int, int]] = []
+        self._stopped = False
+
+    # == lifetime ==========================================================================
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled: loads, background appends, timers."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if self.leads_every_partition:
+                for p in range(self.core.config.num_partitions):
+                    self.on_became_leader(p, 0)
+            for p, epoch in self._pending_loads:
+                nursery.start_soon(self._load, p, epoch)
+            self._pending_loads.clear()
+            nursery.start_soon(self._timer_loop)
+            task_status.started()
+            await trio.sleep_forever()
+
+    def shutdown(self) -> None:
+        """Unload everything; later requests answer NOT_COORDINATOR."""
+        self._stopped = True
+        self.core.unload(list(self._leading))
+        self._leading.clear()
+
+    # == leadership ========================================================================
+    def on_became_leader(self, partition: int, leader_epoch: int) -> None:
+        """This broker leads `__transaction_state`-`partition` at `leader_epoch`: load it
+        (its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        if self._stopped or not 0 <= partition < self.core.config.num_partitions:
+            return
+        if self._leading.get(partition) == leader_epoch:
+            return
+        self._leading[partition] = leader_epoch
+        self.core.begin_loading(partition)
+        if self._nursery is None:
+            self._pending_loads.append((partition, leader_epoch))
+        else:
+            self._nursery.start_soon(self._load, partition, leader_epoch)
+
+    def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
+        """This broker no longer leads `partition`: drop its ids (markers in flight for them
+        are dropped by the sender: `marker_wanted` turns false)."""
+        del leader_epoch
+        if self._leading.pop(partition, None) is not None:
+            log.info("resigned as transaction coordinator of %s-%d", TXN_TOPIC, partition)
+            self.core.unload([partition])
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        await trio.lowlevel.checkpoint()
+        if self._leading.get(partition) != epoch:
+            return
+        started = self.clock()
+        try:
+            latest: dict[bytes, bytes | None] = {}
+            part = self.replicas.partition(TXN_TOPIC, partition)
+            for records in keyed_records(part) if part is not None else ():
+                keep_latest(latest, [(e.key, e.value) for e in records if e.key is not None])
+                await trio.lowlevel.checkpoint()
+                if self._leading.get(partition) != epoch:
+                    return
+            loaded = replay(latest.items())
+        except (TxnRecordError, LogError, ValueError):
+            log.exception("loading %s-%d failed: NOT_COORDINATOR for its ids", TXN_TOPIC, partition)
+            self._leading.pop(partition, None)
+            self.core.unload([partition])
+            return
+        if self._leading.get(partition) != epoch:
+            return
+        self._apply(self.core.complete_loading(partition, epoch, loaded, self.clock()))
+        if loaded:
+            log.info(
+                "loaded %s-%d (coordinator epoch %d) in %d ms: %d transactional id(s)",
+                TXN_TOPIC,
+                partition,
+                epoch,
+                self.clock() - started,
+                len(loaded),
+            )
+
+    # == topic =============================================================================
+    def partition_for(self, transactional_id: str) -> int:
+        return self.core.partition_for(transactional_id)
+
+    def ensure_topic(self) -> ErrorCode:
+        """Create `__transaction_state` unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""
+        if self._stopped:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.admin.describe(TXN_TOPIC) is not None:
+            return ErrorCode.NONE
+        factor = max(1, min(self.replication_factor, self.live_brokers()))
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.segment_bytes),
+            "min.insync.replicas": str(min(self.min_isr, factor)),
+            "unclean.leader.election.enable": "false",
+            "compression.type": "uncompressed",
+        }
+        topic = NewTopic(TXN_TOPIC, self.core.config.num_partitions, factor, configs)
+        try:
+            [created] = self.admin.create_topics([topic], now_ms=self.clock())
+            if not isinstance(created, TopicInfo):
+                raise created
+        except TopicExistsError:
+            return ErrorCode.NONE
+        except ClusterError as exc:
+            if self.admin.describe(TXN_TOPIC) is not None:
+                return ErrorCode.NONE
+            log.error("cannot create %s: %s", TXN_TOPIC, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        except Exception:
+            log.exception("cannot create %s", TXN_TOPIC)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        log.info(
+            "created %s with %d partitions, replication factor %d",
+            TXN_TOPIC,
+            self.core.config.num_partitions,
+            factor,
+        )
+        return ErrorCode.NONE
+
+    # == requests ==========================================================================
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
+    ) -> InitPidResult:
+        if self._spare_pid is None:
+            self._spare_pid = await self.producer_ids.allocate()
+        response = await self._call(
+            lambda now: self.core.init_producer_id(transactional_id, timeout_ms, now, expected)
+        )
+        assert isinstance(response, InitPidResult)
+        return response
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> ErrorCode:
+        parts = list(partitions)
+        response = await self._call(
+            lambda now: self.core.add_partitions(
+                transactional_id, producer_id, producer_epoch, parts, now
+            )
+        )
+        assert isinstance(response, ErrorCode)
+        return response
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        return self.core.verify_partitions(
+            transactional_id, producer_id, producer_epoch, partitions
+        )
+
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> ErrorCode:
+        response = await self._call(
+            lambda now: self.core.add_offsets(
+                transactional_id, producer_id, producer_epoch, group_id, now
+            )
+        )
+        assert isinstance(response, ErrorCode)
+        return response
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
+        response = await self._call(
+            lambda now: self.core.end_txn(
+                transactional_id, producer_id, producer_epoch, commit, now
+            )
+        )
+        assert isinstance(response, ErrorCode)
+        return response
+
+    def describe(self, transactional_id: str) -> TxnDescription:
+        return self.core.describe(transactional_id)
+
+    def list_transactions(
+        self,
+        state_filters: Iterable[str] = (),
+        producer_id_filters: Iterable[int] = (),
+        min_duration_ms: int = -1,
+    ) -> ListResult:
+        return self.core.list_transactions(
+            self.clock(), state_filters, producer_id_filters, min_duration_ms
+        )
+
+    # == markers ===========================================================================
+    def marker_done(self, request: MarkerRequest, partition: TopicPartition) -> None:
+        """The sender wrote `request`'s marker on `partition` (or its topic is gone)."""
+        self._apply(self.core.marker_done(request, partition, self.clock()))
+
+    def marker_wanted(self, request: MarkerRequest) -> bool:
+        """False once the transaction's partition was unloaded or changed coordinator epoch
+        (the sender then drops the request, as Kafka's marker channel does)."""
+        return self.core.marker_pending(request)
+
+    # == timers ============================================================================
+    def run_timers(self, now_ms: int, *, abort: bool = True, expire: bool = True) -> None:
+        """Abort timed-out transactions / expire idle transactional ids now."""
+        if abort:
+            self._apply(self.core.abort_timed_out(now_ms))
+        if expire:
+            self._apply(self.core.expire_transactional_ids(now_ms))
+
+    async def _timer_loop(self) -> None:
+        cfg = self.core.config
+        abort_s = max(cfg.abort_check_interval_ms, 1) / 1000
+        expire_s = max(cfg.expire_check_interval_ms, 1) / 1000
+        next_abort = trio.current_time() + abort_s
+        next_expire = trio.current_time() + expire_s
+        while True:
+            await trio.sleep_until(min(next_abort, next_expire))
+            now = trio.current_time()
+            abort, expire = now >= next_abort, now >= next_expire
+            if abort:
+                next_abort = now + abort_s
+            if expire:
+                next_expire = now + expire_s
+            try:
+                self.run_timers(self.clock(), abort=abort, expire=expire)
+            except Exception:
+                log.exception("transaction coordinator timer failed")
+
+    # == applying core results =============================================================
+    def _take_pid(self) -> int:
+        pid = self._spare_pid
+        if pid is None:
+            raise RuntimeError("no producer id reserved before the core call")
+        self._spare_pid = None
+        return pid
+
+    async def _call(self, call: Callable[[int], TxnResult[Any]]) -> Any:
+        """One core call: its answer now, or after its (single) append is replicated."""
+        result = call(self.clock())
+        if result.response is not None:
+            self._apply(result)
+            return result.response
+        appends, result.appends = result.appends, []
+        assert len(appends) == 1, "a waiting core call appends exactly one record"
+        self._apply(result)
+        return await self._append_and_complete(appends[0])
+
+    def _apply(self, result: TxnResult[Any]) -> None:
+        """Background effects: appends in their own tasks, markers to the sink."""
+        for append in result.appends:
+            self._spawn(self._append_and_complete, append)
+        if result.markers:
+            if self.markers is None:
+                log.error("no marker sender: %d marker request(s) dropped", len(result.markers))
+            else:
+                for request in result.markers:
+                    self.markers.send(request, request.partitions)
+
+    def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        if self._nursery is None:
+            log.error("transaction coordinator not running: background work dropped")
+            return
+        self._nursery.start_soon(fn, *args)
+
+    async def _append_and_complete(self, append: TxnAppend) -> Any:
+        """Append one record, wait for its replication, `append_done`, apply the result;
+        the result's response (for a waiting request)."""
+        appended = self._append(append)
+        error: ErrorCode | None
+        if isinstance(appended, tuple):
+            error = await self._wait_replicated(*appended)
+        else:
+            error = appended
+        result = self.core.append_done(append, error, self.clock())
+        response = result.response
+        result.response = None
+        self._apply(result)
+        return response
+
+    def _append(self, append: TxnAppend) -> tuple[Partition, int] | ErrorCode:
+        """Append the record now: (partition, required high watermark) or the error."""
+        now = self.clock()
+        try:
+            part = self.replicas.partition(TXN_TOPIC, append.partition)
+            if part is None:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if part.leader_epoch != append.coordinator_epoch and not self.leads_every_partition:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            batch = build_batch([(append.key, append.value)], base_timestamp=now)
+            done = self.replicas.append(part, batch, now_ms=now, required_acks=-1)
+        except (ClusterError, LogError, NotEnoughReplicasError) as exc:
+            log.error("append to %s-%d failed: %s", TXN_TOPIC, append.partition, exc)
+            return exc.error_code
+        except Exception:
+            log.exception("append to %s-%d failed", TXN_TOPIC, append.partition)
+            return ErrorCode.UNKNOWN
+        return part, done.last_offset + 1
+
+    async def _wait_replicated(self, part: Partition, end_offset: int) -> ErrorCode | None:
+        if part.high_watermark >= end_offset:
+            return None
+        try:
+            error = await self.replication_waiter(part, end_offset, self.append_timeout_s)
+        except Exception:
+            log.exception("waiting for %s-%d to replicate failed", TXN_TOPIC, part.index)
+            return ErrorCode.UNKNOWN
+        return None if error is ErrorCode.NONE else error

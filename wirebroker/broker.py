@@ -82,8 +82,11 @@ from pathlib import Path
 
 import trio
 
+from wirebroker import __version__
 from wirebroker.admin import AdminServer, Routes
 from wirebroker.admin.listen import parse_admin_listeners
+from wirebroker.admin.state import AdminSources
+from wirebroker.admin.views import add_builtin_routes
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
 from wirebroker.cluster.topic_store import (
@@ -98,7 +101,7 @@ from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
-from wirebroker.coordination.api import Coordination
+from wirebroker.coordination.api import Coordination, SessionState
 from wirebroker.faults.control import FaultControl
 from wirebroker.faults.core import FaultRules
 from wirebroker.faults.http import mount as mount_fault_routes
@@ -183,6 +186,10 @@ class Broker:
         self.admin_http: AdminServer | None = None
         if self.admin_listen:
             self.admin_http = AdminServer(self.admin_routes)
+        #: the ZooKeeper session as last reported (a single broker's is in-process: connected)
+        self.zookeeper_state = "connected"
+        if coordination is not None:
+            coordination.add_session_listener(self._on_session)
         #: the admin listener's bound (host, port) pairs, once serving
         self.admin_bound: list[tuple[str, int]] = []
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
@@ -327,6 +334,18 @@ class Broker:
             clock=clock,
         )
         mount_fault_routes(self.admin_routes, self.fault_control)
+        add_builtin_routes(
+            self.admin_routes,
+            AdminSources(
+                self.services,
+                connections=lambda: len(self.server.connections),
+                zookeeper_state=lambda: self.zookeeper_state,
+                version=__version__,
+            ),
+        )
+
+    def _on_session(self, state: SessionState) -> None:
+        self.zookeeper_state = state.value
 
     def _build_txn_coordinator(
         self, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView

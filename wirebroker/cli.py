@@ -107,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
         type=str.upper,
         help="stderr log level (default INFO)",
     )
+    serve.add_argument(
+        "--log-format",
+        default="text",
+        choices=("text", "json"),
+        help="stderr log format: text lines (default) or one JSON object per line",
+    )
     _add_cluster_parser(commands)
     add_parsers(commands)
     return parser
@@ -241,11 +247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     if args.command == "cluster":
         return cluster(parser, args)
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from wirebroker.jsonlog import configure
+
+    configure(args.log_level, args.log_format)
     try:
         config = BrokerConfig(config_values(args))
     except (ConfigError, OSError) as exc:

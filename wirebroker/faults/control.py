@@ -101,9 +101,10 @@ class FaultControl:
         return fault
 
     # -- connections --------------------------------------------------------------------------
-    def unreachable(self) -> BrokerFault:
+    async def unreachable(self) -> BrokerFault:
         fault = self.rules.add_broker_fault("unreachable")
         self.server.pause_accepting()
+        await self.server.wait_listening(False)
         dropped = self.server.drop_connections()
         fault.hits = dropped
         log.warning(
@@ -114,15 +115,22 @@ class FaultControl:
         )
         return fault
 
-    def reachable(self) -> list[Fault]:
-        """Remove every unreachable / refuse_connections fault: accepting again."""
+    async def reachable(self) -> list[Fault]:
+        """Remove every unreachable / refuse_connections fault; returns once accepting."""
         pausing = [f.id for f in self.rules.broker_faults() if f.kind in _PAUSING]
         removed = [self._remove(fault_id) for fault_id in pausing]
+        await self.settled()
         return [f for f in removed if f is not None]
 
-    def refuse_connections(self) -> BrokerFault:
+    async def settled(self) -> None:
+        """Return once the listeners are as the faults say (closed while one pauses them)."""
+        paused = any(f.kind in _PAUSING for f in self.rules.broker_faults())
+        await self.server.wait_listening(not paused)
+
+    async def refuse_connections(self) -> BrokerFault:
         fault = self.rules.add_broker_fault("refuse_connections")
         self.server.pause_accepting()
+        await self.server.wait_listening(False)
         log.warning("fault %d: broker %d refuses new connections", fault.id, self.node_id)
         return fault
 

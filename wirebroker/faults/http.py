@@ -11,6 +11,9 @@
     DELETE /faults           200 {"removed": [fault, ...]}            every fault (undone)
     DELETE /faults/<id>      200 {"removed": fault} or 404
 
+unreachable, refuse_connections and reachable (and removing those faults) answer once the
+Kafka listeners are closed / bound again, so the next connection attempt sees the new state.
+
 Kinds: "error", "delay", "close" (request faults: `wirebroker.faults.core`), "unreachable",
 "reachable", "refuse_connections", "drop_connections", "move_leader", "shrink_isr" (broker
 faults: `wirebroker.faults.control`). `api_key` and `error_code` take numbers or Kafka's names
@@ -192,7 +195,9 @@ async def handle(control: FaultControl, method: str, path: str, body: bytes) -> 
             if method == "POST":
                 return await _post(control, body)
             if method == "DELETE":
-                return 200, {"removed": [f.to_json() for f in control.clear()]}
+                removed = control.clear()
+                await control.settled()
+                return 200, {"removed": [f.to_json() for f in removed]}
             return 405, {"error": f"{method} is not allowed on /faults"}
         if path == "/faults/schema" and method in ("GET", "HEAD"):
             return 200, FAULT_SCHEMA
@@ -203,6 +208,7 @@ async def handle(control: FaultControl, method: str, path: str, body: bytes) -> 
             fault = control.remove(int(tail))
             if fault is None:
                 return 404, {"error": f"no fault {tail}"}
+            await control.settled()
             return 200, {"removed": fault.to_json()}
         return 404, {"error": f"no route {method} {path}"}
     except FaultError as exc:
@@ -219,13 +225,14 @@ async def _post(control: FaultControl, body: bytes) -> tuple[int, Any]:
     if kind in REQUEST_KINDS:
         return 201, {"fault": control.add_request_fault(kind, **spec).to_json()}
     if kind == "unreachable":
-        return 201, {"fault": control.unreachable().to_json()}
+        return 201, {"fault": (await control.unreachable()).to_json()}
     if kind == "refuse_connections":
-        return 201, {"fault": control.refuse_connections().to_json()}
+        return 201, {"fault": (await control.refuse_connections()).to_json()}
     if kind == "shrink_isr":
         return 201, {"fault": control.shrink_isr(**spec).to_json()}
     if kind == "reachable":
-        return 200, {"result": {"removed": [f.to_json() for f in control.reachable()]}}
+        removed = await control.reachable()
+        return 200, {"result": {"removed": [f.to_json() for f in removed]}}
     if kind == "drop_connections":
         return 200, {"result": {"dropped": control.drop_connections()}}
     return 200, {"result": await control.move_leader(**spec)}

@@ -12,12 +12,16 @@ Every parked request of a removed member is answered (UNKNOWN_MEMBER_ID), never 
 
 from __future__ import annotations
 
+import logging
+
 from protocol.errors import ErrorCode
 from wirebroker.group.classic import ClassicGroup, ClassicGroupMember, GroupState
 from wirebroker.group.effects import Effects
 from wirebroker.group.messages import JoinMember, JoinResult, SyncResult
 from wirebroker.group.records import group_metadata_record
 from wirebroker.group.state import CoordinatorState
+
+log = logging.getLogger("wirebroker.group")
 
 
 def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -154,6 +158,18 @@ class Rebalancer:
             self._schedule_join_completion(group, now_ms)
             return
         group.init_next_generation(now_ms)
+        log.info(
+            "group %s rebalanced: generation %d, protocol %s, %d member(s) [%s]",
+            group.group_id,
+            group.generation_id,
+            group.protocol_name,
+            len(group.members),
+            ", ".join(
+                f"{m.client_id}/{m.member_id}"
+                + (" (leader)" if group.is_leader(m.member_id) else "")
+                for m in group.members.values()
+            ),
+        )
         if group.is_in(GroupState.EMPTY):
             fx.records.append(
                 group_metadata_record(self.state.partition_for(group.group_id), group, {})

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from wirebroker.handlers.stats import RequestStats
+
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
     from wirebroker.cluster.topic_admin import TopicAdmin
@@ -71,6 +73,8 @@ class Services:
     txn_verifier: TxnVerifier | None = None
     #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
     txn_coordinator: TxnCoordinatorRuntime | None = None
+    #: request, error and byte counters (wirebroker/handlers/stats.py; read by /metrics)
+    stats: RequestStats = field(default_factory=RequestStats)
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
+from time import perf_counter
 from typing import Any, NamedTuple
 
 import trio
@@ -51,12 +52,13 @@ from protocol.legacy_produce import (
     encode_legacy_produce_error,
     parse_legacy_produce,
 )
-from wirebroker.faults.core import FaultRules, RequestFault
+from wirebroker.faults.core import FaultRules
 from wirebroker.faults.responses import error_response
 from wirebroker.handlers.api_versions import unsupported_version_body
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
 from wirebroker.handlers.registry import HandlerSpec, Later, api_name
+from wirebroker.handlers.stats import RequestStats
 
 #: Connection events keep the network layer's logger: operators (and tests) filter on it.
 log = logging.getLogger("wirebroker.net")
@@ -114,6 +116,7 @@ class Dispatcher:
         self.max_decoded_bytes = decode_budget(max_frame_bytes)
         #: injected faults (`wirebroker.faults`); checked per request only while active
         self.faults = faults if faults is not None else FaultRules()
+        self.stats = services.stats
 
     async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
         """Serve one request frame (without its size prefix) from `peer` (for log lines)."""
@@ -133,6 +136,7 @@ class Dispatcher:
             return CLOSE
         if not spec.serves(int(header.api_version)):
             return _not_served(spec, header, peer)
+        start = perf_counter()  # an injected delay counts in the request's latency
         if self.faults.active:
             injected = await self._inject(header, request, peer)
             if injected is not None:
@@ -141,14 +145,18 @@ class Dispatcher:
         try:
             body = await spec.func(ctx, request)
             if isinstance(body, Later):
-                return Reply(None, later=partial(_finish, body, header, peer))
-            return _encoded(header, body)
+                return Reply(None, later=partial(_finish, body, header, peer, self.stats, start))
+            reply = _encoded(header, body)
+            self.stats.record(header.api_key, header.api_version, perf_counter() - start, body)
+            return reply
         except ProduceWithoutAckFailed as exc:
             # Kafka logs this at INFO: closing is how an acks=0 producer learns of the error.
             log.info("closing connection from %s: %s: %s", peer, exc, describe(header))
+            self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
             return CLOSE
         except Exception:
             log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
+            self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
             return CLOSE
 
     async def _inject(self, header: Any, request: Any, peer: str) -> Reply | None:
@@ -171,14 +179,11 @@ class Dispatcher:
             return None
         if fault.kind == "close":
             return CLOSE
-        return _fault_error(fault, header, request)
-
-
-def _fault_error(fault: RequestFault, header: Any, request: Any) -> Reply:
-    key, version = int(header.api_key), int(header.api_version)
-    message = f"injected by wirebroker fault {fault.id}"
-    body = error_response(key, version, request, fault.error_code, message)
-    return CLOSE if body is None else _encoded(header, body)
+        key, version = int(header.api_key), int(header.api_version)
+        message = f"injected by wirebroker fault {fault.id}"
+        body = error_response(key, version, request, fault.error_code, message)
+        self.stats.record(key, version, 0.0, body)
+        return CLOSE if body is None else _encoded(header, body)
 
 
 def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
@@ -191,12 +196,16 @@ def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
     )
 
 
-async def _finish(later: Later, header: Any, peer: str) -> Reply:
+async def _finish(later: Later, header: Any, peer: str, stats: RequestStats, start: float) -> Reply:
     """The reply of a handler that answered `Later`, once its body is there."""
     try:
-        return _encoded(header, await later.wait())
+        body = await later.wait()
+        reply = _encoded(header, body)
+        stats.record(header.api_key, header.api_version, perf_counter() - start, body)
+        return reply
     except Exception:
         log.exception("handler failed; closing connection from %s: %s", peer, describe(header))
+        stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
         return CLOSE
 
 

@@ -325,4 +325,17 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         with waiters.subscribe(plan.watch_keys(), hw=replica_id < 0) as event:
             with trio.move_on_at(deadline):
                 await event.wait()
+    if total:
+        _count_bytes_out(ctx, plan, responses)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+def _count_bytes_out(
+    ctx: RequestContext, plan: _Plan, responses: list[FetchableTopicResponse]
+) -> None:
+    """Record bytes sent per topic (wirebroker/handlers/stats.py); follower fetches count."""
+    stats = ctx.services.stats
+    for (_key, name, _missing, _parts), topic in zip(plan.topics, responses, strict=True):
+        size = sum(len(p["records"] or b"") for p in topic["partitions"])
+        if size and name is not None:
+            stats.add_bytes_out(name, size)

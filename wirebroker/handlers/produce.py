@@ -293,6 +293,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     responses = []
     any_error = False
     waiting: list[_Waiting] = []
+    stats = ctx.services.stats
     for topic in topic_data:
         # v13+ topics all have an id, v3-12 a name
         naming, info, missing_code = resolve_entry(
@@ -326,6 +327,8 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 else:
                     assert records is not None
                     presp = _append(ctx, part, records, acks, batches[0], waiting)
+                    if not presp["error_code"]:
+                        stats.add_bytes_in(name, len(records))
             any_error = any_error or presp["error_code"] != 0
             partition_responses.append(presp)
         out_topic["partition_responses"] = partition_responses

@@ -16,7 +16,8 @@ itself is not meant to be cancelled for a graceful stop: cancellation stops ever
 
 Fault injection (`wirebroker.faults.control`): `pause_accepting()` closes the listeners (new
 clients are refused by the kernel) until `resume_accepting()` binds the same addresses again;
-`drop_connections()` resets every current connection (`Connection.abort`).
+`drop_connections()` resets every current connection (`Connection.abort`);
+`wait_listening(bool)` returns once the listeners are open / closed.
 
 Accepting (one loop per listener, Kafka's `Acceptor`)::
 
@@ -81,8 +82,10 @@ class KafkaServer:
         self.connections: set[Connection] = set()
         #: the addresses bound at start (resume_accepting binds them again)
         self.bound: list[tuple[str, int]] = []
-        self.accepting = True
+        self.accepting = True  # asked for (pause_accepting / resume_accepting)
+        self.listening = False  # the listeners are open (what `accepting` asks, once applied)
         self._changed = trio.Event()  # stop, pause or resume asked for
+        self._listening_changed = trio.Event()
         self._stop = trio.Event()
         self._slot_freed = trio.Event()
         self._accept_blocked = False
@@ -104,6 +107,16 @@ class KafkaServer:
         if not self.accepting:
             self.accepting = True
             self._changed.set()
+
+    async def wait_listening(self, listening: bool) -> None:
+        """Return once the listeners are open (True) or closed (False), or at shutdown."""
+        while self.listening != listening and not self._stop.is_set():
+            await self._listening_changed.wait()
+
+    def _set_listening(self, listening: bool) -> None:
+        self.listening = listening
+        self._listening_changed.set()
+        self._listening_changed = trio.Event()
 
     def drop_connections(self) -> int:
         """Reset every current connection at once (`Connection.abort`); how many there were."""
@@ -135,8 +148,10 @@ class KafkaServer:
             log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
             task_status.started(bound)
             while not self._stop.is_set():
+                self._set_listening(True)
                 await self._serve_listeners(listeners, connections)
                 listeners = []
+                self._set_listening(False)
                 if self._stop.is_set():
                     break
                 log.warning("not accepting connections (listeners closed)")

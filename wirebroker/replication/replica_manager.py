@@ -34,7 +34,9 @@ replica.high.watermark.checkpoint.interval.ms and at shutdown).
 
 Leader side: `record_follower_fetch` (the Fetch handler, per follower partition), then ISR
 expansion when the follower may join; `maybe_shrink_isr(now_ms)` (every
-replica.lag.time.max.ms / 2) proposes dropping the members out of sync. Follower side:
+replica.lag.time.max.ms / 2) proposes dropping the members out of sync; an injected ISR
+shrink (`force_isr_shrink`, wirebroker.faults) proposes through the same path and keeps the
+replicas in `isr_holds` from rejoining until `release_isr_hold`. Follower side:
 `append_as_follower`, `truncate`, `truncate_fully_and_start_at` (the fetcher).
 
 Topic administration (create, delete, grow, configs) is `wirebroker.cluster.TopicAdmin`'s;

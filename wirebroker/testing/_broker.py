@@ -278,9 +278,11 @@ class BrokerHandle(_Helpers):
                             f"end of its log:\n{_tail(self.log_path)}"
                         )
                     buf += chunk
-                    for line in buf.decode(errors="replace").splitlines():
+                    text = buf.decode(errors="replace")
+                    for line in text.split("\n")[:-1]:  # whole lines: a URL may be cut
                         if line.startswith(ADMIN_PREFIX) and self.admin_url is None:
                             self.admin_url = line[len(ADMIN_PREFIX) :].strip().rstrip("/")
+                    for line in text.splitlines():
                         if line.startswith(READY_PREFIX):
                             return line[len(READY_PREFIX) :].strip()
 

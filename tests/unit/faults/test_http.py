@@ -24,6 +24,9 @@ class FakeServer:
     def resume_accepting(self) -> None:
         self.accepting = True
 
+    async def wait_listening(self, listening: bool) -> None:
+        assert self.accepting == listening
+
     def drop_connections(self) -> int:
         dropped, self.connections = self.connections, 0
         return dropped

@@ -1,0 +1,84 @@
+"""The web view in headless Chromium: after its script ran, the page shows the topic and the
+group this test created (with the consumer's lag), and a screenshot is taken.
+
+WIREBROKER_SCREENSHOT_DIR=docs/img keeps the screenshot as docs/img/web-view.png.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _broker import BrokerProcess
+from chromium import dump_dom, keep_screenshot, require_chromium, screenshot
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.structs import OffsetAndMetadata
+
+ADMIN_PREFIX = "wirebroker admin on "
+
+
+@pytest.fixture
+def admin_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    require_chromium()
+    proc = BrokerProcess(
+        tmp_path / "data", log_path=tmp_path / "broker.log", extra_args=["--admin-port", "0"]
+    )
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.close()
+
+
+def test_web_view_shows_topic_and_group_in_chromium(
+    admin_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    (line,) = [x for x in admin_broker.stdout_lines if x.startswith(ADMIN_PREFIX)]
+    url = line[len(ADMIN_PREFIX) :].strip()
+    bootstrap = admin_broker.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic("orders", 3, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(300):
+        producer.send("orders", b"order-%05d" % i, partition=i % 3)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(
+        "orders",
+        bootstrap_servers=bootstrap,
+        group_id="billing",
+        client_id="billing-1",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        got = 0
+        for _ in range(50):
+            got += sum(len(v) for v in consumer.poll(timeout_ms=300).values())
+            if got >= 300:
+                break
+        consumer.commit(
+            {TopicPartition("orders", p): OffsetAndMetadata(60, "", -1) for p in range(3)}
+        )
+
+        dom = dump_dom(url)
+        assert re.search(r'id="status">live, updated ', dom), dom[:2000]  # the script ran
+        partitions = dom[dom.index('id="partitions"') : dom.index('id="internal"')]
+        assert partitions.count("<td>orders</td>") == 3
+        assert "under-replicated" not in partitions
+        groups = dom[dom.index('id="groups"') : dom.index('id="lag"')]
+        assert "<td>billing</td><td>Stable</td>" in groups
+        assert "billing-1" in groups
+        lag = dom[dom.index('id="lag"') :]
+        assert lag.count('<td class="n">40</td>') == 3  # 100 per partition - 60 committed
+        assert "__consumer_offsets (50 partitions)" in dom
+
+        png = screenshot(url, tmp_path / "web-view.png", height=720)
+        assert png.stat().st_size > 10_000  # a rendered page, not a blank one
+        keep_screenshot(png, "web-view.png")
+    finally:
+        consumer.close()

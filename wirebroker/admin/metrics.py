@@ -1,0 +1,238 @@
+"""/metrics: Prometheus exposition of the broker's state, computed at scrape time.
+
+`BrokerCollector` is a prometheus_client custom collector: at each scrape it takes one
+`state.snapshot` and the request counters (`handlers.stats.RequestStats`) and yields metric
+families; nothing is updated on the request path but the plain counters of RequestStats. It
+lives in its own `CollectorRegistry` (never the global one: several brokers may share a
+process, as in tests), next to prometheus_client's `ProcessCollector`
+(process_resident_memory_bytes, process_open_fds, process_cpu_seconds_total, ...).
+
+Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base units):
+
+    wirebroker_info{version,node_id,cluster_id}                     1
+    wirebroker_requests_total{api,version}                          counter
+    wirebroker_request_errors_total{api,version,error}              counter (top-level error
+                                                                    code, or UNKNOWN_SERVER_ERROR
+                                                                    when the handler failed)
+    wirebroker_request_duration_seconds{api,version}                histogram
+    wirebroker_topic_bytes_in_total{topic} / _bytes_out_total       counter (record bytes)
+    wirebroker_connections                                          gauge (Kafka listener)
+    wirebroker_brokers, wirebroker_controller_id, wirebroker_is_controller
+    wirebroker_partition_log_size_bytes{topic,partition}            gauge (replicas hosted here)
+    wirebroker_partition_log_start_offset / _log_end_offset / _high_watermark {topic,partition}
+    wirebroker_partition_leader{topic,partition}                    gauge (node id, -1: none)
+    wirebroker_partition_replicas / _isr_size {topic,partition}     gauge
+    wirebroker_partition_under_replicated{topic,partition}          gauge 0/1 (led here)
+    wirebroker_under_replicated_partitions, wirebroker_offline_partitions   gauge
+    wirebroker_group_members{group} / _generation{group}            gauge
+    wirebroker_group_state{group,state}                             gauge 1 for the current state
+    wirebroker_group_committed_offset / _lag {group,topic,partition}   gauge
+    wirebroker_zookeeper_session_state{state}                       gauge 1 for the current state
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from protocol.errors import ErrorCode
+from wirebroker.admin.routes import Request, Response
+from wirebroker.admin.state import AdminSources, snapshot
+from wirebroker.handlers.registry import api_name
+from wirebroker.handlers.stats import LATENCY_BOUNDS_S, RequestStats
+
+__all__ = ["CONTENT_TYPE", "BrokerCollector", "metrics_registry", "metrics_route"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+_SESSION_STATES = ("connected", "suspended", "lost")
+_PARTITION = ["topic", "partition"]
+
+
+def _error_name(code: int) -> str:
+    if code == -1:
+        return "UNKNOWN_SERVER_ERROR"  # Kafka's name (protocol.errors calls it UNKNOWN)
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class BrokerCollector(Collector):
+    """Yields the metric families of one snapshot (see the module docstring)."""
+
+    def __init__(self, state: Callable[[], dict[str, Any]], stats: RequestStats) -> None:
+        self.state = state
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._requests()
+        yield from self._from_state(self.state())
+
+    def _requests(self) -> Iterator[Metric]:
+        stats = self.stats
+        requests = CounterMetricFamily(
+            "wirebroker_requests",
+            "Requests answered, by API and version",
+            labels=["api", "version"],
+        )
+        latency = HistogramMetricFamily(
+            "wirebroker_request_duration_seconds",
+            "Time from decoded request to encoded response",
+            labels=["api", "version"],
+        )
+        for (key, version), slots in sorted(stats.requests.items()):
+            labels = [api_name(key), str(version)]
+            requests.add_metric(labels, slots[0])
+            buckets, total = [], 0.0
+            for bound, count in zip((*LATENCY_BOUNDS_S, float("inf")), slots[2:], strict=True):
+                total += count
+                buckets.append((_bound(bound), total))
+            latency.add_metric(labels, buckets, slots[1])
+        errors = CounterMetricFamily(
+            "wirebroker_request_errors",
+            "Requests answered with a top-level error code, or that failed",
+            labels=["api", "version", "error"],
+        )
+        for (key, version, code), count in sorted(stats.errors.items()):
+            errors.add_metric([api_name(key), str(version), _error_name(code)], count)
+        yield requests
+        yield errors
+        yield latency
+
+    def _from_state(self, snap: dict[str, Any]) -> Iterator[Metric]:
+        broker = snap["broker"]
+        info = GaugeMetricFamily(
+            "wirebroker_info", "This broker", labels=["version", "node_id", "cluster_id"]
+        )
+        info.add_metric([broker["version"], str(broker["node_id"]), str(broker["cluster_id"])], 1)
+        yield info
+        yield GaugeMetricFamily(
+            "wirebroker_connections", "Open Kafka client connections", broker["connections"]
+        )
+        yield GaugeMetricFamily("wirebroker_brokers", "Live brokers", len(snap["brokers"]))
+        yield GaugeMetricFamily(
+            "wirebroker_controller_id", "The controller's node id", broker["controller_id"]
+        )
+        yield GaugeMetricFamily(
+            "wirebroker_is_controller",
+            "1 when this broker is the controller",
+            int(broker["controller_id"] == broker["node_id"]),
+        )
+        session = GaugeMetricFamily(
+            "wirebroker_zookeeper_session_state",
+            "1 for the current ZooKeeper session state",
+            labels=["state"],
+        )
+        for state in _SESSION_STATES:
+            session.add_metric([state], int(broker["zookeeper_session"] == state))
+        yield session
+        yield from self._topics(snap["topics"], broker["node_id"])
+        yield from self._groups(snap["groups"])
+
+    def _topics(self, topics: list[dict[str, Any]], node_id: int) -> Iterator[Metric]:
+        def gauge(name: str, doc: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(f"wirebroker_partition_{name}", doc, labels=_PARTITION)
+
+        bytes_in = CounterMetricFamily(
+            "wirebroker_topic_bytes_in", "Record bytes appended by producers", labels=["topic"]
+        )
+        bytes_out = CounterMetricFamily(
+            "wirebroker_topic_bytes_out", "Record bytes sent in Fetch responses", labels=["topic"]
+        )
+        size = gauge("log_size_bytes", "Bytes of the partition's log segments on this broker")
+        start = gauge("log_start_offset", "Log start offset of this broker's replica")
+        end = gauge("log_end_offset", "Log end offset of this broker's replica")
+        hw = gauge("high_watermark", "High watermark of this broker's replica")
+        leader = gauge("leader", "Node id of the partition's leader (-1: none)")
+        replicas = gauge("replicas", "Size of the replica set")
+        isr = gauge("isr_size", "Size of the in-sync replica set")
+        under = gauge("under_replicated", "1 when led here with ISR smaller than the replicas")
+        n_under = n_offline = 0
+        for topic in topics:
+            name = topic["name"]
+            bytes_in.add_metric([name], topic["bytes_in"])
+            bytes_out.add_metric([name], topic["bytes_out"])
+            for p in topic["partitions"]:
+                labels = [name, str(p["partition"])]
+                leader.add_metric(labels, p["leader"])
+                replicas.add_metric(labels, len(p["replicas"]))
+                isr.add_metric(labels, len(p["isr"]))
+                led_under = int(p["under_replicated"] and p["leader"] == node_id)
+                under.add_metric(labels, led_under)
+                n_under += led_under
+                n_offline += p["offline"]
+                if p["log_end_offset"] is not None:
+                    size.add_metric(labels, p["size_bytes"])
+                    start.add_metric(labels, p["log_start_offset"])
+                    end.add_metric(labels, p["log_end_offset"])
+                    hw.add_metric(labels, p["high_watermark"])
+        yield from (bytes_in, bytes_out, size, start, end, hw, leader, replicas, isr, under)
+        yield GaugeMetricFamily(
+            "wirebroker_under_replicated_partitions",
+            "Partitions led here whose ISR is smaller than their replica set",
+            n_under,
+        )
+        yield GaugeMetricFamily(
+            "wirebroker_offline_partitions", "Partitions without a live leader", n_offline
+        )
+
+    def _groups(self, groups: list[dict[str, Any]]) -> Iterator[Metric]:
+        members = GaugeMetricFamily(
+            "wirebroker_group_members", "Members of a group coordinated here", labels=["group"]
+        )
+        generation = GaugeMetricFamily(
+            "wirebroker_group_generation", "Generation of the group", labels=["group"]
+        )
+        state = GaugeMetricFamily(
+            "wirebroker_group_state", "1 for the group's current state", labels=["group", "state"]
+        )
+        labels = ["group", "topic", "partition"]
+        committed = GaugeMetricFamily(
+            "wirebroker_group_committed_offset", "Committed offset", labels=labels
+        )
+        lag = GaugeMetricFamily(
+            "wirebroker_group_lag", "High watermark minus committed offset", labels=labels
+        )
+        for group in groups:
+            gid = group["group_id"]
+            members.add_metric([gid], len(group["members"]))
+            generation.add_metric([gid], group["generation"])
+            for name in _GROUP_STATES:
+                state.add_metric([gid, name], int(group["state"] == name))
+            for o in group["offsets"]:
+                key = [gid, o["topic"], str(o["partition"])]
+                committed.add_metric(key, o["committed_offset"])
+                if o["lag"] is not None:
+                    lag.add_metric(key, o["lag"])
+        yield from (members, generation, state, committed, lag)
+
+
+def _bound(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+def metrics_registry(sources: AdminSources, *, process: bool = True) -> CollectorRegistry:
+    """A registry of its own: the broker's collector (+ the process collector)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(lambda: snapshot(sources), sources.services.stats))
+    if process:
+        ProcessCollector(registry=registry)
+    return registry
+
+
+def metrics_route(registry: CollectorRegistry) -> Callable[[Request], Any]:
+    async def metrics(request: Request) -> Response:
+        return Response(200, generate_latest(registry), CONTENT_TYPE)
+
+    return metrics

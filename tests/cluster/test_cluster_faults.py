@@ -109,7 +109,14 @@ def test_shrink_isr_holds_until_removed(
 
     fault = faults[leader].shrink_isr(TOPIC, 0)
     wait_until(lambda: cluster.isr(TOPIC, 0) == [leader], 20, "the ISR shrunk to the leader")
-    code, _ = _wire.produce(cluster.address(leader), TOPIC, 0, [b"refused"])
+    # ZooKeeper may show it a moment before the leader applied it: its own metadata says when
+    at_leader = cluster.address(leader)
+    wait_until(
+        lambda: _wire.partition_view(at_leader, TOPIC)[0]["isr"] == [leader],
+        20,
+        "the leader's ISR shrunk",
+    )
+    code, _ = _wire.produce(at_leader, TOPIC, 0, [b"refused"])
     assert code == ErrorCode.NOT_ENOUGH_REPLICAS
     producer = _producer(cluster)
     try:

@@ -1,8 +1,9 @@
 """Fault injection met by real clients (kafka-python): each fault, and the client riding it out
 as it would against Kafka.
 
-What passing proves: an idempotent producer retries NOT_LEADER_OR_FOLLOWER exactly as many
-times as injected and its record lands once; a group member finds its coordinator and joins
+What passing proves: an idempotent producer (kafka-python, and librdkafka through
+confluent-kafka) retries NOT_LEADER_OR_FOLLOWER exactly as many times as injected and its
+record lands once; a group member finds its coordinator and joins
 through COORDINATOR_NOT_AVAILABLE answers; a delay holds the request that long; a closed
 connection is retried; an unreachable broker refuses connections until it is reachable again
 and the waiting producer then delivers; dropped connections are re-established by a consumer.
@@ -198,3 +199,72 @@ def test_dropped_connections_are_reestablished_by_a_consumer(broker: BrokerHandl
     finally:
         consumer.close()
     assert seen == [b"1", b"2"]
+
+
+def test_librdkafka_producer_retries_not_leader_three_times(broker: BrokerHandle) -> None:
+    from confluent_kafka import Producer
+
+    broker.create_topic("rd-orders")
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "enable.idempotence": True,
+            "retry.backoff.ms": 50,
+            "message.timeout.ms": 30_000,
+        }
+    )
+    producer.list_topics("rd-orders", timeout=10)
+    broker.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", count=3, topic="rd-orders")
+    delivered: list[Any] = []
+    producer.produce(
+        "rd-orders", b"once", partition=0, on_delivery=lambda err, msg: delivered.append(err)
+    )
+    assert producer.flush(30) == 0
+    assert delivered == [None]
+    assert broker.faults.list() == []
+    assert [m.value for m in broker.read_to_end("rd-orders")] == [b"once"]
+
+
+def test_refused_connections_spare_the_open_ones(broker: BrokerHandle) -> None:
+    broker.create_topic("refusing")
+    producer = _producer(broker.bootstrap)
+    try:
+        producer.send("refusing", b"1").get(timeout=30)
+        fault = broker.faults.refuse_connections()
+        assert _refused(broker.host, broker.port)
+        producer.send("refusing", b"2").get(timeout=30)  # its connection is still up
+        broker.faults.remove(fault)
+        assert not _refused(broker.host, broker.port)
+    finally:
+        producer.close()
+    assert [m.value for m in broker.read_to_end("refusing")] == [b"1", b"2"]
+
+
+def test_a_partition_fault_spares_the_other_partitions_of_the_request(
+    broker: BrokerHandle,
+) -> None:
+    from protocol.records import RecordSpec, build_batch
+
+    broker.create_topic("split", partitions=2)
+    broker.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", topic="split", partition=0)
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": "split",
+                "partition_data": [
+                    {"index": i, "records": build_batch([RecordSpec(None, b"p%d" % i, ())])}
+                    for i in (0, 1)
+                ],
+            }
+        ],
+    }
+    with broker.client() as client:
+        answer = client.request((broker.host, broker.port), 0, 9, body)
+    codes = {
+        (t.name, p.index): p.error_code for t in answer.responses for p in t.partition_responses
+    }
+    assert codes == {("split", 0): 6, ("split", 1): 0}
+    assert [(m.partition, m.value) for m in broker.read_to_end("split")] == [(1, b"p1")]

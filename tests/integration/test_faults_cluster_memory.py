@@ -71,9 +71,10 @@ async def test_shrink_isr_holds_the_followers_out_until_removed(cluster: Any) ->
     assert fault.params["isr"] == [leader]
 
     async def shrunk() -> bool:
-        return list(cluster.peek_state(TOPIC, 0).isr) == [leader]
+        in_zookeeper = list(cluster.peek_state(TOPIC, 0).isr) == [leader]
+        return in_zookeeper and cluster.nodes[leader].part(TOPIC, 0).isr == [leader]
 
-    await eventually(shrunk, "the ISR shrunk to the leader in ZooKeeper")
+    await eventually(shrunk, "the ISR shrunk to the leader, in ZooKeeper and at the leader")
     code, _ = await cluster.produce(leader, TOPIC, 0, [b"x"], acks=1)
     assert code == 0  # the followers fetch it and are caught up, yet stay out
     code, _ = await cluster.produce(leader, TOPIC, 0, [b"y"])

@@ -89,6 +89,7 @@ def test_running_cluster_faults_move_the_leader_and_shrink_the_isr() -> None:
         pytest.skip("needs ZooKeeper and a JRE")
     with wirebroker.running_cluster(brokers=3) as cluster:
         assert sorted(cluster.admin_urls) == [0, 1, 2]
+        assert cluster.admin_url == cluster.admin_urls[0]
         cluster.create_topic("f", partitions=1, replication_factor=3)
 
         def partition() -> Any:

@@ -16,6 +16,7 @@ Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base uni
                                                                     when the handler failed)
     wirebroker_request_duration_seconds{api,version}                histogram
     wirebroker_topic_bytes_in_total{topic} / _bytes_out_total       counter (record bytes)
+    wirebroker_topic_partitions{topic}, _topic_log_size_bytes{topic}   gauge
     wirebroker_connections                                          gauge (Kafka listener)
     wirebroker_brokers, wirebroker_controller_id, wirebroker_is_controller
     wirebroker_partition_log_size_bytes{topic,partition}            gauge (replicas hosted here)
@@ -28,6 +29,11 @@ Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base uni
     wirebroker_group_state{group,state}                             gauge 1 for the current state
     wirebroker_group_committed_offset / _lag {group,topic,partition}   gauge
     wirebroker_zookeeper_session_state{state}                       gauge 1 for the current state
+
+Internal topics (`__consumer_offsets`: 50 partitions) get the topic-level series only; their
+partitions count in the under-replicated and offline totals. Listed partition by partition
+they would be 80% of a small broker's series, and formatting costs ~10-25 us per series at
+every scrape (docs/benchmarks.md, issue 16), which matters with a scrape every second.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import trio
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -150,6 +157,14 @@ class BrokerCollector(Collector):
         bytes_out = CounterMetricFamily(
             "wirebroker_topic_bytes_out", "Record bytes sent in Fetch responses", labels=["topic"]
         )
+        n_parts = GaugeMetricFamily(
+            "wirebroker_topic_partitions", "Partitions of the topic", labels=["topic"]
+        )
+        topic_size = GaugeMetricFamily(
+            "wirebroker_topic_log_size_bytes",
+            "Bytes of the topic's replicas on this broker",
+            labels=["topic"],
+        )
         size = gauge("log_size_bytes", "Bytes of the partition's log segments on this broker")
         start = gauge("log_start_offset", "Log start offset of this broker's replica")
         end = gauge("log_end_offset", "Log end offset of this broker's replica")
@@ -163,21 +178,27 @@ class BrokerCollector(Collector):
             name = topic["name"]
             bytes_in.add_metric([name], topic["bytes_in"])
             bytes_out.add_metric([name], topic["bytes_out"])
+            n_parts.add_metric([name], len(topic["partitions"]))
+            topic_size.add_metric([name], sum(p["size_bytes"] or 0 for p in topic["partitions"]))
+            internal = topic["internal"]
             for p in topic["partitions"]:
+                led_under = int(p["under_replicated"] and p["leader"] == node_id)
+                n_under += led_under
+                n_offline += p["offline"]
+                if internal:
+                    continue  # summarized: see the module docstring
                 labels = [name, str(p["partition"])]
                 leader.add_metric(labels, p["leader"])
                 replicas.add_metric(labels, len(p["replicas"]))
                 isr.add_metric(labels, len(p["isr"]))
-                led_under = int(p["under_replicated"] and p["leader"] == node_id)
                 under.add_metric(labels, led_under)
-                n_under += led_under
-                n_offline += p["offline"]
                 if p["log_end_offset"] is not None:
                     size.add_metric(labels, p["size_bytes"])
                     start.add_metric(labels, p["log_start_offset"])
                     end.add_metric(labels, p["log_end_offset"])
                     hw.add_metric(labels, p["high_watermark"])
-        yield from (bytes_in, bytes_out, size, start, end, hw, leader, replicas, isr, under)
+        yield from (bytes_in, bytes_out, n_parts, topic_size)
+        yield from (size, start, end, hw, leader, replicas, isr, under)
         yield GaugeMetricFamily(
             "wirebroker_under_replicated_partitions",
             "Partitions led here whose ISR is smaller than their replica set",
@@ -231,8 +252,28 @@ def metrics_registry(sources: AdminSources, *, process: bool = True) -> Collecto
     return registry
 
 
+class _One:
+    """A registry-like holder of one family, for `generate_latest`."""
+
+    def __init__(self, family: Metric) -> None:
+        self.family = family
+
+    def collect(self) -> list[Metric]:
+        return [self.family]
+
+
 def metrics_route(registry: CollectorRegistry) -> Callable[[Request], Any]:
+    """The /metrics handler. It yields to the trio loop between metric families: formatting
+    costs ~25 us per sample, ~10 ms for a broker with `__consumer_offsets`, which in one piece
+    would hold up every Kafka request for that long once per scrape (the p99 of
+    docs/benchmarks.md); in pieces of one family (at most a few hundred us) it does not. The
+    state is read once, when the collector starts (one consistent snapshot)."""
+
     async def metrics(request: Request) -> Response:
-        return Response(200, generate_latest(registry), CONTENT_TYPE)
+        chunks = []
+        for family in registry.collect():
+            chunks.append(generate_latest(_One(family)))
+            await trio.sleep(0)
+        return Response(200, b"".join(chunks), CONTENT_TYPE)
 
     return metrics

@@ -45,6 +45,7 @@ __all__ = [
     "FaultRules",
     "RequestFault",
     "request_targets",
+    "topic_of",
 ]
 
 REQUEST_KINDS = ("error", "delay", "close")
@@ -266,7 +267,7 @@ def request_targets(
     of partition indexes) are its partitions; a topic entry without any names the whole topic
     (partition None)."""
     if isinstance(request, Mapping):
-        topic = _topic_of(request, resolve_topic_id)
+        topic = topic_of(request, resolve_topic_id)
         if topic is not None:
             partitions = list(_partitions_of(request))
             if not partitions:
@@ -282,7 +283,7 @@ def request_targets(
                 yield from request_targets(item, resolve_topic_id)
 
 
-def _topic_of(struct: Mapping[str, Any], resolve: Callable[[uuid.UUID], str | None]) -> str | None:
+def topic_of(struct: Mapping[str, Any], resolve: Callable[[uuid.UUID], str | None]) -> str | None:
     for key in TOPIC_KEYS:
         value = struct.get(key)
         if isinstance(value, str) and value:

@@ -21,17 +21,25 @@ response schema of that version (`protocol.messages`), a body that mirrors the r
 So a client sees the same answer a Kafka broker in trouble would give: each entry it asked
 about with the error, nothing else. Produce with acks=0 expects no answer: `None` (the caller
 closes the connection, as Kafka does when an acks=0 produce fails).
+
+A fault for one topic (or partition) hits only its entries when the request names others too:
+`split_request` cuts the request in two (the matching topic / partition entries, the rest), the
+handler serves the rest, and `merge_responses` appends the error entries built for the
+matching part to its answer (a Produce to partitions 0 and 1 with a fault on 0 appends to 1
+and answers 0 with the error, as a Kafka broker that lost the leadership of 0 only would).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from protocol.api import SCHEMAS, ApiKey
 from protocol.primitives import FieldInfo
+from wirebroker.faults.core import PARTITION_KEYS, topic_of
 
-__all__ = ["error_response"]
+__all__ = ["error_response", "merge_responses", "split_request"]
 
 #: Key field aliases: a response key field -> request field names that give its value.
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -177,3 +185,77 @@ def _scalar_key(fields: Sequence[FieldInfo], sample: Any) -> str | None:
     if isinstance(sample, bool) or not isinstance(sample, str | int):
         return None
     return next((key for key in candidates if key in names), None)
+
+
+def split_request(
+    request: Any,
+    topic: str,
+    partition: int | None,
+    resolve_topic_id: Callable[[uuid.UUID], str | None],
+) -> tuple[Any, Any] | None:
+    """(the request with only the entries of `topic` / `partition`, the request without
+    them), or None when it does not split that way (it names nothing else, or its topics are
+    not one array of topic structs at the top level)."""
+    if not isinstance(request, Mapping):
+        return None
+    for key, value in request.items():
+        if not (isinstance(value, list) and value and isinstance(value[0], Mapping)):
+            continue
+        if topic_of(value[0], resolve_topic_id) is None:
+            continue
+        hit: list[Any] = []
+        rest: list[Any] = []
+        for entry in value:
+            if topic_of(entry, resolve_topic_id) != topic:
+                rest.append(entry)
+                continue
+            found = None if partition is None else _partition_list(entry)
+            if found is None:
+                hit.append(entry)
+                continue
+            pkey, parts = found
+            mine = [p for p in parts if _index(p) == partition]
+            others = [p for p in parts if _index(p) != partition]
+            if mine:
+                hit.append(_replaced(entry, pkey, mine))
+            if others:
+                rest.append(_replaced(entry, pkey, others))
+        if not hit or not rest:
+            return None
+        return _replaced(request, key, hit), _replaced(request, key, rest)
+    return None
+
+
+def merge_responses(body: Any, extra: Mapping[str, Any]) -> Any:
+    """`body` (the handler's answer to the rest) with the entries of `extra` (the error
+    answer to the matching part) appended to its arrays of the same name."""
+    for key, value in extra.items():
+        if isinstance(value, list) and isinstance(body.get(key), list):
+            body[key] = [*body[key], *value]
+    return body
+
+
+def _partition_list(entry: Mapping[str, Any]) -> tuple[str, list[Any]] | None:
+    for key, value in entry.items():
+        if (
+            isinstance(value, list)
+            and value
+            and isinstance(value[0], Mapping)
+            and _index(value[0]) is not None
+        ):
+            return key, value
+    return None
+
+
+def _index(struct: Mapping[str, Any]) -> int | None:
+    for key in PARTITION_KEYS:
+        value = struct.get(key)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _replaced(struct: Any, key: str, value: Any) -> Any:
+    copy = type(struct)(struct)
+    copy[key] = value
+    return copy

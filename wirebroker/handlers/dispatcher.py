@@ -24,7 +24,9 @@ A handler returning None (acks=0 Produce) sends nothing.
 Injected faults (`wirebroker.faults`): while `faults.active` (one attribute check on the hot
 path), a decoded request is matched against the active faults before its handler runs: an
 "error" fault answers `wirebroker.faults.responses.error_response` (acks=0 Produce: closed), a
-"delay" fault sleeps first, a "close" fault closes; each hit is logged at WARNING.
+"delay" fault sleeps first, a "close" fault closes; each hit is logged at WARNING. An "error"
+fault for one topic/partition of a request naming others: the handler serves the others and
+the error entries are appended to its answer (`responses.split_request` / `merge_responses`).
 
 Decode budget: `decode_request` gets `max_decoded_bytes = max(max_frame_bytes, 16 MiB)`
 (`decode_budget`). A frame of tiny structs decodes into ~100x its size in Python objects; the
@@ -53,7 +55,7 @@ from protocol.legacy_produce import (
     parse_legacy_produce,
 )
 from wirebroker.faults.core import FaultRules
-from wirebroker.faults.responses import error_response
+from wirebroker.faults.responses import error_response, merge_responses, split_request
 from wirebroker.handlers.api_versions import unsupported_version_body
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
@@ -137,15 +139,21 @@ class Dispatcher:
         if not spec.serves(int(header.api_version)):
             return _not_served(spec, header, peer)
         start = perf_counter()  # an injected delay counts in the request's latency
+        errors: Mapping[str, Any] | None = None  # an error fault's part of the answer
         if self.faults.active:
             injected = await self._inject(header, request, peer)
-            if injected is not None:
+            if isinstance(injected, Reply):
                 return injected
+            if injected is not None:
+                request, errors = injected
         ctx = RequestContext(header=header, services=self.services, client_host=client_host)
         try:
             body = await spec.func(ctx, request)
             if isinstance(body, Later):
-                return Reply(None, later=partial(_finish, body, header, peer, self.stats, start))
+                finish = partial(_finish, body, header, peer, self.stats, start, errors)
+                return Reply(None, later=finish)
+            if errors is not None and body is not None:
+                body = merge_responses(body, errors)
             reply = _encoded(header, body)
             self.stats.record(header.api_key, header.api_version, perf_counter() - start, body)
             return reply
@@ -159,15 +167,24 @@ class Dispatcher:
             self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
             return CLOSE
 
-    async def _inject(self, header: Any, request: Any, peer: str) -> Reply | None:
-        """The reply of the fault this request hits (None: none, or a delay that is over)."""
+    async def _inject(
+        self, header: Any, request: Any, peer: str
+    ) -> Reply | tuple[Any, Mapping[str, Any]] | None:
+        """The reply of the fault this request hits; None: none, or a delay that is over;
+        (rest of the request, error part of the answer): a fault for one topic or partition
+        of a request naming others too (`wirebroker.faults.responses.split_request`)."""
         topics = self.services.topics
+
+        def resolve(tid: Any) -> str | None:
+            info = topics.by_id(tid)
+            return None if info is None else info.name
+
         fault = self.faults.match(
             int(header.api_key),
             header.client_id,
             request,
             now_ms=self.services.clock(),
-            resolve_topic_id=lambda tid: getattr(topics.by_id(tid), "name", None),
+            resolve_topic_id=resolve,
         )
         if fault is None:
             return None
@@ -181,9 +198,18 @@ class Dispatcher:
             return CLOSE
         key, version = int(header.api_key), int(header.api_version)
         message = f"injected by wirebroker fault {fault.id}"
-        body = error_response(key, version, request, fault.error_code, message)
+        split = None
+        if fault.topic is not None:
+            split = split_request(request, fault.topic, fault.partition, resolve)
+        body = error_response(
+            key, version, split[0] if split else request, fault.error_code, message
+        )
+        if body is None:  # acks=0 Produce: no answer to carry the error
+            return CLOSE
+        if split is not None:
+            return split[1], body
         self.stats.record(key, version, 0.0, body)
-        return CLOSE if body is None else _encoded(header, body)
+        return _encoded(header, body)
 
 
 def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
@@ -196,10 +222,20 @@ def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
     )
 
 
-async def _finish(later: Later, header: Any, peer: str, stats: RequestStats, start: float) -> Reply:
-    """The reply of a handler that answered `Later`, once its body is there."""
+async def _finish(
+    later: Later,
+    header: Any,
+    peer: str,
+    stats: RequestStats,
+    start: float,
+    errors: Mapping[str, Any] | None = None,
+) -> Reply:
+    """The reply of a handler that answered `Later`, once its body is there (with an
+    injected fault's error entries, `errors`, appended)."""
     try:
         body = await later.wait()
+        if errors is not None and body is not None:
+            body = merge_responses(body, errors)
         reply = _encoded(header, body)
         stats.record(header.api_key, header.api_version, perf_counter() - start, body)
         return reply

@@ -459,6 +459,11 @@ class ClusterHandle(_Helpers):
         return self
 
     @property
+    def admin_url(self) -> str | None:
+        """The admin listener of the lowest node id (each broker's: `admin_urls`)."""
+        return self.admin_urls[min(self.admin_urls)] if self.admin_urls else None
+
+    @property
     def faults(self) -> ClusterFaults:
         """Fault control of every broker (`ClusterFaults`: `[node_id]` for one broker;
         shrink_isr goes to the partition's leader)."""

@@ -58,6 +58,7 @@ class Faults:
     def http(cls, admin_url: str, *, timeout: float = 60.0) -> Faults:
         """Over HTTP: `admin_url` is the admin listener, e.g. "http://127.0.0.1:9644"."""
         base = admin_url.rstrip("/")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no *_proxy
 
         def call(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
             data = None if body is None else json.dumps(body).encode()
@@ -65,7 +66,7 @@ class Faults:
             if data is not None:
                 request.add_header("Content-Type", "application/json")
             try:
-                with urllib.request.urlopen(request, timeout=timeout) as response:
+                with opener.open(request, timeout=timeout) as response:
                     return response.status, json.loads(response.read() or b"null")
             except urllib.error.HTTPError as exc:
                 raw = exc.read()

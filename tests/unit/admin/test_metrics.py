@@ -55,7 +55,16 @@ def fake_state() -> dict[str, Any]:
                     part(1, 2, [2, 3, 1], [2, 3, 1], hosted=False),
                     part(2, -1, [3, 2, 1], [3], hosted=False),  # under-replicated, led elsewhere
                 ],
-            }
+            },
+            {
+                "name": "__consumer_offsets",
+                "topic_id": "y",
+                "internal": True,
+                "replication_factor": 1,
+                "bytes_in": 0,
+                "bytes_out": 0,
+                "partitions": [part(0, -1, [1], [], hosted=True)],
+            },
         ],
         "groups": [
             {
@@ -116,7 +125,11 @@ def test_partition_and_cluster_gauges() -> None:
     p2 = (("partition", "2"), ("topic", "orders"))
     assert m[("wirebroker_partition_under_replicated", p2)] == 0  # its leader reports it
     assert m[("wirebroker_under_replicated_partitions", ())] == 1
-    assert m[("wirebroker_offline_partitions", ())] == 1
+    assert m[("wirebroker_offline_partitions", ())] == 2  # one of them internal
+    internal = (("partition", "0"), ("topic", "__consumer_offsets"))
+    assert not [k for k in m if k[1] == internal]  # internal partitions: topic-level only
+    assert m[("wirebroker_topic_partitions", (("topic", "__consumer_offsets"),))] == 1
+    assert m[("wirebroker_topic_log_size_bytes", (("topic", "orders"),))] == 4096
     assert m[("wirebroker_topic_bytes_in_total", (("topic", "orders"),))] == 1000
     assert m[("wirebroker_topic_bytes_out_total", (("topic", "orders"),))] == 3000
     assert m[("wirebroker_connections", ())] == 7

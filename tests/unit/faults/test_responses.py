@@ -14,7 +14,7 @@ from protocol.api import SCHEMAS, ApiKey
 from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.errors import ErrorCode
 from protocol.primitives import FieldInfo
-from wirebroker.faults.responses import error_response
+from wirebroker.faults.responses import error_response, merge_responses, split_request
 from wirebroker.handlers.registry import load_handlers
 
 CODE = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -137,3 +137,38 @@ def test_metadata_lists_the_topics_asked_for_and_no_broker() -> None:
     assert body is not None
     assert body["brokers"] == []
     assert [(t["name"], t["error_code"]) for t in body["topics"]] == [("t", 5)]
+
+
+def test_a_partition_fault_splits_the_request_and_merges_the_answers() -> None:
+    request = {
+        "acks": -1,
+        "topic_data": [
+            {"name": "a", "partition_data": [{"index": 0}, {"index": 1}]},
+            {"name": "b", "partition_data": [{"index": 0}]},
+        ],
+    }
+    split = split_request(request, "a", 0, lambda _id: None)
+    assert split is not None
+    hit, rest = split
+    assert hit["topic_data"] == [{"name": "a", "partition_data": [{"index": 0}]}]
+    assert rest["topic_data"] == [
+        {"name": "a", "partition_data": [{"index": 1}]},
+        {"name": "b", "partition_data": [{"index": 0}]},
+    ]
+    assert request["topic_data"][0]["partition_data"] == [{"index": 0}, {"index": 1}]
+    errors = error_response(ApiKey.PRODUCE, 9, hit, CODE)
+    assert errors is not None
+    served = {"responses": [{"name": "b", "partition_responses": [{"index": 0}]}]}
+    merged = merge_responses(served, errors)
+    assert [t["name"] for t in merged["responses"]] == ["b", "a"]
+
+
+def test_requests_naming_only_the_fault_s_entries_do_not_split() -> None:
+    only = {"topic_data": [{"name": "a", "partition_data": [{"index": 0}]}]}
+    assert split_request(only, "a", 0, lambda _id: None) is None
+    assert split_request({"topics": None}, "a", None, lambda _id: None) is None
+    by_topic = {"topics": [{"name": "a"}, {"name": "b"}]}
+    assert split_request(by_topic, "a", None, lambda _id: None) == (
+        {"topics": [{"name": "a"}]},
+        {"topics": [{"name": "b"}]},
+    )

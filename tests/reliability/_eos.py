@@ -16,7 +16,8 @@ Workload (confluent-kafka / librdkafka, threads of the test process):
   behind). After an abort or a replacement the consumer rewinds to the group's committed
   offsets (OffsetFetch with require_stable: librdkafka waits out pending transactional offsets).
 - the chaos (`Target`): seeded `random.Random(seed)`; before each kill `uniform(min_gap,
-  max_gap)` seconds, then SIGKILL and restart: of the single broker (`SingleBroker`), or in a
+  max_gap)` seconds, then (bounded: 5 s) until the app has a transaction open, then SIGKILL
+  and restart: of the single broker (`SingleBroker`), or in a
   3-broker ZooKeeper cluster of the broker that is the app's transaction coordinator at that
   moment (`ClusterBrokers`, FindCoordinator key type TRANSACTION), restarted once ZooKeeper has
   dropped its registration.
@@ -58,6 +59,12 @@ PARTITIONS = 3
 #: librdkafka bounds: long enough to ride out a broker restart, short enough to fail a test.
 MESSAGE_TIMEOUT_MS = 60_000
 CALL_TIMEOUT_S = 30.0
+#: Settings of every librdkafka client here. librdkafka 2.16's re-bootstrap (KIP-1102, on by
+#: default) starts as soon as every known broker refuses connections -- at once when the only
+#: broker is down -- and decommissions the broker handles; a transactional request in flight
+#: then stays attached to a terminating handle and send_offsets_to_transaction() blocks past
+#: its timeout, for ever (compat/confluent-kafka/FINDINGS.md). Kafka would meet the same.
+LIBRDKAFKA: dict[str, Any] = {"metadata.recovery.strategy": "none", "log_level": 2}
 
 
 @dataclass
@@ -66,6 +73,7 @@ class EosReport:
     mode: str = "single"
     kills: int = 0
     kill_targets: list[str] = field(default_factory=list)
+    kills_mid_txn: int = 0
     restart_s: list[float] = field(default_factory=list)
     fed: int = 0
     fed_acked: int = 0
@@ -103,7 +111,8 @@ class EosReport:
         worst = max(self.restart_s, default=0.0)
         lines = [
             f"EOS {self.mode} seed={self.seed}: kills={self.kills} ({', '.join(self.kill_targets)})"
-            f" restart max {worst:.2f} s, duration {self.duration_s:.1f} s",
+            f" restart max {worst:.2f} s, duration {self.duration_s:.1f} s;"
+            f" {self.kills_mid_txn} kills while the app had a transaction open",
             f"  inputs={self.inputs} (fed {self.fed}, acked {self.fed_acked}, lost"
             f" {self.input_lost}) output(read_committed)={self.output} missing={self.missing}"
             f" duplicates={self.duplicates} foreign={self.foreign} reorders={self.reorders}"
@@ -251,6 +260,7 @@ class Feeder(threading.Thread):
 
         self.producer = Producer(
             {
+                **LIBRDKAFKA,
                 "bootstrap.servers": bootstrap,
                 "enable.idempotence": True,
                 "acks": "all",
@@ -295,6 +305,8 @@ class EosApp(threading.Thread):
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.producer: Any = None
+        #: True from begin_transaction until the commit or abort returned (read by the harness)
+        self.in_txn = False
 
     # -- clients ------------------------------------------------------------------------
     def _new_producer(self) -> None:
@@ -306,6 +318,7 @@ class EosApp(threading.Thread):
         while True:
             self.producer = Producer(
                 {
+                    **LIBRDKAFKA,
                     "bootstrap.servers": self.bootstrap,
                     "transactional.id": TXN_ID,
                     "transaction.timeout.ms": 20_000,
@@ -326,6 +339,7 @@ class EosApp(threading.Thread):
 
         consumer = Consumer(
             {
+                **LIBRDKAFKA,
                 "bootstrap.servers": self.bootstrap,
                 "group.id": GROUP,
                 "isolation.level": "read_committed",
@@ -371,6 +385,7 @@ class EosApp(threading.Thread):
         positions: dict[int, int] = {}
         try:
             self.producer.begin_transaction()
+            self.in_txn = True
             for m in msgs:
                 p, o = m.partition(), m.offset()
                 self.producer.produce(OUT, value=output_value(p, o, m.value()), partition=p)
@@ -383,6 +398,8 @@ class EosApp(threading.Thread):
         except KafkaException as e:
             self._recover(consumer, e.args[0])
             return
+        finally:
+            self.in_txn = False
         self.report.txns_committed += 1
         self.committed.update(positions)
 
@@ -528,7 +545,11 @@ def run_eos(
     try:
         for k in range(kills):
             time.sleep(rng.uniform(min_gap, max_gap))
+            aim = time.monotonic() + 5.0  # aim at an open transaction (bounded)
+            while not app.in_txn and time.monotonic() < aim:
+                time.sleep(0.001)
             started = time.monotonic()
+            report.kills_mid_txn += app.in_txn
             report.kill_targets.append(target.kill_and_restart(rng))
             report.kills += 1
             report.restart_s.append(time.monotonic() - started)

@@ -86,7 +86,6 @@ class GroupCoordinatorCore:
         self.delete_offsets = self.offsets.delete_offsets
         self.delete_groups = self.offsets.delete_groups
         self.txn_commit_offsets = self.offsets.txn_commit_offsets
-        self.complete_txn = self.offsets.complete_txn
         self.has_pending_txn_offset = self.offsets.has_pending_txn_offset
 
     # == introspection =====================================================================
@@ -136,6 +135,12 @@ class GroupCoordinatorCore:
         Only for partitions being loaded (`begin_loading`): records the core emitted itself
         are already applied. Raises `GroupRecordError` on bytes that do not decode."""
         return self.loader.replay(key, value)
+
+    def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> Result[None]:
+        """A COMMIT/ABORT marker of `producer_id` was written to `partition` (see
+        `OffsetsManager.complete_txn`); also applied to what a load of it replayed."""
+        self.loader.complete_txn(producer_id, partition, commit=commit)
+        return self.offsets.complete_txn(producer_id, partition, commit=commit)
 
     def replay_pending(self, producer_id: int, key: bytes, value: bytes | None) -> bool:
         """Replay an offset commit of an open transaction (its marker not in the log)."""

@@ -91,6 +91,16 @@ class GroupLoader:
         self._pending.add(producer_id, k.group, k.topic, k.partition, offset)
         return True
 
+    def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> None:
+        """A marker written while `partition` loads (after the load read past its place):
+        the replayed pending offsets of the producer there are committed or dropped."""
+        for group, topic, p, value in self._pending.take(
+            producer_id, lambda g: self._state.partition_for(g) == partition
+        ):
+            if commit:
+                self._groups.setdefault(group, ClassicGroup(group))
+                self._offsets.put(group, topic, p, value)
+
     def take(self, partitions: Iterable[int]) -> LoadedState:
         """Hand over (and forget) what was loaded for `partitions`."""
         parts = set(partitions)

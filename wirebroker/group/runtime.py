@@ -185,6 +185,8 @@ class GroupCoordinatorRuntime:
         self._recovering = False
         self._load_queue: collections.deque[int] = collections.deque()
         self._load_ready = trio.Event()
+        #: markers written to a partition while its load runs (the load may not read them)
+        self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
         self._stopped = False
         self.loaded = trio.Event()
 
@@ -251,6 +253,7 @@ class GroupCoordinatorRuntime:
         when known; a stale one is ignored): its groups are dropped, parked JoinGroup/SyncGroup
         requests answered NOT_COORDINATOR, later requests NOT_COORDINATOR."""
         if self.ownership.resigned(partition, leader_epoch):
+            self._markers_while_loading.pop(partition, None)
             log.info("resigned as coordinator of %s-%d", OFFSETS_TOPIC, partition)
             self._process(self.core.unload([partition]))
 
@@ -260,6 +263,7 @@ class GroupCoordinatorRuntime:
             return False
         if self.ownership.became_leader(partition, epoch) is None:
             return False
+        self._markers_while_loading[partition] = []
         self._process(self.core.begin_loading([partition]))
         return True
 
@@ -290,6 +294,8 @@ class GroupCoordinatorRuntime:
                 log.info("%s-%d: stale load discarded", OFFSETS_TOPIC, partition)
                 return 0
             total = self._replay(partition, fold)
+            for pid, commit in self._markers_while_loading.pop(partition, []):
+                self.core.complete_txn(pid, partition, commit=commit)
         except Exception:
             if not self.ownership.is_current_load(partition, token):
                 return 0
@@ -384,7 +390,11 @@ class GroupCoordinatorRuntime:
 
     def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> None:
         """WriteTxnMarkers wrote `producer_id`'s marker to `__consumer_offsets` partition
-        `partition` (Kafka's onTransactionCompleted)."""
+        `partition` (Kafka's onTransactionCompleted). While `partition` loads, also applied
+        once the load has replayed (it may have read the log before the marker)."""
+        late = self._markers_while_loading.get(partition)
+        if late is not None:
+            late.append((producer_id, commit))
         self._process(self.core.complete_txn(producer_id, partition, commit=commit))
 
     def has_pending_txn_offset(self, group_id: str, topic: str, partition: int) -> bool:

@@ -17,8 +17,10 @@ The coordinator is reached the same way also when it is this broker (loopback), 
 broker and a cluster take one path. Errors the producer must retry (no `__transaction_state`
 yet, no live leader, connection failures, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS) become NOT_ENOUGH_REPLICAS, as Kafka
-maps them for producers; a partition the coordinator does not have in the transaction answers
-INVALID_TXN_STATE (the coordinator's verify answer); fencing errors pass through.
+maps them for producers; a partition the coordinator does not have in the transaction
+(TRANSACTION_ABORTABLE in the verify answer, or missing from it) answers INVALID_TXN_STATE,
+which every client knows (Kafka does so for clients before KIP-890 part 2); PRODUCER_FENCED
+becomes INVALID_PRODUCER_EPOCH (as Kafka's AddPartitionsToTxnManager); others pass through.
 `enabled` False (`transaction.partition.verification.enable=false`) skips all of it.
 One connection per coordinator address, used by one request at a time (a trio lock).
 """
@@ -204,4 +206,10 @@ def _code(value: object) -> ErrorCode:
 
 
 def _for_producer(code: ErrorCode) -> ErrorCode:
-    return ErrorCode.NOT_ENOUGH_REPLICAS if code in _RETRIABLE else code
+    if code in _RETRIABLE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if code is ErrorCode.TRANSACTION_ABORTABLE:  # the coordinator's "not in the transaction"
+        return ErrorCode.INVALID_TXN_STATE
+    if code is ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code

@@ -1,0 +1,129 @@
+"""Transactional offsets in the group coordinator: the pending store, the log fold that
+replays them (COMMIT folds at the marker, ABORT drops, open stays pending), the KIP-447
+checks of TxnOffsetCommit, and a marker that lands while the partition loads. MockClock, no
+sockets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+from runtimekit import Member, fetched, running, trio_ms
+
+import wirebroker.group.runtime as runtime_module
+from protocol.errors import ErrorCode as E
+from wirebroker.group.messages import CommitPartition, CommitTopic, TxnCommitRequest
+from wirebroker.group.offsets import OffsetAndMetadata
+from wirebroker.group.offsets_log import Entry, OffsetsFold
+from wirebroker.group.partitioning import partition_for
+from wirebroker.group.runtime import OFFSETS_TOPIC
+from wirebroker.group.txn_offsets import PendingTxnOffsets
+
+PID, EPOCH = 77, 1
+
+
+def group_in(partition: int, prefix: str = "g") -> str:
+    return next(
+        f"{prefix}{i}" for i in range(1000) if partition_for(f"{prefix}{i}", 4) == partition
+    )
+
+
+def test_pending_store() -> None:
+    pending = PendingTxnOffsets()
+    pending.add(1, "a", "t", 0, OffsetAndMetadata(5))
+    pending.add(1, "a", "t", 0, OffsetAndMetadata(6))  # same txn, same partition: replaced
+    pending.add(2, "b", "t", 0, OffsetAndMetadata(9))
+    assert pending.has_pending("a", "t", 0) and not pending.has_pending("a", "t", 1)
+    assert pending.count() == 2
+    assert list(pending.take(1, lambda g: g == "a")) == [("a", "t", 0, OffsetAndMetadata(6))]
+    assert not pending.has_pending("a", "t", 0) and pending.producers() == [2]
+    pending.drop_groups(lambda g: g == "b")
+    assert pending.count() == 0 and pending.producers() == []
+
+
+def test_fold_commit_abort_open() -> None:
+    fold = OffsetsFold()
+    fold.add(
+        [
+            Entry(b"k1", b"plain"),
+            Entry(b"k1", b"txn-a", producer_id=1),
+            Entry(b"k2", b"txn-b", producer_id=2),
+            Entry(b"k3", b"txn-c", producer_id=3),
+            Entry(None, None, producer_id=2, commit=False),  # ABORT of 2
+            Entry(None, None, producer_id=1, commit=True),  # COMMIT of 1
+        ]
+    )
+    assert fold.latest == {b"k1": b"txn-a"}
+    assert fold.pending == {3: [(b"k3", b"txn-c")]}
+
+
+def txn_request(group: str, offset: int, **kw: Any) -> TxnCommitRequest:
+    return TxnCommitRequest(
+        group,
+        kw.get("pid", PID),
+        EPOCH,
+        [CommitTopic("t", [CommitPartition(0, offset)])],
+        generation_id=kw.get("generation", -1),
+        member_id=kw.get("member", ""),
+    )
+
+
+def errors(result: Any) -> list[E]:
+    return list(result.errors().values())
+
+
+async def test_kip447_checks_against_a_stable_group(tmp_path: Path, autojump_clock: object) -> None:
+    async with running(tmp_path, **{"offsets.topic.num.partitions": "4"}) as node:
+        node.create_topic("t")
+        rt = node.runtime
+        member = Member(rt, "c1")
+        await member.join()
+        await member.sync()
+        ok = txn_request("g", 3, generation=member.generation, member=member.member_id)
+        assert errors(await rt.txn_commit_offsets(ok)) == [E.NONE]
+        stale = txn_request("g", 3, generation=member.generation + 1, member=member.member_id)
+        assert errors(await rt.txn_commit_offsets(stale)) == [E.ILLEGAL_GENERATION]
+        unknown = txn_request("g", 3, generation=member.generation, member="nobody")
+        assert errors(await rt.txn_commit_offsets(unknown)) == [E.UNKNOWN_MEMBER_ID]
+        # v0-2 carry no member: accepted in a Stable group (not so for OffsetCommit)
+        assert errors(await rt.txn_commit_offsets(txn_request("g", 4))) == [E.NONE]
+        assert rt.has_pending_txn_offset("g", "t", 0)
+        assert fetched(rt, "g")[1] == {}
+        rt.complete_txn(PID, rt.partition_for("g"), commit=True)
+        assert not rt.has_pending_txn_offset("g", "t", 0)
+        assert fetched(rt, "g")[1] == {("t", 0): 4}
+
+
+async def test_marker_while_the_partition_loads(
+    tmp_path: Path, autojump_clock: object, monkeypatch: Any
+) -> None:
+    """The load read the log before the marker was appended: the marker is applied once the
+    load has replayed, so the offset does not stay pending for ever."""
+    group = group_in(1)
+    overrides = {"offsets.topic.num.partitions": "4"}
+    async with running(tmp_path, **overrides) as node:
+        node.create_topic("t")
+        assert errors(await node.runtime.txn_commit_offsets(txn_request(group, 8))) == [E.NONE]
+    async with running(tmp_path, {"leads_every_partition": False}, **overrides) as node:
+        rt = node.runtime
+        part = node.replicas.partition(OFFSETS_TOPIC, 1)
+        assert part is not None
+        real = runtime_module.keyed_records
+
+        def scripted(p: Any) -> Iterator[list[Entry]]:
+            chunks = list(real(p))  # the log as the load reads it: no marker yet
+            node.replicas.append_marker(
+                part, PID, EPOCH, commit=True, coordinator_epoch=0, now_ms=trio_ms()
+            )
+            rt.complete_txn(PID, 1, commit=True)
+            yield from chunks
+
+        monkeypatch.setattr(runtime_module, "keyed_records", scripted)
+        rt.on_became_leader(1, 3)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fetched(rt, group)[0] == E.NONE
+        assert fetched(rt, group)[1] == {("t", 0): 8}
+        assert not rt.has_pending_txn_offset(group, "t", 0)

@@ -70,7 +70,7 @@ from compat.scenarios.api import Adapter, ClientError, Member, Rec, Unsupported
 from compat.scenarios.broker import Broker
 from compat.scenarios.cluster import Cluster
 from compat.scenarios.faultproxy import FaultProxy
-from compat.scenarios.wire import EARLIEST, LATEST, PartitionView, Wire
+from compat.scenarios.wire import EARLIEST, LATEST, Marker, PartitionView, StoredRecord, Wire
 from protocol.records import RecordSpec
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -900,8 +900,16 @@ def txn_commit_abort(ctx: Ctx) -> str:
     def values(recs: list[Rec], p: int) -> list[bytes | None]:
         return [r.value for r in recs if r.partition == p]
 
-    with ctx.wire() as w:
-        logs = {p: w.read_log(topic, p) for p in range(TXN_PARTITIONS)}
+    # EndTxn is answered once the decision is logged; the markers follow (as on Kafka), so
+    # the oracle waits until each partition holds its three markers.
+    logs: dict[int, tuple[list[StoredRecord], list[Marker]]] = {}
+
+    def all_markers() -> bool:
+        with ctx.wire() as w:
+            logs.update({p: w.read_log(topic, p) for p in range(TXN_PARTITIONS)})
+        return all(len(markers) >= 3 for _, markers in logs.values())
+
+    wait_until("the transactions' markers", all_markers, timeout=30.0)
     for p, (stored, markers) in logs.items():
         where = f"{topic}-{p}"
         assert [s.value for s in stored] == values(c1 + a1 + c2, p), f"{where}: log {stored}"

@@ -113,9 +113,10 @@ class RawTxn:
 
         return retry(add)[1]
 
-    def produce(
-        self, address: str, topic: str, partition: int, values: Sequence[bytes], seq: int = 0
-    ) -> tuple[int, int]:
+    def produce_body(
+        self, topic: str, partition: int, values: Sequence[bytes], seq: int
+    ) -> dict[str, Any]:
+        """A Produce request body: one transactional batch of `values` from this producer."""
         batch = build_batch(
             [(None, v) for v in values],
             producer_id=self.producer_id,
@@ -123,7 +124,7 @@ class RawTxn:
             base_sequence=seq,
             is_transactional=True,
         )
-        body = {
+        return {
             "transactional_id": self.tid,
             "acks": -1,
             "timeout_ms": 10_000,
@@ -131,6 +132,11 @@ class RawTxn:
                 {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
             ],
         }
+
+    def produce(
+        self, address: str, topic: str, partition: int, values: Sequence[bytes], seq: int = 0
+    ) -> tuple[int, int]:
+        body = self.produce_body(topic, partition, values, seq)
         resp = _wire.request(address, ApiKey.PRODUCE, 9, body, timeout=20)
         p = resp.responses[0].partition_responses[0]
         return p.error_code, p.base_offset
@@ -152,10 +158,11 @@ class RawTxn:
 
         return int(retry(add)[0])
 
-    def commit_offsets(
-        self, address: str, group: str, topic: str, offsets: Mapping[int, int]
-    ) -> dict[int, int]:
-        body = {
+    def offset_commit_body(
+        self, group: str, topic: str, offsets: Mapping[int, int]
+    ) -> dict[str, Any]:
+        """A TxnOffsetCommit request body of this producer for `{partition: offset}`."""
+        return {
             "transactional_id": self.tid,
             "group_id": group,
             "producer_id": self.producer_id,
@@ -179,6 +186,10 @@ class RawTxn:
             ],
         }
 
+    def commit_offsets(
+        self, address: str, group: str, topic: str, offsets: Mapping[int, int]
+    ) -> dict[int, int]:
+        body = self.offset_commit_body(group, topic, offsets)
         code, address = retry(lambda: find_group_coordinator(address, group))
         assert code == 0, ErrorCode(code)
 

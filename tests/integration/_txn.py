@@ -21,7 +21,11 @@ be written down and compared whatever the partitioning.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from _clients import read_to_end
+from kafka import KafkaConsumer, TopicPartition
 
 #: Records per transaction and partitions per topic in every story.
 PER_TXN = 12
@@ -51,3 +55,42 @@ def check_isolation(
     committed + aborted (both as sorted lists: duplicates would show)."""
     assert kafka_python_values(bootstrap, topic, "read_committed") == sorted(committed)
     assert kafka_python_values(bootstrap, topic, "read_uncommitted") == sorted(committed + aborted)
+
+
+def read_values(
+    bootstrap: str | list[str],
+    topic: str,
+    partitions: int,
+    isolation_level: str,
+    *,
+    expect_at_least: int = 0,
+    timeout: float = 20.0,
+    **consumer_config: Any,
+) -> list[bytes]:
+    """Every value of `topic` (partitions 0..partitions-1) as a kafka-python consumer with
+    `isolation_level` reads it, sorted: polled until at least `expect_at_least` values are
+    read and every position reached the end offset, asked again each round (read_committed:
+    the LSO, which moves as transactions end), or until `timeout` seconds pass."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation_level,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        **consumer_config,
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    try:
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        out: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=300).values():
+                out += [r.value for r in records]
+            ends = consumer.end_offsets(tps)
+            if len(out) >= expect_at_least and all(consumer.position(tp) >= ends[tp] for tp in tps):
+                break
+        return sorted(out)
+    finally:
+        consumer.close()

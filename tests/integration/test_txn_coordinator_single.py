@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 import pytest
 from _broker import BrokerProcess
+from _txn import read_values
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -83,31 +83,9 @@ def _producer(bootstrap: str, tid: str, **kw: Any) -> KafkaProducer:
 def _read(bootstrap: str, isolation: str, expect_at_least: int = 0) -> list[bytes]:
     """Every record value of TOPIC (both partitions) as a consumer with `isolation` reads it,
     until the end offsets it sees are reached (read_committed: the LSO)."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        isolation_level=isolation,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=1500,
-        fetch_max_wait_ms=100,
+    return read_values(
+        bootstrap, TOPIC, 2, isolation, expect_at_least=expect_at_least, consumer_timeout_ms=1500
     )
-    try:
-        from kafka import TopicPartition
-
-        tps = [TopicPartition(TOPIC, p) for p in range(2)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning()
-        out: list[bytes] = []
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=300).values():
-                out += [r.value for r in records]
-            ends = consumer.end_offsets(tps)
-            if len(out) >= expect_at_least and all(consumer.position(tp) >= ends[tp] for tp in tps):
-                break
-        return sorted(out)
-    finally:
-        consumer.close()
 
 
 @pytest.fixture

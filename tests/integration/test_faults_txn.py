@@ -11,8 +11,6 @@ read_uncommitted consumer sees both.
 
 from __future__ import annotations
 
-import gc
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +20,7 @@ from _group_procs import create_topic
 from _txn import PARTITIONS, check_isolation, txn_values
 from kafka import KafkaProducer
 from kafka import errors as Errors
+from leaked_sockets import MARKS as LEAKED_SOCKETS
 
 import wirebroker
 from wirebroker.testing import BrokerHandle
@@ -29,19 +28,10 @@ from wirebroker.testing import BrokerHandle
 pytestmark = [
     pytest.mark.compat,
     # kafka-python 3.0.12 leaves a connection of the fatally failed producer unclosed.
-    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
+    *LEAKED_SOCKETS,
 ]
 
 TIMEOUT = 30.0
-
-
-@pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    """Collect that socket here, while its warning is ignored, not in a later test."""
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
 
 
 @pytest.fixture

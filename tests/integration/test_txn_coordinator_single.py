@@ -20,9 +20,7 @@ What passing proves, Kafka's behaviour being the spec:
 
 from __future__ import annotations
 
-import gc
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from typing import Any
 import pytest
 from _broker import BrokerProcess
 from _txn import read_values
+from leaked_sockets import MARKS as LEAKED_SOCKETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -41,18 +40,8 @@ from kafka.errors import KafkaError
 from protocol.api import ApiKey
 
 #: kafka-python 3.0.12 leaks the socket of a refused reconnect (this module kills the broker
-#: and closes fenced producers): ignore that warning and collect the sockets after each test,
-#: as tests/cluster/conftest.py does, so no later test fails on them.
-_LEAKED_SOCKETS = "ignore:unclosed <socket.socket:ResourceWarning"
-pytestmark = [pytest.mark.compat, pytest.mark.filterwarnings(_LEAKED_SOCKETS)]
-
-
-@pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
+#: and closes fenced producers): ignore that warning and collect the sockets after each test.
+pytestmark = [pytest.mark.compat, *LEAKED_SOCKETS]
 
 
 TOPIC = "txn-out"

@@ -7,12 +7,11 @@ transaction) or TV0/1 (the epoch of InitProducerId throughout).
 
 from __future__ import annotations
 
-import gc
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import leaked_sockets
 import pytest
 from _broker import BrokerProcess
 
@@ -23,7 +22,7 @@ from _cluster import wait_until
 from protocol.api import ApiKey
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-pytestmark = [pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")]
+pytestmark = [pytest.mark.filterwarnings(leaked_sockets.IGNORE)]
 
 TOPIC = "tv2-clients"
 FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
@@ -36,9 +35,7 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     assert _wire.create_topic(proc.bootstrap, TOPIC, 2, 1)[0] == 0
     yield proc
     proc.close()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
+    leaked_sockets.collect()
 
 
 def describe(bootstrap: str, tid: str) -> tuple[str, int]:

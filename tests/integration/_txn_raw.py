@@ -17,15 +17,19 @@ and, outside a transaction:
     describe_producers(addr, topic, p) -> the partition's active producers
 Every call goes to the broker named by `address`; the transaction's requests to the
 coordinator it found (`RawTxn.coordinator`).
+`broker_with_topic(tmp_path, topic)` starts a broker subprocess for them (FAST settings).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from _broker import BrokerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -33,6 +37,9 @@ import _wire
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
+
+#: Few `__transaction_state` / `__consumer_offsets` partitions: the broker creates them fast.
+FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 _RETRY = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -50,6 +57,22 @@ def retry(call: Any, timeout: float = 30.0) -> Any:
         if ErrorCode(code) not in _RETRY or time.monotonic() > deadline:
             return code, result
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def broker_with_topic(
+    tmp_path: Path, topic: str, partitions: int = 2, overrides: Mapping[str, str] | None = None
+) -> Iterator[BrokerProcess]:
+    """A broker subprocess (FAST, then `overrides`) with `topic` created (replication 1)."""
+    proc = BrokerProcess(
+        tmp_path / "data", log_path=tmp_path / "broker.log", overrides={**FAST, **(overrides or {})}
+    )
+    proc.start()
+    try:
+        assert _wire.create_topic(proc.bootstrap, topic, partitions, 1)[0] == 0
+        yield proc
+    finally:
+        proc.close()
 
 
 class RawTxn:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from _clients import read_to_end
-from kafka import KafkaConsumer, TopicPartition
+from _clients import REQUEST_TIMEOUT_MS, read_to_end
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 #: Records per transaction and partitions per topic in every story.
 PER_TXN = 12
 PARTITIONS = 2
+#: Seconds kafka_python_send_all waits for the flush and for each acknowledgement.
+SEND_TIMEOUT = 30.0
 
 
 def txn_values(story: str, txn: str, n: int = PER_TXN) -> list[bytes]:
@@ -94,3 +96,32 @@ def read_values(
         return sorted(out)
     finally:
         consumer.close()
+
+
+def kafka_python_producer(bootstrap: str, transactional_id: str | None) -> KafkaProducer:
+    """A kafka-python producer, transactional when `transactional_id` is set."""
+    config: dict[str, Any] = {}
+    if transactional_id is not None:
+        config["transactional_id"] = transactional_id
+    return KafkaProducer(
+        bootstrap_servers=bootstrap,
+        max_block_ms=REQUEST_TIMEOUT_MS,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
+        delivery_timeout_ms=2 * REQUEST_TIMEOUT_MS,
+        linger_ms=5,
+        **config,
+    )
+
+
+def kafka_python_send_all(
+    producer: KafkaProducer, topic: str, values: list[bytes], *, keyed: bool = False
+) -> None:
+    """Send `values` (value i to partition i % PARTITIONS, with key b"k<i>" when `keyed`),
+    flush, and check every acknowledgement."""
+    futures = [
+        producer.send(topic, value=v, key=b"k%d" % i if keyed else None, partition=i % PARTITIONS)
+        for i, v in enumerate(values)
+    ]
+    producer.flush(timeout=SEND_TIMEOUT)
+    for future in futures:
+        future.get(timeout=SEND_TIMEOUT)

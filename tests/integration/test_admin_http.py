@@ -10,10 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from _broker import BrokerProcess
 from admin_listener import Samples, admin_url, group_member, parse_metrics
 from kafka import KafkaAdminClient, KafkaProducer
@@ -32,18 +29,6 @@ def metrics(url: str) -> Samples:
     _, ctype, body = get(url + "metrics")
     assert ctype.startswith("text/plain; version=0.0.4")
     return parse_metrics(body.decode())
-
-
-@pytest.fixture
-def admin_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        tmp_path / "data", log_path=tmp_path / "broker.log", extra_args=["--admin-port", "0"]
-    )
-    try:
-        proc.start()
-        yield proc
-    finally:
-        proc.close()
 
 
 def test_metrics_and_state_show_a_topic_and_a_group(admin_broker: BrokerProcess) -> None:

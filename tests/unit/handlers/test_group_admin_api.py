@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import trio
-from groupkit import running_group_coordinator
+from groupcoordkit import running_group_coordinator
 
 import wirebroker.handlers.delete_groups
 import wirebroker.handlers.describe_groups

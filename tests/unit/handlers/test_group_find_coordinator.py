@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from groupkit import running_group_coordinator, trio_ms
+from groupcoordkit import running_group_coordinator, trio_ms
 
 import wirebroker.handlers.find_coordinator
 import wirebroker.handlers.join_group

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from groupkit import running_group_coordinator
+from groupcoordkit import running_group_coordinator
 
 import wirebroker.handlers.describe_groups
 import wirebroker.handlers.heartbeat

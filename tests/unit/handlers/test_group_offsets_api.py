@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import trio
-from groupkit import running_group_coordinator, trio_ms
+from groupcoordkit import running_group_coordinator, trio_ms
 
 import wirebroker.handlers.join_group
 import wirebroker.handlers.offset_commit

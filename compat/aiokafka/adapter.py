@@ -27,6 +27,7 @@ from aiokafka.errors import KafkaError
 from compat.scenarios.api import (
     Adapter,
     ClientError,
+    ConsumeFrom,
     Delivery,
     GroupInfo,
     GroupMemberInfo,
@@ -270,34 +271,26 @@ class AiokafkaAdapter(Adapter):
         except KafkaError as exc:
             raise _client_error(exc) from exc
 
-    def consume(
-        self,
-        topic: str,
-        partition: int,
-        start: int,
-        count: int,
-        timeout_s: float = 30.0,
-        *,
-        read_committed: bool = False,
-    ) -> list[Rec]:
+    def consume_from(self, q: ConsumeFrom) -> list[Rec]:
+
         async def consume() -> list[Rec]:
-            c = self._plain_consumer("read_committed" if read_committed else "read_uncommitted")
+            c = self._plain_consumer(q.isolation_level)
             await c.start()
             try:
-                tp = TopicPartition(topic, partition)
+                tp = TopicPartition(q.topic, q.partition)
                 c.assign([tp])
-                c.seek(tp, start)
+                c.seek(tp, q.start)
                 out: list[Rec] = []
                 loop = asyncio.get_running_loop()
-                deadline = loop.time() + timeout_s
-                while len(out) < count and loop.time() < deadline:
+                deadline = loop.time() + q.timeout_s
+                while len(out) < q.count and loop.time() < deadline:
                     batch = await c.getmany(tp, timeout_ms=200)
                     out += [_rec(m) for m in batch.get(tp, [])]
-                return out[:count]
+                return out[: q.count]
             finally:
                 await c.stop()
 
-        return self._loop.run(consume(), timeout=timeout_s + 20)
+        return self._loop.run(consume(), timeout=q.timeout_s + 20)
 
     def list_topics(self) -> dict[str, int]:
         topics = self._admin_call(AIOKafkaAdminClient.describe_topics)  # Metadata, all topics

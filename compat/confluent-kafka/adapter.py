@@ -39,6 +39,7 @@ from confluent_kafka.admin import (
 from compat.scenarios.api import (
     Adapter,
     ClientError,
+    ConsumeFrom,
     Delivery,
     GroupInfo,
     GroupMemberInfo,
@@ -219,19 +220,9 @@ class ConfluentAdapter(Adapter):
         config.update(extra or {})
         return Consumer(config)
 
-    def consume(
-        self,
-        topic: str,
-        partition: int,
-        start: int,
-        count: int,
-        timeout_s: float = 30.0,
-        *,
-        read_committed: bool = False,
-    ) -> list[Rec]:
-        isolation = "read_committed" if read_committed else "read_uncommitted"
-        consumer = self._plain_consumer({"isolation.level": isolation})
-        return self._consume(consumer, topic, partition, start, count, timeout_s)
+    def consume_from(self, q: ConsumeFrom) -> list[Rec]:
+        consumer = self._plain_consumer({"isolation.level": q.isolation_level})
+        return self._consume(consumer, q.topic, q.partition, q.start, q.count, q.timeout_s)
 
     def transactional_produce(
         self,

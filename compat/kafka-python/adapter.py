@@ -22,6 +22,7 @@ from kafka.errors import KafkaError
 from compat.scenarios.api import (
     Adapter,
     ClientError,
+    ConsumeFrom,
     Delivery,
     GroupInfo,
     GroupMemberInfo,
@@ -211,34 +212,25 @@ class KafkaPythonAdapter(Adapter):
         finally:
             producer.close(timeout=5)
 
-    def consume(
-        self,
-        topic: str,
-        partition: int,
-        start: int,
-        count: int,
-        timeout_s: float = 30.0,
-        *,
-        read_committed: bool = False,
-    ) -> list[Rec]:
+    def consume_from(self, q: ConsumeFrom) -> list[Rec]:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap,
             group_id=None,
             enable_auto_commit=False,
             request_timeout_ms=TIMEOUT_MS,
             fetch_max_wait_ms=100,
-            isolation_level="read_committed" if read_committed else "read_uncommitted",
+            isolation_level=q.isolation_level,
         )
         try:
-            tp = TopicPartition(topic, partition)
+            tp = TopicPartition(q.topic, q.partition)
             consumer.assign([tp])
-            consumer.seek(tp, start)
+            consumer.seek(tp, q.start)
             out: list[Rec] = []
-            deadline = time.monotonic() + timeout_s
-            while len(out) < count and time.monotonic() < deadline:
+            deadline = time.monotonic() + q.timeout_s
+            while len(out) < q.count and time.monotonic() < deadline:
                 for msgs in consumer.poll(timeout_ms=200).values():
                     out += [_rec(m) for m in msgs]
-            return out[:count]
+            return out[: q.count]
         finally:
             consumer.close()
 

@@ -30,6 +30,7 @@ from typing import Any
 from compat.scenarios.api import (
     Adapter,
     ClientError,
+    ConsumeFrom,
     Delivery,
     GroupInfo,
     GroupMemberInfo,
@@ -197,24 +198,15 @@ class KafkajsAdapter(Adapter):
         )
         return None if got is None else [Delivery(d["partition"], d["offset"]) for d in got]
 
-    def consume(
-        self,
-        topic: str,
-        partition: int,
-        start: int,
-        count: int,
-        timeout_s: float = 30.0,
-        *,
-        read_committed: bool = False,
-    ) -> list[Rec]:
+    def consume_from(self, q: ConsumeFrom) -> list[Rec]:
         got = self._call(
             "consume",
-            topic=topic,
-            partition=partition,
-            start=start,
-            count=count,
-            timeoutMs=int(timeout_s * 1000),
-            readCommitted=read_committed,
+            topic=q.topic,
+            partition=q.partition,
+            start=q.start,
+            count=q.count,
+            timeoutMs=int(q.timeout_s * 1000),
+            readCommitted=q.read_committed,
         )
         return [_rec(r) for r in got]
 

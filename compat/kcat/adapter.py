@@ -35,7 +35,15 @@ import tempfile
 import threading
 from collections.abc import Iterable
 
-from compat.scenarios.api import Adapter, ClientError, Delivery, Member, Rec, Unsupported
+from compat.scenarios.api import (
+    Adapter,
+    ClientError,
+    ConsumeFrom,
+    Delivery,
+    Member,
+    Rec,
+    Unsupported,
+)
 
 KCAT = shutil.which("kcat") or shutil.which("kafkacat") or "kcat"
 FORMAT = "%p %o %T %K %S\\n%h\\n%k%s\\n"
@@ -280,36 +288,26 @@ class KcatAdapter(Adapter):
             key = ["-k", r.key.decode("utf-8", "surrogateescape")] if r.key is not None else []
             _run([*args, *key, f.name], b"", timeout_s)
 
-    def consume(
-        self,
-        topic: str,
-        partition: int,
-        start: int,
-        count: int,
-        timeout_s: float = 30.0,
-        *,
-        read_committed: bool = False,
-    ) -> list[Rec]:
-        isolation = "read_committed" if read_committed else "read_uncommitted"
+    def consume_from(self, q: ConsumeFrom) -> list[Rec]:
         out = _run(
             [
                 *self._base(),
                 "-X",
-                f"isolation.level={isolation}",
+                f"isolation.level={q.isolation_level}",
                 "-C",
                 "-t",
-                topic,
+                q.topic,
                 "-p",
-                str(partition),
+                str(q.partition),
                 "-o",
-                str(start),
+                str(q.start),
                 "-c",
-                str(count),
+                str(q.count),
                 "-e",
                 "-f",
                 FORMAT,
             ],
-            timeout=timeout_s,
+            timeout=q.timeout_s,
         )
         return RecordStream().feed(out)
 

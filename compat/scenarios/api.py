@@ -94,6 +94,24 @@ class Member:
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
+class ConsumeFrom:
+    """The arguments of `Adapter.consume`: `count` records of `topic`-`partition` from offset
+    `start`, within `timeout_s`, read_committed or not."""
+
+    topic: str
+    partition: int
+    start: int
+    count: int
+    timeout_s: float = 30.0
+    read_committed: bool = False
+
+    @property
+    def isolation_level(self) -> str:
+        """The consumer setting: "read_committed" or "read_uncommitted"."""
+        return "read_committed" if self.read_committed else "read_uncommitted"
+
+
 class Adapter:
     """Base class: every operation is unsupported until the client's adapter says otherwise."""
 
@@ -141,7 +159,14 @@ class Adapter:
         read_committed: bool = False,
     ) -> list[Rec]:
         """`count` records of one partition from offset `start` (assign + seek, no group), with
-        the consumer's isolation level read_committed when `read_committed`."""
+        the consumer's isolation level read_committed when `read_committed`: what the
+        adapter's `consume_from` answers."""
+        return self.consume_from(
+            ConsumeFrom(topic, partition, start, count, timeout_s, read_committed)
+        )
+
+    def consume_from(self, q: ConsumeFrom) -> list[Rec]:
+        """The adapter's `consume`, given its arguments as one `ConsumeFrom`."""
         raise Unsupported(f"{self.name} has no consume call")
 
     # transactions ----------------------------------------------------------------------------

@@ -22,10 +22,8 @@ tests/integration.)
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,6 +31,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import leaked_sockets
 from _cluster import ClusterProcesses
 from process_guards import failure_sections, watchdog
 
@@ -68,21 +67,17 @@ def _zk_tree(cluster: ClusterProcesses) -> str:
 
 
 _HERE = Path(__file__).parent
-_LEAKED_SOCKETS = "ignore:unclosed <socket.socket:ResourceWarning"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.filterwarnings(_LEAKED_SOCKETS))
+            item.add_marker(pytest.mark.filterwarnings(leaked_sockets.IGNORE))
 
 
 @pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
+def _finalize_leaked_sockets(finalize_leaked_sockets: None) -> None:
+    """Every cluster test: kafka-python's leaked sockets collected after it."""
 
 
 def _sections(item: pytest.Item, when: str) -> Iterator[tuple[str, str]]:

@@ -18,22 +18,18 @@ from pathlib import Path
 
 import _wire
 from _cluster import ClusterProcesses, wait_until
-from kafka import KafkaConsumer, TopicPartition
-from kafka.structs import OffsetAndMetadata
-from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import admin_listener
+from admin_listener import Samples, group_member, parse_metrics
 from chromium import chromium_binary, dump_dom, keep_screenshot, screenshot
 
 TOPIC = "payments"
 GROUP = "fraud-check"
-ADMIN_PREFIX = "wirebroker admin on "
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def admin_url(cluster: ClusterProcesses, node: int) -> str:
-    (line,) = [x for x in cluster.brokers[node].stdout_lines if x.startswith(ADMIN_PREFIX)]
-    return line[len(ADMIN_PREFIX) :].strip()
+    return admin_listener.admin_url(cluster.brokers[node].stdout_lines)
 
 
 def get(url: str) -> bytes:
@@ -42,11 +38,7 @@ def get(url: str) -> bytes:
 
 
 def metrics(url: str) -> Samples:
-    out: Samples = {}
-    for family in text_string_to_metric_families(get(url + "metrics").decode()):
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
+    return parse_metrics(get(url + "metrics").decode())
 
 
 def part(p: int) -> tuple[tuple[str, str], ...]:
@@ -95,22 +87,11 @@ def test_cluster_metrics_show_isr_and_under_replicated_partitions(
             f"broker {node}'s replicas at offset 50",
         )
 
-    consumer = KafkaConsumer(
-        TOPIC,
-        bootstrap_servers=cluster.bootstrap,
-        group_id=GROUP,
-        client_id="fraud-check-1",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    try:
-        got = 0
-        for _ in range(60):
-            got += sum(len(v) for v in consumer.poll(timeout_ms=300).values())
-            if got >= 150:
-                break
+    commit = dict.fromkeys(range(3), 20)
+    with group_member(
+        cluster.bootstrap, TOPIC, GROUP, "fraud-check-1", expect=150, commit=commit, polls=60
+    ) as got:
         assert got == 150
-        consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(20, "", -1) for p in range(3)})
         states = [json.loads(get(u + "api/state")) for u in urls]
         coordinators = [
             i for i, s in enumerate(states) if any(g["group_id"] == GROUP for g in s["groups"])
@@ -166,5 +147,3 @@ def test_cluster_metrics_show_isr_and_under_replicated_partitions(
                 keep_screenshot(png, "web-view-cluster.png")
         finally:
             cluster.sigcont(frozen)
-    finally:
-        consumer.close()

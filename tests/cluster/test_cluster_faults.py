@@ -20,6 +20,7 @@ from collections.abc import Callable
 import _wire
 import pytest
 from _cluster import ClusterProcesses, wait_until
+from admin_listener import admin_url
 from kafka import KafkaProducer
 from kafka.errors import KafkaTimeoutError
 
@@ -27,7 +28,6 @@ from protocol.errors import ErrorCode
 from wirebroker.testing.client import WireClient
 from wirebroker.testing.faults import FaultRequestError, Faults
 
-ADMIN_PREFIX = "wirebroker admin on "
 TOPIC = "faulty"
 
 
@@ -35,12 +35,7 @@ def _faults(cluster: ClusterProcesses) -> dict[int, Faults]:
     """Each broker's fault control, from the admin line it printed at start."""
     out = {}
     for node_id, broker in enumerate(cluster.brokers):
-        url = next(
-            line[len(ADMIN_PREFIX) :].strip()
-            for line in broker.stdout_lines
-            if line.startswith(ADMIN_PREFIX)
-        )
-        out[node_id] = Faults.http(url)
+        out[node_id] = Faults.http(admin_url(broker.stdout_lines))
     return out
 
 

@@ -22,12 +22,12 @@ brokers over the wire (and to itself over loopback).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import _wire
 from _cluster import ClusterProcesses, wait_until
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from _txn import read_values
+from kafka import KafkaProducer
 
 from protocol.api import ApiKey
 from wirebroker.group.partitioning import partition_for
@@ -57,30 +57,16 @@ def _producer(cluster: ClusterProcesses, tid: str, **kw: Any) -> KafkaProducer:
 
 
 def _read_committed(cluster: ClusterProcesses, expect_at_least: int) -> list[bytes]:
-    consumer = KafkaConsumer(
-        bootstrap_servers=cluster.bootstrap.split(","),
-        isolation_level="read_committed",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        fetch_max_wait_ms=100,
+    return read_values(
+        cluster.bootstrap.split(","),
+        TOPIC,
+        PARTITIONS,
+        "read_committed",
+        expect_at_least=expect_at_least,
+        timeout=60,
         request_timeout_ms=15_000,
         metadata_max_age_ms=2_000,
     )
-    tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
-    try:
-        consumer.assign(tps)
-        consumer.seek_to_beginning()
-        out: list[bytes] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=300).values():
-                out += [r.value for r in records]
-            ends = consumer.end_offsets(tps)
-            if len(out) >= expect_at_least and all(consumer.position(tp) >= ends[tp] for tp in tps):
-                break
-        return sorted(out)
-    finally:
-        consumer.close()
 
 
 def _coordinator(cluster: ClusterProcesses, tid: str, exclude: int | None = None) -> int:

@@ -21,11 +21,17 @@ be written down and compared whatever the partitioning.
 
 from __future__ import annotations
 
-from _clients import read_to_end
+import time
+from typing import Any
+
+from _clients import REQUEST_TIMEOUT_MS, read_to_end
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 #: Records per transaction and partitions per topic in every story.
 PER_TXN = 12
 PARTITIONS = 2
+#: Seconds kafka_python_send_all waits for the flush and for each acknowledgement.
+SEND_TIMEOUT = 30.0
 
 
 def txn_values(story: str, txn: str, n: int = PER_TXN) -> list[bytes]:
@@ -51,3 +57,71 @@ def check_isolation(
     committed + aborted (both as sorted lists: duplicates would show)."""
     assert kafka_python_values(bootstrap, topic, "read_committed") == sorted(committed)
     assert kafka_python_values(bootstrap, topic, "read_uncommitted") == sorted(committed + aborted)
+
+
+def read_values(
+    bootstrap: str | list[str],
+    topic: str,
+    partitions: int,
+    isolation_level: str,
+    *,
+    expect_at_least: int = 0,
+    timeout: float = 20.0,
+    **consumer_config: Any,
+) -> list[bytes]:
+    """Every value of `topic` (partitions 0..partitions-1) as a kafka-python consumer with
+    `isolation_level` reads it, sorted: polled until at least `expect_at_least` values are
+    read and every position reached the end offset, asked again each round (read_committed:
+    the LSO, which moves as transactions end), or until `timeout` seconds pass."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation_level,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        **consumer_config,
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    try:
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        out: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=300).values():
+                out += [r.value for r in records]
+            ends = consumer.end_offsets(tps)
+            if len(out) >= expect_at_least and all(consumer.position(tp) >= ends[tp] for tp in tps):
+                break
+        return sorted(out)
+    finally:
+        consumer.close()
+
+
+def kafka_python_producer(bootstrap: str, transactional_id: str | None) -> KafkaProducer:
+    """A kafka-python producer, transactional when `transactional_id` is set."""
+    config: dict[str, Any] = {}
+    if transactional_id is not None:
+        config["transactional_id"] = transactional_id
+    return KafkaProducer(
+        bootstrap_servers=bootstrap,
+        max_block_ms=REQUEST_TIMEOUT_MS,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
+        delivery_timeout_ms=2 * REQUEST_TIMEOUT_MS,
+        linger_ms=5,
+        **config,
+    )
+
+
+def kafka_python_send_all(
+    producer: KafkaProducer, topic: str, values: list[bytes], *, keyed: bool = False
+) -> None:
+    """Send `values` (value i to partition i % PARTITIONS, with key b"k<i>" when `keyed`),
+    flush, and check every acknowledgement."""
+    futures = [
+        producer.send(topic, value=v, key=b"k%d" % i if keyed else None, partition=i % PARTITIONS)
+        for i, v in enumerate(values)
+    ]
+    producer.flush(timeout=SEND_TIMEOUT)
+    for future in futures:
+        future.get(timeout=SEND_TIMEOUT)

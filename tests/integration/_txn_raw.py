@@ -17,15 +17,19 @@ and, outside a transaction:
     describe_producers(addr, topic, p) -> the partition's active producers
 Every call goes to the broker named by `address`; the transaction's requests to the
 coordinator it found (`RawTxn.coordinator`).
+`broker_with_topic(tmp_path, topic)` starts a broker subprocess for them (FAST settings).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from _broker import BrokerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -33,6 +37,9 @@ import _wire
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
+
+#: Few `__transaction_state` / `__consumer_offsets` partitions: the broker creates them fast.
+FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 _RETRY = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -50,6 +57,22 @@ def retry(call: Any, timeout: float = 30.0) -> Any:
         if ErrorCode(code) not in _RETRY or time.monotonic() > deadline:
             return code, result
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def broker_with_topic(
+    tmp_path: Path, topic: str, partitions: int = 2, overrides: Mapping[str, str] | None = None
+) -> Iterator[BrokerProcess]:
+    """A broker subprocess (FAST, then `overrides`) with `topic` created (replication 1)."""
+    proc = BrokerProcess(
+        tmp_path / "data", log_path=tmp_path / "broker.log", overrides={**FAST, **(overrides or {})}
+    )
+    proc.start()
+    try:
+        assert _wire.create_topic(proc.bootstrap, topic, partitions, 1)[0] == 0
+        yield proc
+    finally:
+        proc.close()
 
 
 class RawTxn:
@@ -113,9 +136,10 @@ class RawTxn:
 
         return retry(add)[1]
 
-    def produce(
-        self, address: str, topic: str, partition: int, values: Sequence[bytes], seq: int = 0
-    ) -> tuple[int, int]:
+    def produce_body(
+        self, topic: str, partition: int, values: Sequence[bytes], seq: int
+    ) -> dict[str, Any]:
+        """A Produce request body: one transactional batch of `values` from this producer."""
         batch = build_batch(
             [(None, v) for v in values],
             producer_id=self.producer_id,
@@ -123,7 +147,7 @@ class RawTxn:
             base_sequence=seq,
             is_transactional=True,
         )
-        body = {
+        return {
             "transactional_id": self.tid,
             "acks": -1,
             "timeout_ms": 10_000,
@@ -131,6 +155,11 @@ class RawTxn:
                 {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
             ],
         }
+
+    def produce(
+        self, address: str, topic: str, partition: int, values: Sequence[bytes], seq: int = 0
+    ) -> tuple[int, int]:
+        body = self.produce_body(topic, partition, values, seq)
         resp = _wire.request(address, ApiKey.PRODUCE, 9, body, timeout=20)
         p = resp.responses[0].partition_responses[0]
         return p.error_code, p.base_offset
@@ -152,10 +181,11 @@ class RawTxn:
 
         return int(retry(add)[0])
 
-    def commit_offsets(
-        self, address: str, group: str, topic: str, offsets: Mapping[int, int]
-    ) -> dict[int, int]:
-        body = {
+    def offset_commit_body(
+        self, group: str, topic: str, offsets: Mapping[int, int]
+    ) -> dict[str, Any]:
+        """A TxnOffsetCommit request body of this producer for `{partition: offset}`."""
+        return {
             "transactional_id": self.tid,
             "group_id": group,
             "producer_id": self.producer_id,
@@ -179,6 +209,10 @@ class RawTxn:
             ],
         }
 
+    def commit_offsets(
+        self, address: str, group: str, topic: str, offsets: Mapping[int, int]
+    ) -> dict[int, int]:
+        body = self.offset_commit_body(group, topic, offsets)
         code, address = retry(lambda: find_group_coordinator(address, group))
         assert code == 0, ErrorCode(code)
 

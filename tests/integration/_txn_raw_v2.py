@@ -23,7 +23,7 @@ import _wire
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
-from protocol.records import build_batch, decode_records, iter_batches
+from protocol.records import decode_records, iter_batches
 
 
 class RawTxnV2(RawTxn):
@@ -38,21 +38,7 @@ class RawTxnV2(RawTxn):
         seq: int = 0,
         address: str | None = None,
     ) -> int:
-        batch = build_batch(
-            [(None, v) for v in values],
-            producer_id=self.producer_id,
-            producer_epoch=self.epoch,
-            base_sequence=seq,
-            is_transactional=True,
-        )
-        body = {
-            "transactional_id": self.tid,
-            "acks": -1,
-            "timeout_ms": 10_000,
-            "topic_data": [
-                {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
-            ],
-        }
+        body = self.produce_body(topic, partition, values, seq)
 
         def send() -> tuple[int, None]:
             resp = _wire.request(address or self.address, ApiKey.PRODUCE, 12, body, timeout=20)
@@ -65,25 +51,7 @@ class RawTxnV2(RawTxn):
     def commit_offsets_v5(self, group: str, topic: str, offsets: dict[int, int]) -> list[int]:
         code, address = retry(lambda: find_group_coordinator(self.address, group))
         assert code == 0
-        parts = [
-            {
-                "partition_index": p,
-                "committed_offset": o,
-                "committed_leader_epoch": -1,
-                "committed_metadata": "",
-            }
-            for p, o in offsets.items()
-        ]
-        body = {
-            "transactional_id": self.tid,
-            "group_id": group,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.epoch,
-            "generation_id": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [{"name": topic, "partitions": parts}],
-        }
+        body = self.offset_commit_body(group, topic, offsets)
 
         def commit() -> tuple[int, list[int]]:
             resp = _wire.request(address, ApiKey.TXN_OFFSET_COMMIT, 5, body)

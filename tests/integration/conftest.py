@@ -3,6 +3,7 @@
     broker            a started BrokerProcess with default settings (see _broker.py)
     broker_factory    start(**overrides) -> BrokerProcess; for brokers with config overrides
                       (`broker_factory(**{"num.partitions": "4"})`) or several brokers
+    admin_broker      a started BrokerProcess with the admin listener (`--admin-port 0`)
 
 Every broker a test started is stopped at teardown; when the test fails, the broker's stderr
 (all its starts) is attached to the report as a "broker log" section.
@@ -74,6 +75,18 @@ def broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
 @pytest.fixture
 def broker(broker_factory: BrokerFactory) -> BrokerProcess:
     return broker_factory()
+
+
+@pytest.fixture
+def admin_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(
+        tmp_path / "data", log_path=tmp_path / "broker.log", extra_args=["--admin-port", "0"]
+    )
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.close()
 
 
 @pytest.fixture

@@ -10,25 +10,14 @@ from __future__ import annotations
 import json
 import socket
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from _broker import BrokerProcess
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from admin_listener import Samples, admin_url, group_member, parse_metrics
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
-from kafka.structs import OffsetAndMetadata
-from prometheus_client.parser import text_string_to_metric_families
 
-ADMIN_PREFIX = "wirebroker admin on "
 TOPIC = "admin-demo"
 GROUP = "admin-group"
-
-
-def admin_url(proc: BrokerProcess) -> str:
-    lines = [line for line in proc.stdout_lines if line.startswith(ADMIN_PREFIX)]
-    assert len(lines) == 1, proc.stdout_lines
-    return lines[0][len(ADMIN_PREFIX) :].strip()
 
 
 def get(url: str) -> tuple[int, str, bytes]:
@@ -36,30 +25,14 @@ def get(url: str) -> tuple[int, str, bytes]:
         return resp.status, resp.headers.get("content-type"), resp.read()
 
 
-def metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def metrics(url: str) -> Samples:
     _, ctype, body = get(url + "metrics")
     assert ctype.startswith("text/plain; version=0.0.4")
-    out = {}
-    for family in text_string_to_metric_families(body.decode()):
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-@pytest.fixture
-def admin_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        tmp_path / "data", log_path=tmp_path / "broker.log", extra_args=["--admin-port", "0"]
-    )
-    try:
-        proc.start()
-        yield proc
-    finally:
-        proc.close()
+    return parse_metrics(body.decode())
 
 
 def test_metrics_and_state_show_a_topic_and_a_group(admin_broker: BrokerProcess) -> None:
-    url = admin_url(admin_broker)
+    url = admin_url(admin_broker.stdout_lines)
     bootstrap = admin_broker.bootstrap
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(TOPIC, 2, 1)])
@@ -69,22 +42,10 @@ def test_metrics_and_state_show_a_topic_and_a_group(admin_broker: BrokerProcess)
         producer.send(TOPIC, b"v%03d" % i, partition=0)
     producer.flush()
     producer.close()
-    consumer = KafkaConsumer(
-        TOPIC,
-        bootstrap_servers=bootstrap,
-        group_id=GROUP,
-        client_id="admin-test-consumer",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    try:
-        got = 0
-        for _ in range(50):
-            got += sum(len(v) for v in consumer.poll(timeout_ms=500).values())
-            if got >= 20:
-                break
+    with group_member(
+        bootstrap, TOPIC, GROUP, "admin-test-consumer", expect=20, commit={0: 5}, poll_ms=500
+    ) as got:
         assert got == 20
-        consumer.commit({TopicPartition(TOPIC, 0): OffsetAndMetadata(5, "", -1)})
 
         m = metrics(url)
         topic = (("topic", TOPIC),)
@@ -119,12 +80,10 @@ def test_metrics_and_state_show_a_topic_and_a_group(admin_broker: BrokerProcess)
         _, ctype, body = get(url)
         assert ctype.startswith("text/html")
         assert TOPIC.encode() in body and GROUP.encode() in body
-    finally:
-        consumer.close()
 
 
 def test_bad_requests_get_400_and_the_broker_keeps_serving(admin_broker: BrokerProcess) -> None:
-    url = admin_url(admin_broker)
+    url = admin_url(admin_broker.stdout_lines)
     host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
     for raw in (b"\x16\x03\x01\x02\x00garbage\r\n\r\n", b"GET / HTTP/1.1\r\n\r\n"):
         with socket.create_connection((host, int(port)), timeout=10) as sock:

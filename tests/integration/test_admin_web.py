@@ -7,37 +7,26 @@ WIREBROKER_SCREENSHOT_DIR=docs/img keeps the screenshot as docs/img/web-view.png
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _broker import BrokerProcess
+from admin_listener import admin_url, group_member
 from chromium import dump_dom, keep_screenshot, require_chromium, screenshot
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
-from kafka.structs import OffsetAndMetadata
-
-ADMIN_PREFIX = "wirebroker admin on "
 
 
-@pytest.fixture
-def admin_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    """Skip (or, in CI, fail) before the broker starts when Chromium is missing."""
     require_chromium()
-    proc = BrokerProcess(
-        tmp_path / "data", log_path=tmp_path / "broker.log", extra_args=["--admin-port", "0"]
-    )
-    try:
-        proc.start()
-        yield proc
-    finally:
-        proc.close()
 
 
 def test_web_view_shows_topic_and_group_in_chromium(
     admin_broker: BrokerProcess, tmp_path: Path
 ) -> None:
-    (line,) = [x for x in admin_broker.stdout_lines if x.startswith(ADMIN_PREFIX)]
-    url = line[len(ADMIN_PREFIX) :].strip()
+    url = admin_url(admin_broker.stdout_lines)
     bootstrap = admin_broker.bootstrap
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic("orders", 3, 1)])
@@ -47,24 +36,8 @@ def test_web_view_shows_topic_and_group_in_chromium(
         producer.send("orders", b"order-%05d" % i, partition=i % 3)
     producer.flush()
     producer.close()
-    consumer = KafkaConsumer(
-        "orders",
-        bootstrap_servers=bootstrap,
-        group_id="billing",
-        client_id="billing-1",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    try:
-        got = 0
-        for _ in range(50):
-            got += sum(len(v) for v in consumer.poll(timeout_ms=300).values())
-            if got >= 300:
-                break
-        consumer.commit(
-            {TopicPartition("orders", p): OffsetAndMetadata(60, "", -1) for p in range(3)}
-        )
-
+    commit = dict.fromkeys(range(3), 60)
+    with group_member(bootstrap, "orders", "billing", "billing-1", expect=300, commit=commit):
         dom = dump_dom(url)
         assert re.search(r'id="status">live, updated ', dom), dom[:2000]  # the script ran
         partitions = dom[dom.index('id="partitions"') : dom.index('id="internal"')]
@@ -80,5 +53,3 @@ def test_web_view_shows_topic_and_group_in_chromium(
         png = screenshot(url, tmp_path / "web-view.png", height=720)
         assert png.stat().st_size > 10_000  # a rendered page, not a blank one
         keep_screenshot(png, "web-view.png")
-    finally:
-        consumer.close()

@@ -24,10 +24,7 @@ stop must exit 0 and keep everything.
 from __future__ import annotations
 
 import contextlib
-import gc
 import threading
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,31 +33,19 @@ from _clients import read_to_end
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
+from leaked_sockets import MARKS as LEAKED_SOCKETS
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.compat,
     # kafka-python 3.0.12 leaks the socket of every refused reconnect to the dead broker.
-    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
+    *LEAKED_SOCKETS,
 ]
 
 PARTITIONS = 2
 MAX_SENDS = 200_000
 KILL_AFTER_ACKS = 1500
 VALUE_PAD = b"." * 100
-
-
-@pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    """Collect the sockets kafka-python leaks here while their ResourceWarning is ignored.
-
-    Left to the garbage collector, they are finalized during some later test, which then fails
-    on the warning (warnings are errors in this suite).
-    """
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
 
 
 def _value(i: int) -> bytes:

@@ -13,10 +13,8 @@ process (`BrokerHandle.faults`); the HTTP API is tested in test_faults_http.py.
 
 from __future__ import annotations
 
-import gc
 import socket
 import time
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +22,7 @@ import pytest
 from _clients import REQUEST_TIMEOUT_MS
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaTimeoutError
+from leaked_sockets import MARKS as LEAKED_SOCKETS
 
 import wirebroker
 from wirebroker.testing import BrokerHandle
@@ -31,17 +30,8 @@ from wirebroker.testing import BrokerHandle
 pytestmark = [
     pytest.mark.compat,
     # kafka-python 3.0.12 leaks the socket of every refused reconnect (unreachable broker).
-    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
+    *LEAKED_SOCKETS,
 ]
-
-
-@pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    """Collect those sockets here, while their warning is ignored, not in a later test."""
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
 
 
 @pytest.fixture

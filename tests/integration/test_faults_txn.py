@@ -11,17 +11,19 @@ read_uncommitted consumer sees both.
 
 from __future__ import annotations
 
-import gc
-import warnings
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from _clients import REQUEST_TIMEOUT_MS
 from _group_procs import create_topic
-from _txn import PARTITIONS, check_isolation, txn_values
-from kafka import KafkaProducer
+from _txn import (
+    PARTITIONS,
+    check_isolation,
+    kafka_python_producer,
+    kafka_python_send_all,
+    txn_values,
+)
 from kafka import errors as Errors
+from leaked_sockets import MARKS as LEAKED_SOCKETS
 
 import wirebroker
 from wirebroker.testing import BrokerHandle
@@ -29,19 +31,8 @@ from wirebroker.testing import BrokerHandle
 pytestmark = [
     pytest.mark.compat,
     # kafka-python 3.0.12 leaves a connection of the fatally failed producer unclosed.
-    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),
+    *LEAKED_SOCKETS,
 ]
-
-TIMEOUT = 30.0
-
-
-@pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    """Collect that socket here, while its warning is ignored, not in a later test."""
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
 
 
 @pytest.fixture
@@ -50,35 +41,16 @@ def broker() -> Iterator[BrokerHandle]:
         yield handle
 
 
-def _producer(bootstrap: str, transactional_id: str) -> KafkaProducer:
-    config: dict[str, Any] = {"transactional_id": transactional_id}
-    return KafkaProducer(
-        bootstrap_servers=bootstrap,
-        max_block_ms=REQUEST_TIMEOUT_MS,
-        request_timeout_ms=REQUEST_TIMEOUT_MS,
-        delivery_timeout_ms=2 * REQUEST_TIMEOUT_MS,
-        linger_ms=5,
-        **config,
-    )
-
-
-def _send_all(producer: KafkaProducer, topic: str, values: list[bytes]) -> None:
-    futures = [producer.send(topic, v, partition=i % PARTITIONS) for i, v in enumerate(values)]
-    producer.flush(timeout=TIMEOUT)
-    for future in futures:
-        future.get(timeout=TIMEOUT)
-
-
 def test_transactional_producer_fenced_by_an_injected_error(broker: BrokerHandle) -> None:
     bootstrap, topic = broker.bootstrap, "txn-fenced"
     create_topic(bootstrap, topic, PARTITIONS)
     doomed, fresh = txn_values("fault", "doomed"), txn_values("fault", "fresh")
 
-    fenced = _producer(bootstrap, "faulty-txn")
+    fenced = kafka_python_producer(bootstrap, "faulty-txn")
     try:
         fenced.init_transactions()
         fenced.begin_transaction()
-        _send_all(fenced, topic, doomed)
+        kafka_python_send_all(fenced, topic, doomed)
         fault = broker.faults.error("EndTxn", "PRODUCER_FENCED")
         with pytest.raises(Errors.ProducerFencedError):
             fenced.commit_transaction()
@@ -88,11 +60,11 @@ def test_transactional_producer_fenced_by_an_injected_error(broker: BrokerHandle
     finally:
         fenced.close(timeout=5)
 
-    successor = _producer(bootstrap, "faulty-txn")
+    successor = kafka_python_producer(bootstrap, "faulty-txn")
     try:
         successor.init_transactions()  # aborts the fenced producer's open transaction
         successor.begin_transaction()
-        _send_all(successor, topic, fresh)
+        kafka_python_send_all(successor, topic, fresh)
         successor.commit_transaction()
     finally:
         successor.close(timeout=5)

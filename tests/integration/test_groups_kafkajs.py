@@ -18,49 +18,20 @@ vacuously in CI.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 from _broker import BrokerProcess
 from _group_procs import admin_client, committed_offsets, create_topic, produce
+from _kafkajs import run_script
 
 pytestmark = pytest.mark.compat
 
-JS_DIR = Path(__file__).resolve().parent / "js"
-SCRIPT = JS_DIR / "group_client.js"
 RUN_TIMEOUT_MS = 40_000
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("`node` is not on PATH: install Node.js (>= 14) to run the kafkajs tests")
-    if not (JS_DIR / "node_modules" / "kafkajs" / "package.json").exists():
-        pytest.fail(f"kafkajs is not installed: run `npm ci --prefix {JS_DIR}`")
-    return node
-
-
 def _run(request: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [_node(), str(SCRIPT), json.dumps({"timeoutMs": RUN_TIMEOUT_MS, **request})],
-        cwd=JS_DIR,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_MS / 1000 + 10,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    assert proc.returncode == 0 and lines, (
-        f"node exited {proc.returncode}\n"
-        f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}"
-    )
-    result: dict[str, Any] = json.loads(lines[-1])
-    assert "error" not in result, result
-    return result
+    return run_script("group_client.js", request, RUN_TIMEOUT_MS)
 
 
 Got = dict[int, list[tuple[int, bytes | None, bytes | None]]]

@@ -20,16 +20,15 @@ What passing proves, Kafka's behaviour being the spec:
 
 from __future__ import annotations
 
-import gc
 import sys
-import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _broker import BrokerProcess
+from _txn import read_values
+from leaked_sockets import MARKS as LEAKED_SOCKETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -41,18 +40,8 @@ from kafka.errors import KafkaError
 from protocol.api import ApiKey
 
 #: kafka-python 3.0.12 leaks the socket of a refused reconnect (this module kills the broker
-#: and closes fenced producers): ignore that warning and collect the sockets after each test,
-#: as tests/cluster/conftest.py does, so no later test fails on them.
-_LEAKED_SOCKETS = "ignore:unclosed <socket.socket:ResourceWarning"
-pytestmark = [pytest.mark.compat, pytest.mark.filterwarnings(_LEAKED_SOCKETS)]
-
-
-@pytest.fixture(autouse=True)
-def _finalize_leaked_sockets() -> Iterator[None]:
-    yield
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
+#: and closes fenced producers): ignore that warning and collect the sockets after each test.
+pytestmark = [pytest.mark.compat, *LEAKED_SOCKETS]
 
 
 TOPIC = "txn-out"
@@ -83,31 +72,9 @@ def _producer(bootstrap: str, tid: str, **kw: Any) -> KafkaProducer:
 def _read(bootstrap: str, isolation: str, expect_at_least: int = 0) -> list[bytes]:
     """Every record value of TOPIC (both partitions) as a consumer with `isolation` reads it,
     until the end offsets it sees are reached (read_committed: the LSO)."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        isolation_level=isolation,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=1500,
-        fetch_max_wait_ms=100,
+    return read_values(
+        bootstrap, TOPIC, 2, isolation, expect_at_least=expect_at_least, consumer_timeout_ms=1500
     )
-    try:
-        from kafka import TopicPartition
-
-        tps = [TopicPartition(TOPIC, p) for p in range(2)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning()
-        out: list[bytes] = []
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=300).values():
-                out += [r.value for r in records]
-            ends = consumer.end_offsets(tps)
-            if len(out) >= expect_at_least and all(consumer.position(tp) >= ends[tp] for tp in tps):
-                break
-        return sorted(out)
-    finally:
-        consumer.close()
 
 
 @pytest.fixture

@@ -18,7 +18,14 @@ import pytest
 from _broker import BrokerProcess
 from _clients import REQUEST_TIMEOUT_MS
 from _group_procs import admin_client, committed_offsets, create_topic
-from _txn import PARTITIONS, check_isolation, transform, txn_values
+from _txn import (
+    PARTITIONS,
+    check_isolation,
+    kafka_python_producer,
+    kafka_python_send_all,
+    transform,
+    txn_values,
+)
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as Errors
 from kafka.structs import OffsetAndMetadata
@@ -30,28 +37,8 @@ TIMEOUT = 30.0
 PER_TXN_INPUT = 10
 
 
-def _producer(bootstrap: str, transactional_id: str | None) -> KafkaProducer:
-    config: dict[str, Any] = {}
-    if transactional_id is not None:
-        config["transactional_id"] = transactional_id
-    return KafkaProducer(
-        bootstrap_servers=bootstrap,
-        max_block_ms=REQUEST_TIMEOUT_MS,
-        request_timeout_ms=REQUEST_TIMEOUT_MS,
-        delivery_timeout_ms=2 * REQUEST_TIMEOUT_MS,
-        linger_ms=5,
-        **config,
-    )
-
-
 def _send_all(producer: KafkaProducer, topic: str, values: list[bytes]) -> None:
-    futures = [
-        producer.send(topic, value=v, key=b"k%d" % i, partition=i % PARTITIONS)
-        for i, v in enumerate(values)
-    ]
-    producer.flush(timeout=TIMEOUT)
-    for f in futures:
-        f.get(timeout=TIMEOUT)
+    kafka_python_send_all(producer, topic, values, keyed=True)
 
 
 def test_commit_abort_commit_isolation(broker: BrokerProcess) -> None:
@@ -59,7 +46,7 @@ def test_commit_abort_commit_isolation(broker: BrokerProcess) -> None:
     create_topic(bootstrap, topic, PARTITIONS)
     first, aborted, second = (txn_values("iso", t) for t in ("c1", "a1", "c2"))
 
-    producer = _producer(bootstrap, "kp-iso")
+    producer = kafka_python_producer(bootstrap, "kp-iso")
     try:
         producer.init_transactions()
         producer.begin_transaction()
@@ -86,7 +73,7 @@ def test_open_transaction_hides_records_from_read_committed(broker: BrokerProces
     create_topic(bootstrap, topic, PARTITIONS)
     committed, pending = txn_values("open", "c1"), txn_values("open", "p1")
 
-    producer = _producer(bootstrap, "kp-open")
+    producer = kafka_python_producer(bootstrap, "kp-open")
     try:
         producer.init_transactions()
         producer.begin_transaction()
@@ -133,14 +120,14 @@ def test_consume_transform_produce_with_offsets(broker: BrokerProcess) -> None:
     create_topic(bootstrap, source, PARTITIONS)
     create_topic(bootstrap, sink, PARTITIONS)
     inputs = txn_values("ctp", "in", 2 * PER_TXN_INPUT)
-    plain = _producer(bootstrap, None)
+    plain = kafka_python_producer(bootstrap, None)
     try:
         _send_all(plain, source, inputs)
     finally:
         plain.close(timeout=5)
 
     consumer = _group_consumer(bootstrap, source, group)
-    producer = _producer(bootstrap, "kp-ctp")
+    producer = kafka_python_producer(bootstrap, "kp-ctp")
     try:
         producer.init_transactions()
         records = _poll_n(consumer, len(inputs))
@@ -183,8 +170,8 @@ def test_second_producer_fences_the_first(broker: BrokerProcess) -> None:
     create_topic(bootstrap, topic, PARTITIONS)
     zombie_values, winner_values = txn_values("fence", "zombie"), txn_values("fence", "winner")
 
-    zombie = _producer(bootstrap, "kp-fence")
-    winner = _producer(bootstrap, "kp-fence")
+    zombie = kafka_python_producer(bootstrap, "kp-fence")
+    winner = kafka_python_producer(bootstrap, "kp-fence")
     try:
         zombie.init_transactions()
         zombie.begin_transaction()

@@ -19,52 +19,23 @@ Needs `node` and `npm ci --prefix tests/integration/js`; missing either is a fai
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 from _broker import BrokerProcess
 from _group_procs import admin_client, committed_offsets, create_topic
+from _kafkajs import run_script
 from _txn import PARTITIONS, check_isolation, transform, txn_values
 from kafka import KafkaProducer
 
 pytestmark = pytest.mark.compat
 
-JS_DIR = Path(__file__).resolve().parent / "js"
-SCRIPT = JS_DIR / "txn_client.js"
 RUN_TIMEOUT_MS = 60_000
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("`node` is not on PATH: install Node.js (>= 14) to run the kafkajs tests")
-    if not (JS_DIR / "node_modules" / "kafkajs" / "package.json").exists():
-        pytest.fail(f"kafkajs is not installed: run `npm ci --prefix {JS_DIR}`")
-    return node
-
-
 def _run(bootstrap: str, mode: str, **request: Any) -> dict[str, Any]:
-    payload = {"timeoutMs": RUN_TIMEOUT_MS, "brokers": [bootstrap], "mode": mode, **request}
-    proc = subprocess.run(
-        [_node(), str(SCRIPT), json.dumps(payload)],
-        cwd=JS_DIR,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_MS / 1000 + 10,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    assert proc.returncode == 0 and lines, (
-        f"node exited {proc.returncode}\n"
-        f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}"
-    )
-    result: dict[str, Any] = json.loads(lines[-1])
-    assert "error" not in result, result
-    return result
+    payload = {"brokers": [bootstrap], "mode": mode, **request}
+    return run_script("txn_client.js", payload, RUN_TIMEOUT_MS)
 
 
 def _hex(values: list[bytes]) -> list[str]:

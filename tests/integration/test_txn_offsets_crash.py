@@ -16,30 +16,23 @@ from pathlib import Path
 
 import pytest
 from _broker import BrokerProcess
-from _txn_raw import RawTxn, lso, offset_fetch
+from _txn_raw import RawTxn, broker_with_topic, lso, offset_fetch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
-import _wire
 from _cluster import wait_until
 
 from protocol.errors import ErrorCode as E
 
 TOPIC = "txc"
 GROUP = "crash-group"
-FAST = {
-    "transaction.state.log.num.partitions": "3",
-    "offsets.topic.num.partitions": "3",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "300",
-}
+#: FAST (_txn_raw.py), and timed-out transactions aborted soon.
+ABORT_SOON = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "300"}
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", log_path=tmp_path / "broker.log", overrides=FAST)
-    proc.start()
-    assert _wire.create_topic(proc.bootstrap, TOPIC, 1, 1)[0] == 0
-    yield proc
-    proc.close()
+    with broker_with_topic(tmp_path, TOPIC, 1, ABORT_SOON) as proc:
+        yield proc
 
 
 def _crash_mid_transaction(broker: BrokerProcess, tid: str, timeout_ms: int) -> RawTxn:

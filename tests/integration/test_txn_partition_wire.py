@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from _broker import BrokerProcess
-from _txn_raw import RawTxn, describe_producers, lso, offset_fetch
+from _txn_raw import RawTxn, broker_with_topic, describe_producers, lso, offset_fetch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -29,16 +29,12 @@ from _cluster import wait_until
 from protocol.errors import ErrorCode as E
 
 TOPIC = "txp"
-FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", log_path=tmp_path / "broker.log", overrides=FAST)
-    proc.start()
-    assert _wire.create_topic(proc.bootstrap, TOPIC, 2, 1)[0] == 0
-    yield proc
-    proc.close()
+    with broker_with_topic(tmp_path, TOPIC) as proc:
+        yield proc
 
 
 def test_commit_moves_lso_and_makes_offsets_visible(broker: BrokerProcess) -> None:
@@ -99,18 +95,10 @@ def test_unverified_partition_is_invalid_txn_state(broker: BrokerProcess) -> Non
 
 
 def test_verification_can_be_disabled(tmp_path: Path) -> None:
-    proc = BrokerProcess(
-        tmp_path / "data",
-        log_path=tmp_path / "broker.log",
-        overrides={**FAST, "transaction.partition.verification.enable": "false"},
-    )
-    proc.start()
-    try:
+    unverified = {"transaction.partition.verification.enable": "false"}
+    with broker_with_topic(tmp_path, TOPIC, overrides=unverified) as proc:
         addr = proc.bootstrap
-        assert _wire.create_topic(addr, TOPIC, 2, 1)[0] == 0
         txn = RawTxn(addr, "tx-unverified")
         txn.init()
         assert txn.produce(addr, TOPIC, 1, [b"not added"]) == (0, 0)
         assert lso(addr, TOPIC, 1) == 0
-    finally:
-        proc.close()

@@ -7,14 +7,14 @@ transaction) or TV0/1 (the epoch of InitProducerId throughout).
 
 from __future__ import annotations
 
-import gc
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import leaked_sockets
 import pytest
 from _broker import BrokerProcess
+from _txn_raw import broker_with_topic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 import _wire
@@ -23,22 +23,15 @@ from _cluster import wait_until
 from protocol.api import ApiKey
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-pytestmark = [pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")]
+pytestmark = leaked_sockets.MARKS
 
 TOPIC = "tv2-clients"
-FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", log_path=tmp_path / "broker.log", overrides=FAST)
-    proc.start()
-    assert _wire.create_topic(proc.bootstrap, TOPIC, 2, 1)[0] == 0
-    yield proc
-    proc.close()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
-        gc.collect()
+    with broker_with_topic(tmp_path, TOPIC) as proc:
+        yield proc
 
 
 def describe(bootstrap: str, tid: str) -> tuple[str, int]:

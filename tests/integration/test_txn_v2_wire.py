@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from _broker import BrokerProcess
-from _txn_raw import offset_fetch
+from _txn_raw import broker_with_topic, offset_fetch
 from _txn_raw_v2 import RawTxnV2
 from _txn_raw_v2 import read_committed as _read_committed
 
@@ -36,7 +36,6 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 
 TOPIC = "tv2"
-FAST = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
 
 
 def read_committed(address: str, partition: int) -> tuple[list[bytes], int]:
@@ -54,11 +53,8 @@ def api_versions(address: str) -> Any:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", log_path=tmp_path / "broker.log", overrides=FAST)
-    proc.start()
-    assert _wire.create_topic(proc.bootstrap, TOPIC, 2, 1)[0] == 0
-    yield proc
-    proc.close()
+    with broker_with_topic(tmp_path, TOPIC) as proc:
+        yield proc
 
 
 def test_api_versions_finalize_transaction_version_2(broker: BrokerProcess) -> None:

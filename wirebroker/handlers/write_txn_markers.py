@@ -35,6 +35,7 @@ import trio
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
+from wirebroker.handlers._replication import await_replication
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
@@ -120,15 +121,7 @@ async def handle(
     deadline = trio.current_time() + REPLICATION_TIMEOUT_S
 
     async def replicated() -> WriteTxnMarkersResponse:
-        waiters = ctx.services.produce_waiters
-        for answer, part, required, epoch in waiting:
-            if waiters is None:
-                code = part.replication_status(required, epoch) or ErrorCode.REQUEST_TIMED_OUT
-            else:
-                remaining = deadline - trio.current_time()
-                code = await waiters.wait(part, required, remaining, leader_epoch=epoch)
-            if code != ErrorCode.NONE:
-                answer["error_code"] = int(code)
+        await await_replication(ctx, waiting, deadline)
         return response
 
     return Later(replicated)

@@ -276,13 +276,11 @@ class TxnCoordinatorRuntime:
         client_tv: int | None = None,
     ) -> ErrorCode:
         parts = list(partitions)
-        response = await self._call(
+        return await self._call_for_error(
             lambda now: self.core.add_partitions(
                 transactional_id, producer_id, producer_epoch, parts, now, client_tv
             )
         )
-        assert isinstance(response, ErrorCode)
-        return response
 
     def verify_partitions(
         self,
@@ -298,24 +296,20 @@ class TxnCoordinatorRuntime:
     async def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
     ) -> ErrorCode:
-        response = await self._call(
+        return await self._call_for_error(
             lambda now: self.core.add_offsets(
                 transactional_id, producer_id, producer_epoch, group_id, now
             )
         )
-        assert isinstance(response, ErrorCode)
-        return response
 
     async def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> ErrorCode:
-        response = await self._call(
+        return await self._call_for_error(
             lambda now: self.core.end_txn(
                 transactional_id, producer_id, producer_epoch, commit, now
             )
         )
-        assert isinstance(response, ErrorCode)
-        return response
 
     async def end_txn_v2(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
@@ -389,6 +383,12 @@ class TxnCoordinatorRuntime:
             raise RuntimeError("no producer id reserved before the core call")
         self._spare_pid = None
         return pid
+
+    async def _call_for_error(self, call: Callable[[int], TxnResult[Any]]) -> ErrorCode:
+        """`_call` of a core call that answers an error code only."""
+        response = await self._call(call)
+        assert isinstance(response, ErrorCode)
+        return response
 
     async def _call(self, call: Callable[[int], TxnResult[Any]]) -> Any:
         """One core call: its answer now, or after its (single) append is replicated."""

@@ -14,22 +14,9 @@
 // valueHex|null], offsets as numbers). Errors: a JSON line {"error": ...} and exit code 1.
 'use strict'
 
-const { Kafka, logLevel } = require('kafkajs')
+const { request, newKafka, run } = require('./_runner')
 
-const request = JSON.parse(process.argv[2])
-const watchdog = setTimeout(() => {
-  process.stdout.write(JSON.stringify({ error: `timed out after ${request.timeoutMs} ms` }) + '\n')
-  process.exit(2)
-}, request.timeoutMs)
-
-const kafka = new Kafka({
-  clientId: `kjs-${request.groupId}`,
-  brokers: request.brokers,
-  logLevel: logLevel.NOTHING,
-  connectionTimeout: 5000,
-  requestTimeout: 10000,
-  retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 1000 },
-})
+const kafka = newKafka(`kjs-${request.groupId}`)
 
 const hex = buf => (buf === null || buf === undefined ? null : buf.toString('hex'))
 
@@ -121,14 +108,4 @@ async function admin() {
   }
 }
 
-const modes = { consume, admin }
-modes[request.mode]()
-  .then(result => {
-    clearTimeout(watchdog)
-    process.stdout.write(JSON.stringify(result) + '\n')
-  })
-  .catch(e => {
-    clearTimeout(watchdog)
-    process.stdout.write(JSON.stringify({ error: `${e.name}: ${e.message}`, type: e.type || null }) + '\n')
-    process.exit(1)
-  })
+run({ consume, admin })

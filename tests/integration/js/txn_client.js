@@ -21,22 +21,9 @@
 // Prints ONE JSON line on stdout. Errors: a JSON line {"error": ...} and exit code 1.
 'use strict'
 
-const { Kafka, logLevel } = require('kafkajs')
+const { request, newKafka, run } = require('./_runner')
 
-const request = JSON.parse(process.argv[2])
-const watchdog = setTimeout(() => {
-  process.stdout.write(JSON.stringify({ error: `timed out after ${request.timeoutMs} ms` }) + '\n')
-  process.exit(2)
-}, request.timeoutMs)
-
-const kafka = new Kafka({
-  clientId: 'kjs-txn',
-  brokers: request.brokers,
-  logLevel: logLevel.NOTHING,
-  connectionTimeout: 5000,
-  requestTimeout: 10000,
-  retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 1000 },
-})
+const kafka = newKafka('kjs-txn')
 
 const PARTITIONS = request.partitions || 2
 const fromHex = h => Buffer.from(h, 'hex')
@@ -174,14 +161,4 @@ async function consume() {
   }
 }
 
-const modes = { produce, fence, ctp, consume }
-modes[request.mode]()
-  .then(result => {
-    clearTimeout(watchdog)
-    process.stdout.write(JSON.stringify(result) + '\n')
-  })
-  .catch(e => {
-    clearTimeout(watchdog)
-    process.stdout.write(JSON.stringify({ error: `${e.name}: ${e.message}`, type: e.type || null }) + '\n')
-    process.exit(1)
-  })
+run({ produce, fence, ctp, consume })

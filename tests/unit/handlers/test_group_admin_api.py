@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+from groupcoordkit import running_group_coordinator
 
 import wirebroker.handlers.delete_groups
 import wirebroker.handlers.describe_groups
@@ -25,13 +26,6 @@ LIST, DESCRIBE, DELETE = ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.DELE
 OMITTED = -2147483648
 
 
-def trio_ms() -> int:
-    try:
-        return START_MS + round(trio.current_time() * 1000)
-    except RuntimeError:
-        return START_MS
-
-
 @pytest.fixture
 def broker_overrides() -> dict[str, str]:
     return {"offsets.topic.num.partitions": "4"}
@@ -44,38 +38,33 @@ async def coordinator(
     """Groups: "active" (one member, CompletingRebalance, protocol type "consumer") and
     "simple" (offsets only, Empty)."""
     services.admin.create_topic("t", 1, now_ms=START_MS)
-    runtime = GroupCoordinatorRuntime(
-        services.config, services.replicas, admin=services.admin, clock=trio_ms
-    )
-    services.group_coordinator = runtime
-    await nursery.start(runtime.run)
-    join = {
-        "group_id": "active",
-        "session_timeout_ms": 10_000,
-        "rebalance_timeout_ms": 10_000,
-        "member_id": "",
-        "group_instance_id": None,
-        "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": b"sub"}],
-    }
-    join["member_id"] = (await call(ApiKey.JOIN_GROUP, 7, join)).member_id
-    assert (await call(ApiKey.JOIN_GROUP, 7, join)).error_code == 0
-    commit = {
-        "group_id": "simple",
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "topics": [
-            {
-                "name": "t",
-                "partitions": [
-                    {"partition_index": 0, "committed_offset": 3, "committed_metadata": ""}
-                ],
-            }
-        ],
-    }
-    await call(ApiKey.OFFSET_COMMIT, 8, commit)
-    yield runtime
-    runtime.shutdown()
+    async with running_group_coordinator(services, nursery) as runtime:
+        join = {
+            "group_id": "active",
+            "session_timeout_ms": 10_000,
+            "rebalance_timeout_ms": 10_000,
+            "member_id": "",
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"sub"}],
+        }
+        join["member_id"] = (await call(ApiKey.JOIN_GROUP, 7, join)).member_id
+        assert (await call(ApiKey.JOIN_GROUP, 7, join)).error_code == 0
+        commit = {
+            "group_id": "simple",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 3, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        }
+        await call(ApiKey.OFFSET_COMMIT, 8, commit)
+        yield runtime
 
 
 @pytest.mark.parametrize("version", range(6))

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from groupcoordkit import running_group_coordinator, trio_ms
 
 import wirebroker.handlers.find_coordinator
 import wirebroker.handlers.join_group
@@ -26,13 +27,6 @@ from wirebroker.handlers.context import Services
 START_MS = 1_700_000_000_000
 
 
-def trio_ms() -> int:
-    try:
-        return START_MS + round(trio.current_time() * 1000)
-    except RuntimeError:
-        return START_MS
-
-
 @pytest.fixture
 def broker_overrides() -> dict[str, str]:
     return {"offsets.topic.num.partitions": "4"}
@@ -42,13 +36,8 @@ def broker_overrides() -> dict[str, str]:
 async def coordinator(
     services: Services, nursery: trio.Nursery
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
-    runtime = GroupCoordinatorRuntime(
-        services.config, services.replicas, admin=services.admin, clock=trio_ms
-    )
-    services.group_coordinator = runtime
-    await nursery.start(runtime.run)
-    yield runtime
-    runtime.shutdown()
+    async with running_group_coordinator(services, nursery) as runtime:
+        yield runtime
 
 
 FIND = ApiKey.FIND_COORDINATOR

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from groupcoordkit import running_group_coordinator
 
 import wirebroker.handlers.describe_groups
 import wirebroker.handlers.heartbeat
@@ -29,13 +30,6 @@ JOIN, SYNC, HEARTBEAT, LEAVE = (
 )
 
 
-def trio_ms() -> int:
-    try:
-        return START_MS + round(trio.current_time() * 1000)
-    except RuntimeError:
-        return START_MS
-
-
 def subscription(*topics: str) -> bytes:
     out = struct.pack(">hi", 0, len(topics))
     for t in topics:
@@ -52,13 +46,8 @@ def broker_overrides() -> dict[str, str]:
 async def coordinator(
     services: Services, nursery: trio.Nursery
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
-    runtime = GroupCoordinatorRuntime(
-        services.config, services.replicas, admin=services.admin, clock=trio_ms
-    )
-    services.group_coordinator = runtime
-    await nursery.start(runtime.run)
-    yield runtime
-    runtime.shutdown()
+    async with running_group_coordinator(services, nursery) as runtime:
+        yield runtime
 
 
 def join_body(

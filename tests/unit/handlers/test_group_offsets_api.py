@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+from groupcoordkit import running_group_coordinator, trio_ms
 
 import wirebroker.handlers.join_group
 import wirebroker.handlers.offset_commit
@@ -22,13 +23,6 @@ START_MS = 1_700_000_000_000
 COMMIT, FETCH, DELETE = ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE
 
 
-def trio_ms() -> int:
-    try:
-        return START_MS + round(trio.current_time() * 1000)
-    except RuntimeError:
-        return START_MS
-
-
 @pytest.fixture
 def broker_overrides() -> dict[str, str]:
     return {"offsets.topic.num.partitions": "4"}
@@ -40,13 +34,8 @@ async def coordinator(
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
     services.admin.create_topic("t", 2, now_ms=START_MS)
     services.admin.create_topic("u", 1, now_ms=START_MS)
-    runtime = GroupCoordinatorRuntime(
-        services.config, services.replicas, admin=services.admin, clock=trio_ms
-    )
-    services.group_coordinator = runtime
-    await nursery.start(runtime.run)
-    yield runtime
-    runtime.shutdown()
+    async with running_group_coordinator(services, nursery) as runtime:
+        yield runtime
 
 
 def topic_id(services: Services, name: str) -> uuid.UUID:

@@ -43,8 +43,9 @@ def broker_overrides() -> dict[str, str]:
     return {"transaction.state.log.num.partitions": "3", "transaction.max.timeout.ms": "60000"}
 
 
-@pytest.fixture
-async def txn(services: Services) -> AsyncIterator[TxnCoordinatorRuntime]:
+def _runtime(services: Services) -> TxnCoordinatorRuntime:
+    """The coordinator of `services` (every `__transaction_state` partition its own, markers to
+    a Sink), with topic "t" (2 partitions) created."""
     rt = TxnCoordinatorRuntime(
         services.config,
         services.replicas,
@@ -56,6 +57,12 @@ async def txn(services: Services) -> AsyncIterator[TxnCoordinatorRuntime]:
     )
     services.txn_coordinator = rt
     services.admin.create_topics([NewTopic("t", 2, 1)], now_ms=services.clock())
+    return rt
+
+
+@pytest.fixture
+async def txn(services: Services) -> AsyncIterator[TxnCoordinatorRuntime]:
+    rt = _runtime(services)
     async with trio.open_nursery() as nursery:
         await nursery.start(rt.run)
         await trio.testing.wait_all_tasks_blocked()
@@ -265,17 +272,7 @@ async def test_end_txn_v5_below_transaction_version_2_is_v4(
     make_services: Any, call_with: Any
 ) -> None:
     services = make_services(**{"transaction.version": "1"})
-    rt = TxnCoordinatorRuntime(
-        services.config,
-        services.replicas,
-        admin=services.admin,
-        producer_ids=services.producer_ids,
-        clock=services.clock,
-        leads_every_partition=True,
-        markers=Sink(),
-    )
-    services.txn_coordinator = rt
-    services.admin.create_topics([NewTopic("t", 2, 1)], now_ms=services.clock())
+    rt = _runtime(services)
     async with trio.open_nursery() as nursery:
         await nursery.start(rt.run)
         rt.ensure_topic()

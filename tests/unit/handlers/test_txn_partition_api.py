@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+from groupcoordkit import running_group_coordinator, trio_ms
 
 import wirebroker.handlers.describe_producers
 import wirebroker.handlers.join_group
@@ -27,13 +28,6 @@ from wirebroker.txn.partitioning import partition_for
 
 START_MS = 1_700_000_000_000
 PID, EPOCH = 4000, 3
-
-
-def trio_ms() -> int:
-    try:
-        return START_MS + round(trio.current_time() * 1000)
-    except RuntimeError:
-        return START_MS
 
 
 class FakeVerifier(TxnVerifier):
@@ -73,13 +67,8 @@ async def coordinator(
     services: Services, nursery: trio.Nursery
 ) -> AsyncIterator[GroupCoordinatorRuntime]:
     services.admin.create_topic("t", 2, now_ms=START_MS)
-    runtime = GroupCoordinatorRuntime(
-        services.config, services.replicas, admin=services.admin, clock=trio_ms
-    )
-    services.group_coordinator = runtime
-    await nursery.start(runtime.run)
-    yield runtime
-    runtime.shutdown()
+    async with running_group_coordinator(services, nursery) as runtime:
+        yield runtime
 
 
 def txn_batch(n: int = 2, seq: int = 0, pid: int = PID, epoch: int = EPOCH) -> bytes:

@@ -64,6 +64,7 @@ def test_eos_cluster_kill9_of_the_coordinator(
         target.close()
     assert all(t.startswith("coordinator") for t in report.kill_targets)
     _assert_exactly_once(report, kills)
+    assert report.stalls == 0, report.summary()  # WIP: fails in some runs, see the module doc
 
 
 def _log(*records: tuple[int, int, bytes]) -> dict[int, list[tuple[int, bytes]]]:

@@ -77,6 +77,8 @@ LIBRDKAFKA: dict[str, Any] = {
 }
 #: $WIREBROKER_EOS_DEBUG: librdkafka `debug` contexts for the app's consumer (to stderr).
 CONSUMER_DEBUG = os.environ.get("WIREBROKER_EOS_DEBUG")
+#: $WIREBROKER_EOS_PRODUCER_DEBUG: librdkafka `debug` contexts for the app's producer.
+PRODUCER_DEBUG = os.environ.get("WIREBROKER_EOS_PRODUCER_DEBUG")
 
 
 @dataclass
@@ -340,6 +342,7 @@ class EosApp(threading.Thread):
                     "transaction.timeout.ms": 20_000,
                     "message.timeout.ms": 20_000,
                     "linger.ms": 5,
+                    **({"debug": PRODUCER_DEBUG, "log_level": 7} if PRODUCER_DEBUG else {}),
                 }
             )
             try:

@@ -165,11 +165,15 @@ class KafkaServer:
         async with trio.open_nursery() as connections:
             log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
             task_status.started(bound)
-            while not (self.serving or self._stop.is_set()):
-                await self._wait_changed()
-            if self._stop.is_set():  # stopped while holding: nothing was accepted
-                for listener in listeners:
-                    await trio.aclose_forcefully(listener)
+            held = False  # the hold ended by start_serving()
+            try:
+                while not (self.serving or self._stop.is_set()):
+                    await self._wait_changed()
+                held = not self._stop.is_set()
+            finally:
+                if not held:  # stopped or cancelled while holding: nothing was accepted
+                    for listener in listeners:
+                        await trio.aclose_forcefully(listener)
             while not self._stop.is_set():
                 self._set_listening(True)
                 await self._serve_listeners(listeners, connections)

@@ -472,18 +472,22 @@ async def test_a_held_server_serves_only_after_start_serving(
     assert (await client.receive(request)).error_code == ErrorCode.NONE
 
 
-async def test_a_server_stopped_while_held_closes_its_listeners(
+async def test_a_server_stopped_or_cancelled_while_held_closes_its_listeners(
     registry: dict[int, HandlerSpec],
 ) -> None:
     from netwire import stub_server
 
-    server = stub_server(registry, hold_requests=True)
-    with trio.fail_after(TIMEOUT_S):
-        async with trio.open_nursery() as nursery:
-            (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])
-            server.shutdown()
-        with pytest.raises(OSError):
-            await trio.open_tcp_stream(*address)
+    for stop in ("shutdown", "cancel"):
+        server = stub_server(registry, hold_requests=True)
+        with trio.fail_after(TIMEOUT_S):
+            async with trio.open_nursery() as nursery:
+                (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])
+                if stop == "shutdown":
+                    server.shutdown()
+                else:
+                    nursery.cancel_scope.cancel()
+            with pytest.raises(OSError):
+                await trio.open_tcp_stream(*address)
 
 
 async def test_shutdown_lets_the_request_in_flight_finish(

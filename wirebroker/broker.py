@@ -29,9 +29,13 @@ Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
                   and the services are built)
     load          ReplicaManager.load -> LogManager.load: open every partition log, recovering
                   the ones not closed cleanly; a single broker then seeds its ZooKeeper
-    bind          every listener (port 0 allowed), then fill Services.advertised_host/port
+    bind          every listener (port 0 allowed), then fill Services.advertised_host/port;
+                  nothing is accepted yet (clients wait in the listen backlog, as in Kafka)
     member        registers this broker, mirrors the topics and takes the roles ZooKeeper
                   gives (a single broker: leader of every partition, at the epoch its log holds)
+    serve         the listeners start accepting: no client ever sees a Metadata answer from
+                  a broker that does not know the cluster yet (no brokers listed: librdkafka
+                  drops every broker handle it knows, see net/server.py)
     started       task_status.started([(host, port), ...]): the bound addresses
     run           the server, plus background tasks: retention every
                   log.retention.check.interval.ms, the flush scheduler, recovery-point
@@ -327,6 +331,7 @@ class Broker:
             grace_s=grace_s,
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
+            hold_requests=self.member is not None,
         )
         self.fault_control = FaultControl(
             self.faults,
@@ -538,6 +543,7 @@ class Broker:
                     member_scope = trio.CancelScope()
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
+                    self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
                         async with trio.open_nursery() as tasks:

@@ -75,8 +75,23 @@ LIBRDKAFKA: dict[str, Any] = {
     "reconnect.backoff.max.ms": 1000,
     "log_level": 2,
 }
+#: Settings of the app's transactional producer on top of LIBRDKAFKA. librdkafka 2.16
+#: decommissions a broker that a Metadata answer no longer lists (a killed one, as Kafka
+#: answers) but keeps it cached as the group coordinator; send_offsets_to_transaction()
+#: then waits for that handle to come up, which it never does, and is driven again only by
+#: some other broker's state change -- not by its own timeout (librdkafka #5511, #5456;
+#: compat/confluent-kafka/FINDINGS.md). With a connection to every broker
+#: (enable.sparse.connections=false) and a metadata refresh every second, the restarted
+#: broker's new handle connects within about a second of its return, and that state change
+#: sends the request to the group coordinator found anew.
+TXN_PRODUCER: dict[str, Any] = {
+    "enable.sparse.connections": False,
+    "topic.metadata.refresh.interval.ms": 1000,
+}
 #: $WIREBROKER_EOS_DEBUG: librdkafka `debug` contexts for the app's consumer (to stderr).
 CONSUMER_DEBUG = os.environ.get("WIREBROKER_EOS_DEBUG")
+#: $WIREBROKER_EOS_PRODUCER_DEBUG: librdkafka `debug` contexts for the app's producer.
+PRODUCER_DEBUG = os.environ.get("WIREBROKER_EOS_PRODUCER_DEBUG")
 
 
 @dataclass
@@ -335,11 +350,13 @@ class EosApp(threading.Thread):
             self.producer = Producer(
                 {
                     **LIBRDKAFKA,
+                    **TXN_PRODUCER,
                     "bootstrap.servers": self.bootstrap,
                     "transactional.id": TXN_ID,
                     "transaction.timeout.ms": 20_000,
                     "message.timeout.ms": 20_000,
                     "linger.ms": 5,
+                    **({"debug": PRODUCER_DEBUG, "log_level": 7} if PRODUCER_DEBUG else {}),
                 }
             )
             try:

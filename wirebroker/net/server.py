@@ -4,11 +4,20 @@ Lifetime (`KafkaServer.run`, started with `nursery.start`)::
 
     bind every (host, port) of `listen` (port 0: the kernel picks one)
     task_status.started([(host, port), ...])        the real bound addresses
+    hold (only with `hold_requests=True`)           nothing is accepted (clients wait in the
+                                                    listen backlog) until `start_serving()`
     accept (trio.serve_listeners) until shutdown() is called
     shutdown: close the listeners; idle connections close at once; a connection handling a
               request finishes it and sends its response, then closes; whatever is still
               running after `grace_s` seconds is cancelled
     return
+
+The hold is Kafka's `startProcessingRequests = false`: a cluster broker must bind first (its
+registration carries the port) but must not answer anyone before it has joined the cluster --
+a Metadata answer from an empty view lists no brokers, and clients drop every broker missing
+from a Metadata answer (librdkafka 2.x decommissions their handles, the transaction
+coordinator's included). `wirebroker.broker.Broker` calls `start_serving()` once its cluster
+member has registered and mirrored the cluster.
 
 Connections run in their own nursery, so closing the listeners does not cancel them. `run`
 itself is not meant to be cancelled for a graceful stop: cancellation stops everything at once
@@ -73,6 +82,7 @@ class KafkaServer:
         grace_s: float = 5.0,
         max_connections: int = _UNLIMITED,
         max_connections_per_ip: int = _UNLIMITED,
+        hold_requests: bool = False,
     ) -> None:
         self.dispatcher = dispatcher
         self.max_frame_bytes = max_frame_bytes
@@ -89,6 +99,14 @@ class KafkaServer:
         self._stop = trio.Event()
         self._slot_freed = trio.Event()
         self._accept_blocked = False
+        #: False until `start_serving()` when built with hold_requests=True
+        self.serving = not hold_requests
+
+    def start_serving(self) -> None:
+        """End the start-up hold: accept (and so serve) clients from now on. Idempotent."""
+        if not self.serving:
+            self.serving = True
+            self._changed.set()
 
     def shutdown(self) -> None:
         """Stop accepting and drain (see the module docstring). Idempotent, synchronous."""
@@ -147,6 +165,15 @@ class KafkaServer:
         async with trio.open_nursery() as connections:
             log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
             task_status.started(bound)
+            held = False  # the hold ended by start_serving()
+            try:
+                while not (self.serving or self._stop.is_set()):
+                    await self._wait_changed()
+                held = not self._stop.is_set()
+            finally:
+                if not held:  # stopped or cancelled while holding: nothing was accepted
+                    for listener in listeners:
+                        await trio.aclose_forcefully(listener)
             while not self._stop.is_set():
                 self._set_listening(True)
                 await self._serve_listeners(listeners, connections)

@@ -28,7 +28,11 @@ maps them for producers; a partition the coordinator does not have in the transa
 which every client knows (Kafka does so for clients before KIP-890 part 2); PRODUCER_FENCED
 becomes INVALID_PRODUCER_EPOCH (as Kafka's AddPartitionsToTxnManager); others pass through.
 `enabled` False (`transaction.partition.verification.enable=false`) skips all of it.
-One connection per coordinator address, used by one request at a time (a trio lock).
+One connection per coordinator address, used by one request at a time (a trio lock), each
+request bounded by `timeout_s` (Kafka's request.timeout.ms, 30 s). A cached connection that
+fails is replaced and the request sent once more on a new one: an idle connection to a
+coordinator whose broker was restarted meanwhile is dead without anyone having noticed (Kafka's
+NetworkClient sees the disconnect while polling and reconnects before sending).
 """
 
 from __future__ import annotations
@@ -198,17 +202,25 @@ class TxnVerifier:
         async with lock:
             with trio.fail_after(self.timeout_s):
                 conn = self._connections.get(address)
-                if conn is None or conn.closed:
-                    conn = await BrokerConnection.open(
-                        *address, client_id=self.client_id, max_frame_bytes=self.max_frame_bytes
-                    )
-                    self._connections[address] = conn
-                try:
-                    return await conn.request(int(ApiKey.ADD_PARTITIONS_TO_TXN), version, body)
-                except BaseException:
-                    self._connections.pop(address, None)
-                    await conn.aclose()
-                    raise
+                reused = conn is not None and not conn.closed
+                while True:
+                    if conn is None or conn.closed:
+                        conn = await BrokerConnection.open(
+                            *address,
+                            client_id=self.client_id,
+                            max_frame_bytes=self.max_frame_bytes,
+                        )
+                        self._connections[address] = conn
+                    try:
+                        return await conn.request(int(ApiKey.ADD_PARTITIONS_TO_TXN), version, body)
+                    except BaseException as exc:
+                        self._connections.pop(address, None)
+                        await conn.aclose()
+                        if not (reused and isinstance(exc, BrokerConnectionError)):
+                            raise
+                    # the cached connection went stale while idle (the coordinator's broker
+                    # restarted on the same address): once more, on a new connection
+                    conn, reused = None, False
 
     async def aclose(self) -> None:
         for conn in list(self._connections.values()):

@@ -457,6 +457,39 @@ async def test_idle_connection_is_closed(start_server: StartServer) -> None:
     await client.expect_closed()
 
 
+async def test_a_held_server_serves_only_after_start_serving(
+    start_server: StartServer,
+) -> None:
+    """hold_requests (a cluster broker before it has joined): the port is bound, a client
+    may connect (the listen backlog), but its request is read only after start_serving()."""
+    running = await start_server(hold_requests=True)
+    client = await WireClient.connect(running.address)
+    request = ApiVersionsRequest[0]()
+    await client.send(request, correlation_id=1)
+    await trio.testing.wait_all_tasks_blocked()
+    assert not running.server.connections and not running.server.listening
+    running.server.start_serving()
+    assert (await client.receive(request)).error_code == ErrorCode.NONE
+
+
+async def test_a_server_stopped_or_cancelled_while_held_closes_its_listeners(
+    registry: dict[int, HandlerSpec],
+) -> None:
+    from netwire import stub_server
+
+    for stop in ("shutdown", "cancel"):
+        server = stub_server(registry, hold_requests=True)
+        with trio.fail_after(TIMEOUT_S):
+            async with trio.open_nursery() as nursery:
+                (address,) = await nursery.start(server.run, [("127.0.0.1", 0)])
+                if stop == "shutdown":
+                    server.shutdown()
+                else:
+                    nursery.cancel_scope.cancel()
+            with pytest.raises(OSError):
+                await trio.open_tcp_stream(*address)
+
+
 async def test_shutdown_lets_the_request_in_flight_finish(
     registry: dict[int, HandlerSpec], clients: list[WireClient]
 ) -> None:

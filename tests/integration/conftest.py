@@ -44,6 +44,11 @@ pytest_runtest_makereport = failure_sections(_sections)
 
 
 @pytest.fixture(autouse=True)
+def _finalize_leaked_sockets(finalize_leaked_sockets: None) -> None:
+    """Every integration test: kafka-python's leaked sockets collected after it."""
+
+
+@pytest.fixture(autouse=True)
 def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
     def kill() -> None:
         for proc in request.node.stash.get(_BROKERS, []):

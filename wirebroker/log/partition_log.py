@@ -31,6 +31,7 @@ from wirebroker.log.config import LogConfig
 from wirebroker.log.control import ControlError, marker_batch, parse_marker
 from wirebroker.log.errors import (
     OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
     StorageError,
     UnexpectedAppendOffsetError,
 )
@@ -102,6 +103,10 @@ class PartitionLog:
         self._offline = False
         self._closed = False
         self._last_flush_ms = 0
+        #: the last leader append failed to write (undone, the log stays online): see
+        #: `append_as_leader`, sequence errors are answered as storage errors until a write
+        #: succeeds again
+        self._write_failed = False
 
     def __repr__(self) -> str:
         return (
@@ -310,9 +315,22 @@ class PartitionLog:
         max_ts = max(h.max_timestamp for _, h in stamped)
 
         # sequences and epochs, on staged copies (committed after the write)
-        staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
+        try:
+            staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
+        except OutOfOrderSequenceError as exc:
+            if self._write_failed:
+                raise StorageError(
+                    f"{self.name}: the last append failed to write; not checking the sequence "
+                    f"of a batch that may follow it ({exc})"
+                ) from exc
+            raise
 
-        self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
+        try:
+            self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
+        except StorageError:
+            self._write_failed = True
+            raise
+        self._write_failed = False
         self._producers.commit(staged)
         self._maybe_flush_messages(now_ms)
         return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)

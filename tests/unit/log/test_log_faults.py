@@ -143,3 +143,24 @@ def test_a_batch_pipelined_behind_a_failed_write_gets_a_storage_error(tmp_path: 
     with pytest.raises(OutOfOrderSequenceError):
         plog.append_as_leader(batch(1, pid=5, epoch=0, seq=9), leader_epoch=0, now_ms=NOW)
     assert_consistent(plog)
+
+
+def test_the_storage_answer_lasts_until_the_producer_writes_again_in_that_leader_epoch(
+    tmp_path: Path,
+) -> None:
+    fs = FaultyFileSystem()
+    plog = open_log(tmp_path, fs=fs)
+    plog.append_as_leader(batch(1, pid=5, epoch=0, seq=0), leader_epoch=0, now_ms=NOW)
+    fs.fail_write_after = 0
+    with pytest.raises(StorageError):  # R1
+        plog.append_as_leader(batch(1, pid=5, epoch=0, seq=1), leader_epoch=0, now_ms=NOW)
+    # the disk has room again: another producer's write (or a plain one) gets in first
+    plog.append_as_leader(batch(1, pid=6, epoch=0, seq=0), leader_epoch=0, now_ms=NOW)
+    plog.append_as_leader(batch(1), leader_epoch=0, now_ms=NOW)
+    with pytest.raises(StorageError):  # R2, still behind R1
+        plog.append_as_leader(batch(1, pid=5, epoch=0, seq=2), leader_epoch=0, now_ms=NOW)
+    with pytest.raises(OutOfOrderSequenceError):  # another producer's gap is its own
+        plog.append_as_leader(batch(1, pid=6, epoch=0, seq=5), leader_epoch=0, now_ms=NOW)
+    # a new leader epoch: no failed write of this leadership, a gap is a gap
+    with pytest.raises(OutOfOrderSequenceError):
+        plog.append_as_leader(batch(1, pid=5, epoch=0, seq=2), leader_epoch=1, now_ms=NOW)

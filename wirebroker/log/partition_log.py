@@ -31,6 +31,7 @@ from wirebroker.log.config import LogConfig
 from wirebroker.log.control import ControlError, marker_batch, parse_marker
 from wirebroker.log.errors import (
     OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
     StorageError,
     UnexpectedAppendOffsetError,
 )
@@ -102,6 +103,9 @@ class PartitionLog:
         self._offline = False
         self._closed = False
         self._last_flush_ms = 0
+        #: producer id -> leader epoch of its leader append whose write failed (undone, the
+        #: log stays online) and no write of it since: see `append_as_leader`
+        self._write_failed: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -309,10 +313,28 @@ class PartitionLog:
         last_offset = stamped[-1][1].last_offset
         max_ts = max(h.max_timestamp for _, h in stamped)
 
-        # sequences and epochs, on staged copies (committed after the write)
-        staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
+        # sequences and epochs, on staged copies (committed after the write). A producer
+        # whose last write failed here (full disk) in this leader epoch and none since gets a
+        # storage error instead of OUT_OF_ORDER_SEQUENCE_NUMBER: its batch is most likely
+        # pipelined behind the failed one (docs/log.md, "Append", step 5)
+        pids = {h.producer_id for _, h in stamped if h.producer_id >= 0}
+        try:
+            staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
+        except OutOfOrderSequenceError as exc:
+            if any(self._write_failed.get(pid) == leader_epoch for pid in pids):
+                raise StorageError(
+                    f"{self.name}: the producer's previous append failed to write; its "
+                    f"sequence is not checked until one is written ({exc})"
+                ) from exc
+            raise
 
-        self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
+        try:
+            self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
+        except StorageError:
+            self._write_failed.update(dict.fromkeys(pids, leader_epoch))
+            raise
+        for pid in pids:
+            self._write_failed.pop(pid, None)
         self._producers.commit(staged)
         self._maybe_flush_messages(now_ms)
         return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)

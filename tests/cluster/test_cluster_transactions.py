@@ -18,6 +18,11 @@ brokers over the wire (and to itself over loopback).
   replicated, markers under way; a partition leader frozen with SIGSTOP meanwhile slows them
   down): the new coordinator replays PrepareCommit, writes the markers again and completes;
   every record is visible (an acknowledged commit is never lost nor turned into an abort).
+  Run twice: with the ISR shrink of the leader racing the controller, and with the controller
+  dropping the frozen follower first (a new leader epoch of the coordinator's partition, same
+  leader: no new election, so EndTxn is not answered NOT_COORDINATOR, which would send
+  librdkafka's FindCoordinator to any connected broker, the frozen one included, where it
+  waits socket.timeout.ms).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 import _wire
+import pytest
 from _cluster import ClusterProcesses, wait_until
 from _txn import read_values
 from kafka import KafkaProducer
@@ -169,10 +175,22 @@ def test_kill9_of_the_coordinator_mid_transaction(cluster_factory: Any) -> None:
         assert seen == [b"before"], f"an aborted transaction is visible: {seen[:5]}"
 
 
-def test_kill9_of_the_coordinator_while_markers_are_written(cluster_factory: Any) -> None:
+@pytest.mark.parametrize(
+    "lag_ms",
+    [
+        pytest.param("3000", id="isr-race"),
+        # the leader keeps the frozen follower in the ISR until the controller drops it (its
+        # session expired) with a new leader epoch: the coordinator's partition is still led
+        # by the same broker, which is no new election (no reload, EndTxn answered NONE)
+        pytest.param("30000", id="controller-drops-the-follower"),
+    ],
+)
+def test_kill9_of_the_coordinator_while_markers_are_written(
+    cluster_factory: Any, lag_ms: str
+) -> None:
     from confluent_kafka import Producer
 
-    cluster = cluster_factory(**OVERRIDES)
+    cluster = cluster_factory(**OVERRIDES, **{"replica.lag.time.max.ms": lag_ms})
     _spread_leaders(cluster)
     tid = "markers-tx"
     producer = Producer(

@@ -22,7 +22,9 @@ partitions this broker leads (the broker's role listener calls `on_became_leader
 `on_resigned`, as for the group coordinator and `__consumer_offsets`). A load replays the
 partition up to its log end (`wirebroker.txn.loader`) and completes with the leader epoch as
 coordinator epoch; PrepareCommit/PrepareAbort transactions found there get their markers sent
-again. `leads_every_partition` (the no-cluster mode only) loads every partition at epoch 0.
+again. A new leader epoch without a leadership lost in between (the controller changed the ISR)
+is no new election: no reload, the coordinator epoch stays (`on_became_leader`).
+`leads_every_partition` (the no-cluster mode only) loads every partition at epoch 0.
 `__transaction_state` is created on the first FindCoordinator for a transactional id
 (`transaction.state.log.num.partitions`, replication factor
 `transaction.state.log.replication.factor` capped by the live brokers, min.insync.replicas
@@ -159,10 +161,26 @@ class TxnCoordinatorRuntime:
     # == leadership ========================================================================
     def on_became_leader(self, partition: int, leader_epoch: int) -> None:
         """This broker leads `__transaction_state`-`partition` at `leader_epoch`: load it
-        (its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        (its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+
+        A new leader epoch while this broker already leads the partition (no `on_resigned`
+        in between: the controller only changed the ISR, as ZooKeeper-mode controllers do
+        when a follower's broker dies) is not a new election: the coordinator keeps its
+        state and coordinator epoch, and appends waiting for replication go on (Kafka calls
+        `onElection` only for partitions that were not led before). Reloading would answer
+        NOT_COORDINATOR to a waiting EndTxn whose PrepareCommit is in the log anyway."""
         if self._stopped or not 0 <= partition < self.core.config.num_partitions:
             return
-        if self._leading.get(partition) == leader_epoch:
+        current = self._leading.get(partition)
+        if current is not None:
+            if current != leader_epoch:
+                log.info(
+                    "%s-%d: leader epoch %d, still led here: coordinator epoch stays %d",
+                    TXN_TOPIC,
+                    partition,
+                    leader_epoch,
+                    current,
+                )
             return
         self._leading[partition] = leader_epoch
         self.core.begin_loading(partition)
@@ -430,7 +448,7 @@ class TxnCoordinatorRuntime:
         appended = self._append(append)
         error: ErrorCode | None
         if isinstance(appended, tuple):
-            error = await self._wait_replicated(*appended)
+            error = await self._wait_replicated(*appended, append.coordinator_epoch)
         else:
             error = appended
         result = self.core.append_done(append, error, self.clock())
@@ -450,7 +468,9 @@ class TxnCoordinatorRuntime:
             part = self.replicas.partition(TXN_TOPIC, append.partition)
             if part is None:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if part.leader_epoch != append.coordinator_epoch and not self.leads_every_partition:
+            if not self.leads_every_partition and not self._still_leading(
+                part, append.coordinator_epoch
+            ):
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             batch = build_batch([(append.key, append.value)], base_timestamp=now)
             done = self.replicas.append(part, batch, now_ms=now, required_acks=-1)
@@ -462,12 +482,34 @@ class TxnCoordinatorRuntime:
             return ErrorCode.UNKNOWN
         return part, done.last_offset + 1
 
-    async def _wait_replicated(self, part: Partition, end_offset: int) -> ErrorCode | None:
+    def _still_leading(self, part: Partition, coordinator_epoch: int) -> bool:
+        """This broker leads `part` in the leadership that loaded it at `coordinator_epoch`
+        (its leader epoch may have moved on since: see `on_became_leader`)."""
+        return part.is_leader and self._leading.get(part.index) == coordinator_epoch
+
+    async def _wait_replicated(
+        self, part: Partition, end_offset: int, coordinator_epoch: int
+    ) -> ErrorCode | None:
+        """None once the high watermark passed `end_offset`, else the error. The waiter
+        answers NOT_LEADER_OR_FOLLOWER when the leader epoch changes; when this broker still
+        leads the partition in the same leadership (an ISR change by the controller), the
+        log was not truncated and the wait goes on at the new epoch until the deadline."""
         if part.high_watermark >= end_offset:
             return None
-        try:
-            error = await self.replication_waiter(part, end_offset, self.append_timeout_s)
-        except Exception:
-            log.exception("waiting for %s-%d to replicate failed", TXN_TOPIC, part.index)
-            return ErrorCode.UNKNOWN
-        return None if error is ErrorCode.NONE else error
+        deadline = trio.current_time() + self.append_timeout_s
+        while True:
+            epoch = part.leader_epoch
+            try:
+                error = await self.replication_waiter(
+                    part, end_offset, max(0.0, deadline - trio.current_time())
+                )
+            except Exception:
+                log.exception("waiting for %s-%d to replicate failed", TXN_TOPIC, part.index)
+                return ErrorCode.UNKNOWN
+            if (
+                error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+                and part.leader_epoch != epoch
+                and (self.leads_every_partition or self._still_leading(part, coordinator_epoch))
+            ):
+                continue
+            return None if error is ErrorCode.NONE else error

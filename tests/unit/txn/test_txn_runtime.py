@@ -18,6 +18,8 @@ from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.group.offsets_log import keyed_records
 from wirebroker.log.log_manager import LogManager
+from wirebroker.replication.delayed_produce import ProduceWaiters
+from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.txn.effects import MarkerRequest
@@ -332,4 +334,128 @@ async def test_a_failed_completion_is_written_again_after_a_backoff(
             await trio.sleep(0.01)
         assert failures["calls"] == 4
         assert trio.current_time() - started >= 3 * RETRY_BACKOFF_S
+        nursery.cancel_scope.cancel()
+
+
+class Replicated:
+    """The runtime as a cluster broker runs it: leadership from the role listener, appends
+    waiting in the real acks=-1 purgatory; the state partition has a follower (node 1) that
+    never fetches, so only an ISR without it lets the high watermark move."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.waiters = ProduceWaiters()
+        env.replicas.add_hw_listener(self.waiters.notify)
+        self.rt = TxnCoordinatorRuntime(
+            env.config,
+            env.replicas,
+            admin=env.admin,
+            producer_ids=ProducerIdManager(env.topics),
+            clock=env.clock,
+            replication_waiter=self.waiters.wait,
+            markers=env.sink,
+        )
+        env.replicas.add_role_listener(self._role)
+        self.partition_epoch = 0
+
+    def _role(self, part: Partition) -> None:
+        if part.topic == TXN_TOPIC and part.role is Role.LEADER:
+            self.rt.on_became_leader(part.index, part.leader_epoch)
+        elif part.topic == TXN_TOPIC:
+            self.rt.on_resigned(part.index, part.leader_epoch)
+
+    def lead(self, p: int, leader_epoch: int, isr: list[int]) -> None:
+        self.partition_epoch += 1
+        assert self.env.replicas.make_leader(
+            TXN_TOPIC,
+            p,
+            leader_epoch=leader_epoch,
+            isr=isr,
+            replicas=[0, 1],
+            partition_epoch=self.partition_epoch,
+            now_ms=self.env.clock(),
+        )
+
+    def isr(self, p: int, isr: list[int]) -> None:
+        self.partition_epoch += 1
+        self.env.replicas.isr_committed(TXN_TOPIC, p, isr=isr, partition_epoch=self.partition_epoch)
+
+
+async def test_a_leader_epoch_bump_without_a_leader_change_keeps_the_coordinator(
+    env: Env,
+) -> None:
+    """EndTxn waits for its PrepareCommit to replicate; the controller then drops the dead
+    follower from the ISR with a new leader epoch, this broker still leading (ZooKeeper-mode
+    Kafka does that). As in Kafka, that is no new election: no reload, the coordinator epoch
+    stays, and EndTxn is answered NONE once the high watermark passes the record (not
+    NOT_COORDINATOR, which sends the client looking for a coordinator)."""
+    cluster = Replicated(env)
+    rt = cluster.rt
+    async with trio.open_nursery() as nursery:
+        await nursery.start(rt.run)
+        assert rt.ensure_topic() is E.NONE
+        p = rt.partition_for("tx")
+        cluster.lead(p, 1, [0])
+        await _settle()
+        pid, epoch = await _begin(rt, "tx", TP("t", 0))
+        cluster.isr(p, [0, 1])
+        answers: list[E] = []
+
+        async def commit() -> None:
+            answers.append(await rt.end_txn("tx", pid, epoch, True))
+
+        nursery.start_soon(commit)
+        await _settle()
+        assert answers == [] and rt.describe("tx").state == "Ongoing"
+        cluster.lead(p, 2, [0])  # follower 1 removed by the controller: HW moves
+        await _settle()
+        assert answers == [E.NONE]
+        [(request, parts)] = env.sink.sent
+        assert (request.coordinator_epoch, parts) == (1, {TP("t", 0)})
+        assert rt.marker_wanted(request)
+        rt.marker_done(request, TP("t", 0))
+        await _settle()
+        assert rt.describe("tx").state == "CompleteCommit"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_leadership_lost_and_regained_reloads(env: Env) -> None:
+    """Leading again after following is a new election: the partition is replayed at the
+    new leader epoch and a request waiting meanwhile is answered NOT_COORDINATOR."""
+    cluster = Replicated(env)
+    rt = cluster.rt
+    async with trio.open_nursery() as nursery:
+        await nursery.start(rt.run)
+        assert rt.ensure_topic() is E.NONE
+        p = rt.partition_for("tx")
+        cluster.lead(p, 1, [0])
+        await _settle()
+        pid, epoch = await _begin(rt, "tx", TP("t", 0))
+        cluster.isr(p, [0, 1])
+        answers: list[E] = []
+
+        async def commit() -> None:
+            answers.append(await rt.end_txn("tx", pid, epoch, True))
+
+        nursery.start_soon(commit)
+        await _settle()
+        cluster.partition_epoch += 1
+        env.replicas.make_follower(
+            TXN_TOPIC,
+            p,
+            leader_id=1,
+            leader_epoch=2,
+            isr=[1, 0],
+            replicas=[0, 1],
+            partition_epoch=cluster.partition_epoch,
+            now_ms=env.clock(),
+        )
+        await _settle()
+        assert answers == [E.NOT_COORDINATOR]
+        assert rt.describe("tx").error is E.NOT_COORDINATOR
+        cluster.lead(p, 3, [0])
+        await _settle()
+        assert rt.describe("tx").state == "PrepareCommit"
+        [(request, _)] = env.sink.sent
+        assert request.coordinator_epoch == 3
         nursery.cancel_scope.cancel()

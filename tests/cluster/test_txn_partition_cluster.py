@@ -42,6 +42,18 @@ def _group_led_elsewhere(cluster: ClusterProcesses, avoid: int) -> str:
     raise AssertionError("every group is coordinated by the transaction coordinator's broker")
 
 
+def _produce(txn: RawTxn, address: str, partition: int, values: list[bytes]) -> tuple[int, int]:
+    """`txn.produce`, sent again while it answers NOT_ENOUGH_REPLICAS: the leader cannot reach
+    the transaction coordinator yet (just after `__transaction_state` was created its view may
+    not list it); retriable, and every client retries it. Nothing was appended meanwhile."""
+
+    def once() -> tuple[int, int] | None:
+        code, base = txn.produce(address, TOPIC, partition, values)
+        return None if code == E.NOT_ENOUGH_REPLICAS else (code, base)
+
+    return wait_until(once, 30, f"{TOPIC}-{partition}: a produce not refused as retriable")
+
+
 def test_markers_and_verification_across_brokers(cluster: ClusterProcesses) -> None:
     cluster.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3)
     txn = RawTxn(cluster.address(cluster.controller()), "tx-cluster")
@@ -52,9 +64,9 @@ def test_markers_and_verification_across_brokers(cluster: ClusterProcesses) -> N
     leader = cluster.address(cluster.leader(TOPIC, p))
 
     assert txn.add_partitions(TOPIC, [p]) == {p: 0}
-    assert txn.produce(leader, TOPIC, p, [b"a", b"b"]) == (0, 0)
+    assert _produce(txn, leader, p, [b"a", b"b"]) == (0, 0)
     unadded_leader = cluster.address(cluster.leader(TOPIC, unadded))
-    assert txn.produce(unadded_leader, TOPIC, unadded, [b"x"]) == (E.INVALID_TXN_STATE, -1)
+    assert _produce(txn, unadded_leader, unadded, [b"x"]) == (E.INVALID_TXN_STATE, -1)
     assert _wire.list_offset(unadded_leader, TOPIC, unadded) == (0, 0)
 
     group = _group_led_elsewhere(cluster, txn.coordinator_id)

@@ -381,6 +381,30 @@ class Replicated:
         self.env.replicas.isr_committed(TXN_TOPIC, p, isr=isr, partition_epoch=self.partition_epoch)
 
 
+async def _commit_waiting_for_follower(
+    cluster: Replicated, nursery: trio.Nursery
+) -> tuple[int, list[E]]:
+    """Run the coordinator leading "tx"'s partition at leader epoch 1 with follower 1 in the
+    ISR (never fetching), begin a transaction and start its EndTxn(commit), which waits for
+    the follower: (the partition, the list its answer is appended to)."""
+    rt = cluster.rt
+    await nursery.start(rt.run)
+    assert rt.ensure_topic() is E.NONE
+    p = rt.partition_for("tx")
+    cluster.lead(p, 1, [0])
+    await _settle()
+    pid, epoch = await _begin(rt, "tx", TP("t", 0))
+    cluster.isr(p, [0, 1])
+    answers: list[E] = []
+
+    async def commit() -> None:
+        answers.append(await rt.end_txn("tx", pid, epoch, True))
+
+    nursery.start_soon(commit)
+    await _settle()
+    return p, answers
+
+
 async def test_a_leader_epoch_bump_without_a_leader_change_keeps_the_coordinator(
     env: Env,
 ) -> None:
@@ -392,20 +416,7 @@ async def test_a_leader_epoch_bump_without_a_leader_change_keeps_the_coordinator
     cluster = Replicated(env)
     rt = cluster.rt
     async with trio.open_nursery() as nursery:
-        await nursery.start(rt.run)
-        assert rt.ensure_topic() is E.NONE
-        p = rt.partition_for("tx")
-        cluster.lead(p, 1, [0])
-        await _settle()
-        pid, epoch = await _begin(rt, "tx", TP("t", 0))
-        cluster.isr(p, [0, 1])
-        answers: list[E] = []
-
-        async def commit() -> None:
-            answers.append(await rt.end_txn("tx", pid, epoch, True))
-
-        nursery.start_soon(commit)
-        await _settle()
+        p, answers = await _commit_waiting_for_follower(cluster, nursery)
         assert answers == [] and rt.describe("tx").state == "Ongoing"
         cluster.lead(p, 2, [0])  # follower 1 removed by the controller: HW moves
         await _settle()
@@ -425,20 +436,7 @@ async def test_a_leadership_lost_and_regained_reloads(env: Env) -> None:
     cluster = Replicated(env)
     rt = cluster.rt
     async with trio.open_nursery() as nursery:
-        await nursery.start(rt.run)
-        assert rt.ensure_topic() is E.NONE
-        p = rt.partition_for("tx")
-        cluster.lead(p, 1, [0])
-        await _settle()
-        pid, epoch = await _begin(rt, "tx", TP("t", 0))
-        cluster.isr(p, [0, 1])
-        answers: list[E] = []
-
-        async def commit() -> None:
-            answers.append(await rt.end_txn("tx", pid, epoch, True))
-
-        nursery.start_soon(commit)
-        await _settle()
+        p, answers = await _commit_waiting_for_follower(cluster, nursery)
         cluster.partition_epoch += 1
         env.replicas.make_follower(
             TXN_TOPIC,

@@ -1,12 +1,14 @@
 """Shared pytest setup: make the repository root importable (before `pip install -e .`); the
 ZooKeeper fixtures of tests/zk_fixtures.py (`zookeeper`, `zk_hosts`) for every test; the
-fixture `finalize_leaked_sockets` of tests/leaked_sockets.py."""
+fixture `finalize_leaked_sockets` of tests/leaked_sockets.py; and, for every test, the
+workaround for kafka-python's group-join race (compat/kafka_python_join.py)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,8 @@ if _TESTS not in sys.path:
 import leaked_sockets  # noqa: E402
 from zk_fixtures import zk_hosts, zookeeper  # noqa: E402
 
+from compat.kafka_python_join import unstick_join  # noqa: E402
+
 __all__ = ["zk_hosts", "zookeeper"]
 
 
@@ -28,3 +32,21 @@ def finalize_leaked_sockets() -> Iterator[None]:
     """After the test, collect the sockets kafka-python leaked (see tests/leaked_sockets.py)."""
     yield
     leaked_sockets.collect()
+
+
+@pytest.fixture(autouse=True)
+def _kafka_python_join_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `KafkaConsumer.poll` in a test is followed by `unstick_join`: kafka-python 3.0.12
+    can keep a group member's stale (empty) assignment forever when a rebalance outlasts one
+    poll (compat/kafka_python_join.py). That is a client bug, not the broker's; without this,
+    a test with short polls fails at random on a loaded machine (CI did, 2026-12-05)."""
+    from kafka import KafkaConsumer
+
+    poll = KafkaConsumer.poll
+
+    def poll_then_unstick(self: KafkaConsumer, *args: Any, **kwargs: Any) -> Any:
+        records = poll(self, *args, **kwargs)
+        unstick_join(self)
+        return records
+
+    monkeypatch.setattr(KafkaConsumer, "poll", poll_then_unstick)

@@ -19,6 +19,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import KafkaError
 
+from compat.kafka_python_join import unstick_join
 from compat.scenarios.api import (
     Adapter,
     ClientError,
@@ -73,21 +74,8 @@ class KafkaPythonMember(Member):
         out = [_rec(m) for msgs in batch.values() for m in msgs]
         if out:
             self._consumer.commit()
-        self._unstick_join()
+        unstick_join(self._consumer)  # a kafka-python race, compat/kafka_python_join.py
         return out
-
-    def _unstick_join(self) -> None:
-        """Work around a kafka-python 3.0.12 race (FINDINGS.md): a rebalance started by a
-        metadata change whose JoinGroup/SyncGroup outlasts poll()'s timeout completes in the
-        background, but the leader's assignment already made need_rejoin() false, so no later
-        poll consumes the finished join: the new assignment is never applied. A finished,
-        unconsumed join task with nothing left to rejoin for is that state; asking for a
-        rejoin makes the next poll run (and apply) a fresh rebalance."""
-        coordinator = getattr(self._consumer, "_coordinator", None)
-        task = getattr(coordinator, "_join_task", None)
-        stuck = task is not None and task.is_done and not coordinator.need_rejoin()
-        if coordinator is not None and stuck:
-            coordinator.request_rejoin()
 
     def assignment(self) -> set[tuple[str, int]]:
         return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}

@@ -526,22 +526,24 @@ def render(r: dict[str, Any]) -> str:
         f"Brokers: 3 + ZooKeeper on loopback; ZooKeeper session timeout {st:g} s "
         f"({r['session_source']}); {r['kills']} stops of the leader of a 1-partition topic "
         "(RF 3, min.insync.replicas 2) per kind",
-        "",
-        "| measure | p50 | p99 | max | target |",
-        "|---|---:|---:|---:|---|",
     ]
+    stops: list[str] = []
     for how, label in (("kill9", "kill -9"), ("sigterm", "SIGTERM (controlled shutdown)")):
         for what in ("produce", "consume"):
             s = r[f"{how}_{what}"]
+            if not s["n"]:
+                continue  # not measured (--only throughput, --no-sigterm)
             target = ""
             if what == "produce":
                 limit = st + 1 if how == "kill9" else 1.0
                 target = f"<= {limit:g} s " + _verdict(s["p99"] <= limit)
             first = "acks=all produce" if what == "produce" else "record consumed"
-            lines.append(
+            stops.append(
                 f"| {label}: signal -> first {first} (s) | {s['p50']:.3f} | {s['p99']:.3f} "
                 f"| {s['max']:.3f} | {target} |"
             )
+    if stops:
+        lines += ["", "| measure | p50 | p99 | max | target |", "|---|---:|---:|---:|---|", *stops]
     for how, label in (("kill9", "kill -9"), ("sigterm", "SIGTERM")):
         steps = r.get(f"{how}_steps")
         if not steps or not any(s["n"] for s in steps.values()):
@@ -559,14 +561,15 @@ def render(r: dict[str, Any]) -> str:
                     f"| {s['n']} |"
                 )
     start = r["start"]
-    lines += [
-        "",
-        "| measure | value | target |",
-        "|---|---:|---|",
-        f"| `wirebroker cluster --brokers 3`: spawn -> ready line (median of {start['n']}) "
-        f"| {start['ready']:.2f} s | < 5 s {_verdict(start['ready'] < 5)} |",
-        f"| ... of which ZooKeeper up | {start['zookeeper']:.2f} s | |",
-    ]
+    if start["n"]:  # not measured with --only throughput
+        lines += [
+            "",
+            "| measure | value | target |",
+            "|---|---:|---|",
+            f"| `wirebroker cluster --brokers 3`: spawn -> ready line (median of {start['n']}) "
+            f"| {start['ready']:.2f} s | < 5 s {_verdict(start['ready'] < 5)} |",
+            f"| ... of which ZooKeeper up | {start['zookeeper']:.2f} s | |",
+        ]
     t = r["throughput"]
     if t:
         lines += [
@@ -703,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
             tracer = Tracer(cluster, zk, log)
             for how in ("kill9", "sigterm"):
                 if only_throughput or (how == "sigterm" and args.no_sigterm):
-                    result["sigterm_produce"] = result["sigterm_consume"] = _stats([])
+                    result[f"{how}_produce"] = result[f"{how}_consume"] = _stats([])
                     continue
                 print(f"{how} x {kills} ...", file=log, flush=True)
                 rounds = failover_rounds(cluster, kills, how, log, tracer)

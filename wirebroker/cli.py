@@ -169,6 +169,12 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="broker i listens on P+i (default: free ports)",
     )
     cluster.add_argument(
+        "--admin",
+        action="store_true",
+        help="every broker serves the admin listener (/metrics, the web view, /faults) on a "
+        "free loopback port, printed in its ready line",
+    )
+    cluster.add_argument(
         "--override",
         action="append",
         default=[],
@@ -286,6 +292,7 @@ def cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         ready_timeout=args.ready_timeout,
         stop_timeout=args.stop_timeout,
         zookeeper_servers=args.zookeeper_servers,
+        admin=args.admin,
     )
     return run_cluster(spec)
 

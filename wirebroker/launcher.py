@@ -1,7 +1,7 @@
 """`wirebroker cluster`: a throwaway ZooKeeper and N broker processes, for users and tests.
 
     wirebroker cluster --brokers N [--data-dir D] [--zookeeper CONNECT | --zookeeper-servers Z]
-                       [--port-base P] [--override KEY=VALUE ...] [--log-level L]
+                       [--port-base P] [--admin] [--override KEY=VALUE ...] [--log-level L]
 
 What it starts, in order:
 1. ZooKeeper, unless `--zookeeper` names one: a throwaway standalone server from Debian's
@@ -11,7 +11,9 @@ What it starts, in order:
    (`ZooKeeperEnsemble`; the brokers' connect string names all of them, so the cluster keeps
    working while a majority of the servers runs).
 2. N brokers, each `python -m wirebroker serve --zookeeper CONNECT --node-id i --port 0|P+i
-   --data-dir D/broker-i [--override ...]` for i = 0..N-1, all at once. Each runs in its own
+   --data-dir D/broker-i [--admin-port 0] [--override ...]` for i = 0..N-1, all at once
+   (`--admin`: each broker serves its admin listener, /metrics, the web view and /faults, on
+   a free loopback port). Each runs in its own
    process group (a Ctrl-C in the terminal reaches only the launcher, which then stops the
    brokers in order) and gets SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG).
    `offsets.topic.replication.factor` is min(3, N) unless an override sets it.
@@ -22,7 +24,7 @@ What it starts, in order:
 
 Output (stdout, each line flushed): one line per broker
 
-    broker I ready on HOST:PORT (pid PID, data DIR, log FILE)
+    broker I ready on HOST:PORT (pid PID[, admin http://HOST:PORT/], data DIR, log FILE)
 
 then one summary line, the last one of start-up (scripts wait for it):
 
@@ -90,6 +92,7 @@ class ClusterSpec:
     ready_timeout: float = 60.0
     stop_timeout: float = 30.0
     zookeeper_servers: int = 1  # >1: a throwaway ensemble (ignored with `zookeeper`)
+    admin: bool = False  # every broker serves the admin listener on a free loopback port
 
 
 class ZooKeeperLike(Protocol):
@@ -117,6 +120,8 @@ def broker_command(
     cmd = [sys.executable, "-m", "wirebroker", "serve", "--zookeeper", connect]
     cmd += ["--node-id", str(node_id), "--port", str(port), "--data-dir", str(data_dir)]
     cmd += ["--log-level", spec.log_level]
+    if spec.admin:
+        cmd += ["--admin-port", "0"]
     for key, value in broker_overrides(spec).items():
         cmd += ["--override", f"{key}={value}"]
     return cmd
@@ -398,9 +403,10 @@ class ClusterLauncher:
         if self.signals:
             return
         for broker in self.brokers:
+            admin = f", admin {broker.admin_url}/" if broker.admin_url else ""
             self.say(
-                f"broker {broker.node_id} ready on {broker.address} (pid {broker.pid}, data "
-                f"{broker.data_dir}, log {broker.log_path})"
+                f"broker {broker.node_id} ready on {broker.address} (pid {broker.pid}{admin}, "
+                f"data {broker.data_dir}, log {broker.log_path})"
             )
         bootstrap = ",".join(str(b.address) for b in self.brokers)
         self.say(f"{CLUSTER_READY_PREFIX}bootstrap {bootstrap} zookeeper {self.connect}")

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import IO
 
@@ -135,6 +138,13 @@ def _parse_ready(line: str) -> tuple[str, str]:
     return words[1], words[3]
 
 
+def _admin_url(line: str) -> str:
+    # broker I ready on H:P (pid PID, admin http://H:P/, data DIR, log FILE)
+    match = re.search(r", admin (http://\S+/),", line)
+    assert match, f"no admin address in {line!r}"
+    return match.group(1)
+
+
 def test_wirebroker_cluster_serves_clients_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -147,6 +157,7 @@ def test_wirebroker_cluster_serves_clients_and_stops_cleanly_on_ctrl_c(tmp_path:
             "cluster",
             "--brokers",
             "3",
+            "--admin",
             "--override",
             "zookeeper.session.timeout.ms=6000",
         ],
@@ -195,6 +206,18 @@ def test_wirebroker_cluster_serves_clients_and_stops_cleanly_on_ctrl_c(tmp_path:
         finally:
             consumer.close()
         assert got == {f"m{i}".encode() for i in range(30)}, f"consumed {sorted(got)}"
+        # --admin: each ready line names the broker's admin listener, which serves its metrics
+        # (every broker holds a replica of each of the 3 partitions: 10 records each)
+        for node, line in enumerate(per_broker):
+            url = _admin_url(line)
+            metrics = urllib.request.urlopen(f"{url}metrics", timeout=10).read().decode()
+            assert f'node_id="{node}"' in metrics, f"broker {node}'s /metrics at {url}"
+            ends = [
+                m
+                for m in metrics.splitlines()
+                if m.startswith("wirebroker_partition_log_end_offset{") and '"via-cli"' in m
+            ]
+            assert len(ends) == 3, f"broker {node}: {ends}"
 
         code = launcher.stop(signal.SIGINT, timeout=60)
     finally:
@@ -259,6 +282,25 @@ def test_launcher_kills_a_broker_that_ignores_sigterm(tmp_path: Path) -> None:
     assert "SIGKILL to broker(s) 0" in launcher.stderr(), launcher.stderr()
     assert took < 10, f"stopping took {took:.1f} s with --stop-timeout 1"
     wait_until(lambda: not any(_alive(p) for p in pids), 10, "every stub broker gone")
+
+
+def test_launcher_admin_option_gives_each_broker_a_listener_and_prints_it(
+    tmp_path: Path,
+) -> None:
+    launcher = _stub(tmp_path, "--brokers", "2", "--admin")
+    try:
+        launcher.wait_line(READY, timeout=30)
+        per_broker = [ln for ln in launcher.out if ln.startswith("broker ")]
+        urls = [_admin_url(line) for line in per_broker]
+        # the stub broker serves its admin port only when given `--admin-port 0`
+        for url in urls:
+            host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+            socket.create_connection((host, int(port)), timeout=5).close()
+        code = launcher.stop(signal.SIGINT, timeout=30)
+    finally:
+        launcher.close()
+    assert code == 0
+    assert len(urls) == 2 and len(set(urls)) == 2, urls
 
 
 def test_launcher_keeps_a_given_data_dir_with_the_logs(tmp_path: Path) -> None:

@@ -129,12 +129,13 @@ class GroupCoordinatorCore:
             self.state.partitions[p] = PartitionStatus.LOADING
         return fx.result()
 
-    def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply one `__consumer_offsets` record (False: a record type this core ignores).
+    def replay(self, key: bytes, value: bytes | None, offset: int = -1) -> bool:
+        """Apply one `__consumer_offsets` record at log offset `offset` (False: a record type
+        this core ignores).
 
         Only for partitions being loaded (`begin_loading`): records the core emitted itself
         are already applied. Raises `GroupRecordError` on bytes that do not decode."""
-        return self.loader.replay(key, value)
+        return self.loader.replay(key, value, offset)
 
     def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> Result[None]:
         """A COMMIT/ABORT marker of `producer_id` was written to `partition` (see
@@ -142,9 +143,12 @@ class GroupCoordinatorCore:
         self.loader.complete_txn(producer_id, partition, commit=commit)
         return self.offsets.complete_txn(producer_id, partition, commit=commit)
 
-    def replay_pending(self, producer_id: int, key: bytes, value: bytes | None) -> bool:
-        """Replay an offset commit of an open transaction (its marker not in the log)."""
-        return self.loader.replay_pending(producer_id, key, value)
+    def replay_pending(
+        self, producer_id: int, key: bytes, value: bytes | None, offset: int = -1
+    ) -> bool:
+        """Replay an offset commit of an open transaction (its marker not in the log), at log
+        offset `offset`."""
+        return self.loader.replay_pending(producer_id, key, value, offset)
 
     def complete_loading(
         self, now_ms: int, partitions: Iterable[int] | None = None

@@ -52,11 +52,13 @@ class GroupLoader:
         self._offsets = OffsetStore()
         self._pending = PendingTxnOffsets()
 
-    def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply one record (False: a record type the coordinator ignores). Raises
-        `GroupRecordError` on bytes that do not decode, RuntimeError for a group whose
-        partition is not loading."""
+    def replay(self, key: bytes, value: bytes | None, offset: int = -1) -> bool:
+        """Apply one record (False: a record type the coordinator ignores); `offset`: its
+        log offset (-1: unknown), the position that decides between a plain and a
+        transactional commit (`wirebroker.group.offsets`). Raises `GroupRecordError` on
+        bytes that do not decode, RuntimeError for a group whose partition is not loading."""
         k = decode_key(key)
+        self._state.saw_record(offset)
         if isinstance(k, OffsetCommitKey | GroupMetadataKey) and (
             self._state.status(k.group) is not PartitionStatus.LOADING
         ):
@@ -68,8 +70,8 @@ class GroupLoader:
                 if k.group not in self._groups:
                     # Offsets committed without membership: a "simple" group holds them.
                     self._groups[k.group] = ClassicGroup(k.group)
-                offset = OffsetAndMetadata.from_value(decode_offset_commit_value(value))
-                self._offsets.put(k.group, k.topic, k.partition, offset)
+                commit = OffsetAndMetadata.from_value(decode_offset_commit_value(value), offset)
+                self._offsets.put(k.group, k.topic, k.partition, commit)
             return True
         if isinstance(k, GroupMetadataKey):
             if value is None:
@@ -79,16 +81,20 @@ class GroupLoader:
             return True
         return False
 
-    def replay_pending(self, producer_id: int, key: bytes, value: bytes | None) -> bool:
-        """One offset commit of `producer_id`'s open transaction (no marker yet in the log):
-        pending again once loaded. False for records that are not offset commits."""
+    def replay_pending(
+        self, producer_id: int, key: bytes, value: bytes | None, offset: int = -1
+    ) -> bool:
+        """One offset commit of `producer_id`'s open transaction (no marker yet in the log),
+        at log offset `offset`: pending again once loaded. False for records that are not
+        offset commits."""
         k = decode_key(key)
+        self._state.saw_record(offset)
         if not isinstance(k, OffsetCommitKey) or value is None:
             return False
         if self._state.status(k.group) is not PartitionStatus.LOADING:
             raise RuntimeError(f"replay for group {k.group!r} outside begin_loading")
-        offset = OffsetAndMetadata.from_value(decode_offset_commit_value(value))
-        self._pending.add(producer_id, k.group, k.topic, k.partition, offset)
+        commit = OffsetAndMetadata.from_value(decode_offset_commit_value(value), offset)
+        self._pending.add(producer_id, k.group, k.topic, k.partition, commit)
         return True
 
     def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> None:
@@ -99,7 +105,8 @@ class GroupLoader:
         ):
             if commit:
                 self._groups.setdefault(group, ClassicGroup(group))
-                self._offsets.put(group, topic, p, value)
+                if value.newer_than(self._offsets.get(group, topic, p)):
+                    self._offsets.put(group, topic, p, value)
 
     def take(self, partitions: Iterable[int]) -> LoadedState:
         """Hand over (and forget) what was loaded for `partitions`."""

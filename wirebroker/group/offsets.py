@@ -16,12 +16,20 @@ Expiry (`offsets.retention.minutes`, Kafka >= 2.1 semantics, checked every
 - other non-empty groups: nothing expires;
 - "simple" groups (no protocol type: offsets committed without group membership): by
   commit time.
+
+Which of two commits of one partition counts, when a transaction's commit meets a plain one
+(Kafka's rule, KIP-98 / `OffsetMetadataManager.replayEndTransactionMarker`): the one whose
+record comes later in `__consumer_offsets`. A COMMIT marker materializes its transaction's
+offsets only over older records. `OffsetAndMetadata.record_seq` is that position: the
+record's log offset for what a load replayed, and for what this coordinator writes a counter
+(`CoordinatorState.take_record_seq`) kept above every log offset loaded so far, so it orders
+after all of them and in append order among its own records. Not part of equality.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol.group_records import OffsetCommitValue
 
@@ -33,9 +41,11 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp_ms: int = -1
     expire_timestamp_ms: int | None = None
+    #: where its record is in `__consumer_offsets` (see the module doc; -1: unknown, oldest)
+    record_seq: int = field(default=-1, compare=False, repr=False)
 
     @classmethod
-    def from_value(cls, v: OffsetCommitValue) -> OffsetAndMetadata:
+    def from_value(cls, v: OffsetCommitValue, record_seq: int = -1) -> OffsetAndMetadata:
         """From an `__consumer_offsets` offset commit value (expire timestamp -1: none)."""
         return cls(
             committed_offset=v.offset,
@@ -43,7 +53,12 @@ class OffsetAndMetadata:
             metadata=v.metadata,
             commit_timestamp_ms=v.commit_timestamp,
             expire_timestamp_ms=None if v.expire_timestamp == -1 else v.expire_timestamp,
+            record_seq=record_seq,
         )
+
+    def newer_than(self, other: OffsetAndMetadata | None) -> bool:
+        """Whether this commit's record comes after `other`'s (None: no commit)."""
+        return other is None or self.record_seq > other.record_seq
 
     def is_expired(self, now_ms: int, retention_ms: int, base_timestamp_ms: int) -> bool:
         if self.expire_timestamp_ms is not None:

@@ -12,8 +12,11 @@
                             replaying it gives the same state as replaying everything
     OffsetsFold             `keep_latest` over entries, with transactions: records of a
                             transaction wait in `pending[producer id]` until its marker; a
-                            COMMIT folds them into `latest` at the marker, an ABORT drops them;
-                            what is still pending at the end belongs to open transactions
+                            COMMIT folds them into `latest` at the marker, each only over an
+                            older record of its key (a plain commit written after it stays,
+                            as in Kafka: `positions` holds each kept record's log offset), an
+                            ABORT drops them; what is still pending at the end belongs to open
+                            transactions
     record_chunks(records)  the records of one partition cut into batches of at most 512 KiB of
                             keys + values (well under the default max.message.bytes of 1 MiB),
                             and of one producer (transactional offset commits)
@@ -52,6 +55,7 @@ class Entry(NamedTuple):
     value: bytes | None
     producer_id: int = -1
     commit: bool = False
+    offset: int = -1  # a record's log offset
 
 
 KeyedRecords = list[Entry]
@@ -62,18 +66,30 @@ class OffsetsFold:
 
     def __init__(self) -> None:
         self.latest: dict[bytes, bytes | None] = {}
-        self.pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        #: the log offset of each key's kept record (none for a tombstone)
+        self.positions: dict[bytes, int] = {}
+        #: producer id -> (key, value, log offset) of its open transaction, in log order
+        self.pending: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
 
     def add(self, entries: Iterable[Entry]) -> None:
         for e in entries:
             if e.key is None:
                 done = self.pending.pop(e.producer_id, [])
                 if e.commit:
-                    keep_latest(self.latest, done)
+                    for key, value, offset in done:
+                        if self.positions.get(key, -1) < offset:
+                            self._keep(key, value, offset)
             elif e.producer_id >= 0:
-                self.pending.setdefault(e.producer_id, []).append((e.key, e.value))
+                self.pending.setdefault(e.producer_id, []).append((e.key, e.value, e.offset))
             else:
-                keep_latest(self.latest, [(e.key, e.value)])
+                self._keep(e.key, e.value, e.offset)
+
+    def _keep(self, key: bytes, value: bytes | None, offset: int) -> None:
+        keep_latest(self.latest, [(key, value)])
+        if value is None:
+            self.positions.pop(key, None)
+        else:
+            self.positions[key] = offset
 
 
 def keyed_records(part: Partition) -> Iterator[KeyedRecords]:
@@ -110,7 +126,7 @@ def keyed_records(part: Partition) -> Iterator[KeyedRecords]:
                     records = []
                 for rec in records:
                     if rec.offset >= offset and rec.key is not None:
-                        out.append(Entry(rec.key, rec.value, pid))
+                        out.append(Entry(rec.key, rec.value, pid, offset=rec.offset))
             offset = header.next_offset
         yield out
 

@@ -73,7 +73,10 @@ class OffsetsManager:
                 offset_commit_record(partition, group_id, topic, p.partition_index, value)
             )
             self.state.offsets.put(
-                group_id, topic, p.partition_index, OffsetAndMetadata.from_value(value)
+                group_id,
+                topic,
+                p.partition_index,
+                OffsetAndMetadata.from_value(value, self.state.take_record_seq()),
             )
             return ErrorCode.NONE
 
@@ -105,7 +108,7 @@ class OffsetsManager:
                 req.group_id,
                 topic,
                 p.partition_index,
-                OffsetAndMetadata.from_value(value),
+                OffsetAndMetadata.from_value(value, self.state.take_record_seq()),
             )
             return ErrorCode.NONE
 
@@ -114,14 +117,17 @@ class OffsetsManager:
     def complete_txn(self, producer_id: int, partition: int, *, commit: bool) -> Result[None]:
         """A COMMIT/ABORT marker of `producer_id` was written to `__consumer_offsets`
         partition `partition`: its pending offsets of that partition's groups become
-        committed offsets, or are dropped. Writes nothing (the marker is the record)."""
+        committed offsets (each over an older commit only: a plain commit written after the
+        transaction's record stays, as in Kafka), or are dropped. Writes nothing (the marker
+        is the record)."""
         for group, topic, p, value in self.state.txn_offsets.take(
             producer_id, lambda g: self.state.partition_for(g) == partition
         ):
             if commit:
                 if group not in self.state.groups:
                     self.state.groups[group] = ClassicGroup(group)
-                self.state.offsets.put(group, topic, p, value)
+                if value.newer_than(self.state.offsets.get(group, topic, p)):
+                    self.state.offsets.put(group, topic, p, value)
         return Result()
 
     def has_pending_txn_offset(self, group_id: str, topic: str, partition: int) -> bool:

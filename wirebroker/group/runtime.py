@@ -620,15 +620,15 @@ class GroupCoordinatorRuntime:
     def _replay(self, partition: int, fold: OffsetsFold) -> int:
         count = 0
         skipped = 0
-        records = [(-1, k, v) for k, v in fold.latest.items()]
+        records = [(-1, k, v, fold.positions.get(k, -1)) for k, v in fold.latest.items()]
         for pid, pending in fold.pending.items():
-            records.extend((pid, k, v) for k, v in pending)
-        for pid, key, value in records:
+            records.extend((pid, k, v, offset) for k, v, offset in pending)
+        for pid, key, value, offset in records:
             try:
                 if pid < 0:
-                    self.core.replay(key, value)
+                    self.core.replay(key, value, offset)
                 else:
-                    self.core.replay_pending(pid, key, value)
+                    self.core.replay_pending(pid, key, value, offset)
                 count += 1
             except (GroupRecordError, RuntimeError) as exc:
                 skipped += 1

@@ -40,6 +40,19 @@ class CoordinatorState:
         self.timers: Timers[TimerAction] = Timers()
         self.partitions: dict[int, PartitionStatus] = {}
         self.active = False
+        #: the next `OffsetAndMetadata.record_seq` of a commit written here (offsets.py)
+        self._next_record_seq = 0
+
+    def take_record_seq(self) -> int:
+        """The position of an offset commit record this coordinator is about to write."""
+        seq = self._next_record_seq
+        self._next_record_seq += 1
+        return seq
+
+    def saw_record(self, log_offset: int) -> None:
+        """A load replayed a record at `log_offset`: what is written from now on orders
+        after it."""
+        self._next_record_seq = max(self._next_record_seq, log_offset + 1)
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.num_partitions)

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 import trio.testing
-from runtimekit import Member, fetched, running, trio_ms
+from runtimekit import Member, commit, fetched, running, trio_ms
 
 import wirebroker.group.runtime as runtime_module
 from protocol.errors import ErrorCode as E
@@ -48,16 +48,78 @@ def test_fold_commit_abort_open() -> None:
     fold = OffsetsFold()
     fold.add(
         [
-            Entry(b"k1", b"plain"),
-            Entry(b"k1", b"txn-a", producer_id=1),
-            Entry(b"k2", b"txn-b", producer_id=2),
-            Entry(b"k3", b"txn-c", producer_id=3),
+            Entry(b"k1", b"plain", offset=0),
+            Entry(b"k1", b"txn-a", producer_id=1, offset=1),
+            Entry(b"k2", b"txn-b", producer_id=2, offset=2),
+            Entry(b"k3", b"txn-c", producer_id=3, offset=3),
             Entry(None, None, producer_id=2, commit=False),  # ABORT of 2
             Entry(None, None, producer_id=1, commit=True),  # COMMIT of 1
         ]
     )
     assert fold.latest == {b"k1": b"txn-a"}
-    assert fold.pending == {3: [(b"k3", b"txn-c")]}
+    assert fold.pending == {3: [(b"k3", b"txn-c", 3)]}
+
+
+def test_fold_a_commit_marker_keeps_a_later_plain_commit() -> None:
+    """Kafka keeps the commit whose record comes later in the log: a plain commit written
+    between a transaction's offset record and its COMMIT marker stays; one written before
+    it, or deleted (tombstone) after it, gives way to the transaction's."""
+    fold = OffsetsFold()
+    fold.add(
+        [
+            Entry(b"a", b"plain-a-old", offset=0),
+            Entry(b"a", b"txn-a", producer_id=1, offset=1),
+            Entry(b"b", b"txn-b", producer_id=1, offset=2),
+            Entry(b"b", b"plain-b-new", offset=3),
+            Entry(b"c", b"txn-c", producer_id=1, offset=4),
+            Entry(b"c", None, offset=5),  # the plain offset deleted after the txn's record
+            Entry(None, None, producer_id=1, commit=True, offset=6),
+        ]
+    )
+    assert fold.latest == {b"b": b"plain-b-new", b"a": b"txn-a", b"c": b"txn-c"}
+    assert fold.positions == {b"a": 1, b"b": 3, b"c": 4}
+
+
+async def test_a_plain_commit_after_the_transactions_record_survives_its_marker(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """The same rule live and after a restart (the load replays the log): TxnOffsetCommit 3,
+    then a plain OffsetCommit 10 of the same partition, then the COMMIT marker: 10 stays."""
+    group = group_in(1)
+    overrides = {"offsets.topic.num.partitions": "4"}
+    async with running(tmp_path, **overrides) as node:
+        node.create_topic("t")
+        rt = node.runtime
+        assert errors(await rt.txn_commit_offsets(txn_request(group, 3))) == [E.NONE]
+        assert (await commit(rt, {("t", 0): 10}, group=group))["topics"][0]["partitions"][0][
+            "error_code"
+        ] == E.NONE
+        part = node.replicas.partition(OFFSETS_TOPIC, 1)
+        assert part is not None
+        node.replicas.append_marker(
+            part, PID, EPOCH, commit=True, coordinator_epoch=0, now_ms=trio_ms()
+        )
+        rt.complete_txn(PID, 1, commit=True)
+        assert fetched(rt, group)[1] == {("t", 0): 10}
+    async with running(tmp_path, **overrides) as node:
+        await trio.testing.wait_all_tasks_blocked()
+        rt = node.runtime
+        assert fetched(rt, group) == (E.NONE, {("t", 0): 10})
+        # the other order: the transaction's record is the later one, it wins
+        assert (await commit(rt, {("t", 0): 20}, group=group))["topics"][0]["partitions"][0][
+            "error_code"
+        ] == E.NONE
+        assert errors(await rt.txn_commit_offsets(txn_request(group, 30))) == [E.NONE]
+        part = node.replicas.partition(OFFSETS_TOPIC, 1)
+        assert part is not None
+        node.replicas.append_marker(
+            part, PID, EPOCH, commit=True, coordinator_epoch=0, now_ms=trio_ms()
+        )
+        rt.complete_txn(PID, 1, commit=True)
+        assert fetched(rt, group)[1] == {("t", 0): 30}
+    async with running(tmp_path, **overrides) as node:
+        await trio.testing.wait_all_tasks_blocked()
+        assert fetched(node.runtime, group) == (E.NONE, {("t", 0): 30})
 
 
 def txn_request(group: str, offset: int, **kw: Any) -> TxnCommitRequest:

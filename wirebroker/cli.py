@@ -175,6 +175,13 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "free loopback port, printed in its ready line",
     )
     cluster.add_argument(
+        "--restart-after",
+        type=float,
+        metavar="S",
+        help="start a broker that dies (say kill -9) again after S seconds, with the same id, "
+        "data directory and port (default: report it and keep the others running)",
+    )
+    cluster.add_argument(
         "--override",
         action="append",
         default=[],
@@ -280,6 +287,8 @@ def cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("--brokers must be at least 1")
     if args.zookeeper_servers < 1:
         parser.error("--zookeeper-servers must be at least 1")
+    if args.restart_after is not None and args.restart_after < 0:
+        parser.error("--restart-after must be >= 0")
     if args.zookeeper and args.zookeeper_servers != 1:
         parser.error("--zookeeper-servers starts an ensemble; --zookeeper uses a running one")
     spec = ClusterSpec(
@@ -293,6 +302,7 @@ def cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         stop_timeout=args.stop_timeout,
         zookeeper_servers=args.zookeeper_servers,
         admin=args.admin,
+        restart_after=args.restart_after,
     )
     return run_cluster(spec)
 

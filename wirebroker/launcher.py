@@ -1,7 +1,8 @@
 """`wirebroker cluster`: a throwaway ZooKeeper and N broker processes, for users and tests.
 
     wirebroker cluster --brokers N [--data-dir D] [--zookeeper CONNECT | --zookeeper-servers Z]
-                       [--port-base P] [--admin] [--override KEY=VALUE ...] [--log-level L]
+                       [--port-base P] [--admin] [--restart-after S]
+                       [--override KEY=VALUE ...] [--log-level L]
 
 What it starts, in order:
 1. ZooKeeper, unless `--zookeeper` names one: a throwaway standalone server from Debian's
@@ -32,8 +33,11 @@ then one summary line, the last one of start-up (scripts wait for it):
 
 While it runs, a broker that exits on its own is reported in one stdout line
 (`wirebroker cluster: broker I (pid PID) exited unexpectedly (killed by SIGKILL); log: FILE`,
-or `(exit code N)`) and the others
-keep running; when no broker is left the launcher stops ZooKeeper and exits 1.
+or `(exit code N)`) and the others keep running. With `--restart-after S` the launcher starts
+it again S seconds later, with the same id, data directory and port (so the bootstrap list
+stays valid; `kill -9` a leader and watch it fail over, then rejoin and catch up), and says
+`broker I restarted on HOST:PORT (pid PID[, admin URL])` once it is ready. Without it, when no broker is
+left the launcher stops ZooKeeper and exits 1.
 Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
 vanish at exit with the rest).
 
@@ -93,6 +97,7 @@ class ClusterSpec:
     stop_timeout: float = 30.0
     zookeeper_servers: int = 1  # >1: a throwaway ensemble (ignored with `zookeeper`)
     admin: bool = False  # every broker serves the admin listener on a free loopback port
+    restart_after: float | None = None  # restart a broker that died, after this many seconds
 
 
 class ZooKeeperLike(Protocol):
@@ -193,6 +198,8 @@ class _Broker:
         self.admin_url: str | None = None
         self.buffer = b""
         self.reported = False  # its exit was reported (or expected)
+        self.restart_at: float | None = None  # when to start it again (--restart-after)
+        self.restarting = False  # started again, its ready line not seen yet
 
     @property
     def pid(self) -> int:
@@ -201,7 +208,8 @@ class _Broker:
 
     def spawn(self, cmd: Sequence[str]) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.log = self.log_path.open("ab")
+        if self.log is None:
+            self.log = self.log_path.open("ab")
         self.log.write(f"===== {' '.join(cmd)}\n".encode())
         self.log.flush()
         self.proc = subprocess.Popen(
@@ -249,12 +257,16 @@ class _Broker:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signum)
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Close what the exited process left (pidfd, stdout pipe); the log stays open."""
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
         if self.proc is not None and self.proc.stdout is not None:
             self.proc.stdout.close()
+
+    def close(self) -> None:
+        self.release()
         if self.log is not None:
             self.log.close()
             self.log = None
@@ -372,10 +384,7 @@ class ClusterLauncher:
             port = 0 if spec.port_base is None else spec.port_base + i
             broker.spawn(self.command(spec, i, self.connect, broker.data_dir, port))
             self.brokers.append(broker)
-            assert broker.proc is not None and broker.proc.stdout is not None
-            self.selector.register(broker.proc.stdout, selectors.EVENT_READ, ("out", broker))
-            if broker.pidfd is not None:
-                self.selector.register(broker.pidfd, selectors.EVENT_READ, ("exit", broker))
+            self._register(broker)
         deadline = time.monotonic() + spec.ready_timeout
         while not self.signals and not all(b.address for b in self.brokers):
             if time.monotonic() > deadline:
@@ -485,21 +494,66 @@ class ClusterLauncher:
 
     def _serve(self) -> int:
         while not self.signals:
-            self._wait(1.0)
+            restarts = [b.restart_at for b in self.brokers if b.restart_at is not None]
+            self._wait(min([1.0, *(t - time.monotonic() for t in restarts)]))
             for broker in self.brokers:
-                code = broker.poll()
-                if code is None or broker.reported:
-                    continue
-                broker.reported = True
-                self._drain(broker)
-                self.say(
-                    f"wirebroker cluster: broker {broker.node_id} (pid {broker.pid}) exited "
-                    f"unexpectedly ({describe_exit(code)}); log: {broker.log_path}"
-                )
-            if all(b.reported for b in self.brokers):
+                self._watch(broker)
+            if all(b.reported and b.restart_at is None for b in self.brokers):
                 self.note("no broker left; stopping")
                 return 1
         return 0
+
+    def _watch(self, broker: _Broker) -> None:
+        """Report a broker's unexpected exit; with --restart-after, start it again when due
+        and report it ready again."""
+        code = broker.poll()
+        if code is not None and not broker.reported:
+            broker.reported = True
+            broker.restarting = False
+            self._drain(broker)
+            again = ""
+            if self.spec.restart_after is not None:
+                broker.restart_at = time.monotonic() + self.spec.restart_after
+                again = f"; restarting it in {self.spec.restart_after:g} s"
+            self.say(
+                f"wirebroker cluster: broker {broker.node_id} (pid {broker.pid}) exited "
+                f"unexpectedly ({describe_exit(code)}); log: {broker.log_path}{again}"
+            )
+        if broker.restart_at is not None and time.monotonic() >= broker.restart_at:
+            broker.restart_at = None
+            self._respawn(broker)
+        if broker.restarting and broker.address is not None:
+            broker.restarting = False
+            admin = f", admin {broker.admin_url}/" if broker.admin_url else ""
+            self.say(
+                f"broker {broker.node_id} restarted on {broker.address} (pid {broker.pid}{admin})"
+            )
+
+    def _respawn(self, broker: _Broker) -> None:
+        """Start a dead broker again: same id, data directory and port."""
+        port = self._port_of(broker)
+        for fileobj in (broker.proc.stdout if broker.proc else None, broker.pidfd):
+            if fileobj is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.selector.unregister(fileobj)
+        broker.release()
+        broker.address = broker.admin_url = None
+        broker.buffer = b""
+        broker.spawn(self.command(self.spec, broker.node_id, self.connect, broker.data_dir, port))
+        broker.reported = False
+        broker.restarting = True
+        self._register(broker)
+
+    def _port_of(self, broker: _Broker) -> int:
+        if self.spec.port_base is not None:
+            return self.spec.port_base + broker.node_id
+        return int(str(broker.address).rpartition(":")[2]) if broker.address else 0
+
+    def _register(self, broker: _Broker) -> None:
+        assert broker.proc is not None and broker.proc.stdout is not None
+        self.selector.register(broker.proc.stdout, selectors.EVENT_READ, ("out", broker))
+        if broker.pidfd is not None:
+            self.selector.register(broker.pidfd, selectors.EVENT_READ, ("exit", broker))
 
     # -- stop -----------------------------------------------------------------------------
     def _stop_all(self) -> None:

@@ -253,6 +253,31 @@ def test_launcher_reports_an_unexpected_exit_and_keeps_the_rest(tmp_path: Path) 
     assert not list(launcher.tmp.iterdir()), "the temporary directory was not removed"
 
 
+def test_launcher_restarts_a_dead_broker_on_its_port_with_restart_after(tmp_path: Path) -> None:
+    launcher = _stub(tmp_path, "--brokers", "3", "--restart-after", "0.2")
+    try:
+        launcher.wait_line(READY, timeout=30)
+        before = {ln.split()[1]: ln.split()[4] for ln in launcher.out if ln.startswith("broker ")}
+        pids = sorted(launcher.children())
+        assert len(pids) == 3, f"3 stub brokers, found {pids}"
+        os.kill(pids[1], signal.SIGKILL)
+        line = launcher.wait_line("wirebroker cluster: broker", timeout=15)
+        assert "SIGKILL" in line and "restarting it in 0.2 s" in line, line
+        node = line.split()[3]
+        again = launcher.wait_line(f"broker {node} restarted on ", timeout=15)
+        # broker I restarted on HOST:PORT (pid PID)
+        assert again.split()[4] == before[node], f"{again!r}: not on its old port {before}"
+        new_pid = int(again.rsplit("pid ", 1)[1].rstrip(")").split(",")[0])
+        assert new_pid not in pids and _alive(new_pid)
+        assert _alive(pids[0]) and _alive(pids[2]), "the other brokers keep running"
+        code = launcher.stop(signal.SIGTERM, timeout=30)
+    finally:
+        launcher.close()
+    assert code == 0, f"exit code {code}; stderr:\n{launcher.stderr()}"
+    assert not any(_alive(p) for p in [*pids, new_pid])
+    assert not list(launcher.tmp.iterdir()), "the temporary directory was not removed"
+
+
 def test_launcher_fails_when_a_broker_dies_before_it_is_ready(tmp_path: Path) -> None:
     launcher = _stub(tmp_path, "--brokers", "3", env={"STUB_FAIL_NODE": "2"})
     try:

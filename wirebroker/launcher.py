@@ -36,8 +36,8 @@ While it runs, a broker that exits on its own is reported in one stdout line
 or `(exit code N)`) and the others keep running. With `--restart-after S` the launcher starts
 it again S seconds later, with the same id, data directory and port (so the bootstrap list
 stays valid; `kill -9` a leader and watch it fail over, then rejoin and catch up), and says
-`broker I restarted on HOST:PORT (pid PID[, admin URL])` once it is ready. Without it, when no broker is
-left the launcher stops ZooKeeper and exits 1.
+`broker I restarted on HOST:PORT (pid PID[, admin URL])` once it is ready. Without it, when
+no broker is left the launcher stops ZooKeeper and exits 1.
 Logs: every broker's stdout and stderr go to `D/logs/broker-I.log` (with a temporary D they
 vanish at exit with the rest).
 

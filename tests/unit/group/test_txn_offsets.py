@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 import trio.testing
-from runtimekit import Member, commit, fetched, running, trio_ms
+from runtimekit import Member, Node, commit, fetched, running, trio_ms
 
 import wirebroker.group.runtime as runtime_module
 from protocol.errors import ErrorCode as E
@@ -89,37 +89,38 @@ async def test_a_plain_commit_after_the_transactions_record_survives_its_marker(
     overrides = {"offsets.topic.num.partitions": "4"}
     async with running(tmp_path, **overrides) as node:
         node.create_topic("t")
-        rt = node.runtime
-        assert errors(await rt.txn_commit_offsets(txn_request(group, 3))) == [E.NONE]
-        assert (await commit(rt, {("t", 0): 10}, group=group))["topics"][0]["partitions"][0][
-            "error_code"
-        ] == E.NONE
-        part = node.replicas.partition(OFFSETS_TOPIC, 1)
-        assert part is not None
-        node.replicas.append_marker(
-            part, PID, EPOCH, commit=True, coordinator_epoch=0, now_ms=trio_ms()
-        )
-        rt.complete_txn(PID, 1, commit=True)
-        assert fetched(rt, group)[1] == {("t", 0): 10}
+        assert errors(await node.runtime.txn_commit_offsets(txn_request(group, 3))) == [E.NONE]
+        await plain_commit(node, group, 10)
+        commit_marker(node, 1)
+        assert fetched(node.runtime, group)[1] == {("t", 0): 10}
     async with running(tmp_path, **overrides) as node:
         await trio.testing.wait_all_tasks_blocked()
-        rt = node.runtime
-        assert fetched(rt, group) == (E.NONE, {("t", 0): 10})
+        assert fetched(node.runtime, group) == (E.NONE, {("t", 0): 10})
         # the other order: the transaction's record is the later one, it wins
-        assert (await commit(rt, {("t", 0): 20}, group=group))["topics"][0]["partitions"][0][
-            "error_code"
-        ] == E.NONE
-        assert errors(await rt.txn_commit_offsets(txn_request(group, 30))) == [E.NONE]
-        part = node.replicas.partition(OFFSETS_TOPIC, 1)
-        assert part is not None
-        node.replicas.append_marker(
-            part, PID, EPOCH, commit=True, coordinator_epoch=0, now_ms=trio_ms()
-        )
-        rt.complete_txn(PID, 1, commit=True)
-        assert fetched(rt, group)[1] == {("t", 0): 30}
+        await plain_commit(node, group, 20)
+        assert errors(await node.runtime.txn_commit_offsets(txn_request(group, 30))) == [E.NONE]
+        commit_marker(node, 1)
+        assert fetched(node.runtime, group)[1] == {("t", 0): 30}
     async with running(tmp_path, **overrides) as node:
         await trio.testing.wait_all_tasks_blocked()
         assert fetched(node.runtime, group) == (E.NONE, {("t", 0): 30})
+
+
+async def plain_commit(node: Node, group: str, offset: int) -> None:
+    """OffsetCommit of t-0 by a simple consumer of `group` (no membership)."""
+    resp = await commit(node.runtime, {("t", 0): offset}, group=group)
+    assert resp["topics"][0]["partitions"][0]["error_code"] == E.NONE
+
+
+def commit_marker(node: Node, partition: int) -> None:
+    """The transaction coordinator's COMMIT marker of PID: in the `__consumer_offsets`
+    partition's log, then applied by the group coordinator (what WriteTxnMarkers does)."""
+    part = node.replicas.partition(OFFSETS_TOPIC, partition)
+    assert part is not None
+    node.replicas.append_marker(
+        part, PID, EPOCH, commit=True, coordinator_epoch=0, now_ms=trio_ms()
+    )
+    node.runtime.complete_txn(PID, partition, commit=True)
 
 
 def txn_request(group: str, offset: int, **kw: Any) -> TxnCommitRequest:

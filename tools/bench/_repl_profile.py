@@ -100,7 +100,7 @@ def main() -> int:
                                     "--format",
                                     "raw",
                                     "--rate",
-                                    "250",
+                                    os.environ.get("SPY_RATE", "250"),
                                     "--nonblocking",
                                     "--gil",
                                     "-o",

@@ -73,6 +73,7 @@ REPO_ROOT = BENCH.parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "tests" / "cluster"))  # the cluster test harness
 
+import _pipeline  # noqa: E402
 import _wire  # noqa: E402
 from _cluster import ClusterProcesses, wait_until  # noqa: E402
 from _peers import free_port, machine_line, start_wirebroker, write_section  # noqa: E402
@@ -454,15 +455,24 @@ def throughput(
     pairs: int,
     sizes: dict[str, int],
     warm: tuple[Path, int] | None = None,
+    pipeline_dir: Path | None = None,
 ) -> dict[str, Any]:
     """`targets`: name -> (bootstrap, acks, replication factor), "cluster" and "single".
     `pairs` rounds; per round and size, each target once, back to back, the first one
-    alternating. `warm` (directory, MiB): `warm_page_cache` before every run. Returns the
+    alternating. `warm` (directory, MiB): `warm_page_cache` before every run. With
+    `pipeline_dir`, each round also runs tools/bench/_pipeline.py's kernel-only pipeline with
+    1 and 3 copies of the 10 KiB run's bytes (the machine's floor, same minute). Returns the
     medians (the keys `render` reads) and every run."""
     runs: dict[str, list[float]] = {}
     order = list(targets)
     for pair in range(pairs):
         names = order if pair % 2 == 0 else order[::-1]
+        if pipeline_dir is not None:
+            total = sizes["large"] * KIB10
+            for rf in (1, 3) if pair % 2 == 0 else (3, 1):
+                pipe = _pipeline.run(rf, total, pipeline_dir)
+                runs.setdefault(f"pipe{rf}_mb", []).append(pipe["mb_s"])
+                runs.setdefault(f"pipe{rf}_cpu", []).append(pipe["cpu_per_100mb"])
         for size, count, tag in ((100, sizes["small"], "100"), (KIB10, sizes["large"], "10k")):
             for name in names:
                 bootstrap, acks, rf = targets[name]
@@ -482,6 +492,10 @@ def throughput(
         ]
         results[f"ratio_p{tag}"] = statistics.median(ratios)
         runs[f"ratio_p{tag}"] = ratios
+    if pipeline_dir is not None:
+        ratios = [t / o for t, o in zip(runs["pipe3_mb"], runs["pipe1_mb"], strict=True)]
+        results["ratio_pipe"] = statistics.median(ratios)
+        runs["ratio_pipe"] = ratios
     results["pairs"] = pairs
     results["runs"] = runs
     for name, (bootstrap, acks, rf) in targets.items():
@@ -588,6 +602,13 @@ def render(r: dict[str, Any]) -> str:
                 f"| {label}, records/s | {c:,.0f} ({t[f'cluster_p{tag}_mb']:.1f} MB/s) | "
                 f"{s1:,.0f} ({t[f'single_p{tag}_mb']:.1f} MB/s) | {ratio:.2f} | "
                 f">= 0.5x {_verdict(ratio >= 0.5)} |"
+            )
+        if "pipe1_mb" in t:
+            lines.append(
+                f"| the machine's floor: {r['sizes']['large'] * KIB10 / 1e6:.0f} MB through a "
+                "kernel-only pipeline (tools/bench/_pipeline.py: 1 MiB writes, sendfile to the "
+                f"followers, no protocol), MB/s | {t['pipe3_mb']:.0f} (3 copies) | "
+                f"{t['pipe1_mb']:.0f} (1 copy) | {t['ratio_pipe']:.2f} | |"
             )
         lines += [
             f"| produce latency p50 (100 B, sequential) | {t['cluster_lat_p50']:.2f} ms | "
@@ -732,7 +753,9 @@ def main(argv: list[str] | None = None) -> int:
                         "single": (broker.bootstrap, "1", 1),
                     }
                     warm = (work, args.warm_mib) if args.warm_mib else None
-                    result["throughput"] = throughput(targets, args.pairs, sizes, warm)
+                    pipe_dir = work / "pipeline"
+                    pipe_dir.mkdir()
+                    result["throughput"] = throughput(targets, args.pairs, sizes, warm, pipe_dir)
                     result["throughput"]["warm_mib"] = args.warm_mib
                 finally:
                     broker.stop()

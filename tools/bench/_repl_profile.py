@@ -10,7 +10,8 @@ For each round: records/s, and the CPU seconds (user + system, /proc/PID/stat) e
 spent per 100 MB produced, the leader's and the two followers' apart. CPU per byte is what
 a shared 2-CPU machine turns into throughput, and it is much less noisy than a wall clock
 when other processes run. With --py-spy DIR, the last round is sampled with py-spy on the
-leader and one follower (collapsed stacks, `DIR/leader.txt`, `DIR/follower.txt`).
+leader and one follower (collapsed stacks, `DIR/leader.txt`, `DIR/follower.txt`; 250 samples
+a second, or $SPY_RATE).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ _CHARGE_PER_BYTE: dict[int, int] = {}
 
 
 def _parse_body(
-    schema: Any, data: bytes, offset: int, budget: DecodeBudget | None = None
+    schema: Any, data: bytes | bytearray, offset: int, budget: DecodeBudget | None = None
 ) -> Container:
     stream = io.BytesIO(data)
     stream.seek(offset)
@@ -123,7 +123,7 @@ def _build_frame(prefix: bytes, spec: Any, version: int, body: Any) -> bytes:
 
 
 def decode_request(
-    frame: bytes, *, max_decoded_bytes: int | None = None
+    frame: bytes | bytearray, *, max_decoded_bytes: int | None = None
 ) -> tuple[RequestHeader, Container]:
     """Parse a request frame (without length prefix) into its header and body.
 
@@ -198,7 +198,9 @@ def encode_request(
     return _build_frame(header, module.REQUEST, api_version, body)
 
 
-def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Container]:
+def decode_response(
+    api_key: int, api_version: int, frame: bytes | bytearray
+) -> tuple[int, Container]:
     """Parse a response frame (without length prefix) -> (correlation id, body)."""
     module = schema_module(api_key)
     correlation_id, offset = parse_response_header(

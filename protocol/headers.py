@@ -43,7 +43,7 @@ class RequestHeader:
     client_id: str | None
 
 
-def parse_header(frame: bytes, header_version: int) -> tuple[RequestHeader, int]:
+def parse_header(frame: bytes | bytearray, header_version: int) -> tuple[RequestHeader, int]:
     """Parse a request header of an explicit version -> (header, body offset)."""
     end = len(frame)
     if end < 8:
@@ -76,7 +76,7 @@ def parse_header(frame: bytes, header_version: int) -> tuple[RequestHeader, int]
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
 
 
-def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
+def parse_request_header(frame: bytes | bytearray) -> tuple[RequestHeader, int]:
     """Parse the header of a request frame (without its length prefix).
 
     Returns (header, offset of the body). Raises `MalformedRequest` on truncated or invalid
@@ -119,7 +119,7 @@ def encode_response_header(correlation_id: int, header_version: int) -> bytes:
     return _INT32.pack(correlation_id) + b"\x00"
 
 
-def parse_response_header(frame: bytes, header_version: int) -> tuple[int, int]:
+def parse_response_header(frame: bytes | bytearray, header_version: int) -> tuple[int, int]:
     """(correlation id, body offset) of a response frame (for clients and tests)."""
     if len(frame) < 4:
         raise MalformedRequest("response header needs 4 bytes")

@@ -14,6 +14,10 @@ A `Transport`:
     peer_address(stream)  -> (host, port) of an accepted stream's remote end ("?", 0) unknown
     connect(host, port)   -> a connected `Stream`; OSError when it cannot connect
 
+`receive_into(stream, view)` receives into a caller's buffer: straight from the socket for a
+TCP stream (no copy in user space: how a large frame lands in place, `protocol.framing`), through
+`receive_some` and one copy for any other stream (a simulation's).
+
 Nothing here knows about Kafka; the module imports only trio (every layer may use it).
 """
 
@@ -24,7 +28,7 @@ from typing import Protocol
 
 import trio
 
-__all__ = ["TCP", "TRANSPORT", "TcpTransport", "Transport", "current"]
+__all__ = ["TCP", "TRANSPORT", "TcpTransport", "Transport", "current", "receive_into"]
 
 Listener = trio.abc.Listener[trio.abc.Stream]
 
@@ -72,3 +76,20 @@ TRANSPORT: ContextVar[Transport] = ContextVar("wirebroker_transport", default=TC
 
 def current() -> Transport:
     return TRANSPORT.get()
+
+
+async def receive_into(stream: trio.abc.ReceiveStream, view: memoryview) -> int:
+    """Receive at most len(view) bytes into `view`; the count, 0 at end of stream.
+
+    A `trio.SocketStream` is read with the socket's `recv_into`; its OSErrors become
+    `trio.BrokenResourceError`, as `receive_some` raises them. Other streams: `receive_some`
+    and one copy."""
+    if type(stream) is trio.SocketStream:
+        try:
+            return await stream.socket.recv_into(view)
+        except OSError as exc:
+            raise trio.BrokenResourceError(exc) from exc
+    data = await stream.receive_some(len(view))
+    n = len(data)
+    view[:n] = data
+    return n

@@ -120,7 +120,7 @@ class Dispatcher:
         self.faults = faults if faults is not None else FaultRules()
         self.stats = services.stats
 
-    async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
+    async def dispatch(self, frame: bytes | bytearray, client_host: str, peer: str) -> Reply:
         """Serve one request frame (without its size prefix) from `peer` (for log lines)."""
         try:
             header, request = decode_request(frame, max_decoded_bytes=self.max_decoded_bytes)
@@ -245,7 +245,7 @@ async def _finish(
         return CLOSE
 
 
-def _unsupported_version(frame: bytes, header: Any, peer: str) -> Reply:
+def _unsupported_version(frame: bytes | bytearray, header: Any, peer: str) -> Reply:
     """A version the schemas do not know: ApiVersions and Produce v0-2 are answered."""
     if int(header.api_key) == ApiKey.API_VERSIONS:
         return _api_versions_unsupported(header, peer)
@@ -281,13 +281,13 @@ def _api_versions_unsupported(header: Any, peer: str) -> Reply:
     return Reply(encode_response(int(ApiKey.API_VERSIONS), 0, int(header.correlation_id), body))
 
 
-def _legacy_produce_unsupported(frame: bytes, peer: str) -> Reply:
+def _legacy_produce_unsupported(frame: bytes | bytearray, peer: str) -> Reply:
     """Produce v0-2 (advertised, KAFKA-18659, but not served): UNSUPPORTED_VERSION for every
     partition instead of a closed connection, so the client fails fast and says why
     (`protocol.legacy_produce`). acks=0 expects no answer: closed, as for any failed acks=0
     produce."""
     try:
-        request = parse_legacy_produce(frame)
+        request = parse_legacy_produce(bytes(frame))
     except ProtocolError as exc:
         log.warning("closing connection from %s: malformed request: %s", peer, exc)
         return CLOSE

@@ -2,7 +2,9 @@
 
 States (one task per connection, `Connection.run`)::
 
-    READING   waiting for bytes; bytes go to a sans-I/O `FrameDecoder`; as soon as one whole
+    READING   waiting for bytes; bytes go to a sans-I/O `FrameDecoder` (a frame of 64 KiB or
+              more is received straight into its own buffer once its size is known:
+              `FrameDecoder.receive_buffer`, `transport.receive_into`); as soon as one whole
               frame is buffered -> HANDLING. Deadlines (both `connections.max.idle.ms`):
               no byte of the next request yet: idle time since the last response (or accept);
               a partial request: time since its first byte arrived -- later bytes do not
@@ -55,12 +57,14 @@ import socket
 import struct
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import TypeVar
 
 import trio
 
 from protocol.exceptions import FrameTooLarge
 from protocol.framing import FrameDecoder
 from wirebroker.net.dispatch import DispatchReply, RequestDispatcher
+from wirebroker.transport import receive_into
 
 log = logging.getLogger("wirebroker.net")
 
@@ -77,6 +81,8 @@ MAX_RECEIVE_SIZE = 1 << 20
 #: replication round trip; here up to this many rounds overlap (the followers fetch what the
 #: next requests appended while the first ones wait, and leader and followers work at once).
 MAX_QUEUED_REPLIES = 5
+
+_Got = TypeVar("_Got")
 
 
 def _reset_on_close(stream: trio.abc.Stream) -> None:
@@ -224,12 +230,22 @@ class Connection:
                     if request_started is None:
                         request_started = trio.current_time()
                     deadline = request_started + self.idle_timeout_s
-                want = min(max(RECEIVE_SIZE, decoder.bytes_wanted), MAX_RECEIVE_SIZE)
-                data = await self._receive(deadline, decoder.buffered_bytes, want)
-                if data is None:
-                    return
                 try:
-                    decoder.receive_data(data)
+                    into = decoder.receive_buffer()  # a large frame: received in place
+                    if into is not None:
+                        read_into = partial(receive_into, self.stream, into)
+                        got = await self._receive(deadline, decoder.buffered_bytes, read_into)
+                        if got is None:
+                            return
+                        decoder.received_into(got)
+                        continue
+                    want = min(max(RECEIVE_SIZE, decoder.bytes_wanted), MAX_RECEIVE_SIZE)
+                    data = await self._receive(
+                        deadline, decoder.buffered_bytes, partial(self.stream.receive_some, want)
+                    )
+                    if data is None:
+                        return
+                    decoder.receive_data(bytes(data))
                 except FrameTooLarge as exc:
                     raise self._frame_too_large(exc) from exc
                 continue
@@ -266,7 +282,7 @@ class Connection:
         )
         return False
 
-    def _next_frame(self, decoder: FrameDecoder) -> bytes | None:
+    def _next_frame(self, decoder: FrameDecoder) -> bytes | bytearray | None:
         try:
             return decoder.next_frame()
         except FrameTooLarge as exc:
@@ -282,17 +298,17 @@ class Connection:
         return _Close()
 
     async def _receive(
-        self, deadline: float, buffered: int, want: int = RECEIVE_SIZE
-    ) -> bytes | None:
-        """The next bytes (at most `want`) from the peer, or None: EOF, `deadline` passed, or
-        shutdown."""
+        self, deadline: float, buffered: int, read: Callable[[], Awaitable[_Got]]
+    ) -> _Got | None:
+        """What `read` got from the peer (bytes, or a count received in place), or None:
+        EOF (nothing got), `deadline` passed, or shutdown."""
         with trio.CancelScope() as scope:
             self._read_scope = scope
             scope.deadline = deadline
             if self._closing:
                 scope.cancel()
             try:
-                data = await self.stream.receive_some(want)
+                data = await read()
             finally:
                 self._read_scope = None
         if scope.cancelled_caught:
@@ -316,4 +332,4 @@ class Connection:
         if not data:
             log.debug("connection from %s closed by the peer", self.peer)
             return None
-        return bytes(data)
+        return data

@@ -30,6 +30,8 @@ class DispatchReply(Protocol):
 class RequestDispatcher(Protocol):
     """Serves one request frame (without its size prefix) at a time, per connection."""
 
-    async def dispatch(self, frame: bytes, client_host: str, peer: str) -> DispatchReply:
+    async def dispatch(
+        self, frame: bytes | bytearray, client_host: str, peer: str
+    ) -> DispatchReply:
         """The outcome of `frame` from `client_host` (`peer`, host:port, is for log lines)."""
         ...

@@ -5,11 +5,12 @@ a time.
 `wirebroker.transport`); `request(api_key, version, body)` encodes the
 request with `protocol.codec.encode_request` (header v1 or v2 as the API's flexible versions
 say), sends it with one `send_all`, reads frames (`protocol.framing.FrameDecoder`, capped at
-`max_frame_bytes`) until the response arrives, checks its correlation id and returns the decoded
-body (a construct Container with the schema's snake_case field names). The caller bounds the
-wait (`trio.fail_after`). Any failure (`OSError`, `trio.BrokenResourceError`, an EOF, a frame
-that does not decode, a wrong correlation id) raises `BrokerConnectionError`; the connection is
-then unusable and is closed.
+`max_frame_bytes`; a large one, such as a Fetch answer, received in place:
+`transport.receive_into`) until the response arrives, checks its correlation id and returns
+the decoded body (a construct Container with the schema's snake_case field names). The caller
+bounds the wait (`trio.fail_after`). Any failure (`OSError`, `trio.BrokenResourceError`, an EOF,
+a frame that does not decode, a wrong correlation id) raises `BrokerConnectionError`; the
+connection is then unusable and is closed.
 
 No ApiVersions exchange: the peers are wirebroker brokers of the same cluster, which serve the
 versions this broker sends.
@@ -25,6 +26,7 @@ import trio
 from protocol.codec import decode_response, encode_request
 from protocol.framing import FrameDecoder
 from wirebroker.transport import current as current_transport
+from wirebroker.transport import receive_into
 
 if TYPE_CHECKING:
     from construct import Container
@@ -90,11 +92,18 @@ class BrokerConnection:
             )
         return response
 
-    async def _read_frame(self) -> bytes:
+    async def _read_frame(self) -> bytes | bytearray:
         while True:
             frame = self._decoder.next_frame()
             if frame is not None:
                 return frame
+            into = self._decoder.receive_buffer()  # a large answer lands in place
+            if into is not None:
+                got = await receive_into(self.stream, into)
+                if not got:
+                    raise BrokerConnectionError(f"{self._peer()}: connection closed by the peer")
+                self._decoder.received_into(got)
+                continue
             want = min(max(self._decoder.bytes_wanted, 65536), _RECEIVE_MAX)
             data = await self.stream.receive_some(want)
             if not data:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -210,6 +211,60 @@ async def test_a_frame_sent_byte_by_byte(running: RunningServer) -> None:
     response = await client.receive(request)
     assert response.header.correlation_id == 31
     assert response.error_code == ErrorCode.NONE
+
+
+async def test_large_frames_are_received_in_place_between_small_ones(
+    start_server: StartServer, registry: dict[int, HandlerSpec]
+) -> None:
+    """Frames of 64 KiB and more go straight into their own buffer (FrameDecoder.
+    receive_buffer): several, pipelined with small ones in one stream and sent in uneven
+    pieces, are each decoded whole and answered in order."""
+
+    async def count(ctx: Any, req: Any) -> dict[str, Any]:
+        body = metadata_body(ctx)
+        body["cluster_id"] = f"c{ctx.header.correlation_id}:{len(req['topics'] or [])}"
+        return body
+
+    register_metadata(registry, count)
+    running = await start_server(max_frame_bytes=1 << 20)
+    client = await WireClient.connect(running.address)
+    sizes = [3000, 0, 6000, 1, 2500]  # topic names of 40 bytes: 3000 of them ~ 130 KB
+    requests = [
+        MetadataRequest[4](
+            topics=[f"topic-{cid:02d}-{i:031d}" for i in range(n)] if n else None,
+            allow_auto_topic_creation=False,
+        )
+        for cid, n in enumerate(sizes)
+    ]
+    wire = b"".join(client.encode(r, correlation_id=cid) for cid, r in enumerate(requests))
+    assert len(wire) > 3 * 65536
+    pos, step = 0, 1
+    while pos < len(wire):  # 1, 2, 4, ... byte pieces up to 64 KiB, then 64 KiB
+        await client.send_raw(wire[pos : pos + step])
+        pos += step
+        step = min(step * 2, 65536)
+    for cid, (request, n) in enumerate(zip(requests, sizes, strict=True)):
+        response = await client.receive(request)
+        assert response.header.correlation_id == cid
+        assert response.cluster_id == f"c{cid}:{n}"
+
+
+async def test_a_reset_inside_a_large_frame_is_quiet(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    running = await start_server(max_frame_bytes=1 << 20)
+    client = await WireClient.connect(running.address)
+    body = request_header_v1(ApiKey.METADATA, 4, 1) + b"\x00" * 200_000
+    with caplog.at_level(logging.DEBUG, logger="wirebroker.net"):
+        await client.send_raw(frame(body)[:100_000])
+        await trio.testing.wait_all_tasks_blocked()
+        sock = client.stream.socket
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await client.aclose()  # RST: the server's recv_into fails
+        await assert_healthy(running.address)
+        await trio.testing.wait_all_tasks_blocked()
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert "lost" in caplog.text or "closed by the peer" in caplog.text
 
 
 async def test_flexible_metadata_round_trip(

@@ -171,3 +171,103 @@ def test_bytes_wanted_of_an_oversize_prefix_is_zero() -> None:
     with pytest.raises(FrameTooLarge):
         decoder.receive_data(b"\x00\x00\x01\x00")
     assert decoder.bytes_wanted == 0
+
+
+# -- large frames received in place ---------------------------------------------------------
+
+
+def _feed_in_place(decoder: FrameDecoder, data: bytes, piece: int) -> list[bytes | bytearray]:
+    """Deliver `data` as a socket would, `piece` bytes per receive at most, using the in-place
+    buffer whenever the decoder offers one."""
+    got: list[bytes | bytearray] = []
+    pos = 0
+    while pos < len(data):
+        into = decoder.receive_buffer()
+        if into is not None:
+            n = min(piece, len(into), len(data) - pos)
+            into[:n] = data[pos : pos + n]
+            into.release()
+            decoder.received_into(n)
+        else:
+            n = min(piece, len(data) - pos)
+            decoder.receive_data(data[pos : pos + n])
+        pos += n
+        got += _drain(decoder)
+    return got
+
+
+def test_a_large_frame_is_received_in_place_and_handed_over() -> None:
+    big = bytes(range(256)) * 40  # 10,240 bytes
+    decoder = FrameDecoder(1 << 20, in_place_min=1024)
+    wire = frame(big) + frame(b"small") + frame(big[::-1])
+    decoder.receive_data(wire[:100])  # the size and the first 96 bytes, buffered
+    assert decoder.bytes_wanted == 4 + len(big) - 100
+    into = decoder.receive_buffer()
+    assert into is not None and len(into) == len(big) - 96  # the buffered part moved in
+    assert decoder.buffered_bytes == 100
+    assert decoder.bytes_wanted == len(into)
+    into[:] = big[96:]
+    into.release()
+    assert decoder.next_frame() is None  # not reported yet
+    decoder.received_into(len(big) - 96)
+    assert decoder.receive_buffer() is None  # complete: nothing left to receive into
+    first = decoder.next_frame()
+    assert isinstance(first, bytearray) and first == big
+    assert decoder.buffered_bytes == 0
+    got = _feed_in_place(decoder, wire[4 + len(big) :], 4096)
+    assert got == [b"small", big[::-1]]
+    assert type(got[0]) is bytes  # below the threshold: copied out as bytes
+    assert decoder.receive_buffer() is None and decoder.buffered_bytes == 0
+
+
+def test_receive_data_fills_a_frame_being_received_in_place() -> None:
+    big = b"\x07" * 5000
+    decoder = FrameDecoder(1 << 20, in_place_min=1000)
+    wire = frame(big) + frame(b"next") + frame(b"x" * 10)
+    decoder.receive_data(wire[:10])
+    assert decoder.receive_buffer() is not None
+    decoder.receive_data(wire[10:4000])  # a caller may still use receive_data
+    decoder.received_into(0)
+    assert decoder.next_frame() is None
+    decoder.receive_data(wire[4000:])  # the rest of the frame and what follows
+    assert _drain(decoder) == [big, b"next", b"x" * 10]
+
+
+def test_received_into_without_room_is_refused() -> None:
+    decoder = FrameDecoder(1 << 20, in_place_min=100)
+    with pytest.raises(ValueError):
+        decoder.received_into(1)  # no frame received in place
+    decoder.receive_data(frame(b"a" * 200)[:4])
+    into = decoder.receive_buffer()
+    assert into is not None and len(into) == 200
+    into.release()
+    with pytest.raises(ValueError):
+        decoder.received_into(201)
+
+
+def test_receive_buffer_checks_the_size() -> None:
+    decoder = FrameDecoder(1000, in_place_min=10)
+    decoder.receive_data(b"\x00\x00")
+    assert decoder.receive_buffer() is None  # size not known yet
+    decoder.receive_data(b"\x00\x05")
+    assert decoder.receive_buffer() is None  # below in_place_min
+    assert decoder.next_frame() is None
+    decoder = FrameDecoder(1000, in_place_min=10)
+    with pytest.raises(FrameTooLarge):
+        decoder.receive_data(struct.pack(">i", 1001))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 3000), max_size=6),
+    piece=st.integers(1, 5000),
+    threshold=st.integers(1, 2000),
+)
+def test_in_place_and_buffered_frames_any_split(
+    sizes: list[int], piece: int, threshold: int
+) -> None:
+    payloads = [bytes([i % 251]) * n + bytes([n % 256]) for i, n in enumerate(sizes)]
+    decoder = FrameDecoder(1 << 20, in_place_min=threshold)
+    got = _feed_in_place(decoder, b"".join(frame(p) for p in payloads), piece)
+    assert got == payloads
+    assert decoder.buffered_bytes == 0 and decoder.receive_buffer() is None

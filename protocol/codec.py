@@ -43,6 +43,7 @@ from construct import ConstructError, Container
 from protocol.api import ApiKey, response_header_version, schema_module
 from protocol.exceptions import EncodeError, MalformedRequest, ProtocolError
 from protocol.fastcodec import (
+    decode_fetch_response,
     decode_produce_request,
     encode_fetch_response,
     encode_metadata_response,
@@ -206,5 +207,9 @@ def decode_response(
     correlation_id, offset = parse_response_header(
         frame, response_header_version(api_key, api_version)
     )
+    if api_key == _FETCH:
+        fast = decode_fetch_response(frame, offset, api_version)
+        if fast is not None:
+            return correlation_id, fast
     body = _parse_body(module.response_schema(api_version), frame, offset)
     return correlation_id, body

@@ -7,6 +7,10 @@
 - Fetch responses, every served version: for any body in the fast path's domain the bytes are
   those of the construct schema; bodies outside it (tagged fields set, bad values) fall back,
   so `encode_response` still equals the construct path or raises its EncodeError.
+- Fetch responses decoded, versions 12-18: the fast decoder gives the construct schema's
+  Containers (records as memoryviews of the frame); answers with tagged fields, and damaged
+  ones, get None from it, and `decode_response` then equals the construct path (the same
+  Containers, or MalformedRequest from both).
 """
 
 from __future__ import annotations
@@ -21,19 +25,22 @@ from hypothesis import strategies as st
 from protocoltest_helpers import plain as _plain
 
 from protocol.codec import (
+    _parse_body,
     decode_request,
     decode_request_generic,
+    decode_response,
     encode_request,
     encode_response,
     encode_response_generic,
 )
 from protocol.exceptions import EncodeError, MalformedRequest
 from protocol.fastcodec import (
+    decode_fetch_response,
     decode_produce_request,
     encode_fetch_response,
     encode_metadata_response,
 )
-from protocol.headers import parse_request_header
+from protocol.headers import parse_request_header, parse_response_header
 from protocol.messages import fetch, produce
 from protocol.primitives import uvarint_bytes as _uv
 
@@ -291,6 +298,109 @@ def test_fetch_response_equal_to_construct(version: int, body: dict[str, Any], c
     assert fast is not None
     assert fast == encode_response_generic(1, version, cid, body)
     assert encode_response(1, version, cid, body) == fast
+
+
+FETCH_DECODE_VERSIONS = range(12, fetch.VALID_VERSIONS[1] + 1)
+
+
+def _fetch_generic(version: int, frame: bytes | bytearray) -> Any:
+    """(correlation id, body) through the construct schema only, or MalformedRequest."""
+    try:
+        cid, offset = parse_response_header(frame, 1)
+        return cid, _parse_body(fetch.response_schema(version), frame, offset)
+    except MalformedRequest as exc:
+        return type(exc)
+
+
+def _fetch_fast(version: int, frame: bytes | bytearray) -> Any:
+    try:
+        return decode_response(1, version, frame)
+    except MalformedRequest as exc:
+        return type(exc)
+
+
+@pytest.mark.parametrize("version", FETCH_DECODE_VERSIONS)
+@settings(max_examples=60, deadline=None)
+@given(body=fetch_bodies, cid=int32, in_place=st.booleans())
+def test_fetch_response_decoded_equal_to_construct(
+    version: int, body: dict[str, Any], cid: int, in_place: bool
+) -> None:
+    wire = encode_response_generic(1, version, cid, body)[4:]
+    frame = bytearray(wire) if in_place else wire  # a frame received in place is a bytearray
+    _cid, offset = parse_response_header(frame, 1)
+    fast = decode_fetch_response(frame, offset, version)
+    assert fast is not None
+    assert fast == _fetch_generic(version, frame)[1]
+    assert decode_response(1, version, frame) == (cid, fast)
+    for topic in fast.responses:
+        for part in topic.partitions:
+            assert part.records is None or isinstance(part.records, memoryview)
+
+
+@pytest.mark.parametrize("version", FETCH_DECODE_VERSIONS)
+@settings(max_examples=30, deadline=None)
+@given(
+    body=fetch_bodies,
+    extra=st.sampled_from(
+        [
+            ("part", "diverging_epoch", {"epoch": 3, "end_offset": 10}),
+            ("part", "current_leader", {"leader_id": 1, "leader_epoch": 2}),
+            ("part", "snapshot_id", {"end_offset": 5, "epoch": 1}),
+            ("top", "node_endpoints", [{"node_id": 1, "host": "h", "port": 9, "rack": None}]),
+        ]
+    ),
+)
+def test_fetch_response_with_tagged_fields_is_decoded_by_construct(
+    version: int, body: dict[str, Any], extra: tuple[str, str, Any]
+) -> None:
+    where, key, value = extra
+    if where == "top":
+        if version < 16:
+            return  # node_endpoints exists from v16
+        body[key] = value
+    else:
+        body["responses"].append({"topic": "t", "partitions": [{key: value}]})
+    frame = encode_response_generic(1, version, 5, body)[4:]
+    _cid, offset = parse_response_header(frame, 1)
+    assert decode_fetch_response(frame, offset, version) is None
+    decoded = decode_response(1, version, frame)
+    assert decoded == _fetch_generic(version, frame)
+    if where == "top":
+        assert decoded[1][key][0].host == "h"
+    else:
+        assert decoded[1].responses[-1].partitions[0][key] == value
+
+
+@pytest.mark.parametrize("version", [12, 13, 16, 18])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=fetch_bodies, data=st.data())
+def test_fetch_response_damaged_frames_agree(version: int, body: dict[str, Any], data: Any) -> None:
+    frame = encode_response_generic(1, version, 9, body)[4:]
+    offset = 5  # correlation id, empty header tag section
+    kind = data.draw(st.sampled_from(["truncate", "change", "insert", "tail"]))
+    pos = data.draw(st.integers(offset, len(frame)))
+    if kind == "truncate":
+        damaged = frame[:pos]
+    elif kind == "change":
+        if pos == len(frame):
+            pos -= 1
+        byte = data.draw(
+            st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF]) | st.integers(0, 255)
+        )
+        damaged = frame[:pos] + bytes([byte]) + frame[pos + 1 :]
+    elif kind == "insert":
+        damaged = frame[:pos] + data.draw(st.binary(min_size=1, max_size=6)) + frame[pos:]
+    else:
+        damaged = frame[:offset] + data.draw(st.binary(max_size=60))
+    assert _fetch_fast(version, damaged) == _fetch_generic(version, damaged)
+
+
+def test_fetch_response_decode_outside_its_versions_is_not_fast() -> None:
+    body = {"responses": [{"topic": "t", "partitions": [{"records": b"abc"}]}]}
+    frame = encode_response_generic(1, 11, 3, body)[4:]
+    assert decode_fetch_response(frame, 4, 11) is None
+    cid, decoded = decode_response(1, 11, frame)
+    assert cid == 3 and decoded.responses[0].partitions[0].records == b"abc"
 
 
 @pytest.mark.parametrize("version", [4, 11, 12, 16, 18])

@@ -175,6 +175,17 @@ def _string(buf: Any, pos: int, end: int, flexible: bool, nullable: bool) -> tup
     return bytes(buf[pos : pos + n]).decode("utf-8", "replace"), pos + n
 
 
+def _topic_key(
+    buf: Any, pos: int, end: int, flexible: bool, by_id: bool, name_key: str
+) -> tuple[Container, int]:
+    """A topic entry's Container started with its id (uuid) or its name (under `name_key`)."""
+    if by_id:
+        _need(pos, 16, end)
+        return Container(topic_id=uuid.UUID(bytes=bytes(buf[pos : pos + 16]))), pos + 16
+    name, pos = _string(buf, pos, end, flexible, False)
+    return Container({name_key: name}), pos
+
+
 def _skip_tags(buf: Any, pos: int, end: int, budget: DecodeBudget | None) -> int:
     """Skip a tagged-field section (no tagged field is known in a Produce request)."""
     n, pos = _uvarint(buf, pos, end)
@@ -247,13 +258,7 @@ def _decode_produce(
     n_topics, pos = _count(buf, pos, end, flexible, topic_unit, budget, topic_cost)
     topic_data = []
     for _ in range(n_topics):
-        if by_id:
-            _need(pos, 16, end)
-            topic = Container(topic_id=uuid.UUID(bytes=bytes(buf[pos : pos + 16])))
-            pos += 16
-        else:
-            name, pos = _string(buf, pos, end, flexible, False)
-            topic = Container(name=name)
+        topic, pos = _topic_key(buf, pos, end, flexible, by_id, "name")
         n_parts, pos = _count(buf, pos, end, flexible, part_unit, budget, part_cost)
         partition_data = []
         for _ in range(n_parts):
@@ -335,13 +340,7 @@ def _decode_fetch(frame: bytes | bytearray, pos: int, version: int) -> Container
     n_topics, pos = _count(buf, pos, end, True, 3, None, 0)
     responses = []
     for _ in range(n_topics):
-        if by_id:
-            _need(pos, 16, end)
-            topic = Container(topic_id=uuid.UUID(bytes=bytes(buf[pos : pos + 16])))
-            pos += 16
-        else:
-            name, pos = _string(buf, pos, end, True, False)
-            topic = Container(topic=name)
+        topic, pos = _topic_key(buf, pos, end, True, by_id, "topic")
         n_parts, pos = _count(buf, pos, end, True, 37, None, 0)
         partitions = []
         for _ in range(n_parts):

@@ -35,6 +35,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,11 @@ def _listen() -> tuple[socket.socket, int]:
     return sock, sock.getsockname()[1]
 
 
-def _receive_and_write(conn: socket.socket, fd: int, total: int) -> int:
+def _receive_and_write(
+    conn: socket.socket, fd: int, total: int, then: Callable[[int], None] | None = None
+) -> int:
+    """Receive up to `total` bytes and write each piece to `fd`; `then(written so far)` after
+    each write. Returns the bytes written (fewer at an early end of stream)."""
     buf = bytearray(CHUNK)
     view = memoryview(buf)
     got = 0
@@ -59,6 +64,8 @@ def _receive_and_write(conn: socket.socket, fd: int, total: int) -> int:
             break
         os.write(fd, view[:n])
         got += n
+        if then is not None:
+            then(got)
     return got
 
 
@@ -81,20 +88,16 @@ def _leader(ready: Connection, path: str, total: int, followers: list[int]) -> N
     ready.send(port)
     client, _ = listener.accept()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    written = 0
     sent = [0] * len(outs)
+
+    def replicate(written: int) -> None:  # the followers' fetches: the new range, zero-copy
+        for i, out in enumerate(outs):
+            while sent[i] < written:
+                sent[i] += os.sendfile(out.fileno(), fd, sent[i], written - sent[i])
+
     try:
-        while written < total:
-            n = client.recv_into(view, min(CHUNK, total - written))
-            if not n:
-                return
-            os.write(fd, view[:n])
-            written += n
-            for i, out in enumerate(outs):  # the followers' fetches: the new range, zero-copy
-                while sent[i] < written:
-                    sent[i] += os.sendfile(out.fileno(), fd, sent[i], written - sent[i])
+        if _receive_and_write(client, fd, total, replicate) < total:
+            return
         for out in outs:
             out.recv(1)
         client.sendall(b"k")

@@ -108,27 +108,32 @@ def test_produce_request_equal_to_construct(version: int, body: dict[str, Any]) 
             assert part.records is None or isinstance(part.records, memoryview)
 
 
+def _damage(frame: bytes, offset: int, data: Any) -> bytes:
+    """`frame` with its body (from `offset`) truncated, a byte changed, bytes inserted, or
+    replaced by random bytes."""
+    kind = data.draw(st.sampled_from(["truncate", "change", "insert", "tail"]))
+    pos = data.draw(st.integers(offset, len(frame)))
+    if kind == "truncate":
+        return frame[:pos]
+    if kind == "change":
+        if pos == len(frame):
+            pos -= 1
+        byte = data.draw(
+            st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF]) | st.integers(0, 255)
+        )
+        return frame[:pos] + bytes([byte]) + frame[pos + 1 :]
+    if kind == "insert":
+        return frame[:pos] + data.draw(st.binary(min_size=1, max_size=6)) + frame[pos:]
+    return frame[:offset] + data.draw(st.binary(max_size=60))
+
+
 @pytest.mark.parametrize("version", PRODUCE_VERSIONS)
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=produce_bodies, data=st.data())
 def test_produce_damaged_frames_agree(version: int, body: dict[str, Any], data: Any) -> None:
     frame = _produce_frame(version, body)
     _header, offset = parse_request_header(frame)
-    kind = data.draw(st.sampled_from(["truncate", "change", "insert", "tail"]))
-    pos = data.draw(st.integers(offset, len(frame)))
-    if kind == "truncate":
-        damaged = frame[:pos]
-    elif kind == "change":
-        if pos == len(frame):
-            pos -= 1
-        byte = data.draw(
-            st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF]) | st.integers(0, 255)
-        )
-        damaged = frame[:pos] + bytes([byte]) + frame[pos + 1 :]
-    elif kind == "insert":
-        damaged = frame[:pos] + data.draw(st.binary(min_size=1, max_size=6)) + frame[pos:]
-    else:
-        damaged = frame[:offset] + data.draw(st.binary(max_size=60))
+    damaged = _damage(frame, offset, data)
     generic, fast = _both(damaged)
     assert fast == generic
 
@@ -377,21 +382,7 @@ def test_fetch_response_with_tagged_fields_is_decoded_by_construct(
 def test_fetch_response_damaged_frames_agree(version: int, body: dict[str, Any], data: Any) -> None:
     frame = encode_response_generic(1, version, 9, body)[4:]
     offset = 5  # correlation id, empty header tag section
-    kind = data.draw(st.sampled_from(["truncate", "change", "insert", "tail"]))
-    pos = data.draw(st.integers(offset, len(frame)))
-    if kind == "truncate":
-        damaged = frame[:pos]
-    elif kind == "change":
-        if pos == len(frame):
-            pos -= 1
-        byte = data.draw(
-            st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF]) | st.integers(0, 255)
-        )
-        damaged = frame[:pos] + bytes([byte]) + frame[pos + 1 :]
-    elif kind == "insert":
-        damaged = frame[:pos] + data.draw(st.binary(min_size=1, max_size=6)) + frame[pos:]
-    else:
-        damaged = frame[:offset] + data.draw(st.binary(max_size=60))
+    damaged = _damage(frame, offset, data)
     assert _fetch_fast(version, damaged) == _fetch_generic(version, damaged)
 
 

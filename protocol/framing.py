@@ -10,18 +10,22 @@ frame is copied out once (through a memoryview); consumed bytes are dropped when
 buffer has been consumed or when they make up more than half of it, so many small frames and
 one huge frame arriving in small pieces both cost linear time.
 
-Large frames in place: once the size of the head frame is known and it is at least
-`in_place_min` bytes (64 KiB by default), `receive_buffer()` gives the part of that frame still
-missing as a writable memoryview of the frame's own `bytearray` (what was already buffered is
-moved there once). The caller receives straight into it (`socket.recv_into`) and reports the
-count with `received_into(n)`; `next_frame` then returns that `bytearray` itself. A 1 MB
-Produce request or Fetch response is so copied by nobody but the kernel, instead of twice
-(into the buffer, out of it) -- two 1 MB memmoves per frame, ~5% of a replicating leader's
-CPU and ~10% of a follower's (perf, docs/replication.md). `receive_data` still works in that
-state (bytes go into the frame first, the rest is buffered behind it), so a caller may mix
-both. A receive into the view never reads past the frame, so no byte of the next frame is
-ever in the frame's buffer. `next_frame` returns `bytes` for frames below the threshold and a
-`bytearray` (owned by the caller: the decoder keeps no reference) for the others.
+Large frames in place: once the size of the head frame is known, it is at least
+`in_place_min` bytes (64 KiB by default) and at least 1/IN_PLACE_RATIO (1/16) of it has
+arrived, `receive_buffer()` gives the part of that frame still missing as a writable
+memoryview of the frame's own `bytearray` (what was already buffered is moved there once).
+The caller receives straight into it (`socket.recv_into`) and reports the count with
+`received_into(n)`; `next_frame` then returns that `bytearray` itself. A 1 MB Produce request
+or Fetch response is so copied by nobody but the kernel, instead of twice (into the buffer,
+out of it) -- two 1 MB memmoves per frame, ~5% of a replicating leader's CPU and ~10% of a
+follower's (perf, docs/replication.md). The buffer is allocated whole, as Kafka's
+NetworkReceive does; the ratio bounds it to 16 times what the peer has sent (and the frame
+cap): a peer announcing 100 MB and sending 10 bytes makes the broker hold 10 bytes.
+`receive_data` still works in that state (bytes go into the frame first, the rest is
+buffered behind it), so a caller may mix both. A receive into the view never reads past the
+frame, so no byte of the next frame is ever in the frame's buffer. `next_frame` returns a
+frame received in place as that `bytearray` (owned by the caller: the decoder keeps no
+reference), any other as `bytes`.
 
 Limits: a declared size that is negative or above `max_frame_bytes` raises `FrameTooLarge`
 as soon as its 4 bytes are known (in `receive_data` for the frame at the head of the buffer,
@@ -37,8 +41,10 @@ from protocol.exceptions import FrameTooLarge
 
 _SIZE = struct.Struct(">i")
 _COMPACT_MIN = 1 << 16
-#: Frames at least this big can be received in place (`FrameDecoder.receive_buffer`).
+#: Frames at least this big can be received in place (`FrameDecoder.receive_buffer`)...
 IN_PLACE_MIN = 1 << 16
+#: ... once at least 1/IN_PLACE_RATIO of them has arrived (the bound on the allocation).
+IN_PLACE_RATIO = 16
 
 
 def frame(payload: bytes) -> bytes:
@@ -70,15 +76,15 @@ class FrameDecoder:
 
     def receive_buffer(self) -> memoryview | None:
         """The missing part of the head frame, to receive into in place (see the module
-        doc), or None: the head frame is not known yet, is below `in_place_min`, or is
-        complete; then receive with `receive_data`. Report what was written with
-        `received_into`. May raise `FrameTooLarge`."""
+        doc), or None: the head frame is not known yet, is below `in_place_min`, too little
+        of it has arrived, or it is complete; then receive with `receive_data`. Report what
+        was written with `received_into`. May raise `FrameTooLarge`."""
         if self._frame is None:
             size = self._head_size()
             if size is None or size < self.in_place_min:
                 return None
             have = len(self._buf) - self._pos - 4
-            if have >= size:
+            if have >= size or have * IN_PLACE_RATIO < size:
                 return None
             frame = bytearray(size)
             with memoryview(self._buf) as view:

@@ -200,16 +200,16 @@ def test_a_large_frame_is_received_in_place_and_handed_over() -> None:
     big = bytes(range(256)) * 40  # 10,240 bytes
     decoder = FrameDecoder(1 << 20, in_place_min=1024)
     wire = frame(big) + frame(b"small") + frame(big[::-1])
-    decoder.receive_data(wire[:100])  # the size and the first 96 bytes, buffered
-    assert decoder.bytes_wanted == 4 + len(big) - 100
+    decoder.receive_data(wire[:644])  # the size and the first 640 bytes (1/16), buffered
+    assert decoder.bytes_wanted == 4 + len(big) - 644
     into = decoder.receive_buffer()
-    assert into is not None and len(into) == len(big) - 96  # the buffered part moved in
-    assert decoder.buffered_bytes == 100
+    assert into is not None and len(into) == len(big) - 640  # the buffered part moved in
+    assert decoder.buffered_bytes == 644
     assert decoder.bytes_wanted == len(into)
-    into[:] = big[96:]
+    into[:] = big[640:]
     into.release()
     assert decoder.next_frame() is None  # not reported yet
-    decoder.received_into(len(big) - 96)
+    decoder.received_into(len(big) - 640)
     assert decoder.receive_buffer() is None  # complete: nothing left to receive into
     first = decoder.next_frame()
     assert isinstance(first, bytearray) and first == big
@@ -224,9 +224,9 @@ def test_receive_data_fills_a_frame_being_received_in_place() -> None:
     big = b"\x07" * 5000
     decoder = FrameDecoder(1 << 20, in_place_min=1000)
     wire = frame(big) + frame(b"next") + frame(b"x" * 10)
-    decoder.receive_data(wire[:10])
+    decoder.receive_data(wire[:400])
     assert decoder.receive_buffer() is not None
-    decoder.receive_data(wire[10:4000])  # a caller may still use receive_data
+    decoder.receive_data(wire[400:4000])  # a caller may still use receive_data
     decoder.received_into(0)
     assert decoder.next_frame() is None
     decoder.receive_data(wire[4000:])  # the rest of the frame and what follows
@@ -237,12 +237,33 @@ def test_received_into_without_room_is_refused() -> None:
     decoder = FrameDecoder(1 << 20, in_place_min=100)
     with pytest.raises(ValueError):
         decoder.received_into(1)  # no frame received in place
-    decoder.receive_data(frame(b"a" * 200)[:4])
+    decoder.receive_data(frame(b"a" * 200)[:20])
     into = decoder.receive_buffer()
-    assert into is not None and len(into) == 200
+    assert into is not None and len(into) == 184
     into.release()
     with pytest.raises(ValueError):
         decoder.received_into(201)
+
+
+def test_a_frame_goes_in_place_only_once_a_sixteenth_has_arrived() -> None:
+    """The whole buffer is allocated at once: a peer must have sent 1/16 of what it
+    announces first, so announcing the frame cap and trickling holds only what arrived."""
+    size = 1 << 20
+    decoder = FrameDecoder(size, in_place_min=1024)
+    wire = frame(b"\x01" * size)
+    decoder.receive_data(wire[:5])
+    assert decoder.receive_buffer() is None  # 1 byte of 1 MiB: no 1 MiB buffer for it
+    decoder.receive_data(wire[5 : 4 + size // 16 - 1])
+    assert decoder.receive_buffer() is None  # one byte short of 1/16
+    assert decoder.buffered_bytes == 4 + size // 16 - 1
+    decoder.receive_data(wire[4 + size // 16 - 1 : 4 + size // 16])
+    into = decoder.receive_buffer()
+    assert into is not None and len(into) == size - size // 16
+    into[:] = wire[4 + size // 16 :]
+    into.release()
+    decoder.received_into(size - size // 16)
+    got = decoder.next_frame()
+    assert isinstance(got, bytearray) and got == wire[4:]
 
 
 def test_receive_buffer_checks_the_size() -> None:

@@ -3,7 +3,7 @@
 States (one task per connection, `Connection.run`)::
 
     READING   waiting for bytes; bytes go to a sans-I/O `FrameDecoder` (a frame of 64 KiB or
-              more is received straight into its own buffer once its size is known:
+              more is received straight into its own buffer once 1/16 of it has arrived:
               `FrameDecoder.receive_buffer`, `transport.receive_into`); as soon as one whole
               frame is buffered -> HANDLING. Deadlines (both `connections.max.idle.ms`):
               no byte of the next request yet: idle time since the last response (or accept);

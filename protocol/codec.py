@@ -48,6 +48,7 @@ from protocol.fastcodec import (
     encode_fetch_response,
     encode_metadata_response,
 )
+from protocol.framing import GatherFrame, is_region
 from protocol.headers import (
     RequestHeader,
     encode_request_header,
@@ -160,17 +161,48 @@ def decode_request_generic(
     return header, _parse_body(schema, frame, offset, budget)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """A complete response frame: length prefix, response header, body built from `body`."""
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: Any
+) -> bytes | GatherFrame:
+    """A complete response frame: length prefix, response header, body built from `body`.
+    A Fetch response whose records include a region (`protocol.framing.GatherFrame`) is a
+    `GatherFrame`; when construct has to build it, the regions are read into bytes first."""
     if api_key == _FETCH:
         fast = encode_fetch_response(api_version, correlation_id, body)
         if fast is not None:
             return fast
+        body = _regions_read(body)
     elif api_key == _METADATA:
         fast = encode_metadata_response(api_version, correlation_id, body)
         if fast is not None:
             return fast
     return encode_response_generic(api_key, api_version, correlation_id, body)
+
+
+def _regions_read(body: Any) -> Any:
+    """A Fetch response body with every records region replaced by its bytes (construct
+    packs bytes only); `body` itself when it has none."""
+    if not isinstance(body, dict):
+        return body
+    topics = body.get("responses")
+    if not isinstance(topics, list):
+        return body
+
+    def read(p: Any) -> Any:
+        records = p.get("records") if isinstance(p, dict) else None
+        if not is_region(records):
+            return p
+        return {**p, "records": bytes(records)}  # type: ignore[arg-type]
+
+    return {
+        **body,
+        "responses": [
+            {**t, "partitions": [read(p) for p in t.get("partitions") or []]}
+            if isinstance(t, dict) and isinstance(t.get("partitions"), list)
+            else t
+            for t in topics
+        ],
+    }
 
 
 def encode_response_generic(

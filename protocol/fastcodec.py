@@ -2,7 +2,7 @@
 
     decode_produce_request(frame, offset, version, budget=None) -> Container
     decode_fetch_response(frame, offset, version) -> Container | None
-    encode_fetch_response(version, correlation_id, body) -> bytes | None
+    encode_fetch_response(version, correlation_id, body) -> bytes | GatherFrame | None
     encode_metadata_response(version, correlation_id, body) -> bytes | None
 
 `protocol.codec.decode_request` / `decode_response` / `encode_response` use them for Produce
@@ -58,6 +58,13 @@ proper EncodeError for a bad value)::
 Tagged-field sections are written empty (one 0 byte) in flexible versions (v12+), which is what
 construct writes when no tagged field differs from its default.
 
+A partition's records may also be a *region* (`protocol.framing.GatherFrame`): an object
+that is not bytes-like but has `len()` and `bytes()` -- a leader's slice of its log file for
+a follower, which the broker sends with sendfile so the bytes never enter the process. The
+frame is then a `GatherFrame` (the pieces around each region joined) instead of `bytes`.
+construct knows no regions: `protocol.codec.encode_response` reads them into bytes before
+falling back to it.
+
 Fetch response decoding, versions 12-18 (what a follower asks for: 12 by name, 16 by topic
 id): the layout above; `records` are memoryviews of the frame (construct reads each into a new
 `bytes`: for a follower's 1 MB answers, that copy and construct's own walk were ~10% of its CPU).
@@ -84,6 +91,7 @@ from typing import Any
 from construct import Container
 
 from protocol.exceptions import MalformedRequest
+from protocol.framing import GatherFrame, is_region
 from protocol.primitives import TAG_COST, DecodeBudget, uvarint_bytes
 from protocol.varint import read_uvarint as _uvarint
 
@@ -429,9 +437,12 @@ def _keys_ok(obj: Any, allowed: frozenset[str]) -> Any:
     return obj
 
 
-def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes | None:
+def encode_fetch_response(
+    version: int, correlation_id: int, body: Any
+) -> bytes | GatherFrame | None:
     """The whole Fetch response frame (length prefix, header, body), or None when `body` is
-    outside the fast path (see the module docstring) and construct must build it."""
+    outside the fast path (see the module docstring) and construct must build it. A
+    `GatherFrame` when some partition's records are a region (see the module docstring)."""
     try:
         return _encode_fetch(version, correlation_id, body)
     except (_NotFast, struct.error, TypeError, ValueError, OverflowError, AttributeError):
@@ -474,7 +485,7 @@ def _str(value: Any, flexible: bool, nullable: bool) -> bytes:
     return (uvarint_bytes(len(raw) + 1) if flexible else _I16_PACK(len(raw))) + raw
 
 
-def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
+def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes | GatherFrame:
     if version < FETCH_MIN_VERSION:
         raise _NotFast
     flexible = version >= FETCH_FLEXIBLE_MIN
@@ -489,6 +500,7 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
     parts: list[Any] = [b"", cid + b"\x00" + top if flexible else cid + top]
     append = parts.append
     count = _compact_count if flexible else _I32.pack
+    regions = False  # some records are a region: the frame is a GatherFrame
     responses = _array(body, "responses")
     append(count(len(responses)))
     for topic in responses:
@@ -499,22 +511,26 @@ def _encode_fetch(version: int, correlation_id: int, body: Any) -> bytes:
             append(_str(topic.get("topic", ""), flexible, False))
         partitions = _array(topic, "partitions")
         append(count(len(partitions)))
-        _append_fetch_partitions(version, partitions, append)
+        regions = _append_fetch_partitions(version, partitions, append) or regions
         if flexible:
             append(b"\x00")
     if flexible:
         append(b"\x00")
     parts[0] = _I32.pack(sum(map(len, parts)))
+    if regions:
+        return GatherFrame(parts)
     return b"".join(parts)
 
 
-def _append_fetch_partitions(version: int, partitions: Any, append: Any) -> None:
+def _append_fetch_partitions(version: int, partitions: Any, append: Any) -> bool:
     """The partitions of a Fetch response topic (Kafka's PartitionData): for each the fixed
     fields, aborted transactions, preferred read replica (v11+), records, tagged fields (v12+).
-    One loop, no call per partition (a response may carry thousands)."""
+    One loop, no call per partition (a response may carry thousands). True when some records
+    were a region (appended as they are)."""
     flexible = version >= FETCH_FLEXIBLE_MIN
     null = b"\x00" if flexible else b"\xff\xff\xff\xff"  # a null array or bytes
     keys = _PART_KEYS
+    regions = False
     for p in partitions:
         if not isinstance(p, dict) or not keys.issuperset(p.keys()):
             raise _NotFast
@@ -536,7 +552,9 @@ def _append_fetch_partitions(version: int, partitions: Any, append: Any) -> None
             append(null)
         else:
             if not isinstance(records, bytes | bytearray | memoryview):
-                raise _NotFast
+                if not is_region(records):
+                    raise _NotFast
+                regions = True
             n = len(records)
             if n > 0x7FFFFFFF:
                 raise _NotFast
@@ -544,6 +562,7 @@ def _append_fetch_partitions(version: int, partitions: Any, append: Any) -> None
             append(records)
         if flexible:
             append(b"\x00")
+    return regions
 
 
 def _append_aborted(aborted: Any, flexible: bool, append: Any) -> None:

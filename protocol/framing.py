@@ -36,6 +36,8 @@ decoder must not be used further (the connection is to be closed).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from protocol.exceptions import FrameTooLarge
 
@@ -50,6 +52,66 @@ IN_PLACE_RATIO = 16
 def frame(payload: bytes) -> bytes:
     """`payload` with its 4-byte big-endian length prefix."""
     return _SIZE.pack(len(payload)) + payload
+
+
+def is_bytes_like(obj: object) -> bool:
+    return isinstance(obj, bytes | bytearray | memoryview)
+
+
+def is_region(obj: object) -> bool:
+    """Not bytes-like, not a str, and has len() and bytes(): a `GatherFrame` region."""
+    cls = type(obj)
+    return (
+        hasattr(cls, "__bytes__")
+        and hasattr(cls, "__len__")
+        and not isinstance(obj, str | bytes | bytearray | memoryview)
+    )
+
+
+class Region(Protocol):
+    """Bytes kept outside the process until sent (see `GatherFrame`)."""
+
+    def __len__(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
+
+
+class GatherFrame:
+    """A frame in pieces, for a gather send: `parts` are bytes and *regions*.
+
+    A region is any object that is not bytes-like, with `len()` and `bytes()`: bytes that stay
+    outside the process until they are sent (a slice of a log file, which the broker's
+    transport sends with `sendfile`: `wirebroker.log.file_slice`). Adjacent bytes-like
+    pieces are joined when the frame is made, so the parts alternate between one `bytes` and
+    one region. `len()` is the frame's whole size (length prefix included); `bytes()` the
+    whole frame with every region read (for a peer that is not a socket, and for tests)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, pieces: Sequence[Any]) -> None:
+        parts: list[bytes | Region] = []
+        run: list[Any] = []
+        size = 0
+        for piece in pieces:
+            n = len(piece)
+            size += n
+            if is_bytes_like(piece):
+                if n:
+                    run.append(piece)
+                continue
+            if run:
+                parts.append(b"".join(run))
+                run = []
+            parts.append(piece)
+        if run:
+            parts.append(b"".join(run))
+        self.parts = parts
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(bytes(p) for p in self.parts)
 
 
 class FrameDecoder:

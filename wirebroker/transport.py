@@ -18,17 +18,35 @@ A `Transport`:
 TCP stream (no copy in user space: how a large frame lands in place, `protocol.framing`), through
 `receive_some` and one copy for any other stream (a simulation's).
 
+`send_frame(stream, frame)` sends a response frame: `bytes` with `send_all`; a
+`protocol.framing.GatherFrame` piece by piece, each region that can (a `FileRegion`: a leader's
+slice of its log file for a follower) with `sendfile` from its file straight to a TCP socket --
+the bytes never enter the process (on Linux over loopback the kernel does not even copy them on
+the sending side) --, any other piece, or any piece to another stream, as bytes.
+
 Nothing here knows about Kafka; the module imports only trio (every layer may use it).
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import trio
 
-__all__ = ["TCP", "TRANSPORT", "TcpTransport", "Transport", "current", "receive_into"]
+from protocol.framing import GatherFrame
+
+__all__ = [
+    "TCP",
+    "TRANSPORT",
+    "FileRegion",
+    "RegionGone",
+    "TcpTransport",
+    "Transport",
+    "current",
+    "receive_into",
+    "send_frame",
+]
 
 Listener = trio.abc.Listener[trio.abc.Stream]
 
@@ -93,3 +111,56 @@ async def receive_into(stream: trio.abc.ReceiveStream, view: memoryview) -> int:
     n = len(data)
     view[:n] = data
     return n
+
+
+class RegionGone(trio.BrokenResourceError):
+    """A region's bytes changed or went away before it was sent (its file was truncated or
+    deleted): the connection must close, as after any failed send (the peer asks again)."""
+
+
+@runtime_checkable
+class FileRegion(Protocol):
+    """A region of a file that can be sent with sendfile (`protocol.framing.GatherFrame`)."""
+
+    def __len__(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
+
+    def sendfile(self, out_fd: int, done: int) -> int:
+        """One `os.sendfile` of the region's bytes from `done` on to `out_fd`: the count
+        sent; raises BlockingIOError when the socket is full, RegionGone when the region's
+        bytes are no longer what they were."""
+        ...
+
+
+async def send_frame(stream: trio.abc.SendStream, frame: bytes | GatherFrame) -> None:
+    """Send one whole frame (see the module docstring). Raises what `send_all` raises, and
+    RegionGone."""
+    if not isinstance(frame, GatherFrame):
+        await stream.send_all(frame)
+        return
+    sock = stream.socket if type(stream) is trio.SocketStream else None
+    for part in frame.parts:
+        if isinstance(part, bytes):
+            await stream.send_all(part)
+        elif sock is not None and isinstance(part, FileRegion):
+            await _sendfile(sock, part)
+        else:
+            await stream.send_all(bytes(part))
+
+
+async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
+    size, done = len(region), 0
+    await trio.lowlevel.checkpoint_if_cancelled()
+    while done < size:
+        try:
+            n = region.sendfile(sock.fileno(), done)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        except RegionGone:
+            raise
+        except OSError as exc:
+            raise trio.BrokenResourceError(exc) from exc
+        if n <= 0:
+            raise RegionGone(f"file region ended after {done} of {size} bytes")
+        done += n

@@ -49,6 +49,7 @@ from protocol.api import ApiKey
 from protocol.codec import decode_request, encode_response
 from protocol.errors import ErrorCode
 from protocol.exceptions import MalformedRequest, ProtocolError, UnknownApiKey, UnsupportedVersion
+from protocol.framing import GatherFrame
 from protocol.legacy_produce import (
     LEGACY_VERSIONS,
     encode_legacy_produce_error,
@@ -81,7 +82,7 @@ class Reply(NamedTuple):
     """What the connection does after one request: send `response` (None: nothing), or close
     (`close`; never with a response, the reason is already logged)."""
 
-    response: bytes | None
+    response: bytes | GatherFrame | None
     close: bool = False
     #: the handler answered `Later`: await this for the reply (see net/dispatch.py)
     later: Callable[[], Awaitable[Reply]] | None = None

@@ -42,7 +42,9 @@ Per partition, in this order:
                                  watermark) with the aborted transactions overlapping the
                                  returned batches (from the `.txnindex` files); a replica_id >= 0
                                  (replica_state.replica_id from v15) reads up to the log end
-                                 offset.
+                                 offset. A follower's read is a slice of the segment file
+                                 where one can be made (`wirebroker.log.file_slice`): the
+                                 response goes out with sendfile, the bytes never read here.
     follower state               after a successful first read of a follower fetch (not after a
                                  divergence or an error, not on the re-reads of a long poll, as
                                  Kafka), the leader records the follower's position
@@ -193,11 +195,12 @@ def _read_partition(
             isolation_level=isolation,
             from_follower=replica_id >= 0,
             min_one_batch=min_one,
+            zero_copy=replica_id >= 0 and isolation != READ_COMMITTED,
         )
     except LogError as exc:
         return _failed(index, exc.error_code), True
-    base["records"] = data if isinstance(data, bytes) else bytes(data)
-    if isolation == READ_COMMITTED and data:
+    base["records"] = data  # type: ignore[typeddict-item]  # bytes, or a FileSlice region
+    if isolation == READ_COMMITTED and isinstance(data, bytes) and data:
         base["aborted_transactions"] = [
             {"producer_id": pid, "first_offset": first}
             for pid, first in part.aborted_transactions(fetch_offset, data)

@@ -35,6 +35,7 @@ from wirebroker.log.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from wirebroker.log.file_slice import FileSlice
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.leader_epoch import LeaderEpochCache
 from wirebroker.log.loader import (
@@ -555,6 +556,24 @@ class PartitionLog:
         max_offset: int | None = None,
         min_one_batch: bool = True,
     ) -> bytes:
+        """Whole batches from `offset` (`LogSegments.read`)."""
+        data = self.read_to_send(
+            offset, max_bytes=max_bytes, max_offset=max_offset, min_one_batch=min_one_batch
+        )
+        assert isinstance(data, bytes)
+        return data
+
+    def read_to_send(
+        self,
+        offset: int,
+        *,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        zero_copy: bool = False,
+    ) -> bytes | FileSlice:
+        """`read`; with `zero_copy` a `FileSlice` to send with sendfile where one can be made
+        (file_slice.py: a leader serving a follower), else bytes."""
         self._check_online()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
@@ -565,7 +584,9 @@ class PartitionLog:
         if offset >= self.log_end_offset or offset >= limit:
             return b""
         with self._io("read", offline_on_error=False):
-            return self._segments.read(offset, max_bytes, limit, min_one_batch, self._corrupt)
+            return self._segments.read(
+                offset, max_bytes, limit, min_one_batch, self._corrupt, zero_copy=zero_copy
+            )
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound) (Kafka's

@@ -76,7 +76,8 @@ from protocol.records import (
     verify_crc,
 )
 from wirebroker.log.config import DECODE_CAP, LogConfig
-from wirebroker.log.fs import APPEND_FLAGS, FileSystem, pread_exact, write_all
+from wirebroker.log.file_slice import FileSlice
+from wirebroker.log.fs import APPEND_FLAGS, FileSystem, OsFileSystem, pread_exact, write_all
 from wirebroker.log.index import OffsetIndex, TimeIndex
 from wirebroker.log.txn_index import TxnIndex
 
@@ -98,6 +99,8 @@ _FILE_NAME_RE = re.compile(r"(\d{20})(\..+)")
 SCAN_WINDOW = 1 << 20
 #: Batches whose positions a segment remembers (see "recent batches" above).
 RECENT_BATCHES = 64
+#: `Segment.slice` reads at most this many batch headers to bound a slice; more: `read`.
+SLICE_SCAN_HEADERS = 16
 _CRC_START = 21
 
 BatchCallback = Callable[[BatchHeader], None]
@@ -171,6 +174,8 @@ class Segment:
                 _swallow(close)
             raise
         self._recent: list[tuple[int, int, BatchHeader]] = []
+        #: bumped by every truncation: a `FileSlice` of an older generation is void
+        self.generation = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -259,6 +264,7 @@ class Segment:
                 scanner.end,
             )
             self._recent.clear()
+            self.generation += 1
             self.fs.ftruncate(self.fd, scanner.end)
             self.size = scanner.end
         builder.finish(final_time_entry=True)
@@ -486,6 +492,56 @@ class Segment:
             return self.read_batch(pos, h), True
         return (data if p == len(data) else data[:p]), p < avail
 
+    def slice(
+        self, pos: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> tuple[FileSlice | None, bool] | None:
+        """`read` as a `FileSlice` (no bytes read, no CRC checked: see file_slice.py), or
+        None when that is not cheap -- the file system is not the real one (a test's, whose
+        faults sendfile would bypass), or finding the batch bounds would take more than
+        SLICE_SCAN_HEADERS header reads -- and the caller should `read`.
+
+        Returns (slice, stop) with read's `stop`; (None, stop) when nothing is to be sent.
+        The batch bounds come from the recent batches when `pos` is among them (a follower
+        at the log end: no file access at all), else from 61-byte header preads."""
+        if not isinstance(self.fs, OsFileSystem):
+            return None
+        if self.size - pos <= 0:
+            return None, False
+        headers = self._headers_from(pos)
+        p, reads = pos, 0
+        while p < self.size:
+            h, read = next(headers)
+            reads += read
+            if h is None or h.size > self.size - p or reads > SLICE_SCAN_HEADERS:
+                if p == pos:
+                    return None  # damage (`read` raises) or too far to walk
+                break
+            if h.base_offset >= max_offset:
+                break
+            if p + h.size - pos > max_bytes and not (p == pos and min_one_batch):
+                break
+            p += h.size
+        if p == pos:
+            return None, True
+        return FileSlice(self, pos, p - pos), p < self.size
+
+    def _headers_from(self, pos: int) -> Iterator[tuple[BatchHeader | None, bool]]:
+        """(header, read from the file) of each batch from `pos` on: from the recent batches
+        when `pos` is one of theirs, then read (None for one that does not parse)."""
+        recent = self._recent
+        if recent and recent[0][1] <= pos:
+            i = bisect_left(recent, pos, key=_position)
+            if i < len(recent) and recent[i][1] == pos:
+                for _last, _pos, h in recent[i:]:
+                    yield h, False
+                pos = recent[-1][1] + recent[-1][2].size
+        while True:
+            found = self._header_at(pos)
+            yield found, True
+            if found is None:
+                return
+            pos += found.size
+
     def largest_timestamp(self) -> int:
         """Retention age reference: the max timestamp, else the last modification time."""
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
@@ -539,6 +595,7 @@ class Segment:
         pos = found[0]
         removed = self.size - pos
         self._recent.clear()
+        self.generation += 1
         self.fs.ftruncate(self.fd, pos)
         self.size = pos
         self.rebuild_indexes()
@@ -750,6 +807,10 @@ def roll_jitter_ms(topic: str, partition: int, base_offset: int, config: LogConf
     if bound <= 0:
         return 0
     return zlib.crc32(f"{topic}-{partition}@{base_offset}".encode()) % bound
+
+
+def _position(entry: tuple[int, int, BatchHeader]) -> int:
+    return entry[1]
 
 
 def _last_offset(entry: tuple[int, int, BatchHeader]) -> int:

@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from protocol.records import BATCH_HEADER_SIZE, BatchHeader, InvalidBatch, parse_header
 from wirebroker.log.config import LogConfig
+from wirebroker.log.file_slice import FileSlice
 from wirebroker.log.fs import FileSystem, pread_exact
 from wirebroker.log.segment import (
     SEGMENT_SUFFIXES,
@@ -144,11 +145,21 @@ class LogSegments:
         limit: int,
         min_one_batch: bool,
         on_corrupt: Callable[[Segment, CorruptSegment], NoReturn],
-    ) -> bytes:
+        *,
+        zero_copy: bool = False,
+    ) -> bytes | FileSlice:
         """Whole batches from the one holding `offset` (log start <= offset < log end), up to
         `max_bytes` (at least one with `min_one_batch`), none with a base offset >= `limit`,
         continuing into the next segment when one ends with room to spare. Damage found
-        after some batches ends the read before it; at the first batch, `on_corrupt`."""
+        after some batches ends the read before it; at the first batch, `on_corrupt`.
+
+        `zero_copy`: a `FileSlice` of the first segment that has batches to give, when
+        `Segment.slice` can make one (the read then ends with that segment, as Kafka's
+        does); else bytes as without it."""
+        if zero_copy:
+            sliced = self._slice(offset, max_bytes, limit, min_one_batch)
+            if sliced is not None:
+                return sliced
         out: list[bytes] = []
         total = 0
         i = self.index_for(offset)
@@ -177,6 +188,27 @@ class LogSegments:
                 break
             i += 1
         return out[0] if len(out) == 1 else b"".join(out)
+
+    def _slice(
+        self, offset: int, max_bytes: int, limit: int, min_one_batch: bool
+    ) -> bytes | FileSlice | None:
+        """`read(zero_copy=True)`'s slice, b"" when there is nothing to read, None: `read`."""
+        for seg in self._segments[max(self.index_for(offset), 0) :]:
+            try:
+                found = seg.translate_offset(offset)
+            except CorruptSegment:
+                return None
+            if found is None:
+                continue
+            sliced = seg.slice(found[0], max_bytes, limit, min_one_batch)
+            if sliced is None:
+                return None
+            if sliced[0] is not None:
+                return sliced[0]
+            if sliced[1]:
+                return b""
+            offset = seg.next_offset
+        return None
 
     def deletable(
         self,

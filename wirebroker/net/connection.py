@@ -16,7 +16,8 @@ States (one task per connection, `Connection.run`)::
               cannot make the broker buffer more than one receive beyond the request being
               served -> SENDING (a response) / READING (nothing to send) / CLOSED (the
               dispatcher said close; it logged why) / QUEUED (a reply to await later)
-    SENDING   the whole response frame goes out with one `send_all`, which must finish within
+    SENDING   the whole response frame goes out (`transport.send_frame`: one `send_all`, or a
+              gather frame's pieces, its file regions by sendfile), which must finish within
               `connections.max.idle.ms` (a client that stops reading is closed) -> READING
               (frames that arrived pipelined are handled from the buffer before reading again)
     QUEUED    the dispatcher's reply has `later` (an acks=all Produce appended and waiting for
@@ -62,9 +63,9 @@ from typing import TypeVar
 import trio
 
 from protocol.exceptions import FrameTooLarge
-from protocol.framing import FrameDecoder
+from protocol.framing import FrameDecoder, GatherFrame
 from wirebroker.net.dispatch import DispatchReply, RequestDispatcher
-from wirebroker.transport import receive_into
+from wirebroker.transport import receive_into, send_frame
 
 log = logging.getLogger("wirebroker.net")
 
@@ -269,10 +270,10 @@ class Connection:
             if response is not None and not await self._send(response):
                 raise _Close
 
-    async def _send(self, response: bytes) -> bool:
+    async def _send(self, response: bytes | GatherFrame) -> bool:
         """Send one response; False when the client did not take it within the idle timeout."""
         with trio.move_on_after(self.idle_timeout_s):
-            await self.stream.send_all(response)
+            await send_frame(self.stream, response)
             return True
         log.info(
             "closing connection from %s: response of %d bytes not read within %d ms",

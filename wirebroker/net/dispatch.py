@@ -10,15 +10,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from protocol.framing import GatherFrame
+
 
 class DispatchReply(Protocol):
-    """What the connection does after one request: send `response` (None: nothing), or close
+    """What the connection does after one request: send `response` (None: nothing; a
+    `GatherFrame` goes out with `transport.send_frame`, its regions by sendfile), or close
     (`close`; the reason is already logged), or, when `later` is set, await `later()` for
     the reply to act on in this request's place; the connection may serve the next requests
     meanwhile and keeps the responses in request order (net/connection.py, QUEUED)."""
 
     @property
-    def response(self) -> bytes | None: ...
+    def response(self) -> bytes | GatherFrame | None: ...
 
     @property
     def close(self) -> bool: ...

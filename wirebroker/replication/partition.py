@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
     from protocol.records import BatchHeader
     from wirebroker.log.config import LogConfig
+    from wirebroker.log.file_slice import FileSlice
     from wirebroker.log.partition_log import AppendResult, PartitionLog
 
 __all__ = ["NotEnoughReplicasError", "NotLeaderOrFollowerError", "Partition", "Role"]
@@ -520,22 +521,23 @@ class Partition:
         isolation_level: int = READ_UNCOMMITTED,
         from_follower: bool = False,
         min_one_batch: bool = True,
-    ) -> bytes:
-        """Whole batches from the one containing `offset`, none starting at or past the bound.
+        zero_copy: bool = False,
+    ) -> bytes | FileSlice:
+        """Whole batches from the one containing `offset`, none starting at or past the bound;
+        `zero_copy`: as a `FileSlice` where the log can make one (`PartitionLog.read_to_send`).
 
         Raises wirebroker.log.errors.OffsetOutOfRangeError when offset < log start or
         > log end offset.
         """
         bound = self.fetch_upper_bound(isolation_level, from_follower=from_follower)
-        if offset >= bound:
-            # Nothing visible yet, but still check the range (offset may be past the log end).
-            if offset > self.log_end_offset or offset < self.log_start_offset:
-                return self.log.read(
-                    offset, max_bytes=max_bytes, max_offset=bound, min_one_batch=min_one_batch
-                )
-            return b""
-        return self.log.read(
-            offset, max_bytes=max_bytes, max_offset=bound, min_one_batch=min_one_batch
+        if offset >= bound and offset <= self.log_end_offset and offset >= self.log_start_offset:
+            return b""  # nothing visible yet (out of range: the read below raises)
+        return self.log.read_to_send(
+            offset,
+            max_bytes=max_bytes,
+            max_offset=bound,
+            min_one_batch=min_one_batch,
+            zero_copy=zero_copy,
         )
 
     # -- log queries and changes the handlers need (they never reach into `log`) -------------

@@ -162,7 +162,8 @@ async def call_handler(
         response = await response.wait()
     if raw or response is None:
         return response
-    encoded = encode_response(int(api_key), version, header.correlation_id, response)
+    # a follower's Fetch response is a GatherFrame with file regions: bytes() reads them
+    encoded = bytes(encode_response(int(api_key), version, header.correlation_id, response))
     correlation_id, decoded = decode_response(int(api_key), version, encoded[4:])
     assert correlation_id == header.correlation_id
     return decoded

@@ -292,7 +292,13 @@ class PartitionLog:
         `coordinator`: the group coordinator's transactional offset commit (no duplicate or
         sequence checks, as Kafka's AppendOrigin.COORDINATOR)."""
         self._check_online()
-        buf = bytearray(records)
+        # stamped where it lies when writable (a large request is received in place into
+        # its own bytearray, nobody else's: protocol/framing.py), else in a copy
+        buf = (
+            records
+            if isinstance(records, memoryview) and not records.readonly
+            else bytearray(records)
+        )
         checked = self._validator.validate(buf, now_ms, batches)
         log_append_time = now_ms if self.config.log_append_time else -1
 
@@ -308,7 +314,8 @@ class PartitionLog:
                 duplicate=True,
             )
 
-        # stamp offsets, leader epoch, LogAppendTime (buf is our copy: nothing leaks on error)
+        # stamp offsets, leader epoch, LogAppendTime (buf is the request's or our copy:
+        # nothing else reads it, so nothing leaks on error)
         first_offset = self.log_end_offset
         stamped = self._validator.assign_offsets(buf, checked, first_offset, leader_epoch, now_ms)
         last_offset = stamped[-1][1].last_offset
@@ -342,7 +349,7 @@ class PartitionLog:
 
     def _write_leader(
         self,
-        buf: bytearray,
+        buf: bytearray | memoryview,
         stamped: Sequence[tuple[int, BatchHeader]],
         leader_epoch: int,
         now_ms: int,

@@ -55,7 +55,10 @@ class LogValidator:
         self.config = config
 
     def validate(
-        self, buf: bytearray, now_ms: int, batches: Sequence[tuple[int, BatchHeader]] | None = None
+        self,
+        buf: bytearray | memoryview,
+        now_ms: int,
+        batches: Sequence[tuple[int, BatchHeader]] | None = None,
     ) -> Batches:
         """Check every batch of `buf`; -> (position, header) per batch. `batches`: the
         headers of `buf` as `iter_batches` gave them (their chaining is checked)."""
@@ -92,7 +95,9 @@ class LogValidator:
         return h
 
     @staticmethod
-    def _check_chain(buf: bytearray, batches: Sequence[tuple[int, BatchHeader]]) -> None:
+    def _check_chain(
+        buf: bytearray | memoryview, batches: Sequence[tuple[int, BatchHeader]]
+    ) -> None:
         expected = 0
         for pos, h in batches:
             if pos != expected:
@@ -101,7 +106,9 @@ class LogValidator:
         if expected != len(buf):
             raise ValueError("batch headers do not cover the records")
 
-    def _check_batch(self, buf: bytearray, pos: int, h: BatchHeader, now_ms: int) -> None:
+    def _check_batch(
+        self, buf: bytearray | memoryview, pos: int, h: BatchHeader, now_ms: int
+    ) -> None:
         cfg = self.config
         if h.base_offset != 0:
             raise InvalidRecordError(f"batch base offset must be 0, got {h.base_offset}")
@@ -173,7 +180,12 @@ class LogValidator:
             )
 
     def assign_offsets(
-        self, buf: bytearray, batches: Batches, first_offset: int, leader_epoch: int, now_ms: int
+        self,
+        buf: bytearray | memoryview,
+        batches: Batches,
+        first_offset: int,
+        leader_epoch: int,
+        now_ms: int,
     ) -> Batches:
         """Stamp offsets from `first_offset`, the leader epoch and (LogAppendTime topics)
         `now_ms` into `buf`; -> the stamped (position, header) per batch."""

@@ -329,3 +329,22 @@ def test_reads_at_the_log_end_need_no_header_walk(tmp_path: Path) -> None:
     plog.append_as_leader(batch(3), leader_epoch=0, now_ms=NOW)
     assert offsets_of(plog.read(551, max_bytes=1)) == [(550, 552)]
     assert_consistent(plog)
+
+
+def test_a_writable_view_is_stamped_in_place_and_bytes_are_copied(tmp_path: Path) -> None:
+    """A large request arrives in its own bytearray (protocol/framing.py): its records, a
+    writable view of it, are stamped where they lie; read-only records are copied first."""
+    plog = open_log(tmp_path)
+    plog.append_as_leader(batch(2), leader_epoch=3, now_ms=NOW)
+    frame = bytearray(b"head") + batch(3)
+    view = memoryview(frame)[4:]
+    plog.append_as_leader(view, leader_epoch=3, now_ms=NOW)
+    stamped = parse_header(frame, 4)
+    assert (stamped.base_offset, stamped.partition_leader_epoch) == (2, 3)
+    assert plog.read(2, max_bytes=1 << 20) == bytes(frame[4:])
+    original = batch(2)
+    readonly = memoryview(original)
+    plog.append_as_leader(readonly, leader_epoch=3, now_ms=NOW)
+    assert readonly.tobytes() == original and parse_header(original).base_offset == 0
+    assert offsets_of(plog.read(5, max_bytes=1 << 20)) == [(5, 6)]
+    assert_consistent(plog)

@@ -141,3 +141,19 @@ class WireClient:
         """Assert the broker closes the connection without sending anything more."""
         data = await self.read_frame()
         assert data is None, f"expected the connection to be closed, got a frame {data!r}"
+
+
+async def tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
+    """A connected (client, server) pair of TCP streams on loopback."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        accepted: list[trio.SocketStream] = []
+
+        async def accept() -> None:
+            accepted.append(await listeners[0].accept())
+
+        nursery.start_soon(accept)
+        client = await trio.open_tcp_stream("127.0.0.1", port)
+    await listeners[0].aclose()
+    return client, accepted[0]

@@ -8,27 +8,13 @@ import struct
 import pytest
 import trio
 import trio.testing
+from netwire import tcp_pair
 
 from wirebroker.transport import receive_into
 
 
-async def _tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    port = listeners[0].socket.getsockname()[1]
-    async with trio.open_nursery() as nursery:
-        accepted: list[trio.SocketStream] = []
-
-        async def accept() -> None:
-            accepted.append(await listeners[0].accept())
-
-        nursery.start_soon(accept)
-        client = await trio.open_tcp_stream("127.0.0.1", port)
-    await listeners[0].aclose()
-    return client, accepted[0]
-
-
 async def test_a_tcp_stream_is_received_into_the_buffer() -> None:
-    client, server = await _tcp_pair()
+    client, server = await tcp_pair()
     async with client, server:
         await client.send_all(b"abcdefgh")
         buf = bytearray(5)
@@ -46,7 +32,7 @@ async def test_a_tcp_stream_is_received_into_the_buffer() -> None:
 
 
 async def test_a_reset_is_a_broken_resource() -> None:
-    client, server = await _tcp_pair()
+    client, server = await tcp_pair()
     async with server:
         client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         await client.aclose()

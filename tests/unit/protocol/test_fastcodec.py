@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
 
@@ -40,6 +41,7 @@ from protocol.fastcodec import (
     encode_fetch_response,
     encode_metadata_response,
 )
+from protocol.framing import GatherFrame
 from protocol.headers import parse_request_header, parse_response_header
 from protocol.messages import fetch, produce
 from protocol.primitives import uvarint_bytes as _uv
@@ -303,6 +305,74 @@ def test_fetch_response_equal_to_construct(version: int, body: dict[str, Any], c
     assert fast is not None
     assert fast == encode_response_generic(1, version, cid, body)
     assert encode_response(1, version, cid, body) == fast
+
+
+class _Region:
+    """A records region (`protocol.framing.GatherFrame`): bytes given only on request."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __bytes__(self) -> bytes:
+        return self.data
+
+
+def _with_regions(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with every non-null records made a region."""
+
+    def part(p: dict[str, Any]) -> dict[str, Any]:
+        r = p.get("records")
+        return p if r is None else {**p, "records": _Region(bytes(r))}
+
+    return {
+        **body,
+        "responses": [
+            {**t, "partitions": [part(p) for p in t["partitions"]]} for t in body["responses"]
+        ],
+    }
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+@settings(max_examples=40, deadline=None)
+@given(body=fetch_bodies, cid=int32)
+def test_fetch_response_with_regions_is_a_gather_frame(
+    version: int, body: dict[str, Any], cid: int
+) -> None:
+    """Records that are regions: a GatherFrame (regions kept as they are, the bytes around
+    them joined) whose bytes are the frame built from plain bytes; none: bytes as before."""
+    regions = _with_regions(body)
+    fast = encode_fetch_response(version, cid, regions)
+    want = encode_response_generic(1, version, cid, body)
+    has_region = any(
+        p.get("records") is not None for t in body["responses"] for p in t["partitions"]
+    )
+    if not has_region:
+        assert fast == want
+        return
+    assert isinstance(fast, GatherFrame)
+    assert bytes(fast) == want and len(fast) == len(want)
+    assert sum(isinstance(p, _Region) for p in fast.parts) == sum(
+        p.get("records") is not None for t in body["responses"] for p in t["partitions"]
+    )
+    assert not any(
+        isinstance(a, bytes) and isinstance(b, bytes) for a, b in itertools.pairwise(fast.parts)
+    )
+
+
+def test_fetch_response_with_regions_outside_the_fast_path_reads_them() -> None:
+    """construct builds it (a tagged field): the regions are read into bytes first."""
+    part = {
+        "partition_index": 0,
+        "records": _Region(b"abc"),
+        "diverging_epoch": {"epoch": 1, "end_offset": 2},
+    }
+    body = {"responses": [{"topic": "t", "partitions": [part]}]}
+    assert encode_fetch_response(12, 1, body) is None
+    plain = {"responses": [{"topic": "t", "partitions": [{**part, "records": b"abc"}]}]}
+    assert encode_response(1, 12, 1, body) == encode_response_generic(1, 12, 1, plain)
 
 
 FETCH_DECODE_VERSIONS = range(12, fetch.VALID_VERSIONS[1] + 1)

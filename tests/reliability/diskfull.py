@@ -656,5 +656,6 @@ def format_report(r: DiskFullReport) -> str:
             f"after restart: {r.lost} acked missing, {r.duplicates} duplicates, "
             f"{r.corrupt_segments} corrupt of {r.segments_checked} segments, dump_log failed "
             f"on {r.dump_log_failures}/{r.partitions_checked} partitions",
+            *r.notes,
         ]
     )

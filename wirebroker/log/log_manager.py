@@ -61,6 +61,7 @@ __all__ = [
     "RECOVERY_POINT_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT",
     "LogManager",
+    "delete_dir_name",
     "parse_partition_dir",
 ]
 
@@ -82,6 +83,20 @@ def parse_partition_dir(name: str) -> Key | None:
     if m is None or not _TOPIC_RE.fullmatch(m.group(1)) or m.group(1) in (".", ".."):
         return None
     return m.group(1), int(m.group(2))
+
+
+#: The longest file name most file systems take (ext4, xfs, tmpfs: NAME_MAX).
+NAME_MAX = 255
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>.<32 hex>-delete`, what a deleted partition's directory is renamed
+    to before it is removed. The topic part is cut so the name fits NAME_MAX: a 249-character
+    topic name (the longest allowed) would make it 291 bytes (Kafka's logDeleteDirName cuts it
+    the same way)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
+    prefix = topic.encode()[: max(0, NAME_MAX - len(suffix))].decode(errors="ignore")
+    return prefix + suffix
 
 
 class LogManager:
@@ -335,7 +350,7 @@ class LogManager:
             plog.close(snapshot=False)
         except LogError:
             log.warning("%s-%d: error closing before delete", topic, partition)
-        doomed = d / f"{topic}-{partition}.{uuid.uuid4().hex}-delete"
+        doomed = d / delete_dir_name(topic, partition)
         try:
             self.fs.rename(plog.directory, doomed)
             self.fs.fsync_dir(d)

@@ -17,7 +17,7 @@ from wirebroker.log.checkpoint import (
     read_offset_checkpoint,
 )
 from wirebroker.log.fs import OsFileSystem
-from wirebroker.log.log_manager import parse_partition_dir
+from wirebroker.log.log_manager import delete_dir_name, parse_partition_dir
 
 CFG = LogConfig(segment_bytes=len(batch(1)) * 3)
 FS = NoSyncFileSystem()
@@ -110,6 +110,19 @@ def test_log_start_offset_checkpoint(tmp_path: Path) -> None:
     mgr.load(configs, NOW)
     loaded = mgr.get("t", 0)
     assert loaded is not None and loaded.log_start_offset == 4
+
+
+def test_delete_a_partition_of_a_longest_named_topic(tmp_path: Path) -> None:
+    """A 249-character topic name (the longest Kafka allows): `<topic>-<n>.<32 hex>-delete`
+    would be 291 bytes, over NAME_MAX; the topic part is cut as Kafka cuts it."""
+    topic = "x" * 249
+    mgr = LogManager([tmp_path])
+    mgr.create(topic, 12, CFG, NOW).append_as_leader(batch(1), leader_epoch=0, now_ms=NOW)
+    mgr.delete(topic, 12)
+    assert mgr.get(topic, 12) is None and os.listdir(tmp_path) == []
+    name = delete_dir_name(topic, 12)
+    assert len(name.encode()) == 255 and name.endswith("-delete") and "-12." in name
+    assert delete_dir_name("t", 0).startswith("t-0.")
 
 
 def test_delete_partition(tmp_path: Path) -> None:

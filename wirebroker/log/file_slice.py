@@ -1,7 +1,7 @@
 """A slice of a segment's `.log`, sent later with sendfile (Kafka's FileRecords slice).
 
 A leader serves a follower's Fetch with `FileSlice`s instead of bytes read into the process
-(`Segment.slice`, `PartitionLog.read(zero_copy=True)`): the Fetch response becomes a
+(`Segment.slice`, `PartitionLog.read_to_send(zero_copy=True)`): the Fetch response becomes a
 `protocol.framing.GatherFrame` whose records are the slice, and the connection sends it with
 `os.sendfile` from the segment's file descriptor straight to the socket
 (`wirebroker.transport.send_frame`). On Linux over loopback the kernel then hands the page

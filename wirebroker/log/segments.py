@@ -192,7 +192,7 @@ class LogSegments:
     def _slice(
         self, offset: int, max_bytes: int, limit: int, min_one_batch: bool
     ) -> bytes | FileSlice | None:
-        """`read(zero_copy=True)`'s slice, b"" when there is nothing to read, None: `read`."""
+        """The slice of `read(zero_copy=True)`; b"" when there is nothing to read; None: `read`."""
         for seg in self._segments[max(self.index_for(offset), 0) :]:
             try:
                 found = seg.translate_offset(offset)

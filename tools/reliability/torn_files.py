@@ -62,7 +62,8 @@ record at the expected offset.
 {rows}
 
 Damage below the recovery point of a cleanly shut down log is not scanned at start-up (as in
-Kafka); it is found when first read (every batch served is CRC-checked), the partition goes
+Kafka); it is found when first read (every batch from before the start is CRC-checked when
+served, to a consumer or a follower), the partition goes
 offline with KAFKA_STORAGE_ERROR and the next start truncates it ("found at first read").
 Not generated: flips of a batch's base offset and leader epoch (outside the CRC in record
 batch v2), hand-edited plausible index entries, and a `.timeindex` cut at an entry boundary

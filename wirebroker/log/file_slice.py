@@ -17,8 +17,10 @@ check and the call -- the slice checks that the segment is still open, of the sa
 and at least as long as the slice; if not it raises `RegionGone`, the connection closes and
 the follower fetches again. Appends only add bytes past the slice, so they never matter.
 
-Bytes served this way are not CRC-checked by the leader (Kafka checks none on reads); the
-follower checks every batch's CRC before appending (`LogValidator.validate_replicated`).
+Bytes served this way are not CRC-checked by the leader (Kafka checks none on reads), so only
+batches appended since the log was opened are sliced (their CRCs were checked on the way in;
+`PartitionLog.read_to_send`); older ones are read and checked as for a consumer. The follower
+checks every batch's CRC before appending, as always (`LogValidator.validate_replicated`).
 """
 
 from __future__ import annotations

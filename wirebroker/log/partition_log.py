@@ -94,6 +94,9 @@ class PartitionLog:
         self.fs = fs
         self.log_start_offset = 0
         self.recovery_point = 0
+        # batches from here on were CRC-checked in this process (appended, as leader or
+        # follower, since the log was opened): only they may be sent unread (`read_to_send`)
+        self._checked_from = 0
         self.topic_id = None
         self._segments = LogSegments(fs, directory)
         self._validator = LogValidator(config)
@@ -226,6 +229,7 @@ class PartitionLog:
         self._producers = loaded.producers
         self.topic_id = loaded.topic_id
         self._hw = self.log_end_offset
+        self._checked_from = self.log_end_offset
 
     # -- errors -------------------------------------------------------------------------------
     def _check_online(self) -> None:
@@ -580,8 +584,12 @@ class PartitionLog:
         zero_copy: bool = False,
     ) -> bytes | FileSlice:
         """`read`; with `zero_copy` a `FileSlice` to send with sendfile where one can be made
-        (file_slice.py: a leader serving a follower), else bytes."""
+        (file_slice.py: a leader serving a follower), else bytes. Only batches appended since
+        the log was opened go unread: their CRCs were checked on the way in. Older ones (not
+        all scanned at start-up: docs/log.md, "Read") are read and checked as always, so
+        damage in them is still found by the leader, which takes the log offline."""
         self._check_online()
+        zero_copy = zero_copy and offset >= self._checked_from
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"{self.name}: offset {offset} outside [{self.log_start_offset}, "
@@ -752,6 +760,7 @@ class PartitionLog:
             self._snapshots.delete(lambda off: off <= leo)
             self._hw = min(self._hw, leo)
             self.recovery_point = min(self.recovery_point, leo)
+            self._checked_from = min(self._checked_from, leo)
             self._producers = replay_producers(self._segments, self._snapshots, leo)
             self._producers.on_high_watermark(self._hw)
 
@@ -787,6 +796,7 @@ class PartitionLog:
         self._snapshots.delete(lambda off: False)
         self._hw = offset
         self.recovery_point = offset
+        self._checked_from = offset
 
     # -- misc ---------------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:

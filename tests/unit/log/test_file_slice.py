@@ -170,3 +170,25 @@ def test_a_deleted_segment_voids_its_slices(tmp_path: Path) -> None:
         bytes(old)
     with pytest.raises(RegionGone):
         old.sendfile(0, 0)
+
+
+def test_only_batches_checked_since_the_log_was_opened_go_unread(tmp_path: Path) -> None:
+    """Batches from before the log was opened (start-up does not scan them all) are read and
+    CRC-checked as for a consumer, so the leader still finds damage in them; batches appended
+    since (checked on the way in) are sliced. A truncation below that point moves it down."""
+    plog = _log(tmp_path)
+    for _ in range(3):
+        plog.append_as_leader(batch(2), leader_epoch=0, now_ms=NOW)
+    plog.close()
+    plog = _log(tmp_path)
+    old = plog.read_to_send(0, max_bytes=1 << 20, zero_copy=True)
+    assert isinstance(old, bytes) and offsets_of(old) == [(0, 1), (2, 3), (4, 5)]
+    plog.append_as_leader(batch(2), leader_epoch=0, now_ms=NOW)
+    assert isinstance(plog.read_to_send(4, max_bytes=1 << 20, zero_copy=True), bytes)
+    new = plog.read_to_send(6, max_bytes=1 << 20, zero_copy=True)
+    assert isinstance(new, FileSlice) and offsets_of(bytes(new)) == [(6, 7)]
+    plog.truncate_to(2)
+    plog.append_as_leader(batch(2), leader_epoch=1, now_ms=NOW)
+    assert isinstance(plog.read_to_send(0, max_bytes=1 << 20, zero_copy=True), bytes)
+    again = plog.read_to_send(2, max_bytes=1 << 20, zero_copy=True)
+    assert isinstance(again, FileSlice) and offsets_of(bytes(again)) == [(2, 3)]

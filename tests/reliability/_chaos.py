@@ -255,13 +255,39 @@ class ProducerThread(threading.Thread):
 
         return done
 
+    def _fatal(self, exc: Exception) -> None:
+        """A fatal error raised (not only reported to error_cb): `run` starts a new producer.
+        Anything else is raised again."""
+        err = exc.args[0] if exc.args else None
+        if not (hasattr(err, "fatal") and err.fatal()):
+            raise exc
+        with self.lock:
+            self.fatal.append(str(err))
+
+    def _poll(self, producer: Any, timeout: float) -> None:
+        """`poll`; a fatal idempotence error it raises (confluent-kafka raises some there
+        instead of only calling error_cb, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER after an unclean
+        election) makes `run` start a new producer, as the error callback does."""
+        from confluent_kafka import KafkaException
+
+        try:
+            producer.poll(timeout)
+        except KafkaException as exc:
+            self._fatal(exc)
+
     def run(self) -> None:
+        from confluent_kafka import KafkaException
+
         producer = self._producer()
         seq = 0
         started = time.monotonic()
         while not self.stop_event.is_set():
             if self.fatal:  # an idempotent producer in a fatal state: start a new one
-                producer.flush(5)
+                try:
+                    producer.flush(5)
+                except KafkaException as exc:  # its fatal error, raised again
+                    with self.lock:
+                        self.failed[f"flush {type(exc).__name__}"] += 1
                 producer = self._producer()
                 with self.lock:
                     self.fatal.clear()
@@ -275,11 +301,14 @@ class ProducerThread(threading.Thread):
                         on_delivery=self._callback(time.monotonic()),
                     )
                 except BufferError:
-                    producer.poll(0.05)
+                    self._poll(producer, 0.05)
                     continue
+                except KafkaException as exc:  # fatal: produce refuses until a new producer
+                    self._fatal(exc)
+                    break
                 seq += 1
                 self.sent = seq
-            producer.poll(0.01)
+            self._poll(producer, 0.01)
         try:
             left = producer.flush(self.flush_timeout)
         except Exception as exc:  # a fatal idempotence error (after an unclean election)

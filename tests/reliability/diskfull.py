@@ -578,6 +578,12 @@ def run_disk_full(workdir: Path, cycles: int = 2, force_seam: bool = False) -> D
             space.free_chunk()
             for s in senders:  # what is retrying goes first (it would lose the race)
                 s.flush(HANG_BOUND_S)
+            # then one send from each producer in turn, so each has its own append after the
+            # space returned; in the concurrent phase alone the others may fill the chunk
+            # before a producer without retries (ck-acks1) gets a send in
+            for s in senders:
+                s.send()
+                s.flush(HANG_BOUND_S)
             _run_phase(senders, ledger, want_failures=3)
             report.cycles += 1
             stuck = [s.name for s in senders if s.successes_seen == before[s.name]]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["ClusterFaults", "FaultRequestError", "Faults"]
 
 Call = Callable[[str, str, "dict[str, Any] | None"], "tuple[int, Any]"]
+
+
+#: How long `ClusterFaults.shrink_isr` follows a leadership that is still moving.
+LEADER_WAIT_S = 10.0
 
 
 class FaultRequestError(RuntimeError):
@@ -250,17 +255,26 @@ class ClusterFaults:
     ) -> tuple[int, int]:
         """(leader node id, fault id): remove it with `cluster.faults[leader].remove(id)`.
         Sent where metadata says the leader is; a broker that does not lead names the leader
-        it knows (409 {"leader": N}), which is asked next (metadata may lag a move)."""
+        it knows (409 {"leader": N}), which is asked next. Right after a move the brokers may
+        still disagree (each learns it from its own ZooKeeper watch, so two may name each
+        other for a moment): a broker named a second time is asked again after a short pause,
+        until LEADER_WAIT_S have passed."""
+        deadline = time.monotonic() + LEADER_WAIT_S
         leader = self._leader_of(topic, partition)
-        for _attempt in range(len(self.brokers)):
+        asked: set[int] = set()
+        while True:
+            asked.add(leader)
             try:
                 return leader, self.brokers[leader].shrink_isr(topic, partition, replicas)
             except FaultRequestError as exc:
                 hint = exc.body.get("leader") if isinstance(exc.body, dict) else None
-                if exc.status != 409 or hint not in self.brokers or hint == leader:
+                if exc.status != 409 or time.monotonic() >= deadline:
                     raise
+                if hint not in self.brokers or hint == leader:
+                    hint = self._leader_of(topic, partition)
+                if hint in asked:  # the views have not converged yet
+                    time.sleep(0.05)
                 leader = hint
-        return leader, self.brokers[leader].shrink_isr(topic, partition, replicas)
 
     def list(self) -> dict[int, list[dict[str, Any]]]:
         return {node: faults.list() for node, faults in self.brokers.items()}

@@ -22,15 +22,22 @@ TCP stream (no copy in user space: how a large frame lands in place, `protocol.f
 `protocol.framing.GatherFrame` piece by piece, each region that can (a `FileRegion`: a leader's
 slice of its log file for a follower) with `sendfile` from its file straight to a TCP socket --
 the bytes never enter the process (on Linux over loopback the kernel does not even copy them on
-the sending side) --, any other piece, or any piece to another stream, as bytes.
+the sending side) --, any other piece, or any piece to another stream, as bytes. Such a frame
+is sent with TCP_CORK on around its header and the region's first bytes, and again around the
+region's last `CORKED_TAIL` bytes and the trailer, so that the few header and trailer bytes do
+not each leave as a segment of their own (each one a push, and a wake-up of the follower
+reading them); the bulk in between, and every wait for room in the socket, uncorked (`_Cork`).
+Measured with a 3-broker cluster: 11% less broker CPU per byte replicated (docs/replication.md).
 
 Nothing here knows about Kafka; the module imports only trio (every layer may use it).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 import trio
 
@@ -125,10 +132,10 @@ class FileRegion(Protocol):
     def __len__(self) -> int: ...
     def __bytes__(self) -> bytes: ...
 
-    def sendfile(self, out_fd: int, done: int) -> int:
-        """One `os.sendfile` of the region's bytes from `done` on to `out_fd`: the count
-        sent; raises BlockingIOError when the socket is full, RegionGone when the region's
-        bytes are no longer what they were."""
+    def sendfile(self, out_fd: int, done: int, count: int) -> int:
+        """One `os.sendfile` of at most `count` of the region's bytes from `done` on to
+        `out_fd`: the count sent; raises BlockingIOError when the socket is full, RegionGone
+        when the region's bytes are no longer what they were."""
         ...
 
 
@@ -138,23 +145,90 @@ async def send_frame(stream: trio.abc.SendStream, frame: bytes | GatherFrame) ->
     if not isinstance(frame, GatherFrame):
         await stream.send_all(frame)
         return
-    sock = stream.socket if type(stream) is trio.SocketStream else None
-    for part in frame.parts:
-        if isinstance(part, bytes):
-            await stream.send_all(part)
-        elif sock is not None and isinstance(part, FileRegion):
-            await _sendfile(sock, part)
-        else:
-            await stream.send_all(bytes(part))
+    parts = frame.parts
+    if type(stream) is not trio.SocketStream or not any(map(_sendable, parts)):
+        for part in parts:
+            await stream.send_all(part if type(part) is bytes else bytes(part))
+        return
+    sock = stream.socket
+    cork = _Cork(sock)
+    try:
+        for part in parts:
+            if _sendable(part):
+                await _sendfile(sock, part, cork)
+            else:
+                await _send_corked(stream, sock, part if type(part) is bytes else bytes(part), cork)
+    finally:
+        cork.set(False)
 
 
-async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
+def _sendable(part: object) -> TypeGuard[FileRegion]:
+    """A `FileRegion` (checked by type, not with the runtime Protocol's isinstance, which
+    costs ~30 us a call)."""
+    return type(part) is not bytes and hasattr(type(part), "sendfile")
+
+
+async def _send_corked(
+    stream: trio.SocketStream, sock: trio.socket.SocketType, data: bytes, cork: _Cork
+) -> None:
+    """`data` into the corked socket if it has room now; otherwise uncorked, by `send_all`
+    (which waits for room, see `_Cork`)."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        n = os.write(sock.fileno(), data)
+    except BlockingIOError:
+        n = 0
+    except OSError as exc:
+        raise trio.BrokenResourceError(exc) from exc
+    if n < len(data):
+        cork.set(False)
+        await stream.send_all(memoryview(data)[n:])
+
+
+CORKED_TAIL = 32 << 10
+
+
+class _Cork:
+    """TCP_CORK around one frame: its header, file region and trailer leave in full segments
+    instead of three pushes (and three wake-ups of the reader). Released while the frame waits
+    for room in the socket: a corked socket holds its last partial segment, and when that
+    segment is all the send buffer holds, room would only come with the kernel's 200 ms cork
+    timer."""
+
+    def __init__(self, sock: trio.socket.SocketType) -> None:
+        self._sock = sock
+        self._on = False
+        self._usable = sock.family in (socket.AF_INET, socket.AF_INET6)
+        self.set(True)
+
+    def set(self, on: bool) -> None:
+        if self._usable and on != self._on:
+            try:
+                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, int(on))
+            except OSError:
+                self._usable = False
+                return
+            self._on = on
+
+
+async def _sendfile(sock: trio.socket.SocketType, region: FileRegion, cork: _Cork) -> None:
+    """The region by sendfile: all but its last CORKED_TAIL bytes uncorked once the first
+    call has taken the frame's header along, the tail corked with the trailer to come."""
     size, done = len(region), 0
+    tail_from = size - CORKED_TAIL
     await trio.lowlevel.checkpoint_if_cancelled()
     while done < size:
+        if done < tail_from:
+            count = tail_from - done
+            if done > 0:
+                cork.set(False)
+        else:
+            count = size - done
+            cork.set(True)
         try:
-            n = region.sendfile(sock.fileno(), done)
+            n = region.sendfile(sock.fileno(), done, count)
         except BlockingIOError:
+            cork.set(False)
             await trio.lowlevel.wait_writable(sock)
             continue
         except RegionGone:

@@ -71,7 +71,8 @@ class FileSlice:
             raise RegionGone(f"{self._segment.log_path.name} ended inside a slice")
         return data
 
-    def sendfile(self, out_fd: int, done: int) -> int:
-        """One sendfile of the bytes from `done` on to `out_fd` (`transport.FileRegion`)."""
+    def sendfile(self, out_fd: int, done: int, count: int) -> int:
+        """One sendfile of at most `count` bytes from `done` on to `out_fd`
+        (`transport.FileRegion`)."""
         fd = self._check()
-        return os.sendfile(out_fd, fd, self.position + done, self.length - done)
+        return os.sendfile(out_fd, fd, self.position + done, min(count, self.length - done))

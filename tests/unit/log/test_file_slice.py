@@ -30,7 +30,7 @@ def _sent(region: FileSlice) -> bytes:
         done = 0
         out = bytearray()
         while done < len(region):
-            done += region.sendfile(a.fileno(), done)
+            done += region.sendfile(a.fileno(), done, len(region) - done)
             while True:
                 try:
                     out += b.recv(1 << 20)
@@ -151,7 +151,7 @@ def test_a_truncation_voids_the_slices_made_before(tmp_path: Path) -> None:
         with pytest.raises(RegionGone):
             bytes(gone)
         with pytest.raises(RegionGone):
-            gone.sendfile(0, 0)
+            gone.sendfile(0, 0, 1)
     fresh = plog.read_to_send(6, max_bytes=1 << 20, zero_copy=True)
     assert isinstance(fresh, FileSlice)
     assert [h.partition_leader_epoch for _p, h in iter_batches(bytes(fresh))] == [1]
@@ -169,7 +169,7 @@ def test_a_deleted_segment_voids_its_slices(tmp_path: Path) -> None:
     with pytest.raises(RegionGone):
         bytes(old)
     with pytest.raises(RegionGone):
-        old.sendfile(0, 0)
+        old.sendfile(0, 0, 1)
 
 
 def test_only_batches_checked_since_the_log_was_opened_go_unread(tmp_path: Path) -> None:

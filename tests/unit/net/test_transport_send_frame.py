@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import trio.testing
 from netwire import tcp_pair
 
 from protocol.framing import GatherFrame
-from wirebroker.transport import FileRegion, RegionGone, send_frame
+from wirebroker.transport import CORKED_TAIL, FileRegion, RegionGone, send_frame
 
 
 class _Region:
@@ -31,11 +32,11 @@ class _Region:
             raise RegionGone("gone")
         return os.pread(self.fd, self.length, self.position)
 
-    def sendfile(self, out_fd: int, done: int) -> int:
+    def sendfile(self, out_fd: int, done: int, count: int) -> int:
         if self.gone:
             raise RegionGone("gone")
         self.calls += 1
-        return os.sendfile(out_fd, self.fd, self.position + done, self.length - done)
+        return os.sendfile(out_fd, self.fd, self.position + done, min(count, self.length - done))
 
 
 @pytest.fixture
@@ -113,3 +114,73 @@ async def test_a_region_that_ends_early_fails_the_send(data_file: tuple[Path, by
     async with client, server:
         with pytest.raises(RegionGone):
             await send_frame(server, GatherFrame([region]))
+
+
+class _CorkProbe(_Region):
+    """Records TCP_CORK of `sock` at every call, sends in 4 KiB steps, and refuses once (a full
+    socket) at each offset in `refuse_at`."""
+
+    def __init__(
+        self, path: Path, length: int, sock: trio.socket.SocketType, refuse_at: set[int]
+    ) -> None:
+        super().__init__(path, 0, length)
+        self.sock = sock
+        self.seen: list[tuple[int, int, int]] = []  # (done, count, TCP_CORK)
+        self.refuse_at = refuse_at
+
+    def sendfile(self, out_fd: int, done: int, count: int) -> int:
+        self.seen.append((done, count, self.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK)))
+        if done in self.refuse_at:
+            self.refuse_at.discard(done)
+            raise BlockingIOError
+        return super().sendfile(out_fd, done, min(count, 4096))
+
+
+def _cork(stream: trio.SocketStream) -> int:
+    return stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK)
+
+
+async def test_the_frame_is_corked_around_its_header_and_its_tail(
+    data_file: tuple[Path, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header goes out with the region's first bytes and the trailer with its last
+    CORKED_TAIL bytes (TCP_CORK on); the rest, and every wait for room, uncorked (a corked
+    socket whose buffer holds only a partial segment would wait for the 200 ms cork timer);
+    uncorked when the frame is sent."""
+    path, data = data_file
+    size = 4 * CORKED_TAIL
+    tail_from = size - CORKED_TAIL
+    client, server = await tcp_pair()
+    corked_while_waiting: list[int] = []
+    wait_writable = trio.lowlevel.wait_writable
+
+    async def recording_wait(sock: trio.socket.SocketType) -> None:
+        corked_while_waiting.append(_cork(server))
+        await wait_writable(sock)
+
+    monkeypatch.setattr(trio.lowlevel, "wait_writable", recording_wait)
+    async with client, server:
+        region = _CorkProbe(path, size, server.socket, {8192, tail_from + 4096})
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_frame, server, GatherFrame([b"head", region, b"tail"]))
+            got = await _read_all(client, size + 8)
+        assert got == b"head" + data[:size] + b"tail"
+        assert _cork(server) == 0
+    assert corked_while_waiting == [0, 0]
+    first = region.seen[0]
+    assert first[0] == 0 and first[2] == 1
+    body = [s for s in region.seen[1:] if s[0] < tail_from]
+    tail = [s for s in region.seen if s[0] >= tail_from]
+    assert body and all(cork == 0 and done + count <= tail_from for done, count, cork in body)
+    assert len(tail) > 2 and all(cork == 1 for _done, _count, cork in tail)
+
+
+async def test_a_failed_frame_leaves_the_socket_uncorked(data_file: tuple[Path, bytes]) -> None:
+    path, _data = data_file
+    region = _Region(path, 0, 100)
+    region.gone = True
+    client, server = await tcp_pair()
+    async with client, server:
+        with pytest.raises(RegionGone):
+            await send_frame(server, GatherFrame([b"head", region]))
+        assert _cork(server) == 0

@@ -32,6 +32,10 @@ Measures, in this order:
                        100 B and 10 KiB records: tools/bench/_load.py's `produce` workload
                        (confluent-kafka, linger.ms 5, one partition; 200,000 x 100 B and
                        20,000 x 10 KiB, --quick a quarter of that), records/s and MB/s;
+                       next to each pair's single-broker 10 KiB run, the same workload
+                       against tools/bench/_python_ceiling.py (a minimal Python acks=all
+                       leader pushing to two followers, none of Kafka's replication
+                       protocol): the most a Python broker gets here, same minute;
                        and its `latency` workload (sequential produce+flush of 100 B records,
                        2,000, --quick 500): p50 / p99 ms.
                        The single broker runs next to the cluster (idle while the cluster
@@ -74,6 +78,7 @@ sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "tests" / "cluster"))  # the cluster test harness
 
 import _pipeline  # noqa: E402
+import _python_ceiling  # noqa: E402
 import _wire  # noqa: E402
 from _cluster import ClusterProcesses, wait_until  # noqa: E402
 from _peers import free_port, machine_line, start_wirebroker, write_section  # noqa: E402
@@ -456,13 +461,17 @@ def throughput(
     sizes: dict[str, int],
     warm: tuple[Path, int] | None = None,
     pipeline_dir: Path | None = None,
+    ceiling: str | None = None,
 ) -> dict[str, Any]:
     """`targets`: name -> (bootstrap, acks, replication factor), "cluster" and "single".
     `pairs` rounds; per round and size, each target once, back to back, the first one
     alternating. `warm` (directory, MiB): `warm_page_cache` before every run. With
     `pipeline_dir`, each round also runs tools/bench/_pipeline.py's kernel-only pipeline with
-    1 and 3 copies of the 10 KiB run's bytes (the machine's floor, same minute). Returns the
-    medians (the keys `render` reads) and every run."""
+    1 and 3 copies of the 10 KiB run's bytes (the machine's floor, same minute). With
+    `ceiling` (the bootstrap of tools/bench/_python_ceiling.py), each round's 10 KiB runs
+    include that minimal Python broker (acks=all, RF 3) next to the single broker's run.
+    Returns the medians (the keys `render` reads) and every run; `produce_latency` adds the
+    latency keys."""
     runs: dict[str, list[float]] = {}
     order = list(targets)
     for pair in range(pairs):
@@ -474,12 +483,19 @@ def throughput(
                 runs.setdefault(f"pipe{rf}_mb", []).append(pipe["mb_s"])
                 runs.setdefault(f"pipe{rf}_cpu", []).append(pipe["cpu_per_100mb"])
         for size, count, tag in ((100, sizes["small"], "100"), (KIB10, sizes["large"], "10k")):
-            for name in names:
-                bootstrap, acks, rf = targets[name]
-                target = SimpleNamespace(bootstrap=bootstrap, name=name)
-                config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
+            run_names = list(names)
+            if tag == "10k" and ceiling is not None:  # next to the single broker's run
+                run_names = [*run_names, "ceiling"] if pair % 2 == 0 else ["ceiling", *run_names]
+            for name in run_names:
                 topic = f"tp-{tag}-{name}-{pair}"
-                load(target, "create", topic=topic, replication_factor=rf, **config)
+                if name == "ceiling":
+                    target = SimpleNamespace(bootstrap=ceiling, name=name)
+                    acks = "all"  # no topics to create: it serves any topic name
+                else:
+                    bootstrap, acks, rf = targets[name]
+                    target = SimpleNamespace(bootstrap=bootstrap, name=name)
+                    config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
+                    load(target, "create", topic=topic, replication_factor=rf, **config)
                 if warm is not None:
                     warm_page_cache(*warm)
                 r = load(target, "produce", topic=topic, count=count, size=size, acks=acks)
@@ -492,12 +508,25 @@ def throughput(
         ]
         results[f"ratio_p{tag}"] = statistics.median(ratios)
         runs[f"ratio_p{tag}"] = ratios
+    if ceiling is not None:
+        ratios = [c / s for c, s in zip(runs["ceiling_p10k"], runs["single_p10k"], strict=True)]
+        results["ratio_ceiling"] = statistics.median(ratios)
+        runs["ratio_ceiling"] = ratios
     if pipeline_dir is not None:
         ratios = [t / o for t, o in zip(runs["pipe3_mb"], runs["pipe1_mb"], strict=True)]
         results["ratio_pipe"] = statistics.median(ratios)
         runs["ratio_pipe"] = ratios
     results["pairs"] = pairs
     results["runs"] = runs
+    return results
+
+
+def produce_latency(
+    targets: dict[str, tuple[str, str, int]], sizes: dict[str, int]
+) -> dict[str, float]:
+    """p50 / p99 ms of `_load.py`'s sequential `latency` workload on each target (run with
+    nothing else started by the bench: the ceiling is stopped by then)."""
+    results: dict[str, float] = {}
     for name, (bootstrap, acks, rf) in targets.items():
         target = SimpleNamespace(bootstrap=bootstrap, name=name)
         config = {"config": "min.insync.replicas=2"} if rf > 1 else {}
@@ -609,6 +638,14 @@ def render(r: dict[str, Any]) -> str:
                 "kernel-only pipeline (tools/bench/_pipeline.py: 1 MiB writes, sendfile to the "
                 f"followers, no protocol), MB/s | {t['pipe3_mb']:.0f} (3 copies) | "
                 f"{t['pipe1_mb']:.0f} (1 copy) | {t['ratio_pipe']:.2f} | |"
+            )
+        if "ceiling_p10k" in t:
+            lines.append(
+                "| the most a Python broker gets here: tools/bench/_python_ceiling.py (acks=all, "
+                "3 copies pushed by sendfile, CRCs checked; no Kafka Fetch, high watermark or "
+                "index work), 10 KiB, MB/s | "
+                f"{t['ceiling_p10k_mb']:.0f} (minimal RF 3) | {t['single_p10k_mb']:.0f} | "
+                f"{t['ratio_ceiling']:.2f} | |"
             )
         lines += [
             f"| produce latency p50 (100 B, sequential) | {t['cluster_lat_p50']:.2f} ms | "
@@ -755,7 +792,16 @@ def main(argv: list[str] | None = None) -> int:
                     warm = (work, args.warm_mib) if args.warm_mib else None
                     pipe_dir = work / "pipeline"
                     pipe_dir.mkdir()
-                    result["throughput"] = throughput(targets, args.pairs, sizes, warm, pipe_dir)
+                    ceiling_dir = work / "ceiling"
+                    ceiling_dir.mkdir()
+                    ceiling = _python_ceiling.CeilingProcess(ceiling_dir)
+                    try:
+                        result["throughput"] = throughput(
+                            targets, args.pairs, sizes, warm, pipe_dir, ceiling.bootstrap
+                        )
+                    finally:
+                        ceiling.stop()
+                    result["throughput"].update(produce_latency(targets, sizes))
                     result["throughput"]["warm_mib"] = args.warm_mib
                 finally:
                     broker.stop()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wirebroker.handlers.stats import RequestStats
+from wirebroker.replication.fetch_sessions import FetchSessions
 
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
@@ -75,6 +76,8 @@ class Services:
     txn_coordinator: TxnCoordinatorRuntime | None = None
     #: request, error and byte counters (wirebroker/handlers/stats.py; read by /metrics)
     stats: RequestStats = field(default_factory=RequestStats)
+    #: followers' incremental fetch sessions (KIP-227), see handlers/fetch.py
+    fetch_sessions: FetchSessions = field(default_factory=FetchSessions)
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

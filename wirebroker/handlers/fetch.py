@@ -1,15 +1,20 @@
 """Fetch (API key 1): serves v4-18.
 
-Fetch sessions (KIP-227) are not implemented; every request is served as a full fetch and the
-response carries session_id 0, which tells clients that no session was created, so they keep
-sending full fetches. By the request's (session_id, session_epoch), as Kafka's FetchManager:
-    epoch -1 (FINAL) or 0 (INITIAL)   a full fetch (any session_id is a session being closed or
-                                      replaced; there is none to close)
-    any other epoch                   top-level FETCH_SESSION_ID_NOT_FOUND, no partitions (no
-                                      session can exist); the client then starts over with a
-                                      full fetch
-forgotten_topics_data only applies to incremental fetches and is ignored. rack_id, cluster_id,
-replica_directory_id and the follower high_watermark (v18) are ignored.
+Fetch sessions (KIP-227, v7+) exist for follower fetches only
+(`wirebroker.replication.fetch_sessions`): a follower's INITIAL fetch (epoch 0) opens one and
+gets all its partitions with the new session_id; an incremental one (epoch > 0) names only
+partitions whose fetch data changed (plus forgotten_topics_data), every partition of the
+session is read and the follower's position recorded for each, and the answer carries only
+partitions with records, an error, a diverging epoch or a changed high watermark / log start /
+last stable offset; an unknown session or a wrong epoch is a top-level
+FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH with no partitions. A consumer's
+fetch is served sessionless, as before: by its (session_id, session_epoch), as Kafka's
+FetchManager when it creates no session:
+    epoch -1 (FINAL) or 0 (INITIAL)   a full fetch, session_id 0 in the answer (clients then
+                                      keep sending full fetches)
+    any other epoch                   top-level FETCH_SESSION_ID_NOT_FOUND, no partitions; the
+                                      client then starts over with a full fetch
+rack_id, cluster_id, replica_directory_id and the follower high_watermark (v18) are ignored.
 replica_state.replica_epoch (v15+, the follower's broker epoch): older than the broker's
 current registration (ClusterView.broker_epoch) -> served, but the fetch is not recorded, so it
 neither moves the high watermark nor brings the follower back into the ISR (KIP-903).
@@ -81,6 +86,13 @@ from protocol.errors import ErrorCode
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
+from wirebroker.replication.fetch_sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    FetchSession,
+    FetchSessionError,
+    Key,
+)
 from wirebroker.replication.partition import READ_COMMITTED
 
 if TYPE_CHECKING:
@@ -99,8 +111,6 @@ __all__ = ["handle"]
 log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
-_FINAL_EPOCH = -1
-_INITIAL_EPOCH = 0
 
 
 def _failed(index: int, code: ErrorCode) -> PartitionData:
@@ -271,19 +281,78 @@ def _record_follower(
         log.exception("recording the fetch of follower %d on %s failed", replica_id, part)
 
 
+def _session_error(code: ErrorCode) -> FetchResponse:
+    return {"throttle_time_ms": 0, "error_code": int(code), "session_id": 0, "responses": []}
+
+
+def _named(req: FetchRequest, topic_field: str) -> list[tuple[Key, FetchPartition]]:
+    """The request's partitions as (session key, fetch data) pairs."""
+    return [
+        ((topic.get(topic_field), int(p.get("partition"))), p)
+        for topic in req.get("topics") or []
+        for p in topic.get("partitions") or []
+    ]
+
+
+def _session_for(
+    ctx: RequestContext, req: FetchRequest, replica_id: int
+) -> tuple[FetchSession | None, bool, FetchRequest | FetchResponse]:
+    """A follower's fetch session (replication/fetch_sessions.py): (session or None, whether
+    the answer is incremental, the request to serve or an error answer)."""
+    sessions = ctx.services.fetch_sessions
+    version = ctx.api_version
+    topic_field = "topic_id" if version >= 13 else "topic"
+    session_id = int(req.get("session_id", 0))
+    epoch = int(req.get("session_epoch", FINAL_EPOCH))
+    now_ms = ctx.now_ms()
+    if epoch == INITIAL_EPOCH:
+        named = _named(req, topic_field)
+        return sessions.create(replica_id, version >= 13, named, now_ms), False, req
+    if epoch == FINAL_EPOCH:
+        sessions.close(session_id)
+        return None, False, req
+    forgotten = [
+        (topic.get(topic_field), int(index))
+        for topic in req.get("forgotten_topics_data") or []
+        for index in topic.get("partitions") or []
+    ]
+    try:
+        session = sessions.update(
+            session_id,
+            epoch,
+            replica_id,
+            version >= 13,
+            _named(req, topic_field),
+            forgotten,
+            now_ms,
+        )
+    except FetchSessionError as exc:
+        return None, False, _session_error(exc.code)
+    full = cast("FetchRequest", {**req, "topics": session.request_topics(topic_field)})
+    return session, True, full
+
+
+def _session_answer(
+    session: FetchSession, incremental: bool, responses: list[FetchableTopicResponse], field: str
+) -> list[FetchableTopicResponse]:
+    """The partitions the answer carries: all of them (recorded as sent) for a full fetch,
+    for an incremental one only those `FetchSession.must_answer` keeps."""
+    out: list[FetchableTopicResponse] = []
+    for topic in responses:
+        key = topic.get(field)
+        kept = [
+            p for p in topic["partitions"] if session.must_answer((key, p["partition_index"]), p)
+        ]
+        if not incremental:
+            out.append(topic)
+        elif kept:
+            out.append({**topic, "partitions": kept})
+    return out
+
+
 @handler(ApiKey.FETCH)
 async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     version = ctx.api_version
-    if version >= 7 and int(req.get("session_epoch", _FINAL_EPOCH)) not in (
-        _FINAL_EPOCH,
-        _INITIAL_EPOCH,
-    ):
-        return {
-            "throttle_time_ms": 0,
-            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
-            "session_id": 0,
-            "responses": [],
-        }
     replica_epoch = -1
     if version >= 15:
         state = req.get("replica_state")
@@ -291,6 +360,18 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         replica_epoch = int(state["replica_epoch"]) if state is not None else -1
     else:
         replica_id = int(req.get("replica_id", -1))
+    session: FetchSession | None = None
+    incremental = False
+    if version >= 7 and replica_id >= 0:
+        session, incremental, served = _session_for(ctx, req, replica_id)
+        if "responses" in served:  # no session can serve it
+            return cast("FetchResponse", served)
+        req = cast("FetchRequest", served)
+    elif version >= 7 and int(req.get("session_epoch", FINAL_EPOCH)) not in (
+        FINAL_EPOCH,
+        INITIAL_EPOCH,
+    ):
+        return _session_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     # KIP-903: a follower fetching with an older broker epoch than its registration (a process
     # whose session expired, or an older incarnation) is served but not counted: its position
     # does not move the high watermark and cannot bring it back into the ISR.
@@ -330,7 +411,15 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
                 await event.wait()
     if total:
         _count_bytes_out(ctx, plan, responses)
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    if session is None:
+        return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    field = "topic_id" if version >= 13 else "topic"
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": session.session_id,
+        "responses": _session_answer(session, incremental, responses, field),
+    }
 
 
 def _count_bytes_out(

@@ -383,3 +383,65 @@ async def test_topic_deleted_during_long_poll(call, services, mock_clock):
         await trio.testing.wait_all_tasks_blocked()
         services.admin.delete_topic("t")
     assert by_index(result[0])[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def test_a_follower_fetch_session_answers_only_what_changed(call, services):
+    """KIP-227 between brokers: an INITIAL follower Fetch opens a session (all partitions in
+    the answer); incremental ones name only what moved and get only partitions with records
+    or a changed high watermark; forgotten partitions leave; a wrong epoch or session, or a
+    closed one, is refused; a consumer gets no session."""
+    services.admin.create_topic("t", 3, now_ms=services.clock())
+    for i in range(3):
+        services.replicas.make_leader(
+            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+        )
+    append(services, "t", 0, 2)
+
+    async def follower(parts: dict[int, int], sid: int, epoch: int, forget=()) -> Any:
+        body = fetch_body(services, "t", parts, replica_id=1, session_id=sid, session_epoch=epoch)
+        if not parts:
+            body["topics"] = []
+        body["forgotten_topics_data"] = (
+            [{"topic": "t", "partitions": list(forget)}] if forget else []
+        )
+        return await call(KEY, 12, body)
+
+    first = await follower({0: 0, 1: 0, 2: 0}, 0, 0)
+    sid = first.session_id
+    assert first.error_code == ErrorCode.NONE and sid != 0
+    assert set(by_index(first)) == {0, 1, 2} and by_index(first)[0].records
+    # the follower appended the 2 records: its new position is named, nothing else is
+    second = await follower({0: 2}, sid, 1)
+    assert (second.error_code, second.session_id, by_index(second)) == (0, sid, {})
+    # the leader counted that position: the high watermark moved, so partition 0 comes back
+    third = await follower({}, sid, 2)
+    assert set(by_index(third)) == {0} and by_index(third)[0].high_watermark == 2
+    assert by_index(third)[0].records == b""
+    # data on an idle partition: sent from the fetch offset the session holds for it
+    append(services, "t", 1, 3)
+    fourth = await follower({}, sid, 3)
+    assert set(by_index(fourth)) == {1}
+    assert [h.base_offset for _pos, h in iter_batches(by_index(fourth)[1].records)] == [0]
+    # forget partition 1: its new records are no longer answered
+    await follower({}, sid, 4, forget=[1])
+    append(services, "t", 1, 1)
+    append(services, "t", 2, 1)
+    fifth = await follower({}, sid, 5)
+    assert set(by_index(fifth)) == {2}
+    # a stale epoch, another session id, another replica's use of it: refused, nothing moves
+    for body_sid, epoch in ((sid, 5), (sid + 1, 6)):
+        bad = await follower({}, body_sid, epoch)
+        code = (
+            ErrorCode.INVALID_FETCH_SESSION_EPOCH
+            if body_sid == sid
+            else ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        )
+        assert (bad.error_code, bad.session_id, bad.responses) == (code, 0, [])
+    assert (await follower({}, sid, 6)).error_code == ErrorCode.NONE
+    # FINAL closes it: a full, sessionless answer, then the id is unknown
+    final = await follower({0: 2}, sid, -1)
+    assert (final.error_code, final.session_id, set(by_index(final))) == (0, 0, {0})
+    assert (await follower({}, sid, 7)).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    # consumers get no session
+    consumer = await call(KEY, 12, fetch_body(services, "t", {0: 0}, session_epoch=0))
+    assert consumer.error_code == ErrorCode.NONE and consumer.session_id == 0

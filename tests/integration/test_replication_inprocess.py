@@ -527,3 +527,49 @@ async def test_partition_added_while_the_fetcher_reconnects_is_in_the_next_fetch
         zk.tell_one(third, 0, 2)  # abandons the fetch of OTHER: a new connection
         await eventually(lambda: not armed[0], "broker 2 reconnected to 1")
         await _acks_all_to_1_is_fast(cluster)
+
+
+# -- fetch sessions (KIP-227) between brokers ----------------------------------------------------
+async def test_followers_fetch_in_a_session_naming_only_what_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower's first Fetch to a leader is a full one that opens a session; the next ones
+    name only the partitions whose position moved (idle ones stay in the leader's session,
+    unnamed); a leader that lost the session (restart, eviction) refuses the next one and the
+    follower opens a new session at once, replication going on."""
+    idle = ("idle-a", "idle-b")
+    sent: list[tuple[int, int, set[str]]] = []  # broker 2 -> 0: (session id, epoch, named)
+    original = _LeaderFetcher._request
+
+    def recording(self: _LeaderFetcher, ready: list[Any], max_wait_ms: int) -> Any:
+        version, body, *rest = original(self, ready, max_wait_ms)
+        if self.m.node_id == 2 and self.leader_id == 0:
+            names = {f.part.topic_id: f.part.topic for f in ready}
+            named = {names.get(t.get("topic_id"), t.get("topic")) for t in body["topics"]}
+            sent.append((body["session_id"], body["session_epoch"], named))
+        return (version, body, *rest)
+
+    monkeypatch.setattr(_LeaderFetcher, "_request", recording)
+    async with _running(tmp_path, *idle) as cluster:
+        for name in (TOPIC, *idle):
+            cluster.zk.elect(name, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+        conn = await cluster.client(0)
+        for i in range(3):
+            with trio.fail_after(DEADLINE_S):
+                assert await produce(conn, [b"v%d" % i]) == (ErrorCode.NONE, i)
+        fetcher = _fetcher_of(cluster, 2, leader=0)
+        assert fetcher.session_id != 0
+        assert (0, 0) in {(s, e) for s, e, _n in sent}  # it opened with a full Fetch
+        incremental = [named for s, e, named in sent if s == fetcher.session_id and e > 0]
+        assert incremental, sent
+        assert all(not (named & set(idle)) for named in incremental), sent
+        assert any(TOPIC in named for named in incremental), sent
+        # the leader loses every session: the follower's next Fetch is refused, a new one opens
+        old = fetcher.session_id
+        cluster.brokers[0].services.fetch_sessions._sessions.clear()
+        with trio.fail_after(DEADLINE_S):
+            assert await produce(conn, [b"after"]) == (ErrorCode.NONE, 3)
+        await eventually(lambda: fetcher.session_id not in (0, old), "a new fetch session")
+        await eventually(lambda: cluster.part(2).high_watermark == 4, "follower HW")
+        assert committed_bytes(cluster.part(2)) == committed_bytes(cluster.part(0))
+        await conn.aclose()

@@ -26,10 +26,19 @@ The request:
     version 16 when every partition has a topic id (topics by id), else 12 (by name);
     replica_id / replica_state {replica_id: node id, replica_epoch: broker_epoch()},
     max_wait_ms replica.fetch.wait.max.ms (or less, above), min_bytes
-    replica.fetch.min.bytes, max_bytes replica.fetch.response.max.bytes, session_epoch -1 (no
-    fetch session: a full fetch each time); per partition: current_leader_epoch,
-    fetch_offset = its log end, last_fetched_epoch = the latest epoch of its epoch cache,
-    log_start_offset, partition_max_bytes replica.fetch.max.bytes.
+    replica.fetch.min.bytes, max_bytes replica.fetch.response.max.bytes; per partition:
+    current_leader_epoch, fetch_offset = its log end, last_fetched_epoch = the latest epoch of
+    its epoch cache, log_start_offset, partition_max_bytes replica.fetch.max.bytes.
+    A fetch session (KIP-227) with each leader: the first Fetch is a full one (session 0,
+    epoch 0) and the leader's answer gives the session id; each later Fetch carries the
+    session id and the next epoch and names only partitions whose fetch data changed
+    (typically the busy ones: their log end moved), the others being held by the leader's
+    session, and forgets the partitions left out of the round (backing off, unfollowed); the
+    answer then carries only partitions with something new. The session ends, and the next
+    Fetch is a full one again, when the connection is closed (an abandoned or failed Fetch
+    may or may not have moved it), on any top-level error (FETCH_SESSION_ID_NOT_FOUND,
+    INVALID_FETCH_SESSION_EPOCH: the leader restarted or evicted it; retried at once) or an
+    answer with session id 0 (a leader that makes none: full Fetches each time).
 and handles each partition of the answer, unless the partition changed meanwhile (role, leader,
 epoch, or log end moved):
     records          whole batches appended as they are (`append_as_follower`, a trailing
@@ -73,6 +82,7 @@ from protocol.records import InvalidBatch, iter_batches
 from wirebroker.errors import KafkaError
 from wirebroker.replication import rules
 from wirebroker.replication.broker_client import BrokerConnection, BrokerConnectionError
+from wirebroker.replication.fetch_sessions import INITIAL_EPOCH, next_epoch
 from wirebroker.replication.partition import Partition, Role
 
 if TYPE_CHECKING:
@@ -95,6 +105,14 @@ Key = tuple[str, int]
 
 #: Answers of a leader that has not yet applied the state that makes it leader at our epoch.
 _LEADER_NOT_READY = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH})
+#: top-level answers that end our fetch session (a new one is asked for at once)
+_SESSION_ERRORS = frozenset(
+    {
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
+    }
+)
 _NOT_READY_QUICK_RETRIES = 50
 _NOT_READY_RETRY_S = 0.02
 
@@ -220,6 +238,19 @@ class _LeaderFetcher:
         #: of another partition cancels it, see `add`
         self.in_flight: trio.CancelScope | None = None
         self.in_flight_keys: frozenset[Key] = frozenset()
+        #: the fetch session with this leader (KIP-227; replication/fetch_sessions.py): its
+        #: id (0: none, the next Fetch is a full one that asks for one), the epoch the next
+        #: incremental Fetch carries, and the fetch data the leader holds per partition
+        self.session_id = 0
+        self.session_epoch = INITIAL_EPOCH
+        self.session_by_id = False
+        self.session_parts: dict[tuple[object, int], tuple[int, ...]] = {}
+
+    def _reset_session(self) -> None:
+        """Forget the session: the next Fetch is a full one (INITIAL)."""
+        self.session_id = 0
+        self.session_epoch = INITIAL_EPOCH
+        self.session_parts = {}
 
     def add(self, key: Key, follow: _Follow) -> None:
         self.follows[key] = follow
@@ -268,6 +299,8 @@ class _LeaderFetcher:
             await self.wakeup.wait()
 
     async def _close(self) -> None:
+        # an abandoned Fetch may or may not have moved the session at the leader
+        self._reset_session()
         conn, self.conn = self.conn, None
         if conn is not None:
             await conn.aclose()
@@ -305,7 +338,7 @@ class _LeaderFetcher:
         ready = self._ready()
         if not ready:
             return
-        version, body, sent = self._request(ready, self._max_wait_ms())
+        version, body, sent, session_parts = self._request(ready, self._max_wait_ms())
         scope = self.in_flight = trio.CancelScope()
         self.in_flight_keys = frozenset((f.part.topic, f.part.index) for f in ready)
         try:
@@ -318,10 +351,26 @@ class _LeaderFetcher:
             await self._close()
             return
         code = int(response.get("error_code", 0))
+        if code in _SESSION_ERRORS:
+            # the leader lost or moved past our session (a restart, an eviction): a full
+            # Fetch at once starts a new one
+            log.info("fetch from broker %d: %s; new fetch session", self.leader_id, _name(code))
+            self._reset_session()
+            return
         if code != ErrorCode.NONE:
             log.warning("fetch from broker %d: %s", self.leader_id, _name(code))
+            self._reset_session()
             self._delay(ready)
             return
+        session_id = int(response.get("session_id", 0))
+        if session_id == 0:
+            self._reset_session()  # none made (or it ended): full Fetches
+        else:
+            if int(body["session_epoch"]) == INITIAL_EPOCH:
+                self.session_id = session_id
+            self.session_epoch = next_epoch(int(body["session_epoch"]))
+            self.session_by_id = version >= 13
+            self.session_parts = session_parts
         for topic in response.get("responses") or []:
             tkey = topic.get("topic_id") if version >= 13 else topic.get("topic")
             for pdata in topic.get("partitions") or []:
@@ -342,27 +391,55 @@ class _LeaderFetcher:
 
     def _request(
         self, ready: list[_Follow], max_wait_ms: int
-    ) -> tuple[int, dict[str, Any], dict[tuple[object, int], tuple[_Follow, int]]]:
+    ) -> tuple[
+        int,
+        dict[str, Any],
+        dict[tuple[object, int], tuple[_Follow, int]],
+        dict[tuple[object, int], tuple[int, ...]],
+    ]:
+        """The Fetch for `ready`: (version, body, what each answer partition is checked
+        against, the fetch data the leader's session holds once it is answered). Within a
+        session only partitions whose fetch data changed are named and those left out are
+        forgotten; otherwise a full Fetch (INITIAL) asks for a session."""
         m = self.m
         by_id = all(f.part.topic_id not in (None, _NIL_UUID) for f in ready)
         version = FETCH_VERSION_BY_ID if by_id else FETCH_VERSION_BY_NAME
+        incremental = self.session_id != 0 and self.session_by_id == by_id
         topics: dict[object, list[dict[str, Any]]] = {}
         sent: dict[tuple[object, int], tuple[_Follow, int]] = {}
+        parts: dict[tuple[object, int], tuple[int, ...]] = {}
         for follow in ready:
             part = follow.part
             tkey: object = part.topic_id if by_id else part.topic
             leo = part.log_end_offset
+            key = (tkey, part.index)
+            data = (
+                follow.leader_epoch,
+                leo,
+                part.latest_epoch,
+                part.log_start_offset,
+                m.fetch_max_bytes,
+            )
+            sent[key] = (follow, leo)
+            parts[key] = data
+            if incremental and self.session_parts.get(key) == data:
+                continue  # the leader's session has it as it is
             topics.setdefault(tkey, []).append(
                 {
                     "partition": part.index,
-                    "current_leader_epoch": follow.leader_epoch,
+                    "current_leader_epoch": data[0],
                     "fetch_offset": leo,
-                    "last_fetched_epoch": part.latest_epoch,
-                    "log_start_offset": part.log_start_offset,
-                    "partition_max_bytes": m.fetch_max_bytes,
+                    "last_fetched_epoch": data[2],
+                    "log_start_offset": data[3],
+                    "partition_max_bytes": data[4],
                 }
             )
-            sent[(tkey, part.index)] = (follow, leo)
+        forgotten: dict[object, list[int]] = {}
+        if incremental:
+            for tkey, index in self.session_parts:
+                if (tkey, index) not in parts:
+                    forgotten.setdefault(tkey, []).append(index)
+        field = "topic_id" if by_id else "topic"
         body = {
             "replica_id": m.node_id,
             "replica_state": {"replica_id": m.node_id, "replica_epoch": m.broker_epoch()},
@@ -370,16 +447,13 @@ class _LeaderFetcher:
             "min_bytes": m.min_bytes,
             "max_bytes": m.response_max_bytes,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {("topic_id" if by_id else "topic"): t, "partitions": ps}
-                for t, ps in topics.items()
-            ],
-            "forgotten_topics_data": [],
+            "session_id": self.session_id if incremental else 0,
+            "session_epoch": self.session_epoch if incremental else INITIAL_EPOCH,
+            "topics": [{field: t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [{field: t, "partitions": ps} for t, ps in forgotten.items()],
             "rack_id": "",
         }
-        return version, body, sent
+        return version, body, sent, parts
 
     def _delay(self, follows: list[_Follow]) -> None:
         until = trio.current_time() + self.m.backoff_s

@@ -296,9 +296,10 @@ def _named(req: FetchRequest, topic_field: str) -> list[tuple[Key, FetchPartitio
 
 def _session_for(
     ctx: RequestContext, req: FetchRequest, replica_id: int
-) -> tuple[FetchSession | None, bool, FetchRequest | FetchResponse]:
+) -> tuple[FetchSession | None, bool, FetchRequest]:
     """A follower's fetch session (replication/fetch_sessions.py): (session or None, whether
-    the answer is incremental, the request to serve or an error answer)."""
+    the answer is incremental, the request to serve: for an incremental fetch, every
+    partition of the session). Raises FetchSessionError when no session can serve it."""
     sessions = ctx.services.fetch_sessions
     version = ctx.api_version
     topic_field = "topic_id" if version >= 13 else "topic"
@@ -316,18 +317,9 @@ def _session_for(
         for topic in req.get("forgotten_topics_data") or []
         for index in topic.get("partitions") or []
     ]
-    try:
-        session = sessions.update(
-            session_id,
-            epoch,
-            replica_id,
-            version >= 13,
-            _named(req, topic_field),
-            forgotten,
-            now_ms,
-        )
-    except FetchSessionError as exc:
-        return None, False, _session_error(exc.code)
+    session = sessions.update(
+        session_id, epoch, replica_id, version >= 13, _named(req, topic_field), forgotten, now_ms
+    )
     full = cast("FetchRequest", {**req, "topics": session.request_topics(topic_field)})
     return session, True, full
 
@@ -363,10 +355,10 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     session: FetchSession | None = None
     incremental = False
     if version >= 7 and replica_id >= 0:
-        session, incremental, served = _session_for(ctx, req, replica_id)
-        if "responses" in served:  # no session can serve it
-            return cast("FetchResponse", served)
-        req = cast("FetchRequest", served)
+        try:
+            session, incremental, req = _session_for(ctx, req, replica_id)
+        except FetchSessionError as exc:
+            return _session_error(exc.code)
     elif version >= 7 and int(req.get("session_epoch", FINAL_EPOCH)) not in (
         FINAL_EPOCH,
         INITIAL_EPOCH,

@@ -19,7 +19,8 @@ read, recorded and answered per round. With a session, as Kafka's followers do i
                                            replace their cached fetch data (or join), the
                                            forgotten ones leave; every partition of the session
                                            is read (and the follower's position recorded for
-                                           each) with its cached data; the answer carries only
+                                           each) with its cached data, except quiet ones
+                                           (`_Cached.quiet`, handlers/fetch.py); the answer carries only
                                            those with records, an error, a diverging epoch or a
                                            high watermark / log start / last stable offset that
                                            changed since the session last sent them; the
@@ -80,6 +81,10 @@ class _Cached:
     high_watermark: int | None = None
     log_start_offset: int | None = None
     last_stable_offset: int | None = None
+    #: (partition, its quiet stamp) when the last read found the follower quiet there and
+    #: answered what the stamp holds; None when unknown. Set and checked by the Fetch
+    #: handler; cleared whenever the follower names the partition again.
+    quiet: Any = None
 
 
 @dataclass
@@ -185,6 +190,7 @@ class FetchSessions:
                 session.partitions[key] = _Cached(fetch)
             else:
                 cached.fetch = fetch
+                cached.quiet = None
         for key in forgotten:  # after the named ones, as Kafka: named and forgotten leaves
             session.partitions.pop(key, None)
         session.epoch = next_epoch(epoch)

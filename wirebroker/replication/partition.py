@@ -364,6 +364,30 @@ class Partition:
         )
         return self._maybe_advance_high_watermark(now_ms)
 
+    def quiet_follower_stamp(self, replica_id: int) -> tuple[int, int, int, int] | None:
+        """(leader epoch, log end, log start, last stable offset) when follower `replica_id`
+        is quiet here: this broker leads, the follower is in the ISR and at the log end, and
+        the high watermark is there too; else None. While the stamp stays the same, a fetch
+        at the log end by that follower reads nothing, moves neither the HW nor the ISR and
+        only refreshes its caught-up time (`touch_quiet_follower`): what a fetch session
+        relies on to skip its idle partitions (handlers/fetch.py)."""
+        log = self.log
+        leo = log.log_end_offset
+        if self.role is not Role.LEADER or log.high_watermark != leo or replica_id not in self.isr:
+            return None
+        state = self.followers.get(replica_id)
+        if state is None or state.log_end_offset != leo:
+            return None
+        return (self.leader_epoch, leo, log.log_start_offset, log.last_stable_offset)
+
+    def touch_quiet_follower(self, replica_id: int, now_ms: int) -> None:
+        """Record a fetch at the log end by a follower whose `quiet_follower_stamp` has not
+        changed: the state `record_follower_fetch` would leave, without the HW and ISR checks
+        that cannot move anything then."""
+        state = self.followers[replica_id]
+        leo = self.log.log_end_offset
+        self.followers[replica_id] = rules.record_fetch(state, leo, leo, now_ms)
+
     def isr_to_expand(self, replica_id: int) -> list[int] | None:
         """The ISR with `replica_id` added when it may join now (Kafka's maybeExpandIsr),
         else None (not leader, a proposal in flight or fenced, already in, not caught up)."""

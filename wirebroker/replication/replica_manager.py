@@ -392,6 +392,13 @@ class ReplicaManager:
         if moved or (before is not None and log_start_offset > before.log_start_offset):
             self._hw_advanced(part)
 
+    def touch_quiet_follower(self, part: Partition, replica_id: int, now_ms: int) -> None:
+        """Follower `replica_id` fetched `part` again at its log end and
+        `Partition.quiet_follower_stamp` is unchanged: only its caught-up time moves (what
+        `record_follower_fetch` would do then, without the checks that cannot fire)."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        part.touch_quiet_follower(replica_id, now_ms)
+
     def maybe_shrink_isr(self, now_ms: int) -> int:
         """Propose dropping the out-of-sync ISR members of every led partition; also moves HWs
         that time alone lets advance. Returns the number of proposals made."""

@@ -18,7 +18,7 @@ Invariants they keep:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from wirebroker.cluster.elections import NO_LEADER, Election, elect_leader, remove_from_isr
 
@@ -73,13 +73,13 @@ def record_fetch(
         caught_up = max(state.last_caught_up_ms, state.last_fetch_ms)
     else:
         caught_up = state.last_caught_up_ms
-    return replace(
-        state,
-        log_end_offset=fetch_offset,
-        last_fetch_ms=now_ms,
-        last_fetch_leader_leo=leader_leo,
-        last_caught_up_ms=caught_up,
-        log_start_offset=state.log_start_offset if log_start_offset is None else log_start_offset,
+    return FollowerState(  # not dataclasses.replace: this runs per partition per fetch
+        state.replica_id,
+        fetch_offset,
+        now_ms,
+        leader_leo,
+        caught_up,
+        state.log_start_offset if log_start_offset is None else log_start_offset,
     )
 
 

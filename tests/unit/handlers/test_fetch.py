@@ -445,3 +445,55 @@ async def test_a_follower_fetch_session_answers_only_what_changed(call, services
     # consumers get no session
     consumer = await call(KEY, 12, fetch_body(services, "t", {0: 0}, session_epoch=0))
     assert consumer.error_code == ErrorCode.NONE and consumer.session_id == 0
+
+
+async def test_a_quiet_session_partition_is_not_read_again(call, services, clock):
+    """In an incremental fetch, a session partition where the follower is in the ISR and at
+    the log end with the HW there too, as when last answered, is not read again: its
+    follower's caught-up time moves, nothing is answered; new records on it end that."""
+    services.admin.create_topic("t", 3, now_ms=services.clock())
+    for i in range(3):
+        services.replicas.make_leader(
+            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+        )
+    append(services, "t", 0, 2)
+    parts = [services.replicas.partition("t", i) for i in range(3)]
+    reads: list[int] = []
+    for part in parts:
+        real = part.read
+
+        def counted(*args: Any, _real: Any = real, _i: int = part.index, **kwargs: Any) -> Any:
+            reads.append(_i)
+            return _real(*args, **kwargs)
+
+        part.read = counted  # type: ignore[method-assign]
+
+    async def follower(named: dict[int, int], sid: int, epoch: int) -> Any:
+        body = fetch_body(services, "t", named, replica_id=1, session_id=sid, session_epoch=epoch)
+        if not named:
+            body["topics"] = []
+        return await call(KEY, 12, body)
+
+    first = await follower({0: 0, 1: 0, 2: 0}, 0, 0)
+    sid = first.session_id
+    assert set(by_index(first)) == {0, 1, 2} and sorted(reads) == [0, 1, 2]
+    reads.clear()
+    # partition 0 moves (and its HW after this fetch); 1 and 2 are quiet: not read
+    assert by_index(await follower({0: 2}, sid, 1)) == {}
+    assert reads == [0]
+    reads.clear()
+    clock.advance(5_000)
+    answer = await follower({}, sid, 2)
+    assert set(by_index(answer)) == {0} and by_index(answer)[0].high_watermark == 2
+    assert reads == [0]  # 0's HW moved after the last answer: read and answered once more
+    for part in parts[1:]:
+        assert part.followers[1].last_caught_up_ms == clock()
+    reads.clear()
+    clock.advance(5_000)
+    assert by_index(await follower({}, sid, 3)) == {} and reads == []  # all quiet now
+    assert parts[0].followers[1].last_caught_up_ms == clock()
+    # records on a quiet partition: read and answered from the session's fetch offset
+    append(services, "t", 1, 3)
+    answer = await follower({}, sid, 4)
+    assert set(by_index(answer)) == {1} and reads == [1]
+    assert [h.base_offset for _pos, h in iter_batches(by_index(answer)[1].records)] == [0]

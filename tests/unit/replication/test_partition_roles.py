@@ -286,6 +286,35 @@ def test_single_replica_partition_keeps_hw_at_log_end(env: Env) -> None:
     assert part.high_watermark == 2
 
 
+def test_a_quiet_follower_stamp_and_touch(env: Env) -> None:
+    """The stamp exists only while the follower is in the ISR, at the log end, with the HW
+    there too; a touch moves its caught-up time as a fetch at the end would, nothing else."""
+    part = env.topic()
+    env.lead(part, isr=(0, 1, 2))
+    env.append(part, 3)
+    assert part.quiet_follower_stamp(1) is None  # has not fetched
+    fetch(env, part, 1, 3)
+    assert part.quiet_follower_stamp(1) is None  # HW 0: 2 has not fetched
+    fetch(env, part, 2, 3)
+    stamp = part.quiet_follower_stamp(1)
+    assert part.high_watermark == 3 and stamp == (1, 3, 0, 3)
+    before = part.followers[1]
+    env.rm.touch_quiet_follower(part, 1, NOW + 5_000)
+    after = part.followers[1]
+    assert (after.last_caught_up_ms, after.last_fetch_ms) == (NOW + 5_000, NOW + 5_000)
+    assert (after.log_end_offset, after.log_start_offset) == (3, before.log_start_offset)
+    assert part.quiet_follower_stamp(1) == stamp
+    env.append(part, 1)
+    assert part.quiet_follower_stamp(1) is None  # behind the log end now
+    other = env.topic("u")
+    env.lead(other, isr=(0, 1))
+    env.rm.isr_rejected("u", 0)
+    fetch(env, other, 2, 0)
+    assert other.quiet_follower_stamp(2) is None  # not in the ISR (fenced: cannot join)
+    env.follow(other)
+    assert other.quiet_follower_stamp(1) is None  # not the leader
+
+
 # -- ISR -------------------------------------------------------------------------------------
 
 

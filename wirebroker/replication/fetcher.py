@@ -98,7 +98,6 @@ FETCH_VERSION_BY_NAME = 12
 LIST_OFFSETS_VERSION = 7
 _LATEST = -1
 _EARLIEST = -2
-_NIL_UUID = uuid.UUID(int=0)
 
 Key = tuple[str, int]
 
@@ -237,7 +236,7 @@ class _LeaderFetcher:
         #: the Fetch in flight (None between rounds) and the partitions it asks for: `add`
         #: of another partition cancels it, see `add`
         self.in_flight: trio.CancelScope | None = None
-        self.in_flight_keys: frozenset[Key] = frozenset()
+        self.in_flight_follows: list[_Follow] = []
         #: the fetch session with this leader (KIP-227; replication/fetch_sessions.py): its
         #: id (0: none, the next Fetch is a full one that asks for one), the epoch the next
         #: incremental Fetch carries, and the fetch data the leader holds per partition
@@ -266,6 +265,11 @@ class _LeaderFetcher:
             # fetch every few milliseconds while a broker failure's ISR changes stream in.
             self.in_flight.cancel()
 
+    @property
+    def in_flight_keys(self) -> frozenset[Key]:
+        """The partitions the Fetch in flight asks for (made on demand: `add` is rare)."""
+        return frozenset((f.part.topic, f.part.index) for f in self.in_flight_follows)
+
     def remove(self, key: Key) -> None:
         self.follows.pop(key, None)
 
@@ -273,11 +277,12 @@ class _LeaderFetcher:
         try:
             while True:
                 self.wakeup = trio.Event()
-                if not self._ready():
+                ready, backoff_end = self._scan()
+                if not ready:
                     await self._idle()
                     continue
                 try:
-                    await self._round()
+                    await self._round(ready, backoff_end)
                 except (BrokerConnectionError, trio.TooSlowError) as exc:
                     log.warning("fetch from broker %d failed: %s", self.leader_id, exc or "timeout")
                     await self._close()
@@ -323,30 +328,48 @@ class _LeaderFetcher:
         return conn
 
     # -- one round -----------------------------------------------------------------------------
-    def _ready(self) -> list[_Follow]:
+    def _scan(self) -> tuple[list[_Follow], float]:
+        """(the partitions to fetch now, the trio time the first one backing off may be
+        fetched again: inf when none is), in one pass over them (it runs every round)."""
         now = trio.current_time()
-        return [f for f in self.follows.values() if f.delay_until <= now and f.current()]
+        ready: list[_Follow] = []
+        backoff_end = math.inf
+        for f in self.follows.values():
+            if f.current():
+                until = f.delay_until
+                if until <= now:
+                    ready.append(f)
+                elif until < backoff_end:
+                    backoff_end = until
+        return ready, backoff_end
 
-    async def _round(self) -> None:
-        conn = await self._connection()
-        # The partitions are chosen after connecting (a reconnect, after an abandoned Fetch,
-        # takes a while: partitions added meanwhile belong in this round; chosen before, they
-        # would miss it and `add` would not abandon it, not yet in flight) and with no await
-        # until the Fetch is in flight: an `add` either comes before (in it) or abandons it.
-        for follow in self._ready():
-            self._truncate_epochless(follow)
-        ready = self._ready()
+    async def _round(self, ready: list[_Follow], backoff_end: float) -> None:
+        """One Fetch for `ready` (from `_scan`, just before) and its answer."""
+        conn = self.conn
+        address = self.m.endpoint(self.leader_id)
+        if conn is None or conn.closed or address is None or conn.address != tuple(address):
+            conn = await self._connection()
+            # The partitions are chosen again after connecting (a reconnect, after an
+            # abandoned Fetch, takes a while: partitions added meanwhile belong in this round;
+            # chosen before, they would miss it and `add` would not abandon it, not yet in
+            # flight). From here no await until the Fetch is in flight: an `add` either comes
+            # before (in it) or abandons it.
+            ready, backoff_end = self._scan()
+        if any(not f.checked_epochless for f in ready):
+            for follow in ready:
+                self._truncate_epochless(follow)
+            ready, backoff_end = self._scan()
         if not ready:
             return
-        version, body, sent, session_parts = self._request(ready, self._max_wait_ms())
+        version, body, sent, session_parts = self._request(ready, self._max_wait_ms(backoff_end))
         scope = self.in_flight = trio.CancelScope()
-        self.in_flight_keys = frozenset((f.part.topic, f.part.index) for f in ready)
+        self.in_flight_follows = ready
         try:
             with scope, trio.fail_after(self.m.request_timeout_s):
                 response = await conn.request(ApiKey.FETCH, version, body)
         finally:
             self.in_flight = None
-            self.in_flight_keys = frozenset()
+            self.in_flight_follows = []
         if scope.cancelled_caught:
             await self._close()
             return
@@ -378,15 +401,13 @@ class _LeaderFetcher:
                 if entry is not None:
                     await self._handle(entry[0], entry[1], pdata)
 
-    def _max_wait_ms(self) -> int:
+    def _max_wait_ms(self, backoff_end: float) -> int:
         """replica.fetch.wait.max.ms, or less: the time until the first partition of this
-        leader left out of the round (backing off) may be fetched again, so that the round
-        does not outlast its backoff (see the module doc)."""
-        now = trio.current_time()
+        leader left out of the round (backing off until `backoff_end`) may be fetched again,
+        so that the round does not outlast its backoff (see the module doc)."""
         wait_ms = self.m.wait_max_ms
-        ends = [f.delay_until for f in self.follows.values() if f.delay_until > now and f.current()]
-        if ends:
-            wait_ms = min(wait_ms, math.ceil((min(ends) - now) * 1000.0))
+        if backoff_end < math.inf:
+            wait_ms = min(wait_ms, math.ceil((backoff_end - trio.current_time()) * 1000.0))
         return wait_ms
 
     def _request(
@@ -402,7 +423,7 @@ class _LeaderFetcher:
         session only partitions whose fetch data changed are named and those left out are
         forgotten; otherwise a full Fetch (INITIAL) asks for a session."""
         m = self.m
-        by_id = all(f.part.topic_id not in (None, _NIL_UUID) for f in ready)
+        by_id = all(_has_id(f.part.topic_id) for f in ready)
         version = FETCH_VERSION_BY_ID if by_id else FETCH_VERSION_BY_NAME
         incremental = self.session_id != 0 and self.session_by_id == by_id
         topics: dict[object, list[dict[str, Any]]] = {}
@@ -592,6 +613,12 @@ class _LeaderFetcher:
                 )
         self._delay([follow])
         return None
+
+
+def _has_id(topic_id: uuid.UUID | None) -> bool:
+    """A real topic id (not None, not the nil UUID), without UUID.__eq__ (it runs per
+    partition per round)."""
+    return topic_id is not None and topic_id.int != 0
 
 
 def _complete_batches(records: bytes | memoryview) -> bytes | memoryview:

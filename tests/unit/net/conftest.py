@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import wirebroker.handlers.api_versions  # noqa: F401  (registers ApiVersions)
-from wirebroker.handlers.registry import HANDLERS, HandlerSpec
+from wirebroker.handlers.registry import HANDLERS, HandlerSpec, load_handlers
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -41,7 +41,11 @@ async def clients() -> AsyncIterator[list[WireClient]]:
 
 @pytest.fixture
 def registry() -> Iterator[dict[int, HandlerSpec]]:
-    """The live handler registry; whatever a test registers is removed afterwards."""
+    """The live handler registry; whatever a test registers is removed afterwards. Every
+    real handler is loaded first: one registered while a test runs (a broker it starts
+    imports them) would otherwise be removed for good -- its module stays imported, so
+    nothing registers it again, and later tests in the process lose that API."""
+    load_handlers()
     saved = dict(HANDLERS)
     try:
         yield HANDLERS

@@ -7,14 +7,16 @@ partitions whose fetch data changed (plus forgotten_topics_data), every partitio
 session is read and the follower's position recorded for each, and the answer carries only
 partitions with records, an error, a diverging epoch or a changed high watermark / log start /
 last stable offset. A quiet partition (the follower in the ISR and at the log end, the high
-watermark there too, `Partition.quiet_follower_stamp`) whose stamp has not changed since a read
-that answered what it holds is not read again: nothing could be answered for it and its
-position could move neither the HW nor the ISR, so only the follower's caught-up time is
-refreshed (`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds
-~17 idle partitions beside a busy one, 16 us each per fetch when read (~4 us skipped); an unknown session or a wrong epoch is a top-level
-FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH with no partitions. A consumer's
-fetch is served sessionless, as before: by its (session_id, session_epoch), as Kafka's
-FetchManager when it creates no session:
+watermark there too, `Partition.quiet_follower_stamp`) whose stamp has not changed since the
+last read and whose HW, log start and LSO the follower has been sent (`_Cached.is_quiet`) is
+not read again: nothing could be answered for it and its position could move neither the HW
+nor the ISR, so only the follower's caught-up time is refreshed
+(`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds ~17 idle
+partitions beside a busy one, 16 us each per fetch when read (~4 us skipped). An unknown
+session or a wrong epoch is a top-level FETCH_SESSION_ID_NOT_FOUND /
+INVALID_FETCH_SESSION_EPOCH with no partitions. A consumer's fetch is served sessionless, as
+before: by its (session_id, session_epoch), as Kafka's FetchManager when it creates no
+session:
     epoch -1 (FINAL) or 0 (INITIAL)   a full fetch, session_id 0 in the answer (clients then
                                       keep sending full fetches)
     any other epoch                   top-level FETCH_SESSION_ID_NOT_FOUND, no partitions; the
@@ -239,9 +241,10 @@ def _read_all(
     `first`: the first read of this request (a follower's position is recorded then).
     `session`: the follower's fetch session; a partition read with nothing to send and the
     follower quiet there (`Partition.quiet_follower_stamp`) gets that stamp in its cache
-    entry. `skip_quiet` (an incremental fetch): a partition whose stamp is unchanged is
-    neither read nor answered, the follower's fetch at the log end only refreshes its
-    caught-up time (`ReplicaManager.touch_quiet_follower`)."""
+    entry. `skip_quiet` (an incremental fetch): a partition whose stamp is unchanged and whose
+    high watermark, log start and last stable offset the follower has been sent
+    (`_Cached.is_quiet`) is neither read nor answered, the follower's fetch at the log end
+    only refreshes its caught-up time (`ReplicaManager.touch_quiet_follower`)."""
     replicas = ctx.services.replicas
     remaining = max(0, max_bytes)
     total = 0
@@ -261,16 +264,12 @@ def _read_all(
                 complete = True
                 continue
             cached = cache.get((tkey, index)) if cache is not None else None
-            if cached is not None and cached.quiet is not None:
-                if (
-                    skip_quiet
-                    and cached.quiet[0] is part
-                    and part.quiet_follower_stamp(replica_id) == cached.quiet[1]
-                ):
+            if skip_quiet and cached is not None and cached.quiet is not None:
+                stamp = part.quiet_follower_stamp(replica_id)
+                if stamp is not None and cached.is_quiet(part, stamp):
                     if first:
                         replicas.touch_quiet_follower(part, replica_id, ctx.now_ms())
                     continue
-                cached.quiet = None
             limit = max(0, min(int(pdata.get("partition_max_bytes", _INT32_MAX)), remaining))
             presp, done = _read_partition(
                 part,
@@ -283,15 +282,9 @@ def _read_all(
             )
             if first and replica_id >= 0 and not done:
                 _record_follower(ctx, part, replica_id, pdata)
-                if cached is not None and not presp["records"]:
-                    stamp = part.quiet_follower_stamp(replica_id)
-                    sent = (
-                        presp["high_watermark"],
-                        presp["log_start_offset"],
-                        presp["last_stable_offset"],
-                    )
-                    if stamp is not None and sent == (stamp[1], stamp[2], stamp[3]):
-                        cached.quiet = (part, stamp)
+            if cached is not None:
+                stamp = None if done or presp["records"] else part.quiet_follower_stamp(replica_id)
+                cached.quiet = None if stamp is None else (part, stamp)
             complete = complete or done
             size = len(presp["records"] or b"")
             total += size

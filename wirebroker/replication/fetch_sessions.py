@@ -20,11 +20,12 @@ read, recorded and answered per round. With a session, as Kafka's followers do i
                                            forgotten ones leave; every partition of the session
                                            is read (and the follower's position recorded for
                                            each) with its cached data, except quiet ones
-                                           (`_Cached.quiet`, handlers/fetch.py); the answer carries only
-                                           those with records, an error, a diverging epoch or a
-                                           high watermark / log start / last stable offset that
-                                           changed since the session last sent them; the
-                                           expected epoch becomes E + 1 (INT32_MAX -> 1)
+                                           (`_Cached.is_quiet`, handlers/fetch.py); the
+                                           answer carries only those with records, an
+                                           error, a diverging epoch or a high watermark /
+                                           log start / last stable offset that changed
+                                           since the session last sent them; the expected
+                                           epoch becomes E + 1 (INT32_MAX -> 1)
 
 Only follower fetches get sessions here; a consumer's Fetch stays sessionless (session_id 0
 in the answer: clients then keep sending full fetches, which KIP-227 allows). At most
@@ -81,10 +82,26 @@ class _Cached:
     high_watermark: int | None = None
     log_start_offset: int | None = None
     last_stable_offset: int | None = None
-    #: (partition, its quiet stamp) when the last read found the follower quiet there and
-    #: answered what the stamp holds; None when unknown. Set and checked by the Fetch
-    #: handler; cleared whenever the follower names the partition again.
+    #: (partition, its quiet stamp) from the last read that found the follower quiet there
+    #: (`Partition.quiet_follower_stamp`), None when unknown. Set by the Fetch handler;
+    #: cleared whenever the follower names the partition again.
     quiet: Any = None
+
+    def is_quiet(self, part: Any, stamp: tuple[int, int, int, int]) -> bool:
+        """Whether the partition may be skipped: `part` and its current `stamp` (leader epoch,
+        log end = high watermark, log start, last stable offset) are those of the last read
+        that found it quiet, and the follower has been sent that high watermark, log start
+        and last stable offset (an answer built from a long poll's first read is not always
+        the one sent)."""
+        quiet = self.quiet
+        return (
+            quiet is not None
+            and quiet[0] is part
+            and quiet[1] == stamp
+            and self.high_watermark == stamp[1]
+            and self.log_start_offset == stamp[2]
+            and self.last_stable_offset == stamp[3]
+        )
 
 
 @dataclass

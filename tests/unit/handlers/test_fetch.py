@@ -497,3 +497,51 @@ async def test_a_quiet_session_partition_is_not_read_again(call, services, clock
     answer = await follower({}, sid, 4)
     assert set(by_index(answer)) == {1} and reads == [1]
     assert [h.base_offset for _pos, h in iter_batches(by_index(answer)[1].records)] == [0]
+
+
+async def test_a_quiet_partition_keeps_an_hw_the_follower_has_not_been_sent(
+    call, services, mock_clock
+):
+    """A partition is skipped as quiet only once the follower has been sent what its stamp
+    holds: one read at the new HW in a long poll's first pass is not skipped in the re-read
+    after the wake-up, so the answer sent then carries that HW (before, it was left out of
+    that answer and skipped ever after: the follower never learned the HW)."""
+    services.admin.create_topic("t", 2, now_ms=services.clock())
+    for i in range(2):
+        services.replicas.make_leader(
+            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+        )
+    append(services, "t", 0, 2)
+
+    async def follower(named: dict[int, int], sid: int, epoch: int, wait: int = 0) -> Any:
+        body = fetch_body(
+            services,
+            "t",
+            named,
+            replica_id=1,
+            session_id=sid,
+            session_epoch=epoch,
+            max_wait_ms=wait,
+            min_bytes=1,
+        )
+        if not named:
+            body["topics"] = []
+        return await call(KEY, 12, body)
+
+    sid = (await follower({0: 0, 1: 0}, 0, 0)).session_id
+    # at the log end of 0: its HW moves to 2 only after this answer (HW 0) was built
+    assert by_index(await follower({0: 2}, sid, 1)) == {}
+    assert services.replicas.partition("t", 0).high_watermark == 2
+    result: list[Any] = []
+
+    async def parked() -> None:  # 0 is read at HW 2 (quiet), then parks; 1's data wakes it
+        result.append(await follower({}, sid, 2, wait=5000))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(parked)
+        await trio.testing.wait_all_tasks_blocked()
+        append(services, "t", 1, 1)
+    woken = by_index(result[0])
+    assert set(woken) == {0, 1} and woken[0].high_watermark == 2 and woken[1].records
+    # now the follower has it: quiet, skipped
+    assert set(by_index(await follower({1: 1}, sid, 3))) == set()

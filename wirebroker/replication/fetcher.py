@@ -345,10 +345,9 @@ class _LeaderFetcher:
 
     async def _round(self, ready: list[_Follow], backoff_end: float) -> None:
         """One Fetch for `ready` (from `_scan`, just before) and its answer."""
-        conn = self.conn
-        address = self.m.endpoint(self.leader_id)
-        if conn is None or conn.closed or address is None or conn.address != tuple(address):
-            conn = await self._connection()
+        before = self.conn
+        conn = await self._connection()  # does not yield when it is `before`, still usable
+        if conn is not before:
             # The partitions are chosen again after connecting (a reconnect, after an
             # abandoned Fetch, takes a while: partitions added meanwhile belong in this round;
             # chosen before, they would miss it and `add` would not abandon it, not yet in

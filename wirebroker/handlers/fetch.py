@@ -251,7 +251,7 @@ def _read_all(
     complete = False
     responses: list[FetchableTopicResponse] = []
     cache = session.partitions if session is not None else None
-    field = "topic_id" if version >= 13 else "topic"
+    field = _topic_field(version)
     for key, name, missing, parts in plan.topics:
         out: list[PartitionData] = []
         tkey = key.get(field)
@@ -309,6 +309,11 @@ def _record_follower(
         log.exception("recording the fetch of follower %d on %s failed", replica_id, part)
 
 
+def _topic_field(version: int) -> str:
+    """How a request of `version` names its topics, and so its session keys: by id from v13."""
+    return "topic_id" if version >= 13 else "topic"
+
+
 def _session_error(code: ErrorCode) -> FetchResponse:
     return {"throttle_time_ms": 0, "error_code": int(code), "session_id": 0, "responses": []}
 
@@ -330,7 +335,7 @@ def _session_for(
     partition of the session). Raises FetchSessionError when no session can serve it."""
     sessions = ctx.services.fetch_sessions
     version = ctx.api_version
-    topic_field = "topic_id" if version >= 13 else "topic"
+    topic_field = _topic_field(version)
     session_id = int(req.get("session_id", 0))
     epoch = int(req.get("session_epoch", FINAL_EPOCH))
     now_ms = ctx.now_ms()
@@ -435,7 +440,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         _count_bytes_out(ctx, plan, responses)
     if session is None:
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
-    field = "topic_id" if version >= 13 else "topic"
+    field = _topic_field(version)
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

@@ -16,7 +16,14 @@ A `Transport`:
 
 `receive_into(stream, view)` receives into a caller's buffer: straight from the socket for a
 TCP stream (no copy in user space: how a large frame lands in place, `protocol.framing`), through
-`receive_some` and one copy for any other stream (a simulation's).
+`receive_some` and one copy for any other stream (a simulation's). On Linux, a TCP receive into
+a view of LOWAT_MIN bytes or more (the rest of a large frame) sets SO_RCVLOWAT to that size
+(capped at LOWAT_MAX) and waits for readiness before reading, so the reader is woken once when
+the rest of the frame is there, not for every part the sender's pushes make readable: a
+follower's 1 MB Fetch response took ~10 wake-ups and reads, now ~3; measured with a 3-broker
+cluster, 10% less broker CPU per byte replicated (docs/replication.md). Waiting first matters:
+a non-blocking read returns whatever is queued whatever the mark, so trying a read before
+waiting (as trio's socket methods do) would wake for every part again.
 
 `send_frame(stream, frame)` sends a response frame: `bytes` with `send_all`; a
 `protocol.framing.GatherFrame` piece by piece, each region that can (a `FileRegion`: a leader's
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from contextvars import ContextVar
 from typing import Protocol, TypeGuard, runtime_checkable
 
@@ -111,6 +119,8 @@ async def receive_into(stream: trio.abc.ReceiveStream, view: memoryview) -> int:
     and one copy."""
     if type(stream) is trio.SocketStream:
         try:
+            if _LOWAT and len(view) >= LOWAT_MIN:
+                return await _receive_at_least(stream.socket, view)
             return await stream.socket.recv_into(view)
         except OSError as exc:
             raise trio.BrokenResourceError(exc) from exc
@@ -118,6 +128,31 @@ async def receive_into(stream: trio.abc.ReceiveStream, view: memoryview) -> int:
     n = len(data)
     view[:n] = data
     return n
+
+
+#: A receive into a view of at least LOWAT_MIN bytes (the rest of a large frame, received in
+#: place) waits until min(len(view), LOWAT_MAX) bytes have arrived instead of taking whatever
+#: is there. LOWAT_MAX bounds the receive buffer the kernel grows for it (about twice that).
+LOWAT_MIN = 65536
+LOWAT_MAX = 1 << 20
+_LOWAT = sys.platform.startswith("linux")  # where SO_RCVLOWAT is honoured by poll and recv
+
+
+async def _receive_at_least(sock: trio.socket.SocketType, view: memoryview) -> int:
+    """SO_RCVLOWAT set to min(len(view), LOWAT_MAX), wait until readable (the kernel wakes the
+    reader only when that much is queued, or at end of stream or an error), read what is
+    there; the mark is put back to 1 (the default) in any case."""
+    fd = sock.fileno()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, min(len(view), LOWAT_MAX))
+    try:
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            try:
+                return os.readv(fd, [view])
+            except BlockingIOError:
+                continue
+    finally:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
 
 
 class RegionGone(trio.BrokenResourceError):

@@ -235,7 +235,10 @@ class Connection:
                     into = decoder.receive_buffer()  # a large frame: received in place
                     if into is not None:
                         read_into = partial(receive_into, self.stream, into)
-                        got = await self._receive(deadline, decoder.buffered_bytes, read_into)
+                        try:
+                            got = await self._receive(deadline, decoder.buffered_bytes, read_into)
+                        finally:
+                            into.release()  # no view may outlive the frame (its reuse)
                         if got is None:
                             return
                         decoder.received_into(got)

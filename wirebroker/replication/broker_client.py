@@ -99,7 +99,10 @@ class BrokerConnection:
                 return frame
             into = self._decoder.receive_buffer()  # a large answer lands in place
             if into is not None:
-                got = await receive_into(self.stream, into)
+                try:
+                    got = await receive_into(self.stream, into)
+                finally:
+                    into.release()  # no view may outlive the frame (its reuse)
                 if not got:
                     raise BrokerConnectionError(f"{self._peer()}: connection closed by the peer")
                 self._decoder.received_into(got)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.exceptions import FrameTooLarge
-from protocol.framing import FrameDecoder, frame
+from protocol.framing import SPARE_MAX, FrameDecoder, frame
 
 
 def _drain(decoder: FrameDecoder) -> list[bytes]:
@@ -292,3 +292,46 @@ def test_in_place_and_buffered_frames_any_split(
     got = _feed_in_place(decoder, b"".join(frame(p) for p in payloads), piece)
     assert got == payloads
     assert decoder.buffered_bytes == 0 and decoder.receive_buffer() is None
+
+
+def _in_place_frame(decoder: FrameDecoder, payload: bytes) -> bytearray:
+    got = _feed_in_place(decoder, frame(payload), len(payload) // 8)  # 1/8, then in place
+    assert len(got) == 1 and isinstance(got[0], bytearray) and got[0] == payload
+    return got[0]
+
+
+def test_an_in_place_frame_is_reused_once_the_caller_has_dropped_it() -> None:
+    decoder = FrameDecoder(1 << 20, in_place_min=1024)
+    first = _in_place_frame(decoder, b"a" * 10_000)
+    assert decoder.reused == 0
+    del first
+    second = _in_place_frame(decoder, b"b" * 9_000)  # smaller: fits its allocation
+    assert decoder.reused == 1
+    del second
+    _in_place_frame(decoder, b"c" * 9_500)  # grown again within the allocation
+    assert decoder.reused == 2
+
+
+def test_a_frame_the_caller_still_refers_to_is_never_written() -> None:
+    decoder = FrameDecoder(1 << 20, in_place_min=1024)
+    held = _in_place_frame(decoder, b"a" * 10_000)
+    second = _in_place_frame(decoder, b"b" * 10_000)
+    assert decoder.reused == 0 and held == b"a" * 10_000
+    view = memoryview(second)[100:200]  # a view of it is a reference too
+    del second
+    third = _in_place_frame(decoder, b"c" * 10_000)
+    assert decoder.reused == 0
+    assert view == b"b" * 100 and third == b"c" * 10_000
+
+
+def test_a_frame_above_spare_max_or_larger_than_the_spare_gets_a_new_buffer() -> None:
+    decoder = FrameDecoder(SPARE_MAX * 2, in_place_min=1024)
+    _in_place_frame(decoder, bytes(SPARE_MAX + 1))  # dropped at once, but too big to keep
+    _in_place_frame(decoder, b"x" * 5_000)
+    assert decoder.reused == 0
+    _in_place_frame(decoder, b"y" * 6_000)  # beyond the spare's allocation
+    assert decoder.reused == 0
+    _in_place_frame(decoder, b"z" * 3_000)  # half of it at least: reused
+    assert decoder.reused == 1
+    _in_place_frame(decoder, b"w" * 2_000)  # under half: CPython would reallocate
+    assert decoder.reused == 1

@@ -32,7 +32,9 @@ keeps the last in-place frame it returned (up to SPARE_MAX bytes) and makes the 
 it, resized within its allocation, but only once the caller holds no reference to it any more
 (`sys.getrefcount`: the decoder's own; a memoryview of it counts too) -- until then a new
 buffer is allocated, so a frame the caller still uses is never written. Cost: a connection
-keeps up to SPARE_MAX bytes after its last large frame, until it closes.
+keeps up to SPARE_MAX bytes after its last large frame, until it closes, and all decoders of
+the process together at most SPARE_TOTAL_MAX (beyond it a frame's buffer is not kept), so many
+connections that each once sent a large frame do not pin a buffer each.
 
 Limits: a declared size that is negative or above `max_frame_bytes` raises `FrameTooLarge`
 as soon as its 4 bytes are known (in `receive_data` for the frame at the head of the buffer,
@@ -55,8 +57,11 @@ _COMPACT_MIN = 1 << 16
 IN_PLACE_MIN = 1 << 16
 #: ... once at least 1/IN_PLACE_RATIO of them has arrived (the bound on the allocation).
 IN_PLACE_RATIO = 16
-#: An in-place frame up to this size is kept for reuse (see "Reuse" above).
+#: An in-place frame up to this size is kept for reuse (see "Reuse" above)...
 SPARE_MAX = 2 << 20
+#: ... while all decoders together keep at most this many bytes so.
+SPARE_TOTAL_MAX = 64 << 20
+_spare_total = 0  # bytes kept by all decoders (their spares' allocations)
 
 
 def frame(payload: bytes) -> bytes:
@@ -127,6 +132,9 @@ class GatherFrame:
 class FrameDecoder:
     """Splits a byte stream into Kafka frames (see module docstring)."""
 
+    _spare: bytearray | None = None  # the last in-place frame returned, kept for reuse
+    _spare_bytes = 0  # its allocation, counted in _spare_total
+
     def __init__(self, max_frame_bytes: int, in_place_min: int = IN_PLACE_MIN) -> None:
         if max_frame_bytes < 0:
             raise ValueError("max_frame_bytes must be >= 0")
@@ -137,7 +145,6 @@ class FrameDecoder:
         # the head frame while it is received in place: its payload, and how much is filled
         self._frame: bytearray | None = None
         self._filled = 0
-        self._spare: bytearray | None = None  # the last in-place frame returned
         #: in-place frames made in a reused buffer (see "Reuse" in the module doc)
         self.reused = 0
 
@@ -175,7 +182,8 @@ class FrameDecoder:
         """A buffer of `size` bytes for an in-place frame: the spare, resized within its
         allocation (no zeroing, no allocation), when nobody else refers to it and it fits;
         else a new one. Every byte of it is written before it is returned as a frame."""
-        spare, self._spare = self._spare, None
+        spare = self._spare
+        self._keep(None)
         # references: `spare` and getrefcount's argument; any more is the caller's
         if spare is not None and sys.getrefcount(spare) == 2:
             alloc = spare.__alloc__()
@@ -190,6 +198,21 @@ class FrameDecoder:
                 self.reused += 1
                 return spare
         return bytearray(size)
+
+    def _keep(self, spare: bytearray | None) -> None:
+        """Make `spare` the buffer kept for reuse (None: keep none), within SPARE_TOTAL_MAX."""
+        global _spare_total
+        _spare_total -= self._spare_bytes
+        self._spare, self._spare_bytes = None, 0
+        if spare is not None:
+            size = spare.__alloc__()
+            if _spare_total + size <= SPARE_TOTAL_MAX:
+                self._spare, self._spare_bytes = spare, size
+                _spare_total += size
+
+    def __del__(self) -> None:
+        if self._spare_bytes:  # give its share of SPARE_TOTAL_MAX back
+            self._keep(None)
 
     def received_into(self, n: int) -> None:
         """`n` bytes were written at the start of the last `receive_buffer()` view."""
@@ -249,7 +272,7 @@ class FrameDecoder:
                 return None
             self._frame, self._filled = None, 0
             if len(frame) <= SPARE_MAX:
-                self._spare = frame
+                self._keep(frame)
             return frame
         size = self._head_size()
         if size is None:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol import framing
 from protocol.exceptions import FrameTooLarge
 from protocol.framing import SPARE_MAX, FrameDecoder, frame
 
@@ -335,3 +336,19 @@ def test_a_frame_above_spare_max_or_larger_than_the_spare_gets_a_new_buffer() ->
     assert decoder.reused == 1
     _in_place_frame(decoder, b"w" * 2_000)  # under half: CPython would reallocate
     assert decoder.reused == 1
+
+
+def test_all_decoders_together_keep_at_most_spare_total_max(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(framing, "SPARE_TOTAL_MAX", framing._spare_total + 15_000)
+    first, second = (FrameDecoder(1 << 20, in_place_min=1024) for _ in range(2))
+    _in_place_frame(first, b"a" * 10_000)  # kept: 10,001 of the 15,000
+    _in_place_frame(second, b"b" * 10_000)  # not kept: over the total
+    _in_place_frame(first, b"c" * 10_000)
+    _in_place_frame(second, b"d" * 10_000)
+    assert (first.reused, second.reused) == (1, 0)
+    del first  # its buffer is given up with it
+    _in_place_frame(second, b"e" * 10_000)  # kept now
+    _in_place_frame(second, b"f" * 10_000)
+    assert second.reused == 1

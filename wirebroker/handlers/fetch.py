@@ -244,8 +244,11 @@ def _read_all(
     entry. `skip_quiet` (an incremental fetch): a partition whose stamp is unchanged and whose
     high watermark, log start and last stable offset the follower has been sent
     (`_Cached.is_quiet`) is neither read nor answered, the follower's fetch at the log end
-    only refreshes its caught-up time (`ReplicaManager.touch_quiet_follower`)."""
+    only refreshes its caught-up time (`ReplicaManager.touch_quiet_follower`, at most every
+    `quiet_touch_ms` per partition)."""
     replicas = ctx.services.replicas
+    now_ms = ctx.now_ms()
+    touch_before = now_ms - replicas.quiet_touch_ms
     remaining = max(0, max_bytes)
     total = 0
     complete = False
@@ -267,8 +270,9 @@ def _read_all(
             if skip_quiet and cached is not None and cached.quiet is not None:
                 stamp = part.quiet_follower_stamp(replica_id)
                 if stamp is not None and cached.is_quiet(part, stamp):
-                    if first:
-                        replicas.touch_quiet_follower(part, replica_id, ctx.now_ms())
+                    if first and cached.recorded_ms <= touch_before:
+                        replicas.touch_quiet_follower(part, replica_id, now_ms)
+                        cached.recorded_ms = now_ms
                     continue
             limit = max(0, min(int(pdata.get("partition_max_bytes", _INT32_MAX)), remaining))
             presp, done = _read_partition(
@@ -282,6 +286,8 @@ def _read_all(
             )
             if first and replica_id >= 0 and not done:
                 _record_follower(ctx, part, replica_id, pdata)
+                if cached is not None:
+                    cached.recorded_ms = now_ms
             if cached is not None:
                 stamp = None if done or presp["records"] else part.quiet_follower_stamp(replica_id)
                 cached.quiet = None if stamp is None else (part, stamp)

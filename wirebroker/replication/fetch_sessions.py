@@ -86,6 +86,8 @@ class _Cached:
     #: (`Partition.quiet_follower_stamp`), None when unknown. Set by the Fetch handler;
     #: cleared whenever the follower names the partition again.
     quiet: Any = None
+    #: when the follower's fetch of this partition was last recorded (ms; -1: never)
+    recorded_ms: int = -1
 
     def is_quiet(self, part: Any, stamp: tuple[int, int, int, int]) -> bool:
         """Whether the partition may be skipped: `part` and its current `stamp` (leader epoch,

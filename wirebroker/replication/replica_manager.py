@@ -106,6 +106,9 @@ class ReplicaManager:
         self.node_id = node_id
         self.replicated = replicated
         self.lag_ms = config.get_int("replica.lag.time.max.ms")
+        #: a quiet session partition's caught-up time is refreshed at most this often
+        #: (`touch_quiet_follower`): lag_ms / 20, at most 100 ms
+        self.quiet_touch_ms = max(1, min(100, self.lag_ms // 20))
         self.isr_listener: IsrChangeListener | None = None
         #: (topic, partition, replica) kept out of the ISR by an injected fault
         self.isr_holds: set[tuple[str, int, int]] = set()
@@ -395,7 +398,10 @@ class ReplicaManager:
     def touch_quiet_follower(self, part: Partition, replica_id: int, now_ms: int) -> None:
         """Follower `replica_id` fetched `part` again at its log end and
         `Partition.quiet_follower_stamp` is unchanged: only its caught-up time moves (what
-        `record_follower_fetch` would do then, without the checks that cannot fire)."""
+        `record_follower_fetch` would do then, without the checks that cannot fire). The Fetch
+        handler calls it at most every `quiet_touch_ms` per session partition: a quiet
+        follower's recorded caught-up time may be that much old, so the ISR may drop it that
+        much before replica.lag.time.max.ms (lag / 20; the check itself runs every lag / 2)."""
         self._last_now_ms = max(self._last_now_ms, now_ms)
         part.touch_quiet_follower(replica_id, now_ms)
 

@@ -499,6 +499,39 @@ async def test_a_quiet_session_partition_is_not_read_again(call, services, clock
     assert [h.base_offset for _pos, h in iter_batches(by_index(answer)[1].records)] == [0]
 
 
+async def test_a_quiet_partitions_caught_up_time_moves_at_most_every_quiet_touch_ms(
+    call, services, clock
+):
+    """Skipped quiet partitions refresh their follower's caught-up time at most every
+    `ReplicaManager.quiet_touch_ms` (not on every fetch): within it the recorded time stays,
+    after it the next fetch moves it."""
+    services.admin.create_topic("t", 2, now_ms=services.clock())
+    for i in range(2):
+        services.replicas.make_leader(
+            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+        )
+    quiet = services.replicas.partition("t", 1)
+    interval = services.replicas.quiet_touch_ms
+    assert 1 <= interval <= 100
+
+    async def follower(named: dict[int, int], sid: int, epoch: int) -> Any:
+        body = fetch_body(services, "t", named, replica_id=1, session_id=sid, session_epoch=epoch)
+        if not named:
+            body["topics"] = []
+        return await call(KEY, 12, body)
+
+    first = await follower({0: 0, 1: 0}, 0, 0)
+    sid = first.session_id
+    recorded = quiet.followers[1].last_caught_up_ms
+    assert recorded == clock()
+    clock.advance(interval - 1)
+    await follower({}, sid, 1)  # quiet, within the interval: not recorded again
+    assert quiet.followers[1].last_caught_up_ms == recorded
+    clock.advance(1)
+    await follower({}, sid, 2)  # the interval is over: recorded
+    assert quiet.followers[1].last_caught_up_ms == clock() == recorded + interval
+
+
 async def test_a_quiet_partition_keeps_an_hw_the_follower_has_not_been_sent(
     call, services, mock_clock
 ):

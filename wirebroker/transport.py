@@ -41,6 +41,7 @@ Nothing here knows about Kafka; the module imports only trio (every layer may us
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -152,7 +153,8 @@ async def _receive_at_least(sock: trio.socket.SocketType, view: memoryview) -> i
             except BlockingIOError:
                 continue
     finally:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+        with contextlib.suppress(OSError):  # closed meanwhile: nothing to reset, and no
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)  # error to mask
 
 
 class RegionGone(trio.BrokenResourceError):

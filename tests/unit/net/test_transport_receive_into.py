@@ -107,3 +107,22 @@ async def test_a_cancelled_large_receive_leaves_the_low_water_mark_at_one() -> N
         assert _lowat(server) == 1
         n = await receive_into(server, memoryview(bytearray(100)))
         assert n == 100  # a small receive takes what is there
+
+
+async def test_a_large_receive_on_a_stream_closed_meanwhile_says_closed() -> None:
+    """Another task closing the stream wakes the wait with ClosedResourceError, which no
+    failing reset of the mark (the socket is gone) may replace."""
+    client, server = await tcp_pair()
+    raised: list[BaseException] = []
+
+    async def receive() -> None:
+        try:
+            await receive_into(server, memoryview(bytearray(LOWAT_MIN)))
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            raised.append(exc)
+
+    async with client, trio.open_nursery() as nursery:
+        nursery.start_soon(receive)
+        await trio.testing.wait_all_tasks_blocked()
+        await server.aclose()
+    assert len(raised) == 1 and type(raised[0]) is trio.ClosedResourceError

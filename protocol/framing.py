@@ -64,6 +64,17 @@ SPARE_TOTAL_MAX = 64 << 20
 _spare_total = 0  # bytes kept by all decoders (their spares' allocations)
 
 
+def _unshared_refcount() -> int:
+    """What `sys.getrefcount` says of a buffer only a local name refers to, passed the same
+    way `_new_frame` passes its spare: 2 on CPython 3.11-3.13, but 3.14 may borrow the
+    argument's reference (its docs: "may return smaller values"), so it is measured."""
+    probe = bytearray(1)
+    return sys.getrefcount(probe)
+
+
+_UNSHARED = _unshared_refcount()
+
+
 def frame(payload: bytes) -> bytes:
     """`payload` with its 4-byte big-endian length prefix."""
     return _SIZE.pack(len(payload)) + payload
@@ -184,8 +195,8 @@ class FrameDecoder:
         else a new one. Every byte of it is written before it is returned as a frame."""
         spare = self._spare
         self._keep(None)
-        # references: `spare` and getrefcount's argument; any more is the caller's
-        if spare is not None and sys.getrefcount(spare) == 2:
+        # references: `spare` (and getrefcount's argument); any more is the caller's
+        if spare is not None and sys.getrefcount(spare) == _UNSHARED:
             alloc = spare.__alloc__()
             if alloc // 2 <= size < alloc:  # CPython resizes in place in this range
                 try:

@@ -1,6 +1,6 @@
 """Generate compat/REPORT.md from the results the compatibility runs wrote.
 
-    python tools/compat_report.py [--check]
+    python tools/compat_report.py [--check | --failed]
 
 Inputs (written by compat/<client>/run [--cluster] and compat/kafka-python-suite/run):
     compat/results/<client>.json            {"client", "version", "cases": {id: {status,
@@ -16,7 +16,9 @@ the notes of every n/a and failed cell, and the kafka-python suite's figures wit
 failed, skipped and excluded test. A client without a results file shows "not run" (never a
 pass). The
 output depends only on the inputs (no dates, no timings), so it changes only when a result
-does. `--check` exits 1 when REPORT.md differs from what the inputs give.
+does. `--check` exits 1 when REPORT.md differs from what the inputs give. `--failed` writes
+nothing: it prints every failed case of every results file with its detail (tools/run-tests
+prints it last when the matrix failed, so the tail of a CI log names the case and the cause).
 """
 
 from __future__ import annotations
@@ -195,10 +197,27 @@ def render() -> str:
     return "\n".join(lines)
 
 
+def failed_cases() -> list[str]:
+    """One entry per failed case or test over all results files: `file: case: detail`."""
+    out = []
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        for case, result in {**data.get("cases", {}), **data.get("tests", {})}.items():
+            if result.get("status") in ("fail", "failed"):
+                out.append(f"{path.stem}: {case}: {result.get('detail', '')}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if REPORT.md is stale")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="fail if REPORT.md is stale")
+    mode.add_argument("--failed", action="store_true", help="print the failed cases")
     args = parser.parse_args(argv)
+    if args.failed:
+        for line in failed_cases():
+            print(line)
+        return 0
     text = render()
     if args.check:
         current = REPORT.read_text() if REPORT.exists() else ""

@@ -215,6 +215,12 @@ def test_report_table_totals_and_suite_figures(
     assert "- `idempotent.retries`: the fault proxy" in cluster_text
     assert "- `failover.kill_leader`: needs replicas" in single_text
     assert "`auto_create` (fail): lost" in text
+    # what run-tests prints last when the matrix failed: every failed case, with its cause
+    assert report.failed_cases() == [
+        "kafka-python-suite: t::b: AssertionError",
+        "kcat-cluster: auto_create: lost",
+        "kcat: max_message.over: boom | pipe",
+    ]
 
 
 def test_rows_select_their_cases_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

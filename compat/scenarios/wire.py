@@ -294,6 +294,23 @@ class Wire:
         self._check("FindCoordinator", resp.error_code, group)
         return f"{resp.host}:{resp.port}"
 
+    def ensure_offsets_topic(self, timeout: float = 60.0) -> None:
+        """Have the brokers create `__consumer_offsets` (a FindCoordinator does, as in Kafka)
+        and wait until it is ready (`wait_topics_ready`). A case that stops a broker and then
+        consumes through a group calls this first: with offsets.topic.replication.factor 3,
+        Kafka and wirebroker alike refuse to create the topic while only two brokers are up
+        (COORDINATOR_NOT_AVAILABLE until the third is back)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = {"key": "compat-offsets-probe", "key_type": 0}
+            resp = self.call(ApiKey.FIND_COORDINATOR, 3, body)
+            if resp.error_code == 0:
+                break
+            if time.monotonic() > deadline:
+                self._check("FindCoordinator", resp.error_code, "__consumer_offsets not created")
+            time.sleep(0.05)
+        self.wait_topics_ready(["__consumer_offsets"], max(1.0, deadline - time.monotonic()))
+
     def wait_topics_ready(self, names: list[str], timeout: float = 60.0) -> None:
         """Every live broker's Metadata shows each partition of `names` with a leader and
         `replication_factor` in-sync replicas."""

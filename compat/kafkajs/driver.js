@@ -166,6 +166,13 @@ async function consume({ bootstrap, topic, partition, start, count, timeoutMs, r
     readUncommitted: !readCommitted,
   })
   const out = []
+  // kafkajs restarts a consumer whose group join failed with a retriable error (such as
+  // COORDINATOR_LOAD_IN_PROGRESS while a new __consumer_offsets partition is loading, as on
+  // Kafka): meanwhile seek() throws "Consumer group was not initialized", and afterwards the
+  // records are delivered again from the beginning. So seek is retried until the group is
+  // back, and only offsets past the last one taken are kept.
+  let next = start
+  const deadline = Date.now() + timeoutMs
   try {
     await consumer.connect()
     await consumer.subscribe({ topics: [topic], fromBeginning: true })
@@ -174,14 +181,25 @@ async function consume({ bootstrap, topic, partition, start, count, timeoutMs, r
     await consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition: p, message }) => {
-        if (p !== partition || Number(message.offset) < start || out.length >= count) return
+        const offset = Number(message.offset)
+        if (p !== partition || offset < next || out.length >= count) return
         out.push(recordOut(p, message))
+        next = offset + 1
         if (out.length >= count) done()
       },
     })
-    consumer.seek({ topic, partition, offset: String(start) })
+    for (;;) {
+      try {
+        consumer.seek({ topic, partition, offset: String(start) })
+        break
+      } catch (e) {
+        if (!/not initialized/.test(String(e)) || Date.now() > deadline) throw e
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
     if (count > 0) {
-      await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, timeoutMs))])
+      const left = Math.max(0, deadline - Date.now())
+      await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, left))])
     }
   } finally {
     await consumer.disconnect()

@@ -889,6 +889,10 @@ def txn_commit_abort(ctx: Ctx) -> str:
     topic = ctx.name("txn")
     with ctx.wire() as w:
         w.create_topic(topic, TXN_PARTITIONS)
+        # the transaction log is created on first use; a partition leader that cannot find
+        # its coordinator yet answers a transactional Produce NOT_ENOUGH_REPLICAS (KIP-890,
+        # as Kafka does), and kafkajs then re-sends the batches that were written too
+        w.ensure_txn_state_topic()
 
     def txn(tag: str) -> list[Rec]:
         return [

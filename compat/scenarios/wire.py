@@ -300,20 +300,34 @@ class Wire:
         consumes through a group calls this first: with offsets.topic.replication.factor 3,
         Kafka and wirebroker alike refuse to create the topic while only two brokers are up
         (COORDINATOR_NOT_AVAILABLE until the third is back)."""
+        self._ensure_coordinator_topic(0, "__consumer_offsets", timeout)
+
+    def ensure_txn_state_topic(self, timeout: float = 60.0) -> None:
+        """The same for `__transaction_state` (its own replication factor): ready on every
+        live broker before a transactional producer starts, so no partition leader checks a
+        transaction (KIP-890) against a coordinator it cannot find yet."""
+        self._ensure_coordinator_topic(1, "__transaction_state", timeout, min_isr=1)
+
+    def _ensure_coordinator_topic(
+        self, key_type: int, name: str, timeout: float, min_isr: int | None = None
+    ) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            body = {"key": "compat-offsets-probe", "key_type": 0}
+            body = {"key": "compat-coordinator-probe", "key_type": key_type}
             resp = self.call(ApiKey.FIND_COORDINATOR, 3, body)
             if resp.error_code == 0:
                 break
             if time.monotonic() > deadline:
-                self._check("FindCoordinator", resp.error_code, "__consumer_offsets not created")
+                self._check("FindCoordinator", resp.error_code, f"{name} not created")
             time.sleep(0.05)
-        self.wait_topics_ready(["__consumer_offsets"], max(1.0, deadline - time.monotonic()))
+        self.wait_topics_ready([name], max(1.0, deadline - time.monotonic()), min_isr=min_isr)
 
-    def wait_topics_ready(self, names: list[str], timeout: float = 60.0) -> None:
+    def wait_topics_ready(
+        self, names: list[str], timeout: float = 60.0, min_isr: int | None = None
+    ) -> None:
         """Every live broker's Metadata shows each partition of `names` with a leader and
-        `replication_factor` in-sync replicas."""
+        `replication_factor` in-sync replicas (`min_isr`, if given)."""
+        want_isr = self.replication_factor if min_isr is None else min_isr
         deadline = time.monotonic() + timeout
         last = ""
         while True:
@@ -326,7 +340,7 @@ class Wire:
                         short = [
                             p.partition_index
                             for p in t.partitions
-                            if p.leader_id < 0 or len(p.isr_nodes) < self.replication_factor
+                            if p.leader_id < 0 or len(p.isr_nodes) < want_isr
                         ]
                         if t.error_code or not t.partitions or short:
                             ready = False

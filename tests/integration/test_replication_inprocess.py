@@ -573,3 +573,32 @@ async def test_followers_fetch_in_a_session_naming_only_what_moved(
         await eventually(lambda: cluster.part(2).high_watermark == 4, "follower HW")
         assert committed_bytes(cluster.part(2)) == committed_bytes(cluster.part(0))
         await conn.aclose()
+
+
+async def test_a_fetch_past_its_timeout_is_dropped_and_replication_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica Fetch not answered within replica.socket.timeout.ms + the long poll ends in
+    a timeout (not taken for an abandoned fetch): the follower drops the connection, backs
+    off and fetches again on a new one, and the acks=all write it held up completes."""
+    quick = {"replica.socket.timeout.ms": "300", "replica.fetch.wait.max.ms": "100"}
+    async with _running(tmp_path, **quick) as cluster:
+        real = BrokerConnection.request
+        hung: list[BrokerConnection] = []
+
+        async def request(self: BrokerConnection, api_key: int, version: int, body: Any) -> Any:
+            if not hung and api_key == ApiKey.FETCH and self.client_id.endswith("-2"):
+                hung.append(self)  # broker 2's first Fetch: never answered
+                await trio.sleep_forever()
+            return await real(self, api_key, version, body)
+
+        monkeypatch.setattr(fetcher_module.BrokerConnection, "request", request)
+        cluster.zk.elect(TOPIC, 0, leader=0, isr=[0, 1, 2], replicas=[0, 1, 2])
+        conn = await cluster.client(0)
+        with trio.fail_after(DEADLINE_S):
+            assert await produce(conn, [b"held"], timeout_ms=30_000) == (ErrorCode.NONE, 0)
+        await conn.aclose()
+        assert hung and hung[0].closed  # the timed-out connection was dropped
+        await eventually(lambda: cluster.part(2).high_watermark == 1, "broker 2 caught up")
+        assert committed_bytes(cluster.part(2)) == committed_bytes(cluster.part(0))
+        assert "fetch from broker 0 failed: timeout" in caplog.text

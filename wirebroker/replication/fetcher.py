@@ -237,6 +237,7 @@ class _LeaderFetcher:
         #: of another partition cancels it, see `add`
         self.in_flight: trio.CancelScope | None = None
         self.in_flight_follows: list[_Follow] = []
+        self.abandoned = False  # `add` cancelled the Fetch in flight (else: its timeout)
         #: the fetch session with this leader (KIP-227; replication/fetch_sessions.py): its
         #: id (0: none, the next Fetch is a full one that asks for one), the epoch the next
         #: incremental Fetch carries, and the fetch data the leader holds per partition
@@ -263,6 +264,7 @@ class _LeaderFetcher:
             # broker from its ISR) does not: its part of the answer is ignored as not current,
             # and the next round asks again; abandoning for each of those would restart the
             # fetch every few milliseconds while a broker failure's ISR changes stream in.
+            self.abandoned = True
             self.in_flight.cancel()
 
     @property
@@ -284,7 +286,9 @@ class _LeaderFetcher:
                 try:
                     await self._round(ready, backoff_end)
                 except (BrokerConnectionError, trio.TooSlowError) as exc:
-                    log.warning("fetch from broker %d failed: %s", self.leader_id, exc or "timeout")
+                    log.warning(
+                        "fetch from broker %d failed: %s", self.leader_id, str(exc) or "timeout"
+                    )
                     await self._close()
                     await trio.sleep(self.m.backoff_s)
                 except Exception:  # a bug must not stop replication, nor the broker
@@ -361,15 +365,22 @@ class _LeaderFetcher:
         if not ready:
             return
         version, body, sent, session_parts = self._request(ready, self._max_wait_ms(backoff_end))
-        scope = self.in_flight = trio.CancelScope()
+        # One scope for both ends of the wait: `add` cancels it (abandon), its deadline is
+        # the request timeout (`trio.fail_after` would add a second scope and a generator
+        # context manager to every round).
+        timeout_at = trio.current_time() + self.m.request_timeout_s
+        scope = self.in_flight = trio.CancelScope(deadline=timeout_at)
         self.in_flight_follows = ready
+        self.abandoned = False
         try:
-            with scope, trio.fail_after(self.m.request_timeout_s):
+            with scope:
                 response = await conn.request(ApiKey.FETCH, version, body)
         finally:
             self.in_flight = None
             self.in_flight_follows = []
         if scope.cancelled_caught:
+            if not self.abandoned:
+                raise trio.TooSlowError
             await self._close()
             return
         code = int(response.get("error_code", 0))

@@ -197,6 +197,16 @@ def _proc_status(pid: int, key: str) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (all its threads); 0.0 when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class Broker:
     """A broker subprocess (wirebroker or Tansu) on loopback; `bootstrap` once started.
 
@@ -288,12 +298,7 @@ class Broker:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the process so far."""
-        try:
-            with open(f"/proc/{self.pid}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return cpu_seconds(self.pid)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

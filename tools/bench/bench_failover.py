@@ -60,6 +60,7 @@ import datetime
 import json
 import os
 import queue
+import resource
 import shutil
 import signal
 import statistics
@@ -81,7 +82,13 @@ import _pipeline  # noqa: E402
 import _python_ceiling  # noqa: E402
 import _wire  # noqa: E402
 from _cluster import ClusterProcesses, wait_until  # noqa: E402
-from _peers import free_port, machine_line, start_wirebroker, write_section  # noqa: E402
+from _peers import (  # noqa: E402
+    cpu_seconds,
+    free_port,
+    machine_line,
+    start_wirebroker,
+    write_section,
+)
 from bench_broker import load, quantile  # noqa: E402
 
 from wirebroker.coordination.zk_server import ZooKeeperServer  # noqa: E402
@@ -462,8 +469,13 @@ def throughput(
     warm: tuple[Path, int] | None = None,
     pipeline_dir: Path | None = None,
     ceiling: str | None = None,
+    pids: dict[str, list[int]] | None = None,
 ) -> dict[str, Any]:
     """`targets`: name -> (bootstrap, acks, replication factor), "cluster" and "single".
+    `pids`: name -> the broker processes of that target; with them every 10 KiB run also
+    records the CPU seconds per 100 MB of those brokers (`{name}_cpu10k`, /proc, all threads)
+    and of the load client (`{name}_client10k`, the finished child's rusage): on a machine
+    whose CPUs both sides fill, the throughput ratio is the ratio of these sums.
     `pairs` rounds; per round and size, each target once, back to back, the first one
     alternating. `warm` (directory, MiB): `warm_page_cache` before every run. With
     `pipeline_dir`, each round also runs tools/bench/_pipeline.py's kernel-only pipeline with
@@ -498,7 +510,16 @@ def throughput(
                     load(target, "create", topic=topic, replication_factor=rf, **config)
                 if warm is not None:
                     warm_page_cache(*warm)
+                procs = (pids or {}).get(name, []) if tag == "10k" else []
+                cpu_before = sum(map(cpu_seconds, procs))
+                client_before = _children_cpu()
                 r = load(target, "produce", topic=topic, count=count, size=size, acks=acks)
+                if procs:
+                    per_100mb = 1e8 / r["bytes"]
+                    broker_cpu = sum(map(cpu_seconds, procs)) - cpu_before
+                    client_cpu = _children_cpu() - client_before
+                    runs.setdefault(f"{name}_cpu{tag}", []).append(broker_cpu * per_100mb)
+                    runs.setdefault(f"{name}_client{tag}", []).append(client_cpu * per_100mb)
                 runs.setdefault(f"{name}_p{tag}", []).append(r["records"] / r["seconds"])
                 runs.setdefault(f"{name}_p{tag}_mb", []).append(r["bytes"] / r["seconds"] / 1e6)
     results: dict[str, Any] = {k: statistics.median(v) for k, v in runs.items()}
@@ -519,6 +540,12 @@ def throughput(
     results["pairs"] = pairs
     results["runs"] = runs
     return results
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished (waited-for) children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def produce_latency(
@@ -646,6 +673,13 @@ def render(r: dict[str, Any]) -> str:
                 "index work), 10 KiB, MB/s | "
                 f"{t['ceiling_p10k_mb']:.0f} (minimal RF 3) | {t['single_p10k_mb']:.0f} | "
                 f"{t['ratio_ceiling']:.2f} | |"
+            )
+        if "cluster_cpu10k" in t:
+            lines.append(
+                "| CPU seconds per 100 MB in the 10 KiB runs (/proc, all threads): the brokers "
+                "(+ the client) | "
+                f"{t['cluster_cpu10k']:.2f} (+ {t['cluster_client10k']:.2f}) | "
+                f"{t['single_cpu10k']:.2f} (+ {t['single_client10k']:.2f}) | | |"
             )
         lines += [
             f"| produce latency p50 (100 B, sequential) | {t['cluster_lat_p50']:.2f} ms | "
@@ -796,8 +830,12 @@ def main(argv: list[str] | None = None) -> int:
                     ceiling_dir.mkdir()
                     ceiling = _python_ceiling.CeilingProcess(ceiling_dir)
                     try:
+                        pids = {
+                            "cluster": [b.pid for b in cluster.brokers if b.pid is not None],
+                            "single": [broker.pid],
+                        }
                         result["throughput"] = throughput(
-                            targets, args.pairs, sizes, warm, pipe_dir, ceiling.bootstrap
+                            targets, args.pairs, sizes, warm, pipe_dir, ceiling.bootstrap, pids
                         )
                     finally:
                         ceiling.stop()

@@ -36,6 +36,8 @@ Measures, in this order:
                        against tools/bench/_python_ceiling.py (a minimal Python acks=all
                        leader pushing to two followers, none of Kafka's replication
                        protocol): the most a Python broker gets here, same minute;
+                       for each 10 KiB run the CPU seconds per 100 MB of that side's
+                       broker processes (/proc, all threads) and of the load client;
                        and its `latency` workload (sequential produce+flush of 100 B records,
                        2,000, --quick 500): p50 / p99 ms.
                        The single broker runs next to the cluster (idle while the cluster

@@ -17,7 +17,10 @@ from _clients import read_to_end
 from _cluster import ClusterProcesses, wait_until
 from _streams import ConfluentProducerStream
 
+from protocol.records import build_batch
+
 TOPIC = "acked"
+NOT_LEADER_OR_FOLLOWER = 6
 
 
 def _check_exactly_once(stream: ConfluentProducerStream, records: dict[int, list[Any]]) -> None:
@@ -172,3 +175,57 @@ def test_sigterm_moves_leadership_before_the_broker_exits(cluster: ClusterProces
     gaps = [b - a for a, b in itertools.pairwise(p0_acks) if b >= term_at]
     worst = max(gaps, default=0.0)
     assert worst < 5.0, f"partition 0 took no acks for {worst:.1f} s across the SIGTERM"
+
+
+def test_not_leader_answers_name_the_leader(cluster: ClusterProcesses) -> None:
+    """KIP-951 on a real cluster: a broker that does not lead a partition answers Produce v10
+    and Fetch v16 with the leader and leader epoch it knows and that leader's endpoint, so a
+    client moves there without asking for Metadata (right after a leader change, the broker it
+    would ask may not have applied the change yet)."""
+    topic = "hinted"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    leader = cluster.leader(topic, 0)
+    state = cluster.partition_state(topic, 0)
+    assert state is not None
+    follower = next(i for i in cluster.live() if i != leader)
+    address = cluster.address(follower)
+    (t,) = _wire.metadata(address, [topic]).topics
+    records = build_batch([(None, b"x")])
+    produce = {
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    }
+    fetch = {
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": t.topic_id,
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    expected = (leader, state["leader_epoch"])
+
+    def produce_answer() -> Any:
+        resp = _wire.request(address, _wire.PRODUCE, 10, produce)
+        p = resp.responses[0].partition_responses[0]
+        hint = (p.current_leader.leader_id, p.current_leader.leader_epoch)
+        return resp if (p.error_code, hint) == (NOT_LEADER_OR_FOLLOWER, expected) else None
+
+    # the follower has applied the partition's state once it names the leader
+    resp = wait_until(produce_answer, 15, f"broker {follower} naming leader {expected}")
+    host, port = _wire.split_address(cluster.address(leader))
+    assert [(n.node_id, n.host, n.port) for n in resp.node_endpoints] == [(leader, host, port)]
+    resp = _wire.request(address, 1, 16, fetch)
+    p = resp.responses[0].partitions[0]
+    assert p.error_code == NOT_LEADER_OR_FOLLOWER
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == expected
+    assert [(n.node_id, n.host, n.port) for n in resp.node_endpoints] == [(leader, host, port)]

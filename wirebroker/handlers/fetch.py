@@ -30,6 +30,10 @@ Topics are named (v4-12) or addressed by topic_id (v13+): an unknown id gives UN
 for each of its partitions, an unknown name or partition UNKNOWN_TOPIC_OR_PARTITION, a partition
 of a known topic that this broker does not host NOT_LEADER_OR_FOLLOWER.
 
+From v16 a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries
+current_leader and the answer the node_endpoints of those leaders (KIP-951,
+`handlers._leader_hints`), so a client moves to the new leader without a Metadata request.
+
 Who fetches: replica_id (v4-14) or replica_state.replica_id (v15+) >= 0 is a follower broker,
 else a consumer. Both read only from the leader (no KIP-392 follower fetching).
 
@@ -84,12 +88,13 @@ Timing uses trio's clock (so tests run it under MockClock).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._leader_hints import FETCH_HINT_CODES, LeaderHints
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
 from wirebroker.log.errors import LogError
@@ -444,15 +449,35 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
                 await event.wait()
     if total:
         _count_bytes_out(ctx, plan, responses)
+    endpoints = _leader_hints(ctx, plan, responses) if complete and version >= 16 else None
+    body: FetchResponse
     if session is None:
-        return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
-    field = _topic_field(version)
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "session_id": session.session_id,
-        "responses": _session_answer(session, incremental, responses, field),
-    }
+        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    else:
+        field = _topic_field(version)
+        body = {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "session_id": session.session_id,
+            "responses": _session_answer(session, incremental, responses, field),
+        }
+    if endpoints:
+        body["node_endpoints"] = endpoints  # type: ignore[typeddict-item]
+    return body
+
+
+def _leader_hints(
+    ctx: RequestContext, plan: _Plan, responses: list[FetchableTopicResponse]
+) -> list[dict[str, Any]]:
+    """KIP-951 (v16+, `handlers._leader_hints`): `current_leader` on each partition answered
+    NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH; the node endpoints of those leaders."""
+    hints: LeaderHints | None = None
+    for (_key, name, _missing, _parts), topic in zip(plan.topics, responses, strict=True):
+        for presp in topic["partitions"]:
+            if presp["error_code"] in FETCH_HINT_CODES:
+                hints = hints or LeaderHints(ctx.services)
+                presp["current_leader"] = hints.leader_of(name, presp["partition_index"])  # type: ignore[typeddict-item]
+    return hints.node_endpoints() if hints is not None else []
 
 
 def _count_bytes_out(

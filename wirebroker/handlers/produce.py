@@ -60,8 +60,9 @@ Per partition, in this order
 Response fields: index, error_code, base_offset, log_append_time_ms (-1 unless the topic uses
 LogAppendTime), log_start_offset, record_errors [] (the storage layer does not report the
 index of a bad record), error_message, throttle_time_ms 0. A failed partition has base_offset,
-log_append_time_ms and log_start_offset -1. current_leader and node_endpoints (v10+, only for
-NOT_LEADER_OR_FOLLOWER) are never sent. Appends wake long-poll fetches (ReplicaManager.append
+log_append_time_ms and log_start_offset -1. A partition answered NOT_LEADER_OR_FOLLOWER carries
+current_leader (v10+) and the answer the node_endpoints of those leaders (KIP-951,
+`handlers._leader_hints`). Appends wake long-poll fetches (ReplicaManager.append
 notifies its data listeners).
 
 Records arrive as memoryviews of the request frame (`protocol.fastcodec`) and are handed to the
@@ -81,6 +82,11 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
 from wirebroker.cluster.names import is_internal
+from wirebroker.handlers._leader_hints import (
+    PRODUCE_HINT_CODES,
+    PRODUCE_HINTS_MIN_VERSION,
+    LeaderHints,
+)
 from wirebroker.handlers._replication import await_replication
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import Later, handler
@@ -292,6 +298,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     any_error = False
     waiting: list[_Waiting] = []
     stats = ctx.services.stats
+    named: list[tuple[str | None, PartitionProduceResponse]] = []  # for the leader hints
     for topic in topic_data:
         # v13+ topics all have an id, v3-12 a name
         naming, info, missing_code = resolve_entry(
@@ -329,6 +336,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                         stats.add_bytes_in(name, len(records))
             any_error = any_error or presp["error_code"] != 0
             partition_responses.append(presp)
+            named.append((name, presp))
         out_topic["partition_responses"] = partition_responses
         responses.append(out_topic)
 
@@ -337,7 +345,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
 
         async def replicated() -> ProduceResponse:
             await await_replication(ctx, waiting, deadline)
-            return {"responses": responses, "throttle_time_ms": 0}
+            return _answer(ctx, version, responses, named)
 
         return Later(replicated)
     if acks == 0:
@@ -347,4 +355,25 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 "the producer refreshes its metadata"
             )
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return _answer(ctx, version, responses, named)
+
+
+def _answer(
+    ctx: RequestContext,
+    version: int,
+    responses: list[TopicProduceResponse],
+    named: list[tuple[str | None, PartitionProduceResponse]],
+) -> ProduceResponse:
+    """The answer, with leader hints (v10+, `handlers._leader_hints`) on the partitions
+    answered NOT_LEADER_OR_FOLLOWER."""
+    body: ProduceResponse = {"responses": responses, "throttle_time_ms": 0}
+    if version < PRODUCE_HINTS_MIN_VERSION:
+        return body
+    hints: LeaderHints | None = None
+    for name, presp in named:
+        if presp["error_code"] in PRODUCE_HINT_CODES:
+            hints = hints or LeaderHints(ctx.services)
+            presp["current_leader"] = hints.leader_of(name, presp["index"])  # type: ignore[typeddict-item]
+    if hints is not None:
+        body["node_endpoints"] = hints.node_endpoints()  # type: ignore[typeddict-item]
+    return body

@@ -75,6 +75,20 @@ def fetched(resp: Any) -> Any:
     return resp.responses[0].partitions[0]
 
 
+def follow_broker_1(services: Any) -> None:
+    """Partition t-0 becomes a follower of broker 1 at leader epoch 2."""
+    services.replicas.make_follower(
+        "t",
+        0,
+        leader_id=1,
+        leader_epoch=2,
+        isr=[1, 0],
+        replicas=[0, 1],
+        partition_epoch=2,
+        now_ms=NOW,
+    )
+
+
 @pytest.fixture
 def leader(services: Any) -> Any:
     services.admin.create_topic(
@@ -128,30 +142,12 @@ async def test_acks_all_answers_not_leader_when_leadership_moves(call, services,
     async with trio.open_nursery() as nursery:
         nursery.start_soon(producer)
         await trio.testing.wait_all_tasks_blocked()
-        services.replicas.make_follower(
-            "t",
-            0,
-            leader_id=1,
-            leader_epoch=2,
-            isr=[1, 0],
-            replicas=[0, 1],
-            partition_epoch=2,
-            now_ms=NOW,
-        )
+        follow_broker_1(services)
     assert result[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 async def test_a_follower_answers_not_leader(call, services, leader):
-    services.replicas.make_follower(
-        "t",
-        0,
-        leader_id=1,
-        leader_epoch=2,
-        isr=[1, 0],
-        replicas=[0, 1],
-        partition_epoch=2,
-        now_ms=NOW,
-    )
+    follow_broker_1(services)
     not_leader = ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert produced(await call(ApiKey.PRODUCE, 9, produce_body("t"))).error_code == not_leader
     assert fetched(await call(ApiKey.FETCH, 12, fetch_body("t", 0))).error_code == not_leader
@@ -318,3 +314,48 @@ async def test_delete_records_does_not_wait_for_a_dead_follower(call, services, 
     await replicate_three(call, leader)
     p = (await call(ApiKey.DELETE_RECORDS, 2, delete_body(2))).topics[0].partitions[0]
     assert (p.error_code, p.low_watermark) == (ErrorCode.NONE, 2)
+
+
+def fetch_v16_body(services: Any, topic: str, *, epoch: int = -1) -> Any:
+    """A consumer's Fetch v16 (topics by id) of partition 0 at offset 0."""
+    body = fetch_body(topic, 0, epoch=epoch)
+    del body["replica_id"]
+    for entry in body["topics"]:
+        entry["topic_id"] = services.topics.get(entry.pop("topic")).topic_id
+    return body
+
+
+async def test_not_leader_and_fenced_answers_name_the_leader(call, services, leader):
+    """KIP-951: Produce v10+ and Fetch v16+ answers that refuse a partition for leadership
+    carry its current leader and epoch, and the live leaders' endpoints; older versions do
+    not (their schemas have no such fields)."""
+    not_leader = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # this broker leads at epoch 1: a consumer at epoch 0 is fenced and told epoch 1, here
+    resp = await call(ApiKey.FETCH, 16, fetch_v16_body(services, "t", epoch=0))
+    p = fetched(resp)
+    assert p.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (0, 1)
+    me = services.cluster.broker(0)
+    assert [(n.node_id, n.host, n.port, n.rack) for n in resp.node_endpoints] == [
+        (0, me.host, me.port, me.rack)
+    ]
+    # a successful answer names no leader
+    resp = await call(ApiKey.FETCH, 16, fetch_v16_body(services, "t"))
+    assert fetched(resp).error_code == ErrorCode.NONE
+    assert fetched(resp).current_leader.leader_id == -1 and resp.node_endpoints == []
+    # now a follower of broker 1 at epoch 2 (a broker this single-broker view does not know
+    # as live: no endpoint for it, as Kafka lists only live leaders)
+    follow_broker_1(services)
+    resp = await call(ApiKey.PRODUCE, 10, produce_body("t", acks=1))
+    p = produced(resp)
+    assert p.error_code == not_leader
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (1, 2)
+    assert resp.node_endpoints == []
+    resp = await call(ApiKey.FETCH, 16, fetch_v16_body(services, "t"))
+    p = fetched(resp)
+    assert p.error_code == not_leader
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (1, 2)
+    # before Produce v10 / Fetch v16 the fields do not exist
+    assert "current_leader" not in produced(await call(ApiKey.PRODUCE, 9, produce_body("t")))
+    p = fetched(await call(ApiKey.FETCH, 15, fetch_v16_body(services, "t")))
+    assert p.error_code == not_leader and p.current_leader.leader_id == -1

@@ -13,7 +13,8 @@ never share an interpreter. Workloads:
               N records of S random bytes (one payload reused), partition 0, linger.ms 5,
               batch.size 1 MB, no compression, not idempotent; clock from the first produce()
               to the end of flush() (every record acknowledged). {"seconds", "records",
-              "bytes", "errors"}
+              "bytes", "busiest_thread_cpu"}: the last, the most CPU seconds one of this
+              process's threads used in that time (what the client needs of one CPU)
   consume     --topic T --count N [--queue-backoff-ms B]
               assign partition 0 at offset 0 (no group join) and consume until N records
               arrived; clock from assign() to the Nth record. With B, fetch.queue.backoff.ms=B
@@ -45,6 +46,7 @@ import sys
 import time
 from typing import Any
 
+from _peers import busiest_thread, thread_cpu_seconds
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -99,6 +101,7 @@ def produce(args: argparse.Namespace) -> dict[str, Any]:
     value = os.urandom(args.size)
     topic, count = args.topic, args.count
     p = producer.produce
+    threads0 = thread_cpu_seconds(os.getpid())
     t0 = time.perf_counter()
     i = 0
     while i < count:
@@ -109,9 +112,15 @@ def produce(args: argparse.Namespace) -> dict[str, Any]:
             producer.poll(0.005)
     left = producer.flush(300)
     seconds = time.perf_counter() - t0
+    busiest = busiest_thread(threads0, thread_cpu_seconds(os.getpid()))
     if left or errors:
         raise SystemExit(f"produce: {left} unflushed, errors {errors[:3]}")
-    return {"seconds": seconds, "records": count, "bytes": count * args.size}
+    return {
+        "seconds": seconds,
+        "records": count,
+        "bytes": count * args.size,
+        "busiest_thread_cpu": busiest,
+    }
 
 
 def _consumer(bootstrap: str, extra: dict[str, Any] | None = None) -> Consumer:

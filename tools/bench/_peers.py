@@ -207,6 +207,32 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU time so far of each thread of process `pid`, by thread id ({} when
+    the process is gone). With two snapshots, `busiest_thread` gives the largest share of
+    one thread between them."""
+    tick = os.sysconf("SC_CLK_TCK")
+    times: dict[int, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return times
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            times[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended between the listing and the read
+    return times
+
+
+def busiest_thread(before: dict[int, float], after: dict[int, float]) -> float:
+    """The most CPU seconds one thread used between two `thread_cpu_seconds` snapshots (a
+    thread started in between counts from 0)."""
+    return max((t - before.get(tid, 0.0) for tid, t in after.items()), default=0.0)
+
+
 class Broker:
     """A broker subprocess (wirebroker or Tansu) on loopback; `bootstrap` once started.
 

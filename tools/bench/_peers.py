@@ -197,12 +197,18 @@ def _proc_status(pid: int, key: str) -> int:
     return 0
 
 
+def _stat_cpu_seconds(path: str) -> float:
+    """User + system CPU seconds from a /proc `stat` file (a process's or a thread's);
+    OSError, IndexError or ValueError when it is gone or unreadable."""
+    with open(path, encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process `pid` so far (all its threads); 0.0 when unknown."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return _stat_cpu_seconds(f"/proc/{pid}/stat")
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -211,7 +217,6 @@ def thread_cpu_seconds(pid: int) -> dict[int, float]:
     """User + system CPU time so far of each thread of process `pid`, by thread id ({} when
     the process is gone). With two snapshots, `busiest_thread` gives the largest share of
     one thread between them."""
-    tick = os.sysconf("SC_CLK_TCK")
     times: dict[int, float] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -219,9 +224,7 @@ def thread_cpu_seconds(pid: int) -> dict[int, float]:
         return times
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            times[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+            times[int(tid)] = _stat_cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
         except (OSError, IndexError, ValueError):
             continue  # the thread ended between the listing and the read
     return times

@@ -7,7 +7,9 @@
     wirebroker cluster [--brokers N] ...   a local ZooKeeper + N brokers (wirebroker/launcher.py)
     wirebroker --version
     wirebroker topic|produce|consume|group|dump-log|data ..., wirebroker cluster info
-                                           client commands against any Kafka (wirebroker/ctl)
+                                           client commands against any Kafka (wirebroker/ctl);
+                                           `-b`/`--bootstrap`/`--bootstrap-server` may also
+                                           come before the command (`hoist_bootstrap`)
 
 `wirebroker cluster` stays the launcher (its options unchanged) and `wirebroker cluster info`
 is an optional subcommand of it: both are about "the cluster", and argparse tells them apart
@@ -248,8 +250,38 @@ def config_values(args: argparse.Namespace) -> dict[str, str]:
     return values
 
 
+#: The client commands' bootstrap option, in all its spellings (wirebroker/ctl).
+_BOOTSTRAP_FLAGS = ("-b", "--bootstrap", "--bootstrap-server")
+
+
+def hoist_bootstrap(argv: list[str]) -> list[str]:
+    """Move a bootstrap option given before the command behind it.
+
+    `wirebroker -b HOST:PORT topic list` (kcat's order) becomes `topic list -b HOST:PORT`,
+    where the command's own parser takes it; each command keeps its options on its leaf
+    parser, so their help and errors stay in one place. Before a `--` if there is one."""
+    moved: list[str] = []
+    rest = list(argv)
+    while rest:
+        head = rest[0]
+        if head in _BOOTSTRAP_FLAGS and len(rest) >= 2:
+            moved += rest[:2]
+            del rest[:2]
+        elif head.startswith(("--bootstrap=", "--bootstrap-server=")) or (
+            head.startswith("-b") and len(head) > 2
+        ):
+            moved.append(head)
+            del rest[0]
+        else:
+            break
+    if not moved or not rest:
+        return list(argv)
+    end = rest.index("--") if "--" in rest else len(rest)
+    return rest[:end] + moved + rest[end:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = hoist_bootstrap(list(sys.argv[1:] if argv is None else argv))
     if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
     parser = _parser()

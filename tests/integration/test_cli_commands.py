@@ -373,6 +373,18 @@ def test_cluster_info(run: Run, bootstrap: str) -> None:
     assert code == 0 and "0*" in out and doc["cluster_id"] in out
 
 
+def test_bootstrap_before_the_command_and_in_kafka_spelling(run: Run, bootstrap: str) -> None:
+    """kcat's order (`-b` first) and Kafka's tools' `--bootstrap-server` reach the broker."""
+    expected = run.json("cluster", "info", "-b", bootstrap)
+    for argv in (
+        ("-b", bootstrap, "cluster", "info"),
+        ("--bootstrap-server", bootstrap, "cluster", "info"),
+        (f"--bootstrap={bootstrap}", "cluster", "info"),
+        ("cluster", "info", "--bootstrap-server", bootstrap),
+    ):
+        assert run.json(*argv) == expected, argv
+
+
 def test_version_and_help(run: Run) -> None:
     from wirebroker import __version__
 

@@ -58,6 +58,8 @@ def _client_options(*, output: bool = True) -> argparse.ArgumentParser:
     group.add_argument(
         "-b",
         "--bootstrap",
+        "--bootstrap-server",  # the spelling of Kafka's own tools
+        dest="bootstrap",
         default=os.environ.get(BOOTSTRAP_ENV, DEFAULT_BOOTSTRAP),
         metavar="HOST:PORT[,...]",
         help=f"bootstrap servers (default ${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP})",

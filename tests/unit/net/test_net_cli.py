@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wirebroker.cli import _parser, config_values
+from wirebroker.cli import _parser, config_values, hoist_bootstrap, main
 from wirebroker.config import BrokerConfig, ConfigError
 
 
@@ -76,3 +76,45 @@ def test_bad_override(item: str) -> None:
 def test_bad_value_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         BrokerConfig(values("--override", "num.partitions=many"))
+
+
+# -- a bootstrap option before the command (kcat's order) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["-b", "h:1", "topic", "list"], ["topic", "list", "-b", "h:1"]),
+        (
+            ["--bootstrap-server", "h:1", "topic", "list"],
+            ["topic", "list", "--bootstrap-server", "h:1"],
+        ),
+        (["--bootstrap=h:1", "cluster", "info"], ["cluster", "info", "--bootstrap=h:1"]),
+        (["-bh:1", "group", "list"], ["group", "list", "-bh:1"]),
+        (["-b", "h:1", "produce", "t", "--", "-x"], ["produce", "t", "-b", "h:1", "--", "-x"]),
+        # nothing to move, or nothing to move it behind: unchanged
+        (["topic", "list", "-b", "h:1"], ["topic", "list", "-b", "h:1"]),
+        (["-b", "h:1"], ["-b", "h:1"]),
+        (["-b"], ["-b"]),
+        ([], []),
+    ],
+)
+def test_hoist_bootstrap(argv: list[str], expected: list[str]) -> None:
+    assert hoist_bootstrap(argv) == expected
+
+
+def test_bootstrap_spellings_parse_to_one_option() -> None:
+    for argv in (
+        ["topic", "list", "-b", "h:1"],
+        ["topic", "list", "--bootstrap", "h:1"],
+        ["topic", "list", "--bootstrap-server", "h:1"],
+        hoist_bootstrap(["--bootstrap-server", "h:1", "topic", "list"]),
+    ):
+        assert _parser().parse_args(argv).bootstrap == "h:1", argv
+
+
+def test_bootstrap_before_serve_is_still_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["-b", "h:1", "serve"])
+    assert exc.value.code == 2
+    assert "unrecognized arguments: -b h:1" in capsys.readouterr().err

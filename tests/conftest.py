@@ -1,7 +1,9 @@
 """Shared pytest setup: make the repository root importable (before `pip install -e .`); the
 ZooKeeper fixtures of tests/zk_fixtures.py (`zookeeper`, `zk_hosts`) for every test; the
 fixture `finalize_leaked_sockets` of tests/leaked_sockets.py; and, for every test, the
-workaround for kafka-python's group-join race (compat/kafka_python_join.py)."""
+workaround for kafka-python's group-join race (compat/kafka_python_join.py); and
+`apache_kafka`, the bootstrap of a real Apache Kafka 4.4 (compat/oracle: the run's shared one
+when tools/run-tests started it, else one started for this session)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,17 @@ def finalize_leaked_sockets() -> Iterator[None]:
     """After the test, collect the sockets kafka-python leaked (see tests/leaked_sockets.py)."""
     yield
     leaked_sockets.collect()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka() -> Iterator[str]:
+    """ "host:port" of a single-node KRaft Apache Kafka 4.4 (compat/oracle/kafka.py): the one
+    `tools/run-tests` shares through $WIREBROKER_ORACLE, else one started for the session.
+    Topics made on it outlive the test: give them unique names."""
+    from compat.oracle.kafka import shared_or_new
+
+    with shared_or_new() as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,1 @@
+"""Apache Kafka 4.4 as an oracle for wirebroker (README.md here)."""

@@ -267,3 +267,19 @@ def test_legacy_cases_name_why_a_client_cannot_be_set_up_for_an_old_broker(
     assert str(noted.value) == (
         "some-client cannot be set up as a pre-0.10 client: it always sends ApiVersions"
     )
+
+
+def test_java_client_driver_class_path_takes_one_jar_of_each_dependency(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "java_client_adapter", REPO / "compat/java-client/adapter.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = [p + "1.0.jar" for p in module.JARS]
+    for name in [*names, "kafka-clients-test-1.0.jar", "kafka-streams-4.4.0.jar"]:
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in module._jars(tmp_path)] == names
+    (tmp_path / "zstd-jni-2.0.jar").write_bytes(b"")  # two versions: which one is meant?
+    with pytest.raises(RuntimeError, match="expected one zstd-jni-"):
+        module._jars(tmp_path)

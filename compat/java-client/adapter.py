@@ -160,7 +160,11 @@ class Driver:
     def _read(self) -> None:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
-            msg = json.loads(line)
+            try:
+                msg = json.loads(line)
+            except ValueError:  # not the driver's (a JVM message): shown, not fatal
+                print(f"java-client driver: {line.rstrip()}", file=sys.stderr)
+                continue
             if "id" not in msg:  # {"ready": true}: the JVM is up
                 self._ready.set_result(True)
                 continue

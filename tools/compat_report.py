@@ -36,7 +36,7 @@ from compat.scenarios.cases import CASES, CLUSTER, ROWS, SINGLE_BROKER  # noqa: 
 
 RESULTS = ROOT / "compat" / "results"
 REPORT = ROOT / "compat" / "REPORT.md"
-CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs"]
+CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs", "java-client"]
 MARK = {"pass": "pass", "fail": "**FAIL**", "n/a": "n/a"}
 
 

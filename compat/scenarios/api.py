@@ -120,6 +120,7 @@ class Adapter:
     capabilities: frozenset[str] = frozenset()
     codecs: tuple[str, ...] = ()  # compression codecs the client can produce
     codec_notes: dict[str, str] = {}  # why a codec is missing, for the report
+    legacy_note = ""  # why the client cannot be set up for an old broker (no "legacy"), if known
     #: The replication factor of topics the client's admin calls create (the runner sets 3
     #: in the cluster row). `bootstrap` may then list several brokers ("h:p,h:p,h:p").
     replication_factor: int = 1

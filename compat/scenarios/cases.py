@@ -732,7 +732,11 @@ def metadata_100_topics(ctx: Ctx) -> str:
 def _legacy(message_format: int) -> Callable[[Ctx], str]:
     def case(ctx: Ctx) -> str:
         if "legacy" not in ctx.adapter.capabilities:
-            raise Unsupported(f"{ctx.adapter.name} cannot be set up as a pre-0.10 client")
+            note = ctx.adapter.legacy_note
+            raise Unsupported(
+                f"{ctx.adapter.name} cannot be set up as a pre-0.10 client"
+                + (f": {note}" if note else "")
+            )
         topic = ctx.name(f"legacy-v{message_format}")
         with ctx.wire() as w:
             w.create_topic(topic, 1)

@@ -43,7 +43,8 @@ class RawTxnV2(RawTxn):
         def send() -> tuple[int, None]:
             resp = _wire.request(address or self.address, ApiKey.PRODUCE, 12, body, timeout=20)
             code = resp.responses[0].partition_responses[0].error_code
-            # the leader maps a busy coordinator (markers under way) to NOT_ENOUGH_REPLICAS
+            # a busy coordinator (markers under way): CONCURRENT_TRANSACTIONS, as Kafka answers a
+            # TV2 producer; an unreachable one: NOT_ENOUGH_REPLICAS
             return (E.CONCURRENT_TRANSACTIONS if code == E.NOT_ENOUGH_REPLICAS else code), None
 
         return int(retry(send)[0])

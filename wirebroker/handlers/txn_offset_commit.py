@@ -67,7 +67,7 @@ async def _verify(ctx: RequestContext, req: TxnOffsetCommitRequest, group_id: st
         return ErrorCode.NONE
     answers = await verifier.verify(str(req["transactional_id"]), pid, epoch, [tp], add=add)
     code = answers.get(tp, ErrorCode.INVALID_TXN_STATE)
-    if code is ErrorCode.NOT_ENOUGH_REPLICAS:
+    if code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.CONCURRENT_TRANSACTIONS):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return code
 

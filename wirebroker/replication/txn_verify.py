@@ -23,7 +23,10 @@ The coordinator is reached the same way also when it is this broker (loopback), 
 broker and a cluster take one path. Errors the producer must retry (no `__transaction_state`
 yet, no live leader, connection failures, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS) become NOT_ENOUGH_REPLICAS, as Kafka
-maps them for producers; a partition the coordinator does not have in the transaction
+maps them for producers -- except CONCURRENT_TRANSACTIONS answered to an `add` (a TV2
+producer's first batch while the coordinator still completes its previous transaction), which
+Kafka's ReplicaManager passes on to Produce v12+ as it is (TxnOffsetCommit answers
+COORDINATOR_NOT_AVAILABLE for both); a partition the coordinator does not have in the transaction
 (TRANSACTION_ABORTABLE in the verify answer, or missing from it) answers INVALID_TXN_STATE,
 which every client knows (Kafka does so for clients before KIP-890 part 2); PRODUCER_FENCED
 becomes INVALID_PRODUCER_EPOCH (as Kafka's AddPartitionsToTxnManager); others pass through.
@@ -167,7 +170,9 @@ class TxnVerifier:
         except (BrokerConnectionError, trio.TooSlowError) as exc:
             log.warning("transaction verification with %s:%d failed: %s", *address, exc)
             return dict.fromkeys(wanted, ErrorCode.NOT_ENOUGH_REPLICAS)
-        return self._results(response, transactional_id, producer_id, producer_epoch, wanted)
+        return self._results(
+            response, transactional_id, producer_id, producer_epoch, wanted, add=add
+        )
 
     def _results(
         self,
@@ -176,10 +181,12 @@ class TxnVerifier:
         producer_id: int,
         producer_epoch: int,
         wanted: list[TopicPartition],
+        *,
+        add: bool = False,
     ) -> dict[TopicPartition, ErrorCode]:
         top = _code(getattr(response, "error_code", 0))
         if top is not ErrorCode.NONE:
-            return dict.fromkeys(wanted, _for_producer(top))
+            return dict.fromkeys(wanted, _for_producer(top, add=add))
         out: dict[TopicPartition, ErrorCode] = {}
         for txn in getattr(response, "results_by_transaction", None) or []:
             if txn.transactional_id != transactional_id:
@@ -187,7 +194,7 @@ class TxnVerifier:
             for topic in txn.topic_results or []:
                 for p in topic.results_by_partition or []:
                     out[(topic.name, int(p.partition_index))] = _for_producer(
-                        _code(p.partition_error_code)
+                        _code(p.partition_error_code), add=add
                     )
         for tp in wanted:
             code = out.setdefault(tp, ErrorCode.INVALID_TXN_STATE)
@@ -235,7 +242,9 @@ def _code(value: object) -> ErrorCode:
         return ErrorCode.UNKNOWN
 
 
-def _for_producer(code: ErrorCode) -> ErrorCode:
+def _for_producer(code: ErrorCode, *, add: bool = False) -> ErrorCode:
+    if code is ErrorCode.CONCURRENT_TRANSACTIONS and add:
+        return code  # a TV2 client retries it (KIP-890 part 2)
     if code in _RETRIABLE:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     if code is ErrorCode.TRANSACTION_ABORTABLE:  # the coordinator's "not in the transaction"

@@ -7,6 +7,7 @@ hand-made kcat output, the report renders hand-made result files.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import socket
 import struct
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from compat.scenarios import cases, runner
+from compat.scenarios.api import Adapter, Unsupported
 from compat.scenarios.faultproxy import FaultProxy
 
 REPO = Path(__file__).resolve().parents[3]
@@ -246,3 +248,38 @@ def test_rows_select_their_cases_and_files(tmp_path: Path, monkeypatch: pytest.M
     runner.write_passing("c", ["failover.kill_leader", "auto_create"], cases.CLUSTER)
     assert runner.read_passing("c", cases.CLUSTER) == ["auto_create", "failover.kill_leader"]
     assert runner.read_passing("c") == []
+
+
+def test_legacy_cases_name_why_a_client_cannot_be_set_up_for_an_old_broker(
+    tmp_path: Path,
+) -> None:
+    class NoLegacy(Adapter):
+        name = "some-client"
+
+    ctx = cases.Ctx(NoLegacy("127.0.0.1:9"), "127.0.0.1:9", tmp_path, itertools.count())
+    [case] = [c for c in cases.CASES if c.id == "legacy.message_format_v0"]
+    with pytest.raises(Unsupported) as plain:
+        case.run(ctx)
+    assert str(plain.value) == "some-client cannot be set up as a pre-0.10 client"
+    NoLegacy.legacy_note = "it always sends ApiVersions"
+    with pytest.raises(Unsupported) as noted:
+        case.run(ctx)
+    assert str(noted.value) == (
+        "some-client cannot be set up as a pre-0.10 client: it always sends ApiVersions"
+    )
+
+
+def test_java_client_driver_class_path_takes_one_jar_of_each_dependency(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "java_client_adapter", REPO / "compat/java-client/adapter.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = [p + "1.0.jar" for p in module.JARS]
+    for name in [*names, "kafka-clients-test-1.0.jar", "kafka-streams-4.4.0.jar"]:
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in module._jars(tmp_path)] == names
+    (tmp_path / "zstd-jni-2.0.jar").write_bytes(b"")  # two versions: which one is meant?
+    with pytest.raises(RuntimeError, match="expected one zstd-jni-"):
+        module._jars(tmp_path)

@@ -496,3 +496,48 @@ async def test_tv2_txn_offset_commit_adds_the_offsets_partition(
     assert verifier.asked[0][3] == [(OFFSETS_TOPIC, coordinator.partition_for("g"))]
     resp = await call(ApiKey.TXN_OFFSET_COMMIT, 4, txn_commit_body(22, pid=PID + 1))
     assert verifier.adds == [True, False]
+
+
+class BusyCoordinator(TxnVerifier):
+    """The real verifier, the transaction coordinator's AddPartitionsToTxn answer scripted: it
+    still completes the producer's previous transaction (markers under way)."""
+
+    def coordinator(self, transactional_id: str) -> tuple[str, int] | None:
+        return ("127.0.0.1", 9)  # never connected to: `_request` answers
+
+    async def _request(self, address: tuple[str, int], body: dict[str, Any], version: int = 4):
+        from types import SimpleNamespace as NS
+
+        [txn] = body["transactions"]
+        topics = [
+            NS(
+                name=t["name"],
+                results_by_partition=[
+                    NS(partition_index=p, partition_error_code=E.CONCURRENT_TRANSACTIONS)
+                    for p in t["partitions"]
+                ],
+            )
+            for t in txn["topics"]
+        ]
+        answer = NS(transactional_id=txn["transactional_id"], topic_results=topics)
+        return NS(error_code=0, results_by_transaction=[answer])
+
+
+async def test_busy_coordinator_answers_a_tv2_producer_concurrent_transactions(
+    call, services, coordinator
+) -> None:
+    """Kafka's ReplicaManager turns the coordinator's CONCURRENT_TRANSACTIONS into
+    NOT_ENOUGH_REPLICAS for producers before KIP-890 part 2 only; a TV2 producer (Produce v12+)
+    gets CONCURRENT_TRANSACTIONS and retries it (the Java client 4.x does, right after a commit)."""
+    services.txn_verifier = BusyCoordinator(services.cluster, partition_for, node_id=0)
+    resp = await call(ApiKey.PRODUCE, 12, produce_body({0: txn_batch()}))
+    assert produce_codes(resp) == {0: E.CONCURRENT_TRANSACTIONS}
+    resp = await call(ApiKey.PRODUCE, 11, produce_body({1: txn_batch()}))
+    assert produce_codes(resp) == {1: E.NOT_ENOUGH_REPLICAS}
+    for p in (0, 1):
+        part = services.replicas.partition("t", p)
+        assert part is not None and part.log_end_offset == 0
+    # TxnOffsetCommit, TV2 or not: the coordinator's answer stays COORDINATOR_NOT_AVAILABLE
+    for version in (5, 3):
+        resp = await call(ApiKey.TXN_OFFSET_COMMIT, version, txn_commit_body(3))
+        assert txn_commit_codes(resp) == [E.COORDINATOR_NOT_AVAILABLE], version

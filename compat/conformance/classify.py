@@ -35,7 +35,14 @@ UNEXPLAINED = Reason("unexplained", "unexplained", "no reason in compat/conforma
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern) + r"\Z")
+    """A reason's pattern: `re:` and a regular expression, or alternatives separated by " | "
+    where `*` matches anything and every other character is literal."""
+    if pattern.startswith("re:"):
+        return re.compile(pattern[3:] + r"\Z")
+    alternatives = [
+        "".join(".*" if c == "*" else re.escape(c) for c in alt) for alt in pattern.split(" | ")
+    ]
+    return re.compile("(?:" + "|".join(alternatives) + r")\Z")
 
 
 _COMPILED: dict[str, re.Pattern[str]] = {}

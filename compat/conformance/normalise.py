@@ -228,8 +228,8 @@ class Facts:
             new = isinstance(tid, str) and tid != NIL_UUID and tid not in self.topic_ids
             if new and isinstance(name, str) and name:
                 logical = self.name(name).strip("<>")
-                prefix = f"<topic-id:{logical}"
-                taken = sum(1 for v in self.topic_ids.values() if v.startswith(prefix))
+                mine = (f"<topic-id:{logical}>", f"<topic-id:{logical}#")
+                taken = sum(1 for v in self.topic_ids.values() if v.startswith(mine))
                 suffix = f"#{taken + 1}" if taken else ""
                 self.topic_ids[tid] = f"<topic-id:{logical}{suffix}>"
             for value in tree.values():

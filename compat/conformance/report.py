@@ -40,7 +40,7 @@ DETAILS = (
     "value and the key of the reason (table above). `(reaction)`: the two reacted differently",
     "(an answer against a closed connection, say), and only that is compared.",
 )
-MAX_LINES_PER_STEP = 40
+MAX_LINES_PER_STEP = 100
 
 
 def _cell(text: str) -> str:

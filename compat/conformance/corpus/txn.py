@@ -329,6 +329,13 @@ def errors() -> Scenario:
             "a transactional batch to a partition not added",
         ),
         T(
+            f"{p}.produce_not_added_v10",
+            API.PRODUCE,
+            10,
+            lambda ctx: produce_body(ctx, 10, topic, 1, _txn_batch(ctx, 0, 1, 0), txn=txn),
+            "the same at Produce v10 (to partition 1)",
+        ),
+        T(
             f"{p}.txn_offset_commit_not_added",
             API.TXN_OFFSET_COMMIT,
             3,

@@ -10,6 +10,7 @@ it is valid is (`crc_ok`).
 
 from __future__ import annotations
 
+import re
 import struct
 import uuid
 from typing import Any
@@ -18,7 +19,6 @@ from protocol.records import (
     InvalidBatch,
     decode_records,
     iter_batches,
-    parse_header,
     verify_crc,
 )
 
@@ -44,11 +44,22 @@ def plain(value: Any, field: str = "") -> Any:
     return value
 
 
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]{4,}")
+
+
 def blob(data: bytes) -> str:
-    """Bytes as `0x` hex (cut after `_HEX_LIMIT` bytes, with the full length)."""
-    if len(data) <= _HEX_LIMIT:
-        return "0x" + data.hex()
-    return f"0x{data[:_HEX_LIMIT].hex()}... ({len(data)} bytes)"
+    """Bytes as `0x` hex with runs of 4+ printable ASCII characters shown as quoted text (so
+    that the names inside a group's subscription are normalised like any other string), cut
+    after `_HEX_LIMIT` bytes with the full length."""
+    shown = data[:_HEX_LIMIT]
+    parts, pos = [], 0
+    for m in _PRINTABLE_RUN.finditer(shown):
+        parts.append(shown[pos : m.start()].hex())
+        parts.append('"' + m.group().decode("ascii") + '"')
+        pos = m.end()
+    parts.append(shown[pos:].hex())
+    text = "0x" + "".join(parts)
+    return text if len(data) <= _HEX_LIMIT else f"{text}... ({len(data)} bytes)"
 
 
 def text_or_blob(data: bytes | None) -> str | None:
@@ -116,8 +127,3 @@ def _control_key(key: bytes | None) -> str:
         return f"control key {text_or_blob(key)}"
     version, kind = struct.unpack_from(">hh", key)
     return f"control v{version} {_CONTROL_TYPES.get(kind, kind)}"
-
-
-def first_batch_header(data: bytes) -> Any:
-    """The header of the first batch of `data` (for tests and the corpus's checks)."""
-    return parse_header(data, 0)

@@ -62,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     listed = ratchet.load()
     problems = ratchet.check(listed, identical, ratchet.played_now(results, all_pairs))
     if args.update:
-        added = identical - listed
-        ratchet.write(listed | identical)
-        print(f"identical.txt: {len(added)} entries added")
+        print(f"identical.txt: {len(ratchet.update(identical))} entries added")
     unexplained = sorted(
         {
             r.step.id

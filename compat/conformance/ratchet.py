@@ -54,3 +54,10 @@ def write(entries: set[str], path: Path = PATH) -> None:
     steps = sorted(e for e in entries if e.startswith("step "))
     pairs = sorted(e for e in entries if not e.startswith("step "))
     path.write_text(HEADER + "".join(f"{e}\n" for e in pairs + steps))
+
+
+def update(identical: set[str], path: Path = PATH) -> set[str]:
+    """Add `identical` to the file (nothing is ever removed); returns what was added."""
+    listed = load(path)
+    write(listed | identical, path)
+    return identical - listed

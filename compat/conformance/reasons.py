@@ -62,8 +62,10 @@ _PRODUCE_REASONS = (
     Reason(
         "produce-error-message",
         "cosmetic",
-        "Kafka leaves error_message null for these refusals (MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, "
-        "INVALID_RECORD of a bad batch, sequence errors); wirebroker sends a text.",
+        "A refused partition's error_message: Kafka leaves it null for MESSAGE_TOO_LARGE, "
+        "CORRUPT_MESSAGE, INVALID_RECORD of a malformed batch and the sequence errors, where "
+        "wirebroker sends a text; Kafka sends a text for INVALID_TXN_STATE (Produce v10), where "
+        "wirebroker sends null.",
         path="*.partition_responses[*].error_message",
         api=PRODUCE,
     ),

@@ -76,12 +76,13 @@ def text_or_blob(data: bytes | None) -> str | None:
 def batches(data: bytes) -> list[dict[str, Any]]:
     """The record batches in `data` as dicts (a trailing partial batch is shown as such)."""
     out: list[dict[str, Any]] = []
-    pos = 0
+    done = 0
     try:
         for pos, header in iter_batches(data):
             out.append(_batch(data, pos, header))
+            done = pos + header.size
     except InvalidBatch as exc:
-        out.append({"unreadable_bytes": len(data) - pos, "why": str(exc)})
+        out.append({"unreadable_bytes": len(data) - done, "why": str(exc)})
     return out
 
 

@@ -226,7 +226,7 @@ class Facts:
             tid = tree.get("topic_id")
             name = next((tree[k] for k in ("name", "topic", "topic_name") if k in tree), None)
             new = isinstance(tid, str) and tid != NIL_UUID and tid not in self.topic_ids
-            if new and isinstance(name, str) and name:
+            if new and isinstance(tid, str) and isinstance(name, str) and name:
                 logical = self.name(name).strip("<>")
                 mine = (f"<topic-id:{logical}>", f"<topic-id:{logical}#")
                 taken = sum(1 for v in self.topic_ids.values() if v.startswith(mine))

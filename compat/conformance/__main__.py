@@ -20,6 +20,7 @@ from compat.conformance.classify import pairs, reason_for
 from compat.conformance.harness import KAFKA, OURS, brokers, compare_run, play_both
 from compat.conformance.normalise import Facts
 from compat.conformance.report import render, step_details
+from compat.conformance.transport import NOT_SENT
 
 REPORT = Path(__file__).resolve().parents[1] / "CONFORMANCE.md"
 
@@ -48,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         for label in (KAFKA, OURS)
         for text in run.results[label].failures
     )
+    failures += [
+        f"both: step {r.step.id} could not be built: {r.outcomes[KAFKA].detail}"
+        for r in results
+        if all(o.kind == NOT_SENT for o in r.outcomes.values())
+    ]
     elapsed = time.monotonic() - started
     if args.only:
         for r in results:

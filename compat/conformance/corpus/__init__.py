@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from compat.conformance.corpus import (
-    admin,
+    cluster,
+    configs,
     groups,
     probes,
     records,
     sweeps_admin,
     sweeps_data,
     sweeps_misc,
+    topics,
     txn,
 )
 from compat.conformance.corpus.base import API
@@ -48,95 +50,54 @@ def encodable(versions: dict[int, list[int]]) -> dict[int, list[int]]:
     return out
 
 
-def _sweeps(v: Callable[[API], list[int]]) -> list[Scenario]:
-    def some(*keys: API) -> bool:
-        return any(v(k) for k in keys)
+# Each sweep: the API keys it covers, and the function making its scenario from the versions
+# to cover of each key (in that order). A sweep runs when one of its keys has versions.
+SWEEPS: tuple[tuple[tuple[API, ...], Callable[..., Scenario]], ...] = (
+    ((API.PRODUCE,), sweeps_data.produce),
+    ((API.FETCH,), sweeps_data.fetch),
+    ((API.LIST_OFFSETS,), sweeps_data.list_offsets),
+    ((API.DELETE_RECORDS,), sweeps_data.delete_records),
+    ((API.OFFSET_FOR_LEADER_EPOCH,), sweeps_data.offset_for_leader_epoch),
+    ((API.INIT_PRODUCER_ID,), sweeps_data.init_producer_id),
+    ((API.WRITE_TXN_MARKERS,), sweeps_data.write_txn_markers),
+    ((API.DESCRIBE_PRODUCERS,), sweeps_data.describe_producers),
+    ((API.METADATA,), sweeps_admin.metadata),
+    ((API.CREATE_TOPICS,), sweeps_admin.create_topics),
+    ((API.DELETE_TOPICS,), sweeps_admin.delete_topics),
+    ((API.DESCRIBE_CONFIGS,), sweeps_admin.describe_configs),
+    ((API.ALTER_CONFIGS,), sweeps_admin.alter_configs),
+    ((API.INCREMENTAL_ALTER_CONFIGS,), sweeps_admin.incremental_alter_configs),
+    ((API.CREATE_PARTITIONS,), sweeps_admin.create_partitions),
+    ((API.DESCRIBE_LOG_DIRS, API.ALTER_REPLICA_LOG_DIRS), sweeps_admin.log_dirs),
+    ((API.ELECT_LEADERS,), sweeps_admin.elect_leaders),
+    (
+        (API.ALTER_PARTITION_REASSIGNMENTS, API.LIST_PARTITION_REASSIGNMENTS),
+        sweeps_admin.reassignments,
+    ),
+    ((API.DESCRIBE_CLUSTER,), sweeps_admin.describe_cluster),
+    ((API.DESCRIBE_TOPIC_PARTITIONS,), sweeps_admin.describe_topic_partitions),
+    ((API.API_VERSIONS,), sweeps_misc.api_versions),
+    ((API.SASL_HANDSHAKE, API.SASL_AUTHENTICATE), sweeps_misc.sasl),
+    ((API.DESCRIBE_ACLS, API.CREATE_ACLS, API.DELETE_ACLS), sweeps_misc.acls),
+    ((API.DESCRIBE_CLIENT_QUOTAS, API.ALTER_CLIENT_QUOTAS), sweeps_misc.quotas),
+    ((API.DESCRIBE_USER_SCRAM_CREDENTIALS, API.ALTER_USER_SCRAM_CREDENTIALS), sweeps_misc.scram),
+    ((API.DESCRIBE_QUORUM, API.UPDATE_FEATURES), sweeps_misc.quorum_and_features),
+    ((API.FIND_COORDINATOR,), sweeps_misc.find_coordinator),
+    (
+        (API.OFFSET_COMMIT, API.OFFSET_FETCH, API.DELETE_GROUPS, API.OFFSET_DELETE),
+        sweeps_misc.offsets,
+    ),
+    ((API.LIST_GROUPS, API.LIST_TRANSACTIONS, API.LIST_CONFIG_RESOURCES), sweeps_misc.listings),
+)
 
-    table: list[tuple[tuple[API, ...], Callable[[], Scenario]]] = [
-        ((API.PRODUCE,), lambda: sweeps_data.produce(v(API.PRODUCE))),
-        ((API.FETCH,), lambda: sweeps_data.fetch(v(API.FETCH))),
-        ((API.LIST_OFFSETS,), lambda: sweeps_data.list_offsets(v(API.LIST_OFFSETS))),
-        ((API.DELETE_RECORDS,), lambda: sweeps_data.delete_records(v(API.DELETE_RECORDS))),
-        (
-            (API.OFFSET_FOR_LEADER_EPOCH,),
-            lambda: sweeps_data.offset_for_leader_epoch(v(API.OFFSET_FOR_LEADER_EPOCH)),
-        ),
-        ((API.INIT_PRODUCER_ID,), lambda: sweeps_data.init_producer_id(v(API.INIT_PRODUCER_ID))),
-        ((API.WRITE_TXN_MARKERS,), lambda: sweeps_data.write_txn_markers(v(API.WRITE_TXN_MARKERS))),
-        (
-            (API.DESCRIBE_PRODUCERS,),
-            lambda: sweeps_data.describe_producers(v(API.DESCRIBE_PRODUCERS)),
-        ),
-        ((API.METADATA,), lambda: sweeps_admin.metadata(v(API.METADATA))),
-        ((API.CREATE_TOPICS,), lambda: sweeps_admin.create_topics(v(API.CREATE_TOPICS))),
-        ((API.DELETE_TOPICS,), lambda: sweeps_admin.delete_topics(v(API.DELETE_TOPICS))),
-        ((API.DESCRIBE_CONFIGS,), lambda: sweeps_admin.describe_configs(v(API.DESCRIBE_CONFIGS))),
-        ((API.ALTER_CONFIGS,), lambda: sweeps_admin.alter_configs(v(API.ALTER_CONFIGS))),
-        (
-            (API.INCREMENTAL_ALTER_CONFIGS,),
-            lambda: sweeps_admin.incremental_alter_configs(v(API.INCREMENTAL_ALTER_CONFIGS)),
-        ),
-        (
-            (API.CREATE_PARTITIONS,),
-            lambda: sweeps_admin.create_partitions(v(API.CREATE_PARTITIONS)),
-        ),
-        (
-            (API.DESCRIBE_LOG_DIRS, API.ALTER_REPLICA_LOG_DIRS),
-            lambda: sweeps_admin.log_dirs(v(API.DESCRIBE_LOG_DIRS), v(API.ALTER_REPLICA_LOG_DIRS)),
-        ),
-        ((API.ELECT_LEADERS,), lambda: sweeps_admin.elect_leaders(v(API.ELECT_LEADERS))),
-        (
-            (API.ALTER_PARTITION_REASSIGNMENTS, API.LIST_PARTITION_REASSIGNMENTS),
-            lambda: sweeps_admin.reassignments(
-                v(API.ALTER_PARTITION_REASSIGNMENTS), v(API.LIST_PARTITION_REASSIGNMENTS)
-            ),
-        ),
-        ((API.DESCRIBE_CLUSTER,), lambda: sweeps_admin.describe_cluster(v(API.DESCRIBE_CLUSTER))),
-        (
-            (API.DESCRIBE_TOPIC_PARTITIONS,),
-            lambda: sweeps_admin.describe_topic_partitions(v(API.DESCRIBE_TOPIC_PARTITIONS)),
-        ),
-        ((API.API_VERSIONS,), lambda: sweeps_misc.api_versions(v(API.API_VERSIONS))),
-        (
-            (API.SASL_HANDSHAKE, API.SASL_AUTHENTICATE),
-            lambda: sweeps_misc.sasl(v(API.SASL_HANDSHAKE), v(API.SASL_AUTHENTICATE)),
-        ),
-        (
-            (API.DESCRIBE_ACLS, API.CREATE_ACLS, API.DELETE_ACLS),
-            lambda: sweeps_misc.acls(v(API.DESCRIBE_ACLS), v(API.CREATE_ACLS), v(API.DELETE_ACLS)),
-        ),
-        (
-            (API.DESCRIBE_CLIENT_QUOTAS, API.ALTER_CLIENT_QUOTAS),
-            lambda: sweeps_misc.quotas(v(API.DESCRIBE_CLIENT_QUOTAS), v(API.ALTER_CLIENT_QUOTAS)),
-        ),
-        (
-            (API.DESCRIBE_USER_SCRAM_CREDENTIALS, API.ALTER_USER_SCRAM_CREDENTIALS),
-            lambda: sweeps_misc.scram(
-                v(API.DESCRIBE_USER_SCRAM_CREDENTIALS), v(API.ALTER_USER_SCRAM_CREDENTIALS)
-            ),
-        ),
-        (
-            (API.DESCRIBE_QUORUM, API.UPDATE_FEATURES),
-            lambda: sweeps_misc.quorum_and_features(v(API.DESCRIBE_QUORUM), v(API.UPDATE_FEATURES)),
-        ),
-        ((API.FIND_COORDINATOR,), lambda: sweeps_misc.find_coordinator(v(API.FIND_COORDINATOR))),
-        (
-            (API.OFFSET_COMMIT, API.OFFSET_FETCH, API.DELETE_GROUPS, API.OFFSET_DELETE),
-            lambda: sweeps_misc.offsets(
-                v(API.OFFSET_COMMIT),
-                v(API.OFFSET_FETCH),
-                v(API.DELETE_GROUPS),
-                v(API.OFFSET_DELETE),
-            ),
-        ),
-        (
-            (API.LIST_GROUPS, API.LIST_TRANSACTIONS, API.LIST_CONFIG_RESOURCES),
-            lambda: sweeps_misc.listings(
-                v(API.LIST_GROUPS), v(API.LIST_TRANSACTIONS), v(API.LIST_CONFIG_RESOURCES)
-            ),
-        ),
-    ]
-    return [make() for keys, make in table if some(*keys)]
+
+def _sweeps(v: Callable[[API], list[int]]) -> list[Scenario]:
+    out = []
+    for keys, make in SWEEPS:
+        versions = [v(k) for k in keys]
+        if any(versions):
+            out.append(make(*versions))
+    return out
 
 
 def _flows(v: Callable[[API], list[int]]) -> list[Scenario]:
@@ -177,11 +138,11 @@ def build(advertised: Mapping[str, Advertised]) -> list[Scenario]:
         records.list_offsets(),
         records.produce_errors(),
         records.leader_epochs(),
-        admin.create_topics(),
-        admin.partitions_and_deletes(),
-        admin.metadata_cases(),
-        admin.configs(),
-        admin.cluster(),
+        topics.create_topics(),
+        topics.partitions_and_deletes(),
+        topics.metadata_cases(),
+        configs.configs(),
+        cluster.cluster(),
         groups.errors(),
         groups.static_members(),
         txn.errors(),
@@ -191,7 +152,7 @@ def build(advertised: Mapping[str, Advertised]) -> list[Scenario]:
     unknown = {k: (vs[0], vs[-1]) for k, vs in every.items() if k not in known}
     if unknown:
         scenarios.append(probes.no_codec(unknown))
-    scenarios.append(admin.everything())
+    scenarios.append(cluster.everything())
     scenarios.sort(key=lambda s: s.phase)  # stable: the report's order is phase, then this list
     seen: set[str] = set()
     for scenario in scenarios:

@@ -4,10 +4,13 @@ the simple-consumer offset APIs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from compat.conformance.corpus.base import API, DATA, batch, create, produce_now, step, topic_id
 from compat.conformance.script import Ctx, Item, Scenario
+
+Body = Callable[[Ctx], dict[str, Any]]
 
 LISTING_PHASE = 2
 
@@ -241,119 +244,122 @@ def find_coordinator(versions: list[int]) -> Scenario:
     return Scenario("sweep FindCoordinator", tuple(items))
 
 
-def offsets(
-    commit: list[int], fetch: list[int], delete_groups: list[int], offset_delete: list[int]
-) -> Scenario:
-    """A simple consumer's offsets (no membership): commit, fetch, delete offsets and groups."""
-    topic = "sw-offsets"
-    group = "sw-offsets-group"
-    items: list[Item] = [create(topic, 2, DATA), produce_now(topic, 0, batch(20))]
+OFFSETS_TOPIC, OFFSETS_GROUP = "sw-offsets", "sw-offsets-group"
 
-    def commit_body(
-        ctx: Ctx, v: int, group: str = group, offset: int | None = None
-    ) -> dict[str, Any]:
+
+def simple_commit(v: int, group: str = OFFSETS_GROUP, offset: int | None = None) -> Body:
+    """OffsetCommit as a simple consumer (no membership) of partition 0 of the offsets topic."""
+
+    def body(ctx: Ctx) -> dict[str, Any]:
+        partition = {
+            "partition_index": 0,
+            "committed_offset": v if offset is None else offset,
+            "committed_leader_epoch": -1,
+            "commit_timestamp": -1,
+            "committed_metadata": f"m{v}",
+        }
+        topic = {
+            "name": ctx.name(OFFSETS_TOPIC),
+            "topic_id": topic_id(ctx, OFFSETS_TOPIC),
+            "partitions": [partition],
+        }
         return {
             "group_id": ctx.name(group),
             "generation_id_or_member_epoch": -1,
             "member_id": "",
             "group_instance_id": None,
             "retention_time_ms": -1,
-            "topics": [
-                {
-                    "name": ctx.name(topic),
-                    "topic_id": topic_id(ctx, topic),
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": v if offset is None else offset,
-                            "committed_leader_epoch": -1,
-                            "commit_timestamp": -1,
-                            "committed_metadata": f"m{v}",
-                        }
-                    ],
-                }
-            ],
+            "topics": [topic],
         }
 
-    for v in commit:
-        items.append(
-            step(
-                f"OffsetCommit.v{v}",
-                API.OFFSET_COMMIT,
-                v,
-                lambda ctx, v=v: commit_body(ctx, v),
-                "commit offset (version) as a simple consumer",
-            )
-        )
+    return body
 
-    def fetch_body(ctx: Ctx) -> dict[str, Any]:
-        parts = {
-            "name": ctx.name(topic),
-            "topic_id": topic_id(ctx, topic),
-            "partition_indexes": [0, 1],
-        }
-        return {
-            "group_id": ctx.name(group),
-            "topics": [parts],
-            "groups": [
-                {
-                    "group_id": ctx.name(group),
-                    "member_id": None,
-                    "member_epoch": -1,
-                    "topics": [parts],
-                }
-            ],
-            "require_stable": True,
-        }
 
-    for v in fetch:
-        items.append(
-            step(
-                f"OffsetFetch.v{v}",
-                API.OFFSET_FETCH,
-                v,
-                fetch_body,
-                "partition 0 (committed) and 1 (never)",
-            )
+def _offset_fetch(ctx: Ctx) -> dict[str, Any]:
+    parts = {
+        "name": ctx.name(OFFSETS_TOPIC),
+        "topic_id": topic_id(ctx, OFFSETS_TOPIC),
+        "partition_indexes": [0, 1],
+    }
+    group = {
+        "group_id": ctx.name(OFFSETS_GROUP),
+        "member_id": None,
+        "member_epoch": -1,
+        "topics": [parts],
+    }
+    return {
+        "group_id": ctx.name(OFFSETS_GROUP),
+        "topics": [parts],
+        "groups": [group],
+        "require_stable": True,
+    }
+
+
+def _offset_delete(ctx: Ctx) -> dict[str, Any]:
+    partitions = [{"partition_index": 0}, {"partition_index": 1}]
+    return {
+        "group_id": ctx.name(OFFSETS_GROUP),
+        "topics": [{"name": ctx.name(OFFSETS_TOPIC), "partitions": partitions}],
+    }
+
+
+def _delete_group_steps(v: int) -> list[Item]:
+    name = f"sw-deletegroups-v{v}"
+    return [
+        step(
+            f"DeleteGroups.v{v}.commit",
+            API.OFFSET_COMMIT,
+            9,
+            simple_commit(v, name, 1),
+            "a simple consumer's commit makes the group",
+        ),
+        step(
+            f"DeleteGroups.v{v}",
+            API.DELETE_GROUPS,
+            v,
+            lambda ctx: {"groups_names": [ctx.name(name)]},
+            "delete an empty group that has offsets",
+        ),
+    ]
+
+
+def offsets(
+    commit: list[int], fetch: list[int], delete_groups: list[int], offset_delete: list[int]
+) -> Scenario:
+    """A simple consumer's offsets (no membership): commit, fetch, delete offsets and groups."""
+    items: list[Item] = [create(OFFSETS_TOPIC, 2, DATA), produce_now(OFFSETS_TOPIC, 0, batch(20))]
+    items += [
+        step(
+            f"OffsetCommit.v{v}",
+            API.OFFSET_COMMIT,
+            v,
+            simple_commit(v),
+            "commit offset (version) as a simple consumer",
         )
-    for v in offset_delete:
-        items.append(
-            step(
-                f"OffsetDelete.v{v}",
-                API.OFFSET_DELETE,
-                v,
-                lambda ctx: {
-                    "group_id": ctx.name(group),
-                    "topics": [
-                        {
-                            "name": ctx.name(topic),
-                            "partitions": [{"partition_index": 0}, {"partition_index": 1}],
-                        }
-                    ],
-                },
-                "delete the committed offsets of an empty group",
-            )
+        for v in commit
+    ]
+    items += [
+        step(
+            f"OffsetFetch.v{v}",
+            API.OFFSET_FETCH,
+            v,
+            _offset_fetch,
+            "partition 0 (committed) and 1 (never)",
         )
+        for v in fetch
+    ]
+    items += [
+        step(
+            f"OffsetDelete.v{v}",
+            API.OFFSET_DELETE,
+            v,
+            _offset_delete,
+            "delete the committed offsets of an empty group",
+        )
+        for v in offset_delete
+    ]
     for v in delete_groups:
-        name = f"sw-deletegroups-v{v}"
-        items.append(
-            step(
-                f"DeleteGroups.v{v}.commit",
-                API.OFFSET_COMMIT,
-                9,
-                lambda ctx, v=v, name=name: commit_body(ctx, v, name, 1),
-                "a simple consumer's commit makes the group",
-            )
-        )
-        items.append(
-            step(
-                f"DeleteGroups.v{v}",
-                API.DELETE_GROUPS,
-                v,
-                lambda ctx, name=name: {"groups_names": [ctx.name(name)]},
-                "delete an empty group that has offsets",
-            )
-        )
+        items += _delete_group_steps(v)
     return Scenario("sweep offsets", tuple(items))
 
 

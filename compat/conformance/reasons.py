@@ -272,7 +272,7 @@ _CONFIG_REASONS = (
         "The oracle's server.properties sets node.id, advertised.listeners and, as Kafka's own "
         "single-node config does, num.partitions=1 and the internal topics' replication factors "
         "and min ISR to 1 (STATIC_BROKER_CONFIG, 4, with a second synonym); wirebroker runs with "
-        "its defaults, which have the same values on one broker.",
+        "its defaults: the same values on one broker, except advertised.listeners (unset: null).",
         path="*[name=node.id].* | *[name=broker.id].* | *[name=advertised.listeners].*"
         " | *[name=num.partitions].* | *[name=offsets.topic.replication.factor].*"
         " | *[name=transaction.state.log.replication.factor].*"

@@ -22,7 +22,7 @@ from compat.conformance.classify import (
     reason_for,
 )
 from compat.conformance.compare import ABSENT, Difference, show
-from compat.conformance.harness import KAFKA, OURS, StepResult
+from compat.conformance.harness import KAFKA, OURS, StepResult, reaction
 from compat.conformance.normalise import RULES
 from compat.conformance.reasons import KINDS, Reason
 from compat.oracle.kafka import KAFKA_VERSION
@@ -154,6 +154,16 @@ def by_reason(results: Sequence[StepResult]) -> list[str]:
     return lines
 
 
+def _details(pair: Pair, step: StepResult) -> list[str]:
+    """A differing step's lines; for a version not both serve, how both reacted anyway."""
+    if not step.identical:
+        return step_details(step)
+    if pair.status not in (ONE_SIDE, NOT_DECODABLE, PROBE):
+        return []
+    both = reaction(step.outcomes[KAFKA])
+    return [f"- `{step.step.id}` ({_api_v(step)}): {step.step.note}; both: {both}"]
+
+
 def api_section(api: int, name: str, api_pairs: Sequence[Pair]) -> list[str]:
     lines = [
         f"### {name} (key {api})",
@@ -165,9 +175,7 @@ def api_section(api: int, name: str, api_pairs: Sequence[Pair]) -> list[str]:
         by = " + ".join(SIDE_NAMES[s] for s in p.advertised_by) or "neither"
         differing = sum(1 for s in p.steps if not s.identical)
         lines.append(f"| v{p.version} | {by} | {p.status} | {len(p.steps)} | {differing} |")
-    details = [
-        line for p in api_pairs for s in p.steps if not s.identical for line in step_details(s)
-    ]
+    details = [line for p in api_pairs for s in p.steps for line in _details(p, s)]
     if details:
         lines += ["", *details]
     return lines

@@ -359,3 +359,15 @@ def settle(logical: str, expected: Mapping[str, str]) -> Do:
             ctx.wait(f"configs of {logical}", done, timeout=5.0)
 
     return Do(f"wait until {logical} reads {dict(expected)}", run)
+
+
+def wait_gone(logicals: list[str]) -> Do:
+    """Wait until Metadata no longer knows `logicals` (deleted topics)."""
+
+    def run(ctx: Ctx) -> None:
+        ctx.wait(
+            f"topics {logicals} deleted",
+            lambda: all(t.error_code == 3 for t in metadata(ctx, logicals).topics),
+        )
+
+    return Do(f"wait until {logicals} are gone", run)

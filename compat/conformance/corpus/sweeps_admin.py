@@ -15,6 +15,7 @@ from compat.conformance.corpus.base import (
     produce_now,
     settle,
     step,
+    wait_gone,
     wait_topic,
 )
 from compat.conformance.script import Ctx, Item, Scenario
@@ -77,6 +78,7 @@ def delete_topics(versions: list[int]) -> Scenario:
                 "an existing topic, by name",
             )
         )
+    items.append(wait_gone([f"sw-delete-v{v}" for v in versions]))
     return Scenario("sweep DeleteTopics", tuple(items))
 
 

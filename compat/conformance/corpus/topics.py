@@ -20,6 +20,7 @@ from compat.conformance.corpus.base import (
     metadata,
     step,
     topic_id,
+    wait_gone,
     wait_topic,
 )
 from compat.conformance.script import Ctx, Do, HarnessError, Item, Scenario
@@ -222,16 +223,6 @@ def delete(names: list[str | None], ids: Callable[[Ctx], list[uuid.UUID]] | None
     return body
 
 
-def _wait_gone(logicals: list[str]) -> Do:
-    def run(ctx: Ctx) -> None:
-        ctx.wait(
-            f"topics {logicals} deleted",
-            lambda: all(t.error_code == 3 for t in metadata(ctx, logicals).topics),
-        )
-
-    return Do(f"wait until {logicals} are gone", run)
-
-
 PARTITIONS_AND_DELETES: tuple[Item, ...] = (
     step("topics.partitions_decrease", CP, 3, grow(1), "from 2 partitions to 1"),
     step("topics.partitions_same", CP, 3, grow(2), "from 2 partitions to 2"),
@@ -298,7 +289,7 @@ PARTITIONS_AND_DELETES: tuple[Item, ...] = (
         },
         "a topic and a missing one, by name",
     ),
-    _wait_gone(["adm-doomed", "adm-doomed-by-id"]),
+    wait_gone(["adm-doomed", "adm-doomed-by-id"]),
     step("topics.metadata_deleted", MD, 12, _meta_of(["adm-doomed"]), "the deleted topic"),
     step(
         "topics.produce_deleted",

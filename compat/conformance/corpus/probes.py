@@ -1,0 +1,197 @@
+"""Requests for versions or APIs a side does not serve: how each broker reacts.
+
+- A version neither side advertises (ApiVersions v127, Metadata v14, Fetch v3, Produce v14):
+  our codecs encode the body of the nearest version they know and the header names the
+  unsupported one; an answer is decoded as that nearest version (ApiVersions: as v0, which
+  is what Kafka answers an unknown ApiVersions version with).
+- An API our codecs do not know (delegation tokens, KIP-848 and share groups, ...): one frame
+  with the request header and an empty body, so that the side that does not serve the API
+  shows how it reacts to an unknown API key; what the side that serves it answers cannot be
+  decoded and is not compared (CONFORMANCE.md lists these APIs as "not decodable").
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from compat.conformance.corpus.base import API, NIL
+from compat.conformance.script import Ctx, Scenario, Step
+from compat.conformance.transport import CLIENT_ID, Connection, Request
+from protocol.api import SCHEMAS
+from protocol.codec import decode_response, encode_request
+
+# Names of the API keys our codecs do not know, as Kafka's ApiKeys spells them.
+KAFKA_API_NAMES = {
+    4: "LeaderAndIsr",
+    5: "StopReplica",
+    6: "UpdateMetadata",
+    7: "ControlledShutdown",
+    38: "CreateDelegationToken",
+    39: "RenewDelegationToken",
+    40: "ExpireDelegationToken",
+    41: "DescribeDelegationToken",
+    52: "Vote",
+    53: "BeginQuorumEpoch",
+    54: "EndQuorumEpoch",
+    56: "AlterPartition",
+    58: "Envelope",
+    59: "FetchSnapshot",
+    62: "BrokerRegistration",
+    63: "BrokerHeartbeat",
+    64: "UnregisterBroker",
+    67: "AllocateProducerIds",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
+    70: "ControllerRegistration",
+    71: "GetTelemetrySubscriptions",
+    72: "PushTelemetry",
+    73: "AssignReplicasToDirs",
+    76: "ShareGroupHeartbeat",
+    77: "ShareGroupDescribe",
+    78: "ShareFetch",
+    79: "ShareAcknowledge",
+    80: "AddRaftVoter",
+    81: "RemoveRaftVoter",
+    82: "UpdateRaftVoter",
+    83: "InitializeShareGroupState",
+    84: "ReadShareGroupState",
+    85: "WriteShareGroupState",
+    86: "DeleteShareGroupState",
+    87: "ReadShareGroupStateSummary",
+    88: "StreamsGroupHeartbeat",
+    89: "StreamsGroupDescribe",
+    90: "DescribeShareGroupOffsets",
+    91: "AlterShareGroupOffsets",
+    92: "DeleteShareGroupOffsets",
+    93: "StreamsGroupTopologyDescriptionUpdate",
+    94: "UnregisterController",
+}
+
+
+def api_name(key: int) -> str:
+    module = SCHEMAS.get(key)
+    if module is not None:
+        return str(module.NAME)
+    return KAFKA_API_NAMES.get(key, f"ApiKey{key}")
+
+
+def codec_versions(key: int) -> range:
+    """The versions our codecs can encode and decode (Produce v0-2: corpus/legacy.py)."""
+    module = SCHEMAS.get(key)
+    if module is None:
+        return range(0)
+    low, high = module.VALID_VERSIONS
+    if key == int(API.PRODUCE):
+        low = 0
+    return range(low, high + 1)
+
+
+def patched(
+    api: int, codec_version: int, sent_version: int, body: dict[str, Any], decode_as: int
+) -> Any:
+    """A `Step.raw`: the body encoded at `codec_version`, the header saying `sent_version`."""
+
+    def make(ctx: Ctx, conn: Connection) -> Request:
+        correlation = conn.next_correlation()
+        frame = bytearray(encode_request(api, codec_version, correlation, CLIENT_ID, body))
+        struct.pack_into(">h", frame, 6, sent_version)
+        return Request(
+            api,
+            sent_version,
+            bytes(frame),
+            correlation,
+            lambda f: decode_response(api, decode_as, f),
+        )
+
+    return make
+
+
+def header_only(api: int, version: int) -> Any:
+    """A `Step.raw`: a request header (v2) and no body."""
+
+    def make(ctx: Ctx, conn: Connection) -> Request:
+        correlation = conn.next_correlation()
+        client = CLIENT_ID.encode()
+        frame = struct.pack(">hhih", api, version, correlation, len(client)) + client + b"\x00"
+        return Request(
+            api, version, struct.pack(">i", len(frame)) + frame, correlation, _undecodable
+        )
+
+    return make
+
+
+def _undecodable(frame: bytes) -> tuple[int, Any]:
+    raise ValueError(f"no codec for this API ({len(frame)} bytes answered)")
+
+
+def unsupported_versions() -> Scenario:
+    av = {"client_software_name": "conformance", "client_software_version": "1.0"}
+    meta = {"topics": [], "allow_auto_topic_creation": False}
+    fetch = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1024,
+        "isolation_level": 0,
+        "topics": [],
+    }
+    produce = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "x", "topic_id": NIL, "partition_data": []}],
+    }
+    steps = (
+        Step(
+            "unsupported.ApiVersions.v127",
+            int(API.API_VERSIONS),
+            127,
+            note="ApiVersions of a version from the future",
+            raw=patched(18, 3, 127, av, 0),
+        ),
+        Step(
+            "unsupported.Metadata.v14",
+            int(API.METADATA),
+            14,
+            note="Metadata v14 (v13's body)",
+            raw=patched(3, 13, 14, meta, 13),
+        ),
+        Step(
+            "unsupported.Fetch.v3",
+            int(API.FETCH),
+            3,
+            note="Fetch v3 (removed in Kafka 4.0; v4's body)",
+            raw=patched(1, 4, 3, fetch, 4),
+        ),
+        Step(
+            "unsupported.Produce.v14",
+            int(API.PRODUCE),
+            14,
+            note="Produce v14 (v13's body)",
+            raw=patched(0, 13, 14, produce, 13),
+        ),
+        Step(
+            "unsupported.ApiKey200",
+            200,
+            0,
+            note="an API key no broker has (header only)",
+            raw=header_only(200, 0),
+        ),
+    )
+    return Scenario("unsupported versions", steps)
+
+
+def no_codec(apis: dict[int, tuple[int, int]]) -> Scenario:
+    """One header-only probe per API (at its newest advertised version) our codecs lack."""
+    steps = tuple(
+        Step(
+            f"no_codec.{api_name(key)}.v{high}",
+            key,
+            high,
+            note="header only: our codecs cannot encode this API",
+            raw=header_only(key, high),
+        )
+        for key, (_, high) in sorted(apis.items())
+    )
+    return Scenario("APIs our codecs do not know", steps)

@@ -1,0 +1,372 @@
+"""Why each known difference exists: the one hand-written file of the harness's verdicts.
+
+A `Reason` matches a difference by API key (None: any), step id pattern and field path
+pattern: `*` matches anything, every other character is literal, and ` | ` separates
+alternatives (or `re:` and a regular expression). The first match wins, so specific reasons
+come before general ones. A difference no reason matches is reported as unexplained (and
+`run --strict` fails on it).
+
+Keep the evidence in the `why`: what Kafka answers, what wirebroker answers, and where Kafka's
+behaviour was checked (the oracle's answer in CONFORMANCE.md is the evidence; Kafka's source or
+KIP only says why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = {
+    "bug": "wirebroker bug, to fix",
+    "cosmetic": "wirebroker difference no client acts on (to fix)",
+    "not-built": "not built yet",
+    "deliberate": "deliberate deviation",
+    "environment": "environment (how the brokers were set up, not behaviour)",
+    "kafka": "Kafka quirk or bug (wirebroker's answer is valid too)",
+    "unexplained": "unexplained",
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    key: str  # short name the report cites
+    kind: str
+    why: str
+    steps: str = "*"
+    path: str = "*"
+    api: int | None = None
+
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
+API_VERSIONS, CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 18, 19, 32, 33
+ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_REASSIGNMENTS = 43, 44, 45
+DESCRIBE_LOG_DIRS, DESCRIBE_TRANSACTIONS = 35, 65
+
+_PRODUCE_REASONS = (
+    Reason(
+        "produce-record-errors",
+        "bug",
+        "A batch refused for some of its records (a record without a key on a compacted topic, "
+        "a timestamp out of range): Kafka names each bad record in record_errors (batch_index "
+        "and message) so that a client fails only those; wirebroker sends no record_errors.",
+        path="*.record_errors*",
+        api=PRODUCE,
+    ),
+    Reason(
+        "produce-error-log-start-offset",
+        "cosmetic",
+        "A batch refused for its content (sequence, key, timestamp): Kafka still fills "
+        "log_start_offset with the partition's log start offset; wirebroker answers -1.",
+        path="*.partition_responses[*].log_start_offset",
+        api=PRODUCE,
+    ),
+    Reason(
+        "produce-error-message",
+        "cosmetic",
+        "A refused partition's error_message: Kafka leaves it null for MESSAGE_TOO_LARGE, "
+        "CORRUPT_MESSAGE, INVALID_RECORD of a malformed batch and the sequence errors, where "
+        "wirebroker sends a text; Kafka sends a text for INVALID_TXN_STATE (Produce v10), where "
+        "wirebroker sends null.",
+        path="*.partition_responses[*].error_message",
+        api=PRODUCE,
+    ),
+    Reason(
+        "produce-v0-2",
+        "deliberate",
+        "Produce v0-2 (message formats v0/v1, removed in Kafka 4.0 but still advertised): Kafka "
+        "closes the connection; wirebroker answers UNSUPPORTED_VERSION per partition so that a "
+        "client that skipped ApiVersions fails at once (compat/README.md, "
+        "protocol/legacy_produce.py).",
+        steps="Produce.v0 | Produce.v1 | Produce.v2",
+        api=PRODUCE,
+    ),
+    Reason(
+        "produce-null-records",
+        "kafka",
+        "Produce with null records: Kafka 4.4 fails with a NullPointerException "
+        "(PartitionProduceData.records() is null, in its log) and never answers; wirebroker "
+        "answers INVALID_RECORD.",
+        steps="produce.error.null_records",
+    ),
+    Reason(
+        "txn-produce-not-added",
+        "bug",
+        "A transactional batch to a partition not added to the transaction: Kafka answers "
+        "TRANSACTION_ABORTABLE to Produce v11+ (KIP-890; INVALID_TXN_STATE at v10, step "
+        "txn-errors.produce_not_added_v10, identical); wirebroker answers INVALID_TXN_STATE at "
+        "every version.",
+        steps="txn-errors.produce_not_added",
+        api=PRODUCE,
+    ),
+    Reason(
+        "txn-first-sequence",
+        "bug",
+        "The first batch of a transaction with sequence 5: Kafka refuses it "
+        "(OUT_OF_ORDER_SEQUENCE_NUMBER: a producer's first transactional write must start at "
+        "sequence 0); wirebroker stores it (so the partition then holds one batch more: "
+        "everything.log_dirs).",
+        steps="txn-errors.produce_bad_sequence | everything.log_dirs",
+    ),
+)
+
+_FETCH_REASONS = (
+    Reason(
+        "fetch-sessions",
+        "not-built",
+        "Consumer fetch sessions (KIP-227): Kafka gives a session id to a Fetch with session "
+        "epoch 0 and serves the incremental fetch that follows; wirebroker makes sessions for "
+        "follower brokers only, answers session_id 0 and FETCH_SESSION_ID_NOT_FOUND (issue 35).",
+        steps="fetch.session_*",
+        api=FETCH,
+    ),
+    Reason(
+        "fetch-error-aborted-null",
+        "cosmetic",
+        "A partition refused (unknown topic or partition): Kafka sends aborted_transactions [] "
+        "(an empty list), wirebroker null.",
+        path="*.aborted_transactions",
+        api=FETCH,
+    ),
+    Reason(
+        "fetch-before-marker",
+        "kafka",
+        "A fetch from offset 0 of a partition holding a transaction's batch and then its "
+        "marker: Kafka's answer ends after the batch (the marker comes with the next fetch, "
+        "although the high watermark is past it), wirebroker's includes the marker. A consumer "
+        "fetches on from the last offset either way.",
+        steps="txn-v*.fetch_*",
+        path="*.records[base_offset=2]",
+        api=FETCH,
+    ),
+)
+
+_METADATA_REASONS = (
+    Reason(
+        "list-offsets-spec",
+        "bug",
+        "ListOffsets with a timestamp spec the request version does not know (-3 max-timestamp "
+        "below v7; -7, no spec at all): Kafka answers UNSUPPORTED_VERSION for the partition; "
+        "wirebroker answers as if it were a valid spec or timestamp.",
+        steps="list_offsets.max_timestamp_v6 | list_offsets.bad_spec",
+        api=LIST_OFFSETS,
+    ),
+    Reason(
+        "metadata-auto-create",
+        "bug",
+        "Metadata with allow_auto_topic_creation for a topic that does not exist (every version "
+        "tried): Kafka creates it but answers that request UNKNOWN_TOPIC_OR_PARTITION without "
+        "partitions (nil topic id); the topic exists from the next request "
+        "(metadata.auto_created_after, identical). wirebroker creates it before answering and "
+        "answers NONE with the partition.",
+        steps="metadata.auto_create*",
+        api=METADATA,
+    ),
+    Reason(
+        "metadata-cluster-operations",
+        "bug",
+        "Metadata v8-10 cluster_authorized_operations: Kafka 8096 (CREATE, ALTER, DESCRIBE, "
+        "CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE); wirebroker 32672, "
+        "which adds CREATE_TOKENS and DESCRIBE_TOKENS (DescribeCluster's value, identical there).",
+        path="cluster_authorized_operations",
+        api=METADATA,
+    ),
+    Reason(
+        "find-coordinator-message",
+        "cosmetic",
+        "FindCoordinator v4+ coordinators[].error_message on success: Kafka an empty string, "
+        "wirebroker null.",
+        api=FIND_COORDINATOR,
+    ),
+)
+
+_VERSIONS_REASONS = (
+    Reason(
+        "api-versions-unsupported",
+        "bug",
+        "ApiVersions of a version the broker does not know: both answer UNSUPPORTED_VERSION in a "
+        "v0 answer, Kafka listing only ApiVersions itself in api_keys, wirebroker every API.",
+        steps="unsupported.ApiVersions.v127",
+        api=API_VERSIONS,
+    ),
+    Reason(
+        "codec-lag",
+        "not-built",
+        "ApiVersions v5, TxnOffsetCommit v6 and DeleteGroups v3 are newer than the message "
+        "definitions wirebroker's codecs are generated from (kafka-python's); they come with a "
+        "regeneration from Kafka 4.4's own definitions.",
+        path="api_keys[api_key=18].max_version | api_keys[api_key=28].max_version"
+        " | api_keys[api_key=42].max_version",
+        api=API_VERSIONS,
+    ),
+    Reason(
+        "features-v3-min-zero",
+        "bug",
+        "ApiVersions v3 supported_features: Kafka leaves out features whose minimum version is 0 "
+        "(KIP-1022: only v4+ clients can read them); wirebroker lists transaction.version 0-2.",
+        steps="ApiVersions.v3",
+        path="supported_features[name=transaction.version]",
+        api=API_VERSIONS,
+    ),
+    Reason(
+        "kraft",
+        "deliberate",
+        "KRaft: a wirebroker cluster is coordinated by ZooKeeper (README, Known limits), so it "
+        "has no metadata quorum (DescribeQuorum, UnregisterBroker, UnregisterController, the "
+        "Raft voter APIs), no feature levels to update (UpdateFeatures) and no "
+        "metadata.version, kraft.version or eligible.leader.replicas.version feature.",
+        path="api_keys[api_key=55] | api_keys[api_key=57] | api_keys[api_key=64]"
+        " | api_keys[api_key=80]"
+        " | api_keys[api_key=81] | api_keys[api_key=94] | *[name=metadata.version]"
+        " | *[name=kraft.version] | *[name=eligible.leader.replicas.version]",
+    ),
+    Reason(
+        "security",
+        "not-built",
+        "TLS, SASL, ACLs, SCRAM users, client quotas and delegation tokens (issue 34): Kafka "
+        "serves these APIs (SECURITY_DISABLED without an authorizer, ILLEGAL_SASL_STATE on a "
+        "PLAINTEXT listener); wirebroker does not advertise them and closes the connection.",
+        path="(reaction) | api_keys[api_key=17] | api_keys[api_key=29] | api_keys[api_key=30]"
+        " | api_keys[api_key=31] | api_keys[api_key=36] | api_keys[api_key=38]"
+        " | api_keys[api_key=39] | api_keys[api_key=40] | api_keys[api_key=41]"
+        " | api_keys[api_key=48] | api_keys[api_key=49] | api_keys[api_key=50]"
+        " | api_keys[api_key=51]",
+        steps="ApiVersions.* | Sasl* | *Acls.* | *ClientQuotas.* | *UserScramCredentials.*",
+    ),
+    Reason(
+        "new-groups",
+        "not-built",
+        "KIP-848 consumer groups, share groups (KIP-932) and streams groups: Kafka serves their "
+        "APIs and finalizes group.version, share.version and streams.version; wirebroker offers "
+        "the classic protocol only (issue 35).",
+        path="api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
+        " | api_keys[api_key=77] | api_keys[api_key=78] | api_keys[api_key=79]"
+        " | api_keys[api_key=83] | api_keys[api_key=84] | api_keys[api_key=85]"
+        " | api_keys[api_key=86] | api_keys[api_key=87] | api_keys[api_key=88]"
+        " | api_keys[api_key=89] | api_keys[api_key=90] | api_keys[api_key=91]"
+        " | api_keys[api_key=92] | api_keys[api_key=93] | *[name=group.version]"
+        " | *[name=share.version] | *[name=streams.version]",
+        api=API_VERSIONS,
+    ),
+    Reason(
+        "quorum-and-features",
+        "deliberate",
+        "DescribeQuorum (KRaft's metadata quorum) and UpdateFeatures: a wirebroker cluster is "
+        "coordinated by ZooKeeper and its one feature (transaction.version) is a broker config; "
+        "wirebroker does not advertise them and closes the connection.",
+        steps="DescribeQuorum.* | UpdateFeatures.*",
+    ),
+)
+
+_CONFIG_REASONS = (
+    Reason(
+        "oracle-min-insync",
+        "environment",
+        "min.insync.replicas: Kafka 4's `kafka-storage format` writes min.insync.replicas=1 as "
+        "a cluster-wide dynamic default (KIP-966), so its source is "
+        "DYNAMIC_DEFAULT_BROKER_CONFIG (3) with a second synonym; on wirebroker it is the "
+        "default (5). Same value.",
+        path="*[name=min.insync.replicas].*",
+    ),
+    Reason(
+        "oracle-settings",
+        "environment",
+        "The oracle's server.properties sets node.id, advertised.listeners and, as Kafka's own "
+        "single-node config does, num.partitions=1 and the internal topics' replication factors "
+        "and min ISR to 1 (STATIC_BROKER_CONFIG, 4, with a second synonym); wirebroker runs with "
+        "its defaults: the same values on one broker, except advertised.listeners (unset: null).",
+        path="*[name=node.id].* | *[name=broker.id].* | *[name=advertised.listeners].*"
+        " | *[name=num.partitions].* | *[name=offsets.topic.replication.factor].*"
+        " | *[name=transaction.state.log.replication.factor].*"
+        " | *[name=transaction.state.log.min.isr].*",
+        api=DESCRIBE_CONFIGS,
+    ),
+    Reason(
+        "group-initial-delay",
+        "deliberate",
+        "group.initial.rebalance.delay.ms: wirebroker's default is 0 (Kafka's 3000) so that a "
+        "local consumer starts at once (README, Configuration).",
+        path="*[name=group.initial.rebalance.delay.ms].*",
+        api=DESCRIBE_CONFIGS,
+    ),
+    Reason(
+        "configs-not-built",
+        "not-built",
+        "Configs Kafka has and wirebroker does not: per-codec compression levels (KIP-390), "
+        "errors.deadletterqueue.* (KIP-1034), max.decompressed.message.bytes, tiered storage "
+        "(remote.*), and on the broker KRaft, SASL/SSL, quotas, share groups and the rest "
+        "(270 of them).",
+        path=r"re:.*\.configs\[name=[^\]]*\]",
+    ),
+    Reason(
+        "dynamic-broker-configs",
+        "not-built",
+        "Dynamic broker configs: Kafka marks per-broker updatable configs read_only=false and "
+        "accepts AlterConfigs / IncrementalAlterConfigs on a broker resource; wirebroker marks "
+        "every broker config read-only and refuses (INVALID_REQUEST).",
+        path="*.read_only | responses[resource_name=<node>].*",
+    ),
+    Reason(
+        "config-null-defaults",
+        "bug",
+        "Configs without a default of their own (log.flush.interval.ms falls back to "
+        "log.flush.scheduler.interval.ms, log.roll.jitter.ms to log.roll.jitter.hours): "
+        "Kafka's value is null and it lists no synonym with a null value (flush.ms, "
+        "segment.jitter.ms on topics); wirebroker shows a number and those synonyms.",
+        path="*[name=log.flush.interval.ms]* | *[name=log.roll.jitter.ms]*"
+        " | *[name=flush.ms].synonyms* | *[name=segment.jitter.ms].synonyms*",
+        api=DESCRIBE_CONFIGS,
+    ),
+    Reason(
+        "config-types",
+        "bug",
+        "DescribeConfigs config_type: Kafka says log.dir is a LIST (7) and "
+        "leader.imbalance.check.interval.seconds a LONG (5); wirebroker STRING (2) and INT (3).",
+        path="*.config_type",
+        api=DESCRIBE_CONFIGS,
+    ),
+    Reason(
+        "describe-configs-message",
+        "cosmetic",
+        "DescribeConfigs results[].error_message: Kafka an empty string, wirebroker null (and a "
+        "broker logger's documentation: Kafka an empty string, wirebroker null).",
+        path="results[*].error_message | *[name=root].documentation",
+        api=DESCRIBE_CONFIGS,
+    ),
+)
+
+_ADMIN_REASONS = (
+    Reason(
+        "elect-bad-type",
+        "cosmetic",
+        "ElectLeaders with an unknown election type: both answer INVALID_REQUEST; Kafka also "
+        "answers each partition asked for (INVALID_REQUEST, 'Unknown election type 5'), "
+        "wirebroker an empty list.",
+        steps="cluster.elect_bad_type",
+        api=ELECT_LEADERS,
+    ),
+    Reason(
+        "reassign-message",
+        "cosmetic",
+        "Cancelling a reassignment where none is ongoing (NO_REASSIGNMENT_IN_PROGRESS): Kafka's "
+        "partition error_message is null, wirebroker's a text.",
+        steps="cluster.reassign_cancel_none",
+        api=ALTER_REASSIGNMENTS,
+    ),
+    Reason(
+        "describe-transactions-unknown",
+        "cosmetic",
+        "DescribeTransactions of an unknown transactional id (TRANSACTIONAL_ID_NOT_FOUND): "
+        "Kafka fills producer_id, producer_epoch and transaction_start_time_ms with 0, "
+        "wirebroker with -1.",
+        steps="txn-errors.describe_unknown",
+        api=DESCRIBE_TRANSACTIONS,
+    ),
+)
+
+REASONS: tuple[Reason, ...] = (
+    *_PRODUCE_REASONS,
+    *_FETCH_REASONS,
+    *_METADATA_REASONS,
+    *_VERSIONS_REASONS,
+    *_CONFIG_REASONS,
+    *_ADMIN_REASONS,
+)

@@ -80,7 +80,7 @@ def unsupported_version_body() -> ApiVersionsResponse:
     return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised_api_keys()}
 
 
-@handler(ApiKey.API_VERSIONS)
+@handler(ApiKey.API_VERSIONS, max_version=4)
 async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and not (
         valid_software_field(req.get("client_software_name"))

@@ -35,7 +35,7 @@ def delete_groups_response(result: DeleteGroupsResult) -> DeleteGroupsResponse:
     }
 
 
-@handler(ApiKey.DELETE_GROUPS)
+@handler(ApiKey.DELETE_GROUPS, max_version=2)
 async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     group_ids = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
     coordinator = ctx.services.group_coordinator

@@ -119,7 +119,7 @@ async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetC
                     int(req["producer_id"]),
                     int(req["producer_epoch"]),
                     commit_topics,
-                    generation_id=int(req.get("generation_id", -1))
+                    generation_id=int(req.get("generation_id_or_member_epoch", -1))
                     if version >= _MEMBER_VERSION
                     else -1,
                     member_id=str(req.get("member_id") or "") if version >= _MEMBER_VERSION else "",

@@ -267,7 +267,7 @@ def txn_commit_body(offset: int, **kw: Any) -> dict[str, Any]:
         "group_id": kw.get("group", "g"),
         "producer_id": kw.get("pid", PID),
         "producer_epoch": EPOCH,
-        "generation_id": kw.get("generation", -1),
+        "generation_id_or_member_epoch": kw.get("generation", -1),
         "member_id": kw.get("member", ""),
         "group_instance_id": None,
         "topics": [

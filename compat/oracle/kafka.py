@@ -7,11 +7,8 @@ with (compat/oracle/README.md).
         kafka.bootstrap                   # "127.0.0.1:PORT", ready for clients
     run_tool("org.apache.kafka.tools.TopicCommand", ["--bootstrap-server", b, "--list"])
 
-The cache is `$WIREBROKER_ORACLE_CACHE`, else `$XDG_CACHE_HOME/wirebroker/apache-kafka-4.4.0`
-(`~/.cache/...`): outside the checkout, shared by every clone on the machine. `ensure_libs`
-runs `mvn dependency:copy-dependencies` on compat/oracle/pom.xml when the cache's stamp does
-not match the pom (first use, or the pom changed), under a file lock so that concurrent
-callers fetch once.
+The jars and their cache (`ensure_libs`, `cache_dir`): compat/oracle/jars.py, which
+tools/gen_protocol.py also uses (Kafka's message definitions are in kafka-clients).
 
 One oracle per test run: `tools/run-tests` starts one (`python -m compat.oracle serve`) and
 exports its address as `WIREBROKER_ORACLE`; `shared_or_new()` (and the pytest fixture
@@ -22,8 +19,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
-import hashlib
 import os
 import shutil
 import signal
@@ -37,10 +32,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from compat.oracle.jars import KAFKA_VERSION as KAFKA_VERSION  # re-exported
+from compat.oracle.jars import OracleError, cache_dir, ensure_libs
 from protocol.codec import decode_response, encode_request
 
-KAFKA_VERSION = "4.4.0"
-POM = Path(__file__).resolve().with_name("pom.xml")
 SHARED_ENV = "WIREBROKER_ORACLE"  # host:port of a running oracle shared by a whole test run
 NODE_ID = 1
 
@@ -72,61 +67,6 @@ SINGLE_NODE_SETTINGS = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
 }
-
-
-class OracleError(RuntimeError):
-    """Apache Kafka could not be fetched or started."""
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("WIREBROKER_ORACLE_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "wirebroker" / f"apache-kafka-{KAFKA_VERSION}"
-
-
-def _pom_digest() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
-
-
-def ensure_libs(*, quiet: bool = True) -> Path:
-    """The folder of Apache Kafka's jars, fetched with Maven on first use (offline after)."""
-    root = cache_dir()
-    libs = root / "libs"
-    stamp = root / "stamp"
-    digest = _pom_digest()
-    if stamp.exists() and stamp.read_text().strip() == digest:
-        return libs
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text().strip() == digest:
-            return libs
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise OracleError("Maven (mvn) is not installed: apt-get install maven")
-        partial = root / "libs.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        cmd = [
-            mvn,
-            "-B",
-            *(["-q"] if quiet else []),
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={partial}",
-            "-DincludeScope=runtime",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise OracleError(
-                f"mvn failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}"
-            )
-        shutil.rmtree(libs, ignore_errors=True)
-        partial.rename(libs)
-        stamp.write_text(digest + "\n")
-    return libs
 
 
 def classpath() -> str:

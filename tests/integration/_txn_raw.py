@@ -190,7 +190,7 @@ class RawTxn:
             "group_id": group,
             "producer_id": self.producer_id,
             "producer_epoch": self.epoch,
-            "generation_id": -1,
+            "generation_id_or_member_epoch": -1,
             "member_id": "",
             "group_instance_id": None,
             "topics": [

@@ -72,7 +72,7 @@ def test_ready_line_answers_and_sigterm_is_clean(broker: BrokerProcess) -> None:
         response = call(broker.bootstrap, request, correlation_id=version + 1)
         assert response.error_code == 0
         keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert keys[18] == (0, 4)
+        assert keys[18] == (0, 5)
     assert broker.stop() == 0
     assert (broker.data_dir / CLEAN_SHUTDOWN_FILE).exists()
     assert "Traceback" not in broker.log_text()

@@ -67,7 +67,7 @@ def test_api_versions_finalize_transaction_version_2(broker: BrokerProcess) -> N
     ]
     assert resp.finalized_features_epoch >= 0
     versions = {k.api_key: k.max_version for k in resp.api_keys}
-    assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.TXN_OFFSET_COMMIT] == 5
+    assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.TXN_OFFSET_COMMIT] == 6
     assert versions[ApiKey.PRODUCE] >= 12
 
 

@@ -85,8 +85,9 @@ class OffsetsManager:
     # == TxnOffsetCommit (pending until the marker: txn_offsets.py) ======================
     def txn_commit_offsets(self, now_ms: int, req: TxnCommitRequest) -> Result[CommitResult]:
         """TxnOffsetCommit: the checks of OffsetCommit in their transactional form (an
-        unknown group with a generation is ILLEGAL_GENERATION, as Kafka); the offsets are
-        written as transactional records and stay pending until `complete_txn`."""
+        unknown group with a generation is GROUP_ID_NOT_FOUND; the handler answers
+        ILLEGAL_GENERATION before v6, as Kafka); the offsets are written as transactional
+        records and stay pending until `complete_txn`."""
         fx = Effects()
         err = self._commit_error(now_ms, req, transactional=True)
         if err is not ErrorCode.NONE:
@@ -145,9 +146,7 @@ class OffsetsManager:
         group = self.state.groups.get(group_id)
         if group is None:
             if req.generation_id >= 0:
-                return (
-                    ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.GROUP_ID_NOT_FOUND
-                )
+                return ErrorCode.GROUP_ID_NOT_FOUND
             group = ClassicGroup(group_id, current_state_timestamp=now_ms)
             self.state.groups[group_id] = group
         err = group.validate_offset_commit(

@@ -1,13 +1,18 @@
-"""ApiVersions (key 18), versions 0-4.
+"""ApiVersions (key 18), versions 0-5.
 
 Every connection starts with this request: aiokafka sends v0, kafkajs v2, librdkafka v3,
-kafka-python v4. The answer lists every API that has a registered handler with the versions it
-advertises (`wirebroker.handlers.registry`), so the broker never claims an API it cannot serve.
+kafka-python v4, the Java client 4.4 v5. The answer lists every API that has a registered
+handler with the versions it advertises (`wirebroker.handlers.registry`), so the broker never
+claims an API it cannot serve.
 
 Request
     v3+ carries `client_software_name` / `client_software_version`. Kafka checks both against
     `[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?` (ApiVersionsRequest.isValid); when either does
     not match, the answer is INVALID_REQUEST (42) with an empty API list, as Kafka's.
+    v5+ (KIP-1242) carries `cluster_id` (nullable) and `node_id` (-1): the broker the client
+    means to reach. One without the other is INVALID_REQUEST (also isValid); both given and
+    either differing from this broker's is REBOOTSTRAP_REQUIRED (129), empty API list, so the
+    client drops its stale metadata and bootstraps again. Neither given: no check.
 Response
     `error_code`, `api_keys` [(`api_key`, `min_version`, `max_version`)], `throttle_time_ms` (v1+,
     always 0). v3+ tagged fields: SupportedFeatures lists `transaction.version` 0..2, and,
@@ -15,7 +20,7 @@ Response
     FinalizedFeatures carry the finalized level (`wirebroker.txn.version`; clients use
     KIP-890 part 2 at level 2). Below level 2, Produce is capped at v11 and EndTxn /
     TxnOffsetCommit at v4 (the TV2 versions). ZkMigrationReady stays at its default.
-Newer version than served (v5+)
+Newer version than served (v6+)
     Not a handler call: `wirebroker.handlers.dispatcher` answers with `unsupported_version_body()`
     encoded as a v0 response (header v0): UNSUPPORTED_VERSION (35) plus the API list, so the
     client retries with the highest ApiVersions version listed (KIP-511). Kafka lists only
@@ -41,6 +46,8 @@ if TYPE_CHECKING:
 
 #: Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (whole-string match).
 _SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+#: From v5 the request names the cluster and node it means (KIP-1242).
+_CLUSTER_CHECK_VERSION = 5
 
 
 def valid_software_field(value: str | None) -> bool:
@@ -80,13 +87,32 @@ def unsupported_version_body() -> ApiVersionsResponse:
     return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised_api_keys()}
 
 
-@handler(ApiKey.API_VERSIONS)
-async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
-    if ctx.api_version >= 3 and not (
+def _request_error(ctx: RequestContext, req: ApiVersionsRequest) -> ErrorCode:
+    """INVALID_REQUEST / REBOOTSTRAP_REQUIRED / NONE, in Kafka's order (isValid first)."""
+    version = ctx.api_version
+    cluster_id, node_id = req.get("cluster_id"), int(req.get("node_id", -1))
+    if version >= _CLUSTER_CHECK_VERSION and (cluster_id is None) != (node_id == -1):
+        return ErrorCode.INVALID_REQUEST
+    if version >= 3 and not (
         valid_software_field(req.get("client_software_name"))
         and valid_software_field(req.get("client_software_version"))
     ):
-        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
+        return ErrorCode.INVALID_REQUEST
+    services = ctx.services
+    if (
+        version >= _CLUSTER_CHECK_VERSION
+        and cluster_id is not None
+        and (cluster_id != services.cluster_id or node_id != services.node_id)
+    ):
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NONE
+
+
+@handler(ApiKey.API_VERSIONS)
+async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
+    error = _request_error(ctx, req)
+    if error is not ErrorCode.NONE:
+        return {"error_code": error, "api_keys": [], "throttle_time_ms": 0}
     level = txn_version.level(ctx.services.config)
     response: ApiVersionsResponse = {
         "error_code": ErrorCode.NONE,

@@ -1,12 +1,14 @@
-"""DeleteGroups (API key 42): serves v0-2.
+"""DeleteGroups (API key 42): serves v0-3.
 
 Duplicate group ids are answered once (Kafka de-duplicates), in request order. Per group
 (`GroupCoordinatorRuntime.delete_groups`, the core's rules): an Empty group is deleted (offset
 tombstones, then the group tombstone, appended and replicated before the answer) -> NONE; a
 group with members NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND;
 COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the
-coordinator's state says. No group coordinator: COORDINATOR_NOT_AVAILABLE. Skipped:
-authorization, throttling.
+coordinator's state says. No group coordinator: COORDINATOR_NOT_AVAILABLE. v3 adds a
+per-group `error_message`: null here, as Kafka 4.4 leaves it for every error a classic group
+can have (Kafka fills it only when deleting a share or streams group's state fails,
+GROUP_DELETION_FAILED). Skipped: authorization, throttling.
 """
 
 from __future__ import annotations

@@ -130,11 +130,11 @@ async def test_a_version_the_handler_does_not_serve_closes(
     assert "served 4-13" in message and "correlation id 61" in message and "v1" in message
 
 
-@pytest.mark.parametrize("version", [5, 2])
+@pytest.mark.parametrize("version", [6, 2])
 async def test_api_versions_newer_than_served_gets_a_v0_answer(
     caplog: pytest.LogCaptureFixture, version: int
 ) -> None:
-    """v5: beyond the schema; v2: beyond a handler serving 0-1. Both answered with v0."""
+    """v6: beyond the schema; v2: beyond a handler serving 0-1. Both answered with v0."""
     dispatcher = _dispatcher(_spec(ApiKey.API_VERSIONS, api_versions_handle, 0, 1))
     frame = _header_v1(ApiKey.API_VERSIONS, version, 9) + b"\x00"
     with caplog.at_level(logging.INFO, logger="wirebroker.net"):

@@ -1,4 +1,4 @@
-"""ListGroups v0-5, DescribeGroups v0-6 and DeleteGroups v0-2 through the codec."""
+"""ListGroups v0-5, DescribeGroups v0-6 and DeleteGroups v0-3 through the codec."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_group_operations_bits() -> None:
     assert GROUP_ALL_OPERATIONS == 0b1101_0100_1000 == 3400
 
 
-@pytest.mark.parametrize("version", range(3))
+@pytest.mark.parametrize("version", range(4))
 async def test_delete_groups(call: Any, coordinator: object, version: int) -> None:
     resp = await call(DELETE, version, {"groups_names": ["simple", "active", "ghost", "simple"]})
     assert [(r.group_id, r.error_code) for r in resp.results] == [
@@ -125,6 +125,9 @@ async def test_delete_groups(call: Any, coordinator: object, version: int) -> No
         ("active", E.NON_EMPTY_GROUP),
         ("ghost", E.GROUP_ID_NOT_FOUND),
     ]
+    # v3's error_message: null for every error a classic group has, as in Kafka 4.4
+    messages = [r.get("error_message", "absent") for r in resp.results]
+    assert messages == ([None] * 3 if version >= 3 else ["absent"] * 3)
     fetched = await call(
         ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "simple", "topics": None}]}
     )

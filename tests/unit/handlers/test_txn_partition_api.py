@@ -4,6 +4,7 @@ require_stable, replay of pending offsets at load, DescribeProducers."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -267,7 +268,7 @@ def txn_commit_body(offset: int, **kw: Any) -> dict[str, Any]:
         "group_id": kw.get("group", "g"),
         "producer_id": kw.get("pid", PID),
         "producer_epoch": EPOCH,
-        "generation_id": kw.get("generation", -1),
+        "generation_id_or_member_epoch": kw.get("generation", -1),
         "member_id": kw.get("member", ""),
         "group_instance_id": None,
         "topics": [
@@ -345,6 +346,36 @@ async def test_txn_offset_commit_errors(call, services, coordinator) -> None:
     services.txn_verifier = FakeVerifier(services, answer=E.NOT_ENOUGH_REPLICAS)
     resp = await call(ApiKey.TXN_OFFSET_COMMIT, 3, txn_commit_body(2, pid=PID + 1))
     assert txn_commit_codes(resp) == [E.COORDINATOR_NOT_AVAILABLE]
+
+
+async def test_txn_offset_commit_v6_by_topic_id(call, services, coordinator) -> None:
+    """KIP-1319 (compared with Apache Kafka in tests/oracle/test_new_versions.py): topics by
+    id, errors found before the coordinator first, GROUP_ID_NOT_FOUND from v6."""
+    topic_id, unknown = services.topics.get("t").topic_id, uuid.uuid4()
+
+    def body(topics: list[tuple[uuid.UUID, list[int]]], **kw: Any) -> dict[str, Any]:
+        base = txn_commit_body(4, **kw)
+        partition = base["topics"][0]["partitions"][0]
+        base["topics"] = [
+            {"topic_id": tid, "partitions": [{**partition, "partition_index": i} for i in ps]}
+            for tid, ps in topics
+        ]
+        return base
+
+    resp = await call(ApiKey.TXN_OFFSET_COMMIT, 6, body([(topic_id, [0, 5]), (unknown, [0])]))
+    assert [
+        (t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in resp.topics
+    ] == [
+        (topic_id, [(5, E.UNKNOWN_TOPIC_OR_PARTITION), (0, E.NONE)]),
+        (unknown, [(0, E.UNKNOWN_TOPIC_ID)]),
+    ]
+    assert "name" not in resp.topics[0]
+    resp = await call(
+        ApiKey.TXN_OFFSET_COMMIT, 6, body([(topic_id, [1])], group="g6", generation=2, member="m")
+    )
+    assert txn_commit_codes(resp) == [E.GROUP_ID_NOT_FOUND]
+    resp = await call(ApiKey.TXN_OFFSET_COMMIT, 5, txn_commit_body(1, group="g6", generation=2))
+    assert txn_commit_codes(resp) == [E.ILLEGAL_GENERATION]
 
 
 async def test_txn_offsets_replayed_at_load(call, services, coordinator, nursery) -> None:

@@ -1,4 +1,5 @@
-"""ApiVersions over a real socket: every version 0-4, newer versions, invalid client software."""
+"""ApiVersions over a real socket: every version 0-5, newer versions, invalid client software,
+v5's cluster and node check."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from netwire import (
 )
 
 from protocol.api import ApiKey
-from protocol.codec import decode_response
+from protocol.codec import decode_response, encode_request
 from protocol.errors import ErrorCode
 from wirebroker.handlers.api_versions import advertised_api_keys, valid_software_field
 from wirebroker.handlers.registry import HandlerSpec, handler
@@ -47,9 +48,45 @@ async def test_every_version_lists_exactly_the_registered_apis(
     response = await client.call(_request(version), correlation_id=100 + version)
     assert response.error_code == ErrorCode.NONE
     assert _as_tuples(response.api_keys) == _expected(registry)
-    assert (ApiKey.API_VERSIONS, 0, 4) in _as_tuples(response.api_keys)
+    assert (ApiKey.API_VERSIONS, 0, 5) in _as_tuples(response.api_keys)
     if version >= 1:
         assert response.throttle_time_ms == 0
+
+
+async def _call_v5(client: WireClient, correlation_id: int, **fields: Any) -> Any:
+    """ApiVersions v5 with our codec (kafka-python 3.0.12 stops at v4)."""
+    body = {"client_software_name": "netwire", "client_software_version": "1.0.0", **fields}
+    await client.send_raw(encode_request(ApiKey.API_VERSIONS, 5, correlation_id, "netwire", body))
+    data = await client.read_frame()
+    assert data is not None
+    got_id, response = decode_response(ApiKey.API_VERSIONS, 5, data)
+    assert got_id == correlation_id
+    return response
+
+
+async def test_v5_lists_exactly_the_registered_apis(
+    running: RunningServer, registry: dict[int, HandlerSpec]
+) -> None:
+    client = await WireClient.connect(running.address)
+    response = await _call_v5(client, 7)
+    assert response.error_code == ErrorCode.NONE
+    assert _as_tuples(response.api_keys) == _expected(registry)
+
+
+async def test_v5_checks_the_cluster_and_node_the_client_means(running: RunningServer) -> None:
+    """KIP-1242 (compared with Apache Kafka in tests/oracle/test_new_versions.py)."""
+    client = await WireClient.connect(running.address)
+    cluster, node = "test-cluster", 0  # netwire.stub_services()
+    for fields, expected in [
+        ({"cluster_id": cluster, "node_id": node}, ErrorCode.NONE),
+        ({"cluster_id": cluster + "x", "node_id": node}, ErrorCode.REBOOTSTRAP_REQUIRED),
+        ({"cluster_id": cluster, "node_id": node + 1}, ErrorCode.REBOOTSTRAP_REQUIRED),
+        ({"cluster_id": cluster}, ErrorCode.INVALID_REQUEST),
+        ({"node_id": node}, ErrorCode.INVALID_REQUEST),
+    ]:
+        response = await _call_v5(client, 8, **fields)  # the connection stays usable
+        assert response.error_code == expected, fields
+        assert bool(response.api_keys) == (expected is ErrorCode.NONE)
 
 
 async def test_v3_response_carries_the_transaction_version_feature(
@@ -103,7 +140,7 @@ async def test_produce_is_advertised_from_version_zero(
     assert (ApiKey.PRODUCE, 0, spec.max_version) in _as_tuples(response.api_keys)
 
 
-@pytest.mark.parametrize("version", [5, 127])
+@pytest.mark.parametrize("version", [6, 127])
 async def test_newer_version_gets_a_v0_unsupported_version_answer(
     running: RunningServer, registry: dict[int, HandlerSpec], version: int
 ) -> None:

@@ -46,7 +46,7 @@ def api_versions(address: str) -> Any:
     return _wire.request(
         address,
         ApiKey.API_VERSIONS,
-        3,
+        4,
         {"client_software_name": "raw", "client_software_version": "1"},
     )
 

@@ -15,17 +15,17 @@ Request
     client drops its stale metadata and bootstraps again. Neither given: no check.
 Response
     `error_code`, `api_keys` [(`api_key`, `min_version`, `max_version`)], `throttle_time_ms` (v1+,
-    always 0). v3+ tagged fields: SupportedFeatures lists `transaction.version` 0..2, and,
+    always 0). v3+ tagged fields: SupportedFeatures lists `transaction.version` 0..2 from v4 on
+    (KIP-1022: a v3 client may not read a supported range starting at 0, so Kafka leaves such
+    features out of a v3 answer; it lists them from v4), and,
     when the broker's `transaction.version` is above 0, FinalizedFeaturesEpoch and
     FinalizedFeatures carry the finalized level (`wirebroker.txn.version`; clients use
     KIP-890 part 2 at level 2). Below level 2, Produce is capped at v11 and EndTxn /
     TxnOffsetCommit at v4 (the TV2 versions). ZkMigrationReady stays at its default.
 Newer version than served (v6+)
     Not a handler call: `wirebroker.handlers.dispatcher` answers with `unsupported_version_body()`
-    encoded as a v0 response (header v0): UNSUPPORTED_VERSION (35) plus the API list, so the
-    client retries with the highest ApiVersions version listed (KIP-511). Kafka lists only
-    ApiVersions' own range in that answer; wirebroker lists every API, which clients treat the
-    same way.
+    encoded as a v0 response (header v0): UNSUPPORTED_VERSION (35) listing only ApiVersions'
+    own range, as Kafka's, so the client retries with the highest version listed (KIP-511).
 
 Skipped: features other than transaction.version (KIP-584); throttling does not exist.
 """
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 _SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 #: From v5 the request names the cluster and node it means (KIP-1242).
 _CLUSTER_CHECK_VERSION = 5
+#: Below v4, supported features whose range starts at 0 are left out (KIP-1022).
+_ZERO_MIN_FEATURES_VERSION = 4
 
 
 def valid_software_field(value: str | None) -> bool:
@@ -69,11 +71,15 @@ def advertised_api_keys(transaction_version: int = txn_version.MAX_LEVEL) -> lis
     ]
 
 
-def _features(response: ApiVersionsResponse, level: int) -> None:
-    """KIP-584 features of a v3+ answer: transaction.version supported 0..2, finalized at
-    `level` (not listed at 0, as Kafka omits level-0 features)."""
-    response["supported_features"] = [
+def _features(response: ApiVersionsResponse, level: int, version: int) -> None:
+    """KIP-584 features of a v3+ answer: transaction.version supported 0..2 (from v4 on: its
+    range starts at 0, KIP-1022), finalized at `level` (not listed at 0, as Kafka omits
+    level-0 features)."""
+    supported = [
         {"name": txn_version.FEATURE, "min_version": 0, "max_version": txn_version.MAX_LEVEL}
+    ]
+    response["supported_features"] = [
+        f for f in supported if version >= _ZERO_MIN_FEATURES_VERSION or f["min_version"] > 0
     ]
     if level > 0:
         response["finalized_features_epoch"] = txn_version.FINALIZED_FEATURES_EPOCH
@@ -83,8 +89,10 @@ def _features(response: ApiVersionsResponse, level: int) -> None:
 
 
 def unsupported_version_body() -> ApiVersionsResponse:
-    """The v0 body answering an ApiVersions request of a version newer than served."""
-    return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised_api_keys()}
+    """The v0 body answering an ApiVersions request of a version newer than served: the error
+    and ApiVersions' own range only (Kafka's ApiVersionsRequest.getErrorResponse)."""
+    own = [k for k in advertised_api_keys() if k["api_key"] == ApiKey.API_VERSIONS]
+    return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": own}
 
 
 def _request_error(ctx: RequestContext, req: ApiVersionsRequest) -> ErrorCode:
@@ -120,5 +128,5 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
         "throttle_time_ms": 0,
     }
     if ctx.api_version >= 3:
-        _features(response, level)
+        _features(response, level, ctx.api_version)
     return response

@@ -180,33 +180,6 @@ _METADATA_REASONS = (
 
 _VERSIONS_REASONS = (
     Reason(
-        "api-versions-unsupported",
-        "bug",
-        "ApiVersions of a version the broker does not know: both answer UNSUPPORTED_VERSION in a "
-        "v0 answer, Kafka listing only ApiVersions itself in api_keys, wirebroker every API.",
-        steps="unsupported.ApiVersions.v127",
-        api=API_VERSIONS,
-    ),
-    Reason(
-        "codec-lag",
-        "not-built",
-        "ApiVersions v5, TxnOffsetCommit v6 and DeleteGroups v3 are newer than the message "
-        "definitions wirebroker's codecs are generated from (kafka-python's); they come with a "
-        "regeneration from Kafka 4.4's own definitions.",
-        path="api_keys[api_key=18].max_version | api_keys[api_key=28].max_version"
-        " | api_keys[api_key=42].max_version",
-        api=API_VERSIONS,
-    ),
-    Reason(
-        "features-v3-min-zero",
-        "bug",
-        "ApiVersions v3 supported_features: Kafka leaves out features whose minimum version is 0 "
-        "(KIP-1022: only v4+ clients can read them); wirebroker lists transaction.version 0-2.",
-        steps="ApiVersions.v3",
-        path="supported_features[name=transaction.version]",
-        api=API_VERSIONS,
-    ),
-    Reason(
         "kraft",
         "deliberate",
         "KRaft: a wirebroker cluster is coordinated by ZooKeeper (README, Known limits), so it "

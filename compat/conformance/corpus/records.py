@@ -59,7 +59,19 @@ def codecs() -> Scenario:
 
 
 def _timestamp_steps(topic: str, label: str) -> list[Item]:
+    """Two batches, a fetch, and the offset of the largest timestamp. On a LogAppendTime topic
+    that offset depends on whether the two appends fell in the same millisecond (a timing, not
+    a behaviour: seen both ways on both brokers), so there it is asked after the first batch,
+    whose records share one append time."""
     p = f"produce.timestamps.{label}"
+    max_timestamp = step(
+        f"{p}.list_offsets_max_timestamp",
+        API.LIST_OFFSETS,
+        9,
+        lambda ctx: list_offsets_body(ctx, topic, 0, MAX_TIMESTAMP),
+        "the record with the largest timestamp",
+    )
+    log_append = label == "log_append_time"
     items: list[Item] = []
     for codec in ("none", "zstd"):
         data = batch(2, compression=CODECS[codec])
@@ -72,6 +84,8 @@ def _timestamp_steps(topic: str, label: str) -> list[Item]:
                 f"a {codec} batch of 2",
             )
         )
+        if log_append and codec == "none":
+            items.append(max_timestamp)
     items.append(
         step(
             f"{p}.fetch",
@@ -81,15 +95,8 @@ def _timestamp_steps(topic: str, label: str) -> list[Item]:
             "the stored batches",
         )
     )
-    items.append(
-        step(
-            f"{p}.list_offsets_max_timestamp",
-            API.LIST_OFFSETS,
-            9,
-            lambda ctx: list_offsets_body(ctx, topic, 0, MAX_TIMESTAMP),
-            "the record with the largest timestamp",
-        )
-    )
+    if not log_append:
+        items.append(max_timestamp)
     return items
 
 

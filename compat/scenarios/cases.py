@@ -60,13 +60,13 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from compat.oracle.kafka import ApacheKafka
+from compat.oracle.kafka import ApacheKafka, ApacheKafkaCluster
 from compat.scenarios.api import Adapter, ClientError, Member, Rec, Unsupported
 from compat.scenarios.broker import Broker
 from compat.scenarios.cluster import Cluster
@@ -75,6 +75,13 @@ from compat.scenarios.wire import EARLIEST, LATEST, Marker, PartitionView, Store
 from protocol.records import RecordSpec
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+class _Process(Protocol):
+    """A broker process of a cluster row (wirebroker's `Broker`, Apache Kafka's node)."""
+
+    def is_running(self) -> bool: ...
+    def exit_status(self) -> str | None: ...
 
 
 SETTLE_S = 10.0
@@ -94,7 +101,7 @@ class Ctx:
     bootstrap: str
     workdir: Path
     _seq: count[int]
-    cluster: Cluster | None = None
+    cluster: Cluster | ApacheKafkaCluster | None = None
     tag: str = ""  # the run's tag, in every name (the oracle row: Kafka outlives a run)
     oracle: bool = False  # the broker is Apache Kafka (compat/oracle), not wirebroker
 
@@ -820,9 +827,10 @@ def failover_kill_leader(ctx: Ctx) -> str:
                     topic, recs, idempotent=idempotent, timeout_s=FAILOVER_ATTEMPT_S
                 )
             except ClientError as exc:
+                nodes: Sequence[_Process] = cluster.brokers
                 others_down = [
                     f"broker {i} ({b.exit_status()})"
-                    for i, b in enumerate(cluster.brokers)
+                    for i, b in enumerate(nodes)
                     if i != old and not b.is_running()
                 ]
                 assert not others_down, f"{', '.join(others_down)} stopped during the case"

@@ -52,7 +52,13 @@ from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
-from compat.oracle.kafka import KAFKA_VERSION, SHARED_ENV, ApacheKafka, probe
+from compat.oracle.kafka import (
+    KAFKA_VERSION,
+    SHARED_ENV,
+    ApacheKafka,
+    ApacheKafkaCluster,
+    probe,
+)
 from compat.scenarios.api import Adapter, Unsupported
 from compat.scenarios.broker import Broker
 from compat.scenarios.cases import CASES, CLUSTER, SINGLE_BROKER, Ctx, cases_of
@@ -272,24 +278,29 @@ class _Target:
 
 class _OracleTarget:
     """Apache Kafka 4.4 as the target (`--oracle`): the run's shared single broker
-    ($WIREBROKER_ORACLE) or one started here. It is never restarted: a Kafka that stops
-    answering is a failure of every case from then on."""
+    ($WIREBROKER_ORACLE) or one started here; with `--cluster` a 3-node KRaft cluster of the
+    run's own (`ApacheKafkaCluster`). It is never restarted: a Kafka that stops answering (a
+    node that is down between cases) is a failure of every case from then on."""
 
     oracle = True
-    cluster: Cluster | None = None
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, cluster: bool = False) -> None:
         self.workdir = workdir
         self.kafka: ApacheKafka | None = None
+        self.cluster = ApacheKafkaCluster(workdir / "apache-kafka-cluster") if cluster else None
         self.bootstrap = ""
 
     def describe(self) -> str:
+        if self.cluster is not None:
+            return f"a {self.cluster.size}-node {ORACLE_NAME} KRaft cluster"
         how = f"the shared oracle (${SHARED_ENV})" if self.kafka is None else "started here"
         return f"{ORACLE_NAME}, {how}"
 
     def start(self) -> str:
         shared = os.environ.get(SHARED_ENV)
-        if shared:
+        if self.cluster is not None:
+            self.bootstrap = self.cluster.start()
+        elif shared:
             if not probe(shared, timeout=10.0):
                 raise TargetDown(f"{SHARED_ENV}={shared} does not answer as a Kafka broker")
             self.bootstrap = shared
@@ -299,17 +310,23 @@ class _OracleTarget:
         return self.bootstrap
 
     def healthy(self) -> bool:
+        if self.cluster is not None:
+            return self.cluster.is_running()
         return probe(self.bootstrap, timeout=10.0)
 
     def heal(self) -> str:
         raise TargetDown(f"{ORACLE_NAME} at {self.bootstrap} stopped answering")
 
     def log_tail(self, lines: int = 15) -> str:
+        if self.cluster is not None:
+            return self.cluster.log_tail(lines)
         if self.kafka is None:
             return f"(the shared oracle's log: where ${SHARED_ENV} was started)"
         return self.kafka.log_tail(lines)
 
     def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
         if self.kafka is not None:
             self.kafka.stop()
 
@@ -443,7 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     row = CLUSTER if args.cluster else SINGLE_BROKER
     suffix = "-oracle" if args.oracle else ""
     workdir = Path(tempfile.mkdtemp(prefix=f"compat-{args.client}-{row}{suffix}-"))
-    target: Target = _OracleTarget(workdir) if args.oracle else _Target(workdir, args.cluster)
+    target: Target = (
+        _OracleTarget(workdir, args.cluster) if args.oracle else _Target(workdir, args.cluster)
+    )
     run = _Run(args.client, load_adapter(args.client), target, workdir, row)
     if args.oracle:
         run.tag = secrets.token_hex(3)

@@ -93,11 +93,15 @@ def scenario_table(
         if data is None:
             totals.append("not run")
             continue
-        statuses = [c["status"] for c in data["cases"].values()]
-        totals.append(
-            f"{statuses.count('pass')} pass / {statuses.count('fail')} fail / "
-            f"{statuses.count('n/a')} n/a"
-        )
+        listed = {} if differs is None else differs.get(client, {})
+        statuses = [
+            "differs" if cid in listed and c["status"] == "fail" else c["status"]
+            for cid, c in data["cases"].items()
+        ]
+        total = f"{statuses.count('pass')} pass / {statuses.count('fail')} fail / "
+        if differs is not None:
+            total += f"{statuses.count('differs')} differs / "
+        totals.append(total + f"{statuses.count('n/a')} n/a")
     lines.append("| **total** | " + " | ".join(totals) + " |")
     versions = [results[c]["version"] if results[c] else "?" for c in CLIENTS]  # type: ignore[index]
     lines.append("| *version* | " + " | ".join(versions) + " |")

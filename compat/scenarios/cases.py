@@ -77,6 +77,44 @@ from protocol.records import RecordSpec
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
+class ProxiedKafka:
+    """An Apache Kafka of its own behind a `FaultProxy` (it advertises the proxy's address),
+    started in a background thread as soon as it is made: a Kafka takes 10-20 s to start on
+    this machine, so the runner makes one ahead of `idempotent.retries` in the oracle row and
+    the cases before it run meanwhile. `ready()` waits for it (bounded) and points the proxy
+    at it; `close()` stops both."""
+
+    def __init__(self, timeout: float = 180.0) -> None:
+        self.proxy = FaultProxy(drop=set())
+        advertised = f"PLAINTEXT://127.0.0.1:{self.proxy.port}"
+        self.kafka = ApacheKafka(overrides={"advertised.listeners": advertised})
+        self.timeout = timeout
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        threading.Thread(target=self._start, name="proxied-kafka", daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            self.kafka.start(timeout=self.timeout)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._started.set()
+
+    def ready(self) -> str:
+        if not self._started.wait(self.timeout + 10):
+            raise AssertionError(f"the proxied Apache Kafka did not start in {self.timeout} s")
+        if self._error is not None:
+            raise self._error
+        self.proxy.upstream = ("127.0.0.1", self.kafka.port)
+        return self.kafka.bootstrap
+
+    def close(self) -> None:
+        self._started.wait(self.timeout + 10)
+        self.proxy.close()
+        self.kafka.stop()
+
+
 class _Process(Protocol):
     """A broker process of a cluster row (wirebroker's `Broker`, Apache Kafka's node)."""
 
@@ -104,6 +142,7 @@ class Ctx:
     cluster: Cluster | ApacheKafkaCluster | None = None
     tag: str = ""  # the run's tag, in every name (the oracle row: Kafka outlives a run)
     oracle: bool = False  # the broker is Apache Kafka (compat/oracle), not wirebroker
+    standby: ProxiedKafka | None = None  # the oracle row: started ahead for idempotent.retries
 
     @property
     def replication_factor(self) -> int:
@@ -114,22 +153,30 @@ class Ctx:
         return f"{self.adapter.name.replace('-', '')}-{tag}{prefix}-{next(self._seq)}"
 
     @contextlib.contextmanager
-    def standalone_broker(self, advertised: str) -> Iterator[str]:
+    def broker_behind_proxy(self, drop: set[int]) -> Iterator[tuple[FaultProxy, str]]:
         """A broker of its own, of the row's kind (wirebroker; Apache Kafka in the oracle
-        row), that advertises `advertised` ("host:port") as its address: yields its own
-        address. Stopped (and its data removed) at the end."""
-        listeners = {"advertised.listeners": f"PLAINTEXT://{advertised}"}
+        row, the runner's `standby` if it started one ahead), behind a `FaultProxy` that
+        loses the Produce responses `drop`: the broker advertises the proxy's address, so
+        every connection a client opens goes through the proxy. Yields (proxy, the broker's
+        own address); both are stopped (and the broker's data removed) at the end."""
         if self.oracle:
-            kafka = ApacheKafka(overrides=listeners)
+            standby = self.standby or ProxiedKafka()
             try:
-                yield kafka.start()
+                direct = standby.ready()
+                standby.proxy.drop = set(drop)
+                yield standby.proxy, direct
             finally:
-                kafka.stop()
+                standby.close()
             return
-        broker = Broker(self.workdir / f"standalone-{next(self._seq)}", listeners)
+        proxy = FaultProxy(drop)
+        listeners = {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
+        broker = Broker(self.workdir / f"behind-proxy-{next(self._seq)}", listeners)
         try:
-            yield broker.start()
+            direct = broker.start()
+            proxy.upstream = ("127.0.0.1", broker.port)
+            yield proxy, direct
         finally:
+            proxy.close()
             broker.stop()
 
     def wire(self) -> Wire:
@@ -332,20 +379,15 @@ def _compression(codec: str) -> Callable[[Ctx], str]:
 def idempotent_retries(ctx: Ctx) -> str:
     if "idempotent" not in ctx.adapter.capabilities:
         raise Unsupported(f"{ctx.adapter.name} has no idempotent producer")
-    proxy = FaultProxy(drop={2, 5})
-    try:
-        with ctx.standalone_broker(f"127.0.0.1:{proxy.port}") as direct:
-            host, _, port = direct.rpartition(":")
-            proxy.upstream = (host, int(port))
-            return _idempotent_via(ctx, proxy, direct)
-    finally:
-        proxy.close()
+    with ctx.broker_behind_proxy(drop={2, 5}) as (proxy, direct):
+        return _idempotent_via(ctx, proxy, direct)
 
 
 def _idempotent_via(ctx: Ctx, proxy: FaultProxy, direct: str) -> str:
     topic = ctx.name("idem")
     with Wire(direct) as w:
         w.create_topic(topic, 1)
+        w.ensure_producer_ids()  # the broker is new: the stage is set once it hands out ids
     via_proxy = f"127.0.0.1:{proxy.port}"
     sent = 0
     for _round in range(8):

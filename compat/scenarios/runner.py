@@ -61,7 +61,7 @@ from compat.oracle.kafka import (
 )
 from compat.scenarios.api import Adapter, Unsupported
 from compat.scenarios.broker import Broker
-from compat.scenarios.cases import CASES, CLUSTER, SINGLE_BROKER, Ctx, cases_of
+from compat.scenarios.cases import CASES, CLUSTER, SINGLE_BROKER, Ctx, ProxiedKafka, cases_of
 from compat.scenarios.cluster import Cluster
 
 COMPAT = Path(__file__).resolve().parents[1]
@@ -361,6 +361,13 @@ class _Run:
         bootstrap = self.bootstrap
         adapter = self.new_adapter(bootstrap)
         results: dict[str, dict[str, object]] = {}
+        standby = None  # Kafka behind a fault proxy, started ahead of idempotent.retries
+        if (
+            self.target.oracle
+            and any(c.id == "idempotent.retries" for c in cases)
+            and "idempotent" in adapter.capabilities
+        ):
+            standby = ProxiedKafka()
         try:
             for case in cases:
                 start = time.monotonic()
@@ -380,6 +387,7 @@ class _Run:
                         self.target.cluster,
                         tag=self.tag,
                         oracle=self.target.oracle,
+                        standby=standby,
                     )
                     status, detail = run_case(ctx, case.id, case.run)
                 took = time.monotonic() - start
@@ -394,6 +402,8 @@ class _Run:
                     print("       " + full.replace("\n", "\n       ")[:3000], flush=True)
         finally:
             adapter.close()
+            if standby is not None:
+                standby.close()
         return results
 
     def write(self, results: dict[str, dict[str, object]]) -> None:

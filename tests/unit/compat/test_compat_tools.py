@@ -338,6 +338,9 @@ def test_report_shows_the_kafka_row_with_its_listed_differences(
     assert rows["`legacy.message_format_v0`"] == "differs"
     assert rows["`max_message.over`"] == "pass"
     assert rows["`failover.kill_leader`"] == "excluded"
+    assert "| **total** | not run | not run | not run | 1 pass / 1 fail / 1 differs / 0 n/a |" in (
+        kafka_text
+    )
     assert "- kcat `legacy.message_format_v0`: Kafka 4 closes the connection" in kafka_text
     assert "- kcat `max_message.over`: fail on wirebroker, pass on Apache Kafka" in kafka_text
     assert "`auto_create` (fail): auto_create fail" in text.partition("Apache Kafka, one broker")[2]

@@ -6,15 +6,21 @@ Inputs (written by compat/<client>/run [--cluster] and compat/kafka-python-suite
     compat/results/<client>.json            {"client", "version", "cases": {id: {status,
                                              detail}}}, status pass / fail / n/a
     compat/results/<client>-cluster.json    the same for the 3-broker row (`--cluster`)
+    compat/results/<client>[-cluster]-oracle.json  the same row against Apache Kafka 4.4
+                                             (`--oracle`), plus "broker"
+    compat/<client>/oracle-differs[-cluster].txt  the cases that pass on wirebroker and not on
+                                             Kafka, each with its reason (`case  # reason`)
     compat/results/kafka-python-suite.json  {"version", "kafka_version", "tests": {id: {status,
                                              detail}}}, status passed / failed / skipped /
                                              excluded
-Output: compat/REPORT.md -- two client x scenario tables, one broker and a 3-broker cluster
-(rows in the order of `compat.scenarios.cases.CASES`, one column per client; a case that does
-not apply to a row is "excluded", with the reason from `Case.not_in`) with per-client totals,
-the notes of every n/a and failed cell, and the kafka-python suite's figures with every
-failed, skipped and excluded test. A client without a results file shows "not run" (never a
-pass). The
+Output: compat/REPORT.md -- client x scenario tables, one broker and a 3-broker cluster on
+wirebroker, and the same rows on Apache Kafka (rows in the order of
+`compat.scenarios.cases.CASES`, one column per client; a case that does not apply to a row is
+"excluded", with the reason from `Case.not_in`) with per-client totals, the notes of every n/a
+and failed cell, the listed differences from Kafka with their reasons, and the kafka-python
+suite's figures with every failed, skipped and excluded test. In the Kafka tables a case that
+passes on wirebroker and fails on Kafka is "differs" when listed in oracle-differs (else
+**FAIL**). A client without a results file shows "not run" (never a pass). The
 output depends only on the inputs (no dates, no timings), so it changes only when a result
 does. `--check` exits 1 when REPORT.md differs from what the inputs give. `--failed` writes
 nothing: it prints every failed case of every results file with its detail (tools/run-tests
@@ -33,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compat.scenarios.cases import CASES, CLUSTER, ROWS, SINGLE_BROKER  # noqa: E402
+from compat.scenarios.runner import read_differs  # noqa: E402
 
 RESULTS = ROOT / "compat" / "results"
 REPORT = ROOT / "compat" / "REPORT.md"
@@ -40,8 +47,9 @@ CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs", "ja
 MARK = {"pass": "pass", "fail": "**FAIL**", "n/a": "n/a"}
 
 
-def load_row(client: str, row: str) -> dict[str, Any] | None:
-    return load(client if row == SINGLE_BROKER else f"{client}-{row}")
+def load_row(client: str, row: str, *, oracle: bool = False) -> dict[str, Any] | None:
+    name = client if row == SINGLE_BROKER else f"{client}-{row}"
+    return load(f"{name}-oracle" if oracle else name)
 
 
 def load(name: str) -> dict[str, Any] | None:
@@ -56,7 +64,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").strip()
 
 
-def scenario_table(results: dict[str, dict[str, Any] | None], kind: str) -> list[str]:
+def scenario_table(
+    results: dict[str, dict[str, Any] | None],
+    kind: str,
+    differs: dict[str, dict[str, str]] | None = None,
+) -> list[str]:
+    """The client x case table of one row; `differs` (the Kafka tables): {client: {case:
+    reason}}, whose failed cells read "differs" (a listed difference, not a failure)."""
     lines = ["| scenario | " + " | ".join(CLIENTS) + " |", "|---|" + "---|" * len(CLIENTS)]
     for case in CASES:
         row = []
@@ -69,7 +83,9 @@ def scenario_table(results: dict[str, dict[str, Any] | None], kind: str) -> list
                 row.append("not run")
                 continue
             outcome = data["cases"].get(case.id)
-            row.append(MARK[outcome["status"]] if outcome else "not run")
+            mark = MARK[outcome["status"]] if outcome else "not run"
+            listed = differs is not None and case.id in differs.get(client, {})
+            row.append("differs" if listed and mark != "pass" else mark)
         lines.append(f"| `{case.id}` | " + " | ".join(row) + " |")
     totals = []
     for client in CLIENTS:
@@ -77,11 +93,15 @@ def scenario_table(results: dict[str, dict[str, Any] | None], kind: str) -> list
         if data is None:
             totals.append("not run")
             continue
-        statuses = [c["status"] for c in data["cases"].values()]
-        totals.append(
-            f"{statuses.count('pass')} pass / {statuses.count('fail')} fail / "
-            f"{statuses.count('n/a')} n/a"
-        )
+        listed = {} if differs is None else differs.get(client, {})
+        statuses = [
+            "differs" if cid in listed and c["status"] == "fail" else c["status"]
+            for cid, c in data["cases"].items()
+        ]
+        total = f"{statuses.count('pass')} pass / {statuses.count('fail')} fail / "
+        if differs is not None:
+            total += f"{statuses.count('differs')} differs / "
+        totals.append(total + f"{statuses.count('n/a')} n/a")
     lines.append("| **total** | " + " | ".join(totals) + " |")
     versions = [results[c]["version"] if results[c] else "?" for c in CLIENTS]  # type: ignore[index]
     lines.append("| *version* | " + " | ".join(versions) + " |")
@@ -106,6 +126,42 @@ def notes(results: dict[str, dict[str, Any] | None]) -> list[str]:
         for cid, c in sorted(rows, key=lambda r: order.get(r[0], 999)):
             out.append(f"- `{cid}` ({c['status']}): {_cell(c['detail'])}")
     return out
+
+
+def differences(
+    wirebroker: dict[str, dict[str, Any] | None],
+    kafka: dict[str, dict[str, Any] | None],
+    differs: dict[str, dict[str, str]],
+    row: str = SINGLE_BROKER,
+) -> list[str]:
+    """The listed differences (oracle-differs) with their reasons, and the cases that passed
+    on Kafka but not on wirebroker (gaps of wirebroker's, or of the case)."""
+    order = {c.id: i for i, c in enumerate(CASES)}
+    listed = [
+        f"- {client} `{cid}`: {_cell(reason)}"
+        for client in CLIENTS
+        for cid, reason in sorted(differs[client].items(), key=lambda d: order.get(d[0], 999))
+    ]
+    gaps = []
+    for client in CLIENTS:
+        ours, theirs = wirebroker[client], kafka[client]
+        if ours is None or theirs is None:
+            continue
+        for cid in sorted(theirs["cases"], key=lambda c: order.get(c, 999)):
+            mine = ours["cases"].get(cid, {}).get("status")
+            if theirs["cases"][cid]["status"] == "pass" and mine not in (None, "pass"):
+                gaps.append(f"- {client} `{cid}`: {mine} on wirebroker, pass on Apache Kafka")
+    name = "oracle-differs.txt" if row == SINGLE_BROKER else f"oracle-differs-{row}.txt"
+    return [
+        f"Listed differences (`compat/<client>/{name}`: the case passes on wirebroker",
+        "and not on Apache Kafka, for the reason given):",
+        "",
+        *(listed or ["- none"]),
+        "",
+        "Passed on Apache Kafka, not on wirebroker:",
+        "",
+        *(gaps or ["- none"]),
+    ]
 
 
 def suite_section(suite: dict[str, Any] | None) -> list[str]:
@@ -141,10 +197,48 @@ def suite_section(suite: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def kafka_sections(
+    wirebroker: dict[str, dict[str, Any] | None],
+    wirebroker_cluster: dict[str, dict[str, Any] | None],
+) -> list[str]:
+    """The Kafka tables: the single-broker row (CI) and the cluster row (run by hand), each
+    with its listed differences."""
+    out = []
+    for row, ours in ((SINGLE_BROKER, wirebroker), (CLUSTER, wirebroker_cluster)):
+        kafka = {c: load_row(c, row, oracle=True) for c in CLIENTS}
+        differs = {c: read_differs(c, row) for c in CLIENTS}
+        out += [*KAFKA_INTRO[row], "", *scenario_table(kafka, row, differs), ""]
+        out += [*differences(ours, kafka, differs, row), ""]
+    return out
+
+
+KAFKA_INTRO = {
+    SINGLE_BROKER: [
+        "### Apache Kafka 4.4 (the oracle), one broker",
+        "",
+        "The same cases against a real single-node KRaft Apache Kafka 4.4.0 with its defaults",
+        "(`compat/<client>/run --oracle`; `compat/oracle`): every case that passes on wirebroker",
+        "must pass here too, or be listed in `compat/<client>/oracle-differs.txt` with its reason",
+        '("differs"; listed below the table), else the run fails.',
+    ],
+    CLUSTER: [
+        "### Apache Kafka 4.4, a 3-node KRaft cluster (run by hand)",
+        "",
+        "The cluster row against three combined broker+controller Apache Kafka 4.4.0 nodes",
+        "(`compat/<client>/run --cluster --oracle`; `ApacheKafkaCluster` in",
+        "`compat/oracle/kafka.py`, the settings of wirebroker's cluster fixture): not part of",
+        "`compat/run-matrix` (too slow for CI: see `compat/README.md`); these results are from",
+        "the last run by hand. Its check: `passing-cluster.txt` and `oracle-differs-cluster.txt`.",
+    ],
+}
+
+
 def render() -> str:
     results = {c: load_row(c, SINGLE_BROKER) for c in CLIENTS}
     cluster = {c: load_row(c, CLUSTER) for c in CLIENTS}
     assert set(ROWS) == {SINGLE_BROKER, CLUSTER}
+    kafka = {c: load_row(c, SINGLE_BROKER, oracle=True) for c in CLIENTS}
+    kafka_cluster = {c: load_row(c, CLUSTER, oracle=True) for c in CLIENTS}
     suite = load("kafka-python-suite")
     lines = [
         "# wirebroker compatibility report",
@@ -183,11 +277,18 @@ def render() -> str:
         "",
         *exclusions(CLUSTER),
         "",
+        *kafka_sections(results, cluster),
         "### Notes on n/a and failed cells, one broker",
         *notes(results),
         "",
         "### Notes on n/a and failed cells, 3-broker cluster",
         *notes(cluster),
+        "",
+        "### Notes on n/a and failed cells, Apache Kafka, one broker",
+        *notes(kafka),
+        "",
+        "### Notes on n/a and failed cells, Apache Kafka, 3-node cluster",
+        *notes(kafka_cluster),
         "",
         "## kafka-python's own integration suite",
         "",
@@ -198,12 +299,18 @@ def render() -> str:
 
 
 def failed_cases() -> list[str]:
-    """One entry per failed case or test over all results files: `file: case: detail`."""
+    """One entry per failed case or test over all results files: `file: case: detail` (a
+    Kafka result's listed difference is no failure)."""
     out = []
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
+        listed: dict[str, str] = {}
+        if path.stem.endswith("-oracle"):
+            stem = path.stem.removesuffix("-oracle")
+            row = data.get("row", SINGLE_BROKER)
+            listed = read_differs(stem.removesuffix(f"-{row}"), row)
         for case, result in {**data.get("cases", {}), **data.get("tests", {})}.items():
-            if result.get("status") in ("fail", "failed"):
+            if result.get("status") in ("fail", "failed") and case not in listed:
                 out.append(f"{path.stem}: {case}: {result.get('detail', '')}")
     return out
 

@@ -7,11 +7,14 @@
 // protocol channel). The driver uses kafkajs as an application would: Producer.send,
 // Consumer.subscribe/run/seek, the Admin client, GROUP_JOIN events for the assignment.
 //
-// Codecs: gzip is built in; snappy is kafkajs-snappy (pure JS). lz4 is a four-line kafkajs
-// codec over lz4js (pure JS, standard LZ4 frames): kafkajs-lz4 depends on the native `lz4`
-// package, whose tarball ships macOS binaries and needs node-gyp (and Node headers from the
-// internet) to build. kafkajs has no zstd codec that installs without a native build
-// (@kafkajs/zstd needs cppzst), so zstd is not offered.
+// Codecs: gzip is built in; snappy is kafkajs-snappy (pure JS). lz4 is a small kafkajs codec
+// over lz4js (pure JS): kafkajs-lz4 depends on the native `lz4` package, whose tarball ships
+// macOS binaries and needs node-gyp (and Node headers from the internet) to build. The codec
+// writes its own LZ4 frame (lz4Frame below) from lz4js's block compressor: lz4js's
+// compress() flags its frames "dependent blocks", which Apache Kafka refuses (its LZ4 reader:
+// "Dependent block stream is unsupported", answered UNKNOWN_SERVER_ERROR), while the `lz4`
+// package under kafkajs-lz4 writes independent blocks. kafkajs has no zstd codec that installs
+// without a native build (@kafkajs/zstd needs cppzst), so zstd is not offered.
 'use strict'
 
 const readline = require('readline')
@@ -25,9 +28,31 @@ const {
 } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 const lz4js = require('lz4js')
+const xxh32 = require('lz4js/xxh32.js')
+
+// An LZ4 frame as Kafka's producer writes one: descriptor "version 01, independent blocks"
+// with 64 KiB blocks and its checksum, each block compressed on its own (a fresh hash table)
+// or stored raw when that is not smaller, then the end mark. No content size or checksums.
+const LZ4_BLOCK = 64 * 1024
+function lz4Frame(src) {
+  const header = Buffer.from([0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0])
+  header[6] = (xxh32.hash(0, header, 4, 2) >> 8) & 0xff
+  const parts = [header]
+  const out = Buffer.alloc(LZ4_BLOCK + (LZ4_BLOCK >> 7) + 64)
+  for (let start = 0; start < src.length; start += LZ4_BLOCK) {
+    const block = src.subarray(start, Math.min(start + LZ4_BLOCK, src.length))
+    const size = lz4js.compressBlock(block, out, 0, block.length, new Uint32Array(1 << 16))
+    const raw = size === 0 || size >= block.length
+    const length = Buffer.alloc(4)
+    length.writeUInt32LE(raw ? (0x80000000 | block.length) >>> 0 : size)
+    parts.push(length, Buffer.from(raw ? block : out.subarray(0, size)))
+  }
+  parts.push(Buffer.alloc(4))
+  return Buffer.concat(parts)
+}
 
 const LZ4Codec = () => ({
-  async compress(encoder) { return Buffer.from(lz4js.compress(encoder.buffer)) },
+  async compress(encoder) { return lz4Frame(encoder.buffer) },
   async decompress(buffer) { return Buffer.from(lz4js.decompress(buffer)) },
 })
 

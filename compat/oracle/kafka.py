@@ -26,6 +26,7 @@ import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -67,6 +68,28 @@ SINGLE_NODE_SETTINGS = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
 }
+
+
+# The cluster row's settings (ApacheKafkaCluster), as wirebroker's cluster fixture
+# (compat/scenarios/cluster.py) sets its brokers: everything replicated 3 ways with
+# min.insync.replicas=2, few offsets partitions, and a dead broker noticed within seconds
+# (KRaft: its heartbeats to the controller stop; broker.session.timeout.ms, default 9 s).
+# Kafka's defaults otherwise (group.initial.rebalance.delay.ms stays 3000).
+CLUSTER_SETTINGS = {
+    "num.partitions": "1",
+    "default.replication.factor": "3",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "6",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.state.log.num.partitions": "6",
+    "min.insync.replicas": "2",
+    "replica.lag.time.max.ms": "5000",
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "1000",
+}
+# Three JVMs on this machine's 2 CPUs: a smaller heap than Kafka's 1G each.
+CLUSTER_HEAP_OPTS = ["-Xmx512M", "-Xms512M"]
 
 
 def classpath() -> str:
@@ -168,8 +191,12 @@ def _log4j_config(path: Path, log_file: Path | None, level: str) -> Path:
 
 
 class ApacheKafka:
-    """One single-node KRaft Apache Kafka (broker and controller in one JVM) in `workdir`
-    (a fresh temporary one by default, removed by `stop()`), on free loopback ports."""
+    """One KRaft Apache Kafka node (broker and controller in one JVM) in `workdir` (a fresh
+    temporary one by default, removed by `stop()`), on free loopback ports: alone (the
+    default: a single-node cluster of its own), or node `node_id` of an `ApacheKafkaCluster`
+    (its ports, the quorum's `voters` and the `cluster_id` given). `start()` formats the log
+    dir only the first time, so a node stopped or killed starts again on the same data and
+    ports (`ApacheKafkaCluster.restart`)."""
 
     def __init__(
         self,
@@ -177,13 +204,24 @@ class ApacheKafka:
         overrides: dict[str, str] | None = None,
         *,
         keep: bool = False,
+        node_id: int = NODE_ID,
+        ports: tuple[int, int] | None = None,
+        voters: str | None = None,
+        cluster_id: str = "",
+        heap: Sequence[str] = KAFKA_HEAP_OPTS,
+        settings: dict[str, str] | None = None,
     ) -> None:
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="apache-kafka-"))
         self.overrides = dict(overrides or {})
         self.keep = keep
+        self.node_id = node_id
+        self.ports = ports
+        self.voters = voters
+        self.heap = list(heap)
+        self.settings = dict(SINGLE_NODE_SETTINGS if settings is None else settings)
         self.bootstrap = ""
-        self.cluster_id = ""
+        self.cluster_id = cluster_id
         self.log_path = self.workdir / "kafka.log"
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdout: IO[bytes] | None = None
@@ -195,45 +233,50 @@ class ApacheKafka:
     def server_properties(self, port: int, controller_port: int) -> dict[str, str]:
         props = {
             "process.roles": "broker,controller",
-            "node.id": str(NODE_ID),
-            "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters
+            or f"{self.node_id}@127.0.0.1:{controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.workdir / "data"),
-            **SINGLE_NODE_SETTINGS,
+            **self.settings,
         }
         props.update(self.overrides)
         return props
 
     def start(self, timeout: float = 120.0) -> str:
-        libs = ensure_libs()
-        cp = str(libs / "*")
+        """Launch and wait (bounded) until it answers and lists itself with a controller."""
+        address = self.launch()
+        deadline = time.monotonic() + timeout
+        while not probe(address):
+            self.check_alive(deadline, timeout)
+            time.sleep(0.1)
+        return address
+
+    def launch(self) -> str:
+        """Write the config, format the log dir (the first time), start the JVM; its
+        address, without waiting for it to answer."""
+        cp = str(ensure_libs() / "*")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        port, controller_port = free_ports(2)
+        if self.ports is None:
+            port, controller_port = free_ports(2)
+            self.ports = (port, controller_port)
+        port, controller_port = self.ports
         config = self.workdir / "server.properties"
         config.write_text(
             "".join(f"{k}={v}\n" for k, v in self.server_properties(port, controller_port).items())
         )
-        self.cluster_id = _kafka_uuid()
-        storage = [java(), *TOOL_JVM_OPTS, "-cp", cp, "kafka.tools.StorageTool"]
-        fmt = subprocess.run(
-            [*storage, "format", "-t", self.cluster_id, "-c", str(config)],
-            capture_output=True,
-            text=True,
-            check=False,
-            env=self._tool_env(),
-        )
-        if fmt.returncode != 0:
-            raise OracleError(f"kafka-storage format failed: {fmt.stdout}{fmt.stderr}")
+        if not (self.workdir / "data" / "meta.properties").exists():
+            self._format(cp, config)
         log4j = _log4j_config(self.workdir / "log4j2.properties", self.log_path, "INFO")
-        self._stdout = (self.workdir / "kafka.out").open("wb")
+        self._stdout = (self.workdir / "kafka.out").open("ab")
         self._proc = subprocess.Popen(
             [
                 java(),
-                *KAFKA_HEAP_OPTS,
+                *self.heap,
                 *KAFKA_JVM_PERFORMANCE_OPTS,
                 f"-Dlog4j2.configurationFile={log4j}",
                 f"-Dkafka.logs.dir={self.workdir}",
@@ -247,20 +290,32 @@ class ApacheKafka:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        address = f"127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout
-        while not probe(address):
-            if self._proc.poll() is not None:
-                tail = self.log_tail()
-                self.stop()
-                raise OracleError(f"Apache Kafka exited before it was ready:\n{tail}")
-            if time.monotonic() > deadline:
-                tail = self.log_tail()
-                self.stop()
-                raise OracleError(f"Apache Kafka not ready within {timeout:.0f} s:\n{tail}")
-            time.sleep(0.1)
-        self.bootstrap = address
-        return address
+        self.bootstrap = f"127.0.0.1:{port}"
+        return self.bootstrap
+
+    def _format(self, cp: str, config: Path) -> None:
+        self.cluster_id = self.cluster_id or _kafka_uuid()
+        storage = [java(), *TOOL_JVM_OPTS, "-cp", cp, "kafka.tools.StorageTool"]
+        fmt = subprocess.run(
+            [*storage, "format", "-t", self.cluster_id, "-c", str(config)],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self._tool_env(),
+        )
+        if fmt.returncode != 0:
+            raise OracleError(f"kafka-storage format failed: {fmt.stdout}{fmt.stderr}")
+
+    def check_alive(self, deadline: float, timeout: float) -> None:
+        """Raise OracleError (and stop) if the JVM exited or `deadline` passed."""
+        if self._proc is not None and self._proc.poll() is not None:
+            tail = self.log_tail()
+            self.stop()
+            raise OracleError(f"Apache Kafka exited before it was ready:\n{tail}")
+        if time.monotonic() > deadline:
+            tail = self.log_tail()
+            self.stop()
+            raise OracleError(f"Apache Kafka not ready within {timeout:.0f} s:\n{tail}")
 
     def _tool_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -269,6 +324,13 @@ class ApacheKafka:
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def exit_status(self) -> str | None:
+        """None while running (or never started); else how the JVM ended."""
+        code = None if self._proc is None else self._proc.poll()
+        if code is None:
+            return None
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def log_tail(self, lines: int = 30) -> str:
         parts = []
@@ -279,9 +341,16 @@ class ApacheKafka:
         return "\n".join(parts)
 
     def kill9(self) -> None:
+        """SIGKILL (a crash) and reap; the data dir is kept (`start()` again reuses it)."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait(timeout=30)
+        self._close_stdout()
+
+    def _close_stdout(self) -> None:
+        if self._stdout is not None:
+            self._stdout.close()
+            self._stdout = None
 
     def stop(self, grace: float = 30.0) -> None:
         proc = self._proc
@@ -292,10 +361,7 @@ class ApacheKafka:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=30)
-        self._proc = None
-        if self._stdout is not None:
-            self._stdout.close()
-            self._stdout = None
+        self._close_stdout()
         if self._own_workdir and not self.keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -305,6 +371,135 @@ class ApacheKafka:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ApacheKafkaCluster:
+    """`size` KRaft Apache Kafka nodes, each broker and controller in one JVM (a quorum of
+    `size` voters), on free loopback ports, for the matrix's cluster row against Kafka: node
+    ids 0..size-1 (as wirebroker's cluster fixture), `CLUSTER_SETTINGS`, heap `heap` each.
+
+        cluster = ApacheKafkaCluster()
+        cluster.start()        # all nodes at once; then every node's Metadata lists every node
+        cluster.bootstrap      # "h:p,h:p,h:p"
+        cluster.kill9(i)       # SIGKILL node i (its data kept)
+        cluster.restart(i)     # node i again on its data and ports; waits until every node
+                               # lists it again
+        cluster.stop()         # SIGKILL every node (nothing of a run is kept), remove workdir
+    """
+
+    def __init__(
+        self,
+        workdir: Path | None = None,
+        size: int = 3,
+        overrides: dict[str, str] | None = None,
+        heap: Sequence[str] = CLUSTER_HEAP_OPTS,
+    ) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="apache-kafka-cluster-"))
+        self.size = size
+        ports = free_ports(2 * size)
+        self.ports = ports[:size]
+        voters = ",".join(f"{i}@127.0.0.1:{ports[size + i]}" for i in range(size))
+        cluster_id = _kafka_uuid()
+        self.brokers = [
+            ApacheKafka(
+                self.workdir / f"node-{i}",
+                overrides,
+                node_id=i,
+                ports=(ports[i], ports[size + i]),
+                voters=voters,
+                cluster_id=cluster_id,
+                heap=heap,
+                settings=CLUSTER_SETTINGS,
+            )
+            for i in range(size)
+        ]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.ports)
+
+    def address(self, node_id: int) -> str:
+        return f"127.0.0.1:{self.ports[node_id]}"
+
+    def start(self, timeout: float = 180.0) -> str:
+        errors: list[BaseException] = []
+
+        def launch(node: ApacheKafka) -> None:
+            try:
+                node.launch()
+            except BaseException as exc:
+                errors.append(exc)
+
+        # all at once (each formats its log dir with a JVM of its own first)
+        threads = [threading.Thread(target=launch, args=(n,)) for n in self.brokers]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                raise errors[0]
+            self.wait_whole(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self.bootstrap
+
+    def wait_whole(self, timeout: float = 120.0) -> None:
+        """Every running node answers, and its Metadata lists every node and a controller."""
+        deadline = time.monotonic() + timeout
+        want = set(range(self.size))
+        while not all(_lists_brokers(self.address(i), want) for i, n in enumerate(self.brokers)):
+            for node in self.brokers:
+                node.check_alive(deadline, timeout)
+            time.sleep(0.1)
+
+    def is_running(self, node_id: int | None = None) -> bool:
+        if node_id is None:
+            return all(n.is_running() for n in self.brokers)
+        return self.brokers[node_id].is_running()
+
+    def kill9(self, node_id: int) -> None:
+        self.brokers[node_id].kill9()
+
+    def restart(self, node_id: int, timeout: float = 120.0) -> None:
+        node = self.brokers[node_id]
+        node.kill9()
+        node.launch()
+        self.wait_whole(timeout)
+
+    def log_tail(self, lines: int = 15) -> str:
+        def head(i: int, n: ApacheKafka) -> str:
+            status = n.exit_status()
+            return f"--- node {i}" + (f" ({status})" if status else "") + " ---"
+
+        return "\n".join(f"{head(i, n)}\n{n.log_tail(lines)}" for i, n in enumerate(self.brokers))
+
+    def stop(self) -> None:
+        """SIGKILL every node (a SIGTERM to all at once waits on controlled shutdowns that
+        have nowhere to move leaderships to) and remove the work dir (if it is our own)."""
+        for node in self.brokers:
+            node.kill9()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> ApacheKafkaCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _lists_brokers(address: str, want: set[int], timeout: float = 2.0) -> bool:
+    """The node at `address` answers Metadata listing exactly the brokers `want` (registered
+    and unfenced) and a controller."""
+    try:
+        meta = _call(address, 3, 12, {"topics": [], "allow_auto_topic_creation": False}, timeout)
+    except (OSError, ConnectionError, struct.error):
+        return False
+    return {b.node_id for b in meta.brokers} == want and meta.controller_id >= 0
 
 
 def _kafka_uuid() -> str:

@@ -1,6 +1,7 @@
 """Run the scenarios against one client and check its ratchet.
 
-    python -m compat.scenarios.runner CLIENT [--cluster] [--only ID ...] [--update-passing]
+    python -m compat.scenarios.runner CLIENT [--cluster] [--oracle] [--only ID ...]
+                                             [--update-passing]
 
 CLIENT is a folder `compat/<CLIENT>/` with `adapter.py` (defining `ADAPTER`, an `Adapter`
 subclass) and `passing.txt`. The runner starts one wirebroker (defaults; a scratch data dir),
@@ -21,6 +22,16 @@ Ratchet: every id listed in `compat/<CLIENT>/passing.txt` (cluster row:
 `passing-cluster.txt`; one per line, `#` comments) must pass, else the exit code is 1 and the
 regressions are printed. `--update-passing` adds the newly passing cases to the file (it never
 removes one: a case leaves the list only by hand, with a FINDINGS.md entry saying why).
+
+`--oracle`: the same row against Apache Kafka 4.4 instead of wirebroker (compat/oracle: the
+run's shared one, $WIREBROKER_ORACLE, else one started here; with `--cluster` a 3-broker KRaft
+Apache Kafka, `ApacheKafkaCluster`), writing `<CLIENT>[-cluster]-oracle.json` with "broker".
+Its check: every case of the row's passing file must pass on Kafka too, except those listed in
+`compat/<CLIENT>/oracle-differs.txt` (`case  # reason`, each with its reason). A listed case
+that passed on Kafka, or that is not in the passing file, fails the check too: the list is
+exactly the cases that pass on wirebroker and not on Kafka. Topic, group and transactional ids
+carry a random tag of the run (the shared oracle outlives it). Kafka is not restarted: if it
+stops answering, every case from then on fails.
 """
 
 from __future__ import annotations
@@ -28,23 +39,35 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import re
+import secrets
 import shutil
 import sys
 import tempfile
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
+from compat.oracle.kafka import (
+    KAFKA_VERSION,
+    SHARED_ENV,
+    ApacheKafka,
+    ApacheKafkaCluster,
+    probe,
+)
 from compat.scenarios.api import Adapter, Unsupported
 from compat.scenarios.broker import Broker
-from compat.scenarios.cases import CASES, CLUSTER, SINGLE_BROKER, Ctx, cases_of
+from compat.scenarios.cases import CASES, CLUSTER, SINGLE_BROKER, Ctx, ProxiedKafka, cases_of
 from compat.scenarios.cluster import Cluster
 
 COMPAT = Path(__file__).resolve().parents[1]
 RESULTS = COMPAT / "results"
 CASE_TIMEOUT = 150.0
+ORACLE_NAME = f"Apache Kafka {KAFKA_VERSION}"
 
 
 def load_adapter(client: str) -> type[Adapter]:
@@ -65,9 +88,14 @@ def passing_path(client: str, row: str = SINGLE_BROKER) -> Path:
     return COMPAT / client / name
 
 
-def results_path(client: str, row: str = SINGLE_BROKER) -> Path:
-    name = f"{client}.json" if row == SINGLE_BROKER else f"{client}-{row}.json"
-    return RESULTS / name
+def differs_path(client: str, row: str = SINGLE_BROKER) -> Path:
+    name = "oracle-differs.txt" if row == SINGLE_BROKER else f"oracle-differs-{row}.txt"
+    return COMPAT / client / name
+
+
+def results_path(client: str, row: str = SINGLE_BROKER, *, oracle: bool = False) -> Path:
+    name = client if row == SINGLE_BROKER else f"{client}-{row}"
+    return RESULTS / (f"{name}-oracle.json" if oracle else f"{name}.json")
 
 
 def read_passing(client: str, row: str = SINGLE_BROKER) -> list[str]:
@@ -79,6 +107,18 @@ def read_passing(client: str, row: str = SINGLE_BROKER) -> list[str]:
         line = line.split("#", 1)[0].strip()
         if line:
             out.append(line)
+    return out
+
+
+def read_differs(client: str, row: str = SINGLE_BROKER) -> dict[str, str]:
+    """{case: reason} from the client's oracle-differs file (`case  # reason` a line; `#` lines
+    are comments). A case without a reason is a reason of "" (the check refuses it)."""
+    path = differs_path(client, row)
+    out: dict[str, str] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        case, _, reason = line.partition("#")
+        if case.strip():
+            out[case.strip()] = reason.strip()
     return out
 
 
@@ -115,6 +155,36 @@ def ratchet(
     return regressions, unknown, new
 
 
+def oracle_check(
+    passing: list[str],
+    differs: dict[str, str],
+    results: dict[str, dict[str, object]],
+    *,
+    partial: bool = False,
+    row: str = SINGLE_BROKER,
+) -> list[str]:
+    """What breaks the oracle's check, one line each: a case of the passing file that did not
+    pass on Apache Kafka and is not in the differs file; a differs entry without a reason, not
+    in the passing file (or no case of the row), or that passed on Kafka (stale)."""
+    known = {c.id for c in cases_of(row)}
+    problems = []
+    for c in passing:
+        if c not in known or c in differs:
+            continue
+        if c in results and results[c]["status"] != "pass":
+            problems.append(f"{c}: passes on wirebroker, {results[c]['status']} on Apache Kafka")
+        elif c not in results and not partial:
+            problems.append(f"{c}: passes on wirebroker, did not run on Apache Kafka")
+    for c, reason in differs.items():
+        if not reason:
+            problems.append(f"{c}: listed as differing without a reason")
+        if c not in known or c not in passing:
+            problems.append(f"{c}: listed as differing but not a passing case of the row")
+        elif c in results and results[c]["status"] == "pass":
+            problems.append(f"{c}: listed as differing but passed on Apache Kafka (remove it)")
+    return problems
+
+
 def run_case(ctx: Ctx, case_id: str, fn: object) -> tuple[str, str]:
     result: list[tuple[str, str]] = []
 
@@ -138,14 +208,37 @@ def run_case(ctx: Ctx, case_id: str, fn: object) -> tuple[str, str]:
     return result[0]
 
 
+_PORT = re.compile(r"(127\.0\.0\.1|localhost):\d+")
+_CLOCK = re.compile(r"\b1\d{9}\.\d{3}\b")  # a log line's epoch seconds (librdkafka: %6|T|...)
+_AFTER = re.compile(r"\(after \d+ms in state (\w+)\)")  # librdkafka's "(after 4ms in state UP)"
+
+
+def stable(detail: str, tag: str = "") -> str:
+    """A case's detail as the results file keeps it: without what changes from run to run
+    (ports, log timestamps, the run's tag), so that an unchanged outcome leaves the tracked
+    file unchanged (the console keeps the full text)."""
+    detail = _CLOCK.sub("T", _PORT.sub(r"\1:PORT", detail))
+    detail = _AFTER.sub(r"(in state \1)", detail)
+    return detail.replace(f"-{tag}-", "-") if tag else detail
+
+
+class TargetDown(RuntimeError):
+    """The broker under test stopped and is not to be replaced (Apache Kafka)."""
+
+
 class _Target:
-    """What the cases run against: one broker, or a cluster (`--cluster`)."""
+    """What the cases run against: one wirebroker, or a cluster (`--cluster`)."""
+
+    oracle = False
 
     def __init__(self, workdir: Path, cluster: bool) -> None:
         self.workdir = workdir
         self.cluster = Cluster(workdir / "cluster") if cluster else None
         self.broker: Broker | None = None
         self._seq = count(1)
+
+    def describe(self) -> str:
+        return "a 3-broker wirebroker cluster" if self.cluster is not None else "wirebroker"
 
     def start(self) -> str:
         if self.cluster is not None:
@@ -183,65 +276,219 @@ class _Target:
             self.broker.stop()
 
 
+class _OracleTarget:
+    """Apache Kafka 4.4 as the target (`--oracle`): the run's shared single broker
+    ($WIREBROKER_ORACLE) or one started here; with `--cluster` a 3-node KRaft cluster of the
+    run's own (`ApacheKafkaCluster`). It is never restarted: a Kafka that stops answering (a
+    node that is down between cases) is a failure of every case from then on."""
+
+    oracle = True
+
+    def __init__(self, workdir: Path, cluster: bool = False) -> None:
+        self.workdir = workdir
+        self.kafka: ApacheKafka | None = None
+        self.cluster = ApacheKafkaCluster(workdir / "apache-kafka-cluster") if cluster else None
+        self.bootstrap = ""
+
+    def describe(self) -> str:
+        if self.cluster is not None:
+            return f"a {self.cluster.size}-node {ORACLE_NAME} KRaft cluster"
+        how = f"the shared oracle (${SHARED_ENV})" if self.kafka is None else "started here"
+        return f"{ORACLE_NAME}, {how}"
+
+    def start(self) -> str:
+        shared = os.environ.get(SHARED_ENV)
+        if self.cluster is not None:
+            self.bootstrap = self.cluster.start()
+        elif shared:
+            if not probe(shared, timeout=10.0):
+                raise TargetDown(f"{SHARED_ENV}={shared} does not answer as a Kafka broker")
+            self.bootstrap = shared
+        else:
+            self.kafka = ApacheKafka(self.workdir / "apache-kafka")
+            self.bootstrap = self.kafka.start()
+        return self.bootstrap
+
+    def healthy(self) -> bool:
+        if self.cluster is not None:
+            return self.cluster.is_running()
+        return probe(self.bootstrap, timeout=10.0)
+
+    def heal(self) -> str:
+        raise TargetDown(f"{ORACLE_NAME} at {self.bootstrap} stopped answering")
+
+    def log_tail(self, lines: int = 15) -> str:
+        if self.cluster is not None:
+            return self.cluster.log_tail(lines)
+        if self.kafka is None:
+            return f"(the shared oracle's log: where ${SHARED_ENV} was started)"
+        return self.kafka.log_tail(lines)
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+        if self.kafka is not None:
+            self.kafka.stop()
+
+
+Target = _Target | _OracleTarget
+
+
+@dataclass
+class _Run:
+    """One row's run: the client, the target, where results go."""
+
+    client: str
+    adapter_cls: type[Adapter]
+    target: Target
+    workdir: Path
+    row: str
+    tag: str = ""  # in front of every name a case makes ("" on wirebroker's fresh brokers)
+    bootstrap: str = ""
+
+    def new_adapter(self, bootstrap: str) -> Adapter:
+        adapter = self.adapter_cls(bootstrap)
+        if self.target.cluster is not None:
+            adapter.replication_factor = self.target.cluster.size
+        return adapter
+
+    def cases(self, only: list[str] | None) -> dict[str, dict[str, object]]:
+        """Run the cases (all of the row, or those whose id starts with one of `only`)."""
+        cases = [
+            c for c in cases_of(self.row) if only is None or any(c.id.startswith(o) for o in only)
+        ]
+        seq = count(1)
+        bootstrap = self.bootstrap
+        adapter = self.new_adapter(bootstrap)
+        results: dict[str, dict[str, object]] = {}
+        standby = None  # Kafka behind a fault proxy, started ahead of idempotent.retries
+        if (
+            self.target.oracle
+            and any(c.id == "idempotent.retries" for c in cases)
+            and "idempotent" in adapter.capabilities
+        ):
+            standby = ProxiedKafka()
+        try:
+            for case in cases:
+                start = time.monotonic()
+                try:
+                    if not self.target.healthy():
+                        bootstrap = self.target.heal()
+                        adapter.close()
+                        adapter = self.new_adapter(bootstrap)
+                except TargetDown as exc:
+                    status, detail = "fail", f"TargetDown: {exc}"
+                else:
+                    ctx = Ctx(
+                        adapter,
+                        bootstrap,
+                        self.workdir,
+                        seq,
+                        self.target.cluster,
+                        tag=self.tag,
+                        oracle=self.target.oracle,
+                        standby=standby,
+                    )
+                    status, detail = run_case(ctx, case.id, case.run)
+                took = time.monotonic() - start
+                if status == "fail" and detail.startswith("hang"):
+                    threading.Thread(target=adapter.close, daemon=True).start()
+                    adapter = self.new_adapter(bootstrap)
+                first = detail.splitlines()[0] if detail else ""
+                results[case.id] = {"status": status, "detail": stable(first, self.tag)[:400]}
+                print(f"{status:>5}  {case.id:<34} {took:5.1f}s  {first[:160]}", flush=True)
+                if status == "fail":
+                    full = detail + "\n--- broker log tail ---\n" + self.target.log_tail(15)
+                    print("       " + full.replace("\n", "\n       ")[:3000], flush=True)
+        finally:
+            adapter.close()
+            if standby is not None:
+                standby.close()
+        return results
+
+    def write(self, results: dict[str, dict[str, object]]) -> None:
+        RESULTS.mkdir(exist_ok=True)
+        out: dict[str, object] = {
+            "client": self.client,
+            "version": self.adapter_cls.version,
+            "cases": results,
+        }
+        if self.row != SINGLE_BROKER:
+            out["row"] = self.row
+        if self.target.oracle:
+            out["broker"] = ORACLE_NAME
+        path = results_path(self.client, self.row, oracle=self.target.oracle)
+        path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+
+
+def _check_ratchet(
+    client: str, row: str, results: dict[str, dict[str, object]], partial: bool, update: bool
+) -> int:
+    passing_file = passing_path(client, row).name
+    passing = read_passing(client, row)
+    regressions, unknown, new = ratchet(passing, results, partial=partial, row=row)
+    if new:
+        print(f"newly passing (not yet in {passing_file}): {' '.join(new)}")
+        if update:
+            write_passing(client, passing + new, row)
+            print(f"{passing_file} updated")
+    if unknown:
+        print(f"RATCHET: {passing_file} names unknown cases: {' '.join(unknown)}")
+    if regressions:
+        print(f"RATCHET: listed as passing but did not pass: {' '.join(regressions)}")
+    return 1 if regressions or unknown else 0
+
+
+def _check_oracle(
+    client: str, row: str, results: dict[str, dict[str, object]], partial: bool
+) -> int:
+    differs = read_differs(client, row)
+    problems = oracle_check(read_passing(client, row), differs, results, partial=partial, row=row)
+    for c in sorted(differs):
+        if c in results:
+            print(f"differs from Kafka (listed): {c}  # {differs[c]}")
+    for line in problems:
+        print(
+            f"ORACLE CHECK ({passing_path(client, row).name}, {differs_path(client, row).name}): "
+            f"{line}"
+        )
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("client")
     parser.add_argument("--only", nargs="*", default=None, help="case ids (prefixes) to run")
     parser.add_argument("--cluster", action="store_true", help="the 3-broker row")
+    parser.add_argument("--oracle", action="store_true", help="against Apache Kafka 4.4")
     parser.add_argument("--update-passing", action="store_true")
     parser.add_argument("--no-results", action="store_true", help="do not write results JSON")
     args = parser.parse_args(argv)
+    if args.oracle and args.update_passing:
+        parser.error("--update-passing is wirebroker's ratchet; it does not go with --oracle")
 
     row = CLUSTER if args.cluster else SINGLE_BROKER
-    adapter_cls = load_adapter(args.client)
-    cases = [
-        c for c in cases_of(row) if args.only is None or any(c.id.startswith(o) for o in args.only)
-    ]
-    workdir = Path(tempfile.mkdtemp(prefix=f"compat-{args.client}-{row}-"))
-    target = _Target(workdir, args.cluster)
-    start = time.monotonic()
-    bootstrap = target.start()
-    what = "a 3-broker wirebroker cluster" if args.cluster else "wirebroker"
-    print(
-        f"== {args.client} {adapter_cls.version} against {what} at {bootstrap} "
-        f"(data {workdir}; up in {time.monotonic() - start:.1f} s)",
-        flush=True,
+    suffix = "-oracle" if args.oracle else ""
+    workdir = Path(tempfile.mkdtemp(prefix=f"compat-{args.client}-{row}{suffix}-"))
+    target: Target = (
+        _OracleTarget(workdir, args.cluster) if args.oracle else _Target(workdir, args.cluster)
     )
-    seq = count(1)
-
-    def new_adapter() -> Adapter:
-        adapter = adapter_cls(bootstrap)
-        if target.cluster is not None:
-            adapter.replication_factor = target.cluster.size
-        return adapter
-
-    adapter = new_adapter()
-    results: dict[str, dict[str, object]] = {}
+    run = _Run(args.client, load_adapter(args.client), target, workdir, row)
+    if args.oracle:
+        run.tag = secrets.token_hex(3)
+    start = time.monotonic()
     try:
-        for case in cases:
-            if not target.healthy():
-                bootstrap = target.heal()
-                adapter.close()
-                adapter = new_adapter()
-            ctx = Ctx(adapter, bootstrap, workdir, seq, target.cluster)
-            start = time.monotonic()
-            status, detail = run_case(ctx, case.id, case.run)
-            took = time.monotonic() - start
-            if status == "fail" and detail.startswith("hang"):
-                threading.Thread(target=adapter.close, daemon=True).start()
-                adapter = new_adapter()
-            first = detail.splitlines()[0] if detail else ""
-            results[case.id] = {"status": status, "detail": first[:400]}
-            print(f"{status:>5}  {case.id:<34} {took:5.1f}s  {first[:160]}", flush=True)
-            if status == "fail":
-                full = detail + "\n--- broker log tail ---\n" + target.log_tail(15)
-                print("       " + full.replace("\n", "\n       ")[:3000], flush=True)
+        run.bootstrap = target.start()
+        print(
+            f"== {args.client} {run.adapter_cls.version} against {target.describe()} at "
+            f"{run.bootstrap} (data {workdir}; up in {time.monotonic() - start:.1f} s)",
+            flush=True,
+        )
+        results = run.cases(args.only)
     finally:
-        try:
-            adapter.close()
-        finally:
-            target.stop()
-    if any(r["status"] == "fail" for r in results.values()):
+        target.stop()
+    expected = read_differs(args.client, row) if args.oracle else {}  # listed differences
+    if any(r["status"] == "fail" and c not in expected for c, r in results.items()):
         print(f"   (work directory kept for inspection: {workdir})", flush=True)
     else:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -249,35 +496,17 @@ def main(argv: list[str] | None = None) -> int:
     counts = {
         s: sum(1 for r in results.values() if r["status"] == s) for s in ("pass", "fail", "n/a")
     }
-    label = f"{args.client} ({row})" if args.cluster else args.client
+    label = args.client + (f" ({row})" if args.cluster else "") + (" on Kafka" if suffix else "")
     print(
         f"{label}: {counts['pass']} passed, {counts['fail']} failed, {counts['n/a']} n/a",
         flush=True,
     )
     if not args.no_results and args.only is None:
-        RESULTS.mkdir(exist_ok=True)
-        out: dict[str, object] = {
-            "client": args.client,
-            "version": adapter_cls.version,
-            "cases": results,
-        }
-        if args.cluster:
-            out["row"] = row
-        results_path(args.client, row).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
-
-    passing_file = passing_path(args.client, row).name
-    passing = read_passing(args.client, row)
-    regressions, unknown, new = ratchet(passing, results, partial=args.only is not None, row=row)
-    if new:
-        print(f"newly passing (not yet in {passing_file}): {' '.join(new)}")
-        if args.update_passing:
-            write_passing(args.client, passing + new, row)
-            print(f"{passing_file} updated")
-    if unknown:
-        print(f"RATCHET: {passing_file} names unknown cases: {' '.join(unknown)}")
-    if regressions:
-        print(f"RATCHET: listed as passing but did not pass: {' '.join(regressions)}")
-    return 1 if regressions or unknown else 0
+        run.write(results)
+    partial = args.only is not None
+    if args.oracle:
+        return _check_oracle(args.client, row, results, partial)
+    return _check_ratchet(args.client, row, results, partial, args.update_passing)
 
 
 if __name__ == "__main__":

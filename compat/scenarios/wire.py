@@ -10,7 +10,8 @@ and every error code other than NONE raises `WireError(api, code)`. It is delibe
 no metadata cache beyond one lookup, retries only where a cluster needs them (below).
 
     Metadata v9, CreateTopics v5, DeleteTopics v4, Produce v8, Fetch v11, ListOffsets v5,
-    DescribeConfigs v3, OffsetFetch v7, OffsetCommit v7, ListGroups v4, FindCoordinator v3.
+    DescribeConfigs v3, OffsetFetch v7, OffsetCommit v7, ListGroups v4, FindCoordinator v3,
+    InitProducerId v4.
 
 One broker or a cluster. `Wire("h:p")` talks to one broker over one socket. `Wire("h:p,h:p,h:p",
 replication_factor=3)` talks to a cluster: one socket per broker it needs, opened on first use.
@@ -24,8 +25,10 @@ replication_factor=3)` talks to a cluster: one socket per broker it needs, opene
     NOT_COORDINATOR;
   - ListGroups asks every live broker (each lists the groups it coordinates) and merges.
 `create_topic(s)` sets the stage completely: it returns only once every live broker's Metadata
-shows every partition with a leader and `replication_factor` in-sync replicas (on one broker
-that is at once), so a case's client never meets a half-created topic unless the case wants it.
+shows every partition with a leader and `replication_factor` in-sync replicas and each leader
+serves its partition (on one wirebroker that is at once; Apache Kafka's broker hosts a new
+partition a moment after it lists it), so a case's client never meets a half-created topic
+unless the case wants it.
 """
 
 from __future__ import annotations
@@ -322,11 +325,40 @@ class Wire:
             time.sleep(0.05)
         self.wait_topics_ready([name], max(1.0, deadline - time.monotonic()), min_isr=min_isr)
 
+    def ensure_producer_ids(self) -> None:
+        """Wait (up to `retry_s`) until the broker hands out producer ids: InitProducerId
+        without a transactional id answers at once on wirebroker; a freshly started Apache
+        Kafka answers COORDINATOR_LOAD_IN_PROGRESS until its transaction coordinator has a
+        block of ids from the controller, and clients back off for many seconds on that."""
+        body = {"transactional_id": None, "transaction_timeout_ms": 60_000}
+
+        def attempt() -> None:
+            resp = self.call(ApiKey.INIT_PRODUCER_ID, 4, body)
+            self._check("InitProducerId", resp.error_code)
+
+        self._retrying("InitProducerId", _COORDINATOR_MOVED, attempt)
+
     def wait_topics_ready(
         self, names: list[str], timeout: float = 60.0, min_isr: int | None = None
     ) -> None:
         """Every live broker's Metadata shows each partition of `names` with a leader and
-        `replication_factor` in-sync replicas (`min_isr`, if given)."""
+        `replication_factor` in-sync replicas (`min_isr`, if given), and each partition's
+        leader serves it (`_wait_hosted`)."""
+        self._wait_metadata(names, timeout, min_isr)
+        self._wait_hosted(names)
+
+    def _wait_hosted(self, names: list[str]) -> None:
+        """Each partition's leader answers ListOffsets for it (retried for up to `retry_s`).
+        Apache Kafka's broker lists a new partition in Metadata a moment before its replica
+        manager hosts it (partition after partition): a client that produces to every
+        partition at once in that moment gets NOT_LEADER_OR_FOLLOWER or
+        UNKNOWN_TOPIC_OR_PARTITION for some, and kafkajs then re-sends the whole request,
+        duplicating the batches that were written (found by the oracle row)."""
+        for name in names:
+            for partition in sorted(self.partitions(name)):
+                self.list_offset(name, partition, LATEST)
+
+    def _wait_metadata(self, names: list[str], timeout: float, min_isr: int | None) -> None:
         want_isr = self.replication_factor if min_isr is None else min_isr
         deadline = time.monotonic() + timeout
         last = ""

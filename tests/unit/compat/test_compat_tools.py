@@ -188,7 +188,7 @@ def test_report_table_totals_and_suite_figures(
     text = report.render()
     single_text, _, cluster_text = text.partition("### A 3-broker cluster")
     single_text = single_text.partition("### One broker")[2]
-    cluster_text = cluster_text.partition("### Notes")[0]
+    cluster_text = cluster_text.partition("###")[0]
 
     def table(part: str) -> dict[str, str]:
         return {
@@ -283,3 +283,121 @@ def test_java_client_driver_class_path_takes_one_jar_of_each_dependency(tmp_path
     (tmp_path / "zstd-jni-2.0.jar").write_bytes(b"")  # two versions: which one is meant?
     with pytest.raises(RuntimeError, match="expected one zstd-jni-"):
         module._jars(tmp_path)
+
+
+# -- the oracle row (Apache Kafka) -------------------------------------------------------------
+def test_oracle_check_needs_every_passing_case_or_a_reasoned_difference() -> None:
+    passing = ["auto_create", "max_message.over", "legacy.message_format_v0", "txn.commit_abort"]
+    differs = {"legacy.message_format_v0": "Kafka closes the connection"}
+    results = _results(
+        auto_create="pass",
+        max_message__over="fail",
+        legacy__message_format_v0="fail",
+        metadata__100_topics="fail",  # not in the passing file: no concern of the check
+    )
+    problems = runner.oracle_check(passing, differs, results)
+    assert problems == [
+        "max_message.over: passes on wirebroker, fail on Apache Kafka",
+        "txn.commit_abort: passes on wirebroker, did not run on Apache Kafka",
+    ]
+    assert runner.oracle_check(passing, differs, results, partial=True) == [problems[0]]
+    # a difference that no longer is one, one without a reason, one for a case that does not
+    # pass on wirebroker, and an unknown id: each breaks the check
+    results = _results(auto_create="pass", legacy__message_format_v0="pass")
+    differs = {
+        "legacy.message_format_v0": "was different",
+        "auto_create": "",
+        "max_message.under": "flaky",
+        "no.such.case": "typo",
+    }
+    assert runner.oracle_check(["auto_create", "legacy.message_format_v0"], differs, results) == [
+        "legacy.message_format_v0: listed as differing but passed on Apache Kafka (remove it)",
+        "auto_create: listed as differing without a reason",
+        "auto_create: listed as differing but passed on Apache Kafka (remove it)",
+        "max_message.under: listed as differing but not a passing case of the row",
+        "no.such.case: listed as differing but not a passing case of the row",
+    ]
+
+
+def test_oracle_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "COMPAT", tmp_path)
+    assert runner.results_path("c", oracle=True).name == "c-oracle.json"
+    assert runner.results_path("c", cases.CLUSTER, oracle=True).name == "c-cluster-oracle.json"
+    assert runner.differs_path("c") == tmp_path / "c" / "oracle-differs.txt"
+    assert runner.read_differs("c") == {}
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "oracle-differs.txt").write_text(
+        "# header\nlegacy.message_format_v0  # Kafka 4 closes the connection # really\n"
+        "auto_create\n"
+    )
+    assert runner.read_differs("c") == {
+        "legacy.message_format_v0": "Kafka 4 closes the connection # really",
+        "auto_create": "",
+    }
+
+
+def test_report_shows_the_kafka_row_with_its_listed_differences(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("compat_report", REPO / "tools/compat_report.py")
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    results_dir, compat_dir = tmp_path / "results", tmp_path / "compat"
+    results_dir.mkdir()
+    (compat_dir / "kcat").mkdir(parents=True)
+    monkeypatch.setattr(report, "RESULTS", results_dir)
+    monkeypatch.setattr(runner, "COMPAT", compat_dir)
+    (compat_dir / "kcat" / "oracle-differs.txt").write_text(
+        "legacy.message_format_v0  # Kafka 4 closes the connection\n"
+    )
+
+    def write(name: str, **statuses: str) -> None:
+        found = {c: {**r, "detail": f"{c} {r['status']}"} for c, r in _results(**statuses).items()}
+        (results_dir / f"{name}.json").write_text(json.dumps({"version": "1", "cases": found}))
+
+    write("kcat", auto_create="pass", legacy__message_format_v0="pass", max_message__over="fail")
+    write(
+        "kcat-oracle",
+        auto_create="fail",
+        legacy__message_format_v0="fail",
+        max_message__over="pass",
+    )
+    text = report.render()
+    kafka_text = text.partition("### Apache Kafka 4.4 (the oracle), one broker")[2]
+    kafka_text = kafka_text.partition("###")[0]
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[report.CLIENTS.index("kcat") + 2].strip()
+        for line in kafka_text.splitlines()
+        if line.startswith("| `")
+    }
+    assert rows["`auto_create`"] == "**FAIL**"
+    assert rows["`legacy.message_format_v0`"] == "differs"
+    assert rows["`max_message.over`"] == "pass"
+    assert rows["`failover.kill_leader`"] == "excluded"
+    assert "| **total** | not run | not run | not run | 1 pass / 1 fail / 1 differs / 0 n/a |" in (
+        kafka_text
+    )
+    assert "- kcat `legacy.message_format_v0`: Kafka 4 closes the connection" in kafka_text
+    assert "- kcat `max_message.over`: fail on wirebroker, pass on Apache Kafka" in kafka_text
+    assert "`auto_create` (fail): auto_create fail" in text.partition("Apache Kafka, one broker")[2]
+    # a listed difference is no failure for run-tests' list of causes; the rest is
+    assert report.failed_cases() == [
+        "kcat-oracle: auto_create: auto_create fail",
+        "kcat: max_message.over: max_message.over fail",
+    ]
+
+
+def test_stable_details_drop_what_changes_from_run_to_run() -> None:
+    kcat = (
+        "TIMEOUT: kcat exit 1: %6|1796610335.043|FAIL|rdkafka#producer-1| "
+        "[thrd:127.0.0.1:35411/bootstrap]: 127.0.0.1:35411/1: Disconnected (after 4ms in state UP)"
+    )
+    assert runner.stable(kcat) == (
+        "TIMEOUT: kcat exit 1: %6|T|FAIL|rdkafka#producer-1| "
+        "[thrd:127.0.0.1:PORT/bootstrap]: 127.0.0.1:PORT/1: Disconnected (in state UP)"
+    )
+    assert runner.stable("metadata: {'kcat-a1b2c3-adm-parts-11': 2}", "a1b2c3") == (
+        "metadata: {'kcat-adm-parts-11': 2}"
+    )
+    assert runner.stable("100 topics; offset 1234567890") == "100 topics; offset 1234567890"

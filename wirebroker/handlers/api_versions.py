@@ -42,7 +42,12 @@ from wirebroker.handlers.registry import HANDLERS, handler
 from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
-    from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+    from protocol.messages.api_versions import (
+        ApiVersion,
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        SupportedFeatureKey,
+    )
 
 #: Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (whole-string match).
 _SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -75,7 +80,7 @@ def _features(response: ApiVersionsResponse, level: int, version: int) -> None:
     """KIP-584 features of a v3+ answer: transaction.version supported 0..2 (from v4 on: its
     range starts at 0, KIP-1022), finalized at `level` (not listed at 0, as Kafka omits
     level-0 features)."""
-    supported = [
+    supported: list[SupportedFeatureKey] = [
         {"name": txn_version.FEATURE, "min_version": 0, "max_version": txn_version.MAX_LEVEL}
     ]
     response["supported_features"] = [

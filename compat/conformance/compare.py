@@ -49,6 +49,21 @@ class Difference:
     ours: Any
 
 
+def canonical(tree: Any) -> Any:
+    """`tree` with every list of structs that has a key field sorted by it: the order a
+    report shows one side's answer in, the same from run to run (Kafka builds many lists
+    from hash maps: a group's members, the topics of an answer)."""
+    if isinstance(tree, dict):
+        return {k: canonical(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        items = [canonical(v) for v in tree]
+        key = _key_field(items, [])
+        if key is not None:
+            items.sort(key=lambda e: json.dumps(e[key]))
+        return items
+    return tree
+
+
 def _key_field(a: list[Any], b: list[Any]) -> str | None:
     items = a + b
     if not items or not all(isinstance(e, dict) for e in items):

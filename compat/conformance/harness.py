@@ -84,7 +84,8 @@ def discover(side: Side) -> dict[int, tuple[int, int]]:
             lambda: ctx.call(ApiKey.INIT_PRODUCER_ID, 2, init).error_code == 0,
             timeout=60.0,
         )
-        return {a.api_key: (a.min_version, a.max_version) for a in versions.api_keys}
+        side.advertised = {a.api_key: (a.min_version, a.max_version) for a in versions.api_keys}
+        return dict(side.advertised)
     finally:
         ctx.close()
 
@@ -144,6 +145,9 @@ def facts_of(run: Run, label: str) -> Facts:
             played = run.results[label].played.get(s.id)
             if played is not None and played.outcome.kind == ANSWER:
                 facts.learn(s.api, plain(played.outcome.body))
+    # then the ids of topics the actions created that no answer named (by logical name)
+    for logical, tid in sorted(side.shared.get("topic_ids", {}).items()):
+        facts.learn(-1, {"name": run.names.real(logical), "topic_id": str(tid)})
     return facts
 
 

@@ -61,15 +61,17 @@ RULES: tuple[Rule, ...] = (
         "topic-id",
         "topic_id",
         "Random UUIDs made at topic creation: each becomes `<topic-id:NAME>` (learned from the "
-        "side's own answers that carry a name and an id); the nil UUID stays; an id the side "
-        "never named becomes `<topic-id:?>`.",
+        "side's own answers that carry a name and an id, then from the topics the actions "
+        "created); the nil UUID stays; an id the side never named becomes `<topic-id:?>`.",
     ),
     Rule(
         "member-id",
         "member_id, leader (a string)",
         "Made by the coordinator (client id + random UUID): each id a JoinGroup answer gave is "
-        "numbered `<member:N>` per side in order of first appearance; the empty string and "
-        "ids the corpus made up stay.",
+        "numbered `<member:N>` per side in order of first appearance, each a KIP-848, share or "
+        "streams group heartbeat's answer gave where the broker made it (ConsumerGroupHeartbeat "
+        "v0) `<heartbeat-member:N>`; the empty string and ids the corpus made up (run names) "
+        "stay.",
     ),
     Rule(
         "producer-id",
@@ -124,6 +126,19 @@ RULES: tuple[Rule, ...] = (
         "the cluster's history); a non-negative epoch becomes `<epoch>`, -1 stays.",
     ),
     Rule(
+        "metadata-log",
+        "DescribeQuorum: high_watermark, log_end_offset; port of a node's listeners",
+        "The KRaft metadata log's offsets count every change ever made to the cluster (the "
+        "shared oracle's grow with every test): a non-negative one becomes `<metadata-offset>`"
+        "; the controller listener's port is a free port of the machine: `<listener-port>`.",
+    ),
+    Rule(
+        "telemetry-ids",
+        "client_instance_id, subscription_id",
+        "KIP-714: the broker makes a random client instance id and a subscription id from it: "
+        "`<client-instance>` and `<subscription>`; the nil UUID and 0 stay.",
+    ),
+    Rule(
         "set-order",
         "lists of partition numbers named partitions / partition_indexes",
         "Kafka builds them from hash sets (DescribeTransactions lists a transaction's "
@@ -173,6 +188,8 @@ SET_FIELDS = frozenset({"partitions", "partition_indexes"})
 NAME_KEYS = ("name", "topic", "topic_name", "group_id", "transactional_id", "resource_name")
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 INIT_PRODUCER_ID, JOIN_GROUP, END_TXN = 22, 11, 26
+HEARTBEATS = frozenset({68, 76, 88})  # KIP-848 consumer, share and streams group heartbeats
+QUORUM_REPLICAS = frozenset({"current_voters", "observers"})  # DescribeQuorum's replica lists
 CLOCK_SLACK_MS = 3_600_000
 
 
@@ -215,11 +232,22 @@ class Facts:
                 m.get("member_id") for m in tree.get("members") or []
             ]:
                 if isinstance(member_id, str) and member_id and member_id not in self.members:
-                    self.members[member_id] = f"<member:{len(self.members) + 1}>"
+                    self.members[member_id] = f"<member:{self._numbered('<member:') + 1}>"
+        if api in HEARTBEATS and isinstance(tree, dict):
+            member_id = tree.get("member_id")
+            # a broker-made id, numbered apart so that the classic members' numbers stay
+            made = isinstance(member_id, str) and member_id and not self.is_ours(member_id)
+            if made and member_id not in self.members:
+                given = self._numbered("<heartbeat-member:")
+                self.members[member_id] = f"<heartbeat-member:{given + 1}>"
         if api in (INIT_PRODUCER_ID, END_TXN) and isinstance(tree, dict):
             pid = tree.get("producer_id")
             if isinstance(pid, int) and pid >= 0 and pid not in self.producers:
                 self.producers[pid] = f"<producer:{len(self.producers) + 1}>"
+
+    def _numbered(self, prefix: str) -> int:
+        """How many member ids have a placeholder starting with `prefix`."""
+        return sum(1 for v in self.members.values() if v.startswith(prefix))
 
     def _learn_topic_ids(self, tree: Any) -> None:
         if isinstance(tree, dict):
@@ -275,6 +303,8 @@ def _string(key: str, value: str, facts: Facts) -> Any:
         return "<host>"
     if key == "log_dir":
         return "<log-dir>"
+    if key == "client_instance_id" and value != NIL_UUID:
+        return "<client-instance>"
     return facts.name(value)
 
 
@@ -293,11 +323,27 @@ def _integer(key: str, value: int, facts: Facts) -> Any:
         return "<bytes>"
     if key == "finalized_features_epoch" and value >= 0:
         return "<epoch>"
+    if key == "subscription_id" and value != 0:
+        return "<subscription>"
     if _is_clock_field(key):
         low, high = facts.window
         if low - CLOCK_SLACK_MS <= value <= high + CLOCK_SLACK_MS:
             return "<now>"
     return value
+
+
+def _metadata_log(tree: dict[str, Any], out: dict[str, Any], key: str) -> None:
+    """Rule metadata-log, on one struct of a DescribeQuorum answer (`key`: the list it is in)."""
+    offsets = []
+    if "current_voters" in tree:
+        offsets.append("high_watermark")
+    if key in QUORUM_REPLICAS:
+        offsets.append("log_end_offset")
+    for name in offsets:
+        if isinstance(tree.get(name), int) and tree[name] >= 0:
+            out[name] = "<metadata-offset>"
+    if key == "listeners" and isinstance(out.get("port"), int):
+        out["port"] = "<listener-port>"
 
 
 def _entry_name(entry: dict[str, Any]) -> Any:
@@ -310,6 +356,7 @@ def normalise(tree: Any, facts: Facts, listing: bool = False, key: str = "") -> 
         out = {k: normalise(v, facts, listing, k) for k, v in tree.items()}
         if tree.get("name") in MACHINE_CONFIGS and "value" in tree and tree["value"] is not None:
             out["value"] = "<machine>"
+        _metadata_log(tree, out, key)
         return out
     if isinstance(tree, list):
         if listing and tree and all(isinstance(e, dict) for e in tree):

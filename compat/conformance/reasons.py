@@ -202,30 +202,45 @@ _VERSIONS_REASONS = (
         " | api_keys[api_key=39] | api_keys[api_key=40] | api_keys[api_key=41]"
         " | api_keys[api_key=48] | api_keys[api_key=49] | api_keys[api_key=50]"
         " | api_keys[api_key=51]",
-        steps="ApiVersions.* | Sasl* | *Acls.* | *ClientQuotas.* | *UserScramCredentials.*",
+        steps="ApiVersions.* | Sasl* | *Acls.* | *ClientQuotas.* | *UserScramCredentials.*"
+        " | *DelegationToken.*",
     ),
     Reason(
         "new-groups",
         "not-built",
-        "KIP-848 consumer groups, share groups (KIP-932) and streams groups: Kafka serves their "
-        "APIs and finalizes group.version, share.version and streams.version; wirebroker offers "
-        "the classic protocol only (issue 35).",
-        path="api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
+        "KIP-848 consumer groups, share groups (KIP-932) and streams groups (KIP-1071): Kafka "
+        "serves their APIs (and the share coordinator's state APIs) and finalizes "
+        "group.version, share.version and streams.version; wirebroker offers the classic "
+        "protocol only, does not advertise them and closes the connection (issue 35).",
+        steps="ApiVersions.* | cg-v* | share.* | share-state.* | st-v*",
+        path="(reaction) | api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
         " | api_keys[api_key=77] | api_keys[api_key=78] | api_keys[api_key=79]"
         " | api_keys[api_key=83] | api_keys[api_key=84] | api_keys[api_key=85]"
         " | api_keys[api_key=86] | api_keys[api_key=87] | api_keys[api_key=88]"
         " | api_keys[api_key=89] | api_keys[api_key=90] | api_keys[api_key=91]"
         " | api_keys[api_key=92] | api_keys[api_key=93] | *[name=group.version]"
         " | *[name=share.version] | *[name=streams.version]",
-        api=API_VERSIONS,
     ),
     Reason(
-        "quorum-and-features",
+        "kraft-apis",
         "deliberate",
-        "DescribeQuorum (KRaft's metadata quorum) and UpdateFeatures: a wirebroker cluster is "
-        "coordinated by ZooKeeper and its one feature (transaction.version) is a broker config; "
-        "wirebroker does not advertise them and closes the connection.",
-        steps="DescribeQuorum.* | UpdateFeatures.*",
+        "KRaft's APIs: DescribeQuorum (the metadata quorum), UpdateFeatures, UnregisterBroker, "
+        "UnregisterController, AddRaftVoter, RemoveRaftVoter. A wirebroker cluster is "
+        "coordinated by ZooKeeper, its brokers leave by their ZooKeeper session and its one "
+        "feature (transaction.version) is a broker config; wirebroker does not advertise them "
+        "and closes the connection.",
+        steps="DescribeQuorum.* | UpdateFeatures.* | UnregisterBroker.* | UnregisterController.*"
+        " | AddRaftVoter.* | RemoveRaftVoter.*",
+    ),
+    Reason(
+        "telemetry-unadvertised",
+        "kafka",
+        "Client telemetry (KIP-714): Kafka 4.4 leaves GetTelemetrySubscriptions and "
+        "PushTelemetry out of ApiVersions when no metrics reporter takes client telemetry (the "
+        "oracle has none), yet answers them (a subscription with no metrics requested); "
+        "wirebroker, which does not advertise them either, closes the connection, as a broker "
+        "may for an API it does not serve.",
+        steps="GetTelemetrySubscriptions.* | PushTelemetry.*",
     ),
 )
 

@@ -6,6 +6,7 @@ no timestamps, durations, ports or ids, so that two runs write the same bytes.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -21,10 +22,11 @@ from compat.conformance.classify import (
     kind_label,
     reason_for,
 )
-from compat.conformance.compare import ABSENT, Difference, show
+from compat.conformance.compare import ABSENT, Difference, canonical, show
 from compat.conformance.harness import KAFKA, OURS, StepResult, reaction
 from compat.conformance.normalise import RULES
 from compat.conformance.reasons import KINDS, Reason
+from compat.conformance.transport import ANSWER
 from compat.oracle.kafka import KAFKA_VERSION
 
 SIDE_NAMES = {KAFKA: "Kafka", OURS: "wirebroker"}
@@ -38,9 +40,11 @@ INTRO = (
 DETAILS = (
     "Differences are listed under each table: the field path, Kafka's value, wirebroker's",
     "value and the key of the reason (table above). `(reaction)`: the two reacted differently",
-    "(an answer against a closed connection, say), and only that is compared.",
+    "(an answer against a closed connection, say), and only that is compared; where only",
+    "Kafka answered, its whole answer follows (normalised; lists of structs in key order).",
 )
 MAX_LINES_PER_STEP = 100
+MAX_ANSWER_CHARS = 4000
 
 
 def _cell(text: str) -> str:
@@ -98,7 +102,20 @@ def step_details(step: StepResult) -> list[str]:
         lines.append(f"  - {text} [{reason.key}]")
     if len(body) > MAX_LINES_PER_STEP:
         lines.append(f"  - ... and {len(body) - MAX_LINES_PER_STEP} more differences")
-    return lines
+    return lines + _kafka_answer(step)
+
+
+def _kafka_answer(step: StepResult) -> list[str]:
+    """Kafka's whole answer (normalised, lists in key order) where only Kafka answered: the
+    spec a side that does not serve the API yet has to meet."""
+    if step.outcomes[KAFKA].kind != ANSWER or step.outcomes[OURS].kind == ANSWER:
+        return []
+    if KAFKA not in step.views:
+        return []
+    text = json.dumps(canonical(step.views[KAFKA]), separators=(",", ":"))
+    if len(text) > MAX_ANSWER_CHARS:
+        text = text[: MAX_ANSWER_CHARS - 3] + "..."
+    return [f"  - Kafka's answer: {_code(text)}"]
 
 
 def _api_v(step: StepResult) -> str:

@@ -98,6 +98,11 @@ class Side:
     node_id: int = -1
     cluster_id: str | None = None
     shared: dict[str, Any] = field(default_factory=dict)  # values set in one phase, read later
+    advertised: dict[int, tuple[int, int]] = field(default_factory=dict)  # its ApiVersions
+
+    def serves(self, api: int) -> bool:
+        """Whether this broker advertises `api` (any version)."""
+        return api in self.advertised
 
     @property
     def host(self) -> str:

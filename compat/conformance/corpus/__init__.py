@@ -3,9 +3,11 @@
 `build(advertised)` takes each side's ApiVersions ({api key: (min, max)}) and returns the
 scenarios: a sweep of every version either side advertises that our codecs know (one
 request per API per version at least; the group and transaction APIs through one whole flow
-per version), the happy and error paths, the unsupported-version probes, and one probe per
-API our codecs do not know. `coverage` tells which advertised API/versions no step covers
-(none, unless an API is added without a sweep: the report lists them).
+per version: classic, KIP-848, share and streams groups), the happy and error paths, the
+unsupported-version probes, client telemetry (sent whether advertised or not: Kafka answers
+it unadvertised), and one header-only probe per API our codecs do not know. `coverage`
+tells which advertised API/versions no step covers (none, unless an API is added without a
+sweep: the report lists them).
 """
 
 from __future__ import annotations
@@ -15,12 +17,19 @@ from collections.abc import Callable, Mapping
 from compat.conformance.corpus import (
     cluster,
     configs,
+    consumer_groups,
+    controller,
     groups,
     probes,
     records,
+    share_groups,
+    share_state,
+    streams_groups,
     sweeps_admin,
     sweeps_data,
     sweeps_misc,
+    telemetry,
+    tokens,
     topics,
     txn,
 )
@@ -88,6 +97,41 @@ SWEEPS: tuple[tuple[tuple[API, ...], Callable[..., Scenario]], ...] = (
         sweeps_misc.offsets,
     ),
     ((API.LIST_GROUPS, API.LIST_TRANSACTIONS, API.LIST_CONFIG_RESOURCES), sweeps_misc.listings),
+    (
+        (
+            API.CREATE_DELEGATION_TOKEN,
+            API.RENEW_DELEGATION_TOKEN,
+            API.EXPIRE_DELEGATION_TOKEN,
+            API.DESCRIBE_DELEGATION_TOKEN,
+        ),
+        tokens.sweep,
+    ),
+    (
+        (
+            API.UNREGISTER_BROKER,
+            API.UNREGISTER_CONTROLLER,
+            API.ADD_RAFT_VOTER,
+            API.REMOVE_RAFT_VOTER,
+        ),
+        controller.sweep,
+    ),
+)
+# The share-group flows, with the APIs each needs (it is played when all have versions).
+SHARE_APIS = (
+    API.SHARE_GROUP_HEARTBEAT,
+    API.SHARE_GROUP_DESCRIBE,
+    API.SHARE_FETCH,
+    API.SHARE_ACKNOWLEDGE,
+    API.DESCRIBE_SHARE_GROUP_OFFSETS,
+    API.ALTER_SHARE_GROUP_OFFSETS,
+    API.DELETE_SHARE_GROUP_OFFSETS,
+)
+SHARE_STATE_APIS = (
+    API.INITIALIZE_SHARE_GROUP_STATE,
+    API.READ_SHARE_GROUP_STATE,
+    API.WRITE_SHARE_GROUP_STATE,
+    API.DELETE_SHARE_GROUP_STATE,
+    API.READ_SHARE_GROUP_STATE_SUMMARY,
 )
 
 
@@ -119,7 +163,30 @@ def _flows(v: Callable[[API], list[int]]) -> list[Scenario]:
     if all(txn_versions.values()):
         newest = max(max(vs) for vs in txn_versions.values())
         out += [txn.flow(i, txn_versions) for i in range(newest + 1)]
+    return out + _new_groups(v)
+
+
+def _new_groups(v: Callable[[API], list[int]]) -> list[Scenario]:
+    """KIP-848 consumer groups, streams groups, share groups and share-group state."""
+    out = consumer_groups.flows(v(API.CONSUMER_GROUP_HEARTBEAT), v(API.CONSUMER_GROUP_DESCRIBE))
+    out += streams_groups.flows(
+        v(API.STREAMS_GROUP_HEARTBEAT),
+        v(API.STREAMS_GROUP_DESCRIBE),
+        v(API.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE),
+    )
+    share = {k: v(k) for k in SHARE_APIS}
+    if all(share.values()):
+        out.append(share_groups.flow(share))
+    state = {k: v(k) for k in SHARE_STATE_APIS}
+    if all(state.values()):
+        out.append(share_state.flow(state))
     return out
+
+
+def _unadvertised(v: Callable[[API], list[int]], key: API) -> list[int]:
+    """The versions to send of an API a broker may serve without advertising it: the
+    advertised ones, else every version our codecs know."""
+    return v(key) or list(probes.codec_versions(int(key)))
 
 
 def build(advertised: Mapping[str, Advertised]) -> list[Scenario]:
@@ -148,6 +215,10 @@ def build(advertised: Mapping[str, Advertised]) -> list[Scenario]:
         txn.errors(),
         txn.idempotence(),
         probes.unsupported_versions(),
+        telemetry.sweep(
+            _unadvertised(v, API.GET_TELEMETRY_SUBSCRIPTIONS),
+            _unadvertised(v, API.PUSH_TELEMETRY),
+        ),
     ]
     unknown = {k: (vs[0], vs[-1]) for k, vs in every.items() if k not in known}
     if unknown:

@@ -371,3 +371,93 @@ def wait_gone(logicals: list[str]) -> Do:
         )
 
     return Do(f"wait until {logicals} are gone", run)
+
+
+# -- groups of the protocols only some sides serve (KIP-848, share and streams groups) ---------
+GROUP_RESOURCE = 32  # a group's configs (IncrementalAlterConfigs, DescribeConfigs)
+
+
+def where_served(api: int, what: str, run: Callable[[Ctx], None]) -> Do:
+    """An action for an API only some sides serve: it runs on a side that advertises `api`;
+    on one that does not, it does nothing (the compared steps then show how that side reacts
+    to each request)."""
+
+    def maybe(ctx: Ctx) -> None:
+        if ctx.side.serves(int(api)):
+            run(ctx)
+
+    return Do(f"{what} (where API {int(api)} is served)", maybe)
+
+
+def _alter_group_configs(ctx: Ctx, group: str, configs: Mapping[str, str | None]) -> None:
+    """Set (a value) or delete (None) dynamic configs of a group: IncrementalAlterConfigs v1."""
+    entries = [
+        {"name": k, "config_operation": 0 if v is not None else 1, "value": v}
+        for k, v in configs.items()
+    ]
+    body = {
+        "resources": [
+            {"resource_type": GROUP_RESOURCE, "resource_name": ctx.name(group), "configs": entries}
+        ],
+        "validate_only": False,
+    }
+    code = ctx.call(API.INCREMENTAL_ALTER_CONFIGS, 1, body).responses[0].error_code
+    if code:
+        raise HarnessError(f"configs of group {group}: error {code}")
+
+
+def group_configs(api: int, group: str, configs: Mapping[str, str]) -> Do:
+    """Set configs of a (future) group where `api` is served, and wait until they apply.
+
+    Kafka batches a group's assignment updates (group.*.assignment.interval.ms, 1 s) and waits
+    group.streams.initial.rebalance.delay.ms (3 s) before a new streams group's first
+    assignment: a scenario sets its own group's interval and delay to 0, so that each answer
+    holds the assignment the request caused, the same from run to run."""
+
+    def run(ctx: Ctx) -> None:
+        _alter_group_configs(ctx, group, configs)
+        body = {
+            "resources": [
+                {
+                    "resource_type": GROUP_RESOURCE,
+                    "resource_name": ctx.name(group),
+                    "configuration_keys": list(configs),
+                }
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        }
+
+        def applied() -> bool:
+            answer = ctx.call(API.DESCRIBE_CONFIGS, 4, body)
+            values = {c.name: c.value for r in answer.results for c in r.configs}
+            return all(values.get(k) == v for k, v in configs.items())
+
+        ctx.wait(f"configs of group {group}", applied, timeout=10.0)
+
+    return where_served(api, f"set {dict(configs)} on group {group}", run)
+
+
+def forget_group(api: int, group: str, configs: Iterable[str] = ()) -> Do:
+    """Where `api` is served: delete the group (DeleteGroups v2: its members left) and its
+    dynamic configs, and wait until ListConfigResources no longer lists it, so that the
+    listings of the last phase (ListGroups, ListConfigResources) show what both sides have."""
+    keys = list(configs)
+
+    def run(ctx: Ctx) -> None:
+        answer = ctx.call(API.DELETE_GROUPS, 2, {"groups_names": [ctx.name(group)]})
+        code = answer.results[0].error_code
+        if code:
+            raise HarnessError(f"DeleteGroups {group}: error {code}")
+        if not keys:
+            return
+        _alter_group_configs(ctx, group, dict.fromkeys(keys))
+        listing = {"resource_types": [GROUP_RESOURCE]}
+
+        def gone() -> bool:
+            answer = ctx.call(API.LIST_CONFIG_RESOURCES, 1, listing)
+            return all(r.resource_name != ctx.name(group) for r in answer.config_resources)
+
+        ctx.wait(f"configs of group {group} deleted", gone, timeout=10.0)
+
+    return where_served(api, f"delete group {group} and its configs", run)

@@ -24,7 +24,7 @@ from compat.conformance.classify import (
     pairs,
     reason_for,
 )
-from compat.conformance.compare import ABSENT, Difference, diff, show
+from compat.conformance.compare import ABSENT, Difference, canonical, diff, show
 from compat.conformance.corpus import build, coverage, encodable, union
 from compat.conformance.harness import KAFKA, OURS, StepResult
 from compat.conformance.normalise import RULES, Facts, normalise
@@ -158,6 +158,66 @@ def test_producer_ids_only_from_allocations_and_minus_one_and_zero_stay() -> Non
     assert norm({"producer_id": -1}, f) == {"producer_id": -1}
 
 
+def test_member_ids_a_heartbeat_answer_gave_are_numbered_apart_and_made_up_ids_stay() -> None:
+    f = facts()
+    f.learn(68, {"member_id": "AbCdEfGhIjKlMnOpQrStUv", "member_epoch": 2})  # v0: broker-made
+    f.learn(68, {"member_id": f"{TOKEN}-g", "member_epoch": 2})  # v1: the client made it
+    f.learn(11, {"member_id": "c-uuid-1", "leader": "c-uuid-1", "members": []})
+    out = norm(
+        {
+            "a": {"member_id": "AbCdEfGhIjKlMnOpQrStUv"},
+            "b": {"member_id": f"{TOKEN}-g"},
+            "c": {"member_id": "c-uuid-1"},
+        },
+        f,
+    )
+    assert out == {
+        "a": {"member_id": "<heartbeat-member:1>"},
+        "b": {"member_id": "<g>"},
+        "c": {"member_id": "<member:1>"},  # the classic members' numbers do not move
+    }
+
+
+def test_describe_quorum_metadata_log_offsets_and_listener_ports() -> None:
+    answer = {
+        "topics": [
+            {
+                "partitions": [
+                    {
+                        "leader_id": 1,
+                        "leader_epoch": 1,
+                        "high_watermark": 347,
+                        "current_voters": [{"replica_id": 1, "log_end_offset": 347}],
+                        "observers": [{"replica_id": 2, "log_end_offset": -1}],
+                    }
+                ]
+            }
+        ],
+        "nodes": [{"node_id": 1, "listeners": [{"name": "C", "host": "127.0.0.1", "port": 6}]}],
+        "high_watermark": 12,  # anywhere else (a Fetch answer) it is an offset to compare
+    }
+    out = norm(answer)
+    partition = out["topics"][0]["partitions"][0]
+    assert partition["high_watermark"] == "<metadata-offset>"
+    assert partition["leader_epoch"] == 1
+    assert partition["current_voters"] == [{"replica_id": 1, "log_end_offset": "<metadata-offset>"}]
+    assert partition["observers"] == [{"replica_id": 2, "log_end_offset": -1}]
+    assert out["nodes"][0]["listeners"] == [
+        {"name": "C", "host": "<host>", "port": "<listener-port>"}
+    ]
+    assert out["high_watermark"] == 12
+
+
+def test_telemetry_ids_become_placeholders_and_nil_stays() -> None:
+    nil = "00000000-0000-0000-0000-000000000000"
+    out = norm({"client_instance_id": str(uuid.UUID(int=9)), "subscription_id": 77})
+    assert out == {"client_instance_id": "<client-instance>", "subscription_id": "<subscription>"}
+    assert norm({"client_instance_id": nil, "subscription_id": 0}) == {
+        "client_instance_id": nil,
+        "subscription_id": 0,
+    }
+
+
 def test_clock_values_only_near_the_run_and_never_timeouts() -> None:
     out = norm(
         {
@@ -275,6 +335,17 @@ def test_unkeyed_lists_compare_by_position_and_types_matter() -> None:
     assert diff({"v": None}, {}) == [Difference("v", None, ABSENT)]
 
 
+def test_canonical_sorts_keyed_lists_only() -> None:
+    tree = {
+        "members": [{"member_id": "<m2>", "x": [3, 1]}, {"member_id": "<m1>", "x": [2]}],
+        "pairs": [[2], [1]],
+    }
+    assert canonical(tree) == {
+        "members": [{"member_id": "<m1>", "x": [2]}, {"member_id": "<m2>", "x": [3, 1]}],
+        "pairs": [[2], [1]],
+    }
+
+
 def test_show_names_error_codes() -> None:
     assert show(3, "topics[name=x].error_code") == "3 UNKNOWN_TOPIC_OR_PARTITION"
     assert show(3, "partition_index") == "3"
@@ -338,8 +409,16 @@ def test_every_reason_has_a_known_kind_and_a_unique_key() -> None:
     assert all(r.kind in KINDS and r.kind != "unexplained" for r in REASONS)
 
 
+# The newest ApiVersions our codecs know: Kafka advertising one more stands for a version our
+# codecs do not know yet (as ApiVersions v5 was until the codecs came from Kafka 4.4).
+NEWEST_AV = SCHEMAS[18].VALID_VERSIONS[1]
+
+
 def test_pair_statuses() -> None:
-    advertised = {KAFKA: {0: (0, 3), 18: (0, 5), 75: (0, 0)}, OURS: {0: (0, 2), 18: (0, 4)}}
+    advertised = {
+        KAFKA: {0: (0, 3), 18: (0, NEWEST_AV + 1), 75: (0, 0)},
+        OURS: {0: (0, 2), 18: (0, NEWEST_AV)},
+    }
     results = [
         _result("p1", 0, 1, []),
         _result("p2", 0, 2, [Difference("x", 1, 2)]),
@@ -351,7 +430,8 @@ def test_pair_statuses() -> None:
     assert status[(0, 2)] == DIFFERS
     assert status[(0, 3)] == ONE_SIDE
     assert status[(0, 0)] == NOT_COVERED
-    assert status[(18, 5)] == NOT_DECODABLE  # our codecs stop at ApiVersions v4
+    assert status[(18, NEWEST_AV + 1)] == NOT_DECODABLE  # our codecs stop at NEWEST_AV
+    assert status[(18, NEWEST_AV)] == NOT_COVERED  # both advertise it, no step used it
     assert status[(0, 14)] == PROBE
 
 
@@ -408,20 +488,39 @@ def test_a_reaction_difference_is_one_line() -> None:
     assert step_details(result)[1].startswith('  - `(reaction)`: Kafka `"answered"`')
 
 
-# -- corpus -------------------------------------------------------------------------------------
-def _advertised() -> dict[str, dict[int, tuple[int, int]]]:
-    ours = {
-        k: m.VALID_VERSIONS
-        for k, m in SCHEMAS.items()
-        if k not in (17, 29, 30, 31, 36, 48, 49, 50, 51, 55, 57)
+def test_where_only_kafka_answered_its_whole_answer_follows_in_key_order() -> None:
+    result = _result("sasl", 17, 0, [Difference("(reaction)", "answered", "closed the connection")])
+    result.outcomes[OURS] = Outcome(CLOSED)
+    result.views = {
+        KAFKA: {"error_code": 34, "mechanisms": [{"name": "b"}, {"name": "a"}]},
+        OURS: {"outcome": CLOSED},
     }
+    lines = step_details(result)
+    assert lines[-1] == (
+        '  - Kafka\'s answer: `{"error_code":34,"mechanisms":[{"name":"a"},{"name":"b"}]}`'
+    )
+    both = _result("p", 0, 9, [Difference("x", 1, 2)])  # both answered: the diff says it all
+    both.views = {KAFKA: {"x": 1}, OURS: {"x": 2}}
+    assert not any("Kafka's answer" in line for line in step_details(both))
+
+
+# -- corpus -------------------------------------------------------------------------------------
+VOTE = 52  # a KRaft controller API: no broker listens for it, so our codecs have no schema
+# What wirebroker does not serve (security, KRaft, the new group protocols...)
+ONLY_KAFKA = (17, 29, 30, 31, 36, 38, 39, 40, 41, 48, 49, 50, 51, 55, 57, 64, 68, 69)
+ONLY_KAFKA += (76, 77, 78, 79, 80, 81, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94)
+
+
+def _advertised() -> dict[str, dict[int, tuple[int, int]]]:
+    ours = {k: m.VALID_VERSIONS for k, m in SCHEMAS.items() if k not in ONLY_KAFKA}
     ours[0] = (0, 13)
-    kafka = {k: m.VALID_VERSIONS for k, m in SCHEMAS.items()}
-    kafka.update({0: (0, 13), 18: (0, 5), 68: (0, 1), 78: (1, 2)})
+    kafka = {k: m.VALID_VERSIONS for k, m in SCHEMAS.items() if k not in (71, 72)}
+    kafka.update({0: (0, 13), 18: (0, NEWEST_AV + 1), VOTE: (0, 2)})
     return {KAFKA: kafka, OURS: ours}
 
 
 def test_corpus_covers_every_version_our_codecs_know_with_unique_step_ids() -> None:
+    assert VOTE not in SCHEMAS
     advertised = _advertised()
     scenarios = build(advertised)  # raises on a duplicate step id
     assert coverage(advertised, scenarios) == []
@@ -433,19 +532,69 @@ def test_corpus_covers_every_version_our_codecs_know_with_unique_step_ids() -> N
         (11, 9),
         (26, 5),
     }
-    # APIs our codecs do not know get one header-only probe each, at their newest version
-    assert {"no_codec.ConsumerGroupHeartbeat.v1", "no_codec.ShareFetch.v2"} <= set(steps)
+    # every version of every API only Kafka serves gets real requests (not header-only)
+    for key in ONLY_KAFKA:
+        low, high = SCHEMAS[key].VALID_VERSIONS
+        sent = {s.version for s in steps.values() if s.api == key and s.raw is None}
+        assert sent >= set(range(low, high + 1)), key
+    # whole flows: KIP-848, share and streams groups, the share coordinator's state
+    assert {
+        "cg-v0.join",
+        "cg-v1.revoke",
+        "cg-v1.describe_v1",
+        "share.fetch",
+        "share.acknowledge",
+        "share.offsets_v0",
+        "share-state.initialize_v0",
+        "st-v1.topology_update_v0",
+        "CreateDelegationToken.v3",
+        "UnregisterBroker.v0",
+        "AddRaftVoter.v1",
+    } <= set(steps)
+    # telemetry is sent although neither side advertises it (Kafka answers it anyway)
+    assert {"GetTelemetrySubscriptions.v0", "PushTelemetry.v0"} <= set(steps)
+    # an API our codecs have no schema for gets one header-only probe, at its newest version
+    assert steps["no_codec.Vote.v2"].raw is not None
     # versions of known APIs our codecs lack are not sent (they are listed as not decodable)
-    assert not any(s.api == 18 and s.version == 5 for s in steps.values())
+    assert not any(s.api == 18 and s.version == NEWEST_AV + 1 for s in steps.values())
     assert max(s.phase for s in scenarios) == 2 and scenarios[-1].phase == 2
 
 
+def test_spread_and_pick_cover_every_version() -> None:
+    from compat.conformance.corpus.members import pick, spread
+
+    assert spread([0, 1], [0, 1]) == {0: [0], 1: [1]}
+    assert spread([0, 1], [0]) == {0: [0], 1: [0]}
+    assert spread([0], [0, 1, 2]) == {0: [0, 1, 2]}  # the newest flow takes what is left
+    assert spread([3], [1, 2]) == {3: [2, 1]}
+    assert [pick([1, 2], slot) for slot in range(4)] == [1, 2, 2, 2]
+
+
+def test_actions_for_an_api_run_only_on_a_side_that_serves_it() -> None:
+    from compat.conformance.corpus.base import where_served
+    from compat.conformance.script import Ctx, Names, Side
+
+    ran: list[str] = []
+    action = where_served(76, "wait", lambda ctx: ran.append(ctx.side.label))
+    names = Names("cf0")
+    kafka = Side(KAFKA, "127.0.0.1:1", names, advertised={76: (1, 1)})
+    ours = Side(OURS, "127.0.0.1:2", names, advertised={0: (0, 13)})
+    for side in (kafka, ours):
+        action.run(Ctx(side))  # no connection is opened until a request is sent
+    assert ran == [KAFKA]
+
+
 def test_union_and_encodable() -> None:
-    advertised = {KAFKA: {18: (0, 5)}, OURS: {18: (0, 4), 0: (0, 13)}}
+    advertised = {
+        KAFKA: {18: (0, NEWEST_AV + 1), VOTE: (0, 2)},
+        OURS: {18: (0, NEWEST_AV), 0: (0, 13)},
+    }
     every = union(advertised)
-    assert every[18] == [0, 1, 2, 3, 4, 5]
+    assert every[18] == list(range(NEWEST_AV + 2))
+    assert every[VOTE] == [0, 1, 2]
     known = encodable(every)
-    assert known[18] == [0, 1, 2, 3, 4]
+    assert known[18] == list(range(NEWEST_AV + 1))
+    assert VOTE not in known  # an API our codecs have no schema for
     assert known[0] == list(range(14))  # Produce v0-2 through the corpus's legacy codec
 
 

@@ -323,14 +323,6 @@ _CONFIG_REASONS = (
         path="*.config_type",
         api=DESCRIBE_CONFIGS,
     ),
-    Reason(
-        "describe-configs-message",
-        "cosmetic",
-        "DescribeConfigs results[].error_message: Kafka an empty string, wirebroker null (and a "
-        "broker logger's documentation: Kafka an empty string, wirebroker null).",
-        path="results[*].error_message | *[name=root].documentation",
-        api=DESCRIBE_CONFIGS,
-    ),
 )
 
 _ADMIN_REASONS = (

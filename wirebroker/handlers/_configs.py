@@ -34,7 +34,8 @@ Broker config values (`describe_broker_configs`)
 BROKER_LOGGER (`describe_loggers` / `alter_loggers`)
     Python's loggers stand in for log4j's: "root" plus every logger created so far, with its
     effective level in log4j names (CRITICAL -> FATAL, WARNING -> WARN, below DEBUG -> TRACE),
-    source DYNAMIC_BROKER_LOGGER_CONFIG (6). IncrementalAlterConfigs SET sets a level, DELETE
+    source DYNAMIC_BROKER_LOGGER_CONFIG (6), documentation "" (v3+, asked for or not: Kafka
+    never fills it for a logger). IncrementalAlterConfigs SET sets a level, DELETE
     resets one to inherit (not allowed for root), as Kafka's RuntimeLoggerManager does.
 
 Topic config validation is `wirebroker.cluster.topic_configs.validate_topic_configs` (run by
@@ -217,6 +218,8 @@ class ConfigEntry:
     config_type: int = ConfigType.UNKNOWN
     documentation: str | None = None
     synonyms: tuple[Synonym, ...] = field(default=())
+    #: Sent even when the request did not ask for documentation (a logger's "", as Kafka).
+    documentation_always: bool = False
 
     def describe_dict(
         self, *, include_synonyms: bool, include_documentation: bool
@@ -230,7 +233,9 @@ class ConfigEntry:
             if include_synonyms
             else [],
             "config_type": self.config_type,
-            "documentation": self.documentation if include_documentation else None,
+            "documentation": self.documentation
+            if include_documentation or self.documentation_always
+            else None,
         }
 
     def creatable_dict(self) -> CreatableTopicConfigs:
@@ -462,6 +467,8 @@ def describe_loggers() -> list[ConfigEntry]:
             name=name,
             value=_log4j_level(logger.getEffectiveLevel()),
             source=SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+            documentation="",
+            documentation_always=True,
         )
         for name, logger in sorted(_existing_loggers().items())
     ]

@@ -20,7 +20,9 @@ computed by `wirebroker.handlers._configs`, whose docstring gives the rules):
 
 `configuration_keys` null or empty: every config; else only those named (unknown names are
 left out silently). `include_synonyms` adds the synonyms, `include_documentation` (v3+) the
-doc string; `config_type` is sent from v3. Entries are sorted by name.
+doc string; `config_type` is sent from v3. Entries are sorted by name. A result's
+error_message is Kafka's text of its error, "" when there is none (success, or an error such as
+UNKNOWN_TOPIC_OR_PARTITION that Kafka sends without a message).
 
 Skipped: authorization (everything is describable), throttling (throttle_time_ms 0).
 """
@@ -110,9 +112,9 @@ async def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeCo
         try:
             entries = filter_entries(_entries(ctx, resource), resource["configuration_keys"])
         except ConfigRequestError as exc:
-            code, message = exc.error_code, exc.message
+            code, message = exc.error_code, exc.message or ""
         else:
-            code, message = ErrorCode.NONE, None
+            code, message = ErrorCode.NONE, ""
             configs = [
                 e.describe_dict(
                     include_synonyms=include_synonyms,

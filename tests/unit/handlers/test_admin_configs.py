@@ -233,6 +233,25 @@ async def test_describe_broker_logger(call):
     assert empty.error_code == ErrorCode.INVALID_REQUEST
 
 
+@pytest.mark.parametrize("version", [1, 3, 4])
+async def test_describe_error_message_is_empty_without_an_error_text(call, topic, version):
+    """Kafka sends "" (not null) as error_message of a result without an error, and of an
+    error it gives no text (UNKNOWN_TOPIC_OR_PARTITION)."""
+    assert (await describe(call, TOPIC, "cfg", version=version)).error_message == ""
+    assert (await describe(call, BROKER, "0", version=version)).error_message == ""
+    assert (await describe(call, BROKER_LOGGER, "0", version=version)).error_message == ""
+    unknown = await describe(call, TOPIC, "nope", version=version)
+    assert (unknown.error_code, unknown.error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+
+
+@pytest.mark.parametrize("docs", [False, True])
+async def test_describe_broker_logger_documentation_is_empty(call, docs):
+    """A logger's documentation (v3+) is "" whether asked for or not, as Kafka answers."""
+    result = await describe(call, BROKER_LOGGER, "0", ["root"], version=3, docs=docs)
+    (root,) = result.configs
+    assert (root.documentation, root.config_type) == ("", ConfigType.UNKNOWN)
+
+
 async def test_describe_unsupported_and_unknown_types(call):
     group = await describe(call, GROUP, "g")
     assert group.error_code == ErrorCode.INVALID_REQUEST

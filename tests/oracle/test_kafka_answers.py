@@ -1,0 +1,84 @@
+"""The same assertion against Apache Kafka 4.4 (the oracle) and against wirebroker: answers
+the conformance harness (compat/conformance) found different and that wirebroker now gives as
+Kafka does. Each test runs twice, `side` = "kafka" and "wirebroker"; a test that passes on
+Kafka and fails on wirebroker is a wirebroker bug, one that fails on Kafka is a wrong test.
+
+Names are unique per test (the oracle is shared by the run and keeps its topics)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from compat.scenarios.wire import Wire
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+@pytest.fixture(params=["kafka", "wirebroker"])
+def side(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def wire(request: pytest.FixtureRequest, side: str) -> Iterator[Wire]:
+    """A connection to Apache Kafka (the run's oracle) or to a wirebroker of this test."""
+    fixture = "apache_kafka" if side == "kafka" else "kafka_bootstrap"
+    with Wire(request.getfixturevalue(fixture)) as w:
+        yield w
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def node_id(wire: Wire) -> str:
+    (node,) = wire.brokers()
+    return str(node)
+
+
+def describe(wire: Wire, version: int, resources: list[tuple[int, str, list[str] | None]]) -> Any:
+    return wire.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        version,
+        {
+            "resources": [
+                {"resource_type": t, "resource_name": n, "configuration_keys": keys}
+                for t, n, keys in resources
+            ],
+            "include_synonyms": True,
+            "include_documentation": False,
+        },
+    )
+
+
+# -- DescribeConfigs ----------------------------------------------------------------------------
+@pytest.mark.parametrize("version", [1, 4])
+def test_describe_configs_error_message_is_empty_not_null(wire: Wire, version: int) -> None:
+    topic = unique("answers-describe")
+    wire.create_topic(topic, 1)
+    node = node_id(wire)
+    resp = describe(
+        wire,
+        version,
+        [
+            (TOPIC, topic, ["retention.ms"]),
+            (TOPIC, unique("answers-never"), None),
+            (BROKER, node, ["num.partitions"]),
+            (BROKER_LOGGER, node, ["root"]),
+        ],
+    )
+    assert [(r.error_code, r.error_message) for r in resp.results] == [
+        (ErrorCode.NONE, ""),
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ""),
+        (ErrorCode.NONE, ""),
+        (ErrorCode.NONE, ""),
+    ]
+    if version >= 3:
+        (root,) = resp.results[3].configs
+        assert root.documentation == ""  # not asked for, and still "" (not null)

@@ -169,13 +169,6 @@ _METADATA_REASONS = (
         path="cluster_authorized_operations",
         api=METADATA,
     ),
-    Reason(
-        "find-coordinator-message",
-        "cosmetic",
-        "FindCoordinator v4+ coordinators[].error_message on success: Kafka an empty string, "
-        "wirebroker null.",
-        api=FIND_COORDINATOR,
-    ),
 )
 
 _VERSIONS_REASONS = (

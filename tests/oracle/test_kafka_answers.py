@@ -82,3 +82,18 @@ def test_describe_configs_error_message_is_empty_not_null(wire: Wire, version: i
     if version >= 3:
         (root,) = resp.results[3].configs
         assert root.documentation == ""  # not asked for, and still "" (not null)
+
+
+# -- FindCoordinator ----------------------------------------------------------------------------
+@pytest.mark.parametrize("key_type", [0, 1, 2])
+def test_find_coordinator_v4_messages_are_empty_not_null(wire: Wire, key_type: int) -> None:
+    """Per key, from v4: "" whether found (a group, a transactional id), not yet available
+    (Kafka's first request creates the internal topic) or refused (share, INVALID_REQUEST)."""
+    resp = wire.call(
+        ApiKey.FIND_COORDINATOR,
+        4,
+        {"key_type": key_type, "coordinator_keys": [unique("answers-key"), ""]},
+    )
+    assert [c.error_message for c in resp.coordinators] == ["", ""]
+    if key_type == 2:
+        assert {c.error_code for c in resp.coordinators} == {ErrorCode.INVALID_REQUEST}

@@ -160,15 +160,6 @@ _METADATA_REASONS = (
         steps="metadata.auto_create*",
         api=METADATA,
     ),
-    Reason(
-        "metadata-cluster-operations",
-        "bug",
-        "Metadata v8-10 cluster_authorized_operations: Kafka 8096 (CREATE, ALTER, DESCRIBE, "
-        "CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE); wirebroker 32672, "
-        "which adds CREATE_TOKENS and DESCRIBE_TOKENS (DescribeCluster's value, identical there).",
-        path="cluster_authorized_operations",
-        api=METADATA,
-    ),
 )
 
 _VERSIONS_REASONS = (

@@ -97,3 +97,26 @@ def test_find_coordinator_v4_messages_are_empty_not_null(wire: Wire, key_type: i
     assert [c.error_message for c in resp.coordinators] == ["", ""]
     if key_type == 2:
         assert {c.error_code for c in resp.coordinators} == {ErrorCode.INVALID_REQUEST}
+
+
+# -- Metadata, DescribeCluster ------------------------------------------------------------------
+@pytest.mark.parametrize("version", [8, 9, 10])
+def test_metadata_authorized_operations(wire: Wire, version: int) -> None:
+    """Without ACLs, Metadata v8-10 answers the same cluster operations as DescribeCluster
+    (8096: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+    IDEMPOTENT_WRITE) and every topic operation (3576)."""
+    topic = unique("answers-ops")
+    wire.create_topic(topic, 1)
+    meta = wire.call(
+        ApiKey.METADATA,
+        version,
+        {
+            "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": True,
+            "include_topic_authorized_operations": True,
+        },
+    )
+    cluster = wire.call(ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True})
+    assert meta.cluster_authorized_operations == cluster.cluster_authorized_operations == 8096
+    assert [t.topic_authorized_operations for t in meta.topics] == [3576]

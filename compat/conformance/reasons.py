@@ -141,15 +141,6 @@ _FETCH_REASONS = (
 
 _METADATA_REASONS = (
     Reason(
-        "list-offsets-spec",
-        "bug",
-        "ListOffsets with a timestamp spec the request version does not know (-3 max-timestamp "
-        "below v7; -7, no spec at all): Kafka answers UNSUPPORTED_VERSION for the partition; "
-        "wirebroker answers as if it were a valid spec or timestamp.",
-        steps="list_offsets.max_timestamp_v6 | list_offsets.bad_spec",
-        api=LIST_OFFSETS,
-    ),
-    Reason(
         "metadata-auto-create",
         "bug",
         "Metadata with allow_auto_topic_creation for a topic that does not exist (every version "

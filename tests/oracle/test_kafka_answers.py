@@ -7,6 +7,7 @@ Names are unique per test (the oracle is shared by the run and keeps its topics)
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -120,3 +121,77 @@ def test_metadata_authorized_operations(wire: Wire, version: int) -> None:
     cluster = wire.call(ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True})
     assert meta.cluster_authorized_operations == cluster.cluster_authorized_operations == 8096
     assert [t.topic_authorized_operations for t in meta.topics] == [3576]
+
+
+# -- ListOffsets --------------------------------------------------------------------------------
+#: The request version from which each special timestamp is known (-7 and below: never).
+SPEC_FROM = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11, -7: 99}
+
+
+def list_offsets(wire: Wire, version: int, topics: list[tuple[str, list[tuple[int, int]]]]) -> Any:
+    return wire.call(
+        ApiKey.LIST_OFFSETS,
+        version,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "timeout_ms": 1000,
+            "topics": [
+                {
+                    "name": name,
+                    "partitions": [
+                        {"partition_index": i, "timestamp": ts, "current_leader_epoch": -1}
+                        for i, ts in parts
+                    ],
+                }
+                for name, parts in topics
+            ],
+        },
+    )
+
+
+def served(wire: Wire, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Wait until ListOffsets answers every partition of a new topic (Kafka's Metadata shows
+    a leader a moment before its replica manager leads: NOT_LEADER_OR_FOLLOWER meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = list_offsets(wire, 9, [(topic, [(i, -1) for i in range(partitions)])])
+        codes = {p.error_code for t in resp.topics for p in t.partitions}
+        if codes == {ErrorCode.NONE}:
+            return
+        assert time.monotonic() < deadline, f"{topic}: {codes}"
+        time.sleep(0.05)
+
+
+def test_list_offsets_specs_by_version(wire: Wire) -> None:
+    """A special timestamp the request version does not know: UNSUPPORTED_VERSION, before
+    even the topic is looked at."""
+    topic = unique("answers-specs")
+    wire.create_topic(topic, 1)
+    served(wire, topic, 1)
+    never = unique("never")
+    for version in range(1, 12):
+        for ts, first in SPEC_FROM.items():
+            resp = list_offsets(wire, version, [(topic, [(0, ts)]), (never, [(0, ts)])])
+            codes = {t.name: [p.error_code for p in t.partitions] for t in resp.topics}
+            if version >= first:
+                expected = {topic: [ErrorCode.NONE], never: [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]}
+            else:
+                expected = {topic: [ErrorCode.UNSUPPORTED_VERSION]} | {
+                    never: [ErrorCode.UNSUPPORTED_VERSION]
+                }
+            assert codes == expected, (ts, version)
+
+
+def test_list_offsets_merges_a_topic_named_twice(wire: Wire) -> None:
+    topic = unique("answers-twice")
+    wire.create_topic(topic, 1)
+    resp = list_offsets(wire, 9, [(topic, [(0, -1), (5, -2)]), (topic, [(0, -1)])])
+    ((name, answers),) = [
+        (t.name, {p.partition_index: p.error_code for p in t.partitions}) for t in resp.topics
+    ]
+    assert (name, answers) == (
+        topic,
+        {0: ErrorCode.INVALID_REQUEST, 5: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION},
+    )
+    assert len(resp.topics[0].partitions) == 2  # the partition asked for twice: answered once

@@ -119,14 +119,6 @@ _FETCH_REASONS = (
         api=FETCH,
     ),
     Reason(
-        "fetch-error-aborted-null",
-        "cosmetic",
-        "A partition refused (unknown topic or partition): Kafka sends aborted_transactions [] "
-        "(an empty list), wirebroker null.",
-        path="*.aborted_transactions",
-        api=FETCH,
-    ),
-    Reason(
         "fetch-before-marker",
         "kafka",
         "A fetch from offset 0 of a partition holding a transaction's batch and then its "

@@ -195,3 +195,53 @@ def test_list_offsets_merges_a_topic_named_twice(wire: Wire) -> None:
         {0: ErrorCode.INVALID_REQUEST, 5: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION},
     )
     assert len(resp.topics[0].partitions) == 2  # the partition asked for twice: answered once
+
+
+# -- Fetch --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("isolation", [0, 1])
+def test_fetch_aborted_transactions_of_refused_partitions(wire: Wire, isolation: int) -> None:
+    """An unknown topic or partition: aborted_transactions [] (refused before the read); an
+    error of the read (offset out of range): null."""
+    topic = unique("answers-fetch")
+    wire.create_topic(topic, 1)
+    served(wire, topic, 1)
+
+    def part(index: int, offset: int) -> dict[str, Any]:
+        return {
+            "partition": index,
+            "current_leader_epoch": -1,
+            "fetch_offset": offset,
+            "last_fetched_epoch": -1,
+            "log_start_offset": -1,
+            "partition_max_bytes": 1024,
+        }
+
+    resp = wire.call(
+        ApiKey.FETCH,
+        12,
+        {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "max_bytes": 4096,
+            "isolation_level": isolation,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {"topic": topic, "partitions": [part(0, 99), part(7, 0)]},
+                {"topic": unique("never"), "partitions": [part(0, 0)]},
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+    got = {
+        (t.topic == topic, p.partition_index): (p.error_code, p.aborted_transactions)
+        for t in resp.responses
+        for p in t.partitions
+    }
+    assert got == {
+        (True, 0): (ErrorCode.OFFSET_OUT_OF_RANGE, None),
+        (True, 7): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),
+        (False, 0): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),
+    }

@@ -310,15 +310,6 @@ _ADMIN_REASONS = (
         steps="cluster.reassign_cancel_none",
         api=ALTER_REASSIGNMENTS,
     ),
-    Reason(
-        "describe-transactions-unknown",
-        "cosmetic",
-        "DescribeTransactions of an unknown transactional id (TRANSACTIONAL_ID_NOT_FOUND): "
-        "Kafka fills producer_id, producer_epoch and transaction_start_time_ms with 0, "
-        "wirebroker with -1.",
-        steps="txn-errors.describe_unknown",
-        api=DESCRIBE_TRANSACTIONS,
-    ),
 )
 
 REASONS: tuple[Reason, ...] = (

@@ -245,3 +245,27 @@ def test_fetch_aborted_transactions_of_refused_partitions(wire: Wire, isolation:
         (True, 7): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),
         (False, 0): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),
     }
+
+
+# -- DescribeTransactions -----------------------------------------------------------------------
+def test_describe_transactions_of_unknown_ids_is_zeroes(wire: Wire) -> None:
+    wire.ensure_txn_state_topic()
+    resp = wire.call(
+        ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [unique("answers-never"), ""]}
+    )
+    got = [
+        (
+            s.error_code,
+            s.transaction_state,
+            s.transaction_timeout_ms,
+            s.transaction_start_time_ms,
+            s.producer_id,
+            s.producer_epoch,
+            list(s.topics),
+        )
+        for s in resp.transaction_states
+    ]
+    assert got == [
+        (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "", 0, 0, 0, 0, []),
+        (ErrorCode.INVALID_REQUEST, "", 0, 0, 0, 0, []),
+    ]

@@ -292,31 +292,10 @@ _CONFIG_REASONS = (
     ),
 )
 
-_ADMIN_REASONS = (
-    Reason(
-        "elect-bad-type",
-        "cosmetic",
-        "ElectLeaders with an unknown election type: both answer INVALID_REQUEST; Kafka also "
-        "answers each partition asked for (INVALID_REQUEST, 'Unknown election type 5'), "
-        "wirebroker an empty list.",
-        steps="cluster.elect_bad_type",
-        api=ELECT_LEADERS,
-    ),
-    Reason(
-        "reassign-message",
-        "cosmetic",
-        "Cancelling a reassignment where none is ongoing (NO_REASSIGNMENT_IN_PROGRESS): Kafka's "
-        "partition error_message is null, wirebroker's a text.",
-        steps="cluster.reassign_cancel_none",
-        api=ALTER_REASSIGNMENTS,
-    ),
-)
-
 REASONS: tuple[Reason, ...] = (
     *_PRODUCE_REASONS,
     *_FETCH_REASONS,
     *_METADATA_REASONS,
     *_VERSIONS_REASONS,
     *_CONFIG_REASONS,
-    *_ADMIN_REASONS,
 )

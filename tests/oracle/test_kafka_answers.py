@@ -269,3 +269,95 @@ def test_describe_transactions_of_unknown_ids_is_zeroes(wire: Wire) -> None:
         (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "", 0, 0, 0, 0, []),
         (ErrorCode.INVALID_REQUEST, "", 0, 0, 0, 0, []),
     ]
+
+
+# -- ElectLeaders, AlterPartitionReassignments --------------------------------------------------
+def elect(wire: Wire, election_type: int, topic_partitions: Any) -> Any:
+    return wire.call(
+        ApiKey.ELECT_LEADERS,
+        2,
+        {"election_type": election_type, "topic_partitions": topic_partitions, "timeout_ms": 5000},
+    )
+
+
+def election_results(resp: Any) -> list[tuple[str, list[tuple[int, int, str | None]]]]:
+    return [
+        (r.topic, [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result])
+        for r in resp.replica_election_results
+    ]
+
+
+def test_elect_leaders_answers_each_partition_as_asked(wire: Wire) -> None:
+    topic, never = unique("answers-elect"), unique("never")
+    wire.create_topic(topic, 1)
+    asked = [{"topic": topic, "partitions": [0, 0, 4]}, {"topic": never, "partitions": [0]}]
+    not_needed = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    resp = elect(wire, 0, asked)
+    assert resp.error_code == ErrorCode.NONE
+    assert election_results(resp) == [
+        (
+            topic,
+            [(0, *not_needed), (0, *not_needed), (4, unknown, f"No such partition as {topic}-4")],
+        ),
+        (never, [(0, unknown, f"No such topic as {never}")]),
+    ]
+    bad = (ErrorCode.INVALID_REQUEST, "Unknown election type 5")
+    resp = elect(wire, 5, asked)
+    assert resp.error_code == ErrorCode.INVALID_REQUEST
+    assert election_results(resp) == [
+        (topic, [(0, *bad), (0, *bad), (4, *bad)]),
+        (never, [(0, *bad)]),
+    ]
+    assert (elect(wire, 5, []).error_code, elect(wire, 5, None).error_code) == (
+        ErrorCode.NONE,
+        ErrorCode.INVALID_REQUEST,
+    )
+
+
+def test_alter_partition_reassignments_errors(wire: Wire) -> None:
+    topic, never = unique("answers-reassign"), unique("never")
+    wire.create_topic(topic, 1)
+    node = int(node_id(wire))
+
+    def part(index: int, replicas: list[int] | None) -> dict[str, Any]:
+        return {"partition_index": index, "replicas": replicas}
+
+    resp = wire.call(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        {
+            "timeout_ms": 5000,
+            "topics": [
+                {"name": topic, "partitions": [part(0, None), part(3, None)]},
+                {"name": never, "partitions": [part(0, None)]},
+            ],
+        },
+    )
+    got = {
+        (t.name, p.partition_index): (p.error_code, p.error_message)
+        for t in resp.responses
+        for p in t.partitions
+    }
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert got == {
+        (topic, 0): (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None),
+        (topic, 3): (unknown, f"Unable to find partition {topic}:3."),
+        (never, 0): (unknown, f"Unable to find a topic named {never}."),
+    }
+    prefix = "The manual partition assignment includes"
+    for replicas, message in (
+        ([], f"{prefix} an empty replica list."),
+        ([node, node], f"{prefix} the broker {node} more than once."),
+        ([node + 7, node + 8], f"{prefix} broker {node + 7}, but no such broker is registered."),
+    ):
+        resp = wire.call(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            0,
+            {"timeout_ms": 5000, "topics": [{"name": topic, "partitions": [part(0, replicas)]}]},
+        )
+        (p,) = resp.responses[0].partitions
+        assert (p.error_code, p.error_message) == (
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            message,
+        )

@@ -65,6 +65,9 @@ class ConfigDef:
     synonym: str | None = None  # for topic configs: the broker key that supplies the default
     choices: tuple[str, ...] | None = None
     minimum: int | float | None = None
+    maximum: int | float | None = None
+    #: values allowed outside [minimum, maximum] (compression.gzip.level's -1, "the default")
+    also_allowed: tuple[int, ...] = ()
     read_only: bool = False
     sensitive: bool = False
     extra_check: Callable[[str], None] | None = field(default=None, compare=False)
@@ -104,8 +107,12 @@ class ConfigDef:
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError(f"{self.name}: invalid value {raw!r}") from exc
+        if value in self.also_allowed:
+            return value
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{self.name}: {raw!r} is below the minimum {self.minimum}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{self.name}: {raw!r} is above the maximum {self.maximum}")
         return value
 
     def validate(self, raw: str | None) -> None:
@@ -142,7 +149,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.dirs", _T.LIST, None, "defaults to log.dir", read_only=True),
         ConfigDef(
             "log.dir",
-            _T.STRING,
+            _T.LIST,
             _default_data_dir(),
             "wirebroker: a per-user data directory, not /tmp/kafka-logs",
             read_only=True,
@@ -184,6 +191,44 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "",
             choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
         ),
+        # KIP-390 compression levels: accepted and described; wirebroker stores batches as
+        # produced and never recompresses, so they have no effect (README, Configuration).
+        ConfigDef(
+            "compression.gzip.level",
+            _T.INT,
+            "-1",
+            "gzip level of batches the broker compresses (-1: the codec's default)",
+            minimum=1,
+            maximum=9,
+            also_allowed=(-1,),
+        ),
+        ConfigDef(
+            "compression.lz4.level",
+            _T.INT,
+            "9",
+            "lz4 level of batches the broker compresses",
+            minimum=1,
+            maximum=17,
+        ),
+        ConfigDef(
+            "compression.zstd.level",
+            _T.INT,
+            "3",
+            "zstd level of batches the broker compresses",
+            minimum=-131072,
+            maximum=22,
+        ),
+        ConfigDef(
+            "max.decompressed.message.bytes",
+            _T.INT,
+            str(INT_MAX - 8),
+            "largest decompressed record (accepted; wirebroker's own bound is 64 MiB per batch)",
+            minimum=1,
+            maximum=INT_MAX - 8,
+        ),
+        # tiered storage (KIP-405): not supported; the values are kept and described
+        ConfigDef("log.remote.copy.lag.bytes", _T.LONG, "-1", "tiered storage", minimum=-1),
+        ConfigDef("log.remote.copy.lag.ms", _T.LONG, "0", "tiered storage", minimum=-1),
         ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("delete", "compact")),
         ConfigDef("log.cleaner.delete.retention.ms", _T.LONG, "86400000", ""),
         ConfigDef(
@@ -199,8 +244,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "log.flush.interval.ms",
             _T.LONG,
-            str(LONG_MAX),
-            "Kafka leaves this unset and falls back to the scheduler interval",
+            None,
+            "unset: from log.flush.scheduler.interval.ms (Kafka's fallback)",
         ),
         ConfigDef("log.flush.scheduler.interval.ms", _T.LONG, str(LONG_MAX), ""),
         ConfigDef("log.index.interval.bytes", _T.INT, "4096", ""),
@@ -229,7 +274,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.retention.check.interval.ms", _T.LONG, "300000", "", minimum=1),
         ConfigDef("log.roll.ms", _T.LONG, None, "unset: from log.roll.hours"),
         ConfigDef("log.roll.hours", _T.INT, "168", "", minimum=1),
-        ConfigDef("log.roll.jitter.ms", _T.LONG, "0", ""),
+        ConfigDef("log.roll.jitter.ms", _T.LONG, None, "unset: from log.roll.jitter.hours"),
+        ConfigDef("log.roll.jitter.hours", _T.INT, "0", "", minimum=0, read_only=True),
         ConfigDef("log.segment.bytes", _T.INT, "1073741824", "", minimum=14),
         ConfigDef("min.insync.replicas", _T.INT, "1", "", minimum=1),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", ""),
@@ -353,7 +399,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("broker.rack", _T.STRING, None, "rack of this broker", read_only=True),
         ConfigDef("auto.leader.rebalance.enable", _T.BOOLEAN, "true", "", read_only=True),
         ConfigDef(
-            "leader.imbalance.check.interval.seconds", _T.INT, "300", "", read_only=True, minimum=1
+            "leader.imbalance.check.interval.seconds", _T.LONG, "300", "", read_only=True, minimum=1
         ),
         ConfigDef("leader.imbalance.per.broker.percentage", _T.INT, "10", "", read_only=True),
         ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true", "", read_only=True),
@@ -407,6 +453,21 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     for d in [
         _topic("cleanup.policy", "log.cleanup.policy", "delete and/or compact"),
         _topic("compression.type", "compression.type"),
+        _topic("compression.gzip.level", "compression.gzip.level", "gzip level (no effect)"),
+        _topic("compression.lz4.level", "compression.lz4.level", "lz4 level (no effect)"),
+        _topic("compression.zstd.level", "compression.zstd.level", "zstd level (no effect)"),
+        ConfigDef(
+            "errors.deadletterqueue.group.enable",
+            _T.BOOLEAN,
+            "false",
+            "KIP-1034: may share groups use this topic as a dead-letter queue (wirebroker has "
+            "no share groups)",
+        ),
+        _topic(
+            "max.decompressed.message.bytes",
+            "max.decompressed.message.bytes",
+            "largest decompressed record (accepted, not enforced: see the broker config)",
+        ),
         _topic("delete.retention.ms", "log.cleaner.delete.retention.ms", minimum=0),
         _topic("file.delete.delay.ms", "log.segment.delete.delay.ms", minimum=0),
         _topic("flush.messages", "log.flush.interval.messages", "fsync after this many messages"),
@@ -414,6 +475,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             "flush.ms",
             "log.flush.interval.ms",
             "fsync when the oldest unflushed append is this old",
+            default=str(LONG_MAX),
             minimum=0,
         ),
         _topic("index.interval.bytes", "log.index.interval.bytes", minimum=0),
@@ -438,12 +500,16 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         _topic("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", minimum=0),
         _topic("min.insync.replicas", "min.insync.replicas"),
         _topic("preallocate", "log.preallocate"),
+        _topic("remote.copy.lag.bytes", "log.remote.copy.lag.bytes", "tiered storage"),
+        _topic("remote.copy.lag.ms", "log.remote.copy.lag.ms", "tiered storage"),
+        ConfigDef("remote.log.copy.disable", _T.BOOLEAN, "false", "tiered storage"),
+        ConfigDef("remote.log.delete.on.disable", _T.BOOLEAN, "false", "tiered storage"),
         ConfigDef("remote.storage.enable", _T.BOOLEAN, "false", "tiered storage (not supported)"),
         _topic("retention.bytes", "log.retention.bytes"),
         _topic("retention.ms", "log.retention.ms", default="604800000", minimum=-1),
         _topic("segment.bytes", "log.segment.bytes"),
         _topic("segment.index.bytes", "log.index.size.max.bytes"),
-        _topic("segment.jitter.ms", "log.roll.jitter.ms", minimum=0),
+        _topic("segment.jitter.ms", "log.roll.jitter.ms", default="0", minimum=0),
         _topic("segment.ms", "log.roll.ms", default="604800000", minimum=1),
         _topic("unclean.leader.election.enable", "unclean.leader.election.enable"),
         ConfigDef("leader.replication.throttled.replicas", _T.LIST, "", ""),
@@ -451,6 +517,12 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     ]
 }
 
+
+#: topic config -> (its broker synonym, the broker key it falls back to, that key's unit in ms)
+_FALLBACKS = {
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms", 1),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours", 3_600_000),
+}
 
 _RETENTION_UNITS = (
     ("log.retention.ms", 1),
@@ -560,6 +632,16 @@ class BrokerConfig:
             return str(self.roll_ms()), (
                 ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
             )
+        fallback = _FALLBACKS.get(topic_key)
+        if fallback is not None:
+            # Kafka's log.flush.interval.ms / log.roll.jitter.ms have no default of their own:
+            # unset, they take log.flush.scheduler.interval.ms / log.roll.jitter.hours.
+            own, other, unit = fallback
+            if own in self.values:
+                return self.values[own], ConfigSource.STATIC_BROKER_CONFIG
+            if other in self.values:
+                return str(int(self.values[other]) * unit), ConfigSource.STATIC_BROKER_CONFIG
+            return d.default, ConfigSource.DEFAULT_CONFIG
         if d.synonym is not None and d.synonym in self.values:
             return self.values[d.synonym], ConfigSource.STATIC_BROKER_CONFIG
         return d.default, ConfigSource.DEFAULT_CONFIG

@@ -257,11 +257,13 @@ _CONFIG_REASONS = (
     Reason(
         "configs-not-built",
         "not-built",
-        "Configs Kafka has and wirebroker does not: per-codec compression levels (KIP-390), "
-        "errors.deadletterqueue.* (KIP-1034), max.decompressed.message.bytes, tiered storage "
-        "(remote.*), and on the broker KRaft, SASL/SSL, quotas, share groups and the rest "
-        "(270 of them).",
+        "Broker configs Kafka has and wirebroker does not (KRaft, SASL/SSL, quotas, share and "
+        "streams groups, tiered storage's broker side, thread pools and the rest: about 260); "
+        "and the 8 wirebroker has and Kafka 4.4 does not (ZooKeeper, admin.listeners, "
+        "cluster.id, transaction.version...). Every topic config of Kafka 4.4 is there.",
         path=r"re:.*\.configs\[name=[^\]]*\]",
+        steps="configs.broker_*",
+        api=DESCRIBE_CONFIGS,
     ),
     Reason(
         "dynamic-broker-configs",
@@ -270,25 +272,6 @@ _CONFIG_REASONS = (
         "accepts AlterConfigs / IncrementalAlterConfigs on a broker resource; wirebroker marks "
         "every broker config read-only and refuses (INVALID_REQUEST).",
         path="*.read_only | responses[resource_name=<node>].*",
-    ),
-    Reason(
-        "config-null-defaults",
-        "bug",
-        "Configs without a default of their own (log.flush.interval.ms falls back to "
-        "log.flush.scheduler.interval.ms, log.roll.jitter.ms to log.roll.jitter.hours): "
-        "Kafka's value is null and it lists no synonym with a null value (flush.ms, "
-        "segment.jitter.ms on topics); wirebroker shows a number and those synonyms.",
-        path="*[name=log.flush.interval.ms]* | *[name=log.roll.jitter.ms]*"
-        " | *[name=flush.ms].synonyms* | *[name=segment.jitter.ms].synonyms*",
-        api=DESCRIBE_CONFIGS,
-    ),
-    Reason(
-        "config-types",
-        "bug",
-        "DescribeConfigs config_type: Kafka says log.dir is a LIST (7) and "
-        "leader.imbalance.check.interval.seconds a LONG (5); wirebroker STRING (2) and INT (3).",
-        path="*.config_type",
-        api=DESCRIBE_CONFIGS,
     ),
 )
 

@@ -361,3 +361,113 @@ def test_alter_partition_reassignments_errors(wire: Wire) -> None:
             ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
             message,
         )
+
+
+# -- config definitions -------------------------------------------------------------------------
+def configs_of(wire: Wire, rtype: int, name: str, keys: list[str]) -> dict[str, Any]:
+    (result,) = describe(wire, 4, [(rtype, name, keys)]).results
+    assert result.error_code == ErrorCode.NONE
+    return {
+        c.name: (c.value, c.config_type, [(s.name, s.value, s.source) for s in c.synonyms])
+        for c in result.configs
+    }
+
+
+def test_configs_without_a_default_of_their_own(wire: Wire) -> None:
+    got = configs_of(wire, BROKER, node_id(wire), ["log.flush.interval.ms", "log.roll.jitter.ms"])
+    assert got == {"log.flush.interval.ms": (None, 5, []), "log.roll.jitter.ms": (None, 5, [])}
+    topic = unique("answers-nulls")
+    wire.create_topic(topic, 1)
+    got = configs_of(wire, TOPIC, topic, ["flush.ms", "segment.jitter.ms"])
+    assert got == {"flush.ms": ("9223372036854775807", 5, []), "segment.jitter.ms": ("0", 5, [])}
+
+
+def test_config_types(wire: Wire) -> None:
+    keys = ["log.dir", "leader.imbalance.check.interval.seconds", "log.roll.jitter.hours"]
+    got = configs_of(wire, BROKER, node_id(wire), keys)
+    assert {name: t for name, (_v, t, _s) in got.items()} == {
+        "log.dir": 7,  # LIST
+        "leader.imbalance.check.interval.seconds": 5,  # LONG
+        "log.roll.jitter.hours": 3,  # INT
+    }
+
+
+def test_kafka_4_4_topic_configs(wire: Wire) -> None:
+    topic = unique("answers-new-configs")
+    wire.create_topic(topic, 1)
+    d = 5  # DEFAULT_CONFIG
+    assert configs_of(
+        wire,
+        TOPIC,
+        topic,
+        [
+            "compression.gzip.level",
+            "compression.lz4.level",
+            "compression.zstd.level",
+            "errors.deadletterqueue.group.enable",
+            "max.decompressed.message.bytes",
+            "remote.copy.lag.bytes",
+            "remote.copy.lag.ms",
+            "remote.log.copy.disable",
+            "remote.log.delete.on.disable",
+        ],
+    ) == {
+        "compression.gzip.level": ("-1", 3, [("compression.gzip.level", "-1", d)]),
+        "compression.lz4.level": ("9", 3, [("compression.lz4.level", "9", d)]),
+        "compression.zstd.level": ("3", 3, [("compression.zstd.level", "3", d)]),
+        "errors.deadletterqueue.group.enable": ("false", 1, []),
+        "max.decompressed.message.bytes": (
+            "2147483639",
+            3,
+            [("max.decompressed.message.bytes", "2147483639", d)],
+        ),
+        "remote.copy.lag.bytes": ("-1", 5, [("log.remote.copy.lag.bytes", "-1", d)]),
+        "remote.copy.lag.ms": ("0", 5, [("log.remote.copy.lag.ms", "0", d)]),
+        "remote.log.copy.disable": ("false", 1, []),
+        "remote.log.delete.on.disable": ("false", 1, []),
+    }
+
+
+@pytest.mark.parametrize(
+    ("configs", "message"),
+    [
+        ({"compression.gzip.level": "0"}, "Value must be between 1 and 9 or equal to -1"),
+        ({"compression.lz4.level": "18"}, "Value must be no more than 17"),
+        ({"compression.zstd.level": "-131073"}, "Value must be at least -131072"),
+        ({"max.decompressed.message.bytes": "2147483647"}, "Value must be no more than 2147483639"),
+        ({"max.decompressed.message.bytes": "2147483648"}, "Not a number of type INT"),
+        ({"remote.copy.lag.ms": "-2"}, "Value must be at least -1"),
+        (
+            {"remote.storage.enable": "true"},
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+            "with remote log storage.",
+        ),
+        ({"remote.log.copy.disable": "true", "compression.gzip.level": "9"}, None),
+    ],
+)
+def test_topic_config_validation(wire: Wire, configs: dict[str, str], message: str | None) -> None:
+    resp = wire.call(
+        ApiKey.CREATE_TOPICS,
+        7,
+        {
+            "topics": [
+                {
+                    "name": unique("answers-validate"),
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                }
+            ],
+            "timeout_ms": 10000,
+            "validate_only": True,
+        },
+    )
+    (topic,) = resp.topics
+    if message is None:
+        assert (topic.error_code, topic.error_message) == (ErrorCode.NONE, None)
+        return
+    (name, value), *_ = configs.items()
+    if not message.startswith("Tiered"):
+        message = f"Invalid value {value} for configuration {name}: {message}"
+    assert (topic.error_code, topic.error_message) == (ErrorCode.INVALID_CONFIG, message)

@@ -17,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wirebroker.cluster.errors import InvalidConfigError
-from wirebroker.config import TOPIC_CONFIGS, BrokerConfig, ConfigDef, ConfigError, ConfigType
+from wirebroker.config import (
+    INT_MAX,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigDef,
+    ConfigError,
+    ConfigType,
+)
 from wirebroker.log.config import LogConfig
 
 __all__ = [
@@ -28,6 +36,9 @@ __all__ = [
     "topic_log_config",
     "validate_topic_configs",
 ]
+
+
+_TYPE_BOUNDS = {ConfigType.INT: INT_MAX, ConfigType.SHORT: 32767, ConfigType.LONG: LONG_MAX}
 
 
 def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
@@ -41,9 +52,18 @@ def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
             number = float(text) if t == ConfigType.DOUBLE else int(text)
         except ValueError:
             return f"Not a number of type {t.name}"
-        if d.minimum is not None and number < d.minimum:
-            return f"Value must be at least {d.minimum}"
-        return f"Not a number of type {t.name}"  # out of the type's range
+        bound = _TYPE_BOUNDS.get(t)
+        if bound is not None and not -bound - 1 <= number <= bound:
+            return f"Not a number of type {t.name}"
+        low, high = d.minimum, d.maximum
+        if d.also_allowed and low is not None and high is not None:
+            allowed = ", ".join(str(v) for v in d.also_allowed)
+            return f"Value must be between {low} and {high} or equal to {allowed}"
+        if low is not None and number < low:
+            return f"Value must be at least {low}"
+        if high is not None and number > high:
+            return f"Value must be no more than {high}"
+        return f"Not a number of type {t.name}"
     if d.choices is not None:
         return "String must be one of: " + ", ".join(d.choices)
     return "Invalid value"

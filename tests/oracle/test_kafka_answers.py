@@ -28,9 +28,13 @@ def side(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def wire(request: pytest.FixtureRequest, side: str) -> Iterator[Wire]:
-    """A connection to Apache Kafka (the run's oracle) or to a wirebroker of this test."""
-    fixture = "apache_kafka" if side == "kafka" else "kafka_bootstrap"
-    with Wire(request.getfixturevalue(fixture)) as w:
+    """A connection to Apache Kafka (the run's oracle) or to the session's wirebroker (both
+    shared: unique names, and what a test changes it puts back)."""
+    if side == "kafka":
+        bootstrap = request.getfixturevalue("apache_kafka")
+    else:
+        bootstrap = request.getfixturevalue("kafka_broker_session").bootstrap
+    with Wire(bootstrap) as w:
         yield w
 
 
@@ -443,6 +447,18 @@ def test_kafka_4_4_topic_configs(wire: Wire) -> None:
             "with remote log storage.",
         ),
         ({"remote.log.copy.disable": "true", "compression.gzip.level": "9"}, None),
+        ({"cleanup.policy": " x"}, "String must be one of: compact, delete"),
+        ({"min.cleanable.dirty.ratio": "2"}, "Value must be no more than 1"),
+        (
+            {"cleanup.policy": "compact,,delete"},
+            "Configuration 'cleanup.policy' values must not be empty.",
+        ),
+        (
+            {"leader.replication.throttled.replicas": "0:x"},
+            "Invalid value [0:x] for configuration leader.replication.throttled.replicas: "
+            "leader.replication.throttled.replicas must be the literal '*' or a list of replicas "
+            "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+        ),
     ],
 )
 def test_topic_config_validation(wire: Wire, configs: dict[str, str], message: str | None) -> None:
@@ -468,6 +484,116 @@ def test_topic_config_validation(wire: Wire, configs: dict[str, str], message: s
         assert (topic.error_code, topic.error_message) == (ErrorCode.NONE, None)
         return
     (name, value), *_ = configs.items()
-    if not message.startswith("Tiered"):
-        message = f"Invalid value {value} for configuration {name}: {message}"
+    shown = {"2": "2.0", " x": "x"}.get(value, value)  # a double as Java prints it; trimmed
+    if not message.startswith(("Tiered", "Configuration", "Invalid value")):
+        message = f"Invalid value {shown} for configuration {name}: {message}"
     assert (topic.error_code, topic.error_message) == (ErrorCode.INVALID_CONFIG, message)
+
+
+# -- dynamic broker configs ---------------------------------------------------------------------
+def alter_broker(
+    wire: Wire, name: str, ops: list[tuple[str, int, str | None]], *, validate_only: bool = True
+) -> tuple[int, str | None]:
+    resp = wire.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": BROKER,
+                    "resource_name": name,
+                    "configs": [
+                        {"name": k, "config_operation": op, "value": v} for k, op, v in ops
+                    ],
+                }
+            ],
+            "validate_only": validate_only,
+        },
+    )
+    (r,) = resp.responses
+    return r.error_code, r.error_message
+
+
+DYNAMIC_ANSWERS = [
+    ([("log.retention.ms", 0, "1000"), ("message.max.bytes", 0, "2000000")], None),
+    ([("answers.unknown.key", 0, "x"), ("num.partitions", 1, None)], None),
+    ([("log.cleanup.policy", 2, "compact")], None),
+    (
+        [("message.max.bytes", 0, "2000000"), ("num.partitions", 0, "3"), ("log.dirs", 0, "/x")],
+        "Cannot update these configs dynamically: [num.partitions, log.dirs]",
+    ),
+    (
+        [("log.retention.ms", 0, "abc")],
+        "Invalid value abc for configuration log.retention.ms: Not a number of type LONG",
+    ),
+    (
+        [("log.cleaner.min.cleanable.ratio", 0, "2")],
+        "Invalid value 2.0 for configuration log.cleaner.min.cleanable.ratio: Value must be no "
+        "more than 1",
+    ),
+    (
+        [("log.retention.ms", 0, "0")],
+        "requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal "
+        "to 1",
+    ),
+    (
+        [("log.roll.ms", 0, "0")],
+        "requirement failed: log.roll.ms must be greater than or equal to 1",
+    ),
+    (
+        [("log.retention.ms", 0, "1000"), ("log.local.retention.ms", 0, "2000")],
+        "Invalid value org.apache.kafka.common.config.ConfigException: Invalid value 2000 for "
+        "configuration log.local.retention.ms: Value must not be more than log.retention.ms "
+        "property value: 1000 for configuration Invalid dynamic configuration",
+    ),
+    (
+        [("log.cleanup.policy", 0, "compact,,delete")],
+        "Configuration 'log.cleanup.policy' values must not be empty.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("ops", "refusal"), DYNAMIC_ANSWERS)
+@pytest.mark.parametrize("level", ["broker", "cluster"])
+def test_dynamic_broker_config_checks(
+    wire: Wire, level: str, ops: list[tuple[str, int, str | None]], refusal: str | None
+) -> None:
+    """validate_only: nothing changes on the shared oracle."""
+    name = node_id(wire) if level == "broker" else ""
+    expected = (ErrorCode.NONE, None) if refusal is None else (ErrorCode.INVALID_REQUEST, refusal)
+    assert alter_broker(wire, name, ops) == expected
+
+
+def test_dynamic_broker_config_round_trip(wire: Wire) -> None:
+    """Set at both levels, described with the right sources and synonyms, removed (a key
+    that changes nothing another test of the shared oracle sees: the cleaner's pause)."""
+    node, key = node_id(wire), "log.cleaner.backoff.ms"
+    try:
+        assert alter_broker(wire, "", [(key, 0, "16000")], validate_only=False) == (0, None)
+        assert alter_broker(wire, node, [(key, 0, "17000")], validate_only=False) == (0, None)
+        # Kafka applies a change through its metadata log: it shows a moment after the answer
+        described = until_described(
+            wire, node, key, ("17000", 5, [(key, "17000", 2), (key, "16000", 3), (key, "15000", 5)])
+        )
+        assert described == ("17000", 5, [(key, "17000", 2), (key, "16000", 3), (key, "15000", 5)])
+        assert configs_of(wire, BROKER, "", [key]) == {key: ("16000", 5, [(key, "16000", 3)])}
+        (result,) = describe(wire, 4, [(BROKER, node, [key])]).results
+        assert [(c.config_source, c.read_only) for c in result.configs] == [(2, False)]
+    finally:
+        alter_broker(wire, node, [(key, 1, None)], validate_only=False)
+        alter_broker(wire, "", [(key, 1, None)], validate_only=False)
+    assert until_described(wire, node, key, ("15000", 5, [(key, "15000", 5)])) == (
+        "15000",
+        5,
+        [(key, "15000", 5)],
+    )
+
+
+def until_described(wire: Wire, node: str, key: str, wanted: Any, timeout: float = 30.0) -> Any:
+    """The broker's description of `key` once it is `wanted` (or the last one at the deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = configs_of(wire, BROKER, node, [key])[key]
+        if got == wanted or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)

@@ -168,6 +168,26 @@ INVALID = {
     ("errors.deadletterqueue.group.enable", "yes"): "Expected value to be either true or false",
     ("remote.copy.lag.bytes", "-2"): "Value must be at least -1",
     ("remote.copy.lag.ms", "-2"): "Value must be at least -1",
+    # Kafka's order of the choices, and its trimmed value
+    ("cleanup.policy", " x"): "String must be one of: compact, delete",
+    (
+        "compression.type",
+        "x",
+    ): "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
+    ("segment.bytes", " 5"): "Value must be at least 14",
+    # a double printed as Java prints it
+    ("min.cleanable.dirty.ratio", "2"): "Value must be no more than 1",
+    ("min.cleanable.dirty.ratio", "-0.0001"): "Value must be at least 0",
+    ("min.cleanable.dirty.ratio", "2147483648"): "Value must be no more than 1",
+}
+
+#: how Kafka prints the refused value in those messages (when not the raw value)
+SHOWN = {
+    ("cleanup.policy", " x"): "x",
+    ("segment.bytes", " 5"): "5",
+    ("min.cleanable.dirty.ratio", "2"): "2.0",
+    ("min.cleanable.dirty.ratio", "-0.0001"): "-1.0E-4",
+    ("min.cleanable.dirty.ratio", "2147483648"): "2.147483648E9",
 }
 
 
@@ -176,7 +196,36 @@ def test_validation_messages(key, reason):
     name, value = key
     with pytest.raises(InvalidConfigError) as exc:
         validate_topic_configs({name: value})
-    assert str(exc.value) == f"Invalid value {value} for configuration {name}: {reason}"
+    shown = SHOWN.get(key, value)
+    assert str(exc.value) == f"Invalid value {shown} for configuration {name}: {reason}"
+
+
+@pytest.mark.parametrize(
+    ("configs", "message"),
+    [
+        (
+            {"cleanup.policy": "compact,,delete"},
+            "Configuration 'cleanup.policy' values must not be empty.",
+        ),
+        (
+            {"leader.replication.throttled.replicas": "0:x, 1:2"},
+            "Invalid value [0:x, 1:2] for configuration leader.replication.throttled.replicas: "
+            "leader.replication.throttled.replicas must be the literal '*' or a list of replicas "
+            "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+        ),
+        (
+            {"follower.replication.throttled.replicas": "*,0:1"},
+            "Invalid value [*, 0:1] for configuration follower.replication.throttled.replicas: "
+            "follower.replication.throttled.replicas must be the literal '*' or a list of "
+            "replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],...",
+        ),
+    ],
+)
+def test_kafkas_other_checks(configs, message):
+    with pytest.raises(InvalidConfigError) as exc:
+        validate_topic_configs(configs)
+    assert str(exc.value) == message
 
 
 @pytest.mark.parametrize(
@@ -190,10 +239,20 @@ def test_validation_messages(key, reason):
         {"max.decompressed.message.bytes": "2147483639"},
         {"remote.log.delete.on.disable": "true"},
         {"remote.copy.lag.bytes": "5"},
+        {"cleanup.policy": ""},
+        {"leader.replication.throttled.replicas": "*"},
+        {"leader.replication.throttled.replicas": "0:1,1:2"},
+        {"follower.replication.throttled.replicas": ""},
     ],
 )
 def test_valid_values(configs):
     assert validate_topic_configs(configs) == configs
+
+
+def test_doubles_are_stored_as_java_prints_them():
+    assert validate_topic_configs({"min.cleanable.dirty.ratio": "1e-5"}) == {
+        "min.cleanable.dirty.ratio": "1.0E-5"
+    }
 
 
 def test_remote_storage_is_refused_as_by_a_kafka_without_it():

@@ -225,15 +225,6 @@ _VERSIONS_REASONS = (
 
 _CONFIG_REASONS = (
     Reason(
-        "oracle-min-insync",
-        "environment",
-        "min.insync.replicas: Kafka 4's `kafka-storage format` writes min.insync.replicas=1 as "
-        "a cluster-wide dynamic default (KIP-966), so its source is "
-        "DYNAMIC_DEFAULT_BROKER_CONFIG (3) with a second synonym; on wirebroker it is the "
-        "default (5). Same value.",
-        path="*[name=min.insync.replicas].*",
-    ),
-    Reason(
         "oracle-settings",
         "environment",
         "The oracle's server.properties sets node.id, advertised.listeners and, as Kafka's own "
@@ -244,6 +235,17 @@ _CONFIG_REASONS = (
         " | *[name=num.partitions].* | *[name=offsets.topic.replication.factor].*"
         " | *[name=transaction.state.log.replication.factor].*"
         " | *[name=transaction.state.log.min.isr].*",
+        api=DESCRIBE_CONFIGS,
+    ),
+    Reason(
+        "listeners-static",
+        "deliberate",
+        "listeners: Kafka can add and remove listeners at run time (read_only false); "
+        "wirebroker cannot rebind its listener, so it describes listeners as read-only and "
+        "refuses to change it dynamically (wirebroker/dynamic_configs.py, README "
+        "Configuration). Every other dynamic broker config wirebroker has is updatable, as in "
+        "Kafka.",
+        path="*[name=listeners].read_only",
         api=DESCRIBE_CONFIGS,
     ),
     Reason(
@@ -264,14 +266,6 @@ _CONFIG_REASONS = (
         path=r"re:.*\.configs\[name=[^\]]*\]",
         steps="configs.broker_*",
         api=DESCRIBE_CONFIGS,
-    ),
-    Reason(
-        "dynamic-broker-configs",
-        "not-built",
-        "Dynamic broker configs: Kafka marks per-broker updatable configs read_only=false and "
-        "accepts AlterConfigs / IncrementalAlterConfigs on a broker resource; wirebroker marks "
-        "every broker config read-only and refuses (INVALID_REQUEST).",
-        path="*.read_only | responses[resource_name=<node>].*",
     ),
 )
 

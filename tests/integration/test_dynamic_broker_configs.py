@@ -179,3 +179,33 @@ def test_kafka_configs_alters_and_describes_them(kafka_bootstrap: str) -> None:
         "log.retention.ms=100000000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
         "log.retention.ms=100000000, DEFAULT_CONFIG:log.retention.hours=168}"
     ) in described
+
+
+def test_max_connections_per_ip_applies_to_the_next_connection(tmp_path: Path) -> None:
+    """A connection quota set at run time: the next connection over it is closed at accept
+    (the one already open stays), and removing it lets connections in again."""
+    versions = {"client_software_name": "t", "client_software_version": "1"}
+
+    def answers(bootstrap: str) -> bool:
+        try:
+            with Wire(bootstrap, timeout=5) as other:
+                return other.call(ApiKey.API_VERSIONS, 3, versions).error_code == 0
+        except (OSError, ConnectionError):
+            return False
+
+    with running(data_dir=tmp_path / "data") as broker, Wire(broker.bootstrap) as wire:
+        resp = wire.call(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            incremental("0", [("max.connections.per.ip", SET, "1")]),
+        )
+        assert resp.responses[0].error_code == ErrorCode.NONE
+        assert not answers(broker.bootstrap)  # `wire` holds the one connection allowed
+        assert wire.call(ApiKey.API_VERSIONS, 3, versions).error_code == 0
+        resp = wire.call(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            incremental("0", [("max.connections.per.ip", DELETE, None)]),
+        )
+        assert resp.responses[0].error_code == ErrorCode.NONE
+        assert answers(broker.bootstrap)

@@ -100,11 +100,13 @@ from wirebroker.cluster.topic_store import (
     uuid_to_base64,
 )
 from wirebroker.cluster.view import ClusterView, LocalClusterView
+from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination, SessionState
+from wirebroker.dynamic_configs import BrokerConfigUpdates, LocalBrokerConfigs
 from wirebroker.faults.control import FaultControl
 from wirebroker.faults.core import FaultRules
 from wirebroker.faults.http import mount as mount_fault_routes
@@ -204,6 +206,8 @@ class Broker:
         #: The cluster's coordination session (None: a single broker).
         self.coordination = coordination
         self.member: ClusterMember | None = None
+        #: the dynamic broker configs' ZooKeeper watcher (None: no coordination)
+        self.zk_broker_configs: ZkBrokerConfigs | None = None
         self._coordination_scope: trio.CancelScope | None = None
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -316,6 +320,7 @@ class Broker:
                 enabled=config.get_bool("transaction.partition.verification.enable"),
             ),
             txn_coordinator=self.txn_coordinator,
+            broker_configs=_broker_configs(self, config, node_id),
         )
         self.handlers = load_handlers()
         max_frame_bytes = config.socket_request_max_bytes
@@ -523,6 +528,8 @@ class Broker:
                 loaded = True
                 if self.local_cluster is not None:
                     await self.local_cluster.seed(self.topics, self._log_epoch)
+                if self.zk_broker_configs is not None:
+                    await self.zk_broker_configs.start()  # applied before anything is served
                 async with trio.open_nursery() as nursery:
                     self.bound = await nursery.start(self.server.run, self.listen)
                     host, port = self._advertise(self.bound)
@@ -582,8 +589,7 @@ class Broker:
         )
         nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
         if self.config.get_bool("log.cleaner.enable"):
-            backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
-            nursery.start_soon(self._clean_logs, backoff_ms)
+            nursery.start_soon(self._clean_logs)
         nursery.start_soon(self.group_coordinator.run)
         nursery.start_soon(self.txn_coordinator.run)
         nursery.start_soon(self.txn_markers.run)
@@ -623,9 +629,11 @@ class Broker:
         except Exception:
             log.exception("cannot write the replication-offset-checkpoint")
 
-    async def _clean_logs(self, backoff_ms: int) -> None:
-        """Compact `cleanup.policy=compact` logs: bounded chunks, yielding between them."""
+    async def _clean_logs(self) -> None:
+        """Compact `cleanup.policy=compact` logs: bounded chunks, yielding between them, and
+        log.cleaner.backoff.ms (read each time: a dynamic config) when there is nothing to do."""
         while True:
+            backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
             try:
                 self.logs.run_cleaner(self.clock())
                 busy = self.logs.cleaner_busy
@@ -672,3 +680,38 @@ async def _set_when_cancelled(event: trio.Event) -> None:
         await trio.sleep_forever()
     finally:
         event.set()
+
+
+def _broker_configs(broker: Broker, config: BrokerConfig, node_id: int) -> BrokerConfigUpdates:
+    """The broker's dynamic configs (wirebroker.dynamic_configs): in ZooKeeper (a single
+    broker's in-process one, mirrored into its topic store), else in memory."""
+
+    def changed(keys: set[str]) -> None:
+        _apply_dynamic_change(broker, keys)
+
+    if broker.coordination is None:
+        return LocalBrokerConfigs(config, node_id, changed)
+    broker.zk_broker_configs = ZkBrokerConfigs(
+        broker.coordination,
+        config,
+        node_id,
+        changed,
+        store=broker.topics if broker.local_cluster is not None else None,
+    )
+    return broker.zk_broker_configs
+
+
+def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:
+    """Apply a dynamic broker config change to what runs: every hosted partition takes its
+    topic's new effective configs, the listener its connection quotas, transactional produce
+    its verification switch (the cleaner reads its backoff each time)."""
+    log.info("dynamic broker configs changed: %s", ", ".join(sorted(keys)))
+    for info in broker.topics.all():
+        broker.replicas.on_topic_configs_changed(info)
+    config = broker.config
+    broker.server.set_connection_limits(
+        config.get_int("max.connections"), config.get_int("max.connections.per.ip")
+    )
+    verifier = broker.services.txn_verifier
+    if verifier is not None:
+        verifier.enabled = config.get_bool("transaction.partition.verification.enable")

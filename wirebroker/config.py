@@ -5,10 +5,15 @@ configs (`retention.ms`, ...) name their broker-level synonym (`log.retention.ms
 value overrides the broker value, which overrides the built-in default, exactly as in Kafka.
 DescribeConfigs reports each value with its source and synonyms from these tables.
 
-Sources of a value (DescribeConfigs `ConfigSource`):
-    TOPIC_CONFIG (1)           set on the topic (CreateTopics / AlterConfigs)
-    STATIC_BROKER_CONFIG (4)   set in server.properties / on the command line
-    DEFAULT_CONFIG (5)         the built-in default below
+Sources of a value (DescribeConfigs `ConfigSource`), most precedent first:
+    TOPIC_CONFIG (1)                   set on the topic (CreateTopics / AlterConfigs)
+    DYNAMIC_BROKER_CONFIG (2)          set at run time for this broker (wirebroker.dynamic_configs)
+    DYNAMIC_DEFAULT_BROKER_CONFIG (3)  set at run time for every broker (the cluster default)
+    STATIC_BROKER_CONFIG (4)           set in server.properties / on the command line
+    DEFAULT_CONFIG (5)                 the built-in default below
+Kafka's log.flush.interval.ms and log.roll.jitter.ms have no default of their own (null): the
+topic configs flush.ms and segment.jitter.ms then take log.flush.scheduler.interval.ms and
+log.roll.jitter.hours.
 
 Values are kept as strings (as on the wire and in server.properties) and converted on read with
 `ConfigDef.parse`. Where wirebroker's default differs from Kafka's, `ConfigDef.doc` says why.
@@ -65,6 +70,9 @@ class ConfigDef:
     synonym: str | None = None  # for topic configs: the broker key that supplies the default
     choices: tuple[str, ...] | None = None
     minimum: int | float | None = None
+    maximum: int | float | None = None
+    #: values allowed outside [minimum, maximum] (compression.gzip.level's -1, "the default")
+    also_allowed: tuple[int, ...] = ()
     read_only: bool = False
     sensitive: bool = False
     extra_check: Callable[[str], None] | None = field(default=None, compare=False)
@@ -104,8 +112,12 @@ class ConfigDef:
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError(f"{self.name}: invalid value {raw!r}") from exc
+        if value in self.also_allowed:
+            return value
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{self.name}: {raw!r} is below the minimum {self.minimum}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{self.name}: {raw!r} is above the maximum {self.maximum}")
         return value
 
     def validate(self, raw: str | None) -> None:
@@ -142,7 +154,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.dirs", _T.LIST, None, "defaults to log.dir", read_only=True),
         ConfigDef(
             "log.dir",
-            _T.STRING,
+            _T.LIST,
             _default_data_dir(),
             "wirebroker: a per-user data directory, not /tmp/kafka-logs",
             read_only=True,
@@ -182,33 +194,71 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             _T.STRING,
             "producer",
             "",
-            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),  # Kafka's order
         ),
-        ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("delete", "compact")),
-        ConfigDef("log.cleaner.delete.retention.ms", _T.LONG, "86400000", ""),
+        # KIP-390 compression levels: accepted and described; wirebroker stores batches as
+        # produced and never recompresses, so they have no effect (README, Configuration).
+        ConfigDef(
+            "compression.gzip.level",
+            _T.INT,
+            "-1",
+            "gzip level of batches the broker compresses (-1: the codec's default)",
+            minimum=1,
+            maximum=9,
+            also_allowed=(-1,),
+        ),
+        ConfigDef(
+            "compression.lz4.level",
+            _T.INT,
+            "9",
+            "lz4 level of batches the broker compresses",
+            minimum=1,
+            maximum=17,
+        ),
+        ConfigDef(
+            "compression.zstd.level",
+            _T.INT,
+            "3",
+            "zstd level of batches the broker compresses",
+            minimum=-131072,
+            maximum=22,
+        ),
+        ConfigDef(
+            "max.decompressed.message.bytes",
+            _T.INT,
+            str(INT_MAX - 8),
+            "largest decompressed record (accepted; wirebroker's own bound is 64 MiB per batch)",
+            minimum=1,
+            maximum=INT_MAX - 8,
+        ),
+        # tiered storage (KIP-405): not supported; the values are kept and described
+        ConfigDef("log.remote.copy.lag.bytes", _T.LONG, "-1", "tiered storage", minimum=-1),
+        ConfigDef("log.remote.copy.lag.ms", _T.LONG, "0", "tiered storage", minimum=-1),
+        ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("compact", "delete")),
+        ConfigDef("log.cleaner.delete.retention.ms", _T.LONG, "86400000", "", minimum=0),
         ConfigDef(
             "log.cleaner.backoff.ms", _T.LONG, "15000", "pause when nothing to clean", minimum=0
         ),
         ConfigDef("log.cleaner.enable", _T.BOOLEAN, "true", ""),
         ConfigDef("log.flush.offset.checkpoint.interval.ms", _T.INT, "60000", "", minimum=0),
-        ConfigDef("log.cleaner.max.compaction.lag.ms", _T.LONG, str(LONG_MAX), ""),
-        ConfigDef("log.cleaner.min.cleanable.ratio", _T.DOUBLE, "0.5", ""),
-        ConfigDef("log.cleaner.min.compaction.lag.ms", _T.LONG, "0", ""),
-        ConfigDef("log.segment.delete.delay.ms", _T.LONG, "60000", ""),
+        ConfigDef("log.cleaner.max.compaction.lag.ms", _T.LONG, str(LONG_MAX), "", minimum=1),
+        ConfigDef("log.cleaner.min.cleanable.ratio", _T.DOUBLE, "0.5", "", minimum=0, maximum=1),
+        ConfigDef("log.cleaner.min.compaction.lag.ms", _T.LONG, "0", "", minimum=0),
+        ConfigDef("log.segment.delete.delay.ms", _T.LONG, "60000", "", minimum=0),
         ConfigDef("log.flush.interval.messages", _T.LONG, str(LONG_MAX), "", minimum=1),
         ConfigDef(
             "log.flush.interval.ms",
             _T.LONG,
-            str(LONG_MAX),
-            "Kafka leaves this unset and falls back to the scheduler interval",
+            None,
+            "unset: from log.flush.scheduler.interval.ms (Kafka's fallback)",
         ),
         ConfigDef("log.flush.scheduler.interval.ms", _T.LONG, str(LONG_MAX), ""),
-        ConfigDef("log.index.interval.bytes", _T.INT, "4096", ""),
+        ConfigDef("log.index.interval.bytes", _T.INT, "4096", "", minimum=0),
         ConfigDef("log.index.size.max.bytes", _T.INT, "10485760", "", minimum=4),
-        ConfigDef("log.local.retention.bytes", _T.LONG, "-2", ""),
-        ConfigDef("log.local.retention.ms", _T.LONG, "-2", ""),
-        ConfigDef("log.message.timestamp.after.max.ms", _T.LONG, "3600000", ""),
-        ConfigDef("log.message.timestamp.before.max.ms", _T.LONG, str(LONG_MAX), ""),
+        ConfigDef("log.local.retention.bytes", _T.LONG, "-2", "", minimum=-2),
+        ConfigDef("log.local.retention.ms", _T.LONG, "-2", "", minimum=-2),
+        ConfigDef("log.message.timestamp.after.max.ms", _T.LONG, "3600000", "", minimum=0),
+        ConfigDef("log.message.timestamp.before.max.ms", _T.LONG, str(LONG_MAX), "", minimum=0),
         ConfigDef(
             "log.message.timestamp.type",
             _T.STRING,
@@ -229,7 +279,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.retention.check.interval.ms", _T.LONG, "300000", "", minimum=1),
         ConfigDef("log.roll.ms", _T.LONG, None, "unset: from log.roll.hours"),
         ConfigDef("log.roll.hours", _T.INT, "168", "", minimum=1),
-        ConfigDef("log.roll.jitter.ms", _T.LONG, "0", ""),
+        ConfigDef("log.roll.jitter.ms", _T.LONG, None, "unset: from log.roll.jitter.hours"),
+        ConfigDef("log.roll.jitter.hours", _T.INT, "0", "", minimum=0, read_only=True),
         ConfigDef("log.segment.bytes", _T.INT, "1073741824", "", minimum=14),
         ConfigDef("min.insync.replicas", _T.INT, "1", "", minimum=1),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", ""),
@@ -353,7 +404,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("broker.rack", _T.STRING, None, "rack of this broker", read_only=True),
         ConfigDef("auto.leader.rebalance.enable", _T.BOOLEAN, "true", "", read_only=True),
         ConfigDef(
-            "leader.imbalance.check.interval.seconds", _T.INT, "300", "", read_only=True, minimum=1
+            "leader.imbalance.check.interval.seconds", _T.LONG, "300", "", read_only=True, minimum=1
         ),
         ConfigDef("leader.imbalance.per.broker.percentage", _T.INT, "10", "", read_only=True),
         ConfigDef("controlled.shutdown.enable", _T.BOOLEAN, "true", "", read_only=True),
@@ -407,6 +458,21 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     for d in [
         _topic("cleanup.policy", "log.cleanup.policy", "delete and/or compact"),
         _topic("compression.type", "compression.type"),
+        _topic("compression.gzip.level", "compression.gzip.level", "gzip level (no effect)"),
+        _topic("compression.lz4.level", "compression.lz4.level", "lz4 level (no effect)"),
+        _topic("compression.zstd.level", "compression.zstd.level", "zstd level (no effect)"),
+        ConfigDef(
+            "errors.deadletterqueue.group.enable",
+            _T.BOOLEAN,
+            "false",
+            "KIP-1034: may share groups use this topic as a dead-letter queue (wirebroker has "
+            "no share groups)",
+        ),
+        _topic(
+            "max.decompressed.message.bytes",
+            "max.decompressed.message.bytes",
+            "largest decompressed record (accepted, not enforced: see the broker config)",
+        ),
         _topic("delete.retention.ms", "log.cleaner.delete.retention.ms", minimum=0),
         _topic("file.delete.delay.ms", "log.segment.delete.delay.ms", minimum=0),
         _topic("flush.messages", "log.flush.interval.messages", "fsync after this many messages"),
@@ -414,6 +480,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             "flush.ms",
             "log.flush.interval.ms",
             "fsync when the oldest unflushed append is this old",
+            default=str(LONG_MAX),
             minimum=0,
         ),
         _topic("index.interval.bytes", "log.index.interval.bytes", minimum=0),
@@ -438,12 +505,16 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         _topic("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", minimum=0),
         _topic("min.insync.replicas", "min.insync.replicas"),
         _topic("preallocate", "log.preallocate"),
+        _topic("remote.copy.lag.bytes", "log.remote.copy.lag.bytes", "tiered storage"),
+        _topic("remote.copy.lag.ms", "log.remote.copy.lag.ms", "tiered storage"),
+        ConfigDef("remote.log.copy.disable", _T.BOOLEAN, "false", "tiered storage"),
+        ConfigDef("remote.log.delete.on.disable", _T.BOOLEAN, "false", "tiered storage"),
         ConfigDef("remote.storage.enable", _T.BOOLEAN, "false", "tiered storage (not supported)"),
         _topic("retention.bytes", "log.retention.bytes"),
         _topic("retention.ms", "log.retention.ms", default="604800000", minimum=-1),
         _topic("segment.bytes", "log.segment.bytes"),
         _topic("segment.index.bytes", "log.index.size.max.bytes"),
-        _topic("segment.jitter.ms", "log.roll.jitter.ms", minimum=0),
+        _topic("segment.jitter.ms", "log.roll.jitter.ms", default="0", minimum=0),
         _topic("segment.ms", "log.roll.ms", default="604800000", minimum=1),
         _topic("unclean.leader.election.enable", "unclean.leader.election.enable"),
         ConfigDef("leader.replication.throttled.replicas", _T.LIST, "", ""),
@@ -451,6 +522,12 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     ]
 }
 
+
+#: topic config -> (its broker synonym, the broker key it falls back to, that key's unit in ms)
+_FALLBACKS = {
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms", 1),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours", 3_600_000),
+}
 
 _RETENTION_UNITS = (
     ("log.retention.ms", 1),
@@ -482,10 +559,16 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 class BrokerConfig:
-    """Static broker configuration: explicit values over built-in defaults.
+    """The broker's configuration: dynamic values over static ones over built-in defaults.
 
-    Unknown keys are kept (and reported as such at start-up) so a Kafka server.properties loads
-    without edits.
+    `values` are the static ones (server.properties, --override). Unknown keys are kept (and
+    reported as such at start-up) so a Kafka server.properties loads without edits.
+    `dynamic_broker` and `dynamic_default` are the dynamic configs of this broker and of the
+    cluster-wide default (Kafka's DYNAMIC_BROKER_CONFIG and DYNAMIC_DEFAULT_BROKER_CONFIG,
+    set with AlterConfigs / IncrementalAlterConfigs: wirebroker.dynamic_configs); the effective
+    value of a key is the first of: this broker's dynamic value, the cluster default, the
+    static value, the built-in default. Every reader (`raw`, `get*`, the topic defaults) sees
+    a change at once.
     """
 
     def __init__(self, values: Mapping[str, str] | None = None) -> None:
@@ -494,23 +577,67 @@ class BrokerConfig:
             d = BROKER_CONFIGS.get(key) or TOPIC_CONFIGS.get(key)
             if d is not None and raw is not None:
                 d.parse(raw)
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
+
+    def layers(self) -> tuple[tuple[ConfigSource, Mapping[str, str]], ...]:
+        """The explicit values by source, in precedence order (Kafka's synonym order)."""
+        return (
+            (ConfigSource.DYNAMIC_BROKER_CONFIG, self.dynamic_broker),
+            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default),
+            (ConfigSource.STATIC_BROKER_CONFIG, self.values),
+        )
+
+    def is_set(self, name: str) -> bool:
+        """Set explicitly (statically or dynamically), not left to the built-in default."""
+        return any(name in layer for _source, layer in self.layers())
+
+    def explicit(self, name: str) -> str | None:
+        """The explicit value of `name` (dynamic or static), None when left to the default."""
+        for _source, layer in self.layers():
+            if name in layer:
+                return layer[name]
+        return None
+
+    def set_dynamic(
+        self, *, default: Mapping[str, str] | None = None, broker: Mapping[str, str] | None = None
+    ) -> set[str]:
+        """Replace the dynamic configs of the cluster default and/or this broker; the keys
+        whose explicit value changed. Values that do not parse are the caller's to refuse."""
+        before = {k: self.explicit(k) for k in (*self.dynamic_default, *self.dynamic_broker)}
+        if default is not None:
+            self.dynamic_default = dict(default)
+        if broker is not None:
+            self.dynamic_broker = dict(broker)
+        keys = set(before) | set(self.dynamic_default) | set(self.dynamic_broker)
+        return {k for k in keys if self.explicit(k) != before.get(k, self.values.get(k))}
+
+    def with_dynamic(
+        self, *, default: Mapping[str, str] | None = None, broker: Mapping[str, str] | None = None
+    ) -> BrokerConfig:
+        """A copy with these dynamic configs (the checks of a change look at the result)."""
+        copy = BrokerConfig.__new__(BrokerConfig)
+        copy.values = self.values
+        copy.dynamic_default = dict(self.dynamic_default if default is None else default)
+        copy.dynamic_broker = dict(self.dynamic_broker if broker is None else broker)
+        return copy
 
     def unknown_keys(self) -> list[str]:
         return sorted(k for k in self.values if k not in BROKER_CONFIGS)
 
     def raw(self, name: str) -> str | None:
         """The effective string value of a broker config (explicit or default)."""
-        if name in self.values:
-            return self.values[name]
+        value = self.explicit(name)
+        if value is not None:
+            return value
         d = BROKER_CONFIGS.get(name)
         return d.default if d is not None else None
 
     def source(self, name: str) -> ConfigSource:
-        return (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if name in self.values
-            else ConfigSource.DEFAULT_CONFIG
-        )
+        for source, layer in self.layers():
+            if name in layer:
+                return source
+        return ConfigSource.DEFAULT_CONFIG
 
     def get(self, name: str) -> object:
         d = BROKER_CONFIGS[name]
@@ -538,31 +665,44 @@ class BrokerConfig:
     # -- derived values -------------------------------------------------------------------
     def retention_ms(self) -> int:
         for key, unit in _RETENTION_UNITS:
-            if key in self.values:
-                return int(self.values[key]) * unit if int(self.values[key]) >= 0 else -1
+            value = self.explicit(key)
+            if value is not None:
+                return int(value) * unit if int(value) >= 0 else -1
         return 168 * 3_600_000
 
     def roll_ms(self) -> int:
-        if "log.roll.ms" in self.values:
-            return int(self.values["log.roll.ms"])
+        value = self.explicit("log.roll.ms")
+        if value is not None:
+            return int(value)
         return int(self.raw("log.roll.hours") or 168) * 3_600_000
 
     def broker_value_for_topic_config(self, topic_key: str) -> tuple[str | None, ConfigSource]:
         """The broker-level value that a topic config falls back to, and where it came from."""
         d = TOPIC_CONFIGS[topic_key]
         if topic_key == "retention.ms":
-            explicit = any(k in self.values for k, _ in _RETENTION_UNITS)
-            return str(self.retention_ms()), (
-                ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
-            )
+            names: tuple[str, ...] = tuple(k for k, _ in _RETENTION_UNITS)
+            return str(self.retention_ms()), self._first_source(names)
         if topic_key == "segment.ms":
-            explicit = "log.roll.ms" in self.values or "log.roll.hours" in self.values
-            return str(self.roll_ms()), (
-                ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
-            )
-        if d.synonym is not None and d.synonym in self.values:
-            return self.values[d.synonym], ConfigSource.STATIC_BROKER_CONFIG
+            return str(self.roll_ms()), self._first_source(("log.roll.ms", "log.roll.hours"))
+        fallback = _FALLBACKS.get(topic_key)
+        if fallback is not None:
+            # Kafka's log.flush.interval.ms / log.roll.jitter.ms have no default of their own:
+            # unset, they take log.flush.scheduler.interval.ms / log.roll.jitter.hours.
+            own, other, unit = fallback
+            if self.is_set(own):
+                return self.explicit(own), self.source(own)
+            other_value = self.explicit(other)
+            if other_value is not None:
+                return str(int(other_value) * unit), self.source(other)
+            return d.default, ConfigSource.DEFAULT_CONFIG
+        if d.synonym is not None and self.is_set(d.synonym):
+            return self.explicit(d.synonym), self.source(d.synonym)
         return d.default, ConfigSource.DEFAULT_CONFIG
+
+    def _first_source(self, names: tuple[str, ...]) -> ConfigSource:
+        """The most precedent source any of `names` is set in (DEFAULT_CONFIG: none is)."""
+        sources = [self.source(n) for n in names if self.is_set(n)]
+        return min(sources, default=ConfigSource.DEFAULT_CONFIG)
 
     def topic_defaults(self) -> dict[str, str | None]:
         """Every topic config's broker-level default, as strings."""

@@ -6,7 +6,9 @@
 
 The oracle is the run's shared one ($WIREBROKER_ORACLE) or one started here
 (`compat.oracle.kafka.shared_or_new`); wirebroker is `python -m wirebroker serve --port 0`
-with its defaults on a temporary data directory.
+with its defaults on a temporary data directory, given the one dynamic config Kafka 4's
+`kafka-storage format` writes (`min.insync.replicas=1` as the cluster-wide default, KIP-966)
+so that both describe it alike (`mirror_storage_format`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from compat.conformance.transport import ANSWER, Outcome
 from compat.conformance.tree import plain
 from compat.oracle.kafka import shared_or_new
 from compat.scenarios.broker import Broker
+from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 
 KAFKA, OURS = "kafka", "wirebroker"
@@ -42,9 +45,30 @@ def brokers() -> Iterator[tuple[str, str]]:
         broker = Broker(Path(tmp) / "data")
         broker.start()
         try:
+            mirror_storage_format(broker.bootstrap)
             yield oracle, broker.bootstrap
         finally:
             broker.stop()
+
+
+def mirror_storage_format(bootstrap: str) -> None:
+    """Set on wirebroker what `kafka-storage format` sets on a new Kafka 4 cluster: the
+    cluster-wide dynamic default min.insync.replicas=1 (same value as the built-in default;
+    only its source and synonyms show it)."""
+    body = {
+        "resources": [
+            {
+                "resource_type": 4,  # BROKER, "": the cluster-wide default
+                "resource_name": "",
+                "configs": [{"name": "min.insync.replicas", "config_operation": 0, "value": "1"}],
+            }
+        ],
+        "validate_only": False,
+    }
+    with Wire(bootstrap) as wire:
+        (answer,) = wire.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body).responses
+    if answer.error_code != 0:
+        raise RuntimeError(f"wirebroker refused min.insync.replicas=1: {answer.error_message}")
 
 
 @dataclass

@@ -119,14 +119,6 @@ _FETCH_REASONS = (
         api=FETCH,
     ),
     Reason(
-        "fetch-error-aborted-null",
-        "cosmetic",
-        "A partition refused (unknown topic or partition): Kafka sends aborted_transactions [] "
-        "(an empty list), wirebroker null.",
-        path="*.aborted_transactions",
-        api=FETCH,
-    ),
-    Reason(
         "fetch-before-marker",
         "kafka",
         "A fetch from offset 0 of a partition holding a transaction's batch and then its "
@@ -141,15 +133,6 @@ _FETCH_REASONS = (
 
 _METADATA_REASONS = (
     Reason(
-        "list-offsets-spec",
-        "bug",
-        "ListOffsets with a timestamp spec the request version does not know (-3 max-timestamp "
-        "below v7; -7, no spec at all): Kafka answers UNSUPPORTED_VERSION for the partition; "
-        "wirebroker answers as if it were a valid spec or timestamp.",
-        steps="list_offsets.max_timestamp_v6 | list_offsets.bad_spec",
-        api=LIST_OFFSETS,
-    ),
-    Reason(
         "metadata-auto-create",
         "bug",
         "Metadata with allow_auto_topic_creation for a topic that does not exist (every version "
@@ -159,22 +142,6 @@ _METADATA_REASONS = (
         "answers NONE with the partition.",
         steps="metadata.auto_create*",
         api=METADATA,
-    ),
-    Reason(
-        "metadata-cluster-operations",
-        "bug",
-        "Metadata v8-10 cluster_authorized_operations: Kafka 8096 (CREATE, ALTER, DESCRIBE, "
-        "CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE); wirebroker 32672, "
-        "which adds CREATE_TOKENS and DESCRIBE_TOKENS (DescribeCluster's value, identical there).",
-        path="cluster_authorized_operations",
-        api=METADATA,
-    ),
-    Reason(
-        "find-coordinator-message",
-        "cosmetic",
-        "FindCoordinator v4+ coordinators[].error_message on success: Kafka an empty string, "
-        "wirebroker null.",
-        api=FIND_COORDINATOR,
     ),
 )
 
@@ -246,15 +213,6 @@ _VERSIONS_REASONS = (
 
 _CONFIG_REASONS = (
     Reason(
-        "oracle-min-insync",
-        "environment",
-        "min.insync.replicas: Kafka 4's `kafka-storage format` writes min.insync.replicas=1 as "
-        "a cluster-wide dynamic default (KIP-966), so its source is "
-        "DYNAMIC_DEFAULT_BROKER_CONFIG (3) with a second synonym; on wirebroker it is the "
-        "default (5). Same value.",
-        path="*[name=min.insync.replicas].*",
-    ),
-    Reason(
         "oracle-settings",
         "environment",
         "The oracle's server.properties sets node.id, advertised.listeners and, as Kafka's own "
@@ -268,6 +226,17 @@ _CONFIG_REASONS = (
         api=DESCRIBE_CONFIGS,
     ),
     Reason(
+        "listeners-static",
+        "deliberate",
+        "listeners: Kafka can add and remove listeners at run time (read_only false); "
+        "wirebroker cannot rebind its listener, so it describes listeners as read-only and "
+        "refuses to change it dynamically (wirebroker/dynamic_configs.py, README "
+        "Configuration). Every other dynamic broker config wirebroker has is updatable, as in "
+        "Kafka.",
+        path="*[name=listeners].read_only",
+        api=DESCRIBE_CONFIGS,
+    ),
+    Reason(
         "group-initial-delay",
         "deliberate",
         "group.initial.rebalance.delay.ms: wirebroker's default is 0 (Kafka's 3000) so that a "
@@ -278,75 +247,13 @@ _CONFIG_REASONS = (
     Reason(
         "configs-not-built",
         "not-built",
-        "Configs Kafka has and wirebroker does not: per-codec compression levels (KIP-390), "
-        "errors.deadletterqueue.* (KIP-1034), max.decompressed.message.bytes, tiered storage "
-        "(remote.*), and on the broker KRaft, SASL/SSL, quotas, share groups and the rest "
-        "(270 of them).",
+        "Broker configs Kafka has and wirebroker does not (KRaft, SASL/SSL, quotas, share and "
+        "streams groups, tiered storage's broker side, thread pools and the rest: about 260); "
+        "and the 8 wirebroker has and Kafka 4.4 does not (ZooKeeper, admin.listeners, "
+        "cluster.id, transaction.version...). Every topic config of Kafka 4.4 is there.",
         path=r"re:.*\.configs\[name=[^\]]*\]",
-    ),
-    Reason(
-        "dynamic-broker-configs",
-        "not-built",
-        "Dynamic broker configs: Kafka marks per-broker updatable configs read_only=false and "
-        "accepts AlterConfigs / IncrementalAlterConfigs on a broker resource; wirebroker marks "
-        "every broker config read-only and refuses (INVALID_REQUEST).",
-        path="*.read_only | responses[resource_name=<node>].*",
-    ),
-    Reason(
-        "config-null-defaults",
-        "bug",
-        "Configs without a default of their own (log.flush.interval.ms falls back to "
-        "log.flush.scheduler.interval.ms, log.roll.jitter.ms to log.roll.jitter.hours): "
-        "Kafka's value is null and it lists no synonym with a null value (flush.ms, "
-        "segment.jitter.ms on topics); wirebroker shows a number and those synonyms.",
-        path="*[name=log.flush.interval.ms]* | *[name=log.roll.jitter.ms]*"
-        " | *[name=flush.ms].synonyms* | *[name=segment.jitter.ms].synonyms*",
+        steps="configs.broker_*",
         api=DESCRIBE_CONFIGS,
-    ),
-    Reason(
-        "config-types",
-        "bug",
-        "DescribeConfigs config_type: Kafka says log.dir is a LIST (7) and "
-        "leader.imbalance.check.interval.seconds a LONG (5); wirebroker STRING (2) and INT (3).",
-        path="*.config_type",
-        api=DESCRIBE_CONFIGS,
-    ),
-    Reason(
-        "describe-configs-message",
-        "cosmetic",
-        "DescribeConfigs results[].error_message: Kafka an empty string, wirebroker null (and a "
-        "broker logger's documentation: Kafka an empty string, wirebroker null).",
-        path="results[*].error_message | *[name=root].documentation",
-        api=DESCRIBE_CONFIGS,
-    ),
-)
-
-_ADMIN_REASONS = (
-    Reason(
-        "elect-bad-type",
-        "cosmetic",
-        "ElectLeaders with an unknown election type: both answer INVALID_REQUEST; Kafka also "
-        "answers each partition asked for (INVALID_REQUEST, 'Unknown election type 5'), "
-        "wirebroker an empty list.",
-        steps="cluster.elect_bad_type",
-        api=ELECT_LEADERS,
-    ),
-    Reason(
-        "reassign-message",
-        "cosmetic",
-        "Cancelling a reassignment where none is ongoing (NO_REASSIGNMENT_IN_PROGRESS): Kafka's "
-        "partition error_message is null, wirebroker's a text.",
-        steps="cluster.reassign_cancel_none",
-        api=ALTER_REASSIGNMENTS,
-    ),
-    Reason(
-        "describe-transactions-unknown",
-        "cosmetic",
-        "DescribeTransactions of an unknown transactional id (TRANSACTIONAL_ID_NOT_FOUND): "
-        "Kafka fills producer_id, producer_epoch and transaction_start_time_ms with 0, "
-        "wirebroker with -1.",
-        steps="txn-errors.describe_unknown",
-        api=DESCRIBE_TRANSACTIONS,
     ),
 )
 
@@ -356,5 +263,4 @@ REASONS: tuple[Reason, ...] = (
     *_METADATA_REASONS,
     *_VERSIONS_REASONS,
     *_CONFIG_REASONS,
-    *_ADMIN_REASONS,
 )

@@ -19,6 +19,9 @@ fails the start)::
                                                   leader_epoch = the log's latest epoch (0 for
                                                   an empty or missing log), controller_epoch 0
     /config/topics/<T>                            the topic's config overrides
+    /config/brokers/<default>, /config/brokers/<id>
+                                                  the store's dynamic broker configs
+                                                  (wirebroker.dynamic_configs), when set
 
 So the member finds every topic with a leader and the controller finds nothing to elect:
 nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
@@ -52,7 +55,7 @@ partition of start-up, measured at 1,000 and 5,000 partitions.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from wirebroker.cluster import zk_layout as zl
@@ -91,6 +94,7 @@ def seed_ops(
     topics: list[TopicInfo],
     node_id: int,
     epoch_of: Callable[[str, int], int],
+    broker_configs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Iterator[Op]:
     """The creates of the tree described in the module docstring, parents first (made as
     they are consumed). `epoch_of(topic, partition)`: the latest leader epoch of the
@@ -98,6 +102,10 @@ def seed_ops(
     for path in _PARENTS:
         yield Create(path)
     yield Create(zl.CLUSTER_ID, zl.encode_cluster_id(cluster_id))
+    if broker_configs:
+        yield Create(zl.CONFIG_BROKERS)
+        for entity, configs in sorted(broker_configs.items()):
+            yield Create(zl.broker_config_path(entity), zl.encode_broker_config(configs))
     yield Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
@@ -141,7 +149,7 @@ class LocalCluster:
         ]
         if changed:
             store.put_many(changed)
-        ops = seed_ops(store.cluster_id, topics, self.node_id, epoch_of)
+        ops = seed_ops(store.cluster_id, topics, self.node_id, epoch_of, store.broker_configs())
         # In bounded transactions, made as they go: all at once would keep every op and undo
         # record alive together, long enough for the garbage collector to walk them again
         # and again (it walks the broker's whole heap then).

@@ -14,20 +14,35 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
+from decimal import Decimal
 
 from wirebroker.cluster.errors import InvalidConfigError
-from wirebroker.config import TOPIC_CONFIGS, BrokerConfig, ConfigDef, ConfigError, ConfigType
+from wirebroker.config import (
+    INT_MAX,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigDef,
+    ConfigError,
+    ConfigType,
+)
 from wirebroker.log.config import LogConfig
 
 __all__ = [
     "effective_topic_configs",
+    "java_double",
     "min_insync_replicas",
     "normalize_stored",
     "parse_value",
     "topic_log_config",
     "validate_topic_configs",
 ]
+
+
+_TYPE_BOUNDS = {ConfigType.INT: INT_MAX, ConfigType.SHORT: 32767, ConfigType.LONG: LONG_MAX}
 
 
 def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
@@ -41,12 +56,35 @@ def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
             number = float(text) if t == ConfigType.DOUBLE else int(text)
         except ValueError:
             return f"Not a number of type {t.name}"
-        if d.minimum is not None and number < d.minimum:
-            return f"Value must be at least {d.minimum}"
-        return f"Not a number of type {t.name}"  # out of the type's range
+        bound = _TYPE_BOUNDS.get(t)
+        if bound is not None and not -bound - 1 <= number <= bound:
+            return f"Not a number of type {t.name}"
+        low, high = d.minimum, d.maximum
+        if d.also_allowed and low is not None and high is not None:
+            allowed = ", ".join(str(v) for v in d.also_allowed)
+            return f"Value must be between {low} and {high} or equal to {allowed}"
+        if low is not None and number < low:
+            return f"Value must be at least {low}"
+        if high is not None and number > high:
+            return f"Value must be no more than {high}"
+        return f"Not a number of type {t.name}"
     if d.choices is not None:
         return "String must be one of: " + ", ".join(d.choices)
     return "Invalid value"
+
+
+def java_double(value: float) -> str:
+    """Java's Double.toString: decimal between 10^-3 and 10^7, else d.dddE<n>."""
+    if value != value or value in (math.inf, -math.inf):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    magnitude = abs(value)
+    if magnitude == 0 or 1e-3 <= magnitude < 1e7:
+        return repr(float(value))
+    _sign, digits, exponent = Decimal(repr(magnitude)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    mantissa = text[0] + "." + (text[1:] or "0")
+    return ("-" if value < 0 else "") + f"{mantissa}E{len(text) - 1 + exponent}"
 
 
 def _format_parsed(d: ConfigDef, value: object) -> str:
@@ -56,12 +94,48 @@ def _format_parsed(d: ConfigDef, value: object) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     if isinstance(value, float):
-        return repr(value)
+        return java_double(value)
     return str(value)
+
+
+#: Kafka's ThrottledReplicaListValidator: "*" or partition:broker pairs.
+_THROTTLED = frozenset(
+    {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
+_REPLICA = re.compile(r"\d+:\d+")
+
+
+def _special_check(d: ConfigDef, raw: str) -> None:
+    """Kafka's checks beyond a value's type and range, with its messages."""
+    items = [item.strip() for item in raw.split(",")]
+    if d.choices is not None and d.type == ConfigType.LIST and raw.strip() and "" in items:
+        raise InvalidConfigError(f"Configuration '{d.name}' values must not be empty.")
+    if d.name in _THROTTLED and raw.strip():
+        if items == ["*"] or all(_REPLICA.fullmatch(item) for item in items):
+            return
+        raise InvalidConfigError(
+            f"Invalid value [{', '.join(items)}] for configuration {d.name}: {d.name} must be "
+            "the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
+
+
+def _shown(d: ConfigDef, raw: str) -> str:
+    """How Kafka prints a refused value: trimmed (but a boolean), a double as Java prints it."""
+    if d.type == ConfigType.BOOLEAN:
+        return raw
+    text = raw.strip()
+    if d.type == ConfigType.DOUBLE:
+        try:
+            return java_double(float(text))
+        except ValueError:
+            return text
+    return text
 
 
 def parse_value(d: ConfigDef, raw: str) -> str:
     """Validate `raw` for `d`; its normalised string, else InvalidConfigError."""
+    _special_check(d, raw)
     try:
         parsed = d.parse(raw)
     except ConfigError as exc:
@@ -69,7 +143,7 @@ def parse_value(d: ConfigDef, raw: str) -> str:
         if reason == "Invalid value":
             reason = str(exc)
         raise InvalidConfigError(
-            f"Invalid value {raw} for configuration {d.name}: {reason}"
+            f"Invalid value {_shown(d, raw)} for configuration {d.name}: {reason}"
         ) from exc
     return _format_parsed(d, parsed)
 

@@ -10,7 +10,11 @@ it ends in `.json`)::
      "next_producer_id": 5000,          # first producer id of the next unreserved block
      "topics": [{"name": "t", "topic_id": "<uuid hex string>", "partitions": 3,
                  "replication_factor": 1, "configs": {"retention.ms": "1000"},
-                 "is_internal": false}, ...]}
+                 "is_internal": false}, ...],
+     "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}}}
+
+`broker_configs` (absent when none are set) holds a single broker's dynamic broker configs
+(wirebroker.dynamic_configs): the cluster default and this broker's, by ZooKeeper entity name.
 
 Every mutation rewrites the whole document atomically before returning
 (`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
@@ -262,6 +266,7 @@ class TopicStore:
         self._topics: dict[str, TopicInfo] = dict(topics)
         self._by_id: dict[uuid.UUID, TopicInfo] = {t.topic_id: t for t in topics.values()}
         self._next_producer_id = next_producer_id
+        self._broker_configs: dict[str, dict[str, str]] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
 
@@ -307,6 +312,10 @@ class TopicStore:
             if not isinstance(stored_cluster, str) or not isinstance(next_pid, int):
                 raise TopicStoreError(f"{file}: bad cluster_id or next_producer_id")
             topics = [TopicInfo.from_json(t) for t in doc.get("topics", [])]
+            broker_configs = {
+                str(entity): {str(k): str(v) for k, v in configs.items()}
+                for entity, configs in doc.get("broker_configs", {}).items()
+            }
         except TopicStoreError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -316,7 +325,9 @@ class TopicStore:
                 f"{file}: stored cluster id {stored_cluster!r} differs from the configured "
                 f"cluster.id {cluster_id!r}"
             )
-        return cls(file, stored_cluster, {t.name: t for t in topics}, next_pid, fs=fs)
+        store = cls(file, stored_cluster, {t.name: t for t in topics}, next_pid, fs=fs)
+        store._broker_configs = broker_configs
+        return store
 
     # -- reads ------------------------------------------------------------------------------
     def get(self, name: str) -> TopicInfo | None:
@@ -339,7 +350,29 @@ class TopicStore:
         """First producer id not yet reserved by any block."""
         return self._next_producer_id
 
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        """The dynamic broker configs kept here: ZooKeeper entity name -> configs."""
+        return {entity: dict(configs) for entity, configs in self._broker_configs.items()}
+
     # -- mutations (durable on return) ---------------------------------------------------------
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Replace one entity's dynamic broker configs (an empty mapping removes it)."""
+        old = self._broker_configs.get(entity)
+        if dict(configs) == (old or {}):
+            return
+        if configs:
+            self._broker_configs[entity] = dict(configs)
+        else:
+            self._broker_configs.pop(entity, None)
+        try:
+            self._save()
+        except BaseException:
+            if old is None:
+                self._broker_configs.pop(entity, None)
+            else:
+                self._broker_configs[entity] = old
+            raise
+
     def put(self, info: TopicInfo) -> None:
         """Add or replace a topic (same name). A topic id may not move to another name."""
         self.put_many((info,))
@@ -397,5 +430,7 @@ class TopicStore:
             "next_producer_id": self._next_producer_id,
             "topics": [t.to_json() for t in self.all()],
         }
+        if self._broker_configs:
+            doc["broker_configs"] = self._broker_configs
         data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
         write_file_atomic(self.fs, self.path, data)

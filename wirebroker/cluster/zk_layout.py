@@ -20,7 +20,11 @@ Paths and documents::
     /brokers/topics/<T>/partitions/<P>/state  {"version":1,"leader":1,"leader_epoch":0,
                                                "isr":[1,2,3],"controller_epoch":5}
     /config/topics/<T>                        {"version":1,"config":{"k":"v"}}
-    /config/changes/config_change_<seq>       {"version":2,"entity_path":"topics/<T>"}
+    /config/brokers/<id>, /config/brokers/<default>
+                                              {"version":1,"config":{"k":"v"}} (dynamic broker
+                                               configs: one broker's, the cluster default)
+    /config/changes/config_change_<seq>       {"version":2,"entity_path":"topics/<T>"} (or
+                                               "brokers/<id>", "brokers/<default>")
     /admin/delete_topics/<T>                  (empty marker)
     /admin/preferred_replica_election         {"version":1,"partitions":
                                                [{"topic":"t","partition":0}]}
@@ -49,6 +53,7 @@ __all__ = [
     "BROKER_IDS",
     "BROKER_TOPICS",
     "CLUSTER_ID",
+    "CONFIG_BROKERS",
     "CONFIG_CHANGES",
     "CONFIG_TOPICS",
     "CONTROLLED_SHUTDOWN",
@@ -61,8 +66,10 @@ __all__ = [
     "LayoutError",
     "PartitionState",
     "TopicAssignment",
+    "broker_config_path",
     "broker_path",
     "decode_broker",
+    "decode_broker_config",
     "decode_cluster_id",
     "decode_controller",
     "decode_controller_epoch",
@@ -71,10 +78,12 @@ __all__ = [
     "decode_topic",
     "decode_topic_config",
     "encode_broker",
+    "encode_broker_config",
     "encode_cluster_id",
     "encode_config_change",
     "encode_controller",
     "encode_controller_epoch",
+    "encode_entity_change",
     "encode_partition_state",
     "encode_preferred_election",
     "encode_topic",
@@ -93,6 +102,7 @@ BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 BROKER_SEQID = "/brokers/seqid"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
@@ -113,7 +123,7 @@ PERSISTENT_PATHS = (
     "/latest_producer_id_block",
     "/log_dir_event_notification",
     CONFIG_TOPICS,
-    "/config/brokers",
+    CONFIG_BROKERS,
     "/config/clients",
     "/config/users",
     CONTROLLED_SHUTDOWN,
@@ -419,7 +429,32 @@ def decode_topic_config(topic: str, data: bytes | None) -> dict[str, str]:
 
 
 def encode_config_change(topic: str) -> bytes:
-    return _dump({"version": 2, "entity_path": f"topics/{topic}"})
+    return encode_entity_change(f"topics/{topic}")
+
+
+def encode_entity_change(entity_path: str) -> bytes:
+    """A /config/changes notification for `entity_path` ("topics/<T>", "brokers/<id>")."""
+    return _dump({"version": 2, "entity_path": entity_path})
+
+
+# -- /config/brokers/<entity> (dynamic broker configs) ------------------------------------------
+def broker_config_path(entity: str) -> str:
+    """`entity`: a broker id, or "<default>" for the cluster-wide default."""
+    return f"{CONFIG_BROKERS}/{entity}"
+
+
+def encode_broker_config(configs: Mapping[str, str]) -> bytes:
+    return encode_topic_config(configs)
+
+
+def decode_broker_config(entity: str, data: bytes | None) -> dict[str, str]:
+    if not data:
+        return {}
+    obj = _load(data, broker_config_path(entity))
+    config = obj.get("config") or {}
+    if not isinstance(config, dict):
+        raise LayoutError(f"{broker_config_path(entity)}: config must be an object")
+    return {str(k): str(v) for k, v in config.items()}
 
 
 # -- /admin/preferred_replica_election ----------------------------------------------------------

@@ -37,6 +37,7 @@ import trio
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.errors import ClusterError, TopicExistsError, UnknownTopicError
 from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions, assign_replicas
+from wirebroker.cluster.reassignment import check_target, unknown_partition
 from wirebroker.cluster.topic_admin import (
     CreateTopicResult,
     LocalTopicAdmin,
@@ -62,14 +63,11 @@ if TYPE_CHECKING:
 __all__ = ["ZkTopicAdmin"]
 
 UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
 REQUEST_TIMED_OUT = 7
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-NO_REASSIGNMENT_IN_PROGRESS = 85
 PREFERRED_LEADER_NOT_AVAILABLE = 80
 ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
 ELECTION_NOT_NEEDED = 84
+ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."  # Kafka's
 
 #: How long a creation refuses a second create of the same name while the member has not
 #: mirrored the topic into the store yet (a few checkpoints normally).
@@ -397,9 +395,8 @@ class ZkTopicAdmin(LocalTopicAdmin):
         for topic, index, target in changes:
             mirror = cache.topics.get(topic)
             if mirror is None or index not in mirror.assignment.partitions:
-                out[(topic, index)] = (
-                    UNKNOWN_TOPIC_OR_PARTITION,
-                    f"The partition {topic}-{index} does not exist.",
+                out[(topic, index)] = unknown_partition(
+                    topic, index, topic_exists=mirror is not None
                 )
                 continue
             problem = self._check_target(mirror.assignment, index, target, allow_rf_change)
@@ -430,30 +427,16 @@ class ZkTopicAdmin(LocalTopicAdmin):
         target: Sequence[int] | None,
         allow_rf_change: bool,
     ) -> tuple[int, str | None] | None:
-        ongoing = index in assignment.adding or index in assignment.removing
-        if target is None:
-            if not ongoing:
-                return NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment for this partition."
-            return None
-        if not target:
-            return INVALID_REPLICA_ASSIGNMENT, "The replica set is empty."
-        if len(set(target)) != len(target):
-            return INVALID_REPLICA_ASSIGNMENT, f"Duplicate replicas in {list(target)}."
-        dead = [r for r in target if r not in self.member.cache.brokers]
-        if dead:
-            return (
-                INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker(s) {dead} that are not live.",
-            )
         current = [
             r for r in assignment.replicas(index) if r not in assignment.adding.get(index, ())
         ]
-        if not allow_rf_change and len(target) != len(current):
-            return (
-                INVALID_REPLICATION_FACTOR,
-                f"The replication factor is changed from {len(current)} to {len(target)}",
-            )
-        return None
+        return check_target(
+            current,
+            target,
+            ongoing=index in assignment.adding or index in assignment.removing,
+            registered=self.member.cache.brokers,
+            allow_rf_change=allow_rf_change,
+        )
 
     def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]] | None:
         out = {}
@@ -486,14 +469,14 @@ class ZkTopicAdmin(LocalTopicAdmin):
             head = view.replicas[0] if view.replicas else -1
             if not preferred:
                 if view.leader >= 0:
-                    out[(topic, index)] = (ELECTION_NOT_NEEDED, "Leader election not needed")
+                    out[(topic, index)] = (ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED_MESSAGE)
                 else:
                     out[(topic, index)] = (
                         ELIGIBLE_LEADERS_NOT_AVAILABLE,
                         f"No eligible leader for {topic}-{index}",
                     )
             elif view.leader == head:
-                out[(topic, index)] = (ELECTION_NOT_NEEDED, "Leader election not needed")
+                out[(topic, index)] = (ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED_MESSAGE)
             elif head not in cache.brokers or head not in view.isr:
                 out[(topic, index)] = (
                     PREFERRED_LEADER_NOT_AVAILABLE,

@@ -15,8 +15,10 @@ Topic config values (`describe_topic_configs`), as Kafka's ConfigHelper computes
               `ConfigDef.convertToString` (ints without spaces, booleans lower case, lists
               joined by ",")
     synonyms  [the topic override (TOPIC_CONFIG)] + the broker synonyms: first every
-              synonym name set in server.properties (STATIC_BROKER_CONFIG), then every synonym
-              name with a built-in default (DEFAULT_CONFIG), then -- Kafka's quirk, kept on
+              synonym name set dynamically for this broker (DYNAMIC_BROKER_CONFIG), then for
+              the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG), then in server.properties
+              (STATIC_BROKER_CONFIG), then every synonym name with a built-in default
+              (DEFAULT_CONFIG), then -- Kafka's quirk, kept on
               purpose -- leading entries are dropped until the first one named like the topic
               config's own broker synonym. So `retention.ms` without an override has no
               synonyms at all (its only defaulted synonym is `log.retention.hours`), exactly
@@ -24,17 +26,13 @@ Topic config values (`describe_topic_configs`), as Kafka's ConfigHelper computes
     source    the first synonym's source, else DEFAULT_CONFIG
     read_only false; is_sensitive false (no topic config is a password)
 
-Broker config values (`describe_broker_configs`)
-    every BROKER_CONFIGS entry with its effective value (explicit, else default; null when
-    neither), plus every unknown key of server.properties (type UNKNOWN, sensitive, value
-    null -- Kafka treats keys it has no definition for as possibly sensitive). read_only is
-    true for all of them: wirebroker has no dynamic broker configs, so none can be altered.
-    The empty resource name (cluster-wide dynamic defaults) describes no configs.
+Broker config values: wirebroker.handlers._broker_configs (with the dynamic broker configs).
 
 BROKER_LOGGER (`describe_loggers` / `alter_loggers`)
     Python's loggers stand in for log4j's: "root" plus every logger created so far, with its
     effective level in log4j names (CRITICAL -> FATAL, WARNING -> WARN, below DEBUG -> TRACE),
-    source DYNAMIC_BROKER_LOGGER_CONFIG (6). IncrementalAlterConfigs SET sets a level, DELETE
+    source DYNAMIC_BROKER_LOGGER_CONFIG (6), documentation "" (v3+, asked for or not: Kafka
+    never fills it for a logger). IncrementalAlterConfigs SET sets a level, DELETE
     resets one to inherit (not allowed for root), as Kafka's RuntimeLoggerManager does.
 
 Topic config validation is `wirebroker.cluster.topic_configs.validate_topic_configs` (run by
@@ -45,7 +43,7 @@ per-resource `ConfigRequestError`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -57,6 +55,8 @@ from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, Confi
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
+    from wirebroker.dynamic_configs import Compute
+    from wirebroker.handlers.context import Services
 
 if TYPE_CHECKING:
     from protocol.messages import alter_configs
@@ -217,6 +217,8 @@ class ConfigEntry:
     config_type: int = ConfigType.UNKNOWN
     documentation: str | None = None
     synonyms: tuple[Synonym, ...] = field(default=())
+    #: Sent even when the request did not ask for documentation (a logger's "", as Kafka).
+    documentation_always: bool = False
 
     def describe_dict(
         self, *, include_synonyms: bool, include_documentation: bool
@@ -230,7 +232,9 @@ class ConfigEntry:
             if include_synonyms
             else [],
             "config_type": self.config_type,
-            "documentation": self.documentation if include_documentation else None,
+            "documentation": self.documentation
+            if include_documentation or self.documentation_always
+            else None,
         }
 
     def creatable_dict(self) -> CreatableTopicConfigs:
@@ -251,13 +255,17 @@ def broker_synonym_names(name: str) -> tuple[str, ...]:
     return (name,)
 
 
-def _broker_synonyms(config: BrokerConfig, name: str) -> list[Synonym]:
-    """Kafka's ConfigHelper.configSynonyms for broker key `name` (static, then defaults)."""
+def broker_synonyms(config: BrokerConfig, name: str) -> list[Synonym]:
+    """Kafka's ConfigHelper.configSynonyms for broker key `name`: every synonym name set in
+    each layer, in precedence order (this broker's dynamic configs, the cluster-wide dynamic
+    default, server.properties), then every one with a built-in default; leading entries
+    dropped until the first one named `name` (Kafka's rule, see the module docstring)."""
     names = broker_synonym_names(name)
     out = [
-        Synonym(n, config.values[n], ConfigSource.STATIC_BROKER_CONFIG)
+        Synonym(n, layer[n], source)
+        for source, layer in config.layers()
         for n in names
-        if n in config.values and config.values[n] is not None
+        if layer.get(n) is not None
     ]
     for n in names:
         d = BROKER_CONFIGS.get(n)
@@ -272,7 +280,7 @@ def describe_topic_config(
     config: BrokerConfig, overrides: Mapping[str, str], name: str
 ) -> ConfigEntry:
     d = TOPIC_CONFIGS[name]
-    synonyms = _broker_synonyms(config, d.synonym) if d.synonym is not None else []
+    synonyms = broker_synonyms(config, d.synonym) if d.synonym is not None else []
     if name in overrides:
         value = normalize_stored(d, overrides[name])
         synonyms.insert(0, Synonym(name, value, ConfigSource.TOPIC_CONFIG))
@@ -294,47 +302,6 @@ def describe_topic_config(
 def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
     """Every topic config of a topic with these overrides, sorted by name."""
     return [describe_topic_config(config, overrides, name) for name in sorted(TOPIC_CONFIGS)]
-
-
-def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker config (and unknown server.properties key), sorted by name."""
-    out = []
-    for name in sorted(set(BROKER_CONFIGS) | set(config.values)):
-        d = BROKER_CONFIGS.get(name)
-        synonyms = _broker_synonyms(config, name)
-        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-        if d is None:
-            # Unknown to wirebroker: Kafka reports keys without a definition as sensitive.
-            out.append(
-                ConfigEntry(
-                    name=name,
-                    value=None,
-                    source=ConfigSource.STATIC_BROKER_CONFIG,
-                    read_only=True,
-                    is_sensitive=True,
-                    config_type=ConfigType.UNKNOWN,
-                    documentation=None,
-                    synonyms=(Synonym(name, None, ConfigSource.STATIC_BROKER_CONFIG),),
-                )
-            )
-            continue
-        sensitive = d.type == ConfigType.PASSWORD
-        value = None if sensitive else normalize_stored(d, config.raw(name))
-        if sensitive:
-            synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
-        out.append(
-            ConfigEntry(
-                name=name,
-                value=value,
-                source=source,
-                read_only=True,
-                is_sensitive=sensitive,
-                config_type=d.type,
-                documentation=d.doc,
-                synonyms=tuple(synonyms),
-            )
-        )
-    return out
 
 
 def filter_entries(entries: Iterable[ConfigEntry], keys: Iterable[str] | None) -> list[ConfigEntry]:
@@ -380,45 +347,6 @@ def check_topic_resource_name(name: str | None) -> str:
     return name
 
 
-def reject_broker_changes(names: Iterable[str]) -> None:
-    """wirebroker has no dynamic broker configs: any key left to set is refused as Kafka
-    refuses a non-dynamic one (INVALID_REQUEST, "Cannot update these configs dynamically")."""
-    remaining = sorted(set(names))
-    if remaining:
-        raise ConfigRequestError(
-            ErrorCode.INVALID_REQUEST,
-            "Cannot update these configs dynamically: Set(" + ", ".join(remaining) + ")",
-        )
-
-
-def broker_incremental_keys(ops: Iterable[tuple[str, int, str | None]]) -> list[str]:
-    """Keys an IncrementalAlterConfigs on a BROKER resource would leave set.
-
-    Nothing is stored dynamically, so the start is empty; DELETE of a key removes it.
-    APPEND/SUBTRACT need a LIST key (INVALID_CONFIG otherwise, Kafka's messages).
-    """
-    props: dict[str, str | None] = {}
-    for name, op, value in ops:
-        if op == OP_SET:
-            props[name] = value
-        elif op == OP_DELETE:
-            props.pop(name, None)
-        elif op in (OP_APPEND, OP_SUBTRACT):
-            d = BROKER_CONFIGS.get(name)
-            if d is None:
-                raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
-            if d.type != ConfigType.LIST:
-                verb = "append" if op == OP_APPEND else "subtract"
-                raise ConfigRequestError(
-                    ErrorCode.INVALID_CONFIG,
-                    f"Config value {verb} is not allowed for config key: {name}",
-                )
-            props[name] = value
-        else:
-            raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
-    return list(props)
-
-
 # -- BROKER_LOGGER ------------------------------------------------------------------------------
 ROOT_LOGGER = "root"
 TRACE = 5
@@ -462,6 +390,8 @@ def describe_loggers() -> list[ConfigEntry]:
             name=name,
             value=_log4j_level(logger.getEffectiveLevel()),
             source=SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+            documentation="",
+            documentation_always=True,
         )
         for name, logger in sorted(_existing_loggers().items())
     ]
@@ -558,12 +488,14 @@ def resource_result(
 _R = TypeVar("_R", "alter_configs.AlterConfigsResource", "incremental.AlterConfigsResource")
 
 
-def alter_resources(
-    resources: list[_R] | None, validate_only: bool, alter_one: Callable[[_R, bool], None]
+async def alter_resources(
+    resources: list[_R] | None,
+    validate_only: bool,
+    alter_one: Callable[[_R, bool], Awaitable[None]],
 ) -> AlterConfigsResponse:
-    """The AlterConfigs / IncrementalAlterConfigs response: `alter_one(resource, validate_only)`
-    for each of the request's `resources` in order, duplicates refused, a ConfigRequestError
-    becoming that resource's error."""
+    """The AlterConfigs / IncrementalAlterConfigs response: `await alter_one(resource,
+    validate_only)` for each of the request's `resources` in order, duplicates refused, a
+    ConfigRequestError becoming that resource's error."""
     resources = list(resources or [])
     dups = duplicate_resources(resources)
     responses: list[AlterConfigsResourceResponse] = []
@@ -576,7 +508,7 @@ def alter_resources(
             )
             continue
         try:
-            alter_one(resource, validate_only)
+            await alter_one(resource, validate_only)
         except ConfigRequestError as exc:
             responses.append(resource_result(resource, exc.error_code, exc.message))
             continue
@@ -606,6 +538,25 @@ async def settle_topic_changes(admin: TopicAdmin, response: AlterConfigsResponse
         if r["resource_type"] == RESOURCE_TOPIC and problem is not None:
             r["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             r["error_message"] = problem
+
+
+async def update_broker_configs(
+    services: Services, resource_name: str, compute: Compute, validate_only: bool
+) -> None:
+    """A BROKER resource's change (`compute`: wirebroker.handlers._broker_configs) applied to
+    the dynamic configs of this broker or of the cluster default; without dynamic configs
+    every key set is refused as read-only."""
+    updates = services.broker_configs
+    if updates is None:
+        names = list(compute({}))
+        if names:
+            raise ConfigRequestError(
+                ErrorCode.INVALID_REQUEST,
+                "Cannot update these configs dynamically: [" + ", ".join(names) + "]",
+            )
+        return
+    with as_request_error():
+        await updates.update(updates.entity(resource_name), compute, validate_only=validate_only)
 
 
 def apply_topic_overrides(

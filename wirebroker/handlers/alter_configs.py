@@ -13,13 +13,14 @@ ConfigurationControlManager.legacyAlterConfigs and its validator):
                                   configs: INVALID_CONFIG (Kafka's messages, see _configs);
                                   then unknown topic: UNKNOWN_TOPIC_OR_PARTITION "The topic
                                   't' does not exist."
-    BROKER (4)                    name must be "" or this node id ("Node id must be an
-                                  integer, but it is: x" / "Unexpected broker id, expected 0,
-                                  but received 5", INVALID_REQUEST). wirebroker has no dynamic
-                                  broker configs: every non-empty change is refused as Kafka
-                                  refuses a non-dynamic key, INVALID_REQUEST "Cannot update
-                                  these configs dynamically: Set(k1, k2)". An empty config
-                                  list succeeds (nothing to change).
+    BROKER (4)                    name must be "" (the cluster-wide default) or this node id
+                                  ("Node id must be an integer, but it is: x" / "Unexpected
+                                  broker id, expected 0, but received 5", INVALID_REQUEST).
+                                  The configs replace all the dynamic configs of that level
+                                  (an empty list clears them); read-only keys and bad values
+                                  refused as Kafka refuses them (wirebroker.handlers.
+                                  _broker_configs); applied to the running broker(s) before
+                                  the answer (wirebroker.dynamic_configs).
     any other type                INVALID_REQUEST "Unknown resource type 8" (legacy
                                   AlterConfigs never served BROKER_LOGGER; GROUP and
                                   CLIENT_METRICS configs do not exist in wirebroker)
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._broker_configs import legacy_compute
 from wirebroker.handlers._configs import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -46,8 +48,8 @@ from wirebroker.handlers._configs import (
     check_broker_resource_name,
     check_config_list,
     check_topic_resource_name,
-    reject_broker_changes,
     settle_topic_changes,
+    update_broker_configs,
 )
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -60,16 +62,18 @@ if TYPE_CHECKING:
     )
 
 
-def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     services = ctx.services
     configs = list(resource["configs"] or [])
     check_config_list(configs, null_allowed_for_delete=False)
     rtype = int(resource["resource_type"])
     if rtype == RESOURCE_BROKER:
-        check_broker_resource_name(
-            resource["resource_name"], services.node_id, allow_empty=True, describe=False
+        name = resource["resource_name"]
+        check_broker_resource_name(name, services.node_id, allow_empty=True, describe=False)
+        compute = legacy_compute(
+            services.config, {c["name"]: str(c["value"]) for c in configs}, name == ""
         )
-        reject_broker_changes(c["name"] for c in configs)
+        await update_broker_configs(services, name, compute, validate_only)
         return
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
@@ -82,7 +86,7 @@ def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: b
 @handler(ApiKey.ALTER_CONFIGS)
 async def handle(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
     validate_only = bool(req["validate_only"])
-    response = alter_resources(
+    response = await alter_resources(
         req["resources"],
         validate_only,
         lambda resource, validate_only: _alter(ctx, resource, validate_only),

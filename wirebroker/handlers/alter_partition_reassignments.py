@@ -13,10 +13,11 @@ has; a reassignment to it completes at once. Per partition, as Kafka's controlle
 
     unknown topic or partition index           UNKNOWN_TOPIC_OR_PARTITION
     replicas null (cancel a reassignment)      NO_REASSIGNMENT_IN_PROGRESS: none ever is
+                                                 (no message, as Kafka)
     replicas empty, with duplicates, or        INVALID_REPLICA_ASSIGNMENT (error code 39,
-      naming a broker other than this one        INVALID_REPLICATION_ASSIGNMENT here), with a
-                                                 message naming the problem
+      naming a broker other than this one        INVALID_REPLICATION_ASSIGNMENT here)
     replicas == [this broker]                  NONE (already the assignment: nothing moves)
+The checks and Kafka's messages: wirebroker.cluster.reassignment.
 
 Top-level error_code NONE; allow_replication_factor_change (v1) is echoed and changes nothing
 (the only valid replica set has the current factor). Skipped: authorization, timeout_ms.
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.cluster.reassignment import check_target, unknown_partition
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -41,28 +43,16 @@ if TYPE_CHECKING:
 
 
 def _check(
-    ctx: RequestContext, topic: str, index: int, replicas: list[int] | None
+    ctx: RequestContext, topic: str, index: int, replicas: list[int] | None, allow_rf: bool
 ) -> tuple[int, str | None]:
     info = ctx.services.topics.get(topic)
     if info is None or not 0 <= index < info.partitions:
-        return (
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            f"The partition {topic}-{index} does not exist.",
-        )
-    if replicas is None:
-        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment for this partition."
+        return unknown_partition(topic, index, topic_exists=info is not None)
     node = ctx.services.node_id
-    if not replicas:
-        return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, "The replica set is empty."
-    if len(set(replicas)) != len(replicas):
-        return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, f"Duplicate replicas in {replicas}."
-    unknown = [r for r in replicas if r != node]
-    if unknown:
-        return (
-            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-            f"The manual partition assignment includes broker(s) {unknown} that are not live.",
-        )
-    return ErrorCode.NONE, None
+    problem = check_target(
+        [node], replicas, ongoing=False, registered=(node,), allow_rf_change=allow_rf
+    )
+    return problem or (ErrorCode.NONE, None)
 
 
 @handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
@@ -88,12 +78,9 @@ async def handle(
             replicas = None if wanted is None else [int(r) for r in wanted]
             key = (topic["name"], int(part["partition_index"]))
             if done is not None:
-                code, message = done.get(key) or (
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"The partition {key[0]}-{key[1]} does not exist.",
-                )
+                code, message = done.get(key) or unknown_partition(*key, topic_exists=False)
             else:
-                code, message = _check(ctx, key[0], key[1], replicas)
+                code, message = _check(ctx, key[0], key[1], replicas, allow_rf)
             partitions.append(
                 {
                     "partition_index": part["partition_index"],

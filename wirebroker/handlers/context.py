@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from wirebroker.cluster.topic_store import TopicStore
     from wirebroker.cluster.view import ClusterView
     from wirebroker.config import BrokerConfig
+    from wirebroker.dynamic_configs import BrokerConfigUpdates
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
     from wirebroker.replication.delayed_produce import ProduceWaiters
@@ -78,6 +79,9 @@ class Services:
     stats: RequestStats = field(default_factory=RequestStats)
     #: followers' incremental fetch sessions (KIP-227), see handlers/fetch.py
     fetch_sessions: FetchSessions = field(default_factory=FetchSessions)
+    #: the dynamic broker configs (wirebroker.dynamic_configs; None: every broker config is
+    #: read-only and AlterConfigs on a BROKER resource is refused as for a read-only key)
+    broker_configs: BrokerConfigUpdates | None = None
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

@@ -6,7 +6,7 @@ computed by `wirebroker.handlers._configs`, whose docstring gives the rules):
     TOPIC (2)          illegal name: INVALID_TOPIC_EXCEPTION (message says why); unknown
                        topic: UNKNOWN_TOPIC_OR_PARTITION (no message); else every topic config
     BROKER (4)         name = this node id: every broker config; "" : the cluster-wide dynamic
-                       defaults, of which wirebroker has none (empty list); another id:
+                       defaults set (wirebroker.handlers._broker_configs); another id:
                        INVALID_REQUEST "Unexpected broker id, expected 0 or empty string, but
                        received 5"; not a number: "Broker id must be an integer, but it is: x"
     BROKER_LOGGER (8)  name = this node id: every logger with its level; "" : INVALID_REQUEST
@@ -20,7 +20,9 @@ computed by `wirebroker.handlers._configs`, whose docstring gives the rules):
 
 `configuration_keys` null or empty: every config; else only those named (unknown names are
 left out silently). `include_synonyms` adds the synonyms, `include_documentation` (v3+) the
-doc string; `config_type` is sent from v3. Entries are sorted by name.
+doc string; `config_type` is sent from v3. Entries are sorted by name. A result's
+error_message is Kafka's text of its error, "" when there is none (success, or an error such as
+UNKNOWN_TOPIC_OR_PARTITION that Kafka sends without a message).
 
 Skipped: authorization (everything is describable), throttling (throttle_time_ms 0).
 """
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.cluster.names import validate_topic_name
+from wirebroker.handlers._broker_configs import describe_broker_configs, describe_default_configs
 from wirebroker.handlers._configs import (
     INVALID_REQUEST_MESSAGE,
     KNOWN_RESOURCE_TYPES,
@@ -43,7 +46,6 @@ from wirebroker.handlers._configs import (
     ConfigRequestError,
     as_request_error,
     check_broker_resource_name,
-    describe_broker_configs,
     describe_loggers,
     describe_topic_configs,
     filter_entries,
@@ -75,7 +77,7 @@ def _entries(ctx: RequestContext, resource: DescribeConfigsResource) -> list[Con
     if rtype == RESOURCE_BROKER:
         check_broker_resource_name(name, services.node_id, allow_empty=True, describe=True)
         if not name:
-            return []  # no dynamic cluster-wide defaults exist
+            return describe_default_configs(services.config)
         return describe_broker_configs(services.config)
     if rtype == RESOURCE_BROKER_LOGGER:
         check_broker_resource_name(name, services.node_id, allow_empty=False, describe=True)
@@ -110,9 +112,9 @@ async def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeCo
         try:
             entries = filter_entries(_entries(ctx, resource), resource["configuration_keys"])
         except ConfigRequestError as exc:
-            code, message = exc.error_code, exc.message
+            code, message = exc.error_code, exc.message or ""
         else:
-            code, message = ErrorCode.NONE, None
+            code, message = ErrorCode.NONE, ""
             configs = [
                 e.describe_dict(
                     include_synonyms=include_synonyms,

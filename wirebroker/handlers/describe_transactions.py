@@ -5,7 +5,8 @@ state name (Kafka's: Empty, Ongoing, PrepareCommit, ...), timeout, start time (-
 transaction runs), producer id and epoch, the partitions grouped by topic. Per-id errors:
 TRANSACTIONAL_ID_NOT_FOUND (unknown or being expired), NOT_COORDINATOR (another broker's
 partition), COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (no coordinator),
-INVALID_REQUEST (empty id). Skipped: authorization (Kafka answers
+INVALID_REQUEST (empty id); with an error, state "", timeout, start time, producer id and
+epoch 0, as Kafka answers. Skipped: authorization (Kafka answers
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED without DESCRIBE on the id).
 """
 

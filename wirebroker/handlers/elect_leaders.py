@@ -25,6 +25,7 @@ wait for).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
@@ -41,19 +42,60 @@ if TYPE_CHECKING:
     )
 
 PREFERRED, UNCLEAN = 0, 1
+NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
+
+Outcome = tuple[int, "str | None"]
+
+
+def _answers(
+    req: ElectLeadersRequest, outcome: Callable[[str, int], Outcome]
+) -> list[ReplicaElectionResult]:
+    """The listed topic_partitions echoed, each partition with `outcome(topic, index)`."""
+    results: list[ReplicaElectionResult] = []
+    for entry in req["topic_partitions"] or []:
+        partition_result: list[PartitionResult] = []
+        for index in entry["partitions"]:
+            code, message = outcome(entry["topic"], index)
+            partition_result.append(
+                {"partition_id": index, "error_code": code, "error_message": message}
+            )
+        results.append({"topic": entry["topic"], "partition_result": partition_result})
+    return results
+
+
+def _unknown_type(req: ElectLeadersRequest, election_type: int) -> ElectLeadersResponse:
+    asked = req["topic_partitions"]
+    message = f"Unknown election type {election_type}"
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE if asked == [] else ErrorCode.INVALID_REQUEST,
+        "replica_election_results": _answers(
+            req, lambda _topic, _index: (ErrorCode.INVALID_REQUEST, message)
+        ),
+    }
+
+
+def _every_partition(elected: dict[tuple[str, int], Outcome]) -> list[ReplicaElectionResult]:
+    """ "Every partition" (topic_partitions null): only the elections that ran or failed."""
+    results: list[ReplicaElectionResult] = []
+    by_topic: dict[str, list[PartitionResult]] = {}
+    for (topic, index), (code, message) in elected.items():
+        if code == ErrorCode.ELECTION_NOT_NEEDED:
+            continue
+        if topic not in by_topic:
+            by_topic[topic] = []
+            results.append({"topic": topic, "partition_result": by_topic[topic]})
+        by_topic[topic].append(
+            {"partition_id": index, "error_code": code, "error_message": message}
+        )
+    return results
 
 
 @handler(ApiKey.ELECT_LEADERS)
 async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     election_type = int(req.get("election_type", PREFERRED)) if ctx.api_version >= 1 else 0
     if election_type not in (PREFERRED, UNCLEAN):
-        return {
-            "throttle_time_ms": 0,
-            "error_code": ErrorCode.INVALID_REQUEST,
-            "replica_election_results": [],
-        }
-    results: list[ReplicaElectionResult] = []
-    by_topic: dict[str, list[PartitionResult]] = {}
+        return _unknown_type(req, election_type)
     store = ctx.services.topics
     asked = [
         (entry["topic"], int(index))
@@ -67,40 +109,21 @@ async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersR
         preferred=election_type == PREFERRED,
         timeout_s=max(int(req.get("timeout_ms", 60000)), 0) / 1000,
     )
-    if elected is not None and req["topic_partitions"] is None:
-        # "Every partition": only the elections that ran or failed are reported.
-        for (topic, index), (code, message) in elected.items():
-            if code == ErrorCode.ELECTION_NOT_NEEDED:
-                continue
-            if topic not in by_topic:
-                by_topic[topic] = []
-                results.append({"topic": topic, "partition_result": by_topic[topic]})
-            by_topic[topic].append(
-                {"partition_id": index, "error_code": code, "error_message": message}
-            )
-    for entry in req["topic_partitions"] or []:
-        topic = entry["topic"]
+
+    def outcome(topic: str, index: int) -> Outcome:
         info = store.get(topic)
-        if topic not in by_topic:
-            by_topic[topic] = []
-            results.append({"topic": topic, "partition_result": by_topic[topic]})
-        seen = {r["partition_id"] for r in by_topic[topic]}
-        for index in entry["partitions"]:
-            if index in seen:
-                continue
-            seen.add(index)
-            if info is None or not 0 <= index < info.partitions:
-                code, message = (
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"The partition {topic}-{index} does not exist.",
-                )
-            elif elected is not None and (topic, index) in elected:
-                code, message = elected[(topic, index)]
-            else:
-                code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed"
-            by_topic[topic].append(
-                {"partition_id": index, "error_code": code, "error_message": message}
-            )
+        if info is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+        if not 0 <= index < info.partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}"
+        if elected is not None and (topic, index) in elected:
+            return elected[(topic, index)]
+        return ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED_MESSAGE
+
+    if req["topic_partitions"] is None:
+        results = _every_partition(elected or {})
+    else:
+        results = _answers(req, outcome)
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,

@@ -67,10 +67,12 @@ Per partition, in this order:
                                  (`ReplicaManager.record_follower_fetch`): its fetch_offset is its
                                  log end; the high watermark may advance and the follower may
                                  rejoin the ISR. The response carries the HW as read before that.
-A failed partition has high_watermark, last_stable_offset and log_start_offset -1, null
-aborted_transactions and empty records, as in Kafka. A served partition: high_watermark,
-last_stable_offset, log_start_offset, aborted_transactions (a list, maybe empty) for
-read_committed and null for read_uncommitted, preferred_read_replica -1.
+A failed partition has high_watermark, last_stable_offset and log_start_offset -1, empty
+records and, as in Kafka, aborted_transactions [] for an unknown topic, topic id or partition
+(refused before any read) and null for the errors of the read itself (leader, epoch, offset).
+A served partition: high_watermark, last_stable_offset, log_start_offset,
+aborted_transactions (a list, maybe empty) for read_committed and null for read_uncommitted,
+preferred_read_replica -1.
 
 Size limits (KIP-74): partitions are read in request order; each gets
 min(partition_max_bytes, what is left of max_bytes); the first partition that returns data
@@ -125,6 +127,11 @@ log = logging.getLogger(__name__)
 _INT32_MAX = 2**31 - 1
 
 
+#: Errors Kafka decides before its replica manager reads (the topic or partition is not in its
+#: metadata): the partition's answer has an empty aborted_transactions list, not null.
+_UNKNOWN_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
+
+
 def _failed(index: int, code: ErrorCode) -> PartitionData:
     return {
         "partition_index": index,
@@ -132,7 +139,7 @@ def _failed(index: int, code: ErrorCode) -> PartitionData:
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
-        "aborted_transactions": None,
+        "aborted_transactions": [] if code in _UNKNOWN_CODES else None,
         "preferred_read_replica": -1,
         "records": b"",
     }

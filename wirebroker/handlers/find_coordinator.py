@@ -37,8 +37,9 @@ Per key
     any other key type      INVALID_REQUEST for every key (Kafka fails the whole request).
 
 Errors answer node_id -1, host "", port -1. error_message (v1-3) is Kafka's text of the error,
-"NONE" on success (Kafka sends `Errors.NONE.message()`); v4+ per-key entries carry a null
-message except for the whole-request INVALID_REQUEST. Skipped: authorization
+"NONE" on success (Kafka sends `Errors.NONE.message()`); v4+ per-key entries carry an empty
+message (success and errors alike, Kafka's answer) except for the whole-request
+INVALID_REQUEST, which has Kafka's text. Skipped: authorization
 (GROUP_AUTHORIZATION_FAILED), throttling.
 """
 
@@ -142,7 +143,7 @@ async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordi
                     "host": host,
                     "port": port,
                     "error_code": int(error),
-                    "error_message": None if valid_type else _MESSAGES[error],
+                    "error_message": "" if valid_type else _MESSAGES[error],
                 }
             )
         return {"throttle_time_ms": 0, "coordinators": coordinators}

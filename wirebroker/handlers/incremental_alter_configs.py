@@ -17,13 +17,15 @@ ConfigurationControlManager.incrementalAlterConfigs and its validator):
                                   (INVALID_CONFIG, Kafka's messages) and the topic must exist
                                   (UNKNOWN_TOPIC_OR_PARTITION "The topic 't' does not
                                   exist."). Name checks as AlterConfigs.
-    BROKER (4)                    name "" or this node id (INVALID_REQUEST otherwise). No
-                                  dynamic broker configs exist, so the ops start from nothing:
-                                  DELETE is a no-op, APPEND/SUBTRACT need a LIST key
+    BROKER (4)                    name "" (the cluster-wide default) or this node id
+                                  (INVALID_REQUEST otherwise). The ops apply to that level's
+                                  dynamic configs: SET, DELETE (a no-op for a key not set),
+                                  APPEND/SUBTRACT on a LIST key from its effective value
                                   (INVALID_CONFIG "Config value append is not allowed for
-                                  config key: k"), and any key left set is refused:
-                                  INVALID_REQUEST "Cannot update these configs dynamically:
-                                  Set(k)".
+                                  config key: k" otherwise); read-only keys and bad values are
+                                  refused as Kafka refuses them (INVALID_REQUEST "Cannot update
+                                  these configs dynamically: [k]"; wirebroker.handlers.
+                                  _broker_configs); applied before the answer.
     BROKER_LOGGER (8)             name must be this node id; SET a logger's level (FATAL,
                                   ERROR, WARN, INFO, DEBUG, TRACE) or DELETE it (inherit; not
                                   for "root"); Python loggers stand in for log4j's. APPEND /
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers._broker_configs import incremental_compute
 from wirebroker.handlers._configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
@@ -56,12 +59,11 @@ from wirebroker.handlers._configs import (
     alter_resources,
     apply_incremental,
     apply_topic_overrides,
-    broker_incremental_keys,
     check_broker_resource_name,
     check_config_list,
     check_topic_resource_name,
-    reject_broker_changes,
     settle_topic_changes,
+    update_broker_configs,
 )
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -74,7 +76,7 @@ if TYPE_CHECKING:
     )
 
 
-def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     services = ctx.services
     configs = list(resource["configs"] or [])
     check_config_list(configs, null_allowed_for_delete=True)
@@ -87,7 +89,8 @@ def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: b
         return
     if rtype == RESOURCE_BROKER:
         check_broker_resource_name(name, services.node_id, allow_empty=True, describe=False)
-        reject_broker_changes(broker_incremental_keys(ops))
+        compute = incremental_compute(services.config, ops, name == "")
+        await update_broker_configs(services, name, compute, validate_only)
         return
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
@@ -102,7 +105,7 @@ async def handle(
     ctx: RequestContext, req: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     validate_only = bool(req["validate_only"])
-    response = alter_resources(
+    response = await alter_resources(
         req["resources"],
         validate_only,
         lambda resource, validate_only: _alter(ctx, resource, validate_only),

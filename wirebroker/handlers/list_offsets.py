@@ -1,6 +1,10 @@
 """ListOffsets (API key 2): serves v1-11 (v0's old_style_offsets is not in the schema range).
 
-Special timestamps (Kafka's ListOffsetsRequest constants), per partition:
+Special timestamps (Kafka's ListOffsetsRequest constants), per partition, each from the
+request version that introduced it (a negative timestamp the version does not know -- -3 below
+v7, -4 below v8, -5 below v9, -6 below v11, any other negative value at every version -- is
+answered UNSUPPORTED_VERSION before anything else is checked, even the topic, as Kafka 4.4
+does):
     -1 LATEST                 the last fetchable offset: the high watermark for consumers
                               (read_committed: the last stable offset, equal to the HW as there
                               are no transactions), the log end offset when replica_id != -1;
@@ -12,10 +16,9 @@ Special timestamps (Kafka's ListOffsetsRequest constants), per partition:
     -5 LATEST_TIERED (v9+)    offset -1, timestamp -1, leader_epoch -1: Kafka's answer when remote
                               storage is disabled
     -6 EARLIEST_PENDING_UPLOAD (v11) the same as -5 (nothing is pending upload)
-    any other value           the first offset whose record timestamp is >= the target;
+    any value >= 0            the first offset whose record timestamp is >= the target;
                               offset -1 / timestamp -1 when there is none below the last
-                              fetchable offset. (Negative values other than the above are
-                              searched like timestamps, as Kafka does.)
+                              fetchable offset.
 Timestamps of -1/-2/-4 answers are -1. leader_epoch (v4+) of an offset found in the log is the
 latest epoch of the leader-epoch cache (-1 when the log never had data): a single broker writes
 every batch with epoch 0, so that is the epoch of the batch holding it.
@@ -24,8 +27,12 @@ Errors: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; current_leader
 -> FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (see replication.partition); then a broker that
 does not lead the partition (or does not host it) -> NOT_LEADER_OR_FOLLOWER, except for
 replica_id -2 (Kafka's debugging consumer, which may read a follower); a partition listed
-twice in one request -> INVALID_REQUEST for each entry (Kafka's duplicate-partition check).
+twice in one request -> INVALID_REQUEST, answered once (Kafka's duplicate-partition check).
 Failed partitions answer offset -1, timestamp -1, leader_epoch -1. timeout_ms (v10+) is ignored.
+
+The answer has one entry per topic name (a topic named twice in the request is merged, as
+Kafka does) and one per partition, in request order (Kafka lists the partitions that failed
+its first checks first; clients match answers by topic and partition).
 """
 
 from __future__ import annotations
@@ -66,6 +73,16 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+
+#: The first request version that knows each special timestamp (Kafka 4.4's answers).
+_SPEC_VERSIONS = {
+    LATEST_TIMESTAMP: 0,
+    EARLIEST_TIMESTAMP: 0,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
 
 _CONSUMER_REPLICA_ID = -1
 _DEBUGGING_REPLICA_ID = -2
@@ -118,9 +135,15 @@ def _lookup(
     return _answer(index, offset=offset, timestamp=timestamp, leader_epoch=part.latest_epoch)
 
 
+def spec_known(timestamp: int, version: int) -> bool:
+    """A timestamp >= 0 (a time to search), or a special one `version` introduced or follows."""
+    return timestamp >= 0 or _SPEC_VERSIONS.get(timestamp, version + 1) <= version
+
+
 @handler(ApiKey.LIST_OFFSETS)
 async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse | None:
     replicas = ctx.services.replicas
+    version = ctx.api_version
     replica_id = int(req.get("replica_id", _CONSUMER_REPLICA_ID))
     from_client = replica_id == _CONSUMER_REPLICA_ID
     require_leader = replica_id != _DEBUGGING_REPLICA_ID
@@ -136,27 +159,34 @@ async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsRes
         target = int(pdata.get("timestamp"))
         return _lookup(part, target, isolation=isolation, from_client=from_client)
 
-    topics_out: list[ListOffsetsTopicResponse] = []
+    by_name: dict[str, list[ListOffsetsPartitionResponse]] = {}
+    answered: set[tuple[str, int]] = set()
     for topic in topics_in:
         name = topic.get("name")
-        partitions_out: list[ListOffsetsPartitionResponse] = []
+        partitions_out = by_name.setdefault(name, [])
         for pdata in topic.get("partitions") or []:
             index = int(pdata.get("partition_index"))
+            if (name, index) in answered:
+                continue
+            answered.add((name, index))
             if seen[(name, index)] > 1:
                 partitions_out.append(_answer(index, ErrorCode.INVALID_REQUEST))
-                continue
-            epoch = int(pdata.get("current_leader_epoch", -1))
-            partitions_out.append(
-                answer_partition(
-                    replicas,
-                    name,
-                    index,
-                    epoch,
-                    pdata,
-                    list_offsets,
-                    _answer,
-                    require_leader=require_leader,
+            elif not spec_known(int(pdata.get("timestamp")), version):
+                partitions_out.append(_answer(index, ErrorCode.UNSUPPORTED_VERSION))
+            else:
+                partitions_out.append(
+                    answer_partition(
+                        replicas,
+                        name,
+                        index,
+                        int(pdata.get("current_leader_epoch", -1)),
+                        pdata,
+                        list_offsets,
+                        _answer,
+                        require_leader=require_leader,
+                    )
                 )
-            )
-        topics_out.append({"name": name, "partitions": partitions_out})
+    topics_out: list[ListOffsetsTopicResponse] = [
+        {"name": name, "partitions": parts} for name, parts in by_name.items()
+    ]
     return {"throttle_time_ms": 0, "topics": topics_out}

@@ -247,6 +247,14 @@ class KafkaServer:
                     continue
                 connections.start_soon(self._serve_connection, stream, peer, connections)
 
+    def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
+        """New max.connections / max.connections.per.ip (a dynamic broker config change):
+        they apply to the next connection accepted; open connections stay."""
+        self.quotas.max_connections = max_connections
+        self.quotas.max_connections_per_ip = max_connections_per_ip
+        self._slot_freed.set()  # a raised limit may let a waiting accept through
+        self._slot_freed = trio.Event()
+
     async def _wait_for_slot(self) -> None:
         """Return once one more connection fits under max.connections (Kafka's acceptor blocks)."""
         while not self.quotas.slot_available():

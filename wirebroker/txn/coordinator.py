@@ -58,15 +58,17 @@ S = TxnState
 @dataclass(frozen=True)
 class TxnDescription:
     """DescribeTransactions for one id (error NONE, or TRANSACTIONAL_ID_NOT_FOUND,
-    NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST)."""
+    NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST). An error's other fields
+    are 0 and empty, as Kafka answers them (its response defaults); a found id's start time is
+    -1 while no transaction runs."""
 
     transactional_id: str
     error: ErrorCode
     state: str = ""
     timeout_ms: int = 0
-    start_ms: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
+    start_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
     partitions: tuple[TopicPartition, ...] = ()
 
 

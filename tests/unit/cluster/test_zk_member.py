@@ -328,7 +328,7 @@ async def test_preferred_leader_election_after_the_preferred_replica_returns(
         assert final.leader == head and final.leader_epoch == after.leader_epoch + 1
         assert victim.roles.roles[("t", 0)] == ("leader", head, final.leader_epoch)
         assert await admin.elect_leaders([("t", 0)], preferred=True, timeout_s=1) == {
-            ("t", 0): (84, "Leader election not needed")
+            ("t", 0): (84, "Leader election not needed for topic partition.")
         }
         nursery.cancel_scope.cancel()
 

@@ -470,14 +470,14 @@ def test_report_is_deterministic_and_merges_entries_of_one_side() -> None:
         Difference("results[resource_name=<t>].configs[name=a.a]", {"name": "a.a"}, ABSENT),
         Difference("results[resource_name=<t>].error_code", 0, 3),
     ]
-    results = [_result("configs.one", 32, 4, differences)]
+    results = [_result("configs.broker_one", 32, 4, differences)]
     text = render(pairs(advertised, results), results, ["kafka: s: boom"])
     assert text == render(pairs(advertised, results), results, ["kafka: s: boom"])
     assert "only Kafka has 2: [name=a.a], [name=b.b]" in text
     assert "Kafka `0 NONE`, wirebroker `3 UNKNOWN_TOPIC_OR_PARTITION`" in text
     assert "| differing (both advertise, a step differs) | 1 |" in text
     details = step_details(results[0])
-    assert details[0] == "- `configs.one` (DescribeConfigs v4): n"
+    assert details[0] == "- `configs.broker_one` (DescribeConfigs v4): n"
     assert details[1].endswith("[configs-not-built]")  # reasons.py explains these
     assert details[2].endswith("[unexplained]")
 

@@ -5,7 +5,8 @@
     broker_overrides  dict of server.properties overrides; override the fixture in a test
                       module (or use `make_services(**overrides)`) to change the broker config
     services          Services around a real TopicStore + LogManager + ReplicaManager in
-                      tmp_path (loaded, closed at teardown)
+                      tmp_path (loaded, closed at teardown); dynamic broker configs in memory
+                      (LocalBrokerConfigs: a change reaches the partitions at once)
     make_services     factory: make_services(**overrides) -> Services (fresh data dir each
                       call; for tests needing several configs)
     make_ctx          make_ctx(api_key, api_version) -> RequestContext
@@ -39,6 +40,7 @@ from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.view import LocalClusterView
 from wirebroker.config import BrokerConfig
+from wirebroker.dynamic_configs import LocalBrokerConfigs
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS, Later
 from wirebroker.log.log_manager import LogManager
@@ -96,6 +98,12 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
         clock=clock,
         produce_waiters=produce_waiters,
     )
+
+    def configs_changed(_keys: set[str]) -> None:
+        for info in topics.all():
+            replicas.on_topic_configs_changed(info)
+
+    services.broker_configs = LocalBrokerConfigs(config, config.node_id, configs_changed)
     services.cluster = LocalClusterView(
         config.node_id, lambda: (services.advertised_host, services.advertised_port), replicas
     )

@@ -15,6 +15,7 @@ from protocol.errors import ErrorCode
 from wirebroker.cluster import topic_configs
 from wirebroker.cluster.errors import InvalidConfigError
 from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from wirebroker.dynamic_configs import DYNAMIC_BROKER_CONFIGS
 from wirebroker.handlers import _configs
 
 DESCRIBE = ApiKey.DESCRIBE_CONFIGS
@@ -210,7 +211,8 @@ async def test_describe_broker(call_with, make_services):
     assert entries["num.partitions"].config_source == ConfigSource.STATIC_BROKER_CONFIG
     assert entries["log.segment.bytes"].config_source == ConfigSource.DEFAULT_CONFIG
     assert entries["custom.unknown"].is_sensitive and entries["custom.unknown"].value is None
-    assert all(c.read_only for c in result.configs)
+    # read_only: false exactly for the configs wirebroker changes at run time
+    assert {c.name for c in result.configs if not c.read_only} == DYNAMIC_BROKER_CONFIGS
 
 
 async def test_describe_broker_names(call):
@@ -231,6 +233,25 @@ async def test_describe_broker_logger(call):
     assert "root" in entries
     empty = await describe(call, BROKER_LOGGER, "")
     assert empty.error_code == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+async def test_describe_error_message_is_empty_without_an_error_text(call, topic, version):
+    """Kafka sends "" (not null) as error_message of a result without an error, and of an
+    error it gives no text (UNKNOWN_TOPIC_OR_PARTITION)."""
+    assert (await describe(call, TOPIC, "cfg", version=version)).error_message == ""
+    assert (await describe(call, BROKER, "0", version=version)).error_message == ""
+    assert (await describe(call, BROKER_LOGGER, "0", version=version)).error_message == ""
+    unknown = await describe(call, TOPIC, "nope", version=version)
+    assert (unknown.error_code, unknown.error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+
+
+@pytest.mark.parametrize("docs", [False, True])
+async def test_describe_broker_logger_documentation_is_empty(call, docs):
+    """A logger's documentation (v3+) is "" whether asked for or not, as Kafka answers."""
+    result = await describe(call, BROKER_LOGGER, "0", ["root"], version=3, docs=docs)
+    (root,) = result.configs
+    assert (root.documentation, root.config_type) == ("", ConfigType.UNKNOWN)
 
 
 async def test_describe_unsupported_and_unknown_types(call):
@@ -340,12 +361,13 @@ async def test_alter_duplicates(call, topic):
     assert resp.responses[0].error_message == "Error due to duplicate config keys"
 
 
-async def test_alter_broker_is_refused(call):
-    r = await alter(call, BROKER, "0", {"log.retention.ms": "1000", "num.partitions": "3"})
-    assert r.error_code == ErrorCode.INVALID_REQUEST
-    assert r.error_message == (
-        "Cannot update these configs dynamically: Set(log.retention.ms, num.partitions)"
+async def test_alter_broker_read_only_keys_are_refused(call):
+    r = await alter(
+        call, BROKER, "0", {"log.retention.ms": "1000", "num.partitions": "3", "log.dirs": "/x"}
     )
+    assert r.error_code == ErrorCode.INVALID_REQUEST
+    # Kafka 4.4's text: the read-only keys in request order
+    assert r.error_message == "Cannot update these configs dynamically: [num.partitions, log.dirs]"
     r = await alter(call, BROKER, "7", {"num.partitions": "3"})
     assert r.error_message == "Unexpected broker id, expected 0, but received 7"
     r = await alter(call, BROKER, "", {})
@@ -435,7 +457,7 @@ async def test_incremental_duplicate_resources(call, topic):
 async def test_incremental_broker(call):
     r = await incremental(call, BROKER, "0", [("num.partitions", SET, "2")])
     assert r.error_code == ErrorCode.INVALID_REQUEST
-    assert r.error_message == "Cannot update these configs dynamically: Set(num.partitions)"
+    assert r.error_message == "Cannot update these configs dynamically: [num.partitions]"
     r = await incremental(call, BROKER, "0", [("num.partitions", DELETE, None)])
     assert r.error_code == ErrorCode.NONE
     r = await incremental(call, BROKER, "0", [("num.partitions", APPEND, "2")])

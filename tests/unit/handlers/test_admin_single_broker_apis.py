@@ -40,19 +40,25 @@ async def test_elect_leaders_is_never_needed(call, topics, version):
     resp = await call(ApiKey.ELECT_LEADERS, version, body)
     if version >= 1:
         assert resp.error_code == ErrorCode.NONE
-    got = {
-        (r.topic, p.partition_id): p.error_code
+    got = [
+        (r.topic, [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result])
         for r in resp.replica_election_results
-        for p in r.partition_result
-    }
-    assert got == {
-        ("b", 2): ErrorCode.ELECTION_NOT_NEEDED,
-        ("b", 0): ErrorCode.ELECTION_NOT_NEEDED,
-        ("b", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    }
-    [b] = [r for r in resp.replica_election_results if r.topic == "b"]
-    assert [p.partition_id for p in b.partition_result] == [2, 0, 7]  # order, duplicate once
+    ]
+    # Kafka's controller echoes the request: every partition as asked, duplicates included.
+    not_needed = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert got == [
+        (
+            "b",
+            [
+                (2, *not_needed),
+                (0, *not_needed),
+                (2, *not_needed),
+                (7, unknown, "No such partition as b-7"),
+            ],
+        ),
+        ("nope", [(0, unknown, "No such topic as nope")]),
+    ]
 
 
 async def test_elect_leaders_for_every_partition_reports_nothing(call, topics):
@@ -64,10 +70,24 @@ async def test_elect_leaders_for_every_partition_reports_nothing(call, topics):
 
 
 async def test_elect_leaders_unknown_election_type(call, topics):
-    resp = await call(
-        ApiKey.ELECT_LEADERS, 2, {"election_type": 5, "topic_partitions": [], "timeout_ms": 1}
-    )
+    """Kafka 4.4: INVALID_REQUEST for each partition asked for, as asked; none asked for (an
+    empty list): NONE; null (every partition): INVALID_REQUEST without results."""
+
+    async def elect(topic_partitions):
+        body = {"election_type": 5, "topic_partitions": topic_partitions, "timeout_ms": 1}
+        return await call(ApiKey.ELECT_LEADERS, 2, body)
+
+    resp = await elect([{"topic": "b", "partitions": [0, 0]}, {"topic": "nope", "partitions": [1]}])
     assert resp.error_code == ErrorCode.INVALID_REQUEST
+    bad = (ErrorCode.INVALID_REQUEST, "Unknown election type 5")
+    assert [
+        (r.topic, [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result])
+        for r in resp.replica_election_results
+    ] == [("b", [(0, *bad), (0, *bad)]), ("nope", [(1, *bad)])]
+    resp = await elect([])
+    assert (resp.error_code, resp.replica_election_results) == (ErrorCode.NONE, [])
+    resp = await elect(None)
+    assert (resp.error_code, resp.replica_election_results) == (ErrorCode.INVALID_REQUEST, [])
 
 
 # -- partition reassignments -----------------------------------------------------------------
@@ -118,7 +138,13 @@ async def test_alter_partition_reassignments(call, services, topics, version):
         (t.name, p.partition_index): p.error_message for t in resp.responses for p in t.partitions
     }
     assert messages[("b", 0)] is None
-    assert str(node + 1) in messages[("b", 2)]
+    assert messages[("b", 1)] is None  # NO_REASSIGNMENT_IN_PROGRESS without a text, as Kafka
+    assert messages[("b", 2)] == (
+        f"The manual partition assignment includes broker {node + 1}, but no such broker is "
+        "registered."
+    )
+    assert messages[("b", 3)] == "Unable to find partition b:3."
+    assert messages[("a", 0)] == "The manual partition assignment includes an empty replica list."
     assert len(services.replicas.partitions_of("b")) == 3  # nothing changed
 
 

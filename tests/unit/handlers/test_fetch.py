@@ -156,11 +156,16 @@ async def test_unknown_topic_partition_and_id(call, services):
     services.admin.create_topic("t", 1, now_ms=services.clock())
     p = by_index(await call(KEY, 12, fetch_body(services, "nope", {0: 0})))[0]
     assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    # Kafka refuses these before reading: an empty aborted list, not null (Kafka 4.4's answer)
+    assert p.aborted_transactions == []
     p = by_index(await call(KEY, 12, fetch_body(services, "t", {3: 0})))[3]
     assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert p.high_watermark == -1
+    assert p.high_watermark == -1 and p.aborted_transactions == []
     p = by_index(await call(KEY, 13, fetch_body(services, "nope", {0: 0}, version=13)))[0]
-    assert p.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert (p.error_code, p.aborted_transactions) == (ErrorCode.UNKNOWN_TOPIC_ID, [])
+    # An error of the read itself: null, as Kafka.
+    p = by_index(await call(KEY, 12, fetch_body(services, "t", {0: 99})))[0]
+    assert (p.error_code, p.aborted_transactions) == (ErrorCode.OFFSET_OUT_OF_RANGE, None)
 
 
 async def test_leader_epoch_fencing(call, services):

@@ -61,7 +61,7 @@ async def test_batched_keys_from_v4(call: Any, coordinator: object, version: int
     assert [c.key for c in resp.coordinators] == ["a", "b", ""]
     for c in resp.coordinators:
         assert (c.error_code, c.node_id, c.host, c.port) == (0, 0, "127.0.0.1", 9092)
-        assert c.error_message is None
+        assert c.error_message == ""  # Kafka: "" (not null) per key from v4
 
 
 async def test_first_call_creates_the_internal_offsets_topic(
@@ -113,11 +113,13 @@ async def test_transaction_keys_without_a_txn_coordinator(
     else:
         resp = await call(FIND, version, {"key_type": 1, "coordinator_keys": ["t1", "t2"]})
         assert [c.error_code for c in resp.coordinators] == [E.COORDINATOR_NOT_AVAILABLE] * 2
+        assert [c.error_message for c in resp.coordinators] == ["", ""]
 
 
 async def test_share_and_unknown_key_types(call: Any, coordinator: object) -> None:
     share = await call(FIND, 6, {"key_type": 2, "coordinator_keys": ["s"]})
     assert share.coordinators[0].error_code == E.INVALID_REQUEST
+    assert share.coordinators[0].error_message == ""
     bogus = await call(FIND, 6, {"key_type": 7, "coordinator_keys": ["a", "b"]})
     assert [c.error_code for c in bogus.coordinators] == [E.INVALID_REQUEST] * 2
     assert bogus.coordinators[0].error_message is not None

@@ -133,4 +133,36 @@ async def test_errors(call, services, filled):
     p = await one(call, 9, req("t", [(0, -1)], current_leader_epoch=1))
     assert p.error_code == ErrorCode.FENCED_LEADER_EPOCH
     resp = await call(KEY, 9, req("t", [(0, -1), (0, -2)], current_leader_epoch=-1))
-    assert [q.error_code for q in resp.topics[0].partitions] == [ErrorCode.INVALID_REQUEST] * 2
+    # Kafka answers a partition asked for twice once, INVALID_REQUEST.
+    assert [q.error_code for q in resp.topics[0].partitions] == [ErrorCode.INVALID_REQUEST]
+
+
+async def test_a_topic_named_twice_is_one_answer(call, services, filled):
+    body = req("t", [(0, -1)])
+    body["topics"].append({"name": "t", "partitions": [{"partition_index": 1, "timestamp": -1}]})
+    body["topics"].append({"name": "nope", "partitions": [{"partition_index": 0, "timestamp": -1}]})
+    resp = await call(KEY, 9, body)
+    assert [
+        (t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in resp.topics
+    ] == [
+        ("t", [(0, ErrorCode.NONE), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+        ("nope", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+    ]
+
+
+#: The request version from which Kafka 4.4 knows each special timestamp (asked of it:
+#: tests/oracle/test_kafka_answers.py): UNSUPPORTED_VERSION below it, and for -7, -8, -100.
+SPEC_FROM = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11, -7: 99, -8: 99, -100: 99}
+
+
+@pytest.mark.parametrize("version", range(1, 12))
+async def test_special_timestamps_the_version_does_not_know(call, services, filled, version):
+    for ts, first in SPEC_FROM.items():
+        p = await one(call, version, req("t", [(0, ts)]))
+        code = ErrorCode.NONE if version >= first else ErrorCode.UNSUPPORTED_VERSION
+        assert p.error_code == code, (ts, version)
+        if code is ErrorCode.UNSUPPORTED_VERSION:
+            assert (p.offset, p.timestamp) == (-1, -1)
+    # Checked before the topic, as Kafka does.
+    p = await one(call, version, req("nope", [(0, -7)]))
+    assert p.error_code == ErrorCode.UNSUPPORTED_VERSION

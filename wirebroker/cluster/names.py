@@ -24,7 +24,9 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Kafka's `Topic.INTERNAL_TOPICS` (4.x): clients may not produce to them (Produce answers
+#: INVALID_TOPIC_EXCEPTION) and Metadata marks them is_internal
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 

@@ -259,6 +259,15 @@ def test_out_of_order_sequence(any_broker: str, unique: Callable[[str], str]) ->
     assert summary(produce(any_broker, topic, gap)) == ("OUT_OF_ORDER_SEQUENCE_NUMBER", -1, 0, None)
 
 
+def test_min_insync_replicas_above_the_replica_count(
+    any_broker: str, unique: Callable[[str], str]
+) -> None:
+    """Kafka 4's effective minimum ISR is min(min.insync.replicas, replicas): a one-replica
+    topic with min.insync.replicas=2 takes acks=-1 writes."""
+    topic = topic_with(any_broker, unique("min-isr"), {"min.insync.replicas": "2"})
+    assert summary(produce(any_broker, topic, build_batch([(b"k", b"v")]))) == ("NONE", 0, 0, None)
+
+
 # -- what a client makes of record_errors ----------------------------------------------------
 
 

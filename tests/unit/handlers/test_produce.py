@@ -319,8 +319,19 @@ async def test_min_insync_replicas_with_acks_all(call, services):
     services.admin.create_topic(
         "t", 1, configs={"min.insync.replicas": "2"}, now_ms=services.clock()
     )
+    # one replica: the effective minimum is 1 (Kafka's min(min.insync.replicas, replicas))
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=-1)))[0]
-    assert p.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 0)
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=1, isr=[0], replicas=[0, 1], partition_epoch=1, now_ms=services.clock()
+    )
+    p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=-1)))[0]
+    # Kafka: no text, the log start offset (the append raised)
+    assert (p.error_code, p.error_message, p.log_start_offset) == (
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        None,
+        0,
+    )
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=1)))[0]
     assert p.error_code == ErrorCode.NONE
 

@@ -65,6 +65,7 @@ class ConfigDef:
     synonym: str | None = None  # for topic configs: the broker key that supplies the default
     choices: tuple[str, ...] | None = None
     minimum: int | float | None = None
+    maximum: int | float | None = None
     read_only: bool = False
     sensitive: bool = False
     extra_check: Callable[[str], None] | None = field(default=None, compare=False)
@@ -106,6 +107,8 @@ class ConfigDef:
             raise ConfigError(f"{self.name}: invalid value {raw!r}") from exc
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{self.name}: {raw!r} is below the minimum {self.minimum}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{self.name}: {raw!r} is above the maximum {self.maximum}")
         return value
 
     def validate(self, raw: str | None) -> None:
@@ -182,9 +185,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             _T.STRING,
             "producer",
             "",
-            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),  # Kafka's order
         ),
-        ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("delete", "compact")),
+        ConfigDef("log.cleanup.policy", _T.LIST, "delete", "", choices=("compact", "delete")),
         ConfigDef("log.cleaner.delete.retention.ms", _T.LONG, "86400000", ""),
         ConfigDef(
             "log.cleaner.backoff.ms", _T.LONG, "15000", "pause when nothing to clean", minimum=0
@@ -192,7 +195,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.cleaner.enable", _T.BOOLEAN, "true", ""),
         ConfigDef("log.flush.offset.checkpoint.interval.ms", _T.INT, "60000", "", minimum=0),
         ConfigDef("log.cleaner.max.compaction.lag.ms", _T.LONG, str(LONG_MAX), ""),
-        ConfigDef("log.cleaner.min.cleanable.ratio", _T.DOUBLE, "0.5", ""),
+        ConfigDef("log.cleaner.min.cleanable.ratio", _T.DOUBLE, "0.5", "", minimum=0, maximum=1),
         ConfigDef("log.cleaner.min.compaction.lag.ms", _T.LONG, "0", ""),
         ConfigDef("log.segment.delete.delay.ms", _T.LONG, "60000", ""),
         ConfigDef("log.flush.interval.messages", _T.LONG, str(LONG_MAX), "", minimum=1),

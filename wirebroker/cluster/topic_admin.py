@@ -358,7 +358,7 @@ class LocalTopicAdmin(TopicAdmin):
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {rf} time(s): The target replication "
                 f"factor of {rf} cannot be reached because only {brokers} broker(s) are "
-                "registered."
+                "registered or some brokers have all their log directories cordoned."
             )
         return num_partitions, rf
 

@@ -43,6 +43,8 @@ def _invalid_value_reason(d: ConfigDef, raw: str) -> str:
             return f"Not a number of type {t.name}"
         if d.minimum is not None and number < d.minimum:
             return f"Value must be at least {d.minimum}"
+        if d.maximum is not None and number > d.maximum:
+            return f"Value must be no more than {d.maximum}"
         return f"Not a number of type {t.name}"  # out of the type's range
     if d.choices is not None:
         return "String must be one of: " + ", ".join(d.choices)
@@ -68,8 +70,11 @@ def parse_value(d: ConfigDef, raw: str) -> str:
         reason = _invalid_value_reason(d, raw)
         if reason == "Invalid value":
             reason = str(exc)
+        shown = raw
+        if reason.startswith("Value must be") and d.type == ConfigType.DOUBLE:
+            shown = repr(float(raw.strip()))  # Kafka prints the parsed Double: "2.0"
         raise InvalidConfigError(
-            f"Invalid value {raw} for configuration {d.name}: {reason}"
+            f"Invalid value {shown} for configuration {d.name}: {reason}"
         ) from exc
     return _format_parsed(d, parsed)
 

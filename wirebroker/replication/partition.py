@@ -32,10 +32,11 @@ smaller than min.insync.replicas. The maximal ISR is the committed ISR plus the 
 proposal in flight: while an expansion is pending the newcomer already holds the HW back (it may
 be committed any moment), and while a shrink is pending the leaving member still does (the
 shrink may fail), which is the safe choice both ways (Kafka's maximalIsr does the same).
-min.insync.replicas checks (acks=-1 admission, NOT_ENOUGH_REPLICAS_AFTER_APPEND, the HW) use the
-committed ISR and Kafka's *effective* minimum, min(min.insync.replicas, replica count)
+min.insync.replicas checks (acks=-1 admission, NOT_ENOUGH_REPLICAS_AFTER_APPEND, the HW) use
+the committed ISR and Kafka's *effective* minimum, min(min.insync.replicas, replica count)
 (`effective_min_isr`): a topic of fewer replicas than min.insync.replicas still takes acks=-1
-writes, as Kafka 4's Partition.effectiveMinIsr. A follower's HW is min(leader's HW, own log end) and may go down.
+writes, as Kafka 4's Partition.effectiveMinIsr. A follower's HW is min(leader's HW, own log
+end) and may go down.
 
 Low watermark (leader, Kafka's lowWatermarkIfLeader, via `rules.low_watermark`): the least
 log start offset of the leader and of its followers on live brokers, each follower's as its

@@ -148,3 +148,26 @@ def test_auto_create_disabled_on_the_broker(
     }
     assert answers(metadata(no_auto_create, names, version)) == expected
     assert answers(metadata(no_auto_create, names, 12, allow=False)) == expected
+
+
+@pytest.mark.parametrize("version", [8, 10])
+def test_authorized_operations(any_broker: str, unique: Callable[[str], str], version: int) -> None:
+    """No authorizer: every operation Kafka supports on the resource (topic 3576, cluster 8096:
+    no token operations, which belong to other resources)."""
+    name = unique("ops")
+    with Wire(any_broker) as wire:
+        wire.create_topic(name, 1)
+        resp = wire.call(
+            ApiKey.METADATA,
+            version,
+            {
+                "topics": [{"name": name}],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": True,
+                "include_topic_authorized_operations": True,
+            },
+        )
+    assert (resp.cluster_authorized_operations, resp.topics[0].topic_authorized_operations) == (
+        8096,
+        3576,
+    )

@@ -40,8 +40,9 @@ Authorized operations (v8+): there are no ACLs, so everything is allowed. When a
 (include_topic_authorized_operations / include_cluster_authorized_operations v8-10) the answer
 is the bit set of every operation Kafka defines for the resource (bit n = AclOperation code n):
 topic READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS; cluster
-CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE,
-CREATE_TOKENS, DESCRIBE_TOKENS. Otherwise -2147483648 ("not provided"), as Kafka.
+CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE (8096,
+as DescribeCluster and Kafka answer: the token operations belong to other resources). Otherwise
+-2147483648 ("not provided"), as Kafka.
 v13 top-level error_code: always NONE.
 """
 
@@ -95,7 +96,7 @@ def _bits(*codes: int) -> int:
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12,
 # CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
 TOPIC_ALL_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)
-CLUSTER_ALL_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
+CLUSTER_ALL_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12)
 
 
 def _topic_entry(ctx: RequestContext, info: TopicInfo, ops: int) -> MetadataResponseTopic:

@@ -179,6 +179,7 @@ async def test_authorized_operations(call, services):
     assert resp.topics[0].topic_authorized_operations == TOPIC_ALL_OPERATIONS
     assert resp.cluster_authorized_operations == CLUSTER_ALL_OPERATIONS
     assert TOPIC_ALL_OPERATIONS & (1 << 3) and TOPIC_ALL_OPERATIONS & (1 << 4)  # READ, WRITE
+    assert (TOPIC_ALL_OPERATIONS, CLUSTER_ALL_OPERATIONS) == (3576, 8096)  # Kafka 4.4's
     resp = await call(KEY, 10, body(names("t")))
     assert resp.topics[0].topic_authorized_operations == OMITTED
     assert resp.cluster_authorized_operations == OMITTED

@@ -268,6 +268,38 @@ def test_min_insync_replicas_above_the_replica_count(
     assert summary(produce(any_broker, topic, build_batch([(b"k", b"v")]))) == ("NONE", 0, 0, None)
 
 
+def test_a_partition_named_twice(any_broker: str, unique: Callable[[str], str]) -> None:
+    """Kafka reads a Produce into a map keyed by topic-partition: a partition named twice is
+    answered once and only its last data is appended; a topic named twice is one entry."""
+    topic = topic_with(any_broker, unique("twice"))
+    with Wire(any_broker) as wire:
+        leader = wire.brokers()[wire.leader(topic, 0)]
+        resp = wire.call(
+            ApiKey.PRODUCE,
+            VERSION,
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout_ms": 10_000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": 0, "records": batch_of(b"a")}]},
+                    {"name": topic, "partition_data": [{"index": 0, "records": batch_of(b"b")}]},
+                ],
+            },
+            leader,
+        )
+        answered = [
+            (t.name, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
+            for t in resp.responses
+        ]
+        assert answered == [(topic, [(0, 0, 0)])]
+        assert [r.value for r in wire.read(topic, 0)] == [b"b"]
+
+
+def batch_of(value: bytes) -> bytes:
+    return build_batch([(b"k", value)])
+
+
 # -- what a client makes of record_errors ----------------------------------------------------
 
 

@@ -36,6 +36,9 @@ Per request
                     the producer's behalf (Kafka's `addPartition` operation).
     timeout_ms      the acks=-1 wait (above); unused otherwise.
 
+A partition named twice in the request is answered once and only its last data is appended;
+a topic named twice is one entry of the answer (Kafka reads the request into a map).
+
 Per partition, in this order
     unknown topic name                      UNKNOWN_TOPIC_OR_PARTITION (Kafka 4 never
                                             auto-creates on produce)
@@ -219,6 +222,29 @@ def _check_records(
     return ErrorCode.NONE, None
 
 
+def _merged(topic_data: list[TopicProduceData], by_id: bool) -> list[TopicProduceData]:
+    """The request's topics with a partition named twice answered once, with its last data
+    (Kafka reads the request into a map keyed by topic-partition: the last entry wins and is
+    the only one appended), and a topic named twice as one entry; first-appearance order."""
+    key_of = "topic_id" if by_id else "name"
+    topics: dict[object, list[PartitionProduceData]] = {}
+    heads: dict[object, TopicProduceData] = {}
+    for topic in topic_data:
+        key = topic.get(key_of)
+        heads.setdefault(key, topic)
+        topics.setdefault(key, []).extend(topic.get("partition_data") or [])
+    if len(heads) == len(topic_data) and all(
+        len({int(p.get("index")) for p in parts}) == len(parts) for parts in topics.values()
+    ):
+        return topic_data  # the usual request: nothing named twice
+    merged: list[TopicProduceData] = []
+    for key, parts in topics.items():
+        last = {int(p.get("index")): p for p in parts}
+        entry = cast("TopicProduceData", {**heads[key], "partition_data": list(last.values())})
+        merged.append(entry)
+    return merged
+
+
 def _has_transactional_batch(
     topic_data: list[TopicProduceData], parsed: dict[int, _Parsed]
 ) -> bool:
@@ -319,7 +345,7 @@ def _append(
 async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | Later | None:
     version = ctx.api_version
     acks = int(req.get("acks", 1))
-    topic_data = list(req.get("topic_data") or [])
+    topic_data = _merged(list(req.get("topic_data") or []), version >= 13)
     replicas = ctx.services.replicas
     topics = ctx.services.topics
     client_id = getattr(ctx.header, "client_id", None)

@@ -345,3 +345,23 @@ async def test_acks_zero_sends_no_response(call, services):
 async def test_acks_zero_failure_closes_connection(call, services):
     with pytest.raises(ProduceWithoutAckFailed):
         await call(KEY, 9, body(services, "missing", {0: batch(services)}, acks=0))
+
+
+async def test_a_partition_named_twice_is_appended_once_with_its_last_data(call, services):
+    """Kafka reads a Produce into a map keyed by topic-partition: the last entry wins."""
+    services.admin.create_topic("t", 2, now_ms=services.clock())
+    first = build_batch([(b"k", b"first")], base_timestamp=services.clock())
+    last = build_batch([(b"k", b"last")], base_timestamp=services.clock())
+    other = build_batch([(b"k", b"other")], base_timestamp=services.clock())
+    request = body(services, "t", {})
+    request["topic_data"] = [
+        {"name": "t", "partition_data": [{"index": 0, "records": first}]},
+        {"name": "t", "partition_data": [{"index": 1, "records": other}]},
+        {"name": "t", "partition_data": [{"index": 0, "records": last}]},
+    ]
+    resp = await call(KEY, 9, request)
+    assert [
+        (t.name, [(p.index, p.base_offset) for p in t.partition_responses]) for t in resp.responses
+    ] == [("t", [(0, 0), (1, 0)])]
+    stored = services.replicas.partition("t", 0).log.read(0, max_bytes=1 << 20)
+    assert [r.value for r in decode_records(stored)] == [b"last"]

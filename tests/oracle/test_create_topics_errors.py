@@ -221,3 +221,36 @@ def test_requests_too_large_for_one_operation(
     ]
     with Wire(any_broker) as wire:
         assert wire.topics([ok, big, dup, first, second]) == {}
+
+
+def test_create_partitions_over_10000_new_partitions(
+    any_broker: str, unique: Callable[[str], str]
+) -> None:
+    """CreatePartitions: more than 10,000 new partitions over the request's existing topics
+    refuses every topic of it (unknown topics and no-increase ones do not count)."""
+    first, second = unique("grow"), unique("grow")
+    with Wire(any_broker) as wire:
+        wire.create_topic(first, 1)
+        wire.create_topic(second, 1)
+
+        def grow(*counts: tuple[str, int]) -> list[tuple[str, int, str | None]]:
+            body = {
+                "topics": [{"name": n, "count": c, "assignments": None} for n, c in counts],
+                "timeout_ms": 10_000,
+                "validate_only": True,
+            }
+            results = wire.call(ApiKey.CREATE_PARTITIONS, 3, body).results
+            return sorted((r.name, r.error_code, r.error_message) for r in results)
+
+        too_many = "Excessively large number of additional partitions per request."
+        assert grow((first, 10_002), (second, 1)) == sorted(
+            [
+                (first, ErrorCode.POLICY_VIOLATION, too_many),
+                (second, ErrorCode.POLICY_VIOLATION, too_many),
+            ]
+        )
+        nope = unique("nope")
+        assert grow((first, 6000), (nope, 5000)) == sorted(
+            [(first, ErrorCode.NONE, None), (nope, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)]
+        )
+        assert grow((first, 10_001)) == [(first, ErrorCode.NONE, None)]

@@ -387,7 +387,9 @@ class LocalTopicAdmin(TopicAdmin):
             for replicas in assignments:
                 check_replicas(replicas, self.brokers, info.replication_factor)
         if additional > MAX_PARTITIONS_PER_REQUEST:
-            raise PolicyViolationError("Excessively large number of partitions per request.")
+            raise PolicyViolationError(
+                "Excessively large number of additional partitions per request."
+            )
         if validate_only:
             return
         self._add_partitions(dataclasses.replace(info, partitions=count), current, now_ms)

@@ -52,6 +52,8 @@ timestamp lookups, the cleaner); `check_records` gives the same verdict without 
 anything, walking uncompressed records in place and compressed ones through a bounded
 decompression window (about 1 MiB, plus one record larger than that), and can require
 non-null keys (`NullKeyError`): the Produce check of compacted topics.
+`iter_record_summaries` reads each record's index, offset, timestamp and key/value sizes
+(nothing copied): the per-record checks of a Produce append and Kafka's record_errors.
 
 Not done here: CRC checks in `decode_records` (call `verify_crc` first), legacy magic 0/1
 message sets (rejected as `InvalidBatch`), producer-state/sequence validation (storage).
@@ -186,6 +188,17 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RecordSummary:
+    """What a broker's per-record checks read of one record (`iter_record_summaries`)."""
+
+    index: int  # position in the batch (Kafka's batch_index)
+    offset: int  # the batch's base offset + offsetDelta
+    timestamp: int  # baseTimestamp + timestampDelta; the batch's maxTimestamp under LogAppendTime
+    key_size: int  # -1: null key
+    value_size: int  # -1: null value
+
+
 @dataclass(frozen=True)
 class RecordSpec:
     """A record to build; `timestamp` None means the batch's base timestamp."""
@@ -259,13 +272,16 @@ def stamp_batch(
     base_offset: int,
     partition_leader_epoch: int,
     log_append_time: int | None = None,
+    create_time: bool = False,
     header: BatchHeader | None = None,
 ) -> BatchHeader:
     """Patch the batch at `pos` in place with broker-assigned fields; -> its new header.
 
     baseOffset and partitionLeaderEpoch are outside the CRC. `log_append_time` (ms) sets the
-    LogAppendTime bit and maxTimestamp and recomputes the CRC. `header`: the batch's header
-    as already parsed by the caller (not parsed again).
+    LogAppendTime bit and maxTimestamp and recomputes the CRC. `create_time` clears the
+    LogAppendTime bit (maxTimestamp kept; CRC recomputed): a CreateTime topic stores a
+    client's LogAppendTime batch as CreateTime, as Kafka's LogValidator does. `header`: the
+    batch's header as already parsed by the caller (not parsed again).
     """
     h = parse_header(buf, pos) if header is None else header
     if len(buf) - pos < h.size:
@@ -273,9 +289,12 @@ def stamp_batch(
     _INT64.pack_into(buf, pos + _OFF_BASE_OFFSET, base_offset)
     _INT32.pack_into(buf, pos + _OFF_LEADER_EPOCH, partition_leader_epoch)
     attributes, max_timestamp, crc = h.attributes, h.max_timestamp, h.crc
-    if log_append_time is not None:
-        attributes |= TIMESTAMP_TYPE_BIT
-        max_timestamp = log_append_time
+    if log_append_time is not None or (create_time and attributes & TIMESTAMP_TYPE_BIT):
+        if log_append_time is not None:
+            attributes |= TIMESTAMP_TYPE_BIT
+            max_timestamp = log_append_time
+        else:
+            attributes &= ~TIMESTAMP_TYPE_BIT
         _INT16.pack_into(buf, pos + _OFF_ATTRIBUTES, attributes)
         _INT64.pack_into(buf, pos + _OFF_MAX_TIMESTAMP, max_timestamp)
         crc = crc32c(memoryview(buf)[pos + CRC_START : pos + h.size])
@@ -454,6 +473,39 @@ def decode_records(
     if p != n:
         raise InvalidBatch(f"{n - p} bytes after the last record")
     return records
+
+
+def iter_record_summaries(
+    buf: Buffer, pos: int = 0, *, max_decompressed_bytes: int
+) -> Iterator[RecordSummary]:
+    """A `RecordSummary` per record of the batch at `pos`, decompressing if needed (at most
+    `max_decompressed_bytes`), with the checks of `decode_records` (raising `InvalidBatch` as
+    it does, possibly after some summaries were yielded). Keys, values and headers are
+    skipped, not copied: for the per-record checks of a Produce append (Kafka's
+    LogValidator.validateRecord), which look at a batch's records one by one."""
+    h = _whole_batch(buf, pos)
+    data = _records_section(buf, pos, h, max_decompressed_bytes)
+    count = h.records_count
+    n = len(data)
+    if count < 0 or count > n // _MIN_RECORD_SIZE:
+        raise InvalidBatch(f"records count {count} impossible in {n} bytes")
+    log_append = h.timestamp_type == LOG_APPEND_TIME
+    p = 0
+    off_delta = -1
+    for index in range(count):
+        p, rend = _record_body(data, p, n)
+        off_delta, ts_delta, p = _record_prefix(data, p, rend, off_delta, h.last_offset_delta)
+        kstart, p = _nullable_bytes(data, p, rend, "key")
+        key_size = -1 if kstart < 0 else p - kstart
+        vstart, p = _nullable_bytes(data, p, rend, "value")
+        value_size = -1 if vstart < 0 else p - vstart
+        p = _skip_headers(data, p, rend)
+        if p != rend:
+            raise InvalidBatch(f"record has {rend - p} bytes past its fields")
+        timestamp = h.max_timestamp if log_append else h.base_timestamp + ts_delta
+        yield RecordSummary(index, h.base_offset + off_delta, timestamp, key_size, value_size)
+    if p != n:
+        raise InvalidBatch(f"{n - p} bytes after the last record")
 
 
 def check_records(
@@ -800,11 +852,13 @@ __all__ = [
     "NullKeyError",
     "Record",
     "RecordSpec",
+    "RecordSummary",
     "build_batch",
     "check_records",
     "compute_crc",
     "decode_records",
     "iter_batches",
+    "iter_record_summaries",
     "parse_header",
     "rebuild_batch",
     "stamp_batch",

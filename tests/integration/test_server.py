@@ -115,7 +115,7 @@ def test_config_file_is_honoured_and_flags_win(tmp_path: Path) -> None:
         assert proc.port != 9092  # --port beats the file's listeners
         topics = [MetadataRequest.MetadataRequestTopic(name="auto-created")]
         deadline = time.monotonic() + TIMEOUT_S
-        while True:  # auto-creation may answer LEADER_NOT_AVAILABLE first, as Kafka does
+        while True:  # the creating answer is UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
             response = call(
                 bootstrap, MetadataRequest[12](topics=topics, allow_auto_topic_creation=True)
             )

@@ -24,26 +24,28 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Kafka's `Topic.INTERNAL_TOPICS` (4.x): clients may not produce to them (Produce answers
+#: INVALID_TOPIC_EXCEPTION) and Metadata marks them is_internal
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def validate_topic_name(name: str) -> None:
-    """Raise InvalidTopicError (with Kafka's wording) unless `name` is a legal topic name."""
+    """Raise InvalidTopicError (with Kafka 4.4's wording) unless `name` is a legal topic name."""
     if not name:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+        raise InvalidTopicError("Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):
-        raise InvalidTopicError('Topic name cannot be "." or ".."')
+        raise InvalidTopicError(f"Topic name is invalid: '{name}' is not allowed")
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}"
+            f"Topic name is invalid: the length of '{name}' is longer than the max allowed "
+            f"length {MAX_NAME_LENGTH}"
         )
     if _LEGAL.fullmatch(name) is None:
         raise InvalidTopicError(
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            "alphanumerics, '.', '_' and '-'"
+            f"Topic name is invalid: '{name}' contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
         )
 
 

@@ -358,7 +358,7 @@ class LocalTopicAdmin(TopicAdmin):
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {rf} time(s): The target replication "
                 f"factor of {rf} cannot be reached because only {brokers} broker(s) are "
-                "registered."
+                "registered or some brokers have all their log directories cordoned."
             )
         return num_partitions, rf
 
@@ -387,7 +387,9 @@ class LocalTopicAdmin(TopicAdmin):
             for replicas in assignments:
                 check_replicas(replicas, self.brokers, info.replication_factor)
         if additional > MAX_PARTITIONS_PER_REQUEST:
-            raise PolicyViolationError("Excessively large number of partitions per request.")
+            raise PolicyViolationError(
+                "Excessively large number of additional partitions per request."
+            )
         if validate_only:
             return
         self._add_partitions(dataclasses.replace(info, partitions=count), current, now_ms)

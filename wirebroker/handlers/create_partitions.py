@@ -4,6 +4,9 @@ Grows topics to `count` partitions (Kafka 4.x ControllerApis.createPartitions +
 ReplicationControlManager.createPartitions), per topic:
 
     name twice in the request     INVALID_REQUEST "Duplicate topic name." (once per name)
+    more than 10,000 new          POLICY_VIOLATION "Excessively large number of additional
+      partitions over the         partitions per request." for every (other) topic of the
+      request's existing topics   request, as Kafka's controller refuses the whole operation
     unknown topic                 UNKNOWN_TOPIC_OR_PARTITION, no message
     count == current              INVALID_PARTITIONS "Topic already has 3 partition(s)."
     count < current               INVALID_PARTITIONS "The topic t currently has 3
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_admin import NewPartitions
+from wirebroker.cluster.topic_admin import MAX_PARTITIONS_PER_REQUEST, NewPartitions
 from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
@@ -41,6 +44,19 @@ if TYPE_CHECKING:
         CreatePartitionsTopic,
         CreatePartitionsTopicResult,
     )
+
+
+_TOO_MANY = "Excessively large number of additional partitions per request."
+
+
+def _additional(ctx: RequestContext, topics: list[CreatePartitionsTopic]) -> int:
+    """The partitions the request would add to existing topics."""
+    total = 0
+    for topic in topics:
+        info = ctx.services.topics.get(topic["name"])
+        if info is not None:
+            total += max(int(topic["count"]) - info.partitions, 0)
+    return total
 
 
 def _grow(ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool) -> None:
@@ -68,9 +84,18 @@ async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePar
         for name, n in counts.items()
         if n > 1
     ]
-    for topic in topics:
-        if counts[topic["name"]] > 1:
-            continue
+    unique = [t for t in topics if counts[t["name"]] == 1]
+    if _additional(ctx, unique) > MAX_PARTITIONS_PER_REQUEST:
+        for topic in unique:
+            results.append(
+                {
+                    "name": topic["name"],
+                    "error_code": ErrorCode.POLICY_VIOLATION,
+                    "error_message": _TOO_MANY,
+                }
+            )
+        return {"throttle_time_ms": 0, "results": results}
+    for topic in unique:
         try:
             _grow(ctx, topic, validate_only)
         except ConfigRequestError as exc:

@@ -1,7 +1,18 @@
 """CreateTopics (key 19), versions 2-7.
 
-Kafka 4.x semantics (KRaft: ControllerApis.createTopics + ReplicationControlManager), checked
-in this order for each topic; the first failure is the topic's result:
+Kafka 4.x semantics (KRaft: ControllerApis.createTopics + ReplicationControlManager). First,
+for the request as a whole (every topic of it, duplicates included, answers the error):
+
+    more than 10,000 partitions     POLICY_VIOLATION "Excessively large number of partitions per
+      over all its topics (-1:      request."
+      num.partitions; a manual
+      assignment: its length)
+    the topics it would create      POLICY_VIOLATION "Unable to perform excessively large batch
+      take more than 10,000         operation." (Kafka's limit on the metadata records of one
+      records (1 + partitions +     operation); checked with a validate-only pass first, so
+      config overrides each)        nothing is created
+
+Then, in this order for each topic; the first failure is the topic's result:
 
     duplicate name in the request   INVALID_REQUEST "Duplicate topic name." (one result per
                                     duplicated name, after the other results, as Kafka)
@@ -20,7 +31,8 @@ in this order for each topic; the first failure is the topic's result:
     num_partitions 0 or < -1        INVALID_PARTITIONS
     replication factor > 1          INVALID_REPLICATION_FACTOR "Unable to replicate the
                                     partition 3 time(s): The target replication factor of 3
-                                    cannot be reached because only 1 broker(s) are registered."
+                                    cannot be reached because only 1 broker(s) are registered
+                                    or some brokers have all their log directories cordoned."
 
 `validate_only` runs every check and creates nothing (the result still carries a topic id,
 as Kafka's does). -1 means the broker default (`num.partitions`, `default.replication.factor`).
@@ -44,7 +56,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_admin import NewTopic
+from wirebroker.cluster.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
 from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers._configs import describe_topic_configs
@@ -61,6 +73,50 @@ if TYPE_CHECKING:
     )
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: Kafka's QuorumController: the most metadata records one operation may write
+MAX_RECORDS_PER_OPERATION = 10_000
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+_TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+def _requested_partitions(topics: list[CreatableTopic], default: int) -> int:
+    """Kafka's validateTotalNumberOfPartitions: the partitions the request asks for."""
+    total = 0
+    for t in topics:
+        if t["assignments"]:
+            total += len(t["assignments"])
+        elif int(t["num_partitions"]) == -1:
+            total += default
+        elif int(t["num_partitions"]) > 0:
+            total += int(t["num_partitions"])
+    return total
+
+
+def _records(outcomes: list[CreateTopicResult]) -> int:
+    """The metadata records Kafka would write for the topics created: a TopicRecord, a
+    PartitionRecord each, a ConfigRecord per override."""
+    return sum(1 + o.partitions + len(o.configs) for o in outcomes if isinstance(o, TopicInfo))
+
+
+def _whole_request_refused(ctx: RequestContext, topics: list[CreatableTopic]) -> str | None:
+    """Why Kafka would refuse the request as a whole (module docstring), or None."""
+    default = ctx.services.config.num_partitions
+    if _requested_partitions(topics, default) > MAX_PARTITIONS_PER_REQUEST:
+        return _TOO_MANY_PARTITIONS
+    upper_bound = sum(
+        1 + max(len(t["assignments"]), int(t["num_partitions"]), default) + len(t["configs"] or [])
+        for t in topics
+    )
+    if upper_bound <= MAX_RECORDS_PER_OPERATION:
+        return None
+    counts = Counter(t["name"] for t in topics)
+    wanted = [
+        _new_topic(t)
+        for t in topics
+        if counts[t["name"]] == 1 and t["name"] != CLUSTER_METADATA_TOPIC
+    ]
+    checked = ctx.services.admin.create_topics(wanted, now_ms=ctx.now_ms(), validate_only=True)
+    return _TOO_MANY_RECORDS if _records(checked) > MAX_RECORDS_PER_OPERATION else None
 
 
 def _new_topic(topic: CreatableTopic) -> NewTopic:
@@ -106,6 +162,10 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicRe
 @handler(ApiKey.CREATE_TOPICS)
 async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     topics = list(req["topics"] or [])
+    refused = _whole_request_refused(ctx, topics)
+    if refused is not None:
+        failed = [_failed(t["name"], ErrorCode.POLICY_VIOLATION, refused) for t in topics]
+        return {"throttle_time_ms": 0, "topics": failed}
     counts = Counter(t["name"] for t in topics)
     validate_only = bool(req.get("validate_only", False))
     wanted = [t for t in topics if counts[t["name"]] == 1]

@@ -12,23 +12,27 @@ Which topics:
     v10-11, whose name is not nullable) and no partitions.
     Duplicate names are answered once, in request order; "all topics" is sorted by name.
 
-A requested name that does not exist:
+A requested name that does not exist (as Apache Kafka 4.4 answers, checked against it by
+tests/oracle/test_metadata_auto_create.py):
     illegal name (see cluster.names)            INVALID_TOPIC_EXCEPTION
-    internal topic (__consumer_offsets ...)     UNKNOWN_TOPIC_OR_PARTITION: never auto-created
-                                                here (the group coordinator creates it)
-    auto.create.topics.enable and (v4+)         created now with num.partitions and
-      allow_auto_topic_creation                 default.replication.factor, and answered with
-                                                error NONE and its partitions. Kafka creates it
-                                                through the controller and may first answer
-                                                LEADER_NOT_AVAILABLE; clients retry on that, so
-                                                answering with the ready topic is only faster.
-                                                A creation error answers its code (e.g.
-                                                INVALID_TOPIC_EXCEPTION when the name collides
-                                                with an existing one once '.' and '_' are
-                                                unified); a creation already under way (another
-                                                request's) is waited for like ours. Not ready
-                                                within 2 s: LEADER_NOT_AVAILABLE
+    auto.create.topics.enable and (v4+)         creation starts (Kafka's AutoTopicCreationManager)
+      allow_auto_topic_creation                 and the answer is UNKNOWN_TOPIC_OR_PARTITION, no
+                                                partitions: the topic shows in the next Metadata
+                                                once it exists (clients retry on this error).
+                                                An ordinary name gets num.partitions and
+                                                default.replication.factor; __consumer_offsets
+                                                and __transaction_state are made by their
+                                                coordinators, with their own partition counts and
+                                                configs. A creation refused (a name colliding
+                                                once '.' and '_' are unified, a replication
+                                                factor above the live brokers, a creation
+                                                already under way) is only logged: the answer
+                                                stays UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
+                                                controller refuses it after the answer.
     otherwise                                   UNKNOWN_TOPIC_OR_PARTITION
+    is_internal is Kafka's `Topic.isInternal` of the name in each of these answers.
+    Deviation: __share_group_state (internal in Kafka) is never auto-created: there are no
+    share groups here.
 
 Topic fields: error_code, name, topic_id (v10+), is_internal, partitions (error NONE,
 partition_index, leader_id, leader_epoch (v7+), replica_nodes, isr_nodes, offline_replicas).
@@ -54,8 +58,10 @@ from wirebroker.cluster.errors import ClusterError, TopicExistsError
 from wirebroker.cluster.names import is_internal, validate_topic_name
 from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo
+from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
+from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
     from protocol.messages.metadata import (
@@ -77,9 +83,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-
-
-_AUTO_CREATE_WAIT_S = 2.0
 
 
 def _bits(*codes: int) -> int:
@@ -134,38 +137,40 @@ def _missing(
     }
 
 
-async def _unknown_name(
-    ctx: RequestContext, name: str, *, allow_create: bool, ops: int
-) -> MetadataResponseTopic:
+def _unknown_name(ctx: RequestContext, name: str, *, allow_create: bool) -> MetadataResponseTopic:
+    """The answer for a name that is not a topic, creating it first when allowed."""
     try:
         validate_topic_name(name)
     except ClusterError as exc:
         return _missing(name, exc.error_code)
+    if allow_create:
+        _auto_create(ctx, name)
+    return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, internal=is_internal(name))
+
+
+def _auto_create(ctx: RequestContext, name: str) -> None:
+    """Start creating `name` (Kafka's AutoTopicCreationManager): an internal topic through
+    its coordinator, any other with the broker defaults. Refusals are logged, not answered."""
+    services = ctx.services
+    if name == OFFSETS_TOPIC:
+        if services.group_coordinator is not None:
+            services.group_coordinator.ensure_offsets_topic()
+        return
+    if name == TXN_TOPIC:
+        if services.txn_coordinator is not None:
+            services.txn_coordinator.ensure_topic()
+        return
     if is_internal(name):
-        return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, internal=True)
-    if not allow_create:
-        return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return  # __share_group_state: no share groups here
     try:
-        [created] = ctx.services.admin.create_topics([NewTopic(name)], now_ms=ctx.now_ms())
+        [created] = services.admin.create_topics([NewTopic(name)], now_ms=ctx.now_ms())
     except Exception:
         log.exception("auto-creating topic %r failed", name)
-        return _missing(name, ErrorCode.UNKNOWN)
-    if isinstance(created, TopicExistsError):
-        pass  # another request is creating it: answer as for ours, once it is there
-    elif isinstance(created, ClusterError):
-        return _missing(name, created.error_code)
-    elif not isinstance(created, TopicInfo):
-        log.error("auto-creating topic %r failed: %s", name, created)
-        return _missing(name, ErrorCode.UNKNOWN)
-    else:
+        return
+    if isinstance(created, TopicInfo):
         log.info("auto-created topic %s with %d partition(s)", name, created.partitions)
-    # Answer once the partitions have leaders (or LEADER_NOT_AVAILABLE after a short wait:
-    # clients retry on it, as with Kafka).
-    await ctx.services.admin.wait_settled([name], _AUTO_CREATE_WAIT_S)
-    info = ctx.services.topics.get(name)
-    if info is None:
-        return _missing(name, ErrorCode.LEADER_NOT_AVAILABLE)
-    return _topic_entry(ctx, info, ops)
+    elif not isinstance(created, TopicExistsError):  # exists: another request's creation
+        log.info("auto-creating topic %r refused: %s", name, created)
 
 
 @handler(ApiKey.METADATA)
@@ -210,9 +215,7 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
                 if info is not None:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
                 else:
-                    topics_out.append(
-                        await _unknown_name(ctx, name, allow_create=allow_create, ops=topic_ops)
-                    )
+                    topics_out.append(_unknown_name(ctx, name, allow_create=allow_create))
 
     return {
         "throttle_time_ms": 0,

@@ -36,6 +36,9 @@ Per request
                     the producer's behalf (Kafka's `addPartition` operation).
     timeout_ms      the acks=-1 wait (above); unused otherwise.
 
+A partition named twice in the request is answered once and only its last data is appended;
+a topic named twice is one entry of the answer (Kafka reads the request into a map).
+
 Per partition, in this order
     unknown topic name                      UNKNOWN_TOPIC_OR_PARTITION (Kafka 4 never
                                             auto-creates on produce)
@@ -54,13 +57,23 @@ Per partition, in this order
     storage errors (wirebroker.log.errors)  their `error_code` (CORRUPT_MESSAGE, INVALID_RECORD,
                                             MESSAGE_TOO_LARGE, INVALID_TIMESTAMP,
                                             OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
-                                            KAFKA_STORAGE_ERROR); error_message = the reason
+                                            KAFKA_STORAGE_ERROR)
+    records refused one by one (a keyless    INVALID_RECORD / INVALID_TIMESTAMP with Kafka's
+      record in a compacted topic, a        record_errors [{batch_index,
+      timestamp out of range, a client's    batch_index_error_message}] and error_message
+      LogAppendTime: `log.validator`)       (KIP-467): clients fail those records with that
+                                            message and the batch's others with a generic error
     idempotent duplicate                    NONE with the original base offset, nothing appended
 
 Response fields: index, error_code, base_offset, log_append_time_ms (-1 unless the topic uses
-LogAppendTime), log_start_offset, record_errors [] (the storage layer does not report the
-index of a bad record), error_message, throttle_time_ms 0. A failed partition has base_offset,
-log_append_time_ms and log_start_offset -1. A partition answered NOT_LEADER_OR_FOLLOWER carries
+LogAppendTime), log_start_offset, record_errors, error_message, throttle_time_ms 0. A failed
+partition has base_offset and log_append_time_ms -1; as Kafka's ReplicaManager (checked against
+it by tests/oracle/test_produce_errors.py): error_message is null except with record_errors
+(Kafka sends its text for no other produce error; ours goes to the broker log, at INFO where
+Kafka logs the failure), and log_start_offset is the partition's for an error raised by the
+append (INVALID_RECORD, INVALID_TIMESTAMP, OUT_OF_ORDER_SEQUENCE_NUMBER, NOT_ENOUGH_REPLICAS,
+...) but -1 for CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER
+and for every error found before the append. A partition answered NOT_LEADER_OR_FOLLOWER carries
 current_leader (v10+) and the answer the node_endpoints of those leaders (KIP-951,
 `handlers._leader_hints`). Appends wake long-poll fetches (ReplicaManager.append
 notifies its data listeners).
@@ -124,7 +137,21 @@ class ProduceWithoutAckFailed(Exception):
     """acks=0 produce with a failed partition: closing the connection is the only signal."""
 
 
-def _failed(index: int, code: ErrorCode, message: str | None = None) -> PartitionProduceResponse:
+#: append errors Kafka answers with log_start_offset -1 and does not log (ReplicaManager's
+#: "known" exceptions); any other error of the append carries the log start offset
+_UNLOGGED_APPEND_ERRORS = frozenset(
+    {
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
+
+
+def _failed(index: int, code: ErrorCode) -> PartitionProduceResponse:
     return {
         "index": index,
         "error_code": int(code),
@@ -132,8 +159,24 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> Partitio
         "log_append_time_ms": -1,
         "log_start_offset": -1,
         "record_errors": [],
-        "error_message": message,
+        "error_message": None,
     }
+
+
+def _refused(part: Partition, code: ErrorCode, exc: Exception) -> PartitionProduceResponse:
+    """The answer to an append that raised `exc` (module docstring: Kafka's fields)."""
+    presp = _failed(part.index, code)
+    if code in _UNLOGGED_APPEND_ERRORS:
+        return presp
+    presp["log_start_offset"] = part.log_start_offset
+    record_errors = getattr(exc, "record_errors", ())
+    if record_errors:
+        presp["record_errors"] = [
+            {"batch_index": i, "batch_index_error_message": m} for i, m in record_errors
+        ]
+        presp["error_message"] = str(exc)
+    log.info("produce to %s-%d refused: %s (%s)", part.topic, part.index, code.name, exc)
+    return presp
 
 
 def _parse(parsed: dict[int, _Parsed], pdata: PartitionProduceData) -> _Parsed:
@@ -177,6 +220,29 @@ def _check_records(
             f"Produce requests with version {version} cannot use ZStandard compression",
         )
     return ErrorCode.NONE, None
+
+
+def _merged(topic_data: list[TopicProduceData], by_id: bool) -> list[TopicProduceData]:
+    """The request's topics with a partition named twice answered once, with its last data
+    (Kafka reads the request into a map keyed by topic-partition: the last entry wins and is
+    the only one appended), and a topic named twice as one entry; first-appearance order."""
+    key_of = "topic_id" if by_id else "name"
+    topics: dict[object, list[PartitionProduceData]] = {}
+    heads: dict[object, TopicProduceData] = {}
+    for topic in topic_data:
+        key = topic.get(key_of)
+        heads.setdefault(key, topic)
+        topics.setdefault(key, []).extend(topic.get("partition_data") or [])
+    if len(heads) == len(topic_data) and all(
+        len({int(p.get("index")) for p in parts}) == len(parts) for parts in topics.values()
+    ):
+        return topic_data  # the usual request: nothing named twice
+    merged: list[TopicProduceData] = []
+    for key, parts in topics.items():
+        last = {int(p.get("index")): p for p in parts}
+        entry = cast("TopicProduceData", {**heads[key], "partition_data": list(last.values())})
+        merged.append(entry)
+    return merged
 
 
 def _has_transactional_batch(
@@ -257,10 +323,10 @@ def _append(
             part, records, now_ms=ctx.now_ms(), required_acks=acks, batches=batches
         )
     except (LogError, NotEnoughReplicasError, NotLeaderOrFollowerError) as exc:
-        return _failed(part.index, exc.error_code, str(exc) or None)
-    except Exception:
+        return _refused(part, exc.error_code, exc)
+    except Exception as exc:
         log.exception("produce to %s-%d failed", part.topic, part.index)
-        return _failed(part.index, ErrorCode.UNKNOWN, "Unexpected server error")
+        return _refused(part, ErrorCode.UNKNOWN, exc)
     presp: PartitionProduceResponse = {
         "index": part.index,
         "error_code": 0,
@@ -279,7 +345,7 @@ def _append(
 async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | Later | None:
     version = ctx.api_version
     acks = int(req.get("acks", 1))
-    topic_data = list(req.get("topic_data") or [])
+    topic_data = _merged(list(req.get("topic_data") or []), version >= 13)
     replicas = ctx.services.replicas
     topics = ctx.services.topics
     client_id = getattr(ctx.header, "client_id", None)
@@ -316,19 +382,17 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
             elif (part := replicas.partition(name, index)) is None:
                 presp = _failed(index, replicas.missing_code(name, index))
             elif is_internal(name) and client_id != ADMIN_CLIENT_ID:
-                presp = _failed(
-                    index,
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Cannot append to internal topic {name}",
-                )
+                presp = _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
             else:
                 records = pdata.get("records")
                 batches = _parse(parsed, pdata)
                 code, message = _check_records(records, version, batches)
-                if code == ErrorCode.NONE:
+                if code != ErrorCode.NONE:
+                    log.debug("produce to %s-%d refused: %s", name, index, message)
+                else:
                     code = verify_errors.get((name, index), ErrorCode.NONE)
                 if code != ErrorCode.NONE:
-                    presp = _failed(index, code, message)
+                    presp = _failed(index, code)
                 else:
                     assert records is not None
                     presp = _append(ctx, part, records, acks, batches[0], waiting)

@@ -5,6 +5,8 @@ Handlers map a caught `LogError` with `exc.error_code`, no tables of their own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from protocol.errors import ErrorCode
 from wirebroker.errors import KafkaError
 
@@ -25,7 +27,16 @@ __all__ = [
 
 
 class LogError(KafkaError):
-    """Base class of every storage error."""
+    """Base class of every storage error.
+
+    `record_errors`: when a batch is refused for some of its records (Kafka's
+    RecordValidationException: INVALID_RECORD or INVALID_TIMESTAMP), the (batch index,
+    message) of each such record, which Produce answers in `record_errors` with `str(exc)` as
+    its `error_message`; empty for a refusal of the batch as a whole."""
+
+    def __init__(self, *args: object, record_errors: Sequence[tuple[int, str]] = ()) -> None:
+        super().__init__(*args)
+        self.record_errors: tuple[tuple[int, str], ...] = tuple(record_errors)
 
 
 class CorruptRecordError(LogError, code=ErrorCode.CORRUPT_MESSAGE):
@@ -34,7 +45,8 @@ class CorruptRecordError(LogError, code=ErrorCode.CORRUPT_MESSAGE):
 
 class InvalidRecordError(LogError, code=ErrorCode.INVALID_RECORD):
     """A well-formed batch Kafka refuses: magic != 2, base offset != 0, bad record count,
-    control batch from a client, bad compressed data, keyless record in a compacted topic."""
+    control batch from a client, bad compressed data; or keyless records in a compacted topic
+    (with `record_errors`)."""
 
 
 class RecordTooLargeError(LogError, code=ErrorCode.MESSAGE_TOO_LARGE):
@@ -42,8 +54,8 @@ class RecordTooLargeError(LogError, code=ErrorCode.MESSAGE_TOO_LARGE):
 
 
 class InvalidTimestampError(LogError, code=ErrorCode.INVALID_TIMESTAMP):
-    """A CreateTime timestamp outside message.timestamp.{before,after}.max.ms of now, or a
-    client batch that claims LogAppendTime."""
+    """Records with a CreateTime timestamp outside message.timestamp.{before,after}.max.ms of
+    now, or claiming LogAppendTime (with `record_errors`)."""
 
 
 class OutOfOrderSequenceError(LogError, code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):

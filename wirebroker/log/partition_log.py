@@ -99,7 +99,7 @@ class PartitionLog:
         self._checked_from = 0
         self.topic_id = None
         self._segments = LogSegments(fs, directory)
-        self._validator = LogValidator(config)
+        self._validator = LogValidator(config, self.name)
         self._snapshots = SnapshotFiles(fs, directory)
         self._epochs = LeaderEpochCache()
         self._producers = ProducerStateManager()
@@ -820,7 +820,7 @@ class PartitionLog:
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
-        self._validator = LogValidator(config)
+        self._validator = LogValidator(config, self.name)
         for seg in self._segments:
             seg.index_interval_bytes = config.index_interval_bytes
         self._segments.active.set_index_max_bytes(config.segment_index_bytes)

@@ -1,11 +1,25 @@
 """`LogValidator`: the checks of a client append and its offset assignment (Kafka's
 `LogValidator` / `analyzeAndValidateRecords`).
 
-`validate(buf, now_ms, batches)` checks every v2 batch of a Produce append without
-decompressing (except for compacted topics, whose keys are checked by the streamed
-`check_records`): magic, lengths, base offset 0, max.message.bytes, CRC-32C, record count ==
-last offset delta + 1, known codec, no control batches, idempotent batches carry a sequence,
-no client LogAppendTime, CreateTime within message.timestamp.{before,after}.max.ms of now.
+`validate(buf, now_ms, batches)` checks every v2 batch of a Produce append: magic, lengths,
+base offset 0, max.message.bytes, CRC-32C, record count == last offset delta + 1, known
+codec, no control batches, idempotent batches carry a sequence (a refusal of the batch as a
+whole); then, record by record as Kafka's `validateRecord` does, a key in a compacted topic and
+the timestamp: a CreateTime topic refuses a timestamp outside
+[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms] (-1, "none", is
+not checked), and a client batch that claims LogAppendTime is refused record by record in a
+LogAppendTime topic or when it has no timestamp; in a CreateTime topic its timestamp (the
+batch's maxTimestamp) is range-checked and the batch is stored as CreateTime (`assign_offsets`),
+as Kafka does. A batch with refused records raises `InvalidRecordError` /
+`InvalidTimestampError` (INVALID_TIMESTAMP when any refusal is a timestamp's) carrying Kafka's
+`record_errors` and message texts (`LogError.record_errors`).
+
+The records are only read when they may be refused (cost: none on the common path): a
+compacted topic's keys by the streamed `check_records` (a null key found: then each record);
+timestamps by the header (maxTimestamp past now + after.max.ms, a LogAppendTime batch), except
+that a topic with a finite message.timestamp.before.max.ms has every record looked at (a record
+may be older than the batch's first, baseTimestamp). Deviation: a client's maxTimestamp is
+trusted for the after.max.ms check (Kafka recomputes it from the records).
 It returns (position, header) per batch; headers parsed by the caller (`batches`, from
 `iter_batches` over the same bytes) are reused, never parsed again.
 
@@ -24,15 +38,18 @@ from collections.abc import Sequence
 
 from protocol.records import (
     BATCH_HEADER_SIZE,
+    LOG_APPEND_TIME,
     BatchHeader,
     InvalidBatch,
     NullKeyError,
+    RecordSummary,
     check_records,
+    iter_record_summaries,
     parse_header,
     stamp_batch,
     verify_crc,
 )
-from wirebroker.log.config import DECODE_CAP, LogConfig
+from wirebroker.log.config import DECODE_CAP, LONG_MAX, LogConfig
 from wirebroker.log.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -44,15 +61,31 @@ from wirebroker.log.errors import (
 __all__ = ["Batches", "LogValidator"]
 
 _MAGIC_POS = 16
+_NO_TIMESTAMP = -1
 
 Batches = list[tuple[int, BatchHeader]]
 
 
-class LogValidator:
-    """Validates client appends against one log's config (see the module doc)."""
+def _java_long(value: int) -> int:
+    """`value` as Kafka computes it in a Java long (wrapping around past 2**63 - 1)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
 
-    def __init__(self, config: LogConfig) -> None:
+
+def _record_text(r: RecordSummary) -> str:
+    """Kafka's DefaultRecord.toString (a null key or value counts 0 bytes)."""
+    return (
+        f"DefaultRecord(offset={r.offset}, timestamp={r.timestamp}, "
+        f"key={max(r.key_size, 0)} bytes, value={max(r.value_size, 0)} bytes)"
+    )
+
+
+class LogValidator:
+    """Validates client appends against one log's config (see the module doc); `partition`
+    ("topic-N") names it in Kafka's record error messages."""
+
+    def __init__(self, config: LogConfig, partition: str = "") -> None:
         self.config = config
+        self.partition = partition
 
     def validate(
         self,
@@ -129,19 +162,94 @@ class LogValidator:
             raise InvalidRecordError("clients may not write control batches")
         if h.producer_id >= 0 and h.base_sequence < 0:
             raise InvalidRecordError(f"producer {h.producer_id} batch without a sequence")
-        if h.timestamp_type == 1:
-            raise InvalidTimestampError("producers may not set LogAppendTime")
-        if not cfg.log_append_time:
-            self._check_timestamps(h, now_ms)
+        if self._records_may_be_refused(buf, pos, h, now_ms):
+            self._check_each_record(buf, pos, h, now_ms)
+
+    def _records_may_be_refused(
+        self, buf: bytearray | memoryview, pos: int, h: BatchHeader, now_ms: int
+    ) -> bool:
+        """Whether a record of the batch may break a per-record rule (the module doc): only
+        then are its records read one by one."""
+        cfg = self.config
         if cfg.compact:
             try:  # streamed: no record objects, about 1 MiB of decompressed bytes
                 check_records(buf, pos, require_keys=True, max_decompressed_bytes=DECODE_CAP)
             except NullKeyError:
-                raise InvalidRecordError(
-                    "compacted topic cannot accept a record without key"
-                ) from None
+                return True
             except InvalidBatch as exc:
                 raise InvalidRecordError(f"undecodable batch: {exc}") from None
+        log_append_batch = h.timestamp_type == LOG_APPEND_TIME
+        if cfg.log_append_time:
+            return log_append_batch
+        if log_append_batch:  # every record's timestamp is the batch's maxTimestamp
+            return h.max_timestamp == _NO_TIMESTAMP or not self._in_range(h.max_timestamp, now_ms)
+        if cfg.message_timestamp_before_max_ms < LONG_MAX:
+            return True
+        return h.max_timestamp > now_ms + cfg.message_timestamp_after_max_ms
+
+    def _in_range(self, timestamp: int, now_ms: int) -> bool:
+        cfg = self.config
+        return (
+            now_ms - cfg.message_timestamp_before_max_ms
+            <= timestamp
+            <= now_ms + cfg.message_timestamp_after_max_ms
+        )
+
+    def _check_each_record(
+        self, buf: bytearray | memoryview, pos: int, h: BatchHeader, now_ms: int
+    ) -> None:
+        """Kafka's validateRecord over every record: raise with the `record_errors` of the
+        refused ones (the first rule each breaks), if any."""
+        cfg = self.config
+        range_checked = not cfg.log_append_time
+        log_append_batch = h.timestamp_type == LOG_APPEND_TIME
+        errors: list[tuple[int, str]] = []
+        timestamps = False
+        try:
+            for r in iter_record_summaries(buf, pos, max_decompressed_bytes=DECODE_CAP):
+                if cfg.compact and r.key_size < 0:
+                    errors.append((r.index, self._keyless_text()))
+                elif range_checked and r.timestamp != _NO_TIMESTAMP:
+                    if not self._in_range(r.timestamp, now_ms):
+                        errors.append((r.index, self._out_of_range_text(r, now_ms)))
+                        timestamps = True
+                elif log_append_batch:
+                    errors.append(
+                        (
+                            r.index,
+                            f"Invalid timestamp type in message {_record_text(r)}. Producer "
+                            "should not set timestamp type to LogAppendTime.",
+                        )
+                    )
+                    timestamps = True
+        except InvalidBatch as exc:
+            raise InvalidRecordError(f"undecodable batch: {exc}") from None
+        if timestamps:
+            raise InvalidTimestampError(
+                "One or more records have been rejected due to invalid timestamp",
+                record_errors=errors,
+            )
+        if errors:
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+            raise InvalidRecordError(
+                f"One or more records have been rejected due to {len(errors)} record errors in "
+                f"total, and only showing the first three errors at most: [{shown}]",
+                record_errors=errors,
+            )
+
+    def _keyless_text(self) -> str:
+        return (
+            f"Compacted topic cannot accept message without key in topic partition {self.partition}"
+        )
+
+    def _out_of_range_text(self, r: RecordSummary, now_ms: int) -> str:
+        cfg = self.config
+        low = _java_long(now_ms - cfg.message_timestamp_before_max_ms)
+        high = _java_long(now_ms + cfg.message_timestamp_after_max_ms)
+        return (
+            f"Timestamp {r.timestamp} of message with offset {r.offset} is out of range. The "
+            f"timestamp should be within [{low}, {high}]"
+        )
 
     def validate_replicated(self, buf: bytes | bytearray | memoryview) -> Batches:
         """Check every batch of a follower append; -> (position, header) per batch."""
@@ -164,21 +272,6 @@ class LogValidator:
             pos += h.size
         return out
 
-    def _check_timestamps(self, h: BatchHeader, now_ms: int) -> None:
-        cfg = self.config
-        if h.max_timestamp >= 0 and h.max_timestamp > now_ms + cfg.message_timestamp_after_max_ms:
-            raise InvalidTimestampError(
-                f"timestamp {h.max_timestamp} is more than "
-                f"{cfg.message_timestamp_after_max_ms} ms after now ({now_ms})"
-            )
-        if h.base_timestamp >= 0 and (
-            h.base_timestamp < now_ms - cfg.message_timestamp_before_max_ms
-        ):
-            raise InvalidTimestampError(
-                f"timestamp {h.base_timestamp} is more than "
-                f"{cfg.message_timestamp_before_max_ms} ms before now ({now_ms})"
-            )
-
     def assign_offsets(
         self,
         buf: bytearray | memoryview,
@@ -188,8 +281,10 @@ class LogValidator:
         now_ms: int,
     ) -> Batches:
         """Stamp offsets from `first_offset`, the leader epoch and (LogAppendTime topics)
-        `now_ms` into `buf`; -> the stamped (position, header) per batch."""
+        `now_ms` into `buf`; -> the stamped (position, header) per batch. In a CreateTime
+        topic a client's LogAppendTime batch becomes CreateTime (the module doc)."""
         log_append_time = now_ms if self.config.log_append_time else None
+        create_time = log_append_time is None
         stamped: Batches = []
         offset = first_offset
         for pos, h in batches:
@@ -199,6 +294,7 @@ class LogValidator:
                 base_offset=offset,
                 partition_leader_epoch=leader_epoch,
                 log_append_time=log_append_time,
+                create_time=create_time,
                 header=h,
             )
             stamped.append((pos, new))

@@ -32,8 +32,11 @@ smaller than min.insync.replicas. The maximal ISR is the committed ISR plus the 
 proposal in flight: while an expansion is pending the newcomer already holds the HW back (it may
 be committed any moment), and while a shrink is pending the leaving member still does (the
 shrink may fail), which is the safe choice both ways (Kafka's maximalIsr does the same).
-min.insync.replicas checks (acks=-1 admission, NOT_ENOUGH_REPLICAS_AFTER_APPEND) use the
-committed ISR. A follower's HW is min(leader's HW, own log end) and may go down.
+min.insync.replicas checks (acks=-1 admission, NOT_ENOUGH_REPLICAS_AFTER_APPEND, the HW) use
+the committed ISR and Kafka's *effective* minimum, min(min.insync.replicas, replica count)
+(`effective_min_isr`): a topic of fewer replicas than min.insync.replicas still takes acks=-1
+writes, as Kafka 4's Partition.effectiveMinIsr. A follower's HW is min(leader's HW, own log
+end) and may go down.
 
 Low watermark (leader, Kafka's lowWatermarkIfLeader, via `rules.low_watermark`): the least
 log start offset of the leader and of its followers on live brokers, each follower's as its
@@ -167,6 +170,11 @@ class Partition:
     def is_leader(self) -> bool:
         return self.role is Role.LEADER
 
+    @property
+    def effective_min_isr(self) -> int:
+        """Kafka's effectiveMinIsr: min.insync.replicas, at most the replica count."""
+        return min(self.min_insync_replicas, max(len(self.replicas), 1))
+
     def maximal_isr(self) -> list[int]:
         """The committed ISR plus the members of a proposal in flight."""
         pending = self.pending_isr
@@ -179,7 +187,7 @@ class Partition:
         log = self.log
         if self.single_replica:
             new_hw = log.log_end_offset
-        elif self.role is not Role.LEADER or len(self.isr) < self.min_insync_replicas:
+        elif self.role is not Role.LEADER or len(self.isr) < self.effective_min_isr:
             return False
         else:
             new_hw = rules.high_watermark(
@@ -224,7 +232,7 @@ class Partition:
         ):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
-            if len(self.isr) >= self.min_insync_replicas:
+            if len(self.isr) >= self.effective_min_isr:
                 return ErrorCode.NONE
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None
@@ -458,10 +466,10 @@ class Partition:
             raise NotLeaderOrFollowerError(
                 f"This server is not the leader for partition {self.topic}-{self.index}"
             )
-        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+        if required_acks == -1 and len(self.isr) < self.effective_min_isr:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
-                f"requirement of {self.min_insync_replicas} for partition {self.topic}-"
+                f"requirement of {self.effective_min_isr} for partition {self.topic}-"
                 f"{self.index}"
             )
         result = self.log.append_as_leader(
@@ -493,10 +501,10 @@ class Partition:
             raise NotLeaderOrFollowerError(
                 f"This server is not the leader for partition {self.topic}-{self.index}"
             )
-        if len(self.isr) < self.min_insync_replicas:
+        if len(self.isr) < self.effective_min_isr:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
-                f"requirement of {self.min_insync_replicas} for partition {self.topic}-"
+                f"requirement of {self.effective_min_isr} for partition {self.topic}-"
                 f"{self.index}"
             )
         result = self.log.append_marker(

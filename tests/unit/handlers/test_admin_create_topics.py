@@ -133,7 +133,8 @@ async def test_replication_factor_above_broker_count(call, services):
     assert by_name["r3"].error_code == ErrorCode.INVALID_REPLICATION_FACTOR
     assert by_name["r3"].error_message == (
         "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
-        "cannot be reached because only 1 broker(s) are registered."
+        "cannot be reached because only 1 broker(s) are registered or some brokers have all "
+        "their log directories cordoned."
     )
     assert services.topics.get("r3") is None
 

@@ -67,7 +67,11 @@ async def test_batched_keys_from_v4(call: Any, coordinator: object, version: int
 async def test_first_call_creates_the_internal_offsets_topic(
     call: Any, services: Services, coordinator: object
 ) -> None:
-    meta = await call(ApiKey.METADATA, 12, {"topics": [{"name": OFFSETS_TOPIC}]})
+    meta = await call(
+        ApiKey.METADATA,
+        12,
+        {"topics": [{"name": OFFSETS_TOPIC}], "allow_auto_topic_creation": False},
+    )
     assert meta.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
     everything = await call(ApiKey.METADATA, 12, {"topics": None})
     assert [t.name for t in everything.topics] == []

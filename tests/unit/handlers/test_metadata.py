@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from groupcoordkit import running_group_coordinator
 
 import wirebroker.handlers.metadata  # noqa: F401  (registers the handler)
 from protocol.api import ApiKey
@@ -66,15 +67,25 @@ async def test_empty_list_means_no_topics_from_v1(call, services):
     assert len((await call(KEY, 0, body([]))).topics) == 1
 
 
-async def test_auto_create(make_services, call_with):
+def unknown(resp) -> list[tuple[int, str, bool, int]]:
+    return [(t.error_code, t.name, t.is_internal, len(t.partitions)) for t in resp.topics]
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 12, 13])
+async def test_auto_create_answers_unknown_then_the_topic(make_services, call_with, version):
+    """Kafka's AutoTopicCreationManager: the answer that starts the creation says
+    UNKNOWN_TOPIC_OR_PARTITION with no partitions; the next one has the topic."""
     services = make_services(**{"num.partitions": "3"})
-    resp = await call_with(services, KEY, 12, body(names("new", "new")))
-    assert len(resp.topics) == 1
-    t = resp.topics[0]
-    assert (t.error_code, t.name, t.is_internal) == (ErrorCode.NONE, "new", False)
-    assert len(t.partitions) == 3
+    resp = await call_with(services, KEY, version, body(names("new", "new")))
+    assert unknown(resp) == [(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "new", False, 0)]
+    if version >= 10:
+        assert resp.topics[0].topic_id == uuid.UUID(int=0)
     info = services.topics.get("new")
-    assert info is not None and info.partitions == 3 and t.topic_id == info.topic_id
+    assert info is not None and info.partitions == 3
+    t = (await call_with(services, KEY, version, body(names("new")))).topics[0]
+    assert (t.error_code, len(t.partitions)) == (ErrorCode.NONE, 3)
+    if version >= 10:
+        assert t.topic_id == info.topic_id
 
 
 async def test_auto_create_disabled(make_services, call_with, call, services):
@@ -82,13 +93,13 @@ async def test_auto_create_disabled(make_services, call_with, call, services):
     assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert services.topics.get("x") is None
     off = make_services(**{"auto.create.topics.enable": "false"})
-    resp = await call_with(off, KEY, 12, body(names("x")))
-    assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    for version in (3, 12):
+        resp = await call_with(off, KEY, version, body(names("x", "__consumer_offsets")))
+        assert unknown(resp) == [
+            (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "x", False, 0),
+            (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__consumer_offsets", True, 0),
+        ]
     assert off.topics.get("x") is None
-    # v1-3 have no allow_auto_topic_creation: the broker setting decides.
-    resp = await call(KEY, 3, body(names("old")))
-    assert resp.topics[0].error_code == ErrorCode.NONE
-    assert services.topics.get("old") is not None
 
 
 @pytest.mark.parametrize("allow", [True, False])
@@ -98,21 +109,49 @@ async def test_invalid_names(call, services, allow):
     assert services.topics.all() == []
 
 
-async def test_internal_topic_never_auto_created(call, services):
-    resp = await call(KEY, 12, body(names("__consumer_offsets")))
-    t = resp.topics[0]
-    assert (t.error_code, t.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
+async def test_internal_topic_without_its_coordinator_is_not_created(call, services):
+    resp = await call(KEY, 12, body(names("__consumer_offsets", "__share_group_state")))
+    assert unknown(resp) == [
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__consumer_offsets", True, 0),
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__share_group_state", True, 0),
+    ]
     assert services.topics.get("__consumer_offsets") is None
+    assert services.topics.get("__share_group_state") is None
     services.admin.create_topic("__consumer_offsets", 2, now_ms=services.clock())
     t = (await call(KEY, 12, body(names("__consumer_offsets")))).topics[0]
     assert (t.error_code, t.is_internal, len(t.partitions)) == (ErrorCode.NONE, True, 2)
 
 
-async def test_auto_create_collision(call, services):
-    services.admin.create_topic("a.b", 1, now_ms=services.clock())
-    resp = await call(KEY, 12, body(names("a_b")))
-    assert resp.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
-    assert services.topics.get("a_b") is None
+async def test_offsets_topic_auto_created_by_the_group_coordinator(
+    make_services, call_with, nursery
+):
+    services = make_services(**{"offsets.topic.num.partitions": "4"})
+    async with running_group_coordinator(services, nursery):
+        resp = await call_with(services, KEY, 12, body(names("__consumer_offsets")))
+        assert unknown(resp) == [
+            (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__consumer_offsets", True, 0)
+        ]
+        info = services.topics.get("__consumer_offsets")
+        assert info is not None and info.partitions == 4
+        assert info.configs.get("cleanup.policy") == "compact"
+        t = (await call_with(services, KEY, 12, body(names("__consumer_offsets")))).topics[0]
+        assert (t.error_code, t.is_internal, len(t.partitions)) == (ErrorCode.NONE, True, 4)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name"),
+    [({}, "a_b"), ({"default.replication.factor": "3"}, "rf3")],
+    ids=["collision", "replication-factor"],
+)
+async def test_refused_auto_creation_answers_unknown(make_services, call_with, overrides, name):
+    """Kafka's controller refuses such a creation after the Metadata answer: the client only
+    ever sees UNKNOWN_TOPIC_OR_PARTITION."""
+    services = make_services(**overrides)
+    services.admin.create_topic("a.b", 1, 1, now_ms=services.clock())
+    for _ in range(2):
+        resp = await call_with(services, KEY, 12, body(names(name)))
+        assert unknown(resp) == [(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, False, 0)]
+    assert services.topics.get(name) is None
 
 
 async def test_lookup_by_topic_id(call, services):

@@ -10,7 +10,7 @@ import pytest
 import wirebroker.handlers.produce  # noqa: F401  (registers the handler)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from protocol.records import build_batch
+from protocol.records import RecordSpec, build_batch, decode_records, iter_batches
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
 
 KEY = ApiKey.PRODUCE
@@ -119,7 +119,7 @@ async def test_internal_topic_not_writable(call, services):
     resp = await call(KEY, 9, body(services, "__consumer_offsets", {0: batch(services)}))
     p = parts(resp)[0]
     assert p.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
-    assert "internal topic" in p.error_message
+    assert (p.error_message, p.log_start_offset) == (None, -1)  # Kafka's: no text
 
 
 @pytest.mark.parametrize("records", [None, b"", "two", "truncated", "garbage"])
@@ -130,7 +130,7 @@ async def test_bad_record_sets_are_invalid_record(call, services, records):
     resp = await call(KEY, 9, body(services, "t", {0: data}))
     p = parts(resp)[0]
     assert p.error_code == ErrorCode.INVALID_RECORD
-    assert p.error_message
+    assert (p.error_message, list(p.record_errors), p.log_start_offset) == (None, [], -1)
     assert services.replicas.partition("t", 0).log_end_offset == 0
 
 
@@ -184,12 +184,154 @@ async def test_log_append_time_topic(call, services, clock):
     assert p.log_append_time_ms == clock()
 
 
+def record_errors(p: Any) -> list[tuple[int, str]]:
+    return [(e.batch_index, e.batch_index_error_message) for e in p.record_errors]
+
+
+@pytest.mark.parametrize("compression", [0, 1, 4])
+async def test_keyless_records_in_a_compacted_topic_are_record_errors(call, services, compression):
+    services.admin.create_topic(
+        "c", 1, configs={"cleanup.policy": "compact"}, now_ms=services.clock()
+    )
+    records = [(b"k0", b"v"), (None, b"v"), (b"k2", b"v"), (None, b"v"), (None, b"v"), (None, b"")]
+    bad = build_batch(records, base_timestamp=services.clock(), compression=compression)
+    p = parts(await call(KEY, 9, body(services, "c", {0: bad})))[0]
+    text = "Compacted topic cannot accept message without key in topic partition c-0"
+    assert (p.error_code, p.base_offset, p.log_start_offset) == (ErrorCode.INVALID_RECORD, -1, 0)
+    assert record_errors(p) == [(1, text), (3, text), (4, text), (5, text)]
+    assert p.error_message == (
+        "One or more records have been rejected due to 4 record errors in total, and only "
+        "showing the first three errors at most: ["
+        f"RecordError(batchIndex=1, message='{text}'), "
+        f"RecordError(batchIndex=3, message='{text}'), "
+        f"RecordError(batchIndex=4, message='{text}')]"
+    )
+    assert services.replicas.partition("c", 0).log_end_offset == 0
+
+
+async def test_timestamps_out_of_range_are_record_errors(call, services, clock):
+    services.admin.create_topic(
+        "t",
+        1,
+        configs={"message.timestamp.before.max.ms": "60000", "cleanup.policy": "compact"},
+        now_ms=services.clock(),
+    )
+    now = clock()
+    specs = [
+        RecordSpec(b"k", b"v", timestamp=now),
+        RecordSpec(b"k", b"v", timestamp=now - 60_001),  # older than the first: a negative delta
+        RecordSpec(None, b"v", timestamp=now - 60_001),  # keyless: its key is refused first
+        RecordSpec(b"k", b"v", timestamp=now + 3_600_001),
+        RecordSpec(b"k", b"v", timestamp=now + 3_600_000),
+    ]
+    p = parts(await call(KEY, 9, body(services, "t", {0: build_batch(specs)})))[0]
+    window = f"[{now - 60_000}, {now + 3_600_000}]"
+    assert (p.error_code, p.log_start_offset) == (ErrorCode.INVALID_TIMESTAMP, 0)
+    assert record_errors(p) == [
+        (
+            1,
+            f"Timestamp {now - 60_001} of message with offset 1 is out of range. "
+            f"The timestamp should be within {window}",
+        ),
+        (2, "Compacted topic cannot accept message without key in topic partition t-0"),
+        (
+            3,
+            f"Timestamp {now + 3_600_001} of message with offset 3 is out of range. "
+            f"The timestamp should be within {window}",
+        ),
+    ]
+    assert p.error_message == "One or more records have been rejected due to invalid timestamp"
+
+
+async def test_default_window_shows_kafkas_long_arithmetic(call, services, clock):
+    """before.max.ms defaults to Long.MAX_VALUE: Kafka prints now - 2**63 + 1."""
+    services.admin.create_topic("t", 1, now_ms=services.clock())
+    now = clock()
+    late = build_batch([RecordSpec(b"k", b"v", timestamp=now + 7_200_000)])
+    p = parts(await call(KEY, 9, body(services, "t", {0: late})))[0]
+    assert record_errors(p) == [
+        (
+            0,
+            f"Timestamp {now + 7_200_000} of message with offset 0 is out of range. "
+            f"The timestamp should be within [{now - 2**63 + 1}, {now + 3_600_000}]",
+        )
+    ]
+
+
+async def test_log_append_time_batches(call, services, clock):
+    services.admin.create_topic("c", 1, now_ms=services.clock())
+    services.admin.create_topic(
+        "l", 1, configs={"message.timestamp.type": "LogAppendTime"}, now_ms=services.clock()
+    )
+    now = clock()
+    specs = [RecordSpec(b"k", b"v", timestamp=now - 5), RecordSpec(None, b"vv", timestamp=now)]
+    lat = build_batch(specs, timestamp_type=1)
+    # a LogAppendTime topic refuses each record of a client's LogAppendTime batch
+    p = parts(await call(KEY, 9, body(services, "l", {0: lat})))[0]
+    assert (p.error_code, p.log_start_offset) == (ErrorCode.INVALID_TIMESTAMP, 0)
+    assert record_errors(p) == [
+        (
+            i,
+            f"Invalid timestamp type in message DefaultRecord(offset={i}, timestamp={now}, "
+            f"key={k} bytes, value={v} bytes). Producer should not set timestamp type to "
+            "LogAppendTime.",
+        )
+        for i, k, v in [(0, 1, 1), (1, 0, 2)]
+    ]
+    # a CreateTime topic takes it (its timestamp, maxTimestamp, is in range) as CreateTime
+    p = parts(await call(KEY, 9, body(services, "c", {0: lat})))[0]
+    assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 0)
+    stored = services.replicas.partition("c", 0).log.read(0, max_bytes=1 << 20)
+    [(_pos, header)] = list(iter_batches(stored))
+    assert (header.timestamp_type, header.max_timestamp) == (0, now)
+    assert [r.timestamp for r in decode_records(stored)] == [now - 5, now]
+    # ... unless it has no timestamp
+    none = build_batch([(b"k", b"v")], timestamp_type=1, base_timestamp=-1)
+    p = parts(await call(KEY, 9, body(services, "c", {0: none})))[0]
+    assert p.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert record_errors(p)[0][1].startswith(
+        "Invalid timestamp type in message DefaultRecord(offset=0, timestamp=-1, key=1 bytes"
+    )
+
+
+async def test_batch_level_refusals_carry_no_text(call, services):
+    """Kafka's ReplicaManager: error_message only with record_errors; log_start_offset -1 for
+    CORRUPT_MESSAGE / MESSAGE_TOO_LARGE, the log's for errors of the append itself."""
+    services.admin.create_topic(
+        "t", 1, configs={"max.message.bytes": "200"}, now_ms=services.clock()
+    )
+    big = build_batch([(None, b"x" * 500)], base_timestamp=services.clock())
+    control = batch(services, is_control=True)
+    corrupt = bytearray(batch(services))
+    corrupt[-1] ^= 0xFF
+    expected = [
+        (big, ErrorCode.MESSAGE_TOO_LARGE, -1),
+        (bytes(corrupt), ErrorCode.CORRUPT_MESSAGE, -1),
+        (control, ErrorCode.INVALID_RECORD, 0),
+    ]
+    for records, code, log_start in expected:
+        p = parts(await call(KEY, 9, body(services, "t", {0: records})))[0]
+        assert (p.error_code, p.log_start_offset, p.error_message) == (code, log_start, None)
+        assert list(p.record_errors) == []
+
+
 async def test_min_insync_replicas_with_acks_all(call, services):
     services.admin.create_topic(
         "t", 1, configs={"min.insync.replicas": "2"}, now_ms=services.clock()
     )
+    # one replica: the effective minimum is 1 (Kafka's min(min.insync.replicas, replicas))
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=-1)))[0]
-    assert p.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 0)
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=1, isr=[0], replicas=[0, 1], partition_epoch=1, now_ms=services.clock()
+    )
+    p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=-1)))[0]
+    # Kafka: no text, the log start offset (the append raised)
+    assert (p.error_code, p.error_message, p.log_start_offset) == (
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        None,
+        0,
+    )
     p = parts(await call(KEY, 9, body(services, "t", {0: batch(services)}, acks=1)))[0]
     assert p.error_code == ErrorCode.NONE
 
@@ -203,3 +345,23 @@ async def test_acks_zero_sends_no_response(call, services):
 async def test_acks_zero_failure_closes_connection(call, services):
     with pytest.raises(ProduceWithoutAckFailed):
         await call(KEY, 9, body(services, "missing", {0: batch(services)}, acks=0))
+
+
+async def test_a_partition_named_twice_is_appended_once_with_its_last_data(call, services):
+    """Kafka reads a Produce into a map keyed by topic-partition: the last entry wins."""
+    services.admin.create_topic("t", 2, now_ms=services.clock())
+    first = build_batch([(b"k", b"first")], base_timestamp=services.clock())
+    last = build_batch([(b"k", b"last")], base_timestamp=services.clock())
+    other = build_batch([(b"k", b"other")], base_timestamp=services.clock())
+    request = body(services, "t", {})
+    request["topic_data"] = [
+        {"name": "t", "partition_data": [{"index": 0, "records": first}]},
+        {"name": "t", "partition_data": [{"index": 1, "records": other}]},
+        {"name": "t", "partition_data": [{"index": 0, "records": last}]},
+    ]
+    resp = await call(KEY, 9, request)
+    assert [
+        (t.name, [(p.index, p.base_offset) for p in t.partition_responses]) for t in resp.responses
+    ] == [("t", [(0, 0), (1, 0)])]
+    stored = services.replicas.partition("t", 0).log.read(0, max_bytes=1 << 20)
+    assert [r.value for r in decode_records(stored)] == [b"last"]

@@ -433,6 +433,9 @@ async def test_txn_offset_commit_of_an_older_producer_epoch(call, services, coor
 
 async def test_marker_below_min_isr_is_not_written(call, services: Services) -> None:
     services.admin.create_topic("t", 1, now_ms=START_MS, configs={"min.insync.replicas": "2"})
+    services.replicas.make_leader(
+        "t", 0, leader_epoch=1, isr=[0], replicas=[0, 1], partition_epoch=1, now_ms=START_MS
+    )
     part = services.replicas.partition("t", 0)
     assert part is not None
     resp = await call(ApiKey.WRITE_TXN_MARKERS, 1, marker_body("t", [0], commit=True))

@@ -99,9 +99,19 @@ def test_control_batches_and_client_log_append_time_rejected(tmp_path: Path) -> 
     )
     with pytest.raises(InvalidRecordError):
         plog.append_as_leader(control, leader_epoch=0, now_ms=NOW)
-    lat = build_batch([(b"k", b"v")], timestamp_type=1, base_timestamp=NOW)
+    # a client's LogAppendTime batch: refused record by record by a LogAppendTime topic, and
+    # by a CreateTime one when it has no timestamp; else stored as CreateTime (Kafka's rules)
+    lat = build_batch([(b"k", b"v")], timestamp_type=1, base_timestamp=NOW - 5)
+    lat_log = open_log(tmp_path / "lat", LogConfig(message_timestamp_type="LogAppendTime"))
+    with pytest.raises(InvalidTimestampError) as refused:
+        lat_log.append_as_leader(lat, leader_epoch=0, now_ms=NOW)
+    assert [i for i, _ in refused.value.record_errors] == [0]
+    untimed = build_batch([(b"k", b"v")], timestamp_type=1, base_timestamp=-1)
     with pytest.raises(InvalidTimestampError):
-        plog.append_as_leader(lat, leader_epoch=0, now_ms=NOW)
+        plog.append_as_leader(untimed, leader_epoch=0, now_ms=NOW)
+    assert plog.append_as_leader(lat, leader_epoch=0, now_ms=NOW).first_offset == 0
+    [(_pos, stored)] = list(iter_batches(plog.read(0, max_bytes=1 << 20)))
+    assert (stored.timestamp_type, stored.max_timestamp) == (0, NOW - 5)
 
 
 def test_too_large_batch(tmp_path: Path) -> None:
@@ -122,6 +132,14 @@ def test_timestamp_bounds(tmp_path: Path) -> None:
         plog.append_as_leader(batch(1, ts=NOW - 5001), leader_epoch=0, now_ms=NOW)
     plog.append_as_leader(batch(1, ts=NOW + 1000), leader_epoch=0, now_ms=NOW)
     plog.append_as_leader(batch(1, ts=NOW - 5000), leader_epoch=0, now_ms=NOW)
+    assert plog.log_end_offset == 2
+    # each record is checked: one older than the batch's first (a negative timestamp delta)
+    older = build_batch(
+        [RecordSpec(b"k", b"v", timestamp=NOW), RecordSpec(b"k", b"v", timestamp=NOW - 5001)]
+    )
+    with pytest.raises(InvalidTimestampError) as refused:
+        plog.append_as_leader(older, leader_epoch=0, now_ms=NOW)
+    assert [i for i, _ in refused.value.record_errors] == [1]
     assert plog.log_end_offset == 2
 
 

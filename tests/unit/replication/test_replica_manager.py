@@ -302,14 +302,19 @@ def test_idempotent_duplicate_does_not_notify(env: Env) -> None:
 
 def test_min_insync_replicas(env: Env) -> None:
     env.admin.create_topic("t", 1, configs={"min.insync.replicas": "2"}, now_ms=NOW)
+    # one replica: Kafka's effective minimum is min(min.insync.replicas, replicas) = 1
+    env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=-1)
+    env.rm.make_leader(
+        "t", 0, leader_epoch=1, isr=[0], replicas=[0, 1], partition_epoch=1, now_ms=NOW
+    )
     with pytest.raises(NotEnoughReplicasError) as info:
         env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=-1)
     assert info.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
-    assert env.rm.partition("t", 0).log_end_offset == 0  # type: ignore[union-attr]
+    assert env.rm.partition("t", 0).log_end_offset == 1  # type: ignore[union-attr]
     env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=1)
     env.admin.alter_topic_configs("t", {})
     env.rm.append(env.rm.partition("t", 0), batch(), now_ms=NOW, required_acks=-1)
-    assert env.rm.partition("t", 0).log_end_offset == 2  # type: ignore[union-attr]
+    assert env.rm.partition("t", 0).log_end_offset == 3  # type: ignore[union-attr]
 
 
 def test_leader_epoch_checks(env: Env) -> None:

@@ -98,6 +98,31 @@ def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable
     return loop
 
 
+async def announce_reassignment(
+    controller: ZkController, topic: str, index: int, state: zl.PartitionState
+) -> zl.PartitionState:
+    """Kafka's step A3 of a reassignment (KafkaController.onPartitionReassignment:
+    updateLeaderEpochAndSendRequest), run once per reassignment (the controller remembers the
+    assignment znode version it announced): the partition's leader epoch goes up by one, same
+    leader and ISR. Brokers apply a replica set with a new epoch only, so this is how the
+    leader learns of the new replicas and accepts their fetches. Returns the state now in
+    ZooKeeper (unchanged when it has no leader, or changed meanwhile: the pass that change
+    triggers sees the reassignment as announced)."""
+    if state.leader < 0:
+        return state
+    path = zl.state_path(topic, index)
+    data, stat = await controller.coord.get(path)
+    current = zl.decode_partition_state(topic, index, data)
+    if current != state:
+        return current
+    bumped = dataclasses.replace(
+        state, leader_epoch=state.leader_epoch + 1, controller_epoch=controller.epoch
+    )
+    await controller._write(SetData(path, zl.encode_partition_state(bumped), stat.version))
+    log.info("%s-%d: reassignment started: leader epoch %d", topic, index, bumped.leader_epoch)
+    return bumped
+
+
 class ZkController:
     def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
         self.member = member
@@ -111,6 +136,9 @@ class ZkController:
         self._preferred: set[tuple[str, int]] = set()
         self._state_watches: dict[str, Watch] = {}
         self._seen_topics: set[str] = set()
+        # (topic, partition) -> the assignment znode version whose reassignment this
+        # controller has announced with a leader epoch bump (`_announce_reassignment`)
+        self._announced: dict[tuple[str, int], int] = {}
 
     def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
         """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
@@ -540,6 +568,9 @@ class ZkController:
             target = tuple(r for r in assignment.replicas(index) if r not in leaving)
             state = states.get(index)
             if state is None or not reassignment_complete(target, state):
+                if state is not None and self._announced.get((topic, index)) != version:
+                    states[index] = await announce_reassignment(self, topic, index, state)
+                    self._announced[(topic, index)] = version
                 continue
             new = finish_reassignment(target, state, live=live, controller_epoch=self.epoch)
             if new is not None:
@@ -559,6 +590,7 @@ class ZkController:
             partitions[index] = target
             adding.pop(index, None)
             removing.pop(index, None)
+            self._announced.pop((topic, index), None)
             watch = self._state_watches.pop(f"{topic}-{index}", None)
             if watch is not None:
                 watch.cancel()

@@ -163,11 +163,8 @@ class ZkController:
                 zl.CONTROLLED_SHUTDOWN,
             ):
                 self._watches.append(await self.coord.watch_children(path, self._trigger(path)))
-            self._watches.append(
-                await self.coord.watch_data(
-                    zl.PREFERRED_REPLICA_ELECTION, self._trigger(zl.PREFERRED_REPLICA_ELECTION)
-                )
-            )
+            for path in (zl.PREFERRED_REPLICA_ELECTION, zl.UNCLEAN_LEADER_ELECTION):
+                self._watches.append(await self.coord.watch_data(path, self._trigger(path)))
             config = self.member.config
             async with trio.open_nursery() as nursery:
                 if config is not None and config.get_bool("auto.leader.rebalance.enable"):
@@ -255,7 +252,8 @@ class ZkController:
         shutting = {int(c) for c in await self._children(zl.CONTROLLED_SHUTDOWN) if c.isdigit()}
         for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
             await self._delete_topic(topic)
-        preferred = await self._preferred_requests()
+        preferred = await self._election_requests(zl.PREFERRED_REPLICA_ELECTION)
+        unclean = await self._election_requests(zl.UNCLEAN_LEADER_ELECTION)
         asked = bool(preferred)
         if rebalance:
             preferred |= await self._imbalanced(live)
@@ -263,10 +261,14 @@ class ZkController:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
             await self._pass(live - bounced, shutting, set())
-        await self._pass(live, shutting, preferred, only=only)
-        if asked:
-            with contextlib.suppress(NoNodeError):
-                await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+        await self._pass(live, shutting, preferred, only=only, unclean_asked=unclean)
+        for path, done in (
+            (zl.PREFERRED_REPLICA_ELECTION, asked),
+            (zl.UNCLEAN_LEADER_ELECTION, unclean),
+        ):
+            if done:
+                with contextlib.suppress(NoNodeError):
+                    await self.coord.delete(path)
 
     async def _topics_pass(self, only: set[str]) -> None:
         """A pass for topic triggers only (new topics, an assignment changed).
@@ -420,15 +422,16 @@ class ZkController:
                 out.update(parts)
         return out
 
-    async def _preferred_requests(self) -> set[tuple[str, int]]:
+    async def _election_requests(self, path: str) -> set[tuple[str, int]]:
+        """The partitions a preferred or unclean election request (`path`) names."""
         try:
-            data, _stat = await self.coord.get(zl.PREFERRED_REPLICA_ELECTION)
+            data, _stat = await self.coord.get(path)
         except NoNodeError:
             return set()
         try:
-            return set(zl.decode_preferred_election(data))
+            return set(zl.decode_preferred_election(data, path))
         except zl.LayoutError as exc:
-            log.warning("ignoring %s: %s", zl.PREFERRED_REPLICA_ELECTION, exc)
+            log.warning("ignoring %s: %s", path, exc)
             return set()
 
     async def _pass(
@@ -438,6 +441,7 @@ class ZkController:
         preferred: set[tuple[str, int]],
         *,
         only: set[str] | None = None,
+        unclean_asked: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
     ) -> None:
         """Every partition of every topic (`only`: of those topics), in two phases, each with
         up to _PARALLEL_WRITES ZooKeeper requests in flight:
@@ -448,7 +452,9 @@ class ZkController:
            once, an ISR-only change (a dead or stopping follower leaves the ISR) waits until
            every partition was read, then those are written. Partitions that the broker's
            mirror shows led by a broker that is not live (or shutting down, or asked for a
-           preferred election) are read first.
+           preferred election) are read first. An unclean election is allowed where the
+           topic's unclean.leader.election.enable says so, and for the partitions of an
+           ElectLeaders UNCLEAN (`unclean_asked`).
 
         So a broker failure makes partitions available again before the controller spends any
         time on the ISRs it only shrinks: Kafka's onBrokerFailure also elects the offline
@@ -493,7 +499,7 @@ class ZkController:
 
         async def decide_partition(item: tuple[str, int, tuple[int, ...]]) -> None:
             topic, index, replicas = item
-            unclean = read[topic][2]
+            unclean = read[topic][2] or (topic, index) in unclean_asked
             state, version, new = await self._decide(
                 topic, index, replicas, live, shutting, unclean, (topic, index) in preferred
             )

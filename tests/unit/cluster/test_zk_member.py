@@ -337,6 +337,54 @@ async def test_preferred_leader_election_after_the_preferred_replica_returns(
         nursery.cancel_scope.cancel()
 
 
+async def test_unclean_leader_election_on_request_elects_a_live_out_of_sync_replica(
+    tmp_path: Path,
+) -> None:
+    """ElectLeaders UNCLEAN (KIP-460): a partition without a leader whose ISR is all dead gets
+    the first live replica as leader (ISR = it alone, recovering), although the topic does not
+    allow unclean elections by itself; a led partition answers ELECTION_NOT_NEEDED, one with
+    no live replica ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        controller = next(n for n in nodes if n.member.is_controller)
+        x, y = (n for n in nodes if n is not controller)
+        xid, yid = x.member.node_id, y.member.node_id
+        admin = controller.admin
+        admin.create_topics(
+            [NewTopic("t", assignments=[(0, [xid, yid])]), NewTopic("u", assignments=[(0, [xid])])],
+            now_ms=0,
+        )
+        assert await admin.wait_settled(["t", "u"], 5) == {}
+        await settle(nodes)
+        assert await admin.elect_leaders([("t", 0)], preferred=False, timeout_s=1) == {
+            ("t", 0): (84, "Leader election not needed")
+        }
+        led = await state(controller, "t", 0)
+        _data, stat = await x.coord.get(zl.state_path("t", 0))
+        x.member.propose_isr(
+            "t", 0, leader_epoch=led.leader_epoch, partition_epoch=stat.version, isr=[xid]
+        )
+        await settle(nodes)
+        x.scope.cancel()  # the only in-sync replica is gone for good
+        await settle(nodes)
+        offline = await state(controller, "t", 0)
+        assert (offline.leader, offline.isr) == (-1, (xid,))
+
+        result = await admin.elect_leaders([("t", 0), ("u", 0)], preferred=False, timeout_s=5)
+        assert result == {
+            ("t", 0): (0, None),
+            ("u", 0): (83, "No eligible leader for u-0"),
+        }
+        elected = await state(controller, "t", 0)
+        assert (elected.leader, elected.isr) == (yid, (yid,))
+        assert elected.leader_epoch == offline.leader_epoch + 1 and elected.recovering
+        assert y.roles.roles[("t", 0)] == ("leader", yid, elected.leader_epoch)
+        assert not await controller.coord.exists(zl.UNCLEAN_LEADER_ELECTION)
+        nursery.cancel_scope.cancel()
+
+
 async def test_reassignment_moves_replicas_once_the_new_ones_are_in_sync(tmp_path: Path) -> None:
     server = MemoryZooKeeper()
     async with trio.open_nursery() as nursery:

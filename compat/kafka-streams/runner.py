@@ -121,17 +121,28 @@ def _drive(run: Run, names: tuple[str, str, str]) -> tuple[list[tuple[str, int, 
     try:
         app.wait_running()
         crashed = run.crash is None
+        half = len(LINES) // 2
         for first in range(0, len(LINES), CHUNK):
+            if run.crash is not None and first == half:
+                _wait_for_output(run, sink)  # mid-stream: results already committed
             chunk = LINES[first : first + CHUNK]
             _produce(run.bootstrap, source, first, chunk, run.replication_factor)
-            if not crashed and first >= len(LINES) // 2:
+            if not crashed and first >= half:
                 crashed = _crash_mid_transaction(run, [sink, f"{app_id}-words-repartition"])
-        assert crashed, "the app was never caught with a transaction open: no crash happened"
+        assert crashed, "the app was never caught mid-stream with a transaction open: no crash"
         output = _wait_final(run, sink, app)
     finally:
         code = app.stop()
     assert code in (0, 143), f"the app exited {code}: {app.tail()}"
     return output, app
+
+
+def _wait_for_output(run: Run, sink: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not _output(run.bootstrap, sink, run.replication_factor):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no committed output within {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 def _crash_mid_transaction(run: Run, topics: list[str]) -> bool:
@@ -233,8 +244,9 @@ def kill9_broker(workdir: Path, run_id: str) -> str:
 
     try:
         note = (
-            "; the broker was killed with SIGKILL while a transaction of the app was open "
-            "(half the input in) and restarted on its data dir and port"
+            "; the broker was killed with SIGKILL mid-stream (half the input in, results "
+            "committed) while a transaction of the app was open, and restarted on its data dir "
+            "and port"
         )
         return wordcount(Run(bootstrap, workdir / "crash", run_id + "k", 1, crash, note))
     finally:

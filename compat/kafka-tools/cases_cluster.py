@@ -204,8 +204,9 @@ def _throttle_configs(t: Target, topic: str) -> tuple[dict[int, tuple[str, str]]
     ("", "")."""
     key = "leader.replication.throttled.rate"
     with t.wire() as w:
-        rates = {
-            n: describe_configs(w, RESOURCE_BROKER, str(n)).get(key, ("", "")) for n in w.brokers()
+        rates = {  # a broker's own configs are described by that broker (Kafka insists)
+            n: describe_configs(w, RESOURCE_BROKER, str(n), address).get(key, ("", ""))
+            for n, address in w.brokers().items()
         }
         configs = w.topic_configs(topic)
     return (

@@ -1,6 +1,7 @@
 """Run Kafka's own command-line tools against wirebroker and against Apache Kafka.
 
     python compat/kafka-tools/runner.py [--only ID...] [--update-passing]
+    python compat/kafka-tools/runner.py --kafka-cluster [--only ID...]
 
 Every case (cases.py) runs twice in one run, with the same code and the same assertions:
 against wirebroker (one `wirebroker serve`, or a 3-broker wirebroker cluster for the cluster
@@ -11,7 +12,8 @@ meanwhile.
 
 A case that passes on wirebroker and fails on Kafka asserts something Kafka does not do: the
 run fails ("assertion wrong") until the case is corrected. A cluster case that cannot run on
-a single-node Kafka is n/a on that side, with the reason.
+a single-node Kafka is n/a on that side, with the reason. `--kafka-cluster` checks those
+against a 3-broker Apache Kafka instead (four more JVMs: by hand, not in CI; nothing written).
 
 Writes compat/results/kafka-tools.json (no timings, no addresses or run ids: a run that
 changes nothing leaves it unchanged; a run with --only writes nothing) and checks the ratchet
@@ -159,13 +161,43 @@ def run(cases: list[Case], workdir: Path) -> dict[str, dict[str, Outcome]]:
     return twosided.merge(wb, ka, [c.id for c in cases])
 
 
+def against_kafka_cluster(cases: list[Case], workdir: Path) -> int:
+    """The cluster cases on the 3-broker wirebroker cluster and on a 3-broker Apache Kafka
+    (`kafka_cluster.py`), one after the other; printed only, no results written."""
+    from kafka_cluster import KafkaCluster
+
+    run_id = secrets.token_hex(3)
+    wb: dict[str, Outcome] = {}
+    ka: dict[str, Outcome] = {}
+    _cluster_side(_ClusterStart(workdir), cases, wb, run_id)
+    kafka = KafkaCluster(workdir / "kafka-cluster")
+    try:
+        print(f"== a 3-broker Apache Kafka {KAFKA_VERSION} at {kafka.start()}", flush=True)
+        target = Target(KAFKA, kafka.bootstrap, workdir / "kc", run_id, kafka)  # type: ignore[arg-type]
+        _side(target, [dataclasses.replace(c, kafka_na="") for c in cases], ka)
+    finally:
+        kafka.stop()
+        Background.kill_all()
+    wrong = [c.id for c in cases if wb[c.id]["status"] == "pass" and ka[c.id]["status"] != "pass"]
+    for cid in wrong:
+        print(f"ASSERTION WRONG: {cid} passes on wirebroker and not on a 3-broker Kafka")
+    return 1 if wrong else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="case ids (prefixes)")
     parser.add_argument("--update-passing", action="store_true")
+    parser.add_argument(
+        "--kafka-cluster",
+        action="store_true",
+        help="the cluster cases on wirebroker's and on a 3-broker Apache Kafka (not in CI)",
+    )
     args = parser.parse_args(argv)
     cases = [c for c in CASES if args.only is None or any(c.id.startswith(o) for o in args.only)]
     workdir = Path(tempfile.mkdtemp(prefix="compat-kafka-tools-"))
+    if args.kafka_cluster:
+        return against_kafka_cluster([c for c in cases if c.cluster], workdir)
     started = time.monotonic()
     results = run(cases, workdir)
     print(f"== {len(cases)} cases in {time.monotonic() - started:.0f} s", flush=True)

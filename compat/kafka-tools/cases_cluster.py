@@ -11,6 +11,7 @@ from target import (
     RESOURCE_BROKER,
     Target,
     describe_configs,
+    eventually,
     log_dir_sizes,
     stored_bytes,
     wait_until,
@@ -234,14 +235,22 @@ def reassign_throttle(t: Target) -> str:
     spec = t.file("throttle.json", json.dumps(target))
     out = _reassign(t, "--execute", "--reassignment-json-file", spec, "--throttle", "10000000")
     assert "The inter-broker throttle limit was set to 10000000 B/s" in out, out
-    rates, leader, _follower = _throttle_configs(t, topic)
-    assert set(rates.values()) == {("10000000", "DYNAMIC_BROKER_CONFIG")}, rates
-    assert leader and all(re.fullmatch(r"0:\d+", x) for x in leader.split(",")), leader
+
+    def throttled() -> None:
+        rates, leader, _follower = _throttle_configs(t, topic)
+        assert set(rates.values()) == {("10000000", "DYNAMIC_BROKER_CONFIG")}, rates
+        assert leader and all(re.fullmatch(r"0:\d+", x) for x in leader.split(",")), leader
+
+    eventually(throttled)
     verified = _verify_until_done(t, spec, topic, [0])
     assert "Clearing broker-level throttles" in verified, verified
-    rates, leader, follower = _throttle_configs(t, topic)
-    assert all(source != "DYNAMIC_BROKER_CONFIG" for _, source in rates.values()), rates
-    assert not leader and not follower, (leader, follower)
+
+    def cleared() -> None:
+        rates, leader, follower = _throttle_configs(t, topic)
+        assert all(source != "DYNAMIC_BROKER_CONFIG" for _, source in rates.values()), rates
+        assert not leader and not follower, (leader, follower)
+
+    eventually(cleared)
     return (
         "--execute --throttle sets leader.replication.throttled.rate on every broker and the "
         "topic's throttled replicas (DescribeConfigs); --verify, once complete, removes them"

@@ -10,6 +10,7 @@ from target import (
     Target,
     config_lines,
     describe_configs,
+    eventually,
     wait_until,
 )
 
@@ -123,9 +124,13 @@ def topics_alter(t: Target) -> str:
     _stage(t, topic, 2)
     base = ["--bootstrap-server", t.bootstrap, "--alter", "--topic", topic]
     t.tool("kafka-topics", *base, "--partitions", "5").expect(0)
-    with t.wire() as w:
-        w.wait_topics_ready([topic])
-        assert w.topics([topic]) == {topic: 5}, w.topics([topic])
+
+    def five() -> None:
+        with t.wire() as w:
+            assert w.topics([topic]) == {topic: 5}, w.topics([topic])
+            w.wait_topics_ready([topic])
+
+    eventually(five)
     fewer = t.tool("kafka-topics", *base, "--partitions", "3").expect(1)
     text = _both(fewer.out, fewer.err)
     assert "InvalidPartitionsException" in text, text
@@ -162,12 +167,16 @@ def configs_topic(t: Target) -> str:
     done = t.tool("kafka-configs", *base, "--alter", "--add-config", add).expect(0)
     assert done.lines == [f"Completed updating config for topic {topic}."], done.out
     t.tool("kafka-configs", *base, "--alter", "--delete-config", "retention.ms").expect(0)
-    with t.wire() as w:
-        stored = w.topic_configs(topic)
-        described = describe_configs(w, 2, topic)
-    assert stored["cleanup.policy"] == "compact" and stored["max.message.bytes"] == "20000"
-    default_retention = described["retention.ms"]
-    assert default_retention == ("604800000", "DEFAULT_CONFIG"), default_retention
+    described: dict = {}
+
+    def applied() -> None:
+        with t.wire() as w:
+            described.update(describe_configs(w, 2, topic))
+        assert described["cleanup.policy"] == ("compact", "DYNAMIC_TOPIC_CONFIG"), described
+        assert described["max.message.bytes"] == ("20000", "DYNAMIC_TOPIC_CONFIG"), described
+        assert described["retention.ms"] == ("604800000", "DEFAULT_CONFIG"), described
+
+    eventually(applied)
     dynamic = config_lines(t.tool("kafka-configs", *base, "--describe").expect(0).out)
     assert set(dynamic) == {"cleanup.policy", "max.message.bytes"}, dynamic
     assert dynamic["max.message.bytes"][0] == "20000", dynamic
@@ -218,6 +227,23 @@ def configs_broker_describe(t: Target) -> str:
     )
 
 
+def _broker_config_becomes(t: Target, entity: str, want: tuple[str, str]) -> None:
+    """Wait (bounded) until DescribeConfigs of broker `entity` ("" the cluster default) shows
+    LOGGER_FREE_KEY as `want` (value, source): Kafka applies an altered broker config once
+    its controller's record reaches the broker, a moment after the tool returns."""
+    seen: list[object] = []
+
+    def shows() -> bool:
+        with t.wire() as w:
+            seen[:] = [describe_configs(w, RESOURCE_BROKER, entity).get(LOGGER_FREE_KEY)]
+        return seen[0] == want
+
+    try:
+        wait_until(f"{LOGGER_FREE_KEY} of broker {entity!r} to be {want}", shows, timeout=15)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; DescribeConfigs shows {seen[0]}") from None
+
+
 def configs_broker_alter(t: Target) -> str:
     node = _broker_entity(t)
     base = ["--bootstrap-server", t.bootstrap, "--entity-type", "brokers"]
@@ -227,25 +253,17 @@ def configs_broker_alter(t: Target) -> str:
     ran.expect(0)
     assert ran.lines == [f"Completed updating config for broker {node}."], ran.out
     try:
-        with t.wire() as w:
-            assert describe_configs(w, RESOURCE_BROKER, node)[LOGGER_FREE_KEY] == (
-                "15001",
-                "DYNAMIC_BROKER_CONFIG",
-            )
+        _broker_config_becomes(t, node, ("15001", "DYNAMIC_BROKER_CONFIG"))
         shown = config_lines(t.tool("kafka-configs", *one, "--describe").expect(0).out)
         assert shown.get(LOGGER_FREE_KEY, ("",))[0] == "15001", shown
         t.tool("kafka-configs", *default, "--alter", "--add-config", f"{LOGGER_FREE_KEY}=15002")
-        with t.wire() as w:
-            cluster = describe_configs(w, RESOURCE_BROKER, "")
-            assert cluster[LOGGER_FREE_KEY] == ("15002", "DYNAMIC_DEFAULT_BROKER_CONFIG"), cluster
-            # the per-broker value wins over the cluster default
-            assert describe_configs(w, RESOURCE_BROKER, node)[LOGGER_FREE_KEY][0] == "15001"
+        _broker_config_becomes(t, "", ("15002", "DYNAMIC_DEFAULT_BROKER_CONFIG"))
+        # the per-broker value wins over the cluster default
+        _broker_config_becomes(t, node, ("15001", "DYNAMIC_BROKER_CONFIG"))
     finally:
         t.tool("kafka-configs", *one, "--alter", "--delete-config", LOGGER_FREE_KEY)
         t.tool("kafka-configs", *default, "--alter", "--delete-config", LOGGER_FREE_KEY)
-    with t.wire() as w:
-        after = describe_configs(w, RESOURCE_BROKER, node)[LOGGER_FREE_KEY]
-    assert after == ("15000", "DEFAULT_CONFIG"), after
+    _broker_config_becomes(t, node, ("15000", "DEFAULT_CONFIG"))
     return (
         f"--alter --add-config {LOGGER_FREE_KEY} for one broker (DYNAMIC_BROKER_CONFIG) and "
         "--entity-default (DYNAMIC_DEFAULT_BROKER_CONFIG; the broker's own value wins), both "

@@ -150,6 +150,22 @@ def wait_until(what: str, cond: Callable[[], bool], timeout: float = 30.0) -> No
         time.sleep(0.1)
 
 
+def eventually(check: Callable[[], None], timeout: float = 15.0) -> None:
+    """`check()` until it stops raising AssertionError (the last one is raised after
+    `timeout`): what a tool changed reaches Kafka's brokers through its controller, a moment
+    after the tool returned (KRaft metadata propagation); a broker that answers at once
+    passes at the first try."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
 # -- parsing -----------------------------------------------------------------------------------
 def table(text: str, first_column: str) -> list[dict[str, str]]:
     """Rows of a whitespace-aligned table with a header line that starts with `first_column`

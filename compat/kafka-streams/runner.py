@@ -21,6 +21,7 @@ import argparse
 import itertools
 import re
 import secrets
+import shutil
 import sys
 import tempfile
 import threading
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{wb[cid]['status']:>5}  wirebroker {cid:<34} {wb[cid]['detail'][:140]}")
         print(f"{ka[cid]['status']:>5}  kafka      {cid:<34} {ka[cid]['detail'][:140]}")
     print(f"== {len(chosen)} cases in {time.monotonic() - started:.0f} s", flush=True)
-    return twosided.finish(
+    code = twosided.finish(
         twosided.merge(wb, ka, CASES),
         what=("app", f"Kafka Streams {KAFKA_VERSION} WordCount (exactly_once_v2, RocksDB)"),
         results_path=RESULTS,
@@ -354,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         partial=args.only is not None,
         update_passing=args.update_passing,
     )
+    if code:
+        print(f"   (work directory kept for inspection: {workdir})")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return code
 
 
 if __name__ == "__main__":

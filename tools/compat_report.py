@@ -13,14 +13,18 @@ Inputs (written by compat/<client>/run [--cluster] and compat/kafka-python-suite
     compat/results/kafka-python-suite.json  {"version", "kafka_version", "tests": {id: {status,
                                              detail}}}, status passed / failed / skipped /
                                              excluded
+    compat/results/kafka-tools.json         {"tools", "cases": {id: {status, detail, "kafka":
+    compat/results/kafka-streams.json        {status, detail}}}}: wirebroker's outcome and
+                                             Apache Kafka's (compat/scenarios/twosided.py)
 Output: compat/REPORT.md -- client x scenario tables, one broker and a 3-broker cluster on
 wirebroker, and the same rows on Apache Kafka (rows in the order of
 `compat.scenarios.cases.CASES`, one column per client; a case that does not apply to a row is
 "excluded", with the reason from `Case.not_in`) with per-client totals, the notes of every n/a
-and failed cell, the listed differences from Kafka with their reasons, and the kafka-python
-suite's figures with every failed, skipped and excluded test. In the Kafka tables a case that
-passes on wirebroker and fails on Kafka is "differs" when listed in oracle-differs (else
-**FAIL**). A client without a results file shows "not run" (never a pass). The
+and failed cell, the listed differences from Kafka with their reasons, the kafka-python
+suite's figures with every failed, skipped and excluded test, and a "Kafka's tools" and a
+"Kafka Streams" table (each case on wirebroker and on Apache Kafka). In the Kafka tables a
+case that passes on wirebroker and fails on Kafka is "differs" when listed in oracle-differs
+(else **FAIL**). A client without a results file shows "not run" (never a pass). The
 output depends only on the inputs (no dates, no timings), so it changes only when a result
 does. `--check` exits 1 when REPORT.md differs from what the inputs give. `--failed` writes
 nothing: it prints every failed case of every results file with its detail (tools/run-tests
@@ -233,6 +237,35 @@ KAFKA_INTRO = {
 }
 
 
+def two_sided_table(data: dict[str, Any] | None, title: str, command: str) -> list[str]:
+    """One row per case of a two-sided results file (compat/kafka-tools, compat/kafka-streams:
+    compat/scenarios/twosided.py): its outcome on wirebroker and on Apache Kafka, totals,
+    then the notes of every cell that is not a pass."""
+    if data is None:
+        return [f"{title}: not run (`{command}`)."]
+    kafka = {cid: c["kafka"] for cid, c in data["cases"].items()}
+    lines = ["| case | wirebroker | Apache Kafka |", "|---|---|---|"]
+    for cid, c in data["cases"].items():
+        lines.append(f"| `{cid}` | {MARK[c['status']]} | {MARK[kafka[cid]['status']]} |")
+    totals = []
+    for outcomes in (
+        [c["status"] for c in data["cases"].values()],
+        [k["status"] for k in kafka.values()],
+    ):
+        totals.append(
+            f"{outcomes.count('pass')} pass / {outcomes.count('fail')} fail / "
+            f"{outcomes.count('n/a')} n/a"
+        )
+    lines.append(f"| **total** | {totals[0]} | {totals[1]} |")
+    notes = [
+        f"- `{cid}` on {side} ({o['status']}): {_cell(o['detail'])}"
+        for cid, c in data["cases"].items()
+        for side, o in (("wirebroker", c), ("Apache Kafka", kafka[cid]))
+        if o["status"] != "pass"
+    ]
+    return [*lines, *(["", "Notes:", "", *notes] if notes else [])]
+
+
 def render() -> str:
     results = {c: load_row(c, SINGLE_BROKER) for c in CLIENTS}
     cluster = {c: load_row(c, CLUSTER) for c in CLIENTS}
@@ -294,6 +327,23 @@ def render() -> str:
         "",
         *suite_section(suite),
         "",
+        "## Kafka's tools",
+        "",
+        "Apache Kafka 4.4.0's own command-line tools, unchanged (the class each bin/*.sh",
+        "runs), against wirebroker and against Apache Kafka 4.4.0 in the same run with the",
+        "same assertions (`compat/kafka-tools/run`; what each case proves:",
+        "compat/kafka-tools/README.md). The cluster cases run on the 3-broker wirebroker",
+        "cluster.",
+        "",
+        *two_sided_table(load("kafka-tools"), "Kafka's tools", "compat/kafka-tools/run"),
+        "",
+        "## Kafka Streams",
+        "",
+        "A Kafka Streams 4.4.0 word count with exactly_once_v2, a RocksDB store, a repartition",
+        "topic and a changelog (`compat/kafka-streams/run`; compat/kafka-streams/README.md).",
+        "",
+        *two_sided_table(load("kafka-streams"), "Kafka Streams", "compat/kafka-streams/run"),
+        "",
     ]
     return "\n".join(lines)
 
@@ -312,6 +362,9 @@ def failed_cases() -> list[str]:
         for case, result in {**data.get("cases", {}), **data.get("tests", {})}.items():
             if result.get("status") in ("fail", "failed") and case not in listed:
                 out.append(f"{path.stem}: {case}: {result.get('detail', '')}")
+            kafka = result.get("kafka") or {}
+            if kafka.get("status") == "fail":
+                out.append(f"{path.stem} (on Apache Kafka): {case}: {kafka.get('detail', '')}")
     return out
 
 

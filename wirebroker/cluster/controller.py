@@ -98,6 +98,31 @@ def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable
     return loop
 
 
+async def announce_reassignment(
+    controller: ZkController, topic: str, index: int, state: zl.PartitionState
+) -> zl.PartitionState:
+    """Kafka's step A3 of a reassignment (KafkaController.onPartitionReassignment:
+    updateLeaderEpochAndSendRequest), run once per reassignment (the controller remembers the
+    assignment znode version it announced): the partition's leader epoch goes up by one, same
+    leader and ISR. Brokers apply a replica set with a new epoch only, so this is how the
+    leader learns of the new replicas and accepts their fetches. Returns the state now in
+    ZooKeeper (unchanged when it has no leader, or changed meanwhile: the pass that change
+    triggers sees the reassignment as announced)."""
+    if state.leader < 0:
+        return state
+    path = zl.state_path(topic, index)
+    data, stat = await controller.coord.get(path)
+    current = zl.decode_partition_state(topic, index, data)
+    if current != state:
+        return current
+    bumped = dataclasses.replace(
+        state, leader_epoch=state.leader_epoch + 1, controller_epoch=controller.epoch
+    )
+    await controller._write(SetData(path, zl.encode_partition_state(bumped), stat.version))
+    log.info("%s-%d: reassignment started: leader epoch %d", topic, index, bumped.leader_epoch)
+    return bumped
+
+
 class ZkController:
     def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
         self.member = member
@@ -111,6 +136,9 @@ class ZkController:
         self._preferred: set[tuple[str, int]] = set()
         self._state_watches: dict[str, Watch] = {}
         self._seen_topics: set[str] = set()
+        # (topic, partition) -> the assignment znode version whose reassignment this
+        # controller has announced with a leader epoch bump (`_announce_reassignment`)
+        self._announced: dict[tuple[str, int], int] = {}
 
     def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
         """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
@@ -135,11 +163,8 @@ class ZkController:
                 zl.CONTROLLED_SHUTDOWN,
             ):
                 self._watches.append(await self.coord.watch_children(path, self._trigger(path)))
-            self._watches.append(
-                await self.coord.watch_data(
-                    zl.PREFERRED_REPLICA_ELECTION, self._trigger(zl.PREFERRED_REPLICA_ELECTION)
-                )
-            )
+            for path in (zl.PREFERRED_REPLICA_ELECTION, zl.UNCLEAN_LEADER_ELECTION):
+                self._watches.append(await self.coord.watch_data(path, self._trigger(path)))
             config = self.member.config
             async with trio.open_nursery() as nursery:
                 if config is not None and config.get_bool("auto.leader.rebalance.enable"):
@@ -227,7 +252,8 @@ class ZkController:
         shutting = {int(c) for c in await self._children(zl.CONTROLLED_SHUTDOWN) if c.isdigit()}
         for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
             await self._delete_topic(topic)
-        preferred = await self._preferred_requests()
+        preferred = await self._election_requests(zl.PREFERRED_REPLICA_ELECTION)
+        unclean = await self._election_requests(zl.UNCLEAN_LEADER_ELECTION)
         asked = bool(preferred)
         if rebalance:
             preferred |= await self._imbalanced(live)
@@ -235,10 +261,14 @@ class ZkController:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
             await self._pass(live - bounced, shutting, set())
-        await self._pass(live, shutting, preferred, only=only)
-        if asked:
-            with contextlib.suppress(NoNodeError):
-                await self.coord.delete(zl.PREFERRED_REPLICA_ELECTION)
+        await self._pass(live, shutting, preferred, only=only, unclean_asked=unclean)
+        for path, done in (
+            (zl.PREFERRED_REPLICA_ELECTION, asked),
+            (zl.UNCLEAN_LEADER_ELECTION, unclean),
+        ):
+            if done:
+                with contextlib.suppress(NoNodeError):
+                    await self.coord.delete(path)
 
     async def _topics_pass(self, only: set[str]) -> None:
         """A pass for topic triggers only (new topics, an assignment changed).
@@ -392,15 +422,16 @@ class ZkController:
                 out.update(parts)
         return out
 
-    async def _preferred_requests(self) -> set[tuple[str, int]]:
+    async def _election_requests(self, path: str) -> set[tuple[str, int]]:
+        """The partitions a preferred or unclean election request (`path`) names."""
         try:
-            data, _stat = await self.coord.get(zl.PREFERRED_REPLICA_ELECTION)
+            data, _stat = await self.coord.get(path)
         except NoNodeError:
             return set()
         try:
-            return set(zl.decode_preferred_election(data))
+            return set(zl.decode_preferred_election(data, path))
         except zl.LayoutError as exc:
-            log.warning("ignoring %s: %s", zl.PREFERRED_REPLICA_ELECTION, exc)
+            log.warning("ignoring %s: %s", path, exc)
             return set()
 
     async def _pass(
@@ -410,6 +441,7 @@ class ZkController:
         preferred: set[tuple[str, int]],
         *,
         only: set[str] | None = None,
+        unclean_asked: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
     ) -> None:
         """Every partition of every topic (`only`: of those topics), in two phases, each with
         up to _PARALLEL_WRITES ZooKeeper requests in flight:
@@ -420,7 +452,9 @@ class ZkController:
            once, an ISR-only change (a dead or stopping follower leaves the ISR) waits until
            every partition was read, then those are written. Partitions that the broker's
            mirror shows led by a broker that is not live (or shutting down, or asked for a
-           preferred election) are read first.
+           preferred election) are read first. An unclean election is allowed where the
+           topic's unclean.leader.election.enable says so, and for the partitions of an
+           ElectLeaders UNCLEAN (`unclean_asked`).
 
         So a broker failure makes partitions available again before the controller spends any
         time on the ISRs it only shrinks: Kafka's onBrokerFailure also elects the offline
@@ -465,7 +499,7 @@ class ZkController:
 
         async def decide_partition(item: tuple[str, int, tuple[int, ...]]) -> None:
             topic, index, replicas = item
-            unclean = read[topic][2]
+            unclean = read[topic][2] or (topic, index) in unclean_asked
             state, version, new = await self._decide(
                 topic, index, replicas, live, shutting, unclean, (topic, index) in preferred
             )
@@ -540,6 +574,9 @@ class ZkController:
             target = tuple(r for r in assignment.replicas(index) if r not in leaving)
             state = states.get(index)
             if state is None or not reassignment_complete(target, state):
+                if state is not None and self._announced.get((topic, index)) != version:
+                    states[index] = await announce_reassignment(self, topic, index, state)
+                    self._announced[(topic, index)] = version
                 continue
             new = finish_reassignment(target, state, live=live, controller_epoch=self.epoch)
             if new is not None:
@@ -559,6 +596,7 @@ class ZkController:
             partitions[index] = target
             adding.pop(index, None)
             removing.pop(index, None)
+            self._announced.pop((topic, index), None)
             watch = self._state_watches.pop(f"{topic}-{index}", None)
             if watch is not None:
                 watch.cancel()

@@ -37,6 +37,11 @@ watches instead of controller requests; see ARCHITECTURE.md):
 
     /wirebroker/controlled_shutdown/<id>      {"version":1,"broker_epoch":<czxid>}
         a broker asking the controller to move its leaderships away before it stops
+    /wirebroker/unclean_leader_election       {"version":1,"partitions":
+                                               [{"topic":"t","partition":0}]}
+        an ElectLeaders UNCLEAN (KIP-460) asked of any broker, for the controller: as
+        /admin/preferred_replica_election (Kafka's ZooKeeper mode had no znode for it: its
+        ElectLeaders went to the controller broker itself)
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ __all__ = [
     "NO_LEADER",
     "PERSISTENT_PATHS",
     "PREFERRED_REPLICA_ELECTION",
+    "UNCLEAN_LEADER_ELECTION",
     "BrokerRegistration",
     "LayoutError",
     "PartitionState",
@@ -106,6 +112,7 @@ CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+UNCLEAN_LEADER_ELECTION = "/wirebroker/unclean_leader_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CONTROLLED_SHUTDOWN = "/wirebroker/controlled_shutdown"
 
@@ -464,8 +471,11 @@ def encode_preferred_election(partitions: Sequence[tuple[str, int]]) -> bytes:
     )
 
 
-def decode_preferred_election(data: bytes | None) -> list[tuple[str, int]]:
-    obj = _load(data, PREFERRED_REPLICA_ELECTION)
+def decode_preferred_election(
+    data: bytes | None, path: str = PREFERRED_REPLICA_ELECTION
+) -> list[tuple[str, int]]:
+    """The partitions of an election request (preferred, or unclean at `path`)."""
+    obj = _load(data, path)
     out = []
     for entry in obj.get("partitions") or []:
         if isinstance(entry, dict):

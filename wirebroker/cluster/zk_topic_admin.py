@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import trio
@@ -56,6 +56,7 @@ from wirebroker.coordination.api import (
 from wirebroker.log.errors import LogError
 
 if TYPE_CHECKING:
+    from wirebroker.cluster.view import PartitionView
     from wirebroker.cluster.zk_member import ClusterMember
     from wirebroker.config import BrokerConfig
     from wirebroker.log.log_manager import LogManager
@@ -454,11 +455,12 @@ class ZkTopicAdmin(LocalTopicAdmin):
     async def elect_leaders(
         self, partitions: Sequence[tuple[str, int]], *, preferred: bool, timeout_s: float
     ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
-        """Preferred: ask the controller (/admin/preferred_replica_election) for the partitions
-        whose preferred replica is live, in the ISR and not leading, then wait until this
-        broker's mirror shows it leading. Unclean elections are only run by the controller on
-        its own (when `unclean.leader.election.enable`); asked for, they answer as Kafka does
-        when no election is possible or needed."""
+        """Ask the controller for elections, then wait until this broker's mirror shows them
+        done. Preferred (/admin/preferred_replica_election): for the partitions whose preferred
+        replica is live, in the ISR and not leading. Unclean (KIP-460;
+        /wirebroker/unclean_leader_election): for the partitions without a leader that have a
+        live replica; the controller elects the first live replica even when it is out of
+        sync and the topic does not allow unclean elections by itself."""
         cache = self.member.cache
         out: dict[tuple[str, int], tuple[int, str | None]] = {}
         wanted: list[tuple[str, int]] = []
@@ -466,44 +468,43 @@ class ZkTopicAdmin(LocalTopicAdmin):
             view = cache.partition(topic, index)
             if view is None:
                 continue
-            head = view.replicas[0] if view.replicas else -1
-            if not preferred:
-                if view.leader >= 0:
-                    out[(topic, index)] = (ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED_MESSAGE)
-                else:
-                    out[(topic, index)] = (
-                        ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                        f"No eligible leader for {topic}-{index}",
-                    )
-            elif view.leader == head:
-                out[(topic, index)] = (ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED_MESSAGE)
-            elif head not in cache.brokers or head not in view.isr:
-                out[(topic, index)] = (
-                    PREFERRED_LEADER_NOT_AVAILABLE,
-                    f"Failed to elect leader for partition {topic}-{index} under strategy "
-                    "PreferredReplicaPartitionLeaderElectionStrategy",
-                )
-            else:
+            answer = (
+                _preferred_answer(view, cache.brokers, topic, index)
+                if preferred
+                else _unclean_answer(view, cache.brokers, topic, index)
+            )
+            if answer is None:
                 wanted.append((topic, index))
+            else:
+                out[(topic, index)] = answer
         if not wanted:
             return out
-        coord = self.member.coord
-        data = zl.encode_preferred_election(wanted)
+        path = zl.PREFERRED_REPLICA_ELECTION if preferred else zl.UNCLEAN_LEADER_ELECTION
+        pending = self._not_preferred if preferred else self._leaderless
         with trio.move_on_after(max(timeout_s, 0.0)):
-            while True:
-                try:
-                    await coord.create(zl.PREFERRED_REPLICA_ELECTION, data)
-                    break
-                except NodeExistsError:
-                    await self.member.changed.wait()  # another election is running
-            while any(self._not_preferred(t, i) for t, i in wanted):
+            await self._ask_controller(path, zl.encode_preferred_election(wanted))
+            while any(pending(t, i) for t, i in wanted):
                 await self.member.changed.wait()
+        what = "preferred" if preferred else "unclean"
         for topic, index in wanted:
-            if self._not_preferred(topic, index):
-                out[(topic, index)] = (REQUEST_TIMED_OUT, "The preferred leader was not elected")
+            if pending(topic, index):
+                out[(topic, index)] = (REQUEST_TIMED_OUT, f"The {what} leader was not elected")
             else:
                 out[(topic, index)] = (0, None)
         return out
+
+    async def _ask_controller(self, path: str, data: bytes) -> None:
+        """Create the election request znode, once the previous request is done."""
+        while True:
+            try:
+                await self.member.coord.create(path, data)
+                return
+            except NodeExistsError:
+                await self.member.changed.wait()  # another election is running
+
+    def _leaderless(self, topic: str, index: int) -> bool:
+        view = self.member.cache.partition(topic, index)
+        return view is None or view.leader < 0
 
     def _not_preferred(self, topic: str, index: int) -> bool:
         view = self.member.cache.partition(topic, index)
@@ -586,3 +587,30 @@ def reassigned(
         if gone:
             removing[index] = gone
     return dataclasses.replace(old, partitions=partitions, adding=adding, removing=removing)
+
+
+def _preferred_answer(
+    view: PartitionView, live: Collection[int], topic: str, index: int
+) -> tuple[int, str | None] | None:
+    """A preferred election's answer when no election is needed or possible, else None."""
+    head = view.replicas[0] if view.replicas else -1
+    if view.leader == head:
+        return ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED_MESSAGE
+    if head not in live or head not in view.isr:
+        return (
+            PREFERRED_LEADER_NOT_AVAILABLE,
+            f"Failed to elect leader for partition {topic}-{index} under strategy "
+            "PreferredReplicaPartitionLeaderElectionStrategy",
+        )
+    return None
+
+
+def _unclean_answer(
+    view: PartitionView, live: Collection[int], topic: str, index: int
+) -> tuple[int, str | None] | None:
+    """An unclean election's answer when no election is needed or possible, else None."""
+    if view.leader >= 0:
+        return ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED_MESSAGE
+    if not any(r in live for r in view.replicas):
+        return ELIGIBLE_LEADERS_NOT_AVAILABLE, f"No eligible leader for {topic}-{index}"
+    return None

@@ -4,8 +4,10 @@ In a cluster (`TopicAdmin.elect_leaders`, wirebroker.cluster.zk_topic_admin): a 
 election asks the controller through /admin/preferred_replica_election and answers once the
 preferred replica leads (NONE), PREFERRED_LEADER_NOT_AVAILABLE when it is dead or out of sync,
 ELECTION_NOT_NEEDED when it already leads; REQUEST_TIMED_OUT after timeout_ms. An unclean
-election answers ELECTION_NOT_NEEDED for a led partition, ELIGIBLE_LEADERS_NOT_AVAILABLE
-otherwise (the controller elects uncleanly by itself when the topic allows it).
+election (KIP-460) answers ELECTION_NOT_NEEDED for a led partition,
+ELIGIBLE_LEADERS_NOT_AVAILABLE for one without a live replica, and otherwise asks the
+controller through /wirebroker/unclean_leader_election, which elects the first live replica
+even out of sync; NONE once it leads, REQUEST_TIMED_OUT after timeout_ms.
 
 On a single broker every partition is always led by its preferred (and only) replica: there is
 never an election to run. As Kafka's controller answers then:

@@ -347,9 +347,12 @@ class TxnCoordinatorCore:
         epoch (>= 32766) the bump goes to 32767 and a next producer id is allocated: the
         answer carries it with epoch 0, taken at CompleteX. Retries of an EndTxn whose answer
         was lost come with the old epoch: epoch + 1 == current (or the old producer id at
-        32766 after a rollover) -> CONCURRENT_TRANSACTIONS while PrepareX, NONE with the
-        current id/epoch once complete. The epoch check by state: Ongoing/Empty: equal;
-        PrepareX: only the retry; CompleteX: the retry or equal. An abort from Empty /
+        32766 after a rollover) -> NONE with the current id/epoch once complete. While a
+        transit is pending (the markers of a PrepareX are being written) every EndTxn is
+        answered CONCURRENT_TRANSACTIONS before any id or epoch check (Kafka 4.4 does so
+        for the new epoch, the retry, other epochs and other producer ids alike). The epoch
+        check by state: Ongoing/Empty: equal; PrepareX: only the retry; CompleteX: the retry
+        or equal. An abort from Empty /
         CompleteCommit / CompleteAbort (the client cannot know whether its first Produce
         reached a leader) is a transaction without partitions: PrepareAbort, then at once
         CompleteAbort, with the bump."""
@@ -364,6 +367,10 @@ class TxnCoordinatorCore:
         meta = self.txns.get(transactional_id)
         if meta is None:
             return fail(E.INVALID_PRODUCER_ID_MAPPING)
+        if meta.pending is not None:
+            # Before the id and epoch checks, as Kafka 4.4 answers: while the markers of the
+            # previous EndTxn are written, even the producer's next epoch waits.
+            return fail(E.CONCURRENT_TRANSACTIONS)
         state = meta.state
         retry_on_overflow = (
             meta.last_producer_id == producer_id
@@ -384,8 +391,6 @@ class TxnCoordinatorCore:
             return fail(E.INVALID_PRODUCER_ID_MAPPING)
         if not valid:
             return fail(E.PRODUCER_FENCED)
-        if meta.pending is not None:
-            return fail(E.CONCURRENT_TRANSACTIONS)
         done = (state is S.COMPLETE_COMMIT) == commit
         if state is S.ONGOING or (not commit and state in COMPLETED and not is_retry):
             if meta.producer_epoch >= 32767:

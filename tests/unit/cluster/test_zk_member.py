@@ -33,6 +33,7 @@ class FakeRoles:
     committed: list[tuple[str, int, list[int], int]] = field(default_factory=list)
     rejected: list[tuple[str, int]] = field(default_factory=list)
     stopped: list[tuple[str, int]] = field(default_factory=list)
+    replica_sets: dict[tuple[str, int], list[int]] = field(default_factory=dict)
 
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object:
         return None
@@ -40,8 +41,11 @@ class FakeRoles:
     def ensure_partitions(self, batch: list[tuple[TopicInfo, list[int]]], *, now_ms: int) -> None:
         pass
 
-    def make_leader(self, topic: str, index: int, *, leader_epoch: int, **_: Any) -> bool:
+    def make_leader(
+        self, topic: str, index: int, *, leader_epoch: int, replicas: list[int], **_: Any
+    ) -> bool:
         self.roles[(topic, index)] = ("leader", self.node_id, leader_epoch)
+        self.replica_sets[(topic, index)] = list(replicas)
         return True
 
     def make_follower(
@@ -333,6 +337,54 @@ async def test_preferred_leader_election_after_the_preferred_replica_returns(
         nursery.cancel_scope.cancel()
 
 
+async def test_unclean_leader_election_on_request_elects_a_live_out_of_sync_replica(
+    tmp_path: Path,
+) -> None:
+    """ElectLeaders UNCLEAN (KIP-460): a partition without a leader whose ISR is all dead gets
+    the first live replica as leader (ISR = it alone, recovering), although the topic does not
+    allow unclean elections by itself; a led partition answers ELECTION_NOT_NEEDED, one with
+    no live replica ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        controller = next(n for n in nodes if n.member.is_controller)
+        x, y = (n for n in nodes if n is not controller)
+        xid, yid = x.member.node_id, y.member.node_id
+        admin = controller.admin
+        admin.create_topics(
+            [NewTopic("t", assignments=[(0, [xid, yid])]), NewTopic("u", assignments=[(0, [xid])])],
+            now_ms=0,
+        )
+        assert await admin.wait_settled(["t", "u"], 5) == {}
+        await settle(nodes)
+        assert await admin.elect_leaders([("t", 0)], preferred=False, timeout_s=1) == {
+            ("t", 0): (84, "Leader election not needed")
+        }
+        led = await state(controller, "t", 0)
+        _data, stat = await x.coord.get(zl.state_path("t", 0))
+        x.member.propose_isr(
+            "t", 0, leader_epoch=led.leader_epoch, partition_epoch=stat.version, isr=[xid]
+        )
+        await settle(nodes)
+        x.scope.cancel()  # the only in-sync replica is gone for good
+        await settle(nodes)
+        offline = await state(controller, "t", 0)
+        assert (offline.leader, offline.isr) == (-1, (xid,))
+
+        result = await admin.elect_leaders([("t", 0), ("u", 0)], preferred=False, timeout_s=5)
+        assert result == {
+            ("t", 0): (0, None),
+            ("u", 0): (83, "No eligible leader for u-0"),
+        }
+        elected = await state(controller, "t", 0)
+        assert (elected.leader, elected.isr) == (yid, (yid,))
+        assert elected.leader_epoch == offline.leader_epoch + 1 and elected.recovering
+        assert y.roles.roles[("t", 0)] == ("leader", yid, elected.leader_epoch)
+        assert not await controller.coord.exists(zl.UNCLEAN_LEADER_ELECTION)
+        nursery.cancel_scope.cancel()
+
+
 async def test_reassignment_moves_replicas_once_the_new_ones_are_in_sync(tmp_path: Path) -> None:
     server = MemoryZooKeeper()
     async with trio.open_nursery() as nursery:
@@ -378,6 +430,44 @@ async def test_reassignment_moves_replicas_once_the_new_ones_are_in_sync(tmp_pat
         assert admin.reassignments() == {}
         cancel = await admin.alter_reassignments([("t", 0, None)], allow_rf_change=True)
         assert cancel[("t", 0)][0] == 85  # NO_REASSIGNMENT_IN_PROGRESS
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_reassignment_bumps_the_leader_epoch_so_the_leader_takes_the_new_replicas(
+    tmp_path: Path,
+) -> None:
+    """Kafka's controller starts a reassignment by bumping the leader epoch (its step A3,
+    LeaderAndIsr to every replica of ORS + TRS): a leader applies a new replica set only with a
+    new epoch, so without it the leader refuses the new replica's fetches and the reassignment
+    never completes."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        nodes = [await start_node(nursery, server, i, tmp_path) for i in (1, 2, 3)]
+        await settle(nodes)
+        admin = nodes[0].admin
+        admin.create_topics([NewTopic("t", assignments=[(0, [1, 2])])], now_ms=0)
+        assert await admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        before = await state(nodes[0], "t", 0)
+        assert nodes[0].roles.replica_sets[("t", 0)] == [1, 2]
+
+        assert await admin.alter_reassignments([("t", 0, [3, 2])], allow_rf_change=False) == {
+            ("t", 0): (0, None)
+        }
+        await settle(nodes)
+        started = await state(nodes[0], "t", 0)
+        assert (started.leader, started.isr) == (before.leader, before.isr)
+        assert started.leader_epoch == before.leader_epoch + 1
+        assert nodes[0].roles.roles[("t", 0)] == ("leader", 1, started.leader_epoch)
+        assert nodes[0].roles.replica_sets[("t", 0)] == [3, 2, 1]
+        assert nodes[2].roles.roles[("t", 0)] == ("follower", 1, started.leader_epoch)
+        # once per reassignment: another pass (a broker's ISR write) bumps nothing more
+        _data, stat = await nodes[0].coord.get(zl.state_path("t", 0))
+        nodes[0].member.propose_isr(
+            "t", 0, leader_epoch=started.leader_epoch, partition_epoch=stat.version, isr=[1]
+        )
+        await settle(nodes)
+        assert (await state(nodes[0], "t", 0)).leader_epoch == started.leader_epoch
         nursery.cancel_scope.cancel()
 
 

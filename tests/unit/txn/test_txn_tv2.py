@@ -61,8 +61,6 @@ def test_retry_with_the_old_epoch_is_idempotent_and_others_are_fenced() -> None:
     end(kit, pid, epoch, True)
     # while the markers are written: a retry -> CONCURRENT_TRANSACTIONS
     assert end(kit, pid, epoch, True).error is E.CONCURRENT_TRANSACTIONS
-    # the new epoch while PrepareCommit: fenced (only the retry is valid then)
-    assert end(kit, pid, epoch + 1, True).error is E.PRODUCER_FENCED
     # the producer's next AddPartitions waits
     assert kit.core.add_partitions("tx", pid, epoch + 1, [T0], kit.now).response is (
         E.CONCURRENT_TRANSACTIONS
@@ -83,6 +81,33 @@ def test_retry_with_the_old_epoch_is_idempotent_and_others_are_fenced() -> None:
     assert end(kit, pid, epoch + 1, True).error is E.INVALID_TXN_STATE
     # an unknown producer id
     assert end(kit, pid + 77, epoch + 1, True).error is E.INVALID_PRODUCER_ID_MAPPING
+
+
+def test_any_end_txn_waits_while_the_markers_are_written() -> None:
+    """Kafka 4.4 (the oracle, EndTxn v5 pipelined right behind a commit on the coordinator
+    connection) answers CONCURRENT_TRANSACTIONS to every EndTxn while the commit's markers are
+    written: the new epoch's empty abort (what the Java producer sends when it aborts a
+    transaction whose record never left it), a commit with it, the retry, older and newer
+    epochs, another producer id. PRODUCER_FENCED there is fatal to the Java producer
+    ("There is a newer producer with the same transactionalId")."""
+    kit = Kit()
+    pid, epoch = start(kit)
+    assert end(kit, pid, epoch, True) == EndTxnResult(E.NONE, pid, epoch + 1)
+    assert kit.core.txns["tx"].pending is not None  # CompleteCommit waits for the markers
+    for other_pid, other_epoch, commit in (
+        (pid, epoch + 1, False),
+        (pid, epoch + 1, True),
+        (pid, epoch, True),
+        (pid, epoch, False),
+        (pid, epoch + 2, False),
+        (pid, epoch - 1, False),
+        (pid + 7, epoch + 1, False),
+    ):
+        got = end(kit, other_pid, other_epoch, commit)
+        assert got == EndTxnResult(E.CONCURRENT_TRANSACTIONS), (other_pid, other_epoch, commit)
+    kit.ack_markers()
+    # then the empty abort with the new epoch goes through, with its own bump
+    assert end(kit, pid, epoch + 1, False) == EndTxnResult(E.NONE, pid, epoch + 2)
 
 
 def test_abort_without_partitions_is_an_empty_transaction_with_a_bump() -> None:

@@ -69,6 +69,8 @@ _UNAVAILABLE = frozenset(
         ErrorCode.COORDINATOR_NOT_AVAILABLE,
         ErrorCode.NOT_COORDINATOR,
         ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.REQUEST_TIMED_OUT,
     }
 )
 

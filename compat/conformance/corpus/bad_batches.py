@@ -164,23 +164,30 @@ def lz4_cases() -> list[tuple[str, bytes, str]]:
     return cases
 
 
-def garbage_cases() -> list[tuple[str, bytes, str]]:
-    raw = _records()
-    bad_key = bytearray(raw)
-    bad_key[4] = 0x7E  # the first record's key length: 63, inside a record of 13 bytes
-    unordered = bytearray()
+def _unordered() -> bytes:
+    """Three records whose offset deltas are 5, 2, 7."""
+    out = bytearray()
     for delta in (5, 2, 7):
         body = bytearray(b"\x00\x00")
         write_varint(body, delta)
         body += b"\x02k\x02v\x00"
-        write_varint(unordered, len(body))
-        unordered += body
+        write_varint(out, len(body))
+        out += body
+    return bytes(out)
+
+
+def _gzip(data: bytes) -> bytes:
     gzip = zlib.compressobj(6, zlib.DEFLATED, 31)
-    gzip_garbage = gzip.compress(b"\xff" * 40) + gzip.flush()
-    gzip = zlib.compressobj(6, zlib.DEFLATED, 31)
-    gzip_trailing = gzip.compress(raw + b"\x00\x00") + gzip.flush()
-    gzip = zlib.compressobj(6, zlib.DEFLATED, 31)
-    gzip_unordered = gzip.compress(bytes(unordered)) + gzip.flush()
+    return gzip.compress(data) + gzip.flush()
+
+
+def garbage_cases() -> list[tuple[str, bytes, str]]:
+    raw = _records()
+    bad_key = bytearray(raw)
+    bad_key[4] = 0x7E  # the first record's key length: 63, inside a record of 13 bytes
+    unordered = _unordered()
+    gzip_garbage, gzip_trailing = _gzip(b"\xff" * 40), _gzip(raw + b"\x00\x00")
+    gzip_unordered = _gzip(unordered)
     one = _lz4(_records(1))
     rest = _lz4(_records(3)[len(_records(1)) :])
     return [
@@ -207,7 +214,7 @@ def garbage_cases() -> list[tuple[str, bytes, str]]:
             batch_of_payload(bytes(bad_key), _NONE),
             "a key length past its record",
         ),
-        ("none_unordered", batch_of_payload(bytes(unordered), _NONE), "offset deltas 5, 2, 7"),
+        ("none_unordered", batch_of_payload(unordered, _NONE), "offset deltas 5, 2, 7"),
         (
             "gzip_corrupt",
             batch_of_payload(b"\x1f\x8b" + b"\xff" * 40, _GZIP),

@@ -76,6 +76,8 @@ class ConfigDef:
     read_only: bool = False
     sensitive: bool = False
     extra_check: Callable[[str], None] | None = field(default=None, compare=False)
+    #: Kafka's `defineInternal`: accepted and described only where it is set (no default)
+    internal: bool = False
 
     def parse(self, raw: str | None) -> object:
         """Convert a string value to its Python value, raising ConfigError when invalid."""
@@ -281,7 +283,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.roll.hours", _T.INT, "168", "", minimum=1),
         ConfigDef("log.roll.jitter.ms", _T.LONG, None, "unset: from log.roll.jitter.hours"),
         ConfigDef("log.roll.jitter.hours", _T.INT, "0", "", minimum=0, read_only=True),
-        ConfigDef("log.segment.bytes", _T.INT, "1073741824", "", minimum=14),
+        ConfigDef("log.segment.bytes", _T.INT, "1073741824", "", minimum=1048576),
         ConfigDef("min.insync.replicas", _T.INT, "1", "", minimum=1),
         ConfigDef("unclean.leader.election.enable", _T.BOOLEAN, "false", ""),
         ConfigDef(
@@ -484,6 +486,14 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             minimum=0,
         ),
         _topic("index.interval.bytes", "log.index.interval.bytes", minimum=0),
+        ConfigDef(
+            "internal.segment.bytes",
+            _T.INT,
+            None,
+            "for tests: the segment size, in place of segment.bytes and below its 1 MiB minimum "
+            "(Kafka's internal topic config, not validated)",
+            internal=True,
+        ),
         _topic(
             "local.retention.bytes",
             "log.local.retention.bytes",

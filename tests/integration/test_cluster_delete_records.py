@@ -38,7 +38,7 @@ def segment_bases(part: Partition) -> list[int]:
 async def test_delete_records_waits_for_the_followers_and_times_out_without_one(
     cluster: Cluster,
 ) -> None:
-    configs = {"segment.bytes": "1024", "min.insync.replicas": "2"}
+    configs = {"internal.segment.bytes": "1024", "min.insync.replicas": "2"}
     assert await cluster.create_topic(0, TOPIC, 1, 3, configs=configs) == ErrorCode.NONE
     await wait_roles(cluster, TOPIC, 1)
     leader = await leader_of(cluster, TOPIC, 0)

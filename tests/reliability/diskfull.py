@@ -11,8 +11,9 @@ Space (`make_space`):
 
 `run_disk_full` (one scenario, every step bounded in time):
 
-1. start the broker, create topic `full` (2 partitions, segment.bytes 64 KiB so segments roll
-   while the disk fills), take all but ~2.5 MiB of the free space;
+1. start the broker, create topic `full` (2 partitions, internal.segment.bytes 64 KiB, Kafka's
+   config for small test segments, so segments roll while the disk fills), take all but
+   ~2.5 MiB of the free space;
 2. fill: four producers send concurrently (value ~0.5-2 KiB, unique key) until each has
    seen failed sends: kafka-python acks=all without retries (sees KAFKA_STORAGE_ERROR
    directly), kafka-python idempotent (retries until delivery.timeout.ms), confluent-kafka
@@ -55,7 +56,7 @@ __all__ = ["DiskFullReport", "QuotaSpace", "TmpfsSpace", "make_space", "run_disk
 
 TOPIC = "full"
 PARTITIONS = 2
-TOPIC_CONFIGS = {"segment.bytes": str(64 * 1024)}
+TOPIC_CONFIGS = {"internal.segment.bytes": str(64 * 1024)}
 FS_SIZE = 8 << 20
 FREE_AT_START = 2560 << 10
 CHUNK = 512 << 10

@@ -1,7 +1,8 @@
 """Torn and corrupt files through the real broker: templates it writes, cases a client reads.
 
 `build_broker_templates` starts `python -m wirebroker serve` (tests/integration/_broker.py),
-creates topic `torn` (2 partitions, segment.bytes 6000, index.interval.bytes 300) and produces
+creates topic `torn` (2 partitions, internal.segment.bytes 6000 (Kafka's config for small test
+segments: segment.bytes is at least 1 MiB), index.interval.bytes 300) and produces
 ~700 records with kafka-python (acks=all, idempotent, every codec, keys and null keys),
 recording each acknowledgement (partition, offset, key, value). The data directory is
 copied after `kill -9` (`broker-crash`) and, after a restart, after a SIGTERM stop
@@ -40,7 +41,7 @@ from _broker import BrokerProcess
 
 __all__ = ["BROKER_CONFIG", "build_broker_templates", "run_broker_case"]
 
-TOPIC_CONFIGS = {"segment.bytes": "6000", "index.interval.bytes": "300"}
+TOPIC_CONFIGS = {"internal.segment.bytes": "6000", "index.interval.bytes": "300"}
 BROKER_CONFIG = LogConfig(segment_bytes=6000, index_interval_bytes=300)
 CLIENT_TIMEOUT = 15.0
 CODECS = (None, "gzip", "snappy", "lz4", "zstd")

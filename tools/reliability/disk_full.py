@@ -59,8 +59,8 @@ permitted it falls back to a byte quota on the FileSystem seam
 
 {figures}
 
-The scenario: topic `full` (2 partitions, segment.bytes 64 KiB so segments roll at the
-edge), four producers at once -- kafka-python acks=all without retries, kafka-python
+The scenario: topic `full` (2 partitions, internal.segment.bytes 64 KiB so segments roll at
+the edge), four producers at once -- kafka-python acks=all without retries, kafka-python
 idempotent (retries until space returns), confluent-kafka idempotent
 (message.timeout.ms 4000), confluent-kafka acks=1 without retries -- until each sees failed
 sends; then Metadata and a consumer read-back while full; {cycles} cycles of freeing 512 KiB

@@ -300,8 +300,13 @@ def describe_topic_config(
 
 
 def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
-    """Every topic config of a topic with these overrides, sorted by name."""
-    return [describe_topic_config(config, overrides, name) for name in sorted(TOPIC_CONFIGS)]
+    """Every topic config of a topic with these overrides, sorted by name (an internal one
+    only when set, as Kafka)."""
+    return [
+        describe_topic_config(config, overrides, name)
+        for name in sorted(TOPIC_CONFIGS)
+        if not TOPIC_CONFIGS[name].internal or name in overrides
+    ]
 
 
 def filter_entries(entries: Iterable[ConfigEntry], keys: Iterable[str] | None) -> list[ConfigEntry]:

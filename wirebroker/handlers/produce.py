@@ -25,11 +25,16 @@ Per request
                     KIP-890 part 1 first (`Services.txn_verifier`,
                     `wirebroker.replication.txn_verify`, unless
                     transaction.partition.verification.enable=false): a partition whose log
-                    has no open transaction of this producer at this epoch, and that was not
-                    verified since its last marker, is checked with the transaction
-                    coordinator (AddPartitionsToTxn verify_only) before anything is
-                    appended; not in the transaction -> INVALID_TXN_STATE, coordinator not
-                    reachable -> NOT_ENOUGH_REPLICAS (retriable), fencing errors as answered.
+                    has no open transaction of this producer at this epoch records the
+                    batch's sequence (`PartitionLog.start_txn_verification`: a later batch
+                    may not start above the lowest one seen, a TV2 producer's first at 0)
+                    and, unless verified since its last marker, is checked with the
+                    transaction coordinator (AddPartitionsToTxn verify_only) before anything
+                    is appended; not in the transaction -> TRANSACTION_ABORTABLE (v11+;
+                    INVALID_TXN_STATE with "Partition was not added to the transaction" up to
+                    v10), coordinator not reachable -> NOT_ENOUGH_REPLICAS (retriable) with
+                    "Unable to verify the partition has been added to the transaction.
+                    Underlying error: <NAME>", fencing errors as answered.
                     KIP-890 part 2 (v12+, at transaction.version 2: a TV2 producer sends no
                     AddPartitionsToTxn): the same request is AddPartitionsToTxn v5 with
                     verify_only=false, the leader adds the partition to the transaction on
@@ -50,9 +55,10 @@ Per partition, in this order
     records null/empty, not exactly one     INVALID_RECORD (Kafka's ProduceRequest validation)
       complete batch, or magic != 2
     zstd batch with version < 7             UNSUPPORTED_COMPRESSION_TYPE
-    transactional batch not confirmed by     INVALID_TXN_STATE (not in the transaction),
-      the transaction coordinator (KIP-890)  NOT_ENOUGH_REPLICAS (coordinator unreachable),
-                                            INVALID_PRODUCER_EPOCH (fenced)
+    transactional batch not confirmed by     TRANSACTION_ABORTABLE / INVALID_TXN_STATE (not in
+      the transaction coordinator (KIP-890)  the transaction), NOT_ENOUGH_REPLICAS (coordinator
+                                            unreachable), INVALID_PRODUCER_EPOCH (fenced, or an
+                                            epoch older than the log's), with Kafka's texts
     this broker is not the leader           NOT_LEADER_OR_FOLLOWER (at the append)
     storage errors (wirebroker.log.errors)  their `error_code` (CORRUPT_MESSAGE, INVALID_RECORD,
                                             MESSAGE_TOO_LARGE, INVALID_TIMESTAMP,
@@ -69,11 +75,12 @@ Response fields: index, error_code, base_offset, log_append_time_ms (-1 unless t
 LogAppendTime), log_start_offset, record_errors, error_message, throttle_time_ms 0. A failed
 partition has base_offset and log_append_time_ms -1; as Kafka's ReplicaManager (checked against
 it by tests/oracle/test_produce_errors.py): error_message is null except with record_errors
-(Kafka sends its text for no other produce error; ours goes to the broker log, at INFO where
-Kafka logs the failure), and log_start_offset is the partition's for an error raised by the
-append (INVALID_RECORD, INVALID_TIMESTAMP, OUT_OF_ORDER_SEQUENCE_NUMBER, NOT_ENOUGH_REPLICAS,
-...) but -1 for CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER
-and for every error found before the append. A partition answered NOT_LEADER_OR_FOLLOWER carries
+and for the verification refusals above (Kafka sends its text for no other produce error; ours
+goes to the broker log, at INFO where Kafka logs the failure), and log_start_offset is the
+partition's for an error raised by the append (INVALID_RECORD, INVALID_TIMESTAMP,
+OUT_OF_ORDER_SEQUENCE_NUMBER, NOT_ENOUGH_REPLICAS, ...) but -1 for CORRUPT_MESSAGE,
+MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER and for every error found before
+the append. A partition answered NOT_LEADER_OR_FOLLOWER carries
 current_leader (v10+) and the answer the node_endpoints of those leaders (KIP-951,
 `handlers._leader_hints`). Appends wake long-poll fetches (ReplicaManager.append
 notifies its data listeners).
@@ -105,6 +112,7 @@ from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
+from wirebroker.replication.txn_verify import TxnOperation, producer_answer
 from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
@@ -258,21 +266,29 @@ def _has_transactional_batch(
     return False
 
 
+#: a partition refused before the append: (error, Kafka's error_message or None)
+_Refusal = tuple[ErrorCode, str | None]
+
+
 async def _verify(
     ctx: RequestContext,
     transactional_id: str,
     topic_data: list[TopicProduceData],
     parsed: dict[int, _Parsed],
-) -> dict[tuple[str, int], ErrorCode]:
-    """KIP-890 part 1 (module docstring): the partitions whose transactional batch the
-    coordinator did not confirm, with the error to answer."""
+) -> dict[tuple[str, int], _Refusal]:
+    """KIP-890 (module docstring): the partitions whose transactional batch the coordinator
+    did not confirm, with the error and message to answer."""
     verifier = ctx.services.txn_verifier
-    add = ctx.api_version >= txn_version.TV2_PRODUCE_VERSION and (
-        txn_version.level(ctx.services.config) >= txn_version.MAX_LEVEL
+    operation = TxnOperation.of(
+        ctx.api_version,
+        txn_version.TV2_PRODUCE_VERSION,
+        tv2_level=txn_version.level(ctx.services.config) >= txn_version.MAX_LEVEL,
     )
-    if verifier is None or not (verifier.enabled or add):
+    if verifier is None or not verifier.active(operation):
         return {}
+    refused: dict[tuple[str, int], _Refusal] = {}
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    now_ms = ctx.now_ms()
     for topic in topic_data:
         info = _topic_info(ctx, topic)
         if info is None:
@@ -284,18 +300,32 @@ async def _verify(
             if not txn or part is None or not part.is_leader:
                 continue  # not appended here: its own error is answered
             h = txn[0]
-            entry = part.log.producer_entry(h.producer_id)
-            ongoing = entry.epoch if entry is not None and entry.txn_first_offset >= 0 else -1
             tp = (info, part.index)
-            if verifier.needs_verification(
-                h.producer_id, h.producer_epoch, tp, ongoing_epoch=ongoing, add=add
+            try:  # records the batch's sequence (the log's producer state)
+                needed = part.log.start_txn_verification(
+                    h.producer_id,
+                    h.base_sequence,
+                    h.producer_epoch,
+                    adds=operation.adds,
+                    now_ms=now_ms,
+                )
+            except LogError as exc:  # an epoch older than the producer's
+                refused[tp] = (exc.error_code, None)
+                continue
+            if needed and verifier.needs_verification(
+                h.producer_id, h.producer_epoch, tp, ongoing_epoch=-1, add=operation.adds
             ):
                 todo.setdefault((h.producer_id, h.producer_epoch), []).append(tp)
-    errors: dict[tuple[str, int], ErrorCode] = {}
     for (pid, epoch), tps in todo.items():
-        answers = await verifier.verify(transactional_id, pid, epoch, tps, add=add)
-        errors.update({tp: code for tp, code in answers.items() if code != ErrorCode.NONE})
-    return errors
+        answers = await verifier.verify(transactional_id, pid, epoch, tps, operation=operation)
+        refused.update(
+            {
+                tp: producer_answer(code, operation)
+                for tp, code in answers.items()
+                if code != ErrorCode.NONE
+            }
+        )
+    return refused
 
 
 def _topic_info(ctx: RequestContext, topic: TopicProduceData) -> str | None:
@@ -356,7 +386,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
         request_error = ErrorCode.INVALID_REQUIRED_ACKS
     elif req.get("transactional_id") is None and _has_transactional_batch(topic_data, parsed):
         request_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    verify_errors: dict[tuple[str, int], ErrorCode] = {}
+    verify_errors: dict[tuple[str, int], _Refusal] = {}
     if request_error is None and req.get("transactional_id") is not None:
         verify_errors = await _verify(ctx, str(req.get("transactional_id")), topic_data, parsed)
 
@@ -389,10 +419,10 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 code, message = _check_records(records, version, batches)
                 if code != ErrorCode.NONE:
                     log.debug("produce to %s-%d refused: %s", name, index, message)
-                else:
-                    code = verify_errors.get((name, index), ErrorCode.NONE)
-                if code != ErrorCode.NONE:
                     presp = _failed(index, code)
+                elif (refusal := verify_errors.get((name, index))) is not None:
+                    presp = _failed(index, refusal[0])
+                    presp["error_message"] = refusal[1]
                 else:
                     assert records is not None
                     presp = _append(ctx, part, records, acks, batches[0], waiting)

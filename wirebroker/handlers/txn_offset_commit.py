@@ -10,8 +10,9 @@ the group coordinator after AddOffsetsToTxn. Per topic and partition, before the
 Then (nothing left: no coordinator call):
     KIP-890 part 1 (`Services.txn_verifier`, unless transaction.partition.verification.enable
     is false): the group's `__consumer_offsets` partition must be in the producer's ongoing
-    transaction (AddOffsetsToTxn put it there) -> else INVALID_TXN_STATE for every partition;
-    a coordinator that cannot be asked -> COORDINATOR_NOT_AVAILABLE (retriable). v5+ at
+    transaction (AddOffsetsToTxn put it there) -> else INVALID_TXN_STATE for every partition
+    (TRANSACTION_ABORTABLE from v4, as Kafka); a coordinator that cannot be asked ->
+    COORDINATOR_NOT_AVAILABLE (retriable). v5+ at
     transaction.version 2 (a TV2 producer sends no AddOffsetsToTxn): the group coordinator
     adds the offsets partition to the transaction itself (AddPartitionsToTxn v5,
     verify_only=false, over the wire to the transaction coordinator).
@@ -40,6 +41,7 @@ from wirebroker.group.messages import CommitPartition, CommitTopic, TxnCommitReq
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
+from wirebroker.replication.txn_verify import TxnOperation
 from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
@@ -59,27 +61,42 @@ _MEMBER_VERSION = 3
 _TOPIC_IDS_VERSION = 6  # also: GROUP_ID_NOT_FOUND for an unknown group with a generation
 
 
+#: verification errors the group coordinator answers as COORDINATOR_NOT_AVAILABLE (retriable)
+_UNAVAILABLE = frozenset(
+    {
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
+
+
 async def _verify(ctx: RequestContext, req: TxnOffsetCommitRequest, group_id: str) -> ErrorCode:
     """KIP-890 part 1 for the group's `__consumer_offsets` partition."""
     verifier = ctx.services.txn_verifier
     coordinator = ctx.services.group_coordinator
-    add = ctx.api_version >= txn_version.TV2_TXN_OFFSET_COMMIT_VERSION and (
-        txn_version.level(ctx.services.config) >= txn_version.MAX_LEVEL
+    operation = TxnOperation.of(
+        ctx.api_version,
+        txn_version.TV2_TXN_OFFSET_COMMIT_VERSION,
+        tv2_level=txn_version.level(ctx.services.config) >= txn_version.MAX_LEVEL,
     )
-    if verifier is None or not (verifier.enabled or add) or coordinator is None:
+    if verifier is None or not verifier.active(operation) or coordinator is None:
         return ErrorCode.NONE
     tp = (OFFSETS_TOPIC, coordinator.partition_for(group_id))
     pid, epoch = int(req["producer_id"]), int(req["producer_epoch"])
     part = ctx.services.replicas.partition(*tp)
     entry = part.log.producer_entry(pid) if part is not None else None
     ongoing = entry.epoch if entry is not None and entry.txn_first_offset >= 0 else -1
-    if not verifier.needs_verification(pid, epoch, tp, ongoing_epoch=ongoing, add=add):
+    if not verifier.needs_verification(pid, epoch, tp, ongoing_epoch=ongoing, add=operation.adds):
         return ErrorCode.NONE
-    answers = await verifier.verify(str(req["transactional_id"]), pid, epoch, [tp], add=add)
+    tid = str(req["transactional_id"])
+    answers = await verifier.verify(tid, pid, epoch, [tp], operation=operation)
     code = answers.get(tp, ErrorCode.INVALID_TXN_STATE)
-    if code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.CONCURRENT_TRANSACTIONS):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    return code
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if code in _UNAVAILABLE else code
 
 
 #: A response topic's naming: {"topic_id": id} from v6, {"name": name} before.

@@ -10,7 +10,8 @@ Fields and the Kafka config each one comes from (its name with dots for undersco
 =================================  ==================================  =====================
 field                              topic config                        default
 =================================  ==================================  =====================
-segment_bytes                      segment.bytes                       1 GiB
+segment_bytes                      internal.segment.bytes when set,    1 GiB
+                                   else segment.bytes
 segment_ms                         segment.ms                          7 days
 segment_jitter_ms                  segment.jitter.ms                   0
 segment_index_bytes                segment.index.bytes                 10 MiB
@@ -30,6 +31,10 @@ max_compaction_lag_ms              max.compaction.lag.ms               LONG_MAX
 delete_retention_ms                delete.retention.ms                 1 day
 producer_id_expiration_ms          (broker) producer.id.expiration.ms  1 day
 =================================  ==================================  =====================
+
+`segment.bytes` is at least 1 MiB, as in Kafka 4; tests that roll small segments set Kafka's
+internal topic config `internal.segment.bytes` (any int, not validated), which takes its place
+(Kafka's LogConfig.segmentSize).
 
 `producer_id_expiration_ms` is a broker-level Kafka setting, not a topic config; it is here
 so a partition log can expire idle idempotent producers without another argument.
@@ -104,4 +109,7 @@ class LogConfig:
                 kwargs[field.name] = tuple(parsed)
             else:
                 kwargs[field.name] = parsed
+        internal = values.get("internal.segment.bytes")
+        if internal is not None:
+            kwargs["segment_bytes"] = TOPIC_CONFIGS["internal.segment.bytes"].parse(internal)
         return cls(**kwargs)

@@ -23,6 +23,7 @@ __all__ = [
     "StorageError",
     "TransactionCoordinatorFencedError",
     "UnexpectedAppendOffsetError",
+    "UnreadableRecordsError",
 ]
 
 
@@ -47,6 +48,11 @@ class InvalidRecordError(LogError, code=ErrorCode.INVALID_RECORD):
     """A well-formed batch Kafka refuses: magic != 2, base offset != 0, bad record count,
     control batch from a client, bad compressed data; or keyless records in a compacted topic
     (with `record_errors`)."""
+
+
+class UnreadableRecordsError(LogError, code=ErrorCode.UNKNOWN):
+    """Compressed records Kafka's reader refuses with an exception it does not expect there (an
+    LZ4 frame it does not support: `protocol.lz4_frame`); Kafka answers UNKNOWN_SERVER_ERROR."""
 
 
 class RecordTooLargeError(LogError, code=ErrorCode.MESSAGE_TOO_LARGE):

@@ -175,6 +175,16 @@ class PartitionLog:
     def producer_entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def start_txn_verification(
+        self, producer_id: int, sequence: int, epoch: int, *, adds: bool, now_ms: int
+    ) -> bool:
+        """Before a leader checks a transactional batch with the transaction coordinator
+        (KIP-890): False when the producer's transaction is ongoing here at `epoch`, else
+        True, its sequence recorded (`ProducerStateManager.start_verification`)."""
+        return self._producers.start_verification(
+            producer_id, sequence, epoch, adds=adds, now_ms=now_ms
+        )
+
     def producer_entries(self) -> list[ProducerEntry]:
         """Every producer in the state (DescribeProducers)."""
         return list(self._producers.producers.values())

@@ -21,6 +21,19 @@ Leader append checks, per batch with producer id >= 0 (`validate`), in Kafka's o
 Validation works on staged copies (`staged` dict) so a multi-batch request is all or
 nothing; `commit(staged)` applies them only after the write succeeded.
 
+Transaction verification (KIP-890, Kafka's VerificationStateEntry): when a leader checks with
+the transaction coordinator that a producer's transactional batch may start a transaction
+here (`start_verification`: none ongoing at the batch's epoch), it first records, per
+producer, the lowest sequence seen at the newest epoch (a newer epoch starts over) and
+whether the request's client adds partitions itself (transaction version 2, fixed when the
+entry is made); the entry stays, also when the coordinator refused, until a transactional
+batch or marker of the producer is appended (a TV2 marker of the entry's own epoch keeps it:
+it belongs to the next transaction), or `producer.id.expiration.ms` after it was made. While
+it lasts, a batch of the producer is refused with OUT_OF_ORDER_SEQUENCE_NUMBER, before the
+checks of step 3, when its first sequence is above that lowest sequence (a retry must not skip
+what an earlier attempt sent first), or, for a TV2 client, when it is not 0 and the producer
+has no batch in the log (a TV2 producer's first write to a partition starts at 0).
+
 Rebuild (`apply`) replays stored batches without validation (as Kafka's replication
 origin does); control batches only move the epoch and end the transaction.
 
@@ -81,6 +94,7 @@ __all__ = [
     "ProducerEntry",
     "ProducerStateManager",
     "SnapshotError",
+    "VerificationState",
 ]
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -100,6 +114,23 @@ class BatchMetadata:
     first_offset: int
     last_offset: int
     timestamp: int
+
+
+@dataclass(slots=True)
+class VerificationState:
+    """A producer's transaction verification in progress (module docstring)."""
+
+    timestamp: int
+    lowest_seq: int
+    epoch: int
+    adds: bool  # the client adds partitions itself (transaction version 2)
+
+    def update(self, sequence: int, epoch: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_seq:
+            self.lowest_seq = sequence
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.lowest_seq = sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +225,8 @@ class ProducerStateManager:
         self.ongoing: dict[int, int] = {}
         #: completed transactions whose marker is not below the high watermark yet
         self.unreplicated: list[CompletedTxn] = []
+        #: producer id -> its transaction verification in progress
+        self.verifying: dict[int, VerificationState] = {}
 
     def set_producers(self, producers: dict[int, ProducerEntry]) -> None:
         """Replace the whole state (snapshot load)."""
@@ -204,6 +237,34 @@ class ProducerStateManager:
         self.unreplicated = []
 
     # -- transactions -------------------------------------------------------------------------
+    def start_verification(
+        self, producer_id: int, sequence: int, epoch: int, *, adds: bool, now_ms: int
+    ) -> bool:
+        """A leader is about to check a transactional batch (`sequence`, `epoch`) with the
+        coordinator: False when the producer has a transaction ongoing here at that epoch
+        (nothing to check), else True, with the verification state recorded (module
+        docstring). `InvalidProducerEpochError` for an epoch older than the producer's."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last "
+                f"seen epoch {entry.epoch}"
+            )
+        if entry is not None and entry.txn_first_offset >= 0 and entry.epoch == epoch:
+            return False
+        state = self.verifying.get(producer_id)
+        if state is None:
+            self.verifying[producer_id] = VerificationState(now_ms, sequence, epoch, adds)
+        else:
+            state.update(sequence, epoch)
+        return True
+
+    def _end_verification(self, producer_id: int, marker_epoch: int | None = None) -> None:
+        """A transactional batch (or a marker of `marker_epoch`) of the producer was appended."""
+        state = self.verifying.get(producer_id)
+        if state is not None and not (state.adds and marker_epoch == state.epoch):
+            del self.verifying[producer_id]
+
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the oldest ongoing or unreplicated transaction, or None."""
         firsts = list(self.ongoing.values())
@@ -264,6 +325,7 @@ class ProducerStateManager:
         entry.txn_first_offset = -1
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         self.ongoing.pop(producer_id, None)
+        self._end_verification(producer_id, producer_epoch)
         txn = CompletedTxn(producer_id, first, marker_offset, aborted)
         self.unreplicated.append(txn)
         return txn
@@ -330,6 +392,14 @@ class ProducerStateManager:
             )
         if coordinator:
             pass
+        elif (verifying := self.verifying.get(pid)) is not None and (
+            first_seq > verifying.lowest_seq
+            or (verifying.adds and first_seq != 0 and (current is None or not current.batches))
+        ):
+            raise OutOfOrderSequenceError(
+                f"producer {pid}: sequence {first_seq} while its transaction verification "
+                f"started at {verifying.lowest_seq} (epoch {verifying.epoch})"
+            )
         elif epoch != updated.epoch:
             if first_seq != 0 and updated.epoch != NO_EPOCH:
                 raise OutOfOrderSequenceError(
@@ -359,8 +429,9 @@ class ProducerStateManager:
     def commit(self, staged: dict[int, ProducerEntry]) -> None:
         self.producers.update(staged)
         for pid, e in staged.items():
-            if e.txn_first_offset >= 0:
+            if e.txn_first_offset >= 0:  # its batches were transactional
                 self.ongoing[pid] = e.txn_first_offset
+                self._end_verification(pid)
 
     def apply(self, h: BatchHeader, marker: tuple[int, int] | None = None) -> CompletedTxn | None:
         """Replay a stored batch (rebuild, follower): no validation. `marker`: (type,
@@ -386,9 +457,11 @@ class ProducerStateManager:
             entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
             return None
         entry.add_batch(h.producer_epoch, _meta(h))
-        if h.is_transactional and entry.txn_first_offset < 0:
-            entry.txn_first_offset = h.base_offset
-            self.ongoing[h.producer_id] = h.base_offset
+        if h.is_transactional:
+            self._end_verification(h.producer_id)
+            if entry.txn_first_offset < 0:
+                entry.txn_first_offset = h.base_offset
+                self.ongoing[h.producer_id] = h.base_offset
         return None
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
@@ -400,12 +473,16 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+        self.verifying = {
+            pid: v for pid, v in self.verifying.items() if now_ms - v.timestamp < expiration_ms
+        }
         return len(expired)
 
     def clear(self) -> None:
         self.producers.clear()
         self.ongoing.clear()
         self.unreplicated.clear()
+        self.verifying.clear()
 
     # -- snapshots ----------------------------------------------------------------------------
     def to_snapshot(self, offset: int) -> bytes:

@@ -3,9 +3,10 @@
 
 `validate(buf, now_ms, batches)` checks every v2 batch of a Produce append: magic, lengths,
 base offset 0, max.message.bytes, CRC-32C, record count == last offset delta + 1, known
-codec, no control batches, idempotent batches carry a sequence (a refusal of the batch as a
-whole); then, record by record as Kafka's `validateRecord` does, a key in a compacted topic and
-the timestamp: a CreateTime topic refuses a timestamp outside
+codec, no control batches, idempotent batches carry a sequence, an LZ4 frame Kafka's reader
+takes (`protocol.lz4_frame`: its header and block layout, UNKNOWN_SERVER_ERROR as in Kafka)
+(a refusal of the batch as a whole); then, record by record as Kafka's `validateRecord`
+does, a key in a compacted topic and the timestamp: a CreateTime topic refuses a timestamp outside
 [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms] (-1, "none", is
 not checked), and a client batch that claims LogAppendTime is refused record by record in a
 LogAppendTime topic or when it has no timestamp; in a CreateTime topic its timestamp (the
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from protocol.lz4_frame import UnreadableFrame, check_lz4_frame
 from protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_APPEND_TIME,
@@ -56,12 +58,14 @@ from wirebroker.log.errors import (
     InvalidTimestampError,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
+    UnreadableRecordsError,
 )
 
 __all__ = ["Batches", "LogValidator"]
 
 _MAGIC_POS = 16
 _NO_TIMESTAMP = -1
+_LZ4 = 3
 
 Batches = list[tuple[int, BatchHeader]]
 
@@ -162,6 +166,12 @@ class LogValidator:
             raise InvalidRecordError("clients may not write control batches")
         if h.producer_id >= 0 and h.base_sequence < 0:
             raise InvalidRecordError(f"producer {h.producer_id} batch without a sequence")
+        if h.compression == _LZ4:  # the frame as Kafka's reader takes it, not decompressed
+            try:
+                payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + h.size]
+                check_lz4_frame(payload, DECODE_CAP)
+            except UnreadableFrame as exc:
+                raise UnreadableRecordsError(f"batch at {pos}: {exc}") from None
         if self._records_may_be_refused(buf, pos, h, now_ms):
             self._check_each_record(buf, pos, h, now_ms)
 

@@ -9,10 +9,12 @@ producer's first transactional batch here is appended (Kafka's AddPartitionsToTx
                                           lives in the group layer). -> an error per partition.
     needs_verification(...)               False when the cache holds (pid, epoch, partition) or
                                           the log already has this producer's transaction open
-                                          at this epoch (Kafka: hasOngoingTransaction).
+                                          at this epoch (Kafka: hasOngoingTransaction; the log's
+                                          `start_txn_verification` tells, and records the
+                                          batch's sequence: producer_state.py).
     on_marker(pid, topic, partition)      a COMMIT/ABORT marker ended the transaction there:
                                           forget its cache entries.
-    verify(..., add=True)                 KIP-890 part 2 (a transaction version 2 producer:
+    verify(..., operation=ADD_PARTITION)  KIP-890 part 2 (a transaction version 2 producer:
                                           Produce v12+, TxnOffsetCommit v5): AddPartitionsToTxn
                                           v5 with verify_only=false, so the coordinator adds
                                           the partitions to the transaction itself (Kafka's
@@ -20,16 +22,23 @@ producer's first transactional batch here is appended (Kafka's AddPartitionsToTx
                                           and cache as for a verification.
 
 The coordinator is reached the same way also when it is this broker (loopback), so a single
-broker and a cluster take one path. Errors the producer must retry (no `__transaction_state`
-yet, no live leader, connection failures, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
-COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS) become NOT_ENOUGH_REPLICAS, as Kafka
-maps them for producers -- except CONCURRENT_TRANSACTIONS answered to an `add` (a TV2
-producer's first batch while the coordinator still completes its previous transaction), which
-Kafka's ReplicaManager passes on to Produce v12+ as it is (TxnOffsetCommit answers
-COORDINATOR_NOT_AVAILABLE for both); a partition the coordinator does not have in the transaction
-(TRANSACTION_ABORTABLE in the verify answer, or missing from it) answers INVALID_TXN_STATE,
-which every client knows (Kafka does so for clients before KIP-890 part 2); PRODUCER_FENCED
-becomes INVALID_PRODUCER_EPOCH (as Kafka's AddPartitionsToTxnManager); others pass through.
+broker and a cluster take one path. What a client of the request's version is told depends on
+its `TxnOperation` (Kafka's TransactionSupportedOperation: Produce v3-10 and TxnOffsetCommit
+v0-3 know only INVALID_TXN_STATE, Produce v11 and TxnOffsetCommit v4 know TRANSACTION_ABORTABLE,
+a TV2 request adds). `verify` answers per partition what Kafka's AddPartitionsToTxnManager hands
+its ReplicaManager: the coordinator's partition error, with PRODUCER_FENCED as
+INVALID_PRODUCER_EPOCH and TRANSACTION_ABORTABLE ("not in the transaction") as
+INVALID_TXN_STATE for a DEFAULT_ERROR client; a top-level error for every partition
+(CLUSTER_AUTHORIZATION_FAILED as INVALID_TXN_STATE); NETWORK_EXCEPTION when the request failed
+or timed out; COORDINATOR_NOT_AVAILABLE when no live broker leads the coordinator's partition
+(no `__transaction_state` yet). `producer_answer` is then the Produce answer, Kafka's
+ReplicaManager: INVALID_TXN_STATE with the error_message "Partition was not added to the
+transaction"; NETWORK_EXCEPTION, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS (and CONCURRENT_TRANSACTIONS before KIP-890 part 2) as the
+retriable NOT_ENOUGH_REPLICAS with "Unable to verify the partition has been added to the
+transaction. Underlying error: <NAME>"; the others as they are, without a text (a TV2
+producer retries CONCURRENT_TRANSACTIONS itself). A partition missing from the coordinator's
+answer is INVALID_TXN_STATE (deviation: Kafka's manager takes it as verified).
 `enabled` False (`transaction.partition.verification.enable=false`) skips all of it.
 One connection per coordinator address, used by one request at a time (a trio lock), each
 request bounded by `timeout_s` (Kafka's request.timeout.ms, 30 s). A cached connection that
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -53,7 +63,7 @@ from wirebroker.replication.broker_client import BrokerConnection, BrokerConnect
 if TYPE_CHECKING:
     from wirebroker.cluster.view import ClusterView
 
-__all__ = ["TRANSACTION_STATE_TOPIC", "TxnVerifier"]
+__all__ = ["TRANSACTION_STATE_TOPIC", "TxnOperation", "TxnVerifier", "producer_answer"]
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +72,50 @@ _VERSION = 4
 _ADD_VERSION = 5
 TopicPartition = tuple[str, int]
 
-#: coordinator errors the producer retries: Kafka answers the producer NOT_ENOUGH_REPLICAS
-_RETRIABLE = frozenset(
+NOT_ADDED_MESSAGE = "Partition was not added to the transaction"
+UNVERIFIED_MESSAGE = (
+    "Unable to verify the partition has been added to the transaction. Underlying error: "
+)
+#: verification errors Kafka's ReplicaManager answers a producer as NOT_ENOUGH_REPLICAS
+_UNREACHABLE = frozenset(
     {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.CONCURRENT_TRANSACTIONS,
-        ErrorCode.REQUEST_TIMED_OUT,
-        ErrorCode.UNKNOWN,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
     }
 )
+
+
+class TxnOperation(Enum):
+    """Kafka's TransactionSupportedOperation: what the client of a request version knows."""
+
+    DEFAULT_ERROR = "default"  # INVALID_TXN_STATE for "not in the transaction"
+    GENERIC_ERROR = "generic"  # TRANSACTION_ABORTABLE (KIP-890 part 1 clients)
+    ADD_PARTITION = "add"  # KIP-890 part 2: the leader adds the partition
+
+    @property
+    def adds(self) -> bool:
+        return self is TxnOperation.ADD_PARTITION
+
+    @classmethod
+    def of(cls, version: int, tv2_version: int, *, tv2_level: bool) -> TxnOperation:
+        """The operation of a request `version` whose API's first TV2 version is
+        `tv2_version` (Produce 12, TxnOffsetCommit 5; the version before it knows
+        TRANSACTION_ABORTABLE); `tv2_level`: transaction.version 2 is finalized."""
+        if version >= tv2_version and tv2_level:
+            return cls.ADD_PARTITION
+        return cls.GENERIC_ERROR if version >= tv2_version - 1 else cls.DEFAULT_ERROR
+
+
+def producer_answer(code: ErrorCode, operation: TxnOperation) -> tuple[ErrorCode, str | None]:
+    """Kafka's ReplicaManager: the Produce error and error_message of a partition whose
+    verification answered `code` (module docstring)."""
+    if code is ErrorCode.INVALID_TXN_STATE:
+        return code, NOT_ADDED_MESSAGE
+    if code in _UNREACHABLE or (code is ErrorCode.CONCURRENT_TRANSACTIONS and not operation.adds):
+        return ErrorCode.NOT_ENOUGH_REPLICAS, UNVERIFIED_MESSAGE + code.name
+    return code, None
 
 
 class TxnVerifier:
@@ -100,6 +143,11 @@ class TxnVerifier:
         self._locks: dict[tuple[str, int], trio.Lock] = {}
 
     # -- the cache ---------------------------------------------------------------------------
+    def active(self, operation: TxnOperation) -> bool:
+        """Whether a transactional request of `operation` is checked with the coordinator:
+        with verification enabled, and always when the leader adds (TV2), as in Kafka."""
+        return self.enabled or operation.adds
+
     def needs_verification(
         self,
         producer_id: int,
@@ -141,16 +189,17 @@ class TxnVerifier:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
         *,
-        add: bool = False,
+        operation: TxnOperation = TxnOperation.DEFAULT_ERROR,
     ) -> dict[TopicPartition, ErrorCode]:
-        """Ask the coordinator (`add`: to add them, TV2); NONE entries are cached until their
-        marker."""
+        """Ask the coordinator (`operation.adds`: to add them, TV2); -> the error per
+        partition (module docstring). NONE entries are cached until their marker."""
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
+        add = operation.adds
         address = self.coordinator(transactional_id)
         if address is None:
-            return dict.fromkeys(wanted, ErrorCode.NOT_ENOUGH_REPLICAS)
+            return dict.fromkeys(wanted, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         by_topic: dict[str, list[int]] = {}
         for topic, index in wanted:
             by_topic.setdefault(topic, []).append(index)
@@ -169,9 +218,9 @@ class TxnVerifier:
             response = await self._request(address, body, _ADD_VERSION if add else _VERSION)
         except (BrokerConnectionError, trio.TooSlowError) as exc:
             log.warning("transaction verification with %s:%d failed: %s", *address, exc)
-            return dict.fromkeys(wanted, ErrorCode.NOT_ENOUGH_REPLICAS)
+            return dict.fromkeys(wanted, ErrorCode.NETWORK_EXCEPTION)
         return self._results(
-            response, transactional_id, producer_id, producer_epoch, wanted, add=add
+            response, transactional_id, producer_id, producer_epoch, wanted, operation=operation
         )
 
     def _results(
@@ -182,19 +231,21 @@ class TxnVerifier:
         producer_epoch: int,
         wanted: list[TopicPartition],
         *,
-        add: bool = False,
+        operation: TxnOperation = TxnOperation.DEFAULT_ERROR,
     ) -> dict[TopicPartition, ErrorCode]:
         top = _code(getattr(response, "error_code", 0))
+        if top is ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+            top = ErrorCode.INVALID_TXN_STATE
         if top is not ErrorCode.NONE:
-            return dict.fromkeys(wanted, _for_producer(top, add=add))
+            return dict.fromkeys(wanted, top)
         out: dict[TopicPartition, ErrorCode] = {}
         for txn in getattr(response, "results_by_transaction", None) or []:
             if txn.transactional_id != transactional_id:
                 continue
             for topic in txn.topic_results or []:
                 for p in topic.results_by_partition or []:
-                    out[(topic.name, int(p.partition_index))] = _for_producer(
-                        _code(p.partition_error_code), add=add
+                    out[(topic.name, int(p.partition_index))] = _partition_error(
+                        _code(p.partition_error_code), operation
                     )
         for tp in wanted:
             code = out.setdefault(tp, ErrorCode.INVALID_TXN_STATE)
@@ -242,13 +293,11 @@ def _code(value: object) -> ErrorCode:
         return ErrorCode.UNKNOWN
 
 
-def _for_producer(code: ErrorCode, *, add: bool = False) -> ErrorCode:
-    if code is ErrorCode.CONCURRENT_TRANSACTIONS and add:
-        return code  # a TV2 client retries it (KIP-890 part 2)
-    if code in _RETRIABLE:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    if code is ErrorCode.TRANSACTION_ABORTABLE:  # the coordinator's "not in the transaction"
-        return ErrorCode.INVALID_TXN_STATE
+def _partition_error(code: ErrorCode, operation: TxnOperation) -> ErrorCode:
+    """A partition's error in the coordinator's answer, as Kafka's AddPartitionsToTxnManager
+    passes it on."""
     if code is ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code is ErrorCode.TRANSACTION_ABORTABLE and operation is TxnOperation.DEFAULT_ERROR:
+        return ErrorCode.INVALID_TXN_STATE  # "not in the transaction", for older clients
     return code

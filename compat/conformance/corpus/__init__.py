@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from compat.conformance.corpus import (
+    bad_batches,
     cluster,
     configs,
     consumer_groups,
@@ -204,6 +205,7 @@ def build(advertised: Mapping[str, Advertised]) -> list[Scenario]:
         records.fetch_positions(),
         records.list_offsets(),
         records.produce_errors(),
+        bad_batches.bad_batches(),
         records.leader_epochs(),
         topics.create_topics(),
         topics.partitions_and_deletes(),

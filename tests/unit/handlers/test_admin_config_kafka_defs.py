@@ -174,7 +174,8 @@ INVALID = {
         "compression.type",
         "x",
     ): "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
-    ("segment.bytes", " 5"): "Value must be at least 14",
+    ("segment.bytes", " 5"): "Value must be at least 1048576",
+    ("internal.segment.bytes", "ten"): "Not a number of type INT",
     # a double printed as Java prints it
     ("min.cleanable.dirty.ratio", "2"): "Value must be no more than 1",
     ("min.cleanable.dirty.ratio", "-0.0001"): "Value must be at least 0",
@@ -262,3 +263,21 @@ def test_remote_storage_is_refused_as_by_a_kafka_without_it():
         "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
         "with remote log storage."
     )
+
+
+async def test_internal_segment_bytes_is_described_only_where_set(call, services):
+    """Kafka 4's internal topic config (for tests): any int, described only on a topic that
+    sets it (TOPIC_CONFIG, no broker synonym); it is the segment size there."""
+    services.admin.create_topic("plain", 1, now_ms=services.clock())
+    configs = {"internal.segment.bytes": "-5", "segment.bytes": "1048576"}
+    services.admin.create_topic("small", 1, configs=configs, now_ms=services.clock())
+    assert await describe(call, TOPIC, "plain", ["internal.segment.bytes"]) == {}
+    assert "internal.segment.bytes" not in await describe(call, TOPIC, "plain", None)
+    described = await describe(call, TOPIC, "small", None)
+    assert described["internal.segment.bytes"] == (
+        "-5",
+        ConfigType.INT,
+        [("internal.segment.bytes", "-5", ConfigSource.TOPIC_CONFIG)],
+    )
+    overrides = services.topics.get("small").configs
+    assert topic_log_config(BrokerConfig(), overrides).segment_bytes == -5

@@ -24,7 +24,7 @@ from protocol.records import build_batch
 from wirebroker.cluster.view import LocalClusterView
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
-from wirebroker.replication.txn_verify import TxnVerifier
+from wirebroker.replication.txn_verify import TxnOperation, TxnVerifier, producer_answer
 from wirebroker.txn.partitioning import partition_for
 
 START_MS = 1_700_000_000_000
@@ -47,11 +47,11 @@ class FakeVerifier(TxnVerifier):
         producer_epoch: int,
         partitions: Iterable,
         *,
-        add: bool = False,
+        operation: TxnOperation = TxnOperation.DEFAULT_ERROR,
     ) -> dict[tuple[str, int], E]:
         tps = sorted(partitions)
         self.asked.append((transactional_id, producer_id, producer_epoch, tps))
-        self.adds.append(add)
+        self.adds.append(operation.adds)
         if self.answer is E.NONE:
             for tp in tps:
                 self._verified[(producer_id, *tp)] = producer_epoch
@@ -99,6 +99,10 @@ def produce_body(batches: dict[int, bytes], tid: str | None = "tx") -> dict[str,
 
 def produce_codes(resp: Any) -> dict[int, int]:
     return {p.index: p.error_code for t in resp.responses for p in t.partition_responses}
+
+
+def produce_messages(resp: Any) -> dict[int, str | None]:
+    return {p.index: p.error_message for t in resp.responses for p in t.partition_responses}
 
 
 def marker_body(
@@ -157,16 +161,22 @@ async def test_transactional_produce_not_in_transaction_is_invalid_txn_state(
     services.txn_verifier = FakeVerifier(services, answer=E.INVALID_TXN_STATE)
     resp = await call(ApiKey.PRODUCE, 9, produce_body({0: txn_batch()}))
     assert produce_codes(resp) == {0: E.INVALID_TXN_STATE}
+    assert produce_messages(resp) == {0: "Partition was not added to the transaction"}
     part = services.replicas.partition("t", 0)
     assert part is not None and part.log_end_offset == 0
 
 
 async def test_no_transaction_coordinator_answers_retriable(call, services: Services) -> None:
-    """The real verifier: no `__transaction_state` yet -> NOT_ENOUGH_REPLICAS (retriable)."""
+    """The real verifier: no `__transaction_state` yet -> NOT_ENOUGH_REPLICAS (retriable),
+    with Kafka's text naming the coordinator's unavailability."""
     services.admin.create_topic("t", 1, now_ms=START_MS)
     services.txn_verifier = TxnVerifier(services.cluster, partition_for, node_id=0)
     resp = await call(ApiKey.PRODUCE, 9, produce_body({0: txn_batch()}))
     assert produce_codes(resp) == {0: E.NOT_ENOUGH_REPLICAS}
+    assert produce_messages(resp) == {
+        0: "Unable to verify the partition has been added to the transaction. Underlying "
+        "error: COORDINATOR_NOT_AVAILABLE"
+    }
 
 
 async def test_verification_disabled_appends_at_once(make_services, call_with) -> None:
@@ -343,7 +353,7 @@ async def test_txn_offset_commit_errors(call, services, coordinator) -> None:
     services.txn_verifier = FakeVerifier(services, answer=E.INVALID_TXN_STATE)
     resp = await call(ApiKey.TXN_OFFSET_COMMIT, 3, txn_commit_body(2, pid=PID + 1))
     assert txn_commit_codes(resp) == [E.INVALID_TXN_STATE]
-    services.txn_verifier = FakeVerifier(services, answer=E.NOT_ENOUGH_REPLICAS)
+    services.txn_verifier = FakeVerifier(services, answer=E.NETWORK_EXCEPTION)
     resp = await call(ApiKey.TXN_OFFSET_COMMIT, 3, txn_commit_body(2, pid=PID + 1))
     assert txn_commit_codes(resp) == [E.COORDINATOR_NOT_AVAILABLE]
 
@@ -455,20 +465,52 @@ def test_verifier_maps_the_coordinator_answer(services: Services) -> None:
         txn = NS(transactional_id="tx", topic_results=[topic])
         return NS(error_code=top, results_by_transaction=[txn])
 
-    got = verifier._results(
-        answer({0: 0, 1: E.TRANSACTION_ABORTABLE, 2: E.PRODUCER_FENCED}), "tx", PID, EPOCH, wanted
-    )
+    codes = {0: 0, 1: E.TRANSACTION_ABORTABLE, 2: E.PRODUCER_FENCED}
+    got = verifier._results(answer(codes), "tx", PID, EPOCH, wanted)
     assert got == {
         ("t", 0): E.NONE,
-        ("t", 1): E.INVALID_TXN_STATE,
+        ("t", 1): E.INVALID_TXN_STATE,  # what a client before KIP-890 knows
         ("t", 2): E.INVALID_PRODUCER_EPOCH,
         ("t", 3): E.INVALID_TXN_STATE,  # missing from the answer
     }
+    generic = TxnOperation.GENERIC_ERROR
+    got = verifier._results(answer(codes), "tx", PID, EPOCH, wanted, operation=generic)
+    assert got[("t", 1)] == E.TRANSACTION_ABORTABLE
     assert not verifier.needs_verification(PID, EPOCH, ("t", 0), ongoing_epoch=-1)
     assert verifier.needs_verification(PID, EPOCH + 1, ("t", 0), ongoing_epoch=-1)
     assert verifier.needs_verification(PID, EPOCH, ("t", 1), ongoing_epoch=-1)
     got = verifier._results(answer({}, top=E.NOT_COORDINATOR), "tx", PID, EPOCH, [("t", 5)])
-    assert got == {("t", 5): E.NOT_ENOUGH_REPLICAS}
+    assert got == {("t", 5): E.NOT_COORDINATOR}
+    got = verifier._results(
+        answer({}, top=E.CLUSTER_AUTHORIZATION_FAILED), "tx", PID, EPOCH, wanted
+    )
+    assert set(got.values()) == {E.INVALID_TXN_STATE}
+
+
+def test_producer_answers_of_verification_errors() -> None:
+    """Kafka's ReplicaManager: the Produce error and error_message per verification error."""
+    unverified = "Unable to verify the partition has been added to the transaction. Underlying "
+    default, add = TxnOperation.DEFAULT_ERROR, TxnOperation.ADD_PARTITION
+    assert producer_answer(E.INVALID_TXN_STATE, default) == (
+        E.INVALID_TXN_STATE,
+        "Partition was not added to the transaction",
+    )
+    for code in (E.NETWORK_EXCEPTION, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR):
+        assert producer_answer(code, add) == (
+            E.NOT_ENOUGH_REPLICAS,
+            f"{unverified}error: {code.name}",
+        )
+    assert producer_answer(E.CONCURRENT_TRANSACTIONS, default) == (
+        E.NOT_ENOUGH_REPLICAS,
+        f"{unverified}error: CONCURRENT_TRANSACTIONS",
+    )
+    assert producer_answer(E.CONCURRENT_TRANSACTIONS, add) == (E.CONCURRENT_TRANSACTIONS, None)
+    assert producer_answer(E.TRANSACTION_ABORTABLE, add) == (E.TRANSACTION_ABORTABLE, None)
+    assert producer_answer(E.INVALID_PRODUCER_EPOCH, default) == (E.INVALID_PRODUCER_EPOCH, None)
+    assert TxnOperation.of(10, 12, tv2_level=True) is default
+    assert TxnOperation.of(11, 12, tv2_level=True) is TxnOperation.GENERIC_ERROR
+    assert TxnOperation.of(12, 12, tv2_level=True) is add
+    assert TxnOperation.of(12, 12, tv2_level=False) is TxnOperation.GENERIC_ERROR
 
 
 # -- KIP-890 part 2 (transaction version 2) ---------------------------------------------------
@@ -492,7 +534,9 @@ async def test_tv2_produce_adds_the_partition_through_the_coordinator(
     assert produce_codes(resp) == {0: E.INVALID_PRODUCER_EPOCH}
     resp = await call(ApiKey.PRODUCE, 12, produce_body({0: txn_batch(epoch=EPOCH + 1)}))
     assert produce_codes(resp) == {0: 0}
-    assert verifier.adds == [True, True, True]  # the fake coordinator accepted the zombie too
+    # the zombie was refused by the log before the coordinator was asked (Kafka's
+    # maybeStartTransactionVerification checks the epoch first)
+    assert verifier.adds == [True, True]
     # a marker of the old epoch (a zombie coordinator's) is refused
     resp = await call(ApiKey.WRITE_TXN_MARKERS, 2, marker_body("t", [0], commit=False))
     assert marker_codes(resp) == {0: E.INVALID_PRODUCER_EPOCH}
@@ -566,8 +610,10 @@ async def test_busy_coordinator_answers_a_tv2_producer_concurrent_transactions(
     services.txn_verifier = BusyCoordinator(services.cluster, partition_for, node_id=0)
     resp = await call(ApiKey.PRODUCE, 12, produce_body({0: txn_batch()}))
     assert produce_codes(resp) == {0: E.CONCURRENT_TRANSACTIONS}
+    assert produce_messages(resp) == {0: None}
     resp = await call(ApiKey.PRODUCE, 11, produce_body({1: txn_batch()}))
     assert produce_codes(resp) == {1: E.NOT_ENOUGH_REPLICAS}
+    assert produce_messages(resp)[1].endswith("Underlying error: CONCURRENT_TRANSACTIONS")
     for p in (0, 1):
         part = services.replicas.partition("t", p)
         assert part is not None and part.log_end_offset == 0

@@ -366,3 +366,32 @@ def test_a_writable_view_is_stamped_in_place_and_bytes_are_copied(tmp_path: Path
     assert readonly.tobytes() == original and parse_header(original).base_offset == 0
     assert offsets_of(plog.read(5, max_bytes=1 << 20)) == [(5, 6)]
     assert_consistent(plog)
+
+
+def test_lz4_frames_kafka_cannot_read_are_refused_as_kafka(tmp_path: Path) -> None:
+    """An LZ4 batch whose frame has dependent blocks (kafkajs's lz4js wrote them): Kafka's
+    reader fails it, UNKNOWN_SERVER_ERROR; nothing is written. Independent blocks pass."""
+    import lz4.frame
+
+    from protocol.crc32c import crc32c
+    from wirebroker.log.errors import UnreadableRecordsError
+
+    plain = batch(3000)  # about 100 KiB of records: more than one 64 KiB block
+    records = plain[61:]
+    payloads = {
+        False: lz4.frame.compress(records, block_linked=False, store_size=False),
+        True: lz4.frame.compress(records, block_linked=True, store_size=False),
+    }
+    plog = open_log(tmp_path)
+    for dependent, payload in payloads.items():
+        raw = bytearray(plain[:61]) + payload
+        struct.pack_into(">i", raw, 8, len(raw) - 12)
+        struct.pack_into(">h", raw, 21, 3)  # lz4
+        struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+        if dependent:
+            with pytest.raises(UnreadableRecordsError, match="Dependent block stream"):
+                plog.append_as_leader(bytes(raw), leader_epoch=0, now_ms=NOW)
+            assert UnreadableRecordsError.error_code == ErrorCode.UNKNOWN
+        else:  # its records are not read here: only the frame's layout is checked
+            plog.append_as_leader(bytes(raw), leader_epoch=0, now_ms=NOW)
+    assert plog.log_end_offset == 3000

@@ -13,7 +13,11 @@ from logtest_helpers import NOW, TOPIC, NoSyncFileSystem, open_log
 from protocol.records import RecordSpec, build_batch, decode_records, iter_batches
 from wirebroker.log import InvalidProducerEpochError, LogConfig, PartitionLog
 from wirebroker.log.control import ABORT, COMMIT, marker_batch, parse_marker
-from wirebroker.log.errors import InvalidTxnStateError, TransactionCoordinatorFencedError
+from wirebroker.log.errors import (
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from wirebroker.log.producer_state import ProducerStateManager
 from wirebroker.log.txn_index import ENTRY_SIZE, AbortedTxn, TxnIndex
 
@@ -194,6 +198,68 @@ def test_producer_with_ongoing_transaction_never_expires() -> None:
     assert state.remove_expired(NOW + 10**9, 1000) == 0
     state.end_txn(4, 0, 0, 5, NOW, aborted=False)
     assert state.remove_expired(NOW + 10**9, 1000) == 1
+
+
+def verify(plog: PartitionLog, pid: int, seq: int, *, epoch: int = 0, adds: bool = False) -> bool:
+    return plog.start_txn_verification(pid, seq, epoch, adds=adds, now_ms=NOW)
+
+
+def test_a_verified_transaction_may_not_start_above_the_first_sequence_tried(
+    tmp_path: Path,
+) -> None:
+    """Kafka's VerificationStateEntry: the lowest sequence tried while no transaction was
+    ongoing bounds the first batch (an attempt at 0 refused by the coordinator, then 5)."""
+    plog = open_log(tmp_path)
+    assert verify(plog, 9, 0)  # the coordinator refuses it (not added): nothing appended
+    assert verify(plog, 9, 5)  # the lowest stays 0
+    with pytest.raises(OutOfOrderSequenceError):
+        append(plog, txn_batch(9, 5))
+    with pytest.raises(OutOfOrderSequenceError):
+        append(plog, txn_batch(9, 3))
+    assert append(plog, txn_batch(9, 0)) == (0, 1)
+    assert not verify(plog, 9, 2)  # ongoing at this epoch: nothing to verify
+    assert plog._producers.verifying == {}  # the transactional append ended it
+    assert append(plog, txn_batch(9, 2)) == (2, 3)
+
+
+def test_a_first_verified_batch_above_zero_is_stored_before_kip_890_part_2(
+    tmp_path: Path,
+) -> None:
+    """Without an earlier attempt a TV1 producer unknown here may start at any sequence (as
+    an idempotent one may); a TV2 producer (`adds`) with no batch here must start at 0."""
+    plog = open_log(tmp_path)
+    assert verify(plog, 9, 5)
+    assert append(plog, txn_batch(9, 5)) == (0, 1)
+    assert verify(plog, 10, 5, adds=True)
+    with pytest.raises(OutOfOrderSequenceError):
+        append(plog, txn_batch(10, 5))
+    assert append(plog, txn_batch(10, 0)) == (2, 3)
+
+
+def test_verification_state_of_a_newer_epoch_starts_over(tmp_path: Path) -> None:
+    plog = open_log(tmp_path)
+    assert verify(plog, 9, 0, epoch=1)
+    assert verify(plog, 9, 4, epoch=2)  # a newer epoch: its own lowest sequence
+    assert plog._producers.verifying[9].lowest_seq == 4
+    assert verify(plog, 9, 7, epoch=1)  # an older one changes nothing
+    assert plog._producers.verifying[9].lowest_seq == 4
+    append(plog, txn_batch(9, 0, epoch=1))
+    with pytest.raises(InvalidProducerEpochError):  # older than the producer's, at once
+        verify(plog, 9, 0, epoch=0)
+
+
+def test_verification_state_expires_and_survives_a_tv2_marker_of_its_epoch() -> None:
+    state = ProducerStateManager()
+    assert state.start_verification(4, 0, 1, adds=True, now_ms=NOW)
+    state.end_txn(4, 1, 0, 5, NOW, aborted=False)  # TV2: the next transaction's entry stays
+    assert 4 in state.verifying
+    state.end_txn(4, 2, 0, 6, NOW, aborted=False)
+    assert 4 not in state.verifying
+    assert state.start_verification(5, 0, 0, adds=False, now_ms=NOW)
+    state.remove_expired(NOW + 999, 1000)
+    assert 5 in state.verifying
+    state.remove_expired(NOW + 1000, 1000)
+    assert 5 not in state.verifying
 
 
 # -- read_committed -----------------------------------------------------------------------------

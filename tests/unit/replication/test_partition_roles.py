@@ -500,7 +500,7 @@ def test_single_replica_low_watermark_is_its_log_start(env: Env) -> None:
 def test_follower_follows_the_leaders_log_start(env: Env) -> None:
     """Kafka's maybeIncrementLogStartOffset on the follower: up to its own log end, whole
     segments below it deleted."""
-    part = env.topic(**{"segment.bytes": "1024"})
+    part = env.topic(**{"internal.segment.bytes": "1024"})
     env.follow(part)
     for i in range(20):
         batch = build_batch(

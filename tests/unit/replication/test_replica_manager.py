@@ -206,16 +206,19 @@ def test_manual_assignment(env: Env) -> None:
 
 
 def test_effective_configs_precedence(tmp_path: Path) -> None:
-    e = Env(tmp_path / "d", **{"log.retention.ms": "5000", "log.segment.bytes": "100000"})
+    e = Env(tmp_path / "d", **{"log.retention.ms": "5000", "log.segment.bytes": "3000000"})
     try:
-        e.admin.create_topic("t", configs={"segment.bytes": "20000"}, now_ms=NOW)
+        e.admin.create_topic("t", configs={"segment.bytes": "2000000"}, now_ms=NOW)
         values = e.admin.effective_configs("t")
-        assert values["segment.bytes"] == "20000"  # topic override
+        assert values["segment.bytes"] == "2000000"  # topic override
         assert values["retention.ms"] == "5000"  # broker synonym
         assert values["max.message.bytes"] == "1048588"  # default
         cfg = e.rm.log_config("t")
         assert isinstance(cfg, LogConfig)
-        assert (cfg.segment_bytes, cfg.retention_ms) == (20000, 5000)
+        assert (cfg.segment_bytes, cfg.retention_ms) == (2000000, 5000)
+        assert e.logs.get("t", 0).config.segment_bytes == 2000000  # type: ignore[union-attr]
+        # Kafka's internal config for tests takes the place of segment.bytes
+        e.admin.alter_topic_configs("t", {"internal.segment.bytes": "20000"})
         assert e.logs.get("t", 0).config.segment_bytes == 20000  # type: ignore[union-attr]
     finally:
         e.logs.close()

@@ -43,23 +43,6 @@ DESCRIBE_LOG_DIRS, DESCRIBE_TRANSACTIONS = 35, 65
 
 _PRODUCE_REASONS = (
     Reason(
-        "produce-record-errors",
-        "bug",
-        "A batch refused for some of its records (a record without a key on a compacted topic, "
-        "a timestamp out of range): Kafka names each bad record in record_errors (batch_index "
-        "and message) so that a client fails only those; wirebroker sends no record_errors.",
-        path="*.record_errors*",
-        api=PRODUCE,
-    ),
-    Reason(
-        "produce-error-log-start-offset",
-        "cosmetic",
-        "A batch refused for its content (sequence, key, timestamp): Kafka still fills "
-        "log_start_offset with the partition's log start offset; wirebroker answers -1.",
-        path="*.partition_responses[*].log_start_offset",
-        api=PRODUCE,
-    ),
-    Reason(
         "produce-v0-2",
         "deliberate",
         "Produce v0-2 (message formats v0/v1, removed in Kafka 4.0 but still advertised): Kafka "

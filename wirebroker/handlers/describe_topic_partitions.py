@@ -6,8 +6,11 @@ included); answered in name order, duplicates once. Paging (as Kafka 4.x):
     limit           min(response_partition_limit, 2000): partitions per response (Kafka's
                     max.request.partition.size.limit default); a value < 1 means 2000
     cursor          where to start: topics before cursor["topic_name"] are skipped, and that
-                    topic starts at cursor["partition_index"]. A cursor naming a topic that is not
-                    among the requested ones answers every requested topic with INVALID_REQUEST
+                    topic starts at cursor["partition_index"]. With every topic asked for, the
+                    cursor's topic need not exist (the page starts at the first name after
+                    it); with listed topics, a cursor naming none of them answers every listed
+                    topic INVALID_REQUEST (authorized operations -2147483648, "not provided"),
+                    as Kafka's handler refuses the request
     next_cursor     null when everything fitted; else the first partition left out (the next
                     topic's partition 0 when a page ends exactly at a topic's end)
 
@@ -41,14 +44,20 @@ if TYPE_CHECKING:
 MAX_PARTITIONS_PER_RESPONSE = 2000
 
 
-def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
+#: topic_authorized_operations of a refused request: Kafka's default, "not provided".
+_OPERATIONS_NOT_PROVIDED = -(2**31)
+
+
+def _error_topic(
+    name: str, code: int, operations: int = TOPIC_ALL_OPERATIONS
+) -> DescribeTopicPartitionsResponseTopic:
     return {
         "error_code": code,
         "name": name,
         "topic_id": NIL_UUID,
         "is_internal": False,
         "partitions": [],
-        "topic_authorized_operations": TOPIC_ALL_OPERATIONS,
+        "topic_authorized_operations": operations,
     }
 
 
@@ -62,10 +71,11 @@ async def handle(
     limit = int(req["response_partition_limit"])
     limit = MAX_PARTITIONS_PER_RESPONSE if limit < 1 else min(limit, MAX_PARTITIONS_PER_RESPONSE)
     cursor = req.get("cursor")
-    if cursor is not None and cursor["topic_name"] not in names:
+    if requested and cursor is not None and cursor["topic_name"] not in names:
+        refused = ErrorCode.INVALID_REQUEST
         return {
             "throttle_time_ms": 0,
-            "topics": [_error_topic(n, ErrorCode.INVALID_REQUEST) for n in names],
+            "topics": [_error_topic(n, refused, _OPERATIONS_NOT_PROVIDED) for n in names],
             "next_cursor": None,
         }
     if cursor is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from compat.conformance.corpus.base import (
@@ -339,4 +340,35 @@ def describe_topic_partitions(versions: list[int]) -> Scenario:
                 "a topic of 3 partitions and a missing one",
             )
         )
+    items.extend(_describe_topic_partitions_cursors(topic, versions[-1]))
     return Scenario("sweep DescribeTopicPartitions", tuple(items))
+
+
+def _describe_topic_partitions_cursors(topic: str, v: int) -> list[Item]:
+    """Paging: a cursor inside a listed topic, one naming no listed topic (INVALID_REQUEST),
+    and, with every topic asked for, one naming no topic at all (the page starts after it)."""
+
+    def paged(
+        listed: list[str], cursor: str, index: int, limit: int
+    ) -> Callable[[Ctx], dict[str, Any]]:
+        return lambda ctx: {
+            "topics": [{"name": ctx.name(n)} for n in listed],
+            "response_partition_limit": limit,
+            "cursor": {"topic_name": ctx.name(cursor), "partition_index": index},
+        }
+
+    cases = [
+        ("inside", [topic], topic, 1, 1, "a listed topic from partition 1, one per page"),
+        ("not_listed", [topic], "sw-dt", 0, 2000, "a cursor naming no listed topic"),
+        ("every_topic", [], "sw-dt", 0, 1, "every topic from a name no topic has, one per page"),
+    ]
+    return [
+        step(
+            f"DescribeTopicPartitions.cursor_{name}",
+            API.DESCRIBE_TOPIC_PARTITIONS,
+            v,
+            paged(listed, cursor, index, limit),
+            note,
+        )
+        for name, listed, cursor, index, limit, note in cases
+    ]

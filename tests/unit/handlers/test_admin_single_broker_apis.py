@@ -191,11 +191,21 @@ async def test_describe_topic_partitions_pages_with_a_cursor(call, topics):
 
 
 async def test_describe_topic_partitions_cursor_outside_the_request(call, topics):
+    """As Kafka 4.4: with listed topics the cursor must name one of them (else INVALID_REQUEST
+    for each, operations "not provided"); with every topic, a cursor naming no topic starts the
+    page at the first name after it, and the partition limit still holds."""
     resp = await describe(call, ["a", "c"], cursor={"topic_name": "b", "partition_index": 0})
-    assert {t.name: t.error_code for t in resp.topics} == {
-        "a": ErrorCode.INVALID_REQUEST,
-        "c": ErrorCode.INVALID_REQUEST,
+    assert {t.name: (t.error_code, t.topic_authorized_operations) for t in resp.topics} == {
+        "a": (ErrorCode.INVALID_REQUEST, -(2**31)),
+        "c": (ErrorCode.INVALID_REQUEST, -(2**31)),
     }
+    page = await describe(call, [], limit=1, cursor={"topic_name": "a-", "partition_index": 0})
+    assert [(t.name, t.error_code, len(t.partitions)) for t in page.topics][0][:2] == (
+        "b",
+        ErrorCode.NONE,
+    )
+    assert sum(len(t.partitions) for t in page.topics) == 1
+    assert page.next_cursor is not None
 
 
 # -- AlterReplicaLogDirs ---------------------------------------------------------------------

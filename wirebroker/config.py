@@ -96,7 +96,9 @@ class ConfigDef:
             elif t == ConfigType.DOUBLE:
                 value = float(raw.strip())
             elif t == ConfigType.LIST:
-                items = [s.strip() for s in raw.split(",") if s.strip()]
+                # Kafka's ConfigDef: "" is no item, else every comma separates one (empty
+                # items kept: "a,,b" is three; ValidList refuses them where it applies)
+                items = [s.strip() for s in raw.split(",")] if raw.strip() else []
                 if self.choices is not None:
                     for item in items:
                         if item not in self.choices:

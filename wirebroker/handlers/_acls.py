@@ -5,7 +5,7 @@ of resource type, pattern type, operation or permission type (its DescribeAclsRe
 CreateAclsRequest / DeleteAclsRequest constructors throw IllegalArgumentException) and closes
 the connection; so does wirebroker (`MalformedRequest`: the dispatcher closes, one warning).
 Codes it does not know (say 99) are not UNKNOWN there and pass, as in Kafka 4.4 (asked of it:
-tests/oracle/test_acls.py).
+tests/oracle/test_acls_without_authorizer.py).
 """
 
 from __future__ import annotations

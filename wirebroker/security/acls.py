@@ -10,8 +10,8 @@ describe_acls.py, create_acls.py, delete_acls.py); an `Authorizer` answers with 
 
 `NoAuthorizer` is the broker's authorizer today: Apache Kafka 4.4 without
 `authorizer.class.name` (its default) serves the three APIs and refuses each ask with
-SECURITY_DISABLED, in the texts it uses (asked of Kafka 4.4, the oracle: tests/oracle/
-test_acls.py):
+SECURITY_DISABLED, in the texts it uses (asked of Kafka 4.4, the oracle:
+tests/oracle/test_acls_without_authorizer.py):
 
     describe   the whole answer: "No Authorizer is configured on the broker"
     create     each creation: "No Authorizer is configured."

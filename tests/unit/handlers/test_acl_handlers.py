@@ -1,9 +1,9 @@
 """The ACL APIs (DescribeAcls, CreateAcls, DeleteAcls, v1-3) through the real dispatcher and
 handlers: without an authorizer (wirebroker.security.acls.NoAuthorizer, Kafka's default) every
-ask is refused SECURITY_DISABLED with Kafka 4.4's texts (asked of it: tests/oracle/
-test_acls.py); an UNKNOWN code closes the connection with one warning, as Kafka; and an
-authorizer plugged into the services is what the handlers answer with (its bindings encoded
-as Kafka does)."""
+ask is refused SECURITY_DISABLED with Kafka 4.4's texts (asked of it:
+tests/oracle/test_acls_without_authorizer.py); an UNKNOWN code closes the connection with one
+warning, as Kafka; and an authorizer plugged into the services is what the handlers answer
+with (its bindings encoded as Kafka does)."""
 
 from __future__ import annotations
 

@@ -703,12 +703,14 @@ def _broker_configs(broker: Broker, config: BrokerConfig, node_id: int) -> Broke
 
 def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:
     """Apply a dynamic broker config change to what runs: every hosted partition takes its
-    topic's new effective configs, the listener its connection quotas, transactional produce
-    its verification switch (the cleaner reads its backoff each time)."""
+    topic's new effective configs, the replication quotas their rates, the listener its
+    connection quotas, transactional produce its verification switch (the cleaner reads its
+    backoff each time)."""
     log.info("dynamic broker configs changed: %s", ", ".join(sorted(keys)))
     for info in broker.topics.all():
         broker.replicas.on_topic_configs_changed(info)
     config = broker.config
+    broker.replicas.quotas.update_rates(config)
     broker.server.set_connection_limits(
         config.get_int("max.connections"), config.get_int("max.connections.per.ip")
     )

@@ -98,7 +98,9 @@ class ConfigDef:
             elif t == ConfigType.DOUBLE:
                 value = float(raw.strip())
             elif t == ConfigType.LIST:
-                items = [s.strip() for s in raw.split(",") if s.strip()]
+                # Kafka's ConfigDef: "" is no item, else every comma separates one (empty
+                # items kept: "a,,b" is three; ValidList refuses them where it applies)
+                items = [s.strip() for s in raw.split(",")] if raw.strip() else []
                 if self.choices is not None:
                     for item in items:
                         if item not in self.choices:
@@ -429,6 +431,60 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # replication throttles (KIP-73): the windows their byte rates are measured over
+        ConfigDef(
+            "replication.quota.window.num",
+            _T.INT,
+            "11",
+            "samples of a replication quota's byte rate kept in memory",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "replication.quota.window.size.seconds",
+            _T.INT,
+            "1",
+            "the time span of each sample of a replication quota",
+            minimum=1,
+            read_only=True,
+        ),
+    ]
+}
+
+#: Kafka's broker quota configs (its QuotaConfig, set with `kafka-configs --entity-type
+#: brokers`): not KafkaConfig keys, so Kafka's DescribeConfigs lists them only once set (with
+#: the value as it was written, untrimmed) and IncrementalAlterConfigs APPEND/SUBTRACT calls
+#: them unknown. Only their dynamic values throttle (per broker, else the cluster default; a
+#: value in server.properties is described but ignored, as by Kafka 4.4's broker config
+#: handler); unset, replication is not throttled. wirebroker.replication.quota applies the
+#: two replication rates; wirebroker moves no replica between log dirs, so the third is
+#: accepted, described and has nothing to throttle.
+BROKER_QUOTA_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in [
+        ConfigDef(
+            "leader.replication.throttled.rate",
+            _T.LONG,
+            str(LONG_MAX),
+            "bytes/s a leader sends of its throttled replicas (leader.replication.throttled."
+            "replicas) to followers out of the ISR",
+            minimum=0,
+        ),
+        ConfigDef(
+            "follower.replication.throttled.rate",
+            _T.LONG,
+            str(LONG_MAX),
+            "bytes/s a follower fetches of its throttled replicas (follower.replication."
+            "throttled.replicas) while out of the ISR",
+            minimum=0,
+        ),
+        ConfigDef(
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+            _T.LONG,
+            str(LONG_MAX),
+            "bytes/s of moving replicas between log dirs (wirebroker moves none)",
+            minimum=0,
+        ),
     ]
 }
 
@@ -633,7 +689,9 @@ class BrokerConfig:
         return copy
 
     def unknown_keys(self) -> list[str]:
-        return sorted(k for k in self.values if k not in BROKER_CONFIGS)
+        return sorted(
+            k for k in self.values if k not in BROKER_CONFIGS and k not in BROKER_QUOTA_CONFIGS
+        )
 
     def raw(self, name: str) -> str | None:
         """The effective string value of a broker config (explicit or default)."""

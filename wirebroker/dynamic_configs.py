@@ -27,6 +27,13 @@ dynamically: [k]"):
                                        the listener's quotas (existing connections stay)
     transaction.partition.verification.enable
                                        the next transactional produce
+    leader.replication.throttled.rate, follower.replication.throttled.rate
+                                       the replication throttles' bounds, at once
+                                       (wirebroker.replication.quota); with
+                                       replica.alter.log.dirs.io.max.bytes.per.second they are
+                                       Kafka's broker quota configs: described only once set,
+                                       and only their dynamic values apply
+                                       (wirebroker.config.BROKER_QUOTA_CONFIGS)
 
 Kafka also updates `listeners` (and its SSL, SASL, quota and thread-pool configs) at run time;
 wirebroker cannot rebind a listener, so `listeners` stays read-only here.
@@ -66,6 +73,8 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "compression.gzip.level",
         "compression.lz4.level",
         "compression.zstd.level",
+        "follower.replication.throttled.rate",
+        "leader.replication.throttled.rate",
         "log.cleaner.backoff.ms",
         "log.cleaner.delete.retention.ms",
         "log.cleaner.max.compaction.lag.ms",
@@ -95,6 +104,7 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "max.decompressed.message.bytes",
         "message.max.bytes",
         "min.insync.replicas",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
         "transaction.partition.verification.enable",
         "unclean.leader.election.enable",
     }

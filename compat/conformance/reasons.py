@@ -146,15 +146,16 @@ _VERSIONS_REASONS = (
     Reason(
         "security",
         "not-built",
-        "TLS, SASL, ACLs, SCRAM users, client quotas and delegation tokens (issue 34): Kafka "
-        "serves these APIs (SECURITY_DISABLED without an authorizer, ILLEGAL_SASL_STATE on a "
-        "PLAINTEXT listener); wirebroker does not advertise them and closes the connection.",
-        path="(reaction) | api_keys[api_key=17] | api_keys[api_key=29] | api_keys[api_key=30]"
-        " | api_keys[api_key=31] | api_keys[api_key=36] | api_keys[api_key=38]"
+        "TLS, SASL, SCRAM users, client quotas and delegation tokens (issue 34): Kafka "
+        "serves these APIs (ILLEGAL_SASL_STATE on a PLAINTEXT listener; client quotas and "
+        "SCRAM credentials stored even without an authorizer); wirebroker does not advertise "
+        "them and closes the connection. (The ACL APIs are served as by a Kafka without an "
+        "authorizer: SECURITY_DISABLED.)",
+        path="(reaction) | api_keys[api_key=17] | api_keys[api_key=36] | api_keys[api_key=38]"
         " | api_keys[api_key=39] | api_keys[api_key=40] | api_keys[api_key=41]"
         " | api_keys[api_key=48] | api_keys[api_key=49] | api_keys[api_key=50]"
         " | api_keys[api_key=51]",
-        steps="ApiVersions.* | Sasl* | *Acls.* | *ClientQuotas.* | *UserScramCredentials.*"
+        steps="ApiVersions.* | Sasl* | *ClientQuotas.* | *UserScramCredentials.*"
         " | *DelegationToken.*",
     ),
     Reason(

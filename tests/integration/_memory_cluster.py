@@ -60,7 +60,7 @@ BROKER_OVERRIDES = {
 }
 
 
-def broker_config(root: Path, node: int) -> BrokerConfig:
+def broker_config(root: Path, node: int, overrides: dict[str, str] | None = None) -> BrokerConfig:
     return BrokerConfig(
         {
             "node.id": str(node),
@@ -68,6 +68,7 @@ def broker_config(root: Path, node: int) -> BrokerConfig:
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "cluster.id": CLUSTER_ID,
             **BROKER_OVERRIDES,
+            **(overrides or {}),
         }
     )
 
@@ -348,8 +349,10 @@ async def start_cluster(
     count: int = 3,
     *,
     monkeypatch: pytest.MonkeyPatch | None = None,
+    overrides: dict[str, str] | None = None,
 ) -> Cluster:
-    """Start `count` brokers; with `monkeypatch`, record every controller they start."""
+    """Start `count` brokers (`overrides`: more broker configs); with `monkeypatch`, record
+    every controller they start."""
     server = MemoryZooKeeper()
     observer = MemoryCoordination(server)
     await nursery.start(observer.run)
@@ -365,7 +368,7 @@ async def start_cluster(
     nodes = []
     for n in range(count):
         coord = MemoryCoordination(server)
-        broker = Broker(broker_config(root, n), grace_s=1.0, coordination=coord)
+        broker = Broker(broker_config(root, n, overrides), grace_s=1.0, coordination=coord)
         nodes.append(Node(broker, coord))
     for node in nodes:
         node.address = await nursery.start(_serve, node)

@@ -98,11 +98,12 @@ def _format_parsed(d: ConfigDef, value: object) -> str:
     return str(value)
 
 
-#: Kafka's ThrottledReplicaListValidator: "*" or partition:broker pairs.
+#: Kafka's ThrottledReplicaListValidator: "*" (the items joined, so "*," too) or
+#: partition:broker pairs (empty items allowed, as by its pattern).
 _THROTTLED = frozenset(
     {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
 )
-_REPLICA = re.compile(r"\d+:\d+")
+_REPLICA = re.compile(r"(\d+:\d+)?")
 
 
 def _special_check(d: ConfigDef, raw: str) -> None:
@@ -111,7 +112,7 @@ def _special_check(d: ConfigDef, raw: str) -> None:
     if d.choices is not None and d.type == ConfigType.LIST and raw.strip() and "" in items:
         raise InvalidConfigError(f"Configuration '{d.name}' values must not be empty.")
     if d.name in _THROTTLED and raw.strip():
-        if items == ["*"] or all(_REPLICA.fullmatch(item) for item in items):
+        if "".join(items) == "*" or all(_REPLICA.fullmatch(item) for item in items):
             return
         raise InvalidConfigError(
             f"Invalid value [{', '.join(items)}] for configuration {d.name}: {d.name} must be "

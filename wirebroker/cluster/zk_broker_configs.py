@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.config import BROKER_CONFIGS, ConfigError
+from wirebroker.config import BROKER_CONFIGS, BROKER_QUOTA_CONFIGS, ConfigError
 from wirebroker.coordination.api import (
     BadVersionError,
     CoordinationError,
@@ -67,7 +67,7 @@ def valid_configs(entity: str, configs: Mapping[str, str]) -> dict[str, str]:
     """`configs` without the values that do not parse (each logged)."""
     out = {}
     for name, value in configs.items():
-        d = BROKER_CONFIGS.get(name)
+        d = BROKER_CONFIGS.get(name) or BROKER_QUOTA_CONFIGS.get(name)
         try:
             if d is not None:
                 d.parse(value)

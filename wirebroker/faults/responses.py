@@ -11,7 +11,9 @@ response schema of that version (`protocol.messages`), a body that mirrors the r
                           key field (topic name or id, partition index, group id, resource
                           name, ...) with the response element; or a request list of scalars
                           (group ids, partition indexes) when the response element has a key
-                          field of that kind. No counterpart: empty
+                          field of that kind; an answer in the request's order without a key
+                          (CreateAcls results, DeleteAcls filter_results: `_POSITIONAL`), one
+                          element per request element. No counterpart: empty
     key fields            copied from the request element (the same name, or an alias: a
                           request `name` answers a response `topic`, `partition_index`
                           answers `index`/`partition_id`, a group id string `group_id`/`key`)
@@ -61,6 +63,8 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "producer_id": ("producer_id",),
     "path": ("path",),
 }
+#: Response arrays without a key field that answer a request array element by element.
+_POSITIONAL = {"results": "creations", "filter_results": "filters"}
 _STRING_KEYS = ("group_id", "key", "name", "topic", "transactional_id", "resource_name")
 _INT_KEYS = ("partition_index", "index", "partition", "partition_id")
 #: Fields Kafka answers -1 when it has no value.
@@ -139,7 +143,9 @@ def _array(
 ) -> list[dict[str, Any]]:
     keys = {sub.name for sub in f.fields if sub.name in _ALIASES}
     if not keys:
-        return []
+        source = req.get(_POSITIONAL.get(f.name, ""))
+        count = len(source) if isinstance(source, list) else 0
+        return [_struct(f.fields, {}, code, message) for _ in range(count)]
     wanted = {alias for key in keys for alias in _ALIASES[key]}
     items = _matching_items(req, wanted, depth=2)
     if items:

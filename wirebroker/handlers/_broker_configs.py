@@ -8,7 +8,10 @@ Describe (`describe_broker_configs`, resource name = this node id)
     synonyms in that order (`_configs.broker_synonyms`), read_only false for the dynamic ones
     (wirebroker.dynamic_configs.DYNAMIC_BROKER_CONFIGS) and true for the rest; plus every key
     unknown to wirebroker set in server.properties or dynamically (type UNKNOWN, sensitive,
-    value null, read-only -- Kafka treats keys it has no definition for as possibly sensitive).
+    value null, read-only -- Kafka treats keys it has no definition for as possibly sensitive);
+    the broker quota configs (wirebroker.config.BROKER_QUOTA_CONFIGS: the replication
+    throttles' rates) only once set, as Kafka: the value as written (untrimmed), type LONG,
+    read_only false, no documentation, a synonym per level that sets them.
 Describe the cluster default (`describe_default_configs`, resource name "")
     only the keys set dynamically for the whole cluster, each with the one synonym of that
     level (source DYNAMIC_DEFAULT_BROKER_CONFIG).
@@ -38,7 +41,13 @@ from collections.abc import Callable, Iterable, Mapping
 from protocol.errors import ErrorCode
 from wirebroker.cluster.errors import InvalidConfigError
 from wirebroker.cluster.topic_configs import normalize_stored, parse_value
-from wirebroker.config import BROKER_CONFIGS, BrokerConfig, ConfigSource, ConfigType
+from wirebroker.config import (
+    BROKER_CONFIGS,
+    BROKER_QUOTA_CONFIGS,
+    BrokerConfig,
+    ConfigSource,
+    ConfigType,
+)
 from wirebroker.dynamic_configs import DYNAMIC_BROKER_CONFIGS, Compute
 from wirebroker.handlers._configs import (
     OP_APPEND,
@@ -77,8 +86,25 @@ def _unknown(name: str, config: BrokerConfig) -> ConfigEntry:
     )
 
 
+def _quota(name: str, layers: Iterable[tuple[ConfigSource, Mapping[str, str]]]) -> ConfigEntry:
+    """A broker quota config (BROKER_QUOTA_CONFIGS) that is set: Kafka describes it with the
+    value as written (untrimmed) and no documentation."""
+    synonyms = tuple(Synonym(name, layer[name], src) for src, layer in layers if name in layer)
+    return ConfigEntry(
+        name=name,
+        value=synonyms[0].value,
+        source=synonyms[0].source,
+        read_only=False,
+        is_sensitive=False,
+        config_type=BROKER_QUOTA_CONFIGS[name].type,
+        documentation=None,
+        synonyms=synonyms,
+    )
+
+
 def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker config (and every unknown key set), sorted by name."""
+    """Every broker config (and every other key set: the broker quota configs, unknown
+    keys), sorted by name."""
     names = set(BROKER_CONFIGS)
     for _source, layer in config.layers():
         names |= set(layer)
@@ -86,7 +112,8 @@ def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
     for name in sorted(names):
         d = BROKER_CONFIGS.get(name)
         if d is None:
-            out.append(_unknown(name, config))
+            quota = name in BROKER_QUOTA_CONFIGS
+            out.append(_quota(name, config.layers()) if quota else _unknown(name, config))
             continue
         synonyms = broker_synonyms(config, name)
         sensitive = d.type == ConfigType.PASSWORD
@@ -114,6 +141,9 @@ def describe_default_configs(config: BrokerConfig) -> list[ConfigEntry]:
     out = []
     for name in sorted(layer):
         d = BROKER_CONFIGS.get(name)
+        if d is None and name in BROKER_QUOTA_CONFIGS:
+            out.append(_quota(name, [(level, layer)]))
+            continue
         if d is None:
             unknown = Synonym(name, None, level)
             out.append(
@@ -156,7 +186,7 @@ def _check_update(props: Mapping[str, str], names: Iterable[str]) -> None:
             "Cannot update these configs dynamically: [" + ", ".join(read_only) + "]",
         )
     for name in names:
-        d = BROKER_CONFIGS.get(name)
+        d = BROKER_CONFIGS.get(name) or BROKER_QUOTA_CONFIGS.get(name)
         if d is None or name not in props:
             continue
         try:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from wirebroker.handlers.stats import RequestStats
 from wirebroker.replication.fetch_sessions import FetchSessions
+from wirebroker.security.acls import Authorizer, NoAuthorizer
 
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
@@ -82,6 +83,8 @@ class Services:
     #: the dynamic broker configs (wirebroker.dynamic_configs; None: every broker config is
     #: read-only and AlterConfigs on a BROKER resource is refused as for a read-only key)
     broker_configs: BrokerConfigUpdates | None = None
+    #: what the ACL APIs ask (wirebroker.security.acls): no authorizer, as Kafka's default
+    authorizer: Authorizer = field(default_factory=NoAuthorizer)
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

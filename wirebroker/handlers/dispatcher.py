@@ -10,6 +10,8 @@ correlation id when known), on the "wirebroker.net" logger: these are connection
     unknown API key, API without a handler, version not served, malformed body    warning
     a body decoding into more objects than the decode budget (RequestTooComplex)   warning
     acks=0 Produce that failed (`ProduceWithoutAckFailed`), as Kafka does         info
+    a request a handler finds invalid where Kafka refuses to parse it
+        (`MalformedRequest` from the handler: an ACL filter with an UNKNOWN code)  warning
     any other exception in a handler or while encoding                 error, with traceback
 
 Not closed although the version is not served:
@@ -161,6 +163,13 @@ class Dispatcher:
         except ProduceWithoutAckFailed as exc:
             # Kafka logs this at INFO: closing is how an acks=0 producer learns of the error.
             log.info("closing connection from %s: %s: %s", peer, exc, describe(header))
+            self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
+            return CLOSE
+        except MalformedRequest as exc:
+            # the peer's fault (Kafka fails to parse such a request and closes): no traceback
+            log.warning(
+                "closing connection from %s: invalid request: %s: %s", peer, exc, describe(header)
+            )
             self.stats.record_failure(header.api_key, header.api_version, perf_counter() - start)
             return CLOSE
         except Exception:

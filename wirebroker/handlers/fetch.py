@@ -67,6 +67,13 @@ Per partition, in this order:
                                  (`ReplicaManager.record_follower_fetch`): its fetch_offset is its
                                  log end; the high watermark may advance and the follower may
                                  rejoin the ISR. The response carries the HW as read before that.
+    replication throttle         a follower out of the partition's ISR, the partition in the
+                                 leader's throttled replicas (leader.replication.throttled.
+                                 replicas) and the leader quota exceeded: no records (not read;
+                                 nothing towards min_bytes). Once answered, the records sent of
+                                 every throttled partition are recorded in the leader quota
+                                 (wirebroker.replication.quota; Kafka's ReplicaManager and
+                                 KafkaApis rules)
 A failed partition has high_watermark, last_stable_offset and log_start_offset -1, empty
 records and, as in Kafka, aborted_transactions [] for an unknown topic, topic id or partition
 (refused before any read) and null for the errors of the read itself (leader, epoch, offset).
@@ -119,6 +126,7 @@ if TYPE_CHECKING:
     )
     from wirebroker.handlers.context import RequestContext
     from wirebroker.replication.partition import Partition
+    from wirebroker.replication.quota import ReplicationQuota
 
 __all__ = ["handle"]
 
@@ -190,8 +198,10 @@ def _read_partition(
     replica_id: int,
     limit: int,
     min_one: bool,
+    throttled: bool = False,
 ) -> tuple[PartitionData, bool]:
-    """One partition's response and whether it completes the fetch at once (error/divergence)."""
+    """One partition's response and whether it completes the fetch at once (error/divergence).
+    `throttled`: a follower out of the ISR over the leader's replication quota gets no records."""
     index = part.index
     code = part.check_leader(int(pdata.get("current_leader_epoch", -1)))
     if code is ErrorCode.NONE and replica_id >= 0 and replica_id not in part.followers:
@@ -217,6 +227,8 @@ def _read_partition(
         if epoch < last_fetched_epoch or end_offset < fetch_offset:
             base["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
             return base, True
+    if throttled:
+        return base, False
     try:
         data = part.read(
             fetch_offset,
@@ -261,6 +273,7 @@ def _read_all(
     replicas = ctx.services.replicas
     now_ms = ctx.now_ms()
     touch_before = now_ms - replicas.quiet_touch_ms
+    quota = replicas.quotas.leader if replica_id >= 0 else None
     remaining = max(0, max_bytes)
     total = 0
     complete = False
@@ -295,6 +308,7 @@ def _read_all(
                 replica_id=replica_id,
                 limit=limit,
                 min_one=total == 0,
+                throttled=quota is not None and _throttled(quota, part, replica_id, now_ms),
             )
             if first and replica_id >= 0 and not done:
                 _record_follower(ctx, part, replica_id, pdata)
@@ -310,6 +324,17 @@ def _read_all(
             out.append(presp)
         responses.append({**key, "partitions": out})
     return responses, total, complete
+
+
+def _throttled(quota: ReplicationQuota, part: Partition, replica_id: int, now_ms: int) -> bool:
+    """The leader's replication throttle: a throttled partition, a follower out of the ISR,
+    the leader quota exceeded (wirebroker.replication.quota)."""
+    return (
+        quota.throttles_any
+        and quota.is_throttled(part.topic, part.index)
+        and replica_id not in part.isr
+        and quota.exceeded(now_ms)
+    )
 
 
 def _record_follower(
@@ -456,6 +481,8 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
                 await event.wait()
     if total:
         _count_bytes_out(ctx, plan, responses)
+        if replica_id >= 0:
+            _record_throttled(ctx, plan, responses)
     endpoints = _leader_hints(ctx, plan, responses) if complete and version >= 16 else None
     body: FetchResponse
     if session is None:
@@ -485,6 +512,25 @@ def _leader_hints(
                 hints = hints or LeaderHints(ctx.services)
                 presp["current_leader"] = hints.leader_of(name, presp["partition_index"])  # type: ignore[typeddict-item]
     return hints.node_endpoints() if hints is not None else []
+
+
+def _record_throttled(
+    ctx: RequestContext, plan: _Plan, responses: list[FetchableTopicResponse]
+) -> None:
+    """The leader's replication quota counts the records sent of its throttled partitions,
+    whether the follower is in the ISR or not (Kafka's rule; wirebroker.replication.quota)."""
+    quota = ctx.services.replicas.quotas.leader
+    if not quota.throttles_any:
+        return
+    size = 0
+    for (_key, name, _missing, _parts), topic in zip(plan.topics, responses, strict=True):
+        if name is None:
+            continue
+        for p in topic["partitions"]:
+            if p["records"] and quota.is_throttled(name, p["partition_index"]):
+                size += len(p["records"] or b"")
+    if size:
+        quota.record(size, ctx.now_ms())
 
 
 def _count_bytes_out(

@@ -59,6 +59,12 @@ epoch, or log end moved):
                      applied), then as other errors
     other errors     (FENCED_LEADER_EPOCH, unknown topic, storage...) that partition backs
                      off replica.fetch.backoff.ms
+Replication throttle (KIP-73, wirebroker.replication.quota): a partition in this broker's
+follower throttled replicas (follower.replication.throttled.replicas) that is not in sync (its
+last answer did not bring it to the leader's high watermark) is left out of the rounds while
+the follower quota is exceeded, as if backing off until the rate is back under the bound (at
+most replica.fetch.backoff.ms at a time); the records appended of every throttled partition
+are recorded in the quota.
 A partition whose log has no leader epoch at all is first truncated to its high watermark
 (Kafka does so when it cannot truncate by epoch). A request gets replica.socket.timeout.ms plus
 its max wait before the connection is dropped. Times come from `trio.current_time` (MockClock in
@@ -87,6 +93,7 @@ from wirebroker.replication.partition import Partition, Role
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
+    from wirebroker.replication.quota import ReplicationQuota
     from wirebroker.replication.replica_manager import ReplicaManager
 
 __all__ = ["ReplicaFetcherManager"]
@@ -128,6 +135,9 @@ class _Follow:
     not_ready: int = 0
     checked_epochless: bool = False  # the no-epoch truncation to the HW was done
     dropped: bool = False  # unfollowed: an answer still in flight is ignored
+    #: the last answer brought the log up to the leader's high watermark: in sync, so never
+    #: throttled (Kafka's fetch state lag <= 0; none yet: not in sync)
+    in_sync: bool = False
 
     def current(self) -> bool:
         part = self.part
@@ -338,14 +348,25 @@ class _LeaderFetcher:
         now = trio.current_time()
         ready: list[_Follow] = []
         backoff_end = math.inf
+        quota = self.m.replicas.quotas.follower
+        throttle_s = self._throttle_s(quota) if quota.throttles_any else 0.0
         for f in self.follows.values():
             if f.current():
+                if throttle_s and not f.in_sync and quota.is_throttled(f.part.topic, f.part.index):
+                    # over the follower quota: left out until the rate is back under it
+                    # (at most replica.fetch.backoff.ms: the rate's bound may change)
+                    f.delay_until = max(f.delay_until, now + throttle_s)
                 until = f.delay_until
                 if until <= now:
                     ready.append(f)
                 elif until < backoff_end:
                     backoff_end = until
         return ready, backoff_end
+
+    def _throttle_s(self, quota: ReplicationQuota) -> float:
+        """Seconds the follower quota keeps its throttled partitions out (0: none)."""
+        wait_ms = quota.wait_ms(self.m.clock())
+        return min(wait_ms / 1000.0, self.m.backoff_s or 0.001) if wait_ms else 0.0
 
     async def _round(self, ready: list[_Follow], backoff_end: float) -> None:
         """One Fetch for `ready` (from `_scan`, just before) and its answer."""
@@ -519,13 +540,21 @@ class _LeaderFetcher:
                         follow, int(diverging["epoch"]), int(diverging["end_offset"])
                     )
                     return
+                records = _complete_batches(pdata.get("records") or b"")
+                leader_hw = int(pdata.get("high_watermark"))
+                now_ms = self.m.clock()
                 self.m.replicas.append_as_follower(
                     part,
-                    _complete_batches(pdata.get("records") or b""),
-                    leader_high_watermark=int(pdata.get("high_watermark")),
+                    records,
+                    leader_high_watermark=leader_hw,
                     leader_log_start_offset=int(pdata.get("log_start_offset", -1)),
-                    now_ms=self.m.clock(),
+                    now_ms=now_ms,
                 )
+                follow.in_sync = part.log_end_offset >= leader_hw
+                quota = self.m.replicas.quotas.follower
+                if records and quota.throttles_any and quota.is_throttled(part.topic, part.index):
+                    # in sync or not: all of a throttled partition's traffic counts
+                    quota.record(len(records), now_ms)
             elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 await self._out_of_range(follow)
             elif code in _LEADER_NOT_READY and follow.not_ready < _NOT_READY_QUICK_RETRIES:

@@ -63,6 +63,7 @@ from protocol.errors import ErrorCode
 from wirebroker.cluster.topic_configs import min_insync_replicas, topic_log_config
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore, ensure_meta_properties
 from wirebroker.replication.partition import Partition, Role
+from wirebroker.replication.quota import ReplicationQuotas
 
 if TYPE_CHECKING:
     from protocol.records import BatchHeader
@@ -118,6 +119,9 @@ class ReplicaManager:
         self._role_listeners: list[RoleListener] = []
         self._hw_checkpoint: dict[tuple[str, int], int] = {}
         self._last_now_ms = 0
+        #: replication throttles (wirebroker.replication.quota): the fetch handler asks
+        #: `leader`, the replica fetcher `follower`; their partitions follow the topic configs
+        self.quotas = ReplicationQuotas(config, node_id)
 
     # -- start-up --------------------------------------------------------------------------
     def load(self, now_ms: int) -> None:
@@ -204,18 +208,22 @@ class ReplicaManager:
     def on_partitions_created(self, info: TopicInfo, logs: Sequence[PartitionLog]) -> None:
         """Serve the new partitions of `info` (a new topic, or one that grew) over `logs`."""
         min_isr = min_insync_replicas(self.config, info.configs)
+        self.quotas.on_topic(info.name, info.configs)
         parts = self._partitions.setdefault(info.name, {})
         for plog in logs:
             parts[plog.partition] = self._build(info, plog, min_isr)
 
     def on_topic_deleted(self, info: TopicInfo) -> None:
         """Stop serving the topic's partitions and wake their waiters."""
+        self.quotas.forget_topic(info.name)
         for part in self._partitions.pop(info.name, {}).values():
             part.stop()
             self._role_changed(part)
 
     def on_topic_configs_changed(self, info: TopicInfo) -> None:
-        """The live partitions take the topic's new LogConfig and min.insync.replicas."""
+        """The live partitions take the topic's new LogConfig and min.insync.replicas, the
+        replication quotas its throttled replicas."""
+        self.quotas.on_topic(info.name, info.configs)
         log_config = topic_log_config(self.config, info.configs)
         min_isr = min_insync_replicas(self.config, info.configs)
         for part in self._partitions.get(info.name, {}).values():
@@ -251,6 +259,7 @@ class ReplicaManager:
         part = self.partition(info.name, index)
         if part is not None:
             return part
+        self.quotas.on_topic(info.name, info.configs)
         plog = self.logs.get(info.name, index)
         if plog is None:
             config = topic_log_config(self.config, info.configs)

@@ -359,7 +359,7 @@ async def test_unclean_leader_election_on_request_elects_a_live_out_of_sync_repl
         assert await admin.wait_settled(["t", "u"], 5) == {}
         await settle(nodes)
         assert await admin.elect_leaders([("t", 0)], preferred=False, timeout_s=1) == {
-            ("t", 0): (84, "Leader election not needed")
+            ("t", 0): (84, "Leader election not needed for topic partition.")
         }
         led = await state(controller, "t", 0)
         _data, stat = await x.coord.get(zl.state_path("t", 0))

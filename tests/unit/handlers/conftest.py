@@ -99,9 +99,10 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
         produce_waiters=produce_waiters,
     )
 
-    def configs_changed(_keys: set[str]) -> None:
+    def configs_changed(_keys: set[str]) -> None:  # as the broker's _apply_dynamic_change
         for info in topics.all():
             replicas.on_topic_configs_changed(info)
+        replicas.quotas.update_rates(config)
 
     services.broker_configs = LocalBrokerConfigs(config, config.node_id, configs_changed)
     services.cluster = LocalClusterView(

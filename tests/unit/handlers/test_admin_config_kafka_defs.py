@@ -244,10 +244,22 @@ def test_kafkas_other_checks(configs, message):
         {"leader.replication.throttled.replicas": "*"},
         {"leader.replication.throttled.replicas": "0:1,1:2"},
         {"follower.replication.throttled.replicas": ""},
+        # Kafka's list keeps empty items, and its validator allows them ("*" joined too)
+        {"follower.replication.throttled.replicas": "0:1,,1:2"},
+        {"follower.replication.throttled.replicas": ",0:1"},
+        {"leader.replication.throttled.replicas": "*,"},
     ],
 )
 def test_valid_values(configs):
     assert validate_topic_configs(configs) == configs
+
+
+def test_lists_are_stored_as_kafka_prints_them():
+    """Items trimmed, empty ones kept (Kafka's ConfigDef LIST: the trimmed value split at
+    every comma)."""
+    assert validate_topic_configs({"follower.replication.throttled.replicas": " 0:1 , 1:2,"}) == {
+        "follower.replication.throttled.replicas": "0:1,1:2,"
+    }
 
 
 def test_doubles_are_stored_as_java_prints_them():

@@ -14,7 +14,13 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.cluster import topic_configs
 from wirebroker.cluster.errors import InvalidConfigError
-from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from wirebroker.config import (
+    BROKER_CONFIGS,
+    BROKER_QUOTA_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigType,
+)
 from wirebroker.dynamic_configs import DYNAMIC_BROKER_CONFIGS
 from wirebroker.handlers import _configs
 
@@ -212,8 +218,12 @@ async def test_describe_broker(call_with, make_services):
     assert entries["num.partitions"].config_source == ConfigSource.STATIC_BROKER_CONFIG
     assert entries["log.segment.bytes"].config_source == ConfigSource.DEFAULT_CONFIG
     assert entries["custom.unknown"].is_sensitive and entries["custom.unknown"].value is None
-    # read_only: false exactly for the configs wirebroker changes at run time
-    assert {c.name for c in result.configs if not c.read_only} == DYNAMIC_BROKER_CONFIGS
+    # read_only: false exactly for the configs wirebroker changes at run time (the broker
+    # quota configs are listed only once set, as by Kafka)
+    assert {c.name for c in result.configs if not c.read_only} == DYNAMIC_BROKER_CONFIGS - set(
+        BROKER_QUOTA_CONFIGS
+    )
+    assert not set(BROKER_QUOTA_CONFIGS) & set(entries)
 
 
 async def test_describe_broker_names(call):

@@ -1,0 +1,32 @@
+"""CreateAcls (key 30): serves v1-3, as Apache Kafka 4.4 does.
+
+Each creation (`handlers._acls.binding`: an UNKNOWN code closes the connection, as Kafka) goes
+to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls), which answers
+each one: created (NONE, message null) or refused. Without an authorizer (`NoAuthorizer`,
+Kafka's default) every creation gets SECURITY_DISABLED "No Authorizer is configured."; no
+creations, no results. Skipped: throttling (throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from protocol.api import ApiKey
+from wirebroker.handlers._acls import binding, error_fields
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.create_acls import (
+        AclCreationResult,
+        CreateAclsRequest,
+        CreateAclsResponse,
+    )
+    from wirebroker.handlers.context import RequestContext
+
+
+@handler(ApiKey.CREATE_ACLS)
+async def handle(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
+    bindings = [binding(c) for c in req.get("creations") or []]
+    outcomes = await ctx.services.authorizer.create_acls(bindings)
+    results = [cast("AclCreationResult", error_fields(e)) for e in outcomes]
+    return {"throttle_time_ms": 0, "results": results}

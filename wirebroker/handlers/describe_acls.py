@@ -1,0 +1,45 @@
+"""DescribeAcls (key 29): serves v1-3, as Apache Kafka 4.4 does.
+
+The filter (`handlers._acls.acl_filter`: an UNKNOWN code closes the connection, as Kafka) goes
+to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls). Without one
+(`NoAuthorizer`, Kafka's default) the answer is SECURITY_DISABLED "No Authorizer is configured
+on the broker" with no resources; an authorizer's bindings are answered grouped by resource
+pattern, error_code NONE and error_message null. Skipped: throttling (throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from protocol.api import ApiKey
+from wirebroker.handlers._acls import acl_filter, resources
+from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import AclError
+
+if TYPE_CHECKING:
+    from protocol.messages.describe_acls import (
+        DescribeAclsRequest,
+        DescribeAclsResource,
+        DescribeAclsResponse,
+    )
+    from wirebroker.handlers.context import RequestContext
+
+
+@handler(ApiKey.DESCRIBE_ACLS)
+async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
+    wanted = acl_filter(req)
+    try:
+        bindings = await ctx.services.authorizer.describe_acls(wanted)
+    except AclError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(exc.code),
+            "error_message": exc.message,
+            "resources": [],
+        }
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "resources": cast("list[DescribeAclsResource]", resources(bindings)),
+    }

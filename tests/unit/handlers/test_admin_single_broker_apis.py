@@ -200,10 +200,8 @@ async def test_describe_topic_partitions_cursor_outside_the_request(call, topics
         "c": (ErrorCode.INVALID_REQUEST, -(2**31)),
     }
     page = await describe(call, [], limit=1, cursor={"topic_name": "a-", "partition_index": 0})
-    assert [(t.name, t.error_code, len(t.partitions)) for t in page.topics][0][:2] == (
-        "b",
-        ErrorCode.NONE,
-    )
+    first = page.topics[0]
+    assert (first.name, first.error_code) == ("b", ErrorCode.NONE)
     assert sum(len(t.partitions) for t in page.topics) == 1
     assert page.next_cursor is not None
 

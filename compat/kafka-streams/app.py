@@ -5,8 +5,8 @@
     committed_output(w, topic, partitions)  # what a read_committed consumer would read
 
 Compiling: `javac` (next to the `java` the oracle uses) compiles WordCount.java against Apache
-Kafka 4.4.0's cached jars into `CACHE/kafka-streams/<hash>/` (the oracle's cache), keyed by
-the source, the jars' stamp and the java binary; nothing compiled is in the repository.
+Kafka 4.4.0's cached jars into the oracle's cache (`compat.oracle.javac.compile_java`), keyed
+by the source, the jars' stamp and the java binary; nothing compiled is in the repository.
 
 Reading committed: the wire oracle reads every record and every transaction marker of a
 partition (read_uncommitted); a record counts only once a COMMIT marker of its producer
@@ -16,9 +16,7 @@ what a read_committed consumer never returns.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -27,8 +25,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from compat.oracle.kafka import cache_dir, ensure_libs, java
-from compat.scenarios.jvm import log4j_config
+from compat.oracle.javac import compile_java
+from compat.oracle.kafka import ensure_libs, java, tools_log4j
 from compat.scenarios.wire import StoredRecord, Wire, WireError
 from protocol.api import ApiKey
 
@@ -39,37 +37,7 @@ MAIN = "WordCount"
 
 def compile_app() -> Path:
     """The folder holding WordCount.class, compiled now unless cached."""
-    libs = ensure_libs()
-    stamp = (libs.parent / "stamp").read_text().strip()
-    digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), stamp.encode(), os.path.realpath(java()).encode()):
-        digest.update(part)
-    out = cache_dir() / "kafka-streams" / digest.hexdigest()[:16]
-    if (out / f"{MAIN}.class").exists():
-        return out
-    javac = Path(os.path.realpath(java())).with_name("javac")
-    if not javac.exists():
-        found = shutil.which("javac")
-        if found is None:
-            raise RuntimeError("no javac: apt-get install default-jdk-headless")
-        javac = Path(found)
-    partial = out.with_name(out.name + f".{os.getpid()}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    done = subprocess.run(
-        [str(javac), "-d", str(partial), "-cp", str(libs / "*"), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise RuntimeError(f"javac failed: {done.stdout}{done.stderr}")
-    if out.exists():  # compiled concurrently meanwhile: same source, same classes
-        shutil.rmtree(partial, ignore_errors=True)
-    else:
-        os.replace(partial, out)
-    return out
+    return compile_java("kafka-streams", [SOURCE])
 
 
 class App:
@@ -88,7 +56,7 @@ class App:
             "-Xmx512M",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j2.configurationFile={log4j_config()}",
+            f"-Dlog4j2.configurationFile={tools_log4j()}",
             "-cp",
             cp,
             MAIN,

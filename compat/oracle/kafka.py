@@ -512,6 +512,31 @@ def _kafka_uuid() -> str:
             return text
 
 
+def tools_log4j() -> Path:
+    """Kafka's tools' logging: WARN and above to stderr (config/tools-log4j2.yaml), as a file
+    in the cache."""
+    path = cache_dir() / "tools-log4j2.properties"
+    if not path.exists():
+        _log4j_config(path, None, "WARN")
+    return path
+
+
+def tool_command(main_class: str, args: Sequence[str], jvm_opts: Sequence[str] = ()) -> list[str]:
+    """The command line bin/kafka-run-class.sh builds for one of Kafka's tools: the tools'
+    JVM options (then `jvm_opts`), their logging, every jar."""
+    libs = ensure_libs()  # first: it makes the cache the logging file goes into
+    return [
+        java(),
+        *TOOL_JVM_OPTS,
+        *jvm_opts,
+        f"-Dlog4j2.configurationFile={tools_log4j()}",
+        "-cp",
+        str(libs / "*"),
+        main_class,
+        *args,
+    ]
+
+
 def run_tool(
     main_class: str,
     args: Sequence[str],
@@ -522,21 +547,8 @@ def run_tool(
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's command-line tools (the class its bin/*.sh script runs) to its end;
     logging at WARN to stderr, as Kafka's tools-log4j2 configuration does."""
-    libs = ensure_libs()
-    log4j = cache_dir() / "tools-log4j2.properties"
-    if not log4j.exists():
-        _log4j_config(log4j, None, "WARN")
     return subprocess.run(
-        [
-            java(),
-            *TOOL_JVM_OPTS,
-            *jvm_opts,
-            f"-Dlog4j2.configurationFile={log4j}",
-            "-cp",
-            str(libs / "*"),
-            main_class,
-            *args,
-        ],
+        tool_command(main_class, args, jvm_opts),
         input=input,
         capture_output=True,
         text=True,

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
+from compat.oracle.javac import compile_java
 from compat.oracle.kafka import classpath, java
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
@@ -328,27 +329,19 @@ def test_librdkafka_fails_every_record_of_the_batch(
 
 @pytest.fixture(scope="module")
 def java_probe(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs tests/oracle/RecordErrorsProbe.java (compiled once) with Kafka's
-    4.4 client jars."""
-    out = tmp_path_factory.mktemp("java-probe")
-    source = Path(__file__).with_name("RecordErrorsProbe.java")
-    javac = str(Path(java()).with_name("javac"))
-    done = subprocess.run(
-        [javac, "-d", str(out), "-cp", classpath(), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    """The command that runs tests/oracle/RecordErrorsProbe.java (compiled once, into the
+    oracle's cache) with Kafka's 4.4 client jars."""
+    classes = compile_java(
+        "record-errors-probe", [Path(__file__).with_name("RecordErrorsProbe.java")]
     )
-    assert done.returncode == 0, done.stderr
-    log4j = out / "log4j2.properties"
+    log4j = tmp_path_factory.mktemp("java-probe") / "log4j2.properties"
     log4j.write_text("rootLogger.level = OFF\n")
     return [
         java(),
         "-Xmx256m",
         f"-Dlog4j2.configurationFile={log4j}",
         "-cp",
-        f"{out}{os.pathsep}{classpath()}",
+        f"{classes}{os.pathsep}{classpath()}",
         "RecordErrorsProbe",
     ]
 

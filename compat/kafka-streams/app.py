@@ -27,8 +27,7 @@ from pathlib import Path
 
 from compat.oracle.javac import compile_java
 from compat.oracle.kafka import ensure_libs, java, tools_log4j
-from compat.scenarios.wire import StoredRecord, Wire, WireError
-from protocol.api import ApiKey
+from compat.scenarios.wire import LATEST, StoredRecord, Wire
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "WordCount.java"
@@ -156,26 +155,7 @@ def open_transaction(
     second; None when every partition is stable."""
     for topic in topics:
         for p in range(partitions):
-            stable, high = _latest(w, topic, p, 1), _latest(w, topic, p, 0)
+            stable, high = w.list_offset(topic, p, LATEST, 1), w.list_offset(topic, p, LATEST)
             if stable < high:
                 return topic, p, stable, high
     return None
-
-
-def _latest(w: Wire, topic: str, partition: int, isolation: int) -> int:
-    body = {
-        "replica_id": -1,
-        "isolation_level": isolation,
-        "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}
-        ],
-    }
-
-    def attempt(address: str) -> int:
-        resp = w.call(ApiKey.LIST_OFFSETS, 5, body, address)
-        [part] = resp.topics[0].partitions
-        if part.error_code:
-            raise WireError("ListOffsets", part.error_code, f"{topic}-{partition}")
-        return int(part.offset)
-
-    return w._at_leader(topic, partition, attempt)

@@ -46,23 +46,21 @@ def topic_with(bootstrap: str, name: str, configs: dict[str, str] | None = None)
     return name
 
 
-def produce(bootstrap: str, topic: str, records: bytes, **kw: Any) -> Any:
+def produce_at_leader(wire: Wire, topic: str, *batches: bytes) -> Any:
+    """One Produce (acks=-1) at the leader of `topic`-0, naming that partition once for each
+    of `batches`: the whole answer."""
+    leader = wire.brokers()[wire.leader(topic, 0)]
+    topic_data = [
+        {"name": topic, "partition_data": [{"index": 0, "records": records}]} for records in batches
+    ]
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 10_000, "topic_data": topic_data}
+    return wire.call(ApiKey.PRODUCE, VERSION, body, leader)
+
+
+def produce(bootstrap: str, topic: str, records: bytes) -> Any:
     """One Produce (acks=-1) of `records` to partition 0 at its leader: its answer."""
     with Wire(bootstrap) as wire:
-        leader = wire.brokers()[wire.leader(topic, 0)]
-        resp = wire.call(
-            ApiKey.PRODUCE,
-            VERSION,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout_ms": 10_000,
-                "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": records}]}
-                ],
-            },
-            leader,
-        )
+        resp = produce_at_leader(wire, topic, records)
     [part] = resp.responses[0].partition_responses
     return part
 
@@ -274,21 +272,7 @@ def test_a_partition_named_twice(any_broker: str, unique: Callable[[str], str]) 
     answered once and only its last data is appended; a topic named twice is one entry."""
     topic = topic_with(any_broker, unique("twice"))
     with Wire(any_broker) as wire:
-        leader = wire.brokers()[wire.leader(topic, 0)]
-        resp = wire.call(
-            ApiKey.PRODUCE,
-            VERSION,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout_ms": 10_000,
-                "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": batch_of(b"a")}]},
-                    {"name": topic, "partition_data": [{"index": 0, "records": batch_of(b"b")}]},
-                ],
-            },
-            leader,
-        )
+        resp = produce_at_leader(wire, topic, batch_of(b"a"), batch_of(b"b"))
         answered = [
             (t.name, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
             for t in resp.responses

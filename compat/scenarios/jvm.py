@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from compat.oracle.javac import runtime_key
-from compat.oracle.kafka import cache_dir, tool_command
+from compat.oracle.kafka import cache_dir, run_tool, tool_command
 
 JVM_LOG = ["-Xlog:disable", "-Xlog:all=error:stderr"]
 
@@ -106,15 +106,7 @@ def tool(
     cls = main_class(name)
     opts, dump = cds_options(cls)
     try:
-        return subprocess.run(
-            tool_command(cls, args, opts),
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            stdin=None if input is not None else subprocess.DEVNULL,
-        )
+        return run_tool(cls, args, timeout=timeout, input=input, jvm_opts=opts)
     finally:
         keep_archive(dump)
 

@@ -5,8 +5,8 @@
     committed_output(w, topic, partitions)  # what a read_committed consumer would read
 
 Compiling: `javac` (next to the `java` the oracle uses) compiles WordCount.java against Apache
-Kafka 4.4.0's cached jars into `CACHE/kafka-streams/<hash>/` (the oracle's cache), keyed by
-the source, the jars' stamp and the java binary; nothing compiled is in the repository.
+Kafka 4.4.0's cached jars into the oracle's cache (`compat.oracle.javac.compile_java`), keyed
+by the source, the jars' stamp and the java binary; nothing compiled is in the repository.
 
 Reading committed: the wire oracle reads every record and every transaction marker of a
 partition (read_uncommitted); a record counts only once a COMMIT marker of its producer
@@ -16,9 +16,7 @@ what a read_committed consumer never returns.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -27,10 +25,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from compat.oracle.kafka import cache_dir, ensure_libs, java
-from compat.scenarios.jvm import log4j_config
-from compat.scenarios.wire import StoredRecord, Wire, WireError
-from protocol.api import ApiKey
+from compat.oracle.javac import compile_java
+from compat.oracle.kafka import ensure_libs, java, tools_log4j
+from compat.scenarios.wire import LATEST, StoredRecord, Wire
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "WordCount.java"
@@ -39,37 +36,7 @@ MAIN = "WordCount"
 
 def compile_app() -> Path:
     """The folder holding WordCount.class, compiled now unless cached."""
-    libs = ensure_libs()
-    stamp = (libs.parent / "stamp").read_text().strip()
-    digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), stamp.encode(), os.path.realpath(java()).encode()):
-        digest.update(part)
-    out = cache_dir() / "kafka-streams" / digest.hexdigest()[:16]
-    if (out / f"{MAIN}.class").exists():
-        return out
-    javac = Path(os.path.realpath(java())).with_name("javac")
-    if not javac.exists():
-        found = shutil.which("javac")
-        if found is None:
-            raise RuntimeError("no javac: apt-get install default-jdk-headless")
-        javac = Path(found)
-    partial = out.with_name(out.name + f".{os.getpid()}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    done = subprocess.run(
-        [str(javac), "-d", str(partial), "-cp", str(libs / "*"), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise RuntimeError(f"javac failed: {done.stdout}{done.stderr}")
-    if out.exists():  # compiled concurrently meanwhile: same source, same classes
-        shutil.rmtree(partial, ignore_errors=True)
-    else:
-        os.replace(partial, out)
-    return out
+    return compile_java("kafka-streams", [SOURCE])
 
 
 class App:
@@ -88,7 +55,7 @@ class App:
             "-Xmx512M",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j2.configurationFile={log4j_config()}",
+            f"-Dlog4j2.configurationFile={tools_log4j()}",
             "-cp",
             cp,
             MAIN,
@@ -188,26 +155,7 @@ def open_transaction(
     second; None when every partition is stable."""
     for topic in topics:
         for p in range(partitions):
-            stable, high = _latest(w, topic, p, 1), _latest(w, topic, p, 0)
+            stable, high = w.list_offset(topic, p, LATEST, 1), w.list_offset(topic, p, LATEST)
             if stable < high:
                 return topic, p, stable, high
     return None
-
-
-def _latest(w: Wire, topic: str, partition: int, isolation: int) -> int:
-    body = {
-        "replica_id": -1,
-        "isolation_level": isolation,
-        "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}
-        ],
-    }
-
-    def attempt(address: str) -> int:
-        resp = w.call(ApiKey.LIST_OFFSETS, 5, body, address)
-        [part] = resp.topics[0].partitions
-        if part.error_code:
-            raise WireError("ListOffsets", part.error_code, f"{topic}-{partition}")
-        return int(part.offset)
-
-    return w._at_leader(topic, partition, attempt)

@@ -21,7 +21,6 @@ import argparse
 import itertools
 import re
 import secrets
-import shutil
 import sys
 import tempfile
 import threading
@@ -355,11 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         partial=args.only is not None,
         update_passing=args.update_passing,
     )
-    if code:
-        print(f"   (work directory kept for inspection: {workdir})")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return code
+    return twosided.tidy(code, workdir)
 
 
 if __name__ == "__main__":

@@ -68,9 +68,7 @@ def _election(t: Target, kind: str, *target: str) -> str:
 
 def election_preferred(t: Target) -> str:
     cluster = _cluster(t)
-    topic = t.name("elect")
-    with t.wire() as w:
-        w.create_topic(topic, 3)
+    topic = t.topic("elect", 3)
     preferred = _views(t, topic)[0].replicas[0]
     others = [i for i in range(cluster.size) if i != preferred]
     cluster.brokers[preferred].stop()  # SIGTERM: a controlled shutdown moves its leaderships

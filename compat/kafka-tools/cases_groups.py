@@ -178,9 +178,7 @@ def groups_delete(t: Target) -> str:
 
 # -- console producer / consumer ----------------------------------------------------------------
 def console_producer(t: Target) -> str:
-    topic = t.name("cprod")
-    with t.wire() as w:
-        w.create_topic(topic, 1)
+    topic = t.topic("cprod", 1)
     lines = "h1:a,h2:b\tk1\tv1\nh1:\tk2\tv2\nh3:c\t<NULL>\tv3\nh4:d\tk4\t<NULL>\n"
     t.tool(
         "kafka-console-producer",

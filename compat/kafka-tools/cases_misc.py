@@ -186,9 +186,7 @@ def _perf(t: Target, topic: str, records: int, rate: int, *extra: str) -> tuple[
 
 
 def producer_perf(t: Target) -> str:
-    topic = t.name("perf")
-    with t.wire() as w:
-        w.create_topic(topic, 2)
+    topic = t.topic("perf", 2)
     sent, rate = _perf(t, topic, 3000, 1500, "--command-property", "acks=all")
     assert sent == 3000, sent
     assert rate <= 1500 * 1.1, f"{rate} records/s over the 1500 cap"

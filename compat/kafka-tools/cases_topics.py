@@ -35,12 +35,6 @@ def _create(t: Target, topic: str, partitions: int, *configs: str) -> None:
         w.wait_topics_ready([topic])
 
 
-def _stage(t: Target, topic: str, partitions: int, **configs: str) -> None:
-    """A topic made by the wire oracle (where kafka-topics --create is not what is tested)."""
-    with t.wire() as w:
-        w.create_topic(topic, partitions, configs)
-
-
 def topics_create(t: Target) -> str:
     topic = t.name("create")
     _create(t, topic, 3, f"retention.ms={RETENTION}", "cleanup.policy=compact")
@@ -74,8 +68,7 @@ def _topic_id(t: Target, topic: str) -> str:
 
 
 def topics_describe(t: Target) -> str:
-    topic = t.name("describe")
-    _stage(t, topic, 3, **{"retention.ms": RETENTION})
+    topic = t.topic("describe", 3, {"retention.ms": RETENTION})
     ran = t.tool("kafka-topics", "--bootstrap-server", t.bootstrap, "--describe", "--topic", topic)
     ran.expect(0)
     head = dict(re.findall(r"(\w+): (\S*)", ran.lines[0]))
@@ -102,9 +95,7 @@ def topics_describe(t: Target) -> str:
 
 
 def topics_list(t: Target) -> str:
-    mine = [t.name("list"), t.name("list")]
-    for topic in mine:
-        _stage(t, topic, 1)
+    mine = [t.topic("list", 1), t.topic("list", 1)]
     with t.wire() as w:
         w.ensure_offsets_topic()
     listed = t.tool("kafka-topics", "--bootstrap-server", t.bootstrap, "--list").expect(0).lines
@@ -120,8 +111,7 @@ def topics_list(t: Target) -> str:
 
 
 def topics_alter(t: Target) -> str:
-    topic = t.name("alter")
-    _stage(t, topic, 2)
+    topic = t.topic("alter", 2)
     base = ["--bootstrap-server", t.bootstrap, "--alter", "--topic", topic]
     t.tool("kafka-topics", *base, "--partitions", "5").expect(0)
 
@@ -140,8 +130,7 @@ def topics_alter(t: Target) -> str:
 
 
 def topics_delete(t: Target) -> str:
-    topic = t.name("delete")
-    _stage(t, topic, 2)
+    topic = t.topic("delete", 2)
     ran = t.tool("kafka-topics", "--bootstrap-server", t.bootstrap, "--delete", "--topic", topic)
     ran.expect(0)
 
@@ -160,8 +149,7 @@ def topics_delete(t: Target) -> str:
 
 # -- kafka-configs ------------------------------------------------------------------------------
 def configs_topic(t: Target) -> str:
-    topic = t.name("configs")
-    _stage(t, topic, 1, **{"retention.ms": RETENTION})
+    topic = t.topic("configs", 1, {"retention.ms": RETENTION})
     base = ["--bootstrap-server", t.bootstrap, "--entity-type", "topics", "--entity-name", topic]
     add = "cleanup.policy=compact,max.message.bytes=20000"
     done = t.tool("kafka-configs", *base, "--alter", "--add-config", add).expect(0)

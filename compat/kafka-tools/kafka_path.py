@@ -33,8 +33,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from compat.oracle.kafka import KAFKA_VERSION, TOOL_JVM_OPTS, cache_dir, ensure_libs, java  # noqa: E402
-from compat.scenarios.jvm import JVM_LOG, TOOL_CLASSES, _archive_dir, log4j_config  # noqa: E402
+from compat.oracle.kafka import (  # noqa: E402
+    KAFKA_VERSION,
+    TOOL_JVM_OPTS,
+    cache_dir,
+    ensure_libs,
+    java,
+    tools_log4j,
+)
+from compat.scenarios.jvm import JVM_LOG, TOOL_CLASSES, _archive_dir  # noqa: E402
 
 RUN_CLASS = """#!/usr/bin/env bash
 # Kafka's bin/kafka-run-class.sh for compat/kafka-tools/kafka_path.py's KAFKA_PATH: the
@@ -77,7 +84,7 @@ def layout() -> Path:
             archives=q(str(_archive_dir())),
             jvm_log=" ".join(q(o) for o in JVM_LOG),
             java=q(java()),
-            log4j=q(str(log4j_config())),
+            log4j=q(str(tools_log4j())),
             libs=q(str(libs)),
         ),
         **{f"{name}.sh": TOOL.format(name=name, cls=cls) for name, cls in TOOL_CLASSES.items()},

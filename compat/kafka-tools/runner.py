@@ -213,11 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         partial=args.only is not None,
         update_passing=args.update_passing,
     )
-    if code:  # the known failures (not in passing.txt) are in the results already
-        print(f"   (work directory kept for inspection: {workdir})")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return code
+    # the known failures (not in passing.txt) are in the results already
+    return twosided.tidy(code, workdir)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,14 @@ class Target:
     def wire(self) -> Wire:
         return Wire(self.bootstrap, replication_factor=self.replication_factor)
 
+    def topic(self, prefix: str, partitions: int, configs: dict[str, str] | None = None) -> str:
+        """A new topic (`name(prefix)`) made by the wire oracle, where creating it is not
+        what a case tests; its name."""
+        topic = self.name(prefix)
+        with self.wire() as w:
+            w.create_topic(topic, partitions, configs)
+        return topic
+
     def tool(self, script: str, *args: str, input: str | None = None) -> Ran:
         argv = [script, *args]
         try:
@@ -225,28 +233,7 @@ def log_dir_sizes(w: Wire, address: str, topic: str) -> dict[int, int]:
 def stored_bytes(w: Wire, topic: str, partition: int) -> int:
     """The size of the partition's log as its leader's Fetch returns it from offset 0 (every
     batch)."""
-    body = {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
-        "max_bytes": 64 * 1024 * 1024,
-        "isolation_level": 0,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 25}
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
-    resp = w.call(ApiKey.FETCH, 11, body, w._leader_address(topic, partition))
-    [part] = resp.responses[0].partitions
-    if part.error_code:
-        raise WireError("Fetch", part.error_code)
-    return len(part.records or b"")
+    return len(w.fetch_raw(topic, partition, 0))
 
 
 def cluster_id(w: Wire) -> str:

@@ -29,14 +29,15 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from compat.oracle.jars import KAFKA_VERSION as KAFKA_VERSION  # re-exported
 from compat.oracle.jars import OracleError, cache_dir, ensure_libs
 from protocol.codec import decode_response, encode_request
 
+T = TypeVar("T")
 SHARED_ENV = "WIREBROKER_ORACLE"  # host:port of a running oracle shared by a whole test run
 NODE_ID = 1
 
@@ -327,10 +328,7 @@ class ApacheKafka:
 
     def exit_status(self) -> str | None:
         """None while running (or never started); else how the JVM ended."""
-        code = None if self._proc is None else self._proc.poll()
-        if code is None:
-            return None
-        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return exit_status(self._proc)
 
     def log_tail(self, lines: int = 30) -> str:
         parts = []
@@ -423,23 +421,9 @@ class ApacheKafkaCluster:
         return f"127.0.0.1:{self.ports[node_id]}"
 
     def start(self, timeout: float = 180.0) -> str:
-        errors: list[BaseException] = []
-
-        def launch(node: ApacheKafka) -> None:
-            try:
-                node.launch()
-            except BaseException as exc:
-                errors.append(exc)
-
-        # all at once (each formats its log dir with a JVM of its own first)
-        threads = [threading.Thread(target=launch, args=(n,)) for n in self.brokers]
         try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            if errors:
-                raise errors[0]
+            # all at once (each formats its log dir with a JVM of its own first)
+            at_once(ApacheKafka.launch, self.brokers)
             self.wait_whole(timeout)
         except BaseException:
             self.stop()
@@ -492,6 +476,34 @@ class ApacheKafkaCluster:
         self.stop()
 
 
+def at_once(fn: Callable[[T], object], items: Iterable[T]) -> None:
+    """`fn(item)` for every item, each in a thread of its own, all at once; once every call
+    has returned, the first exception one raised is raised."""
+    errors: list[BaseException] = []
+
+    def one(item: T) -> None:
+        try:
+            fn(item)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(item,)) for item in items]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def exit_status(proc: subprocess.Popen[Any] | None) -> str | None:
+    """None while `proc` runs (or there is none); else how it ended."""
+    code = None if proc is None else proc.poll()
+    if code is None:
+        return None
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+
 def _lists_brokers(address: str, want: set[int], timeout: float = 2.0) -> bool:
     """The node at `address` answers Metadata listing exactly the brokers `want` (registered
     and unfenced) and a controller."""
@@ -512,6 +524,31 @@ def _kafka_uuid() -> str:
             return text
 
 
+def tools_log4j() -> Path:
+    """Kafka's tools' logging: WARN and above to stderr (config/tools-log4j2.yaml), as a file
+    in the cache."""
+    path = cache_dir() / "tools-log4j2.properties"
+    if not path.exists():
+        _log4j_config(path, None, "WARN")
+    return path
+
+
+def tool_command(main_class: str, args: Sequence[str], jvm_opts: Sequence[str] = ()) -> list[str]:
+    """The command line bin/kafka-run-class.sh builds for one of Kafka's tools: the tools'
+    JVM options (then `jvm_opts`), their logging, every jar."""
+    libs = ensure_libs()  # first: it makes the cache the logging file goes into
+    return [
+        java(),
+        *TOOL_JVM_OPTS,
+        *jvm_opts,
+        f"-Dlog4j2.configurationFile={tools_log4j()}",
+        "-cp",
+        str(libs / "*"),
+        main_class,
+        *args,
+    ]
+
+
 def run_tool(
     main_class: str,
     args: Sequence[str],
@@ -522,21 +559,8 @@ def run_tool(
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's command-line tools (the class its bin/*.sh script runs) to its end;
     logging at WARN to stderr, as Kafka's tools-log4j2 configuration does."""
-    libs = ensure_libs()
-    log4j = cache_dir() / "tools-log4j2.properties"
-    if not log4j.exists():
-        _log4j_config(log4j, None, "WARN")
     return subprocess.run(
-        [
-            java(),
-            *TOOL_JVM_OPTS,
-            *jvm_opts,
-            f"-Dlog4j2.configurationFile={log4j}",
-            "-cp",
-            str(libs / "*"),
-            main_class,
-            *args,
-        ],
+        tool_command(main_class, args, jvm_opts),
         input=input,
         capture_output=True,
         text=True,

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+from compat.oracle.kafka import exit_status
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY = "wirebroker ready on "
 
@@ -123,10 +125,7 @@ class Broker:
 
     def exit_status(self) -> str | None:
         """None while running; else how the process ended (for failure reports)."""
-        code = None if self._proc is None else self._proc.poll()
-        if code is None:
-            return None
-        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return exit_status(self._proc)
 
     def stop(self, grace: float = 10.0) -> None:
         proc = self._proc

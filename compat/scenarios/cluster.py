@@ -30,10 +30,10 @@ and waits until every partition has a leader and three in-sync replicas on every
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
+from compat.oracle.kafka import at_once
 from compat.scenarios.broker import Broker, BrokerError
 from compat.scenarios.wire import Wire
 
@@ -79,24 +79,10 @@ class Cluster:
             )
             for i in range(self.size)
         ]
-        # All at once, as `wirebroker cluster` starts them (one thread each waits for a ready
-        # line); the first failure is raised once every start has returned.
-        errors: list[BaseException] = []
-
-        def start(broker: Broker) -> None:
-            try:
-                broker.start(timeout=timeout)
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=start, args=(b,)) for b in self.brokers]
         try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            if errors:
-                raise errors[0]
+            # All at once, as `wirebroker cluster` starts them (one thread each waits for a
+            # ready line); the first failure is raised once every start has returned.
+            at_once(lambda b: b.start(timeout=timeout), self.brokers)
             self.ports = [b.port for b in self.brokers]
             self.wait_whole(timeout)
         except BaseException:

@@ -5,22 +5,22 @@
 
 run one of Kafka's command-line tools unchanged: the class its bin/*.sh script runs
 (`TOOL_CLASSES`, read from the 4.4 jars), with the oracle's cached jars and JVM options and
-WARN logging to stderr, exactly as `compat.oracle.kafka.run_tool` does, plus class data
-sharing. A tool's JVM spends most of its ~2.5 s loading and verifying classes from ~90 jars;
-the first run of each main class dumps the classes it loaded into a dynamic CDS archive
-(`-XX:ArchiveClassesAtExit`), and every later run maps that archive (`-XX:SharedArchiveFile`):
-about 0.9 s instead of 2.6 s for `kafka-topics --list` here.
+WARN logging to stderr, exactly as `compat.oracle.kafka.run_tool` does (its `tool_command`),
+plus class data sharing. A tool's JVM spends most of its ~2.5 s loading and verifying classes
+from ~90 jars; the first run of each main class dumps the classes it loaded into a dynamic
+CDS archive (`-XX:ArchiveClassesAtExit`), and every later run maps that archive
+(`-XX:SharedArchiveFile`): about 0.9 s instead of 2.6 s for `kafka-topics --list` here.
 
 The archives live in the oracle's cache (`CACHE/cds/KEY/<main class>.jsa`), keyed by the java
-binary and the jars' stamp, so a new JDK or new jars start fresh archives; a run with an
-archive the JVM rejects still runs (`-Xshare:auto`), only slower. An archive is written to a
-temporary name and renamed, so concurrent first runs never see a half-written one. The JVM's
-own log lines (CDS warnings among them) go to stderr, never into a tool's stdout.
+binary and the jars' stamp (`compat.oracle.javac.runtime_key`), so a new JDK or new jars
+start fresh archives; a run with an archive the JVM rejects still runs (`-Xshare:auto`),
+only slower. An archive is written to a temporary name and renamed, so concurrent first runs
+never see a half-written one. The JVM's own log lines (CDS warnings among them) go to stderr,
+never into a tool's stdout.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import threading
@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from compat.oracle.kafka import TOOL_JVM_OPTS, _log4j_config, cache_dir, ensure_libs, java
+from compat.oracle.javac import runtime_key
+from compat.oracle.kafka import cache_dir, run_tool, tool_command
 
 JVM_LOG = ["-Xlog:disable", "-Xlog:all=error:stderr"]
 
@@ -68,10 +69,7 @@ def main_class(name: str) -> str:
 
 
 def _archive_dir() -> Path:
-    libs = ensure_libs()
-    stamp = (libs.parent / "stamp").read_text().strip()
-    key = hashlib.sha256(f"{os.path.realpath(java())}\n{stamp}".encode()).hexdigest()[:16]
-    return cache_dir() / "cds" / key
+    return cache_dir() / "cds" / runtime_key()
 
 
 def cds_options(cls: str) -> tuple[list[str], tuple[Path, Path] | None]:
@@ -97,29 +95,6 @@ def keep_archive(dump: tuple[Path, Path] | None) -> None:
         partial.unlink(missing_ok=True)
 
 
-def log4j_config() -> Path:
-    """Kafka's tools' logging: WARN and above to stderr (config/tools-log4j2.yaml)."""
-    path = cache_dir() / "tools-log4j2.properties"
-    if not path.exists():
-        _log4j_config(path, None, "WARN")
-    return path
-
-
-def command(cls: str, args: Sequence[str], jvm_opts: Sequence[str] = ()) -> list[str]:
-    """The command line bin/kafka-run-class.sh would build for `cls` (tools' JVM options)."""
-    libs = ensure_libs()
-    return [
-        java(),
-        *TOOL_JVM_OPTS,
-        *jvm_opts,
-        f"-Dlog4j2.configurationFile={log4j_config()}",
-        "-cp",
-        str(libs / "*"),
-        cls,
-        *args,
-    ]
-
-
 def tool(
     name: str,
     args: Sequence[str],
@@ -131,15 +106,7 @@ def tool(
     cls = main_class(name)
     opts, dump = cds_options(cls)
     try:
-        return subprocess.run(
-            command(cls, args, opts),
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            stdin=None if input is not None else subprocess.DEVNULL,
-        )
+        return run_tool(cls, args, timeout=timeout, input=input, jvm_opts=opts)
     finally:
         keep_archive(dump)
 
@@ -160,7 +127,7 @@ class Background:
         self.stderr_path = workdir / f"{tag}.err"
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
-                command(cls, args, self.opts),
+                tool_command(cls, args, self.opts),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

@@ -15,6 +15,7 @@ and fails the run too.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -104,3 +105,13 @@ def finish(
     for line in found:
         print(line)
     return 1 if found else 0
+
+
+def tidy(code: int, workdir: Path) -> int:
+    """A run's last step: its work directory removed after a clean run, kept (and named)
+    after a failed one; `code`."""
+    if code:
+        print(f"   (work directory kept for inspection: {workdir})")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return code

@@ -475,12 +475,13 @@ class Wire:
 
         return self._at_leader(topic, partition, attempt)
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
-        """ListOffsets at the leader: LATEST (-1: the high watermark), EARLIEST (-2) or a
-        timestamp; -1 when none matches."""
+    def list_offset(self, topic: str, partition: int, timestamp: int, isolation: int = 0) -> int:
+        """ListOffsets at the leader: LATEST (-1: the high watermark; with `isolation` 1,
+        read_committed, the last stable offset), EARLIEST (-2) or a timestamp; -1 when none
+        matches."""
         body = {
             "replica_id": -1,
-            "isolation_level": 0,
+            "isolation_level": isolation,
             "topics": [
                 {
                     "name": topic,
@@ -497,6 +498,40 @@ class Wire:
 
         return self._at_leader(topic, partition, attempt)
 
+    def fetch_raw(self, topic: str, partition: int, offset: int) -> bytes:
+        """The batches one Fetch (v11, read_uncommitted, up to 32 MiB) returns from `offset`
+        at the partition's leader, as bytes."""
+        body = {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "max_bytes": 64 * 1024 * 1024,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {
+                            "partition": partition,
+                            "fetch_offset": offset,
+                            "partition_max_bytes": 32 * 1024 * 1024,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+
+        def attempt(address: str) -> bytes:
+            resp = self.call(ApiKey.FETCH, 11, body, address)
+            self._check("Fetch", resp.error_code)
+            [part] = resp.responses[0].partitions
+            self._check("Fetch", part.error_code, f"{topic}-{partition}")
+            return bytes(part.records or b"")
+
+        return self._at_leader(topic, partition, attempt)
+
     def read(self, topic: str, partition: int, start: int = 0) -> list[StoredRecord]:
         """Every record of the partition from `start` up to the high watermark at call time."""
         return self.read_log(topic, partition, start)[0]
@@ -510,36 +545,7 @@ class Wire:
         markers: list[Marker] = []
         offset = start
         while offset < end:
-            body = {
-                "replica_id": -1,
-                "max_wait_ms": 0,
-                "min_bytes": 0,
-                "max_bytes": 64 * 1024 * 1024,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {
-                                "partition": partition,
-                                "fetch_offset": offset,
-                                "partition_max_bytes": 32 * 1024 * 1024,
-                            }
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            }
-
-            def attempt(address: str, body: dict[str, Any] = body) -> bytes:
-                resp = self.call(ApiKey.FETCH, 11, body, address)
-                self._check("Fetch", resp.error_code)
-                [part] = resp.responses[0].partitions
-                self._check("Fetch", part.error_code, f"{topic}-{partition}")
-                return bytes(part.records or b"")
-
-            data = self._at_leader(topic, partition, attempt)
+            data = self.fetch_raw(topic, partition, offset)
             progressed = False
             for pos, header in iter_batches(data):
                 if header.is_control:

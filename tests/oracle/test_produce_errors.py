@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
+from compat.oracle.javac import compile_java
 from compat.oracle.kafka import classpath, java
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
@@ -45,23 +46,21 @@ def topic_with(bootstrap: str, name: str, configs: dict[str, str] | None = None)
     return name
 
 
-def produce(bootstrap: str, topic: str, records: bytes, **kw: Any) -> Any:
+def produce_at_leader(wire: Wire, topic: str, *batches: bytes) -> Any:
+    """One Produce (acks=-1) at the leader of `topic`-0, naming that partition once for each
+    of `batches`: the whole answer."""
+    leader = wire.brokers()[wire.leader(topic, 0)]
+    topic_data = [
+        {"name": topic, "partition_data": [{"index": 0, "records": records}]} for records in batches
+    ]
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 10_000, "topic_data": topic_data}
+    return wire.call(ApiKey.PRODUCE, VERSION, body, leader)
+
+
+def produce(bootstrap: str, topic: str, records: bytes) -> Any:
     """One Produce (acks=-1) of `records` to partition 0 at its leader: its answer."""
     with Wire(bootstrap) as wire:
-        leader = wire.brokers()[wire.leader(topic, 0)]
-        resp = wire.call(
-            ApiKey.PRODUCE,
-            VERSION,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout_ms": 10_000,
-                "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": records}]}
-                ],
-            },
-            leader,
-        )
+        resp = produce_at_leader(wire, topic, records)
     [part] = resp.responses[0].partition_responses
     return part
 
@@ -273,21 +272,7 @@ def test_a_partition_named_twice(any_broker: str, unique: Callable[[str], str]) 
     answered once and only its last data is appended; a topic named twice is one entry."""
     topic = topic_with(any_broker, unique("twice"))
     with Wire(any_broker) as wire:
-        leader = wire.brokers()[wire.leader(topic, 0)]
-        resp = wire.call(
-            ApiKey.PRODUCE,
-            VERSION,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout_ms": 10_000,
-                "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": batch_of(b"a")}]},
-                    {"name": topic, "partition_data": [{"index": 0, "records": batch_of(b"b")}]},
-                ],
-            },
-            leader,
-        )
+        resp = produce_at_leader(wire, topic, batch_of(b"a"), batch_of(b"b"))
         answered = [
             (t.name, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
             for t in resp.responses
@@ -328,27 +313,19 @@ def test_librdkafka_fails_every_record_of_the_batch(
 
 @pytest.fixture(scope="module")
 def java_probe(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs tests/oracle/RecordErrorsProbe.java (compiled once) with Kafka's
-    4.4 client jars."""
-    out = tmp_path_factory.mktemp("java-probe")
-    source = Path(__file__).with_name("RecordErrorsProbe.java")
-    javac = str(Path(java()).with_name("javac"))
-    done = subprocess.run(
-        [javac, "-d", str(out), "-cp", classpath(), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    """The command that runs tests/oracle/RecordErrorsProbe.java (compiled once, into the
+    oracle's cache) with Kafka's 4.4 client jars."""
+    classes = compile_java(
+        "record-errors-probe", [Path(__file__).with_name("RecordErrorsProbe.java")]
     )
-    assert done.returncode == 0, done.stderr
-    log4j = out / "log4j2.properties"
+    log4j = tmp_path_factory.mktemp("java-probe") / "log4j2.properties"
     log4j.write_text("rootLogger.level = OFF\n")
     return [
         java(),
         "-Xmx256m",
         f"-Dlog4j2.configurationFile={log4j}",
         "-cp",
-        f"{out}{os.pathsep}{classpath()}",
+        f"{classes}{os.pathsep}{classpath()}",
         "RecordErrorsProbe",
     ]
 

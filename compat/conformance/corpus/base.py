@@ -329,6 +329,34 @@ def step(
     return Step(id=id, api=int(api), version=version, body=body, note=note, **kw)
 
 
+def sweep_steps(
+    name: str,
+    api: int,
+    versions: Iterable[int],
+    body: Mapping[str, Any] | Callable[[Ctx], Mapping[str, Any]],
+    note: str = "",
+    **kw: Any,
+) -> list[Step]:
+    """One step `<name>.v<v>` per version `v` of `api`, each with the same `body`."""
+    return [step(f"{name}.v{v}", api, v, body, note, **kw) for v in versions]
+
+
+def sweep_steps_v(
+    name: str,
+    api: int,
+    versions: Iterable[int],
+    body: Callable[[Ctx, int], Mapping[str, Any]],
+    note: str = "",
+    **kw: Any,
+) -> list[Step]:
+    """`sweep_steps` with a body that depends on the version: `body(ctx, v)`."""
+
+    def at(v: int) -> Callable[[Ctx], Mapping[str, Any]]:
+        return lambda ctx: body(ctx, v)
+
+    return [step(f"{name}.v{v}", api, v, at(v), note, **kw) for v in versions]
+
+
 def keep(name: str, read: Callable[[Any], Any]) -> Callable[[Ctx, Any], None]:
     """A `Step.keep` that stores `read(answer)` as `ctx.vars[name]`."""
 

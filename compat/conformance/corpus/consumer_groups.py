@@ -24,7 +24,7 @@ from compat.conformance.corpus.base import (
     step,
     topic_id,
 )
-from compat.conformance.corpus.members import STRANGER, Member, spread
+from compat.conformance.corpus.members import STRANGER, Epoch, Member, identity, spread
 from compat.conformance.script import Ctx, Item, Scenario
 
 CGH, CGD = API.CONSUMER_GROUP_HEARTBEAT, API.CONSUMER_GROUP_DESCRIBE
@@ -38,7 +38,7 @@ def heartbeat(
     topic: str,
     member: Member | None,
     *,
-    epoch: Callable[[Ctx], int] | int | None = None,
+    epoch: Epoch = None,
     subscribe: bool = False,
     owned: list[int] | None = None,
     assignor: str | None = None,
@@ -49,16 +49,13 @@ def heartbeat(
     `owned` partitions of it (None: unchanged)."""
 
     def body(ctx: Ctx) -> dict[str, Any]:
-        if epoch is None:
-            current = member.epoch(ctx) if member is not None else 0
-        else:
-            current = epoch(ctx) if callable(epoch) else epoch
+        member_id, current = identity(ctx, member, epoch)
         partitions = None
         if owned is not None:
             partitions = [{"topic_id": topic_id(ctx, topic), "partitions": owned}] if owned else []
         return {
             "group_id": ctx.name(group),
-            "member_id": member.id(ctx) if member is not None else "",
+            "member_id": member_id,
             "member_epoch": current,
             "instance_id": None,
             "rack_id": None,

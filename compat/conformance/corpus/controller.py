@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import uuid
 
-from compat.conformance.corpus.base import API, step
-from compat.conformance.script import Item, Scenario
+from compat.conformance.corpus.base import API, sweep_steps
+from compat.conformance.script import Scenario
 
 NOBODY = 999  # no broker, controller or voter has this id
 DIRECTORY = uuid.UUID(int=0xD1)  # no log directory has this id
@@ -25,52 +25,39 @@ def sweep(
     add_voter: list[int],
     remove_voter: list[int],
 ) -> Scenario:
-    items: list[Item] = []
-    for v in unregister_broker:
-        items.append(
-            step(
-                f"UnregisterBroker.v{v}",
-                API.UNREGISTER_BROKER,
-                v,
-                {"broker_id": NOBODY},
-                f"unregister broker {NOBODY}, which does not exist (never the oracle's own)",
-            )
-        )
-    for v in unregister_controller:
-        items.append(
-            step(
-                f"UnregisterController.v{v}",
-                API.UNREGISTER_CONTROLLER,
-                v,
-                {"controller_id": NOBODY},
-                f"unregister controller {NOBODY}, which does not exist",
-            )
-        )
-    for v in add_voter:
-        items.append(
-            step(
-                f"AddRaftVoter.v{v}",
-                API.ADD_RAFT_VOTER,
-                v,
-                {
-                    "cluster_id": None,
-                    "timeout_ms": 1000,
-                    "voter_id": NOBODY,
-                    "voter_directory_id": DIRECTORY,
-                    "listeners": [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}],
-                    "ack_when_committed": True,
-                },
-                f"add voter {NOBODY} (no such node; an endpoint nobody listens on)",
-            )
-        )
-    for v in remove_voter:
-        items.append(
-            step(
-                f"RemoveRaftVoter.v{v}",
-                API.REMOVE_RAFT_VOTER,
-                v,
-                {"cluster_id": None, "voter_id": NOBODY, "voter_directory_id": DIRECTORY},
-                f"remove voter {NOBODY}, which is not a voter",
-            )
-        )
+    items = sweep_steps(
+        "UnregisterBroker",
+        API.UNREGISTER_BROKER,
+        unregister_broker,
+        {"broker_id": NOBODY},
+        f"unregister broker {NOBODY}, which does not exist (never the oracle's own)",
+    )
+    items += sweep_steps(
+        "UnregisterController",
+        API.UNREGISTER_CONTROLLER,
+        unregister_controller,
+        {"controller_id": NOBODY},
+        f"unregister controller {NOBODY}, which does not exist",
+    )
+    items += sweep_steps(
+        "AddRaftVoter",
+        API.ADD_RAFT_VOTER,
+        add_voter,
+        {
+            "cluster_id": None,
+            "timeout_ms": 1000,
+            "voter_id": NOBODY,
+            "voter_directory_id": DIRECTORY,
+            "listeners": [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}],
+            "ack_when_committed": True,
+        },
+        f"add voter {NOBODY} (no such node; an endpoint nobody listens on)",
+    )
+    items += sweep_steps(
+        "RemoveRaftVoter",
+        API.REMOVE_RAFT_VOTER,
+        remove_voter,
+        {"cluster_id": None, "voter_id": NOBODY, "voter_directory_id": DIRECTORY},
+        f"remove voter {NOBODY}, which is not a voter",
+    )
     return Scenario("sweep KRaft controller APIs (invalid-but-safe)", tuple(items))

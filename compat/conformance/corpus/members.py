@@ -15,7 +15,10 @@ from typing import Any
 from compat.conformance.corpus.groups import STRANGER
 from compat.conformance.script import Ctx
 
-__all__ = ["STRANGER", "Member", "pick", "spread"]
+__all__ = ["STRANGER", "Epoch", "Member", "identity", "pick", "spread"]
+
+#: A heartbeat's member epoch: a value, a function of the side's ctx, or None (the kept one).
+Epoch = Callable[[Ctx], int] | int | None
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,16 @@ class Member:
             ctx.vars[f"{self.label}.epoch"] = answer.member_epoch
 
         return run
+
+
+def identity(ctx: Ctx, member: Member | None, epoch: Epoch = None) -> tuple[str, int]:
+    """The member id and member epoch a heartbeat of `member` sends: `member` None is the
+    empty member id (epoch 0); `epoch`, when given, instead of the member's kept one."""
+    if epoch is None:
+        current = member.epoch(ctx) if member is not None else 0
+    else:
+        current = epoch(ctx) if callable(epoch) else epoch
+    return (member.id(ctx) if member is not None else ""), current
 
 
 def pick(versions: list[int], slot: int) -> int:

@@ -102,6 +102,25 @@ def _undecodable(frame: bytes) -> tuple[int, Any]:
     raise ValueError(f"no codec for this API ({len(frame)} bytes answered)")
 
 
+def _patched_step(
+    api: int,
+    sent: int,
+    codec: int,
+    body: dict[str, Any],
+    note: str,
+    decode_as: int | None = None,
+) -> Step:
+    """`unsupported.<API>.v<sent>`: `body` encoded at version `codec`, the header saying
+    `sent`; the answer decoded at `decode_as` (by default `codec`)."""
+    return Step(
+        f"unsupported.{api_name(int(api))}.v{sent}",
+        int(api),
+        sent,
+        note=note,
+        raw=patched(int(api), codec, sent, body, codec if decode_as is None else decode_as),
+    )
+
+
 def unsupported_versions() -> Scenario:
     av = {"client_software_name": "conformance", "client_software_version": "1.0"}
     meta = {"topics": [], "allow_auto_topic_creation": False}
@@ -120,34 +139,10 @@ def unsupported_versions() -> Scenario:
         "topic_data": [{"name": "x", "topic_id": NIL, "partition_data": []}],
     }
     steps = (
-        Step(
-            "unsupported.ApiVersions.v127",
-            int(API.API_VERSIONS),
-            127,
-            note="ApiVersions of a version from the future",
-            raw=patched(18, 3, 127, av, 0),
-        ),
-        Step(
-            "unsupported.Metadata.v14",
-            int(API.METADATA),
-            14,
-            note="Metadata v14 (v13's body)",
-            raw=patched(3, 13, 14, meta, 13),
-        ),
-        Step(
-            "unsupported.Fetch.v3",
-            int(API.FETCH),
-            3,
-            note="Fetch v3 (removed in Kafka 4.0; v4's body)",
-            raw=patched(1, 4, 3, fetch, 4),
-        ),
-        Step(
-            "unsupported.Produce.v14",
-            int(API.PRODUCE),
-            14,
-            note="Produce v14 (v13's body)",
-            raw=patched(0, 13, 14, produce, 13),
-        ),
+        _patched_step(API.API_VERSIONS, 127, 3, av, "ApiVersions of a version from the future", 0),
+        _patched_step(API.METADATA, 14, 13, meta, "Metadata v14 (v13's body)"),
+        _patched_step(API.FETCH, 3, 4, fetch, "Fetch v3 (removed in Kafka 4.0; v4's body)"),
+        _patched_step(API.PRODUCE, 14, 13, produce, "Produce v14 (v13's body)"),
         Step(
             "unsupported.ApiKey200",
             200,

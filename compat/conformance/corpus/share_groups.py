@@ -34,7 +34,7 @@ from compat.conformance.corpus.base import (
     topic_id,
     where_served,
 )
-from compat.conformance.corpus.members import STRANGER, Member, pick
+from compat.conformance.corpus.members import STRANGER, Epoch, Member, identity, pick
 from compat.conformance.script import Ctx, HarnessError, Item, Scenario
 
 SGH, SGD, SF, SA = (
@@ -56,17 +56,12 @@ Body = Callable[[Ctx], dict[str, Any]]
 MEMBER = Member("share-m1")
 
 
-def heartbeat(
-    member: Member | None, *, epoch: Callable[[Ctx], int] | int | None = None, join: bool = False
-) -> Body:
+def heartbeat(member: Member | None, *, epoch: Epoch = None, join: bool = False) -> Body:
     def body(ctx: Ctx) -> dict[str, Any]:
-        if epoch is None:
-            current = member.epoch(ctx) if member is not None else 0
-        else:
-            current = epoch(ctx) if callable(epoch) else epoch
+        member_id, current = identity(ctx, member, epoch)
         return {
             "group_id": ctx.name(GROUP),
-            "member_id": member.id(ctx) if member is not None else "",
+            "member_id": member_id,
             "member_epoch": current,
             "rack_id": None,
             "subscribed_topic_names": [ctx.name(TOPIC)] if join else None,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compat.conformance.corpus.base import API, create, forget_group, group_configs, step
-from compat.conformance.corpus.members import STRANGER, Member, spread
+from compat.conformance.corpus.members import STRANGER, Epoch, Member, identity, spread
 from compat.conformance.script import Ctx, Item, Scenario
 
 SGH, SGD, TDU = (
@@ -54,7 +54,7 @@ def heartbeat(
     group: str,
     member: Member | None,
     *,
-    epoch: Callable[[Ctx], int] | int | None = None,
+    epoch: Epoch = None,
     source: str | None = None,
     join: bool = False,
     owned: list[int] | None = None,
@@ -65,14 +65,11 @@ def heartbeat(
     active tasks of subtopology 0 the member reports (None: unchanged)."""
 
     def body(ctx: Ctx) -> dict[str, Any]:
-        if epoch is None:
-            current = member.epoch(ctx) if member is not None else 0
-        else:
-            current = epoch(ctx) if callable(epoch) else epoch
+        member_id, current = identity(ctx, member, epoch)
         tasks = None if owned is None else [{"subtopology_id": "0", "partitions": owned}]
         return {
             "group_id": ctx.name(group),
-            "member_id": member.id(ctx) if member is not None else "",
+            "member_id": member_id,
             "member_epoch": current,
             "endpoint_information_epoch": 0,
             "instance_id": None,

@@ -16,6 +16,8 @@ from compat.conformance.corpus.base import (
     produce_now,
     settle,
     step,
+    sweep_steps,
+    sweep_steps_v,
     wait_gone,
     wait_topic,
 )
@@ -25,21 +27,18 @@ from compat.conformance.script import Ctx, Item, Scenario
 def metadata(versions: list[int]) -> Scenario:
     topic = "sw-metadata"
     items: list[Item] = [create(topic, 2)]
-    for v in versions:
-        items.append(
-            step(
-                f"Metadata.v{v}",
-                API.METADATA,
-                v,
-                lambda ctx: {
-                    "topics": [{"name": ctx.name(topic), "topic_id": NIL}],
-                    "allow_auto_topic_creation": False,
-                    "include_cluster_authorized_operations": True,
-                    "include_topic_authorized_operations": True,
-                },
-                "one topic of 2 partitions, authorized operations asked for (v8+)",
-            )
-        )
+    items += sweep_steps(
+        "Metadata",
+        API.METADATA,
+        versions,
+        lambda ctx: {
+            "topics": [{"name": ctx.name(topic), "topic_id": NIL}],
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": True,
+            "include_topic_authorized_operations": True,
+        },
+        "one topic of 2 partitions, authorized operations asked for (v8+)",
+    )
     return Scenario("sweep Metadata", tuple(items))
 
 
@@ -65,20 +64,17 @@ def create_topics(versions: list[int]) -> Scenario:
 
 def delete_topics(versions: list[int]) -> Scenario:
     items: list[Item] = [create(f"sw-delete-v{v}", 1) for v in versions]
-    for v in versions:
-        items.append(
-            step(
-                f"DeleteTopics.v{v}",
-                API.DELETE_TOPICS,
-                v,
-                lambda ctx, v=v: {
-                    "topics": [{"name": ctx.name(f"sw-delete-v{v}"), "topic_id": NIL}],
-                    "topic_names": [ctx.name(f"sw-delete-v{v}")],
-                    "timeout_ms": 30000,
-                },
-                "an existing topic, by name",
-            )
-        )
+    items += sweep_steps_v(
+        "DeleteTopics",
+        API.DELETE_TOPICS,
+        versions,
+        lambda ctx, v: {
+            "topics": [{"name": ctx.name(f"sw-delete-v{v}"), "topic_id": NIL}],
+            "topic_names": [ctx.name(f"sw-delete-v{v}")],
+            "timeout_ms": 30000,
+        },
+        "an existing topic, by name",
+    )
     items.append(wait_gone([f"sw-delete-v{v}" for v in versions]))
     return Scenario("sweep DeleteTopics", tuple(items))
 
@@ -88,45 +84,39 @@ def describe_configs(versions: list[int]) -> Scenario:
     items: list[Item] = [
         create(topic, 1, {"cleanup.policy": "compact", "retention.ms": "86400000"})
     ]
-    for v in versions:
-        items.append(
-            step(
-                f"DescribeConfigs.v{v}",
-                API.DESCRIBE_CONFIGS,
-                v,
-                lambda ctx: {
-                    "resources": [configs_resource(ctx, topic)],
-                    "include_synonyms": True,
-                    "include_documentation": True,
-                },
-                "every config of a topic with 2 set (synonyms; documentation v3+)",
-            )
-        )
+    items += sweep_steps(
+        "DescribeConfigs",
+        API.DESCRIBE_CONFIGS,
+        versions,
+        lambda ctx: {
+            "resources": [configs_resource(ctx, topic)],
+            "include_synonyms": True,
+            "include_documentation": True,
+        },
+        "every config of a topic with 2 set (synonyms; documentation v3+)",
+    )
     return Scenario("sweep DescribeConfigs", tuple(items))
 
 
 def alter_configs(versions: list[int]) -> Scenario:
     topic = "sw-alterconfigs"
     items: list[Item] = [create(topic, 1)]
-    for v in versions:
-        items.append(
-            step(
-                f"AlterConfigs.v{v}",
-                API.ALTER_CONFIGS,
-                v,
-                lambda ctx, v=v: {
-                    "resources": [
-                        {
-                            "resource_type": 2,
-                            "resource_name": ctx.name(topic),
-                            "configs": [{"name": "retention.ms", "value": str(1000 * (v + 1))}],
-                        }
-                    ],
-                    "validate_only": False,
-                },
-                "set retention.ms of a topic",
-            )
-        )
+    items += sweep_steps_v(
+        "AlterConfigs",
+        API.ALTER_CONFIGS,
+        versions,
+        lambda ctx, v: {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": ctx.name(topic),
+                    "configs": [{"name": "retention.ms", "value": str(1000 * (v + 1))}],
+                }
+            ],
+            "validate_only": False,
+        },
+        "set retention.ms of a topic",
+    )
     items.append(
         settle(topic, {"retention.ms": str(1000 * (versions[-1] + 1)), "cleanup.policy": "delete"})
     )
@@ -147,36 +137,25 @@ def _describe_after(prefix: str, topic: str, keys: list[str]) -> Any:
 def incremental_alter_configs(versions: list[int]) -> Scenario:
     topic = "sw-incrementalalter"
     items: list[Item] = [create(topic, 1)]
-    for v in versions:
-        items.append(
-            step(
-                f"IncrementalAlterConfigs.v{v}",
-                API.INCREMENTAL_ALTER_CONFIGS,
-                v,
-                lambda ctx, v=v: {
-                    "resources": [
-                        {
-                            "resource_type": 2,
-                            "resource_name": ctx.name(topic),
-                            "configs": [
-                                {
-                                    "name": "retention.ms",
-                                    "config_operation": 0,
-                                    "value": str(5000 + v),
-                                },
-                                {
-                                    "name": "cleanup.policy",
-                                    "config_operation": 2,
-                                    "value": "compact",
-                                },
-                            ],
-                        }
+    items += sweep_steps_v(
+        "IncrementalAlterConfigs",
+        API.INCREMENTAL_ALTER_CONFIGS,
+        versions,
+        lambda ctx, v: {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": ctx.name(topic),
+                    "configs": [
+                        {"name": "retention.ms", "config_operation": 0, "value": str(5000 + v)},
+                        {"name": "cleanup.policy", "config_operation": 2, "value": "compact"},
                     ],
-                    "validate_only": False,
-                },
-                "SET retention.ms, APPEND compact to cleanup.policy",
-            )
-        )
+                }
+            ],
+            "validate_only": False,
+        },
+        "SET retention.ms, APPEND compact to cleanup.policy",
+    )
     items.append(
         settle(
             topic, {"retention.ms": str(5000 + versions[-1]), "cleanup.policy": "delete,compact"}
@@ -212,110 +191,91 @@ def create_partitions(versions: list[int]) -> Scenario:
 def log_dirs(versions: list[int], alter_versions: list[int]) -> Scenario:
     topic = "sw-logdirs"
     items: list[Item] = [create(topic, 2, DATA), produce_now(topic, 0, batch(3))]
-    for v in versions:
-        items.append(
-            step(
-                f"DescribeLogDirs.v{v}",
-                API.DESCRIBE_LOG_DIRS,
-                v,
-                lambda ctx: {"topics": [{"topic": ctx.name(topic), "partitions": [0, 1]}]},
-                "a topic's 2 partitions (one holding a batch of 3 records)",
-            )
-        )
-    for v in alter_versions:
-        items.append(
-            step(
-                f"AlterReplicaLogDirs.v{v}",
-                API.ALTER_REPLICA_LOG_DIRS,
-                v,
-                lambda ctx: {
-                    "dirs": [
-                        {
-                            "path": "/nonexistent/conformance",
-                            "topics": [{"name": ctx.name(topic), "partitions": [0]}],
-                        }
-                    ]
-                },
-                "move a partition to a directory that is not a log dir",
-            )
-        )
+    items += sweep_steps(
+        "DescribeLogDirs",
+        API.DESCRIBE_LOG_DIRS,
+        versions,
+        lambda ctx: {"topics": [{"topic": ctx.name(topic), "partitions": [0, 1]}]},
+        "a topic's 2 partitions (one holding a batch of 3 records)",
+    )
+    items += sweep_steps(
+        "AlterReplicaLogDirs",
+        API.ALTER_REPLICA_LOG_DIRS,
+        alter_versions,
+        lambda ctx: {
+            "dirs": [
+                {
+                    "path": "/nonexistent/conformance",
+                    "topics": [{"name": ctx.name(topic), "partitions": [0]}],
+                }
+            ]
+        },
+        "move a partition to a directory that is not a log dir",
+    )
     return Scenario("sweep log dirs", tuple(items))
 
 
 def elect_leaders(versions: list[int]) -> Scenario:
     topic = "sw-elect"
     items: list[Item] = [create(topic, 1)]
-    for v in versions:
-        items.append(
-            step(
-                f"ElectLeaders.v{v}",
-                API.ELECT_LEADERS,
-                v,
-                lambda ctx: {
-                    "election_type": 0,
-                    "topic_partitions": [{"topic": ctx.name(topic), "partitions": [0]}],
-                    "timeout_ms": 10000,
-                },
-                "preferred election where the preferred leader leads already",
-            )
-        )
+    items += sweep_steps(
+        "ElectLeaders",
+        API.ELECT_LEADERS,
+        versions,
+        lambda ctx: {
+            "election_type": 0,
+            "topic_partitions": [{"topic": ctx.name(topic), "partitions": [0]}],
+            "timeout_ms": 10000,
+        },
+        "preferred election where the preferred leader leads already",
+    )
     return Scenario("sweep ElectLeaders", tuple(items))
 
 
 def reassignments(alter: list[int], listing: list[int]) -> Scenario:
     topic = "sw-reassign"
     items: list[Item] = [create(topic, 1)]
-    for v in alter:
-        items.append(
-            step(
-                f"AlterPartitionReassignments.v{v}",
-                API.ALTER_PARTITION_REASSIGNMENTS,
-                v,
-                lambda ctx: {
-                    "timeout_ms": 10000,
-                    "allow_replication_factor_change": True,
-                    "topics": [
-                        {
-                            "name": ctx.name(topic),
-                            "partitions": [{"partition_index": 0, "replicas": [ctx.side.node_id]}],
-                        }
-                    ],
-                },
-                "reassign a partition to the replicas it has (a no-op)",
-            )
-        )
-    for v in listing:
-        items.append(
-            step(
-                f"ListPartitionReassignments.v{v}",
-                API.LIST_PARTITION_REASSIGNMENTS,
-                v,
-                lambda ctx: {
-                    "timeout_ms": 10000,
-                    "topics": [{"name": ctx.name(topic), "partition_indexes": [0]}],
-                },
-                "the partition just reassigned (nothing ongoing)",
-            )
-        )
+    items += sweep_steps(
+        "AlterPartitionReassignments",
+        API.ALTER_PARTITION_REASSIGNMENTS,
+        alter,
+        lambda ctx: {
+            "timeout_ms": 10000,
+            "allow_replication_factor_change": True,
+            "topics": [
+                {
+                    "name": ctx.name(topic),
+                    "partitions": [{"partition_index": 0, "replicas": [ctx.side.node_id]}],
+                }
+            ],
+        },
+        "reassign a partition to the replicas it has (a no-op)",
+    )
+    items += sweep_steps(
+        "ListPartitionReassignments",
+        API.LIST_PARTITION_REASSIGNMENTS,
+        listing,
+        lambda ctx: {
+            "timeout_ms": 10000,
+            "topics": [{"name": ctx.name(topic), "partition_indexes": [0]}],
+        },
+        "the partition just reassigned (nothing ongoing)",
+    )
     return Scenario("sweep reassignments", tuple(items))
 
 
 def describe_cluster(versions: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in versions:
-        items.append(
-            step(
-                f"DescribeCluster.v{v}",
-                API.DESCRIBE_CLUSTER,
-                v,
-                {
-                    "include_cluster_authorized_operations": True,
-                    "endpoint_type": 1,
-                    "include_fenced_brokers": True,
-                },
-                "brokers, with authorized operations (and fenced brokers, v2)",
-            )
-        )
+    items = sweep_steps(
+        "DescribeCluster",
+        API.DESCRIBE_CLUSTER,
+        versions,
+        {
+            "include_cluster_authorized_operations": True,
+            "endpoint_type": 1,
+            "include_fenced_brokers": True,
+        },
+        "brokers, with authorized operations (and fenced brokers, v2)",
+    )
     return Scenario("sweep DescribeCluster", tuple(items))
 
 
@@ -330,16 +290,13 @@ def describe_topic_partitions(versions: list[int]) -> Scenario:
             "cursor": None,
         }
 
-    for v in versions:
-        items.append(
-            step(
-                f"DescribeTopicPartitions.v{v}",
-                API.DESCRIBE_TOPIC_PARTITIONS,
-                v,
-                body,
-                "a topic of 3 partitions and a missing one",
-            )
-        )
+    items += sweep_steps(
+        "DescribeTopicPartitions",
+        API.DESCRIBE_TOPIC_PARTITIONS,
+        versions,
+        body,
+        "a topic of 3 partitions and a missing one",
+    )
     items.extend(_describe_topic_partitions_cursors(topic, versions[-1]))
     return Scenario("sweep DescribeTopicPartitions", tuple(items))
 

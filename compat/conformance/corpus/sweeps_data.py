@@ -20,6 +20,8 @@ from compat.conformance.corpus.base import (
     produce_body,
     produce_now,
     step,
+    sweep_steps,
+    sweep_steps_v,
 )
 from compat.conformance.script import Ctx, Item, Scenario, Step
 
@@ -60,32 +62,26 @@ def fetch(versions: list[int]) -> Scenario:
         produce_now(topic, 0, batch(2, first=2, compression=1)),
         produce_now(topic, 0, batch(2, first=4)),
     ]
-    for v in versions:
-        items.append(
-            step(
-                f"Fetch.v{v}",
-                API.FETCH,
-                v,
-                lambda ctx: fetch_body(ctx, topic, 0, 2),
-                "from offset 2 (the second of three batches), no session",
-            )
-        )
+    items += sweep_steps(
+        "Fetch",
+        API.FETCH,
+        versions,
+        lambda ctx: fetch_body(ctx, topic, 0, 2),
+        "from offset 2 (the second of three batches), no session",
+    )
     return Scenario("sweep Fetch", tuple(items))
 
 
 def list_offsets(versions: list[int]) -> Scenario:
     topic = "sw-listoffsets"
     items: list[Item] = [create(topic, 1, DATA), produce_now(topic, 0, batch(3))]
-    for v in versions:
-        items.append(
-            step(
-                f"ListOffsets.v{v}",
-                API.LIST_OFFSETS,
-                v,
-                lambda ctx: list_offsets_body(ctx, topic, 0, T0 + 1),
-                "by timestamp: the second of three records",
-            )
-        )
+    items += sweep_steps(
+        "ListOffsets",
+        API.LIST_OFFSETS,
+        versions,
+        lambda ctx: list_offsets_body(ctx, topic, 0, T0 + 1),
+        "by timestamp: the second of three records",
+    )
     return Scenario("sweep ListOffsets", tuple(items))
 
 
@@ -97,70 +93,58 @@ def delete_records(versions: list[int]) -> Scenario:
         produce_now(topic, 0, batch(1, first=1)),
     ]
     items += [produce_now(topic, 0, batch(1, first=i)) for i in range(2, 6)]
-    for v in versions:
-        items.append(
-            step(
-                f"DeleteRecords.v{v}",
-                API.DELETE_RECORDS,
-                v,
-                lambda ctx, v=v: {
-                    "topics": [
-                        {
-                            "name": ctx.name(topic),
-                            "partitions": [{"partition_index": 0, "offset": v + 1}],
-                        }
-                    ],
-                    "timeout_ms": 10000,
-                },
-                "delete records before offset (version + 1)",
-            )
-        )
+    items += sweep_steps_v(
+        "DeleteRecords",
+        API.DELETE_RECORDS,
+        versions,
+        lambda ctx, v: {
+            "topics": [
+                {"name": ctx.name(topic), "partitions": [{"partition_index": 0, "offset": v + 1}]}
+            ],
+            "timeout_ms": 10000,
+        },
+        "delete records before offset (version + 1)",
+    )
     return Scenario("sweep DeleteRecords", tuple(items))
 
 
 def offset_for_leader_epoch(versions: list[int]) -> Scenario:
     topic = "sw-ofle"
     items: list[Item] = [create(topic, 1, DATA), produce_now(topic, 0, batch(3))]
-    for v in versions:
-        items.append(
-            step(
-                f"OffsetForLeaderEpoch.v{v}",
-                API.OFFSET_FOR_LEADER_EPOCH,
-                v,
-                lambda ctx: {
-                    "replica_id": -1,
-                    "topics": [
-                        {
-                            "topic": ctx.name(topic),
-                            "partitions": [
-                                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}
-                            ],
-                        }
-                    ],
-                },
-                "end offset of leader epoch 0 (a consumer's request)",
-            )
-        )
+    items += sweep_steps(
+        "OffsetForLeaderEpoch",
+        API.OFFSET_FOR_LEADER_EPOCH,
+        versions,
+        lambda ctx: {
+            "replica_id": -1,
+            "topics": [
+                {
+                    "topic": ctx.name(topic),
+                    "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+                }
+            ],
+        },
+        "end offset of leader epoch 0 (a consumer's request)",
+    )
     return Scenario("sweep OffsetForLeaderEpoch", tuple(items))
 
 
+IDEMPOTENT_PID = {
+    "transactional_id": None,
+    "transaction_timeout_ms": 60000,
+    "producer_id": -1,
+    "producer_epoch": -1,
+}
+
+
 def init_producer_id(versions: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in versions:
-        items.append(
-            step(
-                f"InitProducerId.v{v}",
-                API.INIT_PRODUCER_ID,
-                v,
-                {
-                    "transactional_id": None,
-                    "transaction_timeout_ms": 60000,
-                    "producer_id": -1,
-                    "producer_epoch": -1,
-                },
-                "an idempotent producer (no transactional id)",
-            )
-        )
+    items = sweep_steps(
+        "InitProducerId",
+        API.INIT_PRODUCER_ID,
+        versions,
+        IDEMPOTENT_PID,
+        "an idempotent producer (no transactional id)",
+    )
     return Scenario("sweep InitProducerId", tuple(items))
 
 
@@ -169,12 +153,7 @@ def _pid_step(id: str) -> Step:
         id,
         API.INIT_PRODUCER_ID,
         4,
-        {
-            "transactional_id": None,
-            "transaction_timeout_ms": 60000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        },
+        IDEMPOTENT_PID,
         "an idempotent producer id",
         keep=keep("pid", lambda a: (a.producer_id, a.producer_epoch)),
     )
@@ -199,16 +178,13 @@ def write_txn_markers(versions: list[int]) -> Scenario:
             ]
         }
 
-    for v in versions:
-        items.append(
-            step(
-                f"WriteTxnMarkers.v{v}",
-                API.WRITE_TXN_MARKERS,
-                v,
-                lambda ctx, v=v: body(ctx, v),
-                "an ABORT marker for an idempotent producer without a transaction",
-            )
-        )
+    items += sweep_steps_v(
+        "WriteTxnMarkers",
+        API.WRITE_TXN_MARKERS,
+        versions,
+        body,
+        "an ABORT marker for an idempotent producer without a transaction",
+    )
     items.append(
         step(
             "WriteTxnMarkers.fetch_markers",
@@ -238,14 +214,11 @@ def describe_producers(versions: list[int]) -> Scenario:
             "an idempotent batch of 3 (sequence 0)",
         )
     )
-    for v in versions:
-        items.append(
-            step(
-                f"DescribeProducers.v{v}",
-                API.DESCRIBE_PRODUCERS,
-                v,
-                lambda ctx: {"topics": [{"name": ctx.name(topic), "partition_indexes": [0, 1, 7]}]},
-                "partition 0 (one producer), 1 (none), 7 (no such partition)",
-            )
-        )
+    items += sweep_steps(
+        "DescribeProducers",
+        API.DESCRIBE_PRODUCERS,
+        versions,
+        lambda ctx: {"topics": [{"name": ctx.name(topic), "partition_indexes": [0, 1, 7]}]},
+        "partition 0 (one producer), 1 (none), 7 (no such partition)",
+    )
     return Scenario("sweep DescribeProducers", tuple(items))

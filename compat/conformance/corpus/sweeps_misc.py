@@ -15,6 +15,8 @@ from compat.conformance.corpus.base import (
     drop_empty_groups,
     produce_now,
     step,
+    sweep_steps,
+    sweep_steps_v,
     topic_id,
 )
 from compat.conformance.script import Ctx, Item, Scenario
@@ -25,41 +27,31 @@ LISTING_PHASE = 2
 
 
 def api_versions(versions: list[int]) -> Scenario:
-    items: list[Item] = [
-        step(
-            f"ApiVersions.v{v}",
-            API.API_VERSIONS,
-            v,
-            {"client_software_name": "conformance", "client_software_version": "1.0"},
-            "what the broker serves (v3+: with the client's name and features)",
-        )
-        for v in versions
-    ]
+    items = sweep_steps(
+        "ApiVersions",
+        API.API_VERSIONS,
+        versions,
+        {"client_software_name": "conformance", "client_software_version": "1.0"},
+        "what the broker serves (v3+: with the client's name and features)",
+    )
     return Scenario("sweep ApiVersions", tuple(items))
 
 
 def sasl(handshake: list[int], authenticate: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in handshake:
-        items.append(
-            step(
-                f"SaslHandshake.v{v}",
-                API.SASL_HANDSHAKE,
-                v,
-                {"mechanism": "PLAIN"},
-                "PLAIN on a PLAINTEXT listener",
-            )
-        )
-    for v in authenticate:
-        items.append(
-            step(
-                f"SaslAuthenticate.v{v}",
-                API.SASL_AUTHENTICATE,
-                v,
-                {"auth_bytes": b"\0user\0secret"},
-                "PLAIN credentials without a handshake, on a PLAINTEXT listener",
-            )
-        )
+    items = sweep_steps(
+        "SaslHandshake",
+        API.SASL_HANDSHAKE,
+        handshake,
+        {"mechanism": "PLAIN"},
+        "PLAIN on a PLAINTEXT listener",
+    )
+    items += sweep_steps(
+        "SaslAuthenticate",
+        API.SASL_AUTHENTICATE,
+        authenticate,
+        {"auth_bytes": b"\0user\0secret"},
+        "PLAIN credentials without a handshake, on a PLAINTEXT listener",
+    )
     return Scenario("sweep SASL", tuple(items))
 
 
@@ -75,181 +67,133 @@ _ANY_ACL = {
 
 
 def acls(describe: list[int], create_: list[int], delete: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in describe:
-        items.append(
-            step(f"DescribeAcls.v{v}", API.DESCRIBE_ACLS, v, _ANY_ACL, "every ACL (no authorizer)")
-        )
-    for v in create_:
-        items.append(
-            step(
-                f"CreateAcls.v{v}",
-                API.CREATE_ACLS,
-                v,
-                lambda ctx: {
-                    "creations": [
-                        {
-                            "resource_type": 2,
-                            "resource_name": ctx.name("acl-topic"),
-                            "resource_pattern_type": 3,
-                            "principal": "User:conformance",
-                            "host": "*",
-                            "operation": 3,
-                            "permission_type": 3,
-                        }
-                    ]
-                },
-                "allow User:conformance to read a topic (no authorizer)",
-            )
-        )
-    for v in delete:
-        items.append(
-            step(
-                f"DeleteAcls.v{v}",
-                API.DELETE_ACLS,
-                v,
-                lambda ctx: {
-                    "filters": [{**_ANY_ACL, "resource_name_filter": ctx.name("acl-topic")}]
-                },
-                "delete the ACLs of a topic (no authorizer)",
-            )
-        )
+    items = sweep_steps(
+        "DescribeAcls", API.DESCRIBE_ACLS, describe, _ANY_ACL, "every ACL (no authorizer)"
+    )
+    items += sweep_steps(
+        "CreateAcls",
+        API.CREATE_ACLS,
+        create_,
+        lambda ctx: {
+            "creations": [
+                {
+                    "resource_type": 2,
+                    "resource_name": ctx.name("acl-topic"),
+                    "resource_pattern_type": 3,
+                    "principal": "User:conformance",
+                    "host": "*",
+                    "operation": 3,
+                    "permission_type": 3,
+                }
+            ]
+        },
+        "allow User:conformance to read a topic (no authorizer)",
+    )
+    items += sweep_steps(
+        "DeleteAcls",
+        API.DELETE_ACLS,
+        delete,
+        lambda ctx: {"filters": [{**_ANY_ACL, "resource_name_filter": ctx.name("acl-topic")}]},
+        "delete the ACLs of a topic (no authorizer)",
+    )
     return Scenario("sweep ACLs", tuple(items))
 
 
 def quotas(describe: list[int], alter: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in describe:
-        items.append(
-            step(
-                f"DescribeClientQuotas.v{v}",
-                API.DESCRIBE_CLIENT_QUOTAS,
-                v,
-                lambda ctx: {
-                    "components": [
-                        {
-                            "entity_type": "client-id",
-                            "match_type": 0,
-                            "match": ctx.name("quota-client"),
-                        }
+    items = sweep_steps(
+        "DescribeClientQuotas",
+        API.DESCRIBE_CLIENT_QUOTAS,
+        describe,
+        lambda ctx: {
+            "components": [
+                {"entity_type": "client-id", "match_type": 0, "match": ctx.name("quota-client")}
+            ],
+            "strict": False,
+        },
+        "quotas of one client id (none set)",
+    )
+    items += sweep_steps(
+        "AlterClientQuotas",
+        API.ALTER_CLIENT_QUOTAS,
+        alter,
+        lambda ctx: {
+            "entries": [
+                {
+                    "entity": [
+                        {"entity_type": "client-id", "entity_name": ctx.name("quota-client")}
                     ],
-                    "strict": False,
-                },
-                "quotas of one client id (none set)",
-            )
-        )
-    for v in alter:
-        items.append(
-            step(
-                f"AlterClientQuotas.v{v}",
-                API.ALTER_CLIENT_QUOTAS,
-                v,
-                lambda ctx: {
-                    "entries": [
-                        {
-                            "entity": [
-                                {
-                                    "entity_type": "client-id",
-                                    "entity_name": ctx.name("quota-client"),
-                                }
-                            ],
-                            "ops": [
-                                {"key": "producer_byte_rate", "value": 1024.0, "remove": False}
-                            ],
-                        }
-                    ],
-                    "validate_only": True,
-                },
-                "validate a producer byte rate for one client id",
-            )
-        )
+                    "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}],
+                }
+            ],
+            "validate_only": True,
+        },
+        "validate a producer byte rate for one client id",
+    )
     return Scenario("sweep client quotas", tuple(items))
 
 
 def scram(describe: list[int], alter: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in describe:
-        items.append(
-            step(
-                f"DescribeUserScramCredentials.v{v}",
-                API.DESCRIBE_USER_SCRAM_CREDENTIALS,
-                v,
-                lambda ctx: {"users": [{"name": ctx.name("scram-user")}]},
-                "credentials of a user that has none",
-            )
-        )
-    for v in alter:
-        items.append(
-            step(
-                f"AlterUserScramCredentials.v{v}",
-                API.ALTER_USER_SCRAM_CREDENTIALS,
-                v,
-                lambda ctx: {
-                    "deletions": [{"name": ctx.name("scram-user"), "mechanism": 1}],
-                    "upsertions": [],
-                },
-                "delete a credential that does not exist",
-            )
-        )
+    items = sweep_steps(
+        "DescribeUserScramCredentials",
+        API.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        describe,
+        lambda ctx: {"users": [{"name": ctx.name("scram-user")}]},
+        "credentials of a user that has none",
+    )
+    items += sweep_steps(
+        "AlterUserScramCredentials",
+        API.ALTER_USER_SCRAM_CREDENTIALS,
+        alter,
+        lambda ctx: {
+            "deletions": [{"name": ctx.name("scram-user"), "mechanism": 1}],
+            "upsertions": [],
+        },
+        "delete a credential that does not exist",
+    )
     return Scenario("sweep SCRAM", tuple(items))
 
 
 def quorum_and_features(quorum: list[int], features: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in quorum:
-        items.append(
-            step(
-                f"DescribeQuorum.v{v}",
-                API.DESCRIBE_QUORUM,
-                v,
+    items = sweep_steps(
+        "DescribeQuorum",
+        API.DESCRIBE_QUORUM,
+        quorum,
+        {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+        "the KRaft metadata quorum",
+    )
+    items += sweep_steps(
+        "UpdateFeatures",
+        API.UPDATE_FEATURES,
+        features,
+        {
+            "timeout_ms": 10000,
+            "feature_updates": [
                 {
-                    "topics": [
-                        {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
-                    ]
-                },
-                "the KRaft metadata quorum",
-            )
-        )
-    for v in features:
-        items.append(
-            step(
-                f"UpdateFeatures.v{v}",
-                API.UPDATE_FEATURES,
-                v,
-                {
-                    "timeout_ms": 10000,
-                    "feature_updates": [
-                        {
-                            "feature": "conformance.unknown",
-                            "max_version_level": 1,
-                            "allow_downgrade": False,
-                            "upgrade_type": 1,
-                        }
-                    ],
-                    "validate_only": True,
-                },
-                "an unknown feature (validate only where the version can say so)",
-            )
-        )
+                    "feature": "conformance.unknown",
+                    "max_version_level": 1,
+                    "allow_downgrade": False,
+                    "upgrade_type": 1,
+                }
+            ],
+            "validate_only": True,
+        },
+        "an unknown feature (validate only where the version can say so)",
+    )
     return Scenario("sweep quorum and features", tuple(items))
 
 
 def find_coordinator(versions: list[int]) -> Scenario:
-    items: list[Item] = []
-    for v in versions:
-        items.append(
-            step(
-                f"FindCoordinator.v{v}",
-                API.FIND_COORDINATOR,
-                v,
-                lambda ctx: {
-                    "key": ctx.name("sw-coordinator"),
-                    "key_type": 0,
-                    "coordinator_keys": [ctx.name("sw-coordinator")],
-                },
-                "a group's coordinator",
-            )
-        )
+    items = sweep_steps(
+        "FindCoordinator",
+        API.FIND_COORDINATOR,
+        versions,
+        lambda ctx: {
+            "key": ctx.name("sw-coordinator"),
+            "key_type": 0,
+            "coordinator_keys": [ctx.name("sw-coordinator")],
+        },
+        "a group's coordinator",
+    )
     return Scenario("sweep FindCoordinator", tuple(items))
 
 
@@ -337,36 +281,27 @@ def offsets(
 ) -> Scenario:
     """A simple consumer's offsets (no membership): commit, fetch, delete offsets and groups."""
     items: list[Item] = [create(OFFSETS_TOPIC, 2, DATA), produce_now(OFFSETS_TOPIC, 0, batch(20))]
-    items += [
-        step(
-            f"OffsetCommit.v{v}",
-            API.OFFSET_COMMIT,
-            v,
-            simple_commit(v),
-            "commit offset (version) as a simple consumer",
-        )
-        for v in commit
-    ]
-    items += [
-        step(
-            f"OffsetFetch.v{v}",
-            API.OFFSET_FETCH,
-            v,
-            _offset_fetch,
-            "partition 0 (committed) and 1 (never)",
-        )
-        for v in fetch
-    ]
-    items += [
-        step(
-            f"OffsetDelete.v{v}",
-            API.OFFSET_DELETE,
-            v,
-            _offset_delete,
-            "delete the committed offsets of an empty group",
-        )
-        for v in offset_delete
-    ]
+    items += sweep_steps_v(
+        "OffsetCommit",
+        API.OFFSET_COMMIT,
+        commit,
+        lambda ctx, v: simple_commit(v)(ctx),
+        "commit offset (version) as a simple consumer",
+    )
+    items += sweep_steps(
+        "OffsetFetch",
+        API.OFFSET_FETCH,
+        fetch,
+        _offset_fetch,
+        "partition 0 (committed) and 1 (never)",
+    )
+    items += sweep_steps(
+        "OffsetDelete",
+        API.OFFSET_DELETE,
+        offset_delete,
+        _offset_delete,
+        "delete the committed offsets of an empty group",
+    )
     for v in delete_groups:
         items += _delete_group_steps(v)
     return Scenario("sweep offsets", tuple(items))
@@ -376,44 +311,35 @@ def listings(list_groups: list[int], list_txns: list[int], config_resources: lis
     """Listings of everything (run after every other scenario; foreign entries dropped),
     once the groups Kafka may have cleaned up by timer are gone on both sides."""
     items: list[Item] = [drop_empty_groups()]
-    for v in list_groups:
-        items.append(
-            step(
-                f"ListGroups.v{v}",
-                API.LIST_GROUPS,
-                v,
-                {"states_filter": [], "types_filter": []},
-                "every group",
-                listing=True,
-            )
-        )
-    for v in list_txns:
-        items.append(
-            step(
-                f"ListTransactions.v{v}",
-                API.LIST_TRANSACTIONS,
-                v,
-                lambda ctx: {
-                    "state_filters": [],
-                    "producer_id_filters": [],
-                    "duration_filter": -1,
-                    "transactional_id_pattern": ctx.side.names.token + ".*",
-                },
-                "every transaction (v2: this run's, by pattern)",
-                listing=True,
-            )
-        )
-    for v in config_resources:
-        items.append(
-            step(
-                f"ListConfigResources.v{v}",
-                API.LIST_CONFIG_RESOURCES,
-                v,
-                {"resource_types": []},
-                "every config resource (v0: client metrics only)",
-                listing=True,
-            )
-        )
+    items += sweep_steps(
+        "ListGroups",
+        API.LIST_GROUPS,
+        list_groups,
+        {"states_filter": [], "types_filter": []},
+        "every group",
+        listing=True,
+    )
+    items += sweep_steps(
+        "ListTransactions",
+        API.LIST_TRANSACTIONS,
+        list_txns,
+        lambda ctx: {
+            "state_filters": [],
+            "producer_id_filters": [],
+            "duration_filter": -1,
+            "transactional_id_pattern": ctx.side.names.token + ".*",
+        },
+        "every transaction (v2: this run's, by pattern)",
+        listing=True,
+    )
+    items += sweep_steps(
+        "ListConfigResources",
+        API.LIST_CONFIG_RESOURCES,
+        config_resources,
+        {"resource_types": []},
+        "every config resource (v0: client metrics only)",
+        listing=True,
+    )
     items.append(
         step(
             "Metadata.all_topics",

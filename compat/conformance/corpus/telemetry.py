@@ -13,8 +13,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from compat.conformance.corpus.base import API, step
-from compat.conformance.script import Ctx, Item, Scenario
+from compat.conformance.corpus.base import API, step, sweep_steps
+from compat.conformance.script import Ctx, Scenario
 
 NIL = uuid.UUID(int=0)
 STRANGER = uuid.UUID(int=0x7E1E)  # a client instance id the broker never gave
@@ -40,17 +40,14 @@ def _push(stranger: bool) -> Any:
 
 
 def sweep(subscriptions: list[int], push: list[int]) -> Scenario:
-    items: list[Item] = [
-        step(
-            f"GetTelemetrySubscriptions.v{v}",
-            API.GET_TELEMETRY_SUBSCRIPTIONS,
-            v,
-            {"client_instance_id": NIL},
-            "a new client's subscription (the broker makes its instance id)",
-            keep=_keep,
-        )
-        for v in subscriptions
-    ]
+    items = sweep_steps(
+        "GetTelemetrySubscriptions",
+        API.GET_TELEMETRY_SUBSCRIPTIONS,
+        subscriptions,
+        {"client_instance_id": NIL},
+        "a new client's subscription (the broker makes its instance id)",
+        keep=_keep,
+    )
     for v in push:
         items += [
             step(

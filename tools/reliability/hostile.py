@@ -490,7 +490,10 @@ def bomb_payload(compression: int, size: int) -> bytes:
             gz.write(bytes(size % len(block)))
         return sink.getvalue()
     if compression == 3:
-        ctx = lz4.frame.LZ4FrameCompressor(compression_level=9)
+        # Independent blocks: Kafka's reader refuses dependent (linked) ones before inflating.
+        ctx = lz4.frame.LZ4FrameCompressor(
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, compression_level=9
+        )
         parts = [ctx.begin()]
         for _ in range(size // len(block)):
             parts.append(ctx.compress(block))

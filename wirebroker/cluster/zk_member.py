@@ -16,7 +16,10 @@
     roles       after every change of a partition this broker holds a replica of:
                 leader == self -> `make_leader`; other leader -> `make_follower` (leader -1:
                 follower of nobody, the partition is offline); not a replica any more, or the
-                topic deleted -> `stop_replica(delete=True)`
+                topic deleted -> `stop_replica(delete=True)`. The replica set is the
+                assignment's, taken even with a state that is not newer; a partition under
+                reassignment applies a state only with an assignment read at the state's
+                zxid or later (`_assignment_for_state`)
     ISR         the `IsrChangeListener` of the ReplicaManager: a leader's ISR change is one
                 conditional setData of the state znode (version = partition epoch, leader
                 epoch unchanged); success -> `isr_committed`, a stale version -> `isr_rejected`
@@ -170,6 +173,9 @@ async def resolve_cluster_id(coord: Coordination, proposed: str) -> str:
 class _TopicMirror:
     assignment: zl.TopicAssignment
     configs: dict[str, str] = field(default_factory=dict)
+    #: the zxid of the assignment's last change as read (its znode's mzxid): an older read
+    #: is never applied over it
+    assignment_zxid: int = 0
     states: dict[int, tuple[zl.PartitionState, int]] = field(default_factory=dict)
     watches: list[Watch] = field(default_factory=list)
     state_watches: dict[int, Watch] = field(default_factory=dict)
@@ -434,23 +440,27 @@ class ClusterMember:
                 continue
             for index in sorted(mirror.assignment.partitions):
                 if (name, index) in self._hosted:
-                    await self._read_state(name, mirror, index)
+                    zxid = await self._read_state(name, mirror, index)
+                    await self._assignment_for_state(name, mirror, index, zxid)
                 self._apply_role(name, index)
         data_stat = await self.coord.exists(zl.CONTROLLER)
         if data_stat is None:
             await self._try_elect()
 
-    async def _read_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
+    async def _read_state(self, name: str, mirror: _TopicMirror, index: int) -> int:
+        """Read the partition's state into the mirror; the zxid of its last change (0: none
+        read)."""
         try:
             data, stat = await self.coord.get(zl.state_path(name, index))
             state = zl.decode_partition_state(name, index, data)
         except NoNodeError:
             mirror.states.pop(index, None)
-            return
+            return 0
         except zl.LayoutError as exc:
             log.warning("%s-%d: %s", name, index, exc)
-            return
+            return 0
         mirror.states[index] = (state, stat.version)
+        return stat.mzxid
 
     # -- brokers and controller ------------------------------------------------------------
     async def _on_brokers(self, children: list[str] | None) -> None:
@@ -657,7 +667,7 @@ class ClusterMember:
         except zl.LayoutError as exc:
             log.warning("topic %s: %s", name, exc)
             configs = {}
-        mirror = _TopicMirror(assignment, configs)
+        mirror = _TopicMirror(assignment, configs, assignment_zxid=_mzxid(first["topic"][1]))
         mirror.watches.extend(watches)
         self.cache.topics[name] = mirror
 
@@ -710,24 +720,53 @@ class ClusterMember:
         self._send.send_nowait(functools.partial(self._on_state, name, index, data, stat))
 
     def _on_assignment(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
-        async def handler(data: bytes | None, _stat: Stat | None) -> None:
-            mirror = self.cache.topics.get(name)
-            if mirror is None or data is None:
-                return
-            try:
-                assignment = zl.decode_topic(name, data)
-            except zl.LayoutError as exc:
-                log.warning("topic %s: %s", name, exc)
-                return
-            if assignment == mirror.assignment:
-                return
-            mirror.assignment = assignment
-            self._sync_store(name)
-            for index in sorted(assignment.partitions):
-                await self._watch_state(name, mirror, index)
-                self._apply_role(name, index)
+        return functools.partial(self._take_assignment, name)
 
-        return handler
+    async def _take_assignment(self, name: str, data: bytes | None, stat: Stat | None) -> None:
+        """The topic's assignment as read (its watch, `_assignment_for_state`), unless older
+        than the mirror's; every partition's role is applied again with it."""
+        mirror = self.cache.topics.get(name)
+        if mirror is None or data is None or stat is None:
+            return
+        if stat.mzxid < mirror.assignment_zxid:
+            return  # a read older than one already applied (a watch delivery after a read)
+        try:
+            assignment = zl.decode_topic(name, data)
+        except zl.LayoutError as exc:
+            log.warning("topic %s: %s", name, exc)
+            return
+        mirror.assignment_zxid = stat.mzxid
+        if assignment == mirror.assignment:
+            return
+        mirror.assignment = assignment
+        self._sync_store(name)
+        for index in sorted(assignment.partitions):
+            await self._watch_state(name, mirror, index)
+            self._apply_role(name, index)
+
+    async def _assignment_for_state(
+        self, name: str, mirror: _TopicMirror, index: int, state_zxid: int
+    ) -> None:
+        """A reassigning partition's state last changed at `state_zxid` is applied only with
+        an assignment read at that zxid or later: the controller completes a reassignment with
+        one multi (the shrunk assignment and the new state), whose two watches' re-reads may
+        come back in either order; applied with the old replica set, the new leader would
+        take a leaving replica back into its ISR (wirebroker.cluster.controller_reassignments).
+        Other assignment changes only add replicas or partitions: taken as they come. A read
+        that fails leaves the mirror as it is (the assignment's watch brings it later)."""
+        if state_zxid <= mirror.assignment_zxid:
+            return
+        assignment = mirror.assignment
+        if index not in assignment.adding and index not in assignment.removing:
+            return
+        try:
+            data, stat = await self.coord.get(zl.topic_path(name))
+        except NoNodeError:
+            return  # deleted: the topics watch drops it
+        except CoordinationError as exc:
+            log.warning("%s-%d: reading the assignment failed (%s)", name, index, exc)
+            return
+        await self._take_assignment(name, data, stat)
 
     def _on_config(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
         async def handler(data: bytes | None, _stat: Stat | None) -> None:
@@ -761,7 +800,9 @@ class ClusterMember:
             log.warning("%s-%d: %s", name, index, exc)
             return
         mirror.states[index] = (state, stat.version)
-        self._apply_role(name, index)
+        await self._assignment_for_state(name, mirror, index, stat.mzxid)
+        if self.cache.topics.get(name) is mirror:
+            self._apply_role(name, index)
 
     def _sync_store(self, name: str) -> TopicInfo | None:
         """Mirror the topic into the local TopicStore (assignment, configs)."""
@@ -1025,6 +1066,10 @@ def mirrored_info(
         is_internal=is_internal(name),
         assignment=replicas if keep else (),
     )
+
+
+def _mzxid(stat: Stat | None) -> int:
+    return 0 if stat is None else stat.mzxid
 
 
 def _uuid_for(name: str) -> uuid.UUID:

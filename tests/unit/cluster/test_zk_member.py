@@ -509,18 +509,22 @@ async def test_a_reassignment_bumps_the_leader_epoch_so_the_leader_takes_the_new
         nursery.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize("first", ["state", "assignment"])
 async def test_a_completed_reassignment_reaches_every_broker_with_its_new_replica_set(
-    tmp_path: Path,
+    tmp_path: Path, first: str
 ) -> None:
     """The controller completes a reassignment with one multi: the assignment shrunk to the
     target and the state (the leaving replica out of the ISR, a target replica leading,
-    leader epoch + 1) share its zxid. A broker that gets the state before the assignment
-    (its assignment watch's re-read comes back later: held here on purpose) applies that
-    state only with the assignment read after it: the new leader never leads the new epoch
-    with the leaving replica among its replicas (it took it back into its ISR when it
-    fetched: compat/kafka-tools/FINDINGS.md, `kafka-reassign-partitions.move`), and the
-    leaving replica never follows it. Before: the state was written first and applied with
-    the old replica set [3, 2, 1] by both."""
+    leader epoch + 1) share its zxid. A broker that gets one of them first (the other
+    watch's re-read comes back later: held here on purpose) mirrors and applies it only
+    with the other read after it: the new leader never leads the new epoch with the leaving
+    replica among its replicas (it took it back into its ISR when it fetched:
+    compat/kafka-tools/FINDINGS.md, `kafka-reassign-partitions.move`), the leaving replica
+    never follows it, and no broker's Metadata shows the new replicas with the old ISR.
+    Before: the state was written first; with it first, both applied it with the old
+    replica set [3, 2, 1]; with the assignment first, Metadata showed replicas [3, 2] and
+    ISR [1, 2, 3]."""
+    held = zl.state_path("t", 0) if first == "assignment" else zl.topic_path("t")
     server = MemoryZooKeeper()
     async with trio.open_nursery() as nursery:
         controller = await start_node(nursery, server, 2, tmp_path)  # elected: it is first
@@ -542,9 +546,9 @@ async def test_a_completed_reassignment_reaches_every_broker_with_its_new_replic
         assert new.roles.roles[("t", 0)] == ("follower", 1, started.leader_epoch)
 
         # Broker 3 caught up: the leader (1) adds it to the ISR, which completes the
-        # reassignment. Brokers 1 and 3 get the assignment's change after the state's.
+        # reassignment. Brokers 1 and 3 get one change before the other.
         for node in (old, new):
-            cast(HoldingCoordination, node.coord).holding.add(zl.topic_path("t"))
+            cast(HoldingCoordination, node.coord).holding.add(held)
         _data, stat = await controller.coord.get(zl.state_path("t", 0))
         old.member.propose_isr(
             "t", 0, leader_epoch=started.leader_epoch, partition_epoch=stat.version, isr=[1, 2, 3]
@@ -565,14 +569,21 @@ async def test_a_completed_reassignment_reaches_every_broker_with_its_new_replic
                 if e == epoch
             ]
 
-        assert at_epoch(new) and all(c == ("leader", 3, [3, 2]) for c in at_epoch(new))
-        assert at_epoch(old) == [] and ("t", 0) in old.roles.stopped
-        assert all(c[1:] == (3, [3, 2]) for c in at_epoch(controller))
+        def check() -> None:
+            assert at_epoch(new) and all(c == ("leader", 3, [3, 2]) for c in at_epoch(new))
+            assert at_epoch(old) == [] and ("t", 0) in old.roles.stopped
+            assert all(c[1:] == (3, [3, 2]) for c in at_epoch(controller))
+            for node in nodes:
+                view = node.member.cache.partition("t", 0)
+                assert view is not None
+                assert (view.leader, view.replicas, view.isr) == (3, [3, 2], [2, 3])
+
+        check()
         for node in (old, new):
             cast(HoldingCoordination, node.coord).release()
         await settle(nodes)
-        assert all(c == ("leader", 3, [3, 2]) for c in at_epoch(new))
-        assert at_epoch(old) == [] and ("t", 0) not in old.roles.roles
+        check()
+        assert ("t", 0) not in old.roles.roles
         assert admin.reassignments() == {}
         nursery.cancel_scope.cancel()
 

@@ -110,12 +110,17 @@ async def test_cas_with_a_stale_version_fails(backend: Backend) -> None:
         await a.create("/state", b"0")
         _, stat = await a.get("/state")
         assert stat.version == 0
-        assert (await b.set("/state", b"b", version=0)).version == 1
+        assert stat.mzxid == stat.czxid
+        written = await b.set("/state", b"b", version=0)
+        assert written.version == 1 and written.mzxid > stat.czxid
         with pytest.raises(BadVersionError):
             await a.set("/state", b"a", version=0)
         with pytest.raises(BadVersionError):
             await a.delete("/state", version=0)
-        assert await a.get("/state") == (b"b", Stat(version=1, czxid=stat.czxid))
+        assert await a.get("/state") == (
+            b"b",
+            Stat(version=1, czxid=stat.czxid, mzxid=written.mzxid),
+        )
         with pytest.raises(NoNodeError):
             await a.set("/missing", b"x")
 
@@ -147,6 +152,20 @@ async def test_multi_with_a_stale_check_fails_at_index_0_and_applies_nothing(
         assert results[0] is None and results[3] is None
         assert isinstance(results[1], Stat) and results[1].version == 1
         assert isinstance(results[2], str) and results[2].startswith("/seq-")
+
+
+async def test_the_znodes_one_multi_writes_share_its_zxid(backend: Backend) -> None:
+    """A reader compares a znode's mzxid with another's to know which write came first (the
+    cluster's partition state and assignment, zk_member): one multi gives all the same."""
+    async with sessions(backend, 1) as (zk,):
+        await zk.create("/assignment", b"a0")
+        await zk.create("/state", b"s0")
+        before = (await zk.get("/state"))[1].mzxid
+        results = await zk.multi([SetData("/assignment", b"a1"), SetData("/state", b"s1")])
+        assignment, state = (await zk.get("/assignment"))[1], (await zk.get("/state"))[1]
+        assert results == [assignment, state]
+        assert assignment.mzxid == state.mzxid > before
+        assert (await zk.set("/state", b"s2")).mzxid > assignment.mzxid
 
 
 async def test_controller_election_multi_has_exactly_one_winner(backend: Backend) -> None:

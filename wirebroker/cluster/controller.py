@@ -20,13 +20,13 @@ controller spends time shrinking other ISRs. A trigger is handled as soon as it 
 debounce; triggers that queued up during a pass are collapsed into the next one). A pass is
 O(partitions) ZooKeeper reads, 16 in flight, which is fine for the few hundred partitions of a
 local or test cluster; Kafka keeps the states in memory instead and batches its writes.
-Brokers learn the result from their own state watches.
+Brokers learn the result from their own state watches. Reassignments are started and completed
+at the end of a pass over their topics (`controller_reassignments.Reassignments`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import logging
 import math
@@ -37,7 +37,8 @@ import trio
 
 from wirebroker.cluster import workers
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.elections import decide, finish_reassignment, reassignment_complete
+from wirebroker.cluster.controller_reassignments import Reassignments
+from wirebroker.cluster.elections import decide
 from wirebroker.coordination.api import (
     Check,
     CoordinationError,
@@ -98,31 +99,6 @@ def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable
     return loop
 
 
-async def announce_reassignment(
-    controller: ZkController, topic: str, index: int, state: zl.PartitionState
-) -> zl.PartitionState:
-    """Kafka's step A3 of a reassignment (KafkaController.onPartitionReassignment:
-    updateLeaderEpochAndSendRequest), run once per reassignment (the controller remembers the
-    assignment znode version it announced): the partition's leader epoch goes up by one, same
-    leader and ISR. Brokers apply a replica set with a new epoch only, so this is how the
-    leader learns of the new replicas and accepts their fetches. Returns the state now in
-    ZooKeeper (unchanged when it has no leader, or changed meanwhile: the pass that change
-    triggers sees the reassignment as announced)."""
-    if state.leader < 0:
-        return state
-    path = zl.state_path(topic, index)
-    data, stat = await controller.coord.get(path)
-    current = zl.decode_partition_state(topic, index, data)
-    if current != state:
-        return current
-    bumped = dataclasses.replace(
-        state, leader_epoch=state.leader_epoch + 1, controller_epoch=controller.epoch
-    )
-    await controller._write(SetData(path, zl.encode_partition_state(bumped), stat.version))
-    log.info("%s-%d: reassignment started: leader epoch %d", topic, index, bumped.leader_epoch)
-    return bumped
-
-
 class ZkController:
     def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
         self.member = member
@@ -134,11 +110,8 @@ class ZkController:
         self._topic_watches: dict[str, Watch] = {}
         self._czxids: dict[int, int] = {}
         self._preferred: set[tuple[str, int]] = set()
-        self._state_watches: dict[str, Watch] = {}
         self._seen_topics: set[str] = set()
-        # (topic, partition) -> the assignment znode version whose reassignment this
-        # controller has announced with a leader epoch bump (`_announce_reassignment`)
-        self._announced: dict[tuple[str, int], int] = {}
+        self._reassignments = Reassignments(self, lambda topic: self._trigger(_TOPIC + topic))
 
     def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
         """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
@@ -173,12 +146,9 @@ class ZkController:
                 await self._loop()
                 nursery.cancel_scope.cancel()
         finally:
-            for watch in [
-                *self._watches,
-                *self._topic_watches.values(),
-                *self._state_watches.values(),
-            ]:
+            for watch in [*self._watches, *self._topic_watches.values()]:
                 watch.cancel()
+            self._reassignments.cancel()
 
     async def _loop(self) -> None:
         from wirebroker.cluster.zk_member import ControllerMovedError
@@ -524,7 +494,7 @@ class ZkController:
         await self._parallel(deferred, write_deferred)
         for topic, (assignment, version, _unclean) in read.items():
             if assignment.adding or assignment.removing:
-                await self._reassignments(topic, assignment, version, states[topic], live)
+                await self._reassignments.advance(topic, assignment, version, states[topic], live)
 
     def _urgent(
         self,
@@ -552,59 +522,6 @@ class ZkController:
             items, job, limit=_PARALLEL_WRITES, catch=(CoordinationError, zl.LayoutError)
         )
         _raise_first(failures)
-
-    async def _reassignments(
-        self,
-        topic: str,
-        assignment: zl.TopicAssignment,
-        version: int,
-        states: dict[int, zl.PartitionState | None],
-        live: set[int],
-    ) -> None:
-        """Complete the reassignments whose target replicas are all in the ISR: fix the state
-        (leaving replicas out, a target replica leading), then shrink the assignment."""
-        done: dict[int, tuple[int, ...]] = {}
-        for index in sorted(set(assignment.adding) | set(assignment.removing)):
-            key = f"{topic}-{index}"
-            if key not in self._state_watches:
-                self._state_watches[key] = await self.coord.watch_data(
-                    zl.state_path(topic, index), self._trigger(_TOPIC + topic)
-                )
-            leaving = assignment.removing.get(index, ())
-            target = tuple(r for r in assignment.replicas(index) if r not in leaving)
-            state = states.get(index)
-            if state is None or not reassignment_complete(target, state):
-                if state is not None and self._announced.get((topic, index)) != version:
-                    states[index] = await announce_reassignment(self, topic, index, state)
-                    self._announced[(topic, index)] = version
-                continue
-            new = finish_reassignment(target, state, live=live, controller_epoch=self.epoch)
-            if new is not None:
-                _data, stat = await self.coord.get(zl.state_path(topic, index))
-                await self._write(
-                    SetData(
-                        zl.state_path(topic, index), zl.encode_partition_state(new), stat.version
-                    )
-                )
-            done[index] = target
-        if not done:
-            return
-        partitions = dict(assignment.partitions)
-        adding = dict(assignment.adding)
-        removing = dict(assignment.removing)
-        for index, target in done.items():
-            partitions[index] = target
-            adding.pop(index, None)
-            removing.pop(index, None)
-            self._announced.pop((topic, index), None)
-            watch = self._state_watches.pop(f"{topic}-{index}", None)
-            if watch is not None:
-                watch.cancel()
-        new_assignment = dataclasses.replace(
-            assignment, partitions=partitions, adding=adding, removing=removing
-        )
-        await self._write(SetData(zl.topic_path(topic), zl.encode_topic(new_assignment), version))
-        log.info("%s: reassignment of partition(s) %s complete", topic, sorted(done))
 
     async def _unclean(self, topic: str) -> bool:
         try:

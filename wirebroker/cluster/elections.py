@@ -25,7 +25,8 @@ PartitionLeaderElectionAlgorithms, KafkaController.onBrokerFailure / controlledS
 Reassignments (KIP-455): while one runs the assignment holds target + leaving replicas, so the
 rules above apply to all of them; `reassignment_complete` says when every target replica is in
 the ISR, then `finish_reassignment` gives the state to write (leaving replicas out of the ISR,
-a target replica leading) before the controller shrinks the assignment to the target.
+a target replica leading), which the controller writes in one multi with the assignment
+shrunk to the target.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def finish_reassignment(
     live: Collection[int],
     controller_epoch: int,
 ) -> PartitionState | None:
-    """The state to write before the assignment shrinks to `target`: the replicas leaving
+    """The state to write with the assignment shrinking to `target`: the replicas leaving
     drop out of the ISR and, when the leader is one of them (or dead), the first live target
     replica in the ISR leads (leader epoch + 1). None: the state already fits."""
     isr = tuple(r for r in state.isr if r in target)

@@ -16,7 +16,10 @@
     roles       after every change of a partition this broker holds a replica of:
                 leader == self -> `make_leader`; other leader -> `make_follower` (leader -1:
                 follower of nobody, the partition is offline); not a replica any more, or the
-                topic deleted -> `stop_replica(delete=True)`
+                topic deleted -> `stop_replica(delete=True)`. The replica set is the
+                assignment's, taken even with a state that is not newer; a partition under
+                reassignment applies a state only with an assignment read at the state's
+                zxid or later, and the reverse (`_fresher_assignment`)
     ISR         the `IsrChangeListener` of the ReplicaManager: a leader's ISR change is one
                 conditional setData of the state znode (version = partition epoch, leader
                 epoch unchanged); success -> `isr_committed`, a stale version -> `isr_rejected`
@@ -168,11 +171,28 @@ async def resolve_cluster_id(coord: Coordination, proposed: str) -> str:
 
 @dataclass
 class _TopicMirror:
+    """A topic as mirrored. The zxids are those of each znode's last change as read (its
+    mzxid): an older read is never mirrored over a newer one."""
+
     assignment: zl.TopicAssignment
     configs: dict[str, str] = field(default_factory=dict)
+    assignment_zxid: int = 0
     states: dict[int, tuple[zl.PartitionState, int]] = field(default_factory=dict)
+    state_zxids: dict[int, int] = field(default_factory=dict)
     watches: list[Watch] = field(default_factory=list)
     state_watches: dict[int, Watch] = field(default_factory=dict)
+
+    def set_state(self, index: int, state: zl.PartitionState, stat: Stat) -> bool:
+        """Mirror a state read with `stat`, unless older than the mirrored one."""
+        if stat.mzxid < self.state_zxids.get(index, 0):
+            return False
+        self.states[index] = (state, stat.version)
+        self.state_zxids[index] = stat.mzxid
+        return True
+
+    def drop_state(self, index: int) -> None:
+        self.states.pop(index, None)
+        self.state_zxids.pop(index, None)
 
 
 class ZkMetadataCache(ClusterView):
@@ -441,16 +461,13 @@ class ClusterMember:
             await self._try_elect()
 
     async def _read_state(self, name: str, mirror: _TopicMirror, index: int) -> None:
+        """Read the partition's state into the mirror (`_on_state`'s rules)."""
         try:
             data, stat = await self.coord.get(zl.state_path(name, index))
-            state = zl.decode_partition_state(name, index, data)
         except NoNodeError:
-            mirror.states.pop(index, None)
+            await self._on_state(name, index, None, None)
             return
-        except zl.LayoutError as exc:
-            log.warning("%s-%d: %s", name, index, exc)
-            return
-        mirror.states[index] = (state, stat.version)
+        await self._on_state(name, index, data, stat, apply=False)
 
     # -- brokers and controller ------------------------------------------------------------
     async def _on_brokers(self, children: list[str] | None) -> None:
@@ -657,7 +674,8 @@ class ClusterMember:
         except zl.LayoutError as exc:
             log.warning("topic %s: %s", name, exc)
             configs = {}
-        mirror = _TopicMirror(assignment, configs)
+        stat = first["topic"][1]
+        mirror = _TopicMirror(assignment, configs, assignment_zxid=stat.mzxid if stat else 0)
         mirror.watches.extend(watches)
         self.cache.topics[name] = mirror
 
@@ -710,24 +728,83 @@ class ClusterMember:
         self._send.send_nowait(functools.partial(self._on_state, name, index, data, stat))
 
     def _on_assignment(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
-        async def handler(data: bytes | None, _stat: Stat | None) -> None:
-            mirror = self.cache.topics.get(name)
-            if mirror is None or data is None:
-                return
-            try:
-                assignment = zl.decode_topic(name, data)
-            except zl.LayoutError as exc:
-                log.warning("topic %s: %s", name, exc)
-                return
-            if assignment == mirror.assignment:
-                return
-            mirror.assignment = assignment
-            self._sync_store(name)
-            for index in sorted(assignment.partitions):
-                await self._watch_state(name, mirror, index)
-                self._apply_role(name, index)
+        return functools.partial(self._take_assignment, name)
 
-        return handler
+    async def _take_assignment(self, name: str, data: bytes | None, stat: Stat | None) -> None:
+        """The topic's assignment as read (its watch, `_fresher_assignment`), unless older
+        than the mirror's; every partition's role is applied again with it. The partitions
+        whose reassignment it ends get their states read first, and both are mirrored at
+        once (`_fresher_assignment` says why)."""
+        mirror = self.cache.topics.get(name)
+        if mirror is None or data is None or stat is None or stat.mzxid < mirror.assignment_zxid:
+            return
+        try:
+            assignment = zl.decode_topic(name, data)
+        except zl.LayoutError as exc:
+            log.warning("topic %s: %s", name, exc)
+            return
+        old = mirror.assignment
+        ended = [
+            i
+            for i in sorted(set(old.adding) | set(old.removing))
+            if i not in assignment.adding
+            and i not in assignment.removing
+            and mirror.state_zxids.get(i, 0) < stat.mzxid
+        ]
+        states = await self._read_states(name, ended)
+        if self.cache.topics.get(name) is not mirror or stat.mzxid < mirror.assignment_zxid:
+            return
+        mirror.assignment_zxid = stat.mzxid
+        for index, (state, state_stat) in states.items():
+            mirror.set_state(index, state, state_stat)
+        if assignment == old and not states:
+            return
+        mirror.assignment = assignment
+        self._sync_store(name)
+        for index in sorted(assignment.partitions):
+            await self._watch_state(name, mirror, index)
+            self._apply_role(name, index)
+
+    async def _read_states(
+        self, name: str, indexes: list[int]
+    ) -> dict[int, tuple[zl.PartitionState, Stat]]:
+        """The states of these partitions as read now (those that could be read)."""
+        out: dict[int, tuple[zl.PartitionState, Stat]] = {}
+        for index in indexes:
+            try:
+                data, stat = await self.coord.get(zl.state_path(name, index))
+                out[index] = (zl.decode_partition_state(name, index, data), stat)
+            except (CoordinationError, zl.LayoutError) as exc:
+                log.warning("%s-%d: reading the state failed (%s)", name, index, exc)
+        return out
+
+    async def _fresher_assignment(
+        self, name: str, mirror: _TopicMirror, index: int, state_zxid: int
+    ) -> tuple[bytes, Stat] | None:
+        """The assignment read now, when a state last changed at `state_zxid` belongs to a
+        partition the mirror shows under reassignment and is newer than the mirror's
+        assignment; else None (also when the read fails: its watch brings it later).
+
+        The controller completes a reassignment with one multi: the shrunk assignment and
+        the new state (the leaving replicas out of the ISR, a target replica leading, leader
+        epoch + 1). Their watches' re-reads may come back in either order, so a broker
+        mirrors and applies them together, each with the other read after it, at that zxid
+        or later: applied with the old replica set, the new leader would take a leaving
+        replica back into its ISR, and Metadata showing the new replicas with the old ISR
+        would list a leaving replica in sync (wirebroker.cluster.controller_reassignments).
+        Other assignment changes only add replicas or partitions: taken as they come."""
+        assignment = mirror.assignment
+        if state_zxid <= mirror.assignment_zxid or (
+            index not in assignment.adding and index not in assignment.removing
+        ):
+            return None
+        try:
+            return await self.coord.get(zl.topic_path(name))
+        except NoNodeError:
+            return None  # deleted: the topics watch drops it
+        except CoordinationError as exc:
+            log.warning("%s-%d: reading the assignment failed (%s)", name, index, exc)
+            return None
 
     def _on_config(self, name: str) -> Callable[[bytes | None, Stat | None], Awaitable[None]]:
         async def handler(data: bytes | None, _stat: Stat | None) -> None:
@@ -748,20 +825,36 @@ class ClusterMember:
 
         return handler
 
-    async def _on_state(self, name: str, index: int, data: bytes | None, stat: Stat | None) -> None:
+    async def _on_state(
+        self,
+        name: str,
+        index: int,
+        data: bytes | None,
+        stat: Stat | None,
+        *,
+        apply: bool = True,
+    ) -> None:
+        """A partition's state as read: mirrored unless older than the mirrored one (with a
+        fresher assignment first, `_fresher_assignment`), then its role applied (`apply`)."""
         mirror = self.cache.topics.get(name)
         if mirror is None:
             return
         if data is None or stat is None:
-            mirror.states.pop(index, None)
+            mirror.drop_state(index)
             return
         try:
             state = zl.decode_partition_state(name, index, data)
         except zl.LayoutError as exc:
             log.warning("%s-%d: %s", name, index, exc)
             return
-        mirror.states[index] = (state, stat.version)
-        self._apply_role(name, index)
+        fresh = await self._fresher_assignment(name, mirror, index, stat.mzxid)
+        if self.cache.topics.get(name) is not mirror:
+            return
+        newer = mirror.set_state(index, state, stat)
+        if fresh is not None:
+            await self._take_assignment(name, *fresh)
+        if apply and newer:
+            self._apply_role(name, index)
 
     def _sync_store(self, name: str) -> TopicInfo | None:
         """Mirror the topic into the local TopicStore (assignment, configs)."""
@@ -877,7 +970,7 @@ class ClusterMember:
         log.info("%s-%d: ISR now %s (leader epoch %d)", topic, index, isr, leader_epoch)
         mirror = self.cache.topics.get(topic)
         if mirror is not None:
-            mirror.states[index] = (state, stat.version)
+            mirror.set_state(index, state, stat)
         self.replicas.isr_committed(topic, index, isr=isr, partition_epoch=stat.version)
 
     async def _set_state(

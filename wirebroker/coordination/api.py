@@ -9,7 +9,8 @@ Two implementations share this contract (and one contract test suite):
 
 Model (ZooKeeper's): a tree of znodes addressed by absolute paths ("/brokers/ids/1"); every
 znode has data (bytes), a `Stat` (version = number of setData since creation, czxid = the
-transaction id that created it, ephemeral_owner = the creating session id or 0), and children.
+transaction id that created it, mzxid = the one that last changed it, ephemeral_owner = the
+creating session id or 0), and children.
 Ephemeral znodes vanish when their session ends. Sequential creates append a 10-digit counter
 to the name. Conditional writes pass `version` (-1: any).
 
@@ -77,6 +78,9 @@ class Stat:
     version: int
     czxid: int
     ephemeral_owner: int = 0
+    #: the zxid of the znode's last change (its creation or its last setData); znodes
+    #: written by one multi share it
+    mzxid: int = 0
 
 
 class CoordinationError(Exception):

@@ -81,7 +81,12 @@ class _Znode:
     children: set[str] = field(default_factory=set)
 
     def stat(self) -> Stat:
-        return Stat(version=self.version, czxid=self.czxid, ephemeral_owner=self.ephemeral_owner)
+        return Stat(
+            version=self.version,
+            czxid=self.czxid,
+            ephemeral_owner=self.ephemeral_owner,
+            mzxid=self.mzxid,
+        )
 
 
 @dataclass(eq=False)

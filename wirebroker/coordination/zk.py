@@ -121,7 +121,12 @@ def _map_error(exc: BaseException) -> CoordinationError:
 
 
 def _stat(stat: ZnodeStat) -> Stat:
-    return Stat(version=stat.version, czxid=stat.czxid, ephemeral_owner=stat.ephemeralOwner)
+    return Stat(
+        version=stat.version,
+        czxid=stat.czxid,
+        ephemeral_owner=stat.ephemeralOwner,
+        mzxid=stat.mzxid,
+    )
 
 
 def split_chroot(hosts: str) -> tuple[str, str]:

@@ -21,9 +21,11 @@ Transitions (`become_leader`, `become_follower`) apply only to newer state: a hi
 or the same leader epoch with a higher partition epoch (the ISR or replicas of the same
 leadership changed: the ZooKeeper znode version), or the same leader epoch while in NONE. Older
 or equal state is ignored (returns False), so a stale controller or a replayed watch changes
-nothing. A new leadership (`leader epoch` changed or the role changed) appends
-(epoch, log end offset) to the leader-epoch cache and resets every follower's state: ISR
-members count as caught up now (Kafka's resetReplicaState), the others as never.
+nothing. The replica set alone (the assignment's: a reassignment started or ended) is taken
+without a newer state (`take_replicas`). A new leadership (`leader epoch` changed or the role
+changed) appends (epoch, log end offset) to the leader-epoch cache and resets every
+follower's state: ISR members count as caught up now (Kafka's resetReplicaState), the others
+as never.
 
 High watermark (leader, Kafka 3.9 `maybeIncrementLeaderHW`, via `rules.high_watermark`):
 the least log end offset of the leader, of every member of the *maximal* ISR and of every
@@ -47,7 +49,8 @@ leader's log start at once and is answered once the low watermark reaches it
 
 ISR changes: at most one proposal in flight (`pending_isr`); after a rejection (`isr_fenced`:
 the znode's version moved, so this leader may be a zombie) none until the next accepted
-`become_leader`. The leader never leaves its own ISR.
+`become_leader`. The leader never leaves its own ISR, and only its replica set's followers can
+join it; a member the replica set lost is proposed out (`isr_without_non_replicas`).
 
 Leader-epoch fencing (KIP-320), `check_leader_epoch(current)`:
     current == -1       no check (old clients, or the client does not know the epoch)
@@ -336,6 +339,22 @@ class Partition:
         self._clear_leader_state()
         return True
 
+    def take_replicas(self, replicas: Sequence[int], now_ms: int) -> bool:
+        """Take a replica set changed without a newer state: a leader tracks the new
+        followers (never caught up) and forgets the replicas gone (their fetches refused).
+        True when it changed (never in NONE: the next role brings its replicas)."""
+        new = list(replicas)
+        if new == self.replicas or self.role is Role.NONE:
+            return False
+        self.replicas = new
+        if self.role is Role.LEADER:
+            self.followers = {
+                r: self.followers.get(r, FollowerState(r)) for r in new if r != self.node_id
+            }
+            self.single_replica = self.replicas == [self.node_id] and self.isr == [self.node_id]
+            self._maybe_advance_high_watermark(now_ms)
+        return True
+
     def stop(self) -> None:
         """Neither lead nor follow any more (StopReplica, deletion)."""
         self.role = Role.NONE
@@ -419,6 +438,14 @@ class Partition:
         if not out:
             return None
         return [r for r in self.isr if r not in out]
+
+    def isr_without_non_replicas(self) -> list[int] | None:
+        """The ISR without its members that are not replicas, when it has any and this leader
+        may propose a change now; else None (Kafka's ISR is always within the replicas)."""
+        if self.role is not Role.LEADER or self.pending_isr is not None or self.isr_fenced:
+            return None
+        isr = [r for r in self.isr if r == self.node_id or r in self.followers]
+        return isr if len(isr) != len(self.isr) else None
 
     def propose_isr(self, isr: Sequence[int]) -> None:
         """A proposal is in flight from now until `commit_isr` or `reject_isr`."""

@@ -312,7 +312,8 @@ class ReplicaManager:
         now_ms: int,
     ) -> bool:
         """Lead the partition (KeyError when not hosted). False when the state is not newer
-        than what the partition has (stale); see `Partition.become_leader`."""
+        than what the partition has (stale; the replica set is taken all the same); see
+        `Partition.become_leader`."""
         self._last_now_ms = max(self._last_now_ms, now_ms)
         part = self._require(topic, index)
         before = (part.role, part.leader_epoch)
@@ -329,6 +330,9 @@ class ReplicaManager:
                 self._role_changed(part)
             else:
                 self._state_changed(part)
+        else:
+            self._take_replicas(part, replicas, now_ms)
+        self._drop_non_replicas(part, now_ms)
         return changed
 
     def make_follower(
@@ -358,7 +362,30 @@ class ReplicaManager:
         if changed and before != (part.role, part.leader_id, part.leader_epoch):
             log.info("%s-%d: following %d at epoch %d", topic, index, leader_id, leader_epoch)
             self._role_changed(part)
+        elif not changed:
+            self._take_replicas(part, replicas, now_ms)
         return changed
+
+    def _take_replicas(self, part: Partition, replicas: Sequence[int], now_ms: int) -> None:
+        """A role call whose state is not newer still brings the replica set (the
+        assignment's, as last read: `Partition.take_replicas`)."""
+        if part.take_replicas(replicas, now_ms):
+            log.info("%s-%d: replicas now %s", part.topic, part.index, list(replicas))
+            self._state_changed(part)
+
+    def _drop_non_replicas(self, part: Partition, now_ms: int) -> None:
+        """A leader proposes its ISR without the brokers that are not replicas."""
+        wanted = part.isr_without_non_replicas()
+        if wanted is not None:
+            log.info(
+                "%s-%d: ISR shrinking %s -> %s (not replicas: replicas %s)",
+                part.topic,
+                part.index,
+                part.isr,
+                wanted,
+                part.replicas,
+            )
+            self._propose(part, wanted, now_ms)
 
     def stop_replica(self, topic: str, index: int, *, delete: bool) -> None:
         """Neither lead nor follow the partition; with `delete`, forget it and delete its log."""
@@ -494,6 +521,7 @@ class ReplicaManager:
         now = self._last_now_ms if now_ms is None else now_ms
         if part.commit_isr(isr, partition_epoch, now) or part.is_leader:
             self._state_changed(part)
+        self._drop_non_replicas(part, now)
 
     def isr_rejected(
         self,

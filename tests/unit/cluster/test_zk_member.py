@@ -34,6 +34,8 @@ class FakeRoles:
     rejected: list[tuple[str, int]] = field(default_factory=list)
     stopped: list[tuple[str, int]] = field(default_factory=list)
     replica_sets: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    #: every make_leader / make_follower: (topic, index, role, leader, leader epoch, replicas)
+    calls: list[tuple[str, int, str, int, int, list[int]]] = field(default_factory=list)
 
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> object:
         return None
@@ -46,12 +48,21 @@ class FakeRoles:
     ) -> bool:
         self.roles[(topic, index)] = ("leader", self.node_id, leader_epoch)
         self.replica_sets[(topic, index)] = list(replicas)
+        self.calls.append((topic, index, "leader", self.node_id, leader_epoch, list(replicas)))
         return True
 
     def make_follower(
-        self, topic: str, index: int, *, leader_id: int, leader_epoch: int, **_: Any
+        self,
+        topic: str,
+        index: int,
+        *,
+        leader_id: int,
+        leader_epoch: int,
+        replicas: list[int],
+        **_: Any,
     ) -> bool:
         self.roles[(topic, index)] = ("follower", leader_id, leader_epoch)
+        self.calls.append((topic, index, "follower", leader_id, leader_epoch, list(replicas)))
         return True
 
     def stop_replica(self, topic: str, index: int, *, delete: bool) -> None:
@@ -83,6 +94,29 @@ class FakeRoles:
         return {tp for tp, role in self.roles.items() if role[0] == "leader"}
 
 
+class HoldingCoordination(MemoryCoordination):
+    """A session whose watch deliveries of the paths in `holding` wait until `release`: the
+    re-read of one znode coming back after another's (two re-reads in flight, which trio's
+    scheduler may finish in either order), on purpose."""
+
+    def __init__(self, server: MemoryZooKeeper) -> None:
+        super().__init__(server)
+        self.holding: set[str] = set()
+        self.held: list[tuple[Any, Any]] = []
+
+    def _deliver(self, entry: Any, value: Any) -> None:
+        if entry.path in self.holding:
+            self.held.append((entry, value))
+            return
+        super()._deliver(entry, value)
+
+    def release(self) -> None:
+        self.holding.clear()
+        held, self.held = self.held, []
+        for entry, value in held:
+            super()._deliver(entry, value)
+
+
 @dataclass
 class Node:
     member: ClusterMember
@@ -93,9 +127,13 @@ class Node:
 
 
 async def start_node(
-    nursery: trio.Nursery, server: MemoryZooKeeper, node_id: int, tmp: Path
+    nursery: trio.Nursery,
+    server: MemoryZooKeeper,
+    node_id: int,
+    tmp: Path,
+    coord: MemoryCoordination | None = None,
 ) -> Node:
-    coord = MemoryCoordination(server)
+    coord = coord or MemoryCoordination(server)
     roles = FakeRoles(node_id)
     store = TopicStore.open(tmp / f"b{node_id}")
     member = ClusterMember(
@@ -468,6 +506,85 @@ async def test_a_reassignment_bumps_the_leader_epoch_so_the_leader_takes_the_new
         )
         await settle(nodes)
         assert (await state(nodes[0], "t", 0)).leader_epoch == started.leader_epoch
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("first", ["state", "assignment"])
+async def test_a_completed_reassignment_reaches_every_broker_with_its_new_replica_set(
+    tmp_path: Path, first: str
+) -> None:
+    """The controller completes a reassignment with one multi: the assignment shrunk to the
+    target and the state (the leaving replica out of the ISR, a target replica leading,
+    leader epoch + 1) share its zxid. A broker that gets one of them first (the other
+    watch's re-read comes back later: held here on purpose) mirrors and applies it only
+    with the other read after it: the new leader never leads the new epoch with the leaving
+    replica among its replicas (it took it back into its ISR when it fetched:
+    compat/kafka-tools/FINDINGS.md, `kafka-reassign-partitions.move`), the leaving replica
+    never follows it, and no broker's Metadata shows the new replicas with the old ISR.
+    Before: the state was written first; with it first, both applied it with the old
+    replica set [3, 2, 1]; with the assignment first, Metadata showed replicas [3, 2] and
+    ISR [1, 2, 3]."""
+    held = zl.state_path("t", 0) if first == "assignment" else zl.topic_path("t")
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        controller = await start_node(nursery, server, 2, tmp_path)  # elected: it is first
+        await settle([controller])
+        old = await start_node(nursery, server, 1, tmp_path, HoldingCoordination(server))
+        new = await start_node(nursery, server, 3, tmp_path, HoldingCoordination(server))
+        nodes = [controller, old, new]
+        await settle(nodes)
+        assert controller.member.is_controller
+        admin = controller.admin
+        admin.create_topics([NewTopic("t", assignments=[(0, [1, 2])])], now_ms=0)
+        assert await admin.wait_settled(["t"], 5) == {}
+        await settle(nodes)
+        assert await admin.alter_reassignments([("t", 0, [3, 2])], allow_rf_change=False) == {
+            ("t", 0): (0, None)
+        }
+        await settle(nodes)
+        started = await state(controller, "t", 0)
+        assert new.roles.roles[("t", 0)] == ("follower", 1, started.leader_epoch)
+
+        # Broker 3 caught up: the leader (1) adds it to the ISR, which completes the
+        # reassignment. Brokers 1 and 3 get one change before the other.
+        for node in (old, new):
+            cast(HoldingCoordination, node.coord).holding.add(held)
+        _data, stat = await controller.coord.get(zl.state_path("t", 0))
+        old.member.propose_isr(
+            "t", 0, leader_epoch=started.leader_epoch, partition_epoch=stat.version, isr=[1, 2, 3]
+        )
+        await settle(nodes)
+        final = await state(controller, "t", 0)
+        epoch = started.leader_epoch + 1
+        assert (final.leader, final.isr, final.leader_epoch) == (3, (2, 3), epoch)
+        assignment_stat = (await controller.coord.get(zl.topic_path("t")))[1]
+        state_stat = (await controller.coord.get(zl.state_path("t", 0)))[1]
+        assert assignment_stat.mzxid == state_stat.mzxid  # one multi
+        assert cast(HoldingCoordination, new.coord).held  # the watch delivery waits
+
+        def at_epoch(node: Node) -> list[tuple[str, int, list[int]]]:
+            return [
+                (role, leader, replicas)
+                for _t, _i, role, leader, e, replicas in node.roles.calls
+                if e == epoch
+            ]
+
+        def check() -> None:
+            assert at_epoch(new) and all(c == ("leader", 3, [3, 2]) for c in at_epoch(new))
+            assert at_epoch(old) == [] and ("t", 0) in old.roles.stopped
+            assert all(c[1:] == (3, [3, 2]) for c in at_epoch(controller))
+            for node in nodes:
+                view = node.member.cache.partition("t", 0)
+                assert view is not None
+                assert (view.leader, view.replicas, view.isr) == (3, [3, 2], [2, 3])
+
+        check()
+        for node in (old, new):
+            cast(HoldingCoordination, node.coord).release()
+        await settle(nodes)
+        check()
+        assert ("t", 0) not in old.roles.roles
+        assert admin.reassignments() == {}
         nursery.cancel_scope.cancel()
 
 

@@ -51,11 +51,12 @@ async def test_versions_and_czxids() -> None:
         assert stat.czxid == server.zxid
         await zk.create("/b")
         assert (await zk.get("/b"))[1].czxid == stat.czxid + 1
-        assert (await zk.set("/a", b"2")) == Stat(version=1, czxid=stat.czxid)
+        assert stat.mzxid == stat.czxid
+        assert (await zk.set("/a", b"2")) == Stat(version=1, czxid=stat.czxid, mzxid=server.zxid)
         assert (await zk.set("/a", b"3", version=1)).version == 2
         with pytest.raises(BadVersionError):
             await zk.set("/a", b"4", version=1)
-        assert await zk.get("/a") == (b"3", Stat(version=2, czxid=stat.czxid))
+        assert await zk.get("/a") == (b"3", Stat(version=2, czxid=stat.czxid, mzxid=server.zxid))
         before = server.zxid
         await zk.multi([Create("/c"), Create("/d")])
         c, d = (await zk.get("/c"))[1], (await zk.get("/d"))[1]
@@ -115,7 +116,7 @@ async def test_multi_is_all_or_nothing() -> None:
         assert failed.value.index == 2
         assert isinstance(failed.value.cause, BadVersionError)
         assert await zk.exists("/new") is None
-        assert await zk.get("/epoch") == (b"1", Stat(version=0, czxid=zxid))
+        assert await zk.get("/epoch") == (b"1", Stat(version=0, czxid=zxid, mzxid=zxid))
         assert server.zxid == zxid
         with pytest.raises(TransactionError) as failed:
             await zk.multi([Check("/epoch", 5), SetData("/epoch", b"2")])
@@ -132,7 +133,7 @@ async def test_multi_is_all_or_nothing() -> None:
         assert results == [
             None,
             "/s-0000000001",
-            Stat(version=1, czxid=zxid),
+            Stat(version=1, czxid=zxid, mzxid=zxid + 1),
             "/s-0000000001/child",
             None,
         ]

@@ -396,6 +396,110 @@ def test_a_rejection_arriving_after_new_leadership_is_ignored(env: Env) -> None:
     assert part.isr_fenced
 
 
+# -- replica sets (the assignment changes under a leadership) --------------------------------
+
+
+def test_a_leader_takes_a_shrunk_replica_set_without_a_newer_state(env: Env) -> None:
+    """A reassignment's end shrinks the replica set; the role call that brings it has a state
+    that is not newer (the assignment changed, the state did not). The leader takes it: the
+    leaving replica is no follower any more (its fetches are refused, it can never join the
+    ISR again) and, still in the ISR, is proposed out of it at once. Before: the replica set
+    changed only with a newer state, so the leader kept the leaving replica as a follower,
+    in its ISR until replica.lag.time.max.ms, holding the high watermark back."""
+    zk = Proposals()
+    env.rm.isr_listener = zk
+    part = env.topic()
+    assert env.lead(part, epoch=2, isr=(0, 1, 2), pe=3)
+    env.append(part, 2)
+    fetch(env, part, 1, 2)
+    fetch(env, part, 2, 2)
+    assert part.high_watermark == 2
+    replicas = [0, 1]
+    assert not env.rm.make_leader(
+        "t", 0, leader_epoch=2, isr=[0, 1, 2], replicas=replicas, partition_epoch=3, now_ms=NOW
+    )
+    assert part.replicas == [0, 1] and sorted(part.followers) == [1]
+    assert part.followers[1].log_end_offset == 2  # a staying follower keeps its state
+    assert zk.calls == [("t", 0, 2, 3, [0, 1])]
+    with pytest.raises(NotLeaderOrFollowerError):
+        fetch(env, part, 2, 2)
+    assert part.isr_to_expand(2) is None
+    env.rm.isr_committed("t", 0, isr=[0, 1], partition_epoch=4, now_ms=NOW)
+    assert part.isr == [0, 1] and len(zk.calls) == 1
+    env.append(part, 1)
+    fetch(env, part, 1, 3)
+    assert part.high_watermark == 3
+
+
+def test_a_leader_never_takes_a_broker_outside_its_replica_set_into_the_isr(env: Env) -> None:
+    """The ISR only ever grows with the replica set's followers: a broker that is not one
+    (or no longer one) is refused as a follower however caught up it is."""
+    zk = Proposals()
+    env.rm.isr_listener = zk
+    part = env.topic()
+    env.rm.make_leader(
+        "t", 0, leader_epoch=1, isr=[0], replicas=[0, 1], partition_epoch=1, now_ms=NOW
+    )
+    env.append(part, 2)
+    for broker in (2, 3):
+        with pytest.raises(NotLeaderOrFollowerError):
+            fetch(env, part, broker, 2)
+        assert part.isr_to_expand(broker) is None
+    assert zk.calls == []
+    fetch(env, part, 1, 2)
+    assert zk.calls == [("t", 0, 1, 1, [0, 1])]
+
+
+def test_an_expansion_in_flight_for_a_replica_since_removed_is_undone(env: Env) -> None:
+    """The leaving replica's ISR expansion was in flight when the replica set shrank: once it
+    is committed, the leader proposes the ISR without it."""
+    zk = Proposals()
+    env.rm.isr_listener = zk
+    part = env.topic()
+    env.lead(part, epoch=1, isr=(0, 1), pe=1)
+    fetch(env, part, 1, 0)
+    fetch(env, part, 2, 0)
+    assert zk.calls == [("t", 0, 1, 1, [0, 1, 2])]
+    env.rm.make_leader(
+        "t", 0, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=NOW
+    )
+    assert part.replicas == [0, 1] and len(zk.calls) == 1  # one proposal at a time
+    env.rm.isr_committed("t", 0, isr=[0, 1, 2], partition_epoch=2, now_ms=NOW)
+    assert zk.calls[1:] == [("t", 0, 1, 2, [0, 1])]
+
+
+def test_a_grown_replica_set_is_followed_without_a_newer_state(env: Env) -> None:
+    """A reassignment's start adds a replica: the leader (and a follower) take it from the
+    assignment, so the new replica may fetch and join the ISR once caught up."""
+    part = env.topic()
+    env.rm.make_leader(
+        "t", 0, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=NOW
+    )
+    env.append(part, 2)
+    with pytest.raises(NotLeaderOrFollowerError):
+        fetch(env, part, 2, 2)
+    env.rm.make_leader(
+        "t", 0, leader_epoch=1, isr=[0, 1], replicas=[2, 0, 1], partition_epoch=1, now_ms=NOW
+    )
+    assert part.followers[2].last_caught_up_ms == -1  # new: never caught up
+    fetch(env, part, 1, 2)
+    fetch(env, part, 2, 2)
+    assert part.isr == [0, 1, 2]  # no listener: committed at once
+    other = env.topic("u")
+    env.follow(other)
+    assert not env.rm.make_follower(
+        "u",
+        0,
+        leader_id=1,
+        leader_epoch=1,
+        isr=[1, 0],
+        replicas=[1, 0, 2],
+        partition_epoch=1,
+        now_ms=NOW,
+    )
+    assert other.replicas == [1, 0, 2] and other.role is Role.FOLLOWER
+
+
 # -- follower side --------------------------------------------------------------------------
 
 

@@ -67,7 +67,8 @@ falling back to it.
 
 Fetch response decoding, versions 12-18 (what a follower asks for: 12 by name, 16 by topic
 id): the layout above; `records` are memoryviews of the frame (construct reads each into a new
-`bytes`: for a follower's 1 MB answers, that copy and construct's own walk were ~10% of its CPU).
+`bytes`: for a follower's 1 MB answers, that copy and construct's own walk were a visible
+share of its CPU; docs/replication.md, "Frames received in place").
 The tagged fields (diverging_epoch, current_leader, snapshot_id of a partition, node_endpoints
 of the response, v16+) are given their defaults, as construct gives them; an answer carrying
 any tagged field at all, or anything the fast path does not expect -- truncated, an

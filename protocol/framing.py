@@ -17,8 +17,8 @@ memoryview of the frame's own `bytearray` (what was already buffered is moved th
 The caller receives straight into it (`socket.recv_into`) and reports the count with
 `received_into(n)`; `next_frame` then returns that `bytearray` itself. A 1 MB Produce request
 or Fetch response is so copied by nobody but the kernel, instead of twice (into the buffer,
-out of it) -- two 1 MB memmoves per frame, ~5% of a replicating leader's CPU and ~10% of a
-follower's (perf, docs/replication.md). The buffer is allocated whole, as Kafka's
+out of it) -- two 1 MB memmoves per frame (docs/replication.md, "Frames received in place").
+The buffer is allocated whole, as Kafka's
 NetworkReceive does; the ratio bounds it to 16 times what the peer has sent (and the frame
 cap): a peer announcing 100 MB and sending 10 bytes makes the broker hold 10 bytes.
 `receive_data` still works in that state (bytes go into the frame first, the rest is
@@ -27,7 +27,7 @@ frame, so no byte of the next frame is ever in the frame's buffer. `next_frame` 
 frame received in place as that `bytearray`, any other as `bytes`.
 
 Reuse: a `bytearray(size)` is zeroed by CPython before the kernel overwrites it, a memset of
-the whole frame (perf: a third of what the receive itself costs a follower). So the decoder
+the whole frame (docs/replication.md, "Frames received in place"). So the decoder
 keeps the last in-place frame it returned (up to SPARE_MAX bytes) and makes the next one in
 it, resized within its allocation, but only once the caller holds no reference to it any more
 (`sys.getrefcount`: the decoder's own; a memoryview of it counts too) -- until then a new

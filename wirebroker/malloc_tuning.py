@@ -10,9 +10,7 @@ The problem
     map fresh memory and fault in every page of it again (256 page faults per MiB, several us
     each in a virtual machine).
 
-    Measured in-process on the 2-CPU benchmark machine (tools/bench; handler path without
-    sockets, 1 MB Produce requests / 1 MB Fetch responses, warm page cache): Produce 2.0 ms ->
-    0.6 ms of CPU per request, Fetch 0.87 ms -> 0.22-0.34 ms.
+    What it bought: docs/benchmarks.md, "What the data path's design buys".
 
 The fix
     `mallopt(M_MMAP_THRESHOLD, 32 MiB)` (the largest value glibc accepts on 64-bit) keeps buffers

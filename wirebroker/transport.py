@@ -19,9 +19,8 @@ TCP stream (no copy in user space: how a large frame lands in place, `protocol.f
 `receive_some` and one copy for any other stream (a simulation's). On Linux, a TCP receive into
 a view of LOWAT_MIN bytes or more (the rest of a large frame) sets SO_RCVLOWAT to that size
 (capped at LOWAT_MAX) and waits for readiness before reading, so the reader is woken once when
-the rest of the frame is there, not for every part the sender's pushes make readable: a
-follower's 1 MB Fetch response took ~10 wake-ups and reads, now ~3; measured with a 3-broker
-cluster, 10% less broker CPU per byte replicated (docs/replication.md). Waiting first matters:
+the rest of the frame is there, not for every part the sender's pushes make readable
+(docs/replication.md, "Frames received in place"). Waiting first matters:
 a non-blocking read returns whatever is queued whatever the mark, so trying a read before
 waiting (as trio's socket methods do) would wake for every part again.
 
@@ -33,8 +32,9 @@ the sending side) --, any other piece, or any piece to another stream, as bytes.
 is sent with TCP_CORK on around its header and the region's first bytes, and again around the
 region's last `CORKED_TAIL` bytes and the trailer, so that the few header and trailer bytes do
 not each leave as a segment of their own (each one a push, and a wake-up of the follower
-reading them); the bulk in between, and every wait for room in the socket, uncorked (`_Cork`).
-Measured with a 3-broker cluster: 11% less broker CPU per byte replicated (docs/replication.md).
+reading them); the bulk in between, and every wait for room in the socket, uncorked (`_Cork`:
+a corked, full socket would wait for the kernel's cork timer; docs/replication.md, "Corked
+follower answers").
 
 Nothing here knows about Kafka; the module imports only trio (every layer may use it).
 """
@@ -201,7 +201,8 @@ async def send_frame(stream: trio.abc.SendStream, frame: bytes | GatherFrame) ->
 
 def _sendable(part: object) -> TypeGuard[FileRegion]:
     """A `FileRegion` (checked by type, not with the runtime Protocol's isinstance, which
-    costs ~30 us a call)."""
+    walks the Protocol's members at every call: docs/replication.md, "Corked follower
+    answers")."""
     return type(part) is not bytes and hasattr(type(part), "sendfile")
 
 

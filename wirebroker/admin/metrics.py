@@ -32,8 +32,9 @@ Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base uni
 
 Internal topics (`__consumer_offsets`: 50 partitions) get the topic-level series only; their
 partitions count in the under-replicated and offline totals. Listed partition by partition
-they would be 80% of a small broker's series, and formatting costs ~10-25 us per series at
-every scrape (docs/benchmarks.md, issue 16), which matters with a scrape every second.
+they would be 80% of a small broker's series, and every series costs formatting time at
+every scrape, which matters with a scrape every second (docs/benchmarks.md, the admin
+listener's cost).
 """
 
 from __future__ import annotations
@@ -264,9 +265,9 @@ class _One:
 
 def metrics_route(registry: CollectorRegistry) -> Callable[[Request], Any]:
     """The /metrics handler. It yields to the trio loop between metric families: formatting
-    costs ~25 us per sample, ~10 ms for a broker with `__consumer_offsets`, which in one piece
-    would hold up every Kafka request for that long once per scrape (the p99 of
-    docs/benchmarks.md); in pieces of one family (at most a few hundred us) it does not. The
+    a whole scrape in one piece would hold up every Kafka request for that long once per
+    scrape (it showed in the produce p99: docs/benchmarks.md, the admin listener's cost); one
+    family at a time does not. The
     state is read once, when the collector starts (one consistent snapshot)."""
 
     async def metrics(request: Request) -> Response:

@@ -48,8 +48,8 @@ crash before that leaves logs of an unknown topic, deleted as strays at the next
 deletion removes the topic from the store first, then its logs.
 
 Cost: the tree and the member's mirror hold about a dozen small objects per partition, and a
-start reads every partition's state once (member and controller): about 50-100 us per
-partition of start-up, measured at 1,000 and 5,000 partitions.
+start reads every partition's state once (member and controller): the start-up cost per
+partition is in docs/replication.md (its introduction).
 """
 
 from __future__ import annotations

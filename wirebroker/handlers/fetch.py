@@ -12,7 +12,7 @@ last read and whose HW, log start and LSO the follower has been sent (`_Cached.i
 not read again: nothing could be answered for it and its position could move neither the HW
 nor the ISR, so only the follower's caught-up time is refreshed
 (`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds ~17 idle
-partitions beside a busy one, 16 us each per fetch when read (~4 us skipped). An unknown
+partitions beside a busy one (docs/replication.md, "Quiet session partitions"). An unknown
 session or a wrong epoch is a top-level FETCH_SESSION_ID_NOT_FOUND /
 INVALID_FETCH_SESSION_EPOCH with no partitions. A consumer's fetch is served sessionless, as
 before: by its (session_id, session_epoch), as Kafka's FetchManager when it creates no

@@ -4,7 +4,7 @@ The Dispatcher calls `record(api_key, version, seconds, body)` once per answered
 `record_failure(...)` when a handler raised (the connection closes); the produce and fetch
 handlers add the record bytes of each topic (`bytes_in`, `bytes_out`). Nothing here locks,
 allocates per request once a key exists, or formats: a request costs two dict lookups, a
-`bisect` over 14 bounds and a few integer adds (~0.5 us, docs/benchmarks.md); names, labels
+`bisect` over 14 bounds and a few integer adds (its cost: docs/benchmarks.md); names, labels
 and cumulative buckets are computed by the Prometheus collector at scrape time
 (wirebroker/admin/metrics.py).
 

@@ -71,8 +71,8 @@ log = logging.getLogger("wirebroker.net")
 
 #: Bytes asked for per receive, at the least. While a larger frame is incomplete the receive
 #: asks for the rest of that frame (`FrameDecoder.bytes_wanted`), up to MAX_RECEIVE_SIZE, so a
-#: 1 MB Produce request takes a few receives instead of sixteen (perf, tools/bench: ~30% less
-#: broker CPU per MB produced). Never more than RECEIVE_SIZE beyond the frame being read.
+#: 1 MB Produce request takes a few receives instead of sixteen (its gain: docs/benchmarks.md,
+#: "What the data path's design buys"). Never more than RECEIVE_SIZE beyond the frame read.
 RECEIVE_SIZE = 65536
 MAX_RECEIVE_SIZE = 1 << 20
 

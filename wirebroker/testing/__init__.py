@@ -14,7 +14,8 @@
 `running(overrides={"num.partitions": 4}, data_dir=None, thread=False, log_level="WARNING",
 admin=True)`:
 a subprocess `python -m wirebroker serve --port 0` with a temporary data directory (removed
-at exit) by default, ready in ~0.3 s; `thread=True` serves it from a thread of this process
+at exit) by default, ready in well under a second (docs/benchmarks.md, "The pytest plugin");
+`thread=True` serves it from a thread of this process
 instead (faster, less isolated); `data_dir` keeps the data where the caller wants it;
 `admin` serves the admin listener on a free loopback port (`.admin_url`: /faults, /metrics),
 and `.faults` is the broker's fault control (`wirebroker.testing.faults`). See

@@ -13,8 +13,9 @@ One broker, `BrokerHandle` (what `wirebroker.running()` yields):
                               main thread, as a worker thread's exit would kill it), so a killed
                               test run leaves no broker behind.
     thread                    the same Broker built in this process and served by `trio.run` in
-                              a daemon thread; start() waits for the bound address. ~10x faster
-                              to start (no interpreter start-up, imports done once), but it
+                              a daemon thread; start() waits for the bound address. Much faster
+                              to start (no interpreter start-up, imports done once; figures in
+                              docs/benchmarks.md, "The pytest plugin"), but it
                               shares the GIL and the process with the tests, and a broker bug
                               can take the test process down with it.
 

@@ -280,6 +280,13 @@ class CoordinatorRuntime:
         self.shard.complete_loading(partition, owned.elected_epoch, replayed, started)
         return replayed
 
+    def read(self, partition: int, fold: LoadFold) -> None:
+        """Fold all of `partition`'s log now, without yielding (a reload after a failed
+        append, which must not let another call in)."""
+        part = self.replicas.partition(self.topic, partition)
+        for entries in keyed_records(part) if part is not None else ():
+            fold.add(entries)
+
     # == the internal topic ================================================================
     def ensure_topic(self) -> ErrorCode:
         """Create the topic unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""

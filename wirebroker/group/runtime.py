@@ -78,7 +78,7 @@ from wirebroker.group.messages import (
     TopicPartitions,
     TxnCommitRequest,
 )
-from wirebroker.group.offsets_log import OffsetsFold, keyed_records, record_chunks
+from wirebroker.group.offsets_log import OffsetsFold, record_chunks
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
@@ -504,9 +504,7 @@ class GroupCoordinatorRuntime:
             self._apply(self.core.begin_loading(partitions))
             for p in partitions:
                 fold = OffsetsFold()
-                part = self.replicas.partition(OFFSETS_TOPIC, p)
-                for records in keyed_records(part) if part is not None else ():
-                    fold.add(records)
+                self.runtime.read(p, fold)
                 self._replay(p, fold)
             self._apply(self.core.complete_loading(self.clock(), partitions))
             log.warning(

@@ -151,6 +151,9 @@ async def test_a_leadership_loads_the_partition_then_a_resignation_unloads_it(
             ("complete", 1, 3, [b"a", b"b", b"c"]),
         ]
         assert rt.ownership.state(1) is PartitionState.LOADED
+        reread = Fold(shard, 1)
+        rt.read(1, reread)  # the synchronous read of a reload
+        assert reread.keys == [b"a", b"b", b"c"]
         shard.calls.clear()
         assert not rt.on_became_leader(1, 3)  # a duplicate
         assert not rt.on_became_leader(1, 4)  # still led here (an ISR change): no reload

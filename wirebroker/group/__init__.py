@@ -2,7 +2,8 @@
 
 `GroupCoordinatorCore` (pure, sans-I/O) is the entry point; `wirebroker.group.classic` holds the
 state table, `wirebroker.group.messages` the typed inputs and results, `wirebroker.group.effects`
-the contract with the runtime that drives the core.
+the contract with the runtime that drives the core (`wirebroker.group.runtime`, over the shared
+`wirebroker.coordinator.runtime.CoordinatorRuntime`).
 """
 
 from __future__ import annotations

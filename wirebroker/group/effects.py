@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from protocol.errors import ErrorCode
+from wirebroker.coordinator.errors import COMMIT_APPEND_ERRORS, GROUP_APPEND_ERRORS
 from wirebroker.group.messages import ParkedResult
 
 R = TypeVar("R")
@@ -94,44 +95,14 @@ class Effects:
 
 
 def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
-    """Map a failed `__consumer_offsets` append (or replication wait) to the error a group
-    client understands (Kafka's `appendGroupMetadataErrorToResponseError`; JoinGroup, SyncGroup,
-    LeaveGroup, OffsetDelete, DeleteGroups). NOT_ENOUGH_REPLICAS_AFTER_APPEND is mapped like
-    NOT_ENOUGH_REPLICAS (Kafka's ZooKeeper-mode coordinator does) so the client retries."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.REQUEST_TIMED_OUT,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.INVALID_FETCH_SIZE,
-    ):
-        return ErrorCode.UNKNOWN
-    return error
+    """A failed `__consumer_offsets` append (or replication wait) as a group client sees it
+    (Kafka's `appendGroupMetadataErrorToResponseError`; JoinGroup, SyncGroup, LeaveGroup,
+    OffsetDelete, DeleteGroups): `wirebroker.coordinator.errors`, its group row."""
+    return GROUP_APPEND_ERRORS(error)
 
 
 def append_error_to_commit_error(error: ErrorCode) -> ErrorCode:
     """The same for OffsetCommit (Kafka's `GroupMetadataManager.storeOffsets`): a replication
-    wait that runs out of offsets.commit.timeout.ms stays REQUEST_TIMED_OUT (retriable for
-    every client), records too large are INVALID_COMMIT_OFFSET_SIZE."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.INVALID_FETCH_SIZE,
-    ):
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return error
+    wait that runs out of offsets.commit.timeout.ms stays REQUEST_TIMED_OUT, records too large
+    are INVALID_COMMIT_OFFSET_SIZE (`wirebroker.coordinator.errors`)."""
+    return COMMIT_APPEND_ERRORS(error)

@@ -1,10 +1,14 @@
 """The group coordinator's trio runtime: drives the pure `GroupCoordinatorCore`.
 
-The only module of `wirebroker.group` that imports trio. Handlers call its typed methods; each
-runs one core call with `now_ms` from the clock, appends the returned `__consumer_offsets`
-records (acks=-1, `ReplicaManager.append`), waits until they are replicated (the partition's
-high watermark past them, `ReplicationWaiter`) BEFORE the response or a completion is released,
-wakes parked JoinGroup/SyncGroup requests and runs timers already due; a timer task handles
+The only module of `wirebroker.group` that imports trio. What every coordinator needs (the
+internal topic, loads on leadership, appends through the log, replication waits, timers) is
+the shared `wirebroker.coordinator.runtime.CoordinatorRuntime` (`self.runtime`); this module
+is the group coordinator's own part: its request entry points, parked JoinGroup/SyncGroup
+requests, and how a core `Result` is applied. Handlers call its typed methods; each runs one
+core call with `now_ms` from the clock, appends the returned `__consumer_offsets` records
+(acks=-1), waits until they are replicated (the partition's high watermark past them, the
+`ReplicationWaiter`) BEFORE the response or a completion is released, wakes parked
+JoinGroup/SyncGroup requests and runs timers already due; the runtime's timer task handles
 later deadlines. Invariants:
 - core calls never interleave (each method is synchronous up to its awaits, which come after
   the core call and its append);
@@ -15,11 +19,11 @@ later deadlines. Invariants:
   that fails (offsets.commit.timeout.ms, NOT_ENOUGH_REPLICAS_AFTER_APPEND, leadership lost)
   only fails the answers: the records are in the leader's log, so the state already matches it.
 
-Ownership (`wirebroker.group.ownership`, its table): the coordinator serves the groups of the
+Ownership (`wirebroker.coordinator.ownership`, its table): the coordinator serves the groups of the
 `__consumer_offsets` partitions this broker leads. `on_became_leader(p, epoch)` schedules a load
 of `p` (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), `on_resigned(p)` unloads it
 (parked requests NOT_COORDINATOR, later requests NOT_COORDINATOR). Loads run one at a time in
-the runtime's task, in the order they were scheduled; a stale load is discarded. A single
+the shared runtime's task, in the order they were scheduled; a stale load is discarded. A single
 broker (`leads_every_partition`, the default) leads every partition at epoch 0 from the start:
 `run` -> `load` loads them all, in order. `__consumer_offsets` is created on the first
 FindCoordinator (or append). Details, limits and Kafka differences: docs/groups.md.
@@ -27,11 +31,10 @@ FindCoordinator (or append). Details, limits and Kafka differences: docs/groups.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -39,13 +42,13 @@ import trio
 from protocol.errors import ErrorCode
 from protocol.group_records import GroupRecordError
 from protocol.records import build_batch
-from wirebroker.cluster.errors import (
-    ClusterError,
-    TopicExistsError,
-    UnknownTopicOrPartitionError,
-)
 from wirebroker.cluster.topic_admin import NewTopic
-from wirebroker.cluster.topic_store import TopicInfo
+from wirebroker.coordinator.runtime import (
+    Appended,
+    CoordinatorRuntime,
+    ReplicationWaiter,
+    replicated_at_once,
+)
 from wirebroker.group.config import GroupConfig
 from wirebroker.group.coordinator import GroupCoordinatorCore
 from wirebroker.group.effects import (
@@ -75,15 +78,12 @@ from wirebroker.group.messages import (
     TopicPartitions,
     TxnCommitRequest,
 )
-from wirebroker.group.offsets_log import OffsetsFold, keyed_records, record_chunks
-from wirebroker.group.ownership import Ownership
-from wirebroker.log.errors import LogError
-from wirebroker.replication.partition import NotEnoughReplicasError
+from wirebroker.group.offsets_log import OffsetsFold, record_chunks
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.config import BrokerConfig
-    from wirebroker.replication.partition import Partition
+    from wirebroker.coordinator.ownership import Ownership
     from wirebroker.replication.replica_manager import ReplicaManager
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinatorRuntime", "ReplicationWaiter", "replicated_at_once"]
@@ -93,35 +93,8 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 OFFSETS_TOPIC = "__consumer_offsets"
 
-#: Upper bound of timer rounds run in one go (a guard against a timer rescheduling itself).
-_MAX_TICKS = 10_000
-
-#: Waits until `part`'s high watermark reaches `required_offset` (the appended records' last
-#: offset + 1), at most `timeout_s`: NONE, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS(_AFTER_APPEND)
-#: or NOT_LEADER_OR_FOLLOWER. Kafka's delayed produce with acks=-1; the broker injects
-#: `wirebroker.replication.delayed_produce.ProduceWaiters.wait` in a cluster.
-ReplicationWaiter = Callable[["Partition", int, float], Awaitable[ErrorCode]]
-
-
-async def replicated_at_once(part: Partition, required_offset: int, timeout_s: float) -> ErrorCode:
-    """The single-broker `ReplicationWaiter`: one replica, so the high watermark is the log
-    end offset after every append and there is nothing to wait for."""
-    del part, required_offset, timeout_s
-    return ErrorCode.NONE
-
-
-@dataclasses.dataclass(frozen=True)
-class _Appended:
-    """Records appended to one partition, replicated once its high watermark reaches
-    `end_offset`; `token`: the partition's ownership token at the append."""
-
-    part: Partition
-    end_offset: int
-    token: int | None
-
-
 #: __consumer_offsets partition -> what an answer waits for there.
-_Pending = dict[int, _Appended]
+_Pending = dict[int, Appended]
 
 
 @dataclasses.dataclass
@@ -132,11 +105,12 @@ class _Waiter:
     partition: int
     event: trio.Event = dataclasses.field(default_factory=trio.Event)
     response: ParkedResult | None = None
-    replication: _Appended | None = None
+    replication: Appended | None = None
 
 
 class GroupCoordinatorRuntime:
-    """Runs a `GroupCoordinatorCore` for the broker (see the module docstring).
+    """Runs a `GroupCoordinatorCore` for the broker (see the module docstring); the
+    `CoordinatorShard` of its `CoordinatorRuntime`.
 
     `leads_every_partition`: a single broker (it loads every partition at start); False in a
     cluster, where the cluster layer reports leaderships (`on_became_leader`, `on_resigned`).
@@ -176,33 +150,41 @@ class GroupCoordinatorRuntime:
         self.commit_timeout_ms = config.get_int("offsets.commit.timeout.ms")
         self.leads_every_partition = leads_every_partition
         self.offsets_replication_factor = offsets_replication_factor
-        self.replication_waiter = replication_waiter
-        self.ownership = Ownership()
+        self.runtime = CoordinatorRuntime(
+            topic=OFFSETS_TOPIC,
+            partitions=group_config.num_partitions,
+            shard=self,
+            replicas=replicas,
+            admin=admin,
+            clock=clock,
+            new_topic=self._new_topic,
+            replication_waiter=replication_waiter,
+            role="group coordinator",
+        )
         self._waiters: dict[Hashable, _Waiter] = {}
         self._keys = itertools.count(1)
-        self._timer_changed = trio.Event()
-        self._timer_deadline: int | None = None
         self._recovering = False
-        self._load_queue: collections.deque[int] = collections.deque()
-        self._load_ready = trio.Event()
         #: markers written to a partition while its load runs (the load may not read them)
         self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
-        self._stopped = False
         self.loaded = trio.Event()
+
+    @property
+    def ownership(self) -> Ownership:
+        """Which `__consumer_offsets` partitions this coordinator owns (the runtime's)."""
+        return self.runtime.ownership
 
     # == lifetime ==========================================================================
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Become active (a single broker: load every partition first), report started, then
         run the timers and the loads scheduled by `on_became_leader` until cancelled."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._timer_loop)
-            if self.leads_every_partition:
-                await self.load()
-            else:
-                self._activate()
-                self.loaded.set()
-            task_status.started()
-            await self._load_loop()
+        await self.runtime.run(self._start, task_status=task_status)
+
+    async def _start(self) -> None:
+        if self.leads_every_partition:
+            await self.load()
+        else:
+            self._activate()
+            self.loaded.set()
 
     async def load(self) -> None:
         """Single broker: lead every partition of `__consumer_offsets` at epoch 0 and load
@@ -210,12 +192,10 @@ class GroupCoordinatorRuntime:
         self._activate()
         partitions = range(self.core.config.num_partitions)
         for p in partitions:
-            self._became_leader(p, 0)
+            self.runtime.on_became_leader(p, 0)
         exists = self.admin.describe(OFFSETS_TOPIC) is not None
         started = self.clock()
-        total = 0
-        for p in partitions:
-            total += await self._load_partition(p)
+        total = sum(n or 0 for n in await self.runtime.load_scheduled())
         if exists:
             log.info(
                 "loaded %s (%d partitions, %d live records) in %d ms: %d group(s)",
@@ -230,84 +210,56 @@ class GroupCoordinatorRuntime:
     def shutdown(self) -> None:
         """Unload everything: parked requests get NOT_COORDINATOR, later ones
         COORDINATOR_NOT_AVAILABLE; later leadership changes are ignored."""
-        self._stopped = True
-        self.ownership.drop_all()
-        self._load_queue.clear()
+        self.runtime.shutdown()
         self._process(self.core.shutdown())
 
     def _activate(self) -> None:
         """Make the core active with whatever it owns (completing no partition does that)."""
         self._process(self.core.complete_loading(self.clock(), ()))
 
-    # == leadership of __consumer_offsets partitions (see wirebroker.group.ownership) ======
+    # == leadership of __consumer_offsets partitions (the shared runtime's ownership) ======
     def on_became_leader(self, partition: int, leader_epoch: int) -> None:
         """This broker now leads `__consumer_offsets` partition `partition` at
         `leader_epoch`: schedule its load (its groups answer COORDINATOR_LOAD_IN_PROGRESS until
         it is done). Stale or repeated notifications change nothing."""
-        if self._became_leader(partition, leader_epoch):
-            self._load_queue.append(partition)
-            self._load_ready.set()
+        self.runtime.on_became_leader(partition, leader_epoch)
 
     def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
         """This broker no longer leads `partition` (`leader_epoch`: the partition's new epoch,
         when known; a stale one is ignored): its groups are dropped, parked JoinGroup/SyncGroup
         requests answered NOT_COORDINATOR, later requests NOT_COORDINATOR."""
-        if self.ownership.resigned(partition, leader_epoch):
-            self._markers_while_loading.pop(partition, None)
-            log.info("resigned as coordinator of %s-%d", OFFSETS_TOPIC, partition)
-            self._process(self.core.unload([partition]))
+        self.runtime.on_resigned(partition, leader_epoch)
 
-    def _became_leader(self, partition: int, epoch: int) -> bool:
-        """Record the leadership; True when a load of `partition` must be scheduled."""
-        if self._stopped or not 0 <= partition < self.core.config.num_partitions:
-            return False
-        if self.ownership.became_leader(partition, epoch) is None:
-            return False
+    # -- the CoordinatorShard side (called by the runtime) -----------------------------------
+    def begin_loading(self, partition: int) -> None:
         self._markers_while_loading[partition] = []
         self._process(self.core.begin_loading([partition]))
-        return True
 
-    async def _load_loop(self) -> None:
-        """Load the scheduled partitions one at a time (Kafka's single loading thread)."""
-        while True:
-            if not self._load_queue:
-                self._load_ready = trio.Event()
-                await self._load_ready.wait()
-                continue
-            await self._load_partition(self._load_queue.popleft())
+    def new_fold(self, partition: int) -> OffsetsFold:
+        del partition
+        return OffsetsFold()
 
-    async def _load_partition(self, partition: int) -> int:
-        """Replay one LOADING partition and serve it; the records replayed (0 when it is not
-        loading any more, or the load went stale: leadership lost, maybe regained, meanwhile)."""
-        token = self.ownership.token(partition)
-        if token is None or not self.ownership.is_current_load(partition, token):
-            return 0
-        try:
-            fold = OffsetsFold()
-            part = self.replicas.partition(OFFSETS_TOPIC, partition)
-            for records in keyed_records(part) if part is not None else ():
-                fold.add(records)
-                await trio.lowlevel.checkpoint()
-                if not self.ownership.is_current_load(partition, token):
-                    break
-            if not self.ownership.is_current_load(partition, token):
-                log.info("%s-%d: stale load discarded", OFFSETS_TOPIC, partition)
-                return 0
-            total = self._replay(partition, fold)
-            for pid, commit in self._markers_while_loading.pop(partition, []):
-                self.core.complete_txn(pid, partition, commit=commit)
-        except Exception:
-            if not self.ownership.is_current_load(partition, token):
-                return 0
-            log.exception(
-                "loading %s-%d failed; its groups answer NOT_COORDINATOR", OFFSETS_TOPIC, partition
-            )
-            self.ownership.drop(partition)
-            self._process(self.core.unload([partition]))
-            return 0
-        self.ownership.finish_load(partition, token)
-        self._process(self.core.complete_loading(self.clock(), [partition]))
+    def replay(self, partition: int, fold: OffsetsFold) -> int:
+        """Replay a loaded partition into the core, then the markers written meanwhile."""
+        total = self._replay(partition, fold)
+        for pid, commit in self._markers_while_loading.pop(partition, []):
+            self.core.complete_txn(pid, partition, commit=commit)
         return total
+
+    def complete_loading(self, partition: int, epoch: int, replayed: Any, started_ms: int) -> None:
+        del epoch, replayed, started_ms
+        self._process(self.core.complete_loading(self.clock(), [partition]))
+
+    def unload(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self._markers_while_loading.pop(p, None)
+        self._process(self.core.unload(partitions))
+
+    def next_deadline(self) -> int | None:
+        return self.core.next_deadline()
+
+    def fire_timers(self, now_ms: int) -> None:
+        self._apply(self.core.tick(now_ms))
 
     # == request entry points (typed: `wirebroker.group.messages`) =========================
     def partition_for(self, group_id: str) -> int:
@@ -324,35 +276,20 @@ class GroupCoordinatorRuntime:
 
     def ensure_offsets_topic(self) -> ErrorCode:
         """Create `__consumer_offsets` unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""
-        if self.admin.describe(OFFSETS_TOPIC) is not None:
-            return ErrorCode.NONE
+        return self.runtime.ensure_topic()
+
+    def _new_topic(self) -> NewTopic:
         configs = {
             "cleanup.policy": "compact",
             "segment.bytes": str(self.segment_bytes),
             "compression.type": "producer",
         }
-        topic = NewTopic(
+        return NewTopic(
             OFFSETS_TOPIC,
             self.core.config.num_partitions,
             self.offsets_replication_factor,
             configs,
         )
-        try:
-            [created] = self.admin.create_topics([topic], now_ms=self.clock())
-            if not isinstance(created, TopicInfo):
-                raise created
-        except TopicExistsError:
-            return ErrorCode.NONE  # created meanwhile, or its creation is under way
-        except ClusterError as exc:
-            if self.admin.describe(OFFSETS_TOPIC) is not None:
-                return ErrorCode.NONE
-            log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        except Exception:
-            log.exception("cannot create %s", OFFSETS_TOPIC)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        log.info("created %s with %d partitions", OFFSETS_TOPIC, self.core.config.num_partitions)
-        return ErrorCode.NONE
 
     async def join_group(self, req: JoinRequest) -> JoinResult:
         """JoinGroup (see `GroupMembership.join_group`); waits until the group answers."""
@@ -463,21 +400,8 @@ class GroupCoordinatorRuntime:
         """Apply one core result, then run the timers already due; the result's response and
         what it must wait for."""
         applied = self._apply(result)
-        self._run_due_timers()
-        if self.core.next_deadline() != self._timer_deadline:
-            self._timer_changed.set()
+        self.runtime.run_due_timers()
         return applied
-
-    def _run_due_timers(self) -> None:
-        for _ in range(_MAX_TICKS):
-            deadline = self.core.next_deadline()
-            if deadline is None:
-                return
-            now = self.clock()
-            if deadline > now:
-                return
-            self._apply(self.core.tick(now))
-        log.error("group timers kept firing; %d rounds run, the rest deferred", _MAX_TICKS)
 
     def _apply(self, result: Result[R]) -> tuple[R | None, _Pending]:
         """Append the records, deliver the completions (each waits for its partition's
@@ -540,24 +464,11 @@ class GroupCoordinatorRuntime:
                     base_sequence=0 if pid >= 0 else -1,
                     is_transactional=pid >= 0,
                 )
-                try:
-                    part = self.replicas.partition(OFFSETS_TOPIC, partition)
-                    if part is None:
-                        raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC}-{partition}")
-                    done = self.replicas.append(
-                        part, batch, now_ms=now, required_acks=-1, coordinator=pid >= 0
-                    )
-                except (ClusterError, LogError, NotEnoughReplicasError) as exc:
-                    log.error("append to %s-%d failed: %s", OFFSETS_TOPIC, partition, exc)
-                    failed[partition] = exc.error_code
+                done = self.runtime.append(partition, batch, now, transactional=pid >= 0)
+                if isinstance(done, ErrorCode):
+                    failed[partition] = done
                     break
-                except Exception:
-                    log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
-                    failed[partition] = ErrorCode.UNKNOWN
-                    break
-                appended[partition] = _Appended(
-                    part, done.last_offset + 1, self.ownership.token(partition)
-                )
+                appended[partition] = done
         return appended, failed
 
     async def _replicated(self, pending: _Pending) -> dict[int, ErrorCode]:
@@ -567,14 +478,8 @@ class GroupCoordinatorRuntime:
         deadline = trio.current_time() + self.commit_timeout_ms / 1000
         failed: dict[int, ErrorCode] = {}
         for p, appended in pending.items():
-            if appended.part.high_watermark >= appended.end_offset:
-                continue
             timeout_s = max(0.0, deadline - trio.current_time())
-            try:
-                error = await self.replication_waiter(appended.part, appended.end_offset, timeout_s)
-            except Exception:
-                log.exception("waiting for %s-%d to replicate failed", OFFSETS_TOPIC, p)
-                error = ErrorCode.UNKNOWN
+            error = await self.runtime.wait_replicated(appended, timeout_s)
             if error is ErrorCode.NONE:
                 continue
             if self.ownership.token(p) != appended.token:
@@ -599,9 +504,7 @@ class GroupCoordinatorRuntime:
             self._apply(self.core.begin_loading(partitions))
             for p in partitions:
                 fold = OffsetsFold()
-                part = self.replicas.partition(OFFSETS_TOPIC, p)
-                for records in keyed_records(part) if part is not None else ():
-                    fold.add(records)
+                self.runtime.read(p, fold)
                 self._replay(p, fold)
             self._apply(self.core.complete_loading(self.clock(), partitions))
             log.warning(
@@ -642,27 +545,6 @@ class GroupCoordinatorRuntime:
         if skipped > 1:
             log.warning("%s-%d: %d records skipped in all", OFFSETS_TOPIC, partition, skipped)
         return count
-
-    # -- timers -----------------------------------------------------------------------------
-    async def _timer_loop(self) -> None:
-        """Call `core.tick` at `core.next_deadline()`; woken early when a call changes it."""
-        while True:
-            self._timer_changed = trio.Event()
-            deadline = self.core.next_deadline()
-            self._timer_deadline = deadline
-            if deadline is None:
-                await self._timer_changed.wait()
-                continue
-            delay_ms = deadline - self.clock()
-            if delay_ms > 0:
-                with trio.move_on_after(delay_ms / 1000):
-                    await self._timer_changed.wait()
-                continue
-            try:
-                self._process(Result())
-            except Exception:
-                log.exception("group coordinator timer failed")
-            await trio.lowlevel.checkpoint()
 
 
 def _failed_response(

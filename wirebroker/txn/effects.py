@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from protocol.errors import ErrorCode
+from wirebroker.coordinator.errors import TXN_APPEND_ERRORS
 from wirebroker.txn.metadata import TopicPartition, TxnTransit
 
 R = TypeVar("R")
@@ -98,19 +99,8 @@ class TxnResult(Generic[R]):
 
 def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
     """A failed `__transaction_state` append as the client sees it (Kafka's
-    `TransactionStateManager.appendTransactionToLog`)."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.REQUEST_TIMED_OUT,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
-        return ErrorCode.UNKNOWN
-    return error
+    `TransactionStateManager.appendTransactionToLog`): `wirebroker.coordinator.errors`."""
+    return TXN_APPEND_ERRORS(error)
 
 
 def for_version(error: ErrorCode, supports_producer_fenced: bool) -> ErrorCode:

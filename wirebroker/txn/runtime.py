@@ -1,8 +1,11 @@
 """The transaction coordinator's trio runtime: drives the pure `TxnCoordinatorCore`.
 
 The only module of `wirebroker.txn` besides the marker sender (`wirebroker.txn.markers`)
-that imports trio. Handlers call its typed methods; each runs one core call with `now_ms`
-from the clock and applies the `TxnResult` (contract: `wirebroker.txn.effects`):
+that imports trio. What every coordinator needs (the internal topic, loads on leadership,
+appends through the log, replication waits, timers) is the shared
+`wirebroker.coordinator.runtime.CoordinatorRuntime` (`self.runtime`); this module is the
+transaction coordinator's own part. Handlers call its typed methods; each runs one core call
+with `now_ms` from the clock and applies the `TxnResult` (contract: `wirebroker.txn.effects`):
 
 - appends: each record is appended to its `__transaction_state` partition at once (the append
   is synchronous, so records keep the order of the core calls), then the runtime waits until
@@ -19,11 +22,13 @@ hands it to the core, keeping it for the next call when unused.
 
 Ownership: the coordinator serves the transactional ids of the `__transaction_state`
 partitions this broker leads (the broker's role listener calls `on_became_leader` /
-`on_resigned`, as for the group coordinator and `__consumer_offsets`). A load replays the
-partition up to its log end (`wirebroker.txn.loader`) and completes with the leader epoch as
+`on_resigned`, as for the group coordinator and `__consumer_offsets`; the table:
+`wirebroker.coordinator.ownership`). A load replays the partition up to its log end
+(`wirebroker.txn.loader`) and completes with the leader epoch that started the ownership as
 coordinator epoch; PrepareCommit/PrepareAbort transactions found there get their markers sent
-again. A new leader epoch without a leadership lost in between (the controller changed the ISR)
-is no new election: no reload, the coordinator epoch stays (`on_became_leader`).
+again. Loads run one at a time, in the order scheduled (Kafka's transaction-log-manager
+thread). A new leader epoch without a leadership lost in between (the controller changed the
+ISR) is no new election: no reload, the coordinator epoch stays (`on_became_leader`).
 `leads_every_partition` (the no-cluster mode only) loads every partition at epoch 0.
 `__transaction_state` is created on the first FindCoordinator for a transactional id
 (`transaction.state.log.num.partitions`, replication factor
@@ -31,9 +36,10 @@ is no new election: no reload, the coordinator epoch stays (`on_became_leader`).
 `transaction.state.log.min.isr`, cleanup.policy=compact, segment.bytes
 `transaction.state.log.segment.bytes`).
 
-Timers (`_timer_loop`, or `run_timers(now)` from tests): every
-transaction.abort.timed.out.transaction.cleanup.interval.ms `core.abort_timed_out`, every
-transaction.remove.expired.transaction.cleanup.interval.ms `core.expire_transactional_ids`.
+Timers (the shared runtime's timer task, on the injected clock; or `run_timers(now)` from
+tests): every transaction.abort.timed.out.transaction.cleanup.interval.ms
+`core.abort_timed_out`, every transaction.remove.expired.transaction.cleanup.interval.ms
+`core.expire_transactional_ids`, the first ones an interval after `run` starts.
 """
 
 from __future__ import annotations
@@ -47,18 +53,19 @@ import trio
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from protocol.txn_records import TxnRecordError
-from wirebroker.cluster.errors import ClusterError, TopicExistsError
 from wirebroker.cluster.topic_admin import NewTopic
-from wirebroker.cluster.topic_store import TopicInfo
-from wirebroker.group.offsets_log import keep_latest, keyed_records
-from wirebroker.log.errors import LogError
-from wirebroker.replication.partition import NotEnoughReplicasError
+from wirebroker.coordinator.log_reader import LatestFold
+from wirebroker.coordinator.runtime import (
+    Appended,
+    CoordinatorRuntime,
+    ReplicationWaiter,
+    replicated_at_once,
+)
 from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
 from wirebroker.txn.effects import EndTxnResult, InitPidResult, MarkerRequest, TxnAppend, TxnResult
 from wirebroker.txn.loader import replay
-from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnState
+from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnMetadata, TxnState
 
 if TYPE_CHECKING:
     from wirebroker.cluster.topic_admin import TopicAdmin
@@ -77,9 +84,6 @@ TXN_TOPIC = "__transaction_state"
 #: CompleteAbort appends on the marker channel's next round).
 RETRY_BACKOFF_S = 0.1
 
-#: See `wirebroker.group.runtime.ReplicationWaiter`.
-ReplicationWaiter = Callable[["Partition", int, float], Awaitable[ErrorCode]]
-
 
 class MarkerSink(Protocol):
     """Where the runtime sends WriteTxnMarkers work (`wirebroker.txn.markers.MarkerSender`)."""
@@ -87,13 +91,9 @@ class MarkerSink(Protocol):
     def send(self, request: MarkerRequest, partitions: Iterable[TopicPartition]) -> None: ...
 
 
-async def _replicated_at_once(part: Partition, required_offset: int, timeout_s: float) -> ErrorCode:
-    del part, required_offset, timeout_s
-    return ErrorCode.NONE
-
-
 class TxnCoordinatorRuntime:
-    """Runs a `TxnCoordinatorCore` for the broker (see the module docstring)."""
+    """Runs a `TxnCoordinatorCore` for the broker (see the module docstring); the
+    `CoordinatorShard` of its `CoordinatorRuntime`."""
 
     def __init__(
         self,
@@ -106,7 +106,7 @@ class TxnCoordinatorRuntime:
         live_brokers: Callable[[], int] = lambda: 1,
         leads_every_partition: bool = False,
         replication_factor: int | None = None,
-        replication_waiter: ReplicationWaiter = _replicated_at_once,
+        replication_waiter: ReplicationWaiter = replicated_at_once,
         markers: MarkerSink | None = None,
     ) -> None:
         self.replicas = replicas
@@ -129,34 +129,39 @@ class TxnCoordinatorRuntime:
         self.segment_bytes = config.get_int("transaction.state.log.segment.bytes")
         self.append_timeout_s = config.get_int("request.timeout.ms") / 1000
         self.leads_every_partition = leads_every_partition
-        self.replication_waiter = replication_waiter
         self.markers: MarkerSink | None = markers
-        #: partition -> leader epoch of the current leadership (loading or loaded)
-        self._leading: dict[int, int] = {}
-        self._nursery: trio.Nursery | None = None
-        self._pending_loads: list[tuple[int, int]] = []
-        self._stopped = False
+        self.runtime = CoordinatorRuntime(
+            topic=TXN_TOPIC,
+            partitions=txn_config.num_partitions,
+            shard=self,
+            replicas=replicas,
+            admin=admin,
+            clock=clock,
+            new_topic=self._new_topic,
+            replication_waiter=replication_waiter,
+            role="transaction coordinator",
+        )
+        #: the clock's ms of the next abort / expiry round (None: not running yet)
+        self._next_abort: int | None = None
+        self._next_expire: int | None = None
 
     # == lifetime ==========================================================================
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled: loads, background appends, timers."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            if self.leads_every_partition:
-                for p in range(self.core.config.num_partitions):
-                    self.on_became_leader(p, 0)
-            for p, epoch in self._pending_loads:
-                nursery.start_soon(self._load, p, epoch)
-            self._pending_loads.clear()
-            nursery.start_soon(self._timer_loop)
-            task_status.started()
-            await trio.sleep_forever()
+        await self.runtime.run(self._start, task_status=task_status)
+
+    async def _start(self) -> None:
+        if self.leads_every_partition:
+            for p in range(self.core.config.num_partitions):
+                self.on_became_leader(p, 0)
+        now = self.clock()
+        self._next_abort = now + max(self.core.config.abort_check_interval_ms, 1)
+        self._next_expire = now + max(self.core.config.expire_check_interval_ms, 1)
+        self.runtime.run_due_timers()
 
     def shutdown(self) -> None:
         """Unload everything; later requests answer NOT_COORDINATOR."""
-        self._stopped = True
-        self.core.unload(list(self._leading))
-        self._leading.clear()
+        self.core.unload(self.runtime.shutdown())
 
     # == leadership ========================================================================
     def on_became_leader(self, partition: int, leader_epoch: int) -> None:
@@ -169,68 +174,59 @@ class TxnCoordinatorRuntime:
         state and coordinator epoch, and appends waiting for replication go on (Kafka calls
         `onElection` only for partitions that were not led before). Reloading would answer
         NOT_COORDINATOR to a waiting EndTxn whose PrepareCommit is in the log anyway."""
-        if self._stopped or not 0 <= partition < self.core.config.num_partitions:
-            return
-        current = self._leading.get(partition)
-        if current is not None:
-            if current != leader_epoch:
-                log.info(
-                    "%s-%d: leader epoch %d, still led here: coordinator epoch stays %d",
-                    TXN_TOPIC,
-                    partition,
-                    leader_epoch,
-                    current,
-                )
-            return
-        self._leading[partition] = leader_epoch
-        self.core.begin_loading(partition)
-        if self._nursery is None:
-            self._pending_loads.append((partition, leader_epoch))
-        else:
-            self._nursery.start_soon(self._load, partition, leader_epoch)
+        self.runtime.on_became_leader(partition, leader_epoch)
 
     def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
         """This broker no longer leads `partition`: drop its ids (markers in flight for them
         are dropped by the sender: `marker_wanted` turns false)."""
-        del leader_epoch
-        if self._leading.pop(partition, None) is not None:
-            log.info("resigned as transaction coordinator of %s-%d", TXN_TOPIC, partition)
-            self.core.unload([partition])
+        self.runtime.on_resigned(partition, leader_epoch)
 
-    async def _load(self, partition: int, epoch: int) -> None:
-        await trio.lowlevel.checkpoint()
-        if self._leading.get(partition) != epoch:
-            return
-        started = self.clock()
-        try:
-            latest: dict[bytes, bytes | None] = {}
-            part = self.replicas.partition(TXN_TOPIC, partition)
-            for records in keyed_records(part) if part is not None else ():
-                keep_latest(latest, [(e.key, e.value) for e in records if e.key is not None])
-                await trio.lowlevel.checkpoint()
-                if self._leading.get(partition) != epoch:
-                    return
-            loaded = replay(latest.items())
-        except (TxnRecordError, LogError, ValueError):
-            log.exception("loading %s-%d failed: NOT_COORDINATOR for its ids", TXN_TOPIC, partition)
-            self._leading.pop(partition, None)
-            self.core.unload([partition])
-            return
-        if self._leading.get(partition) != epoch:
-            return
-        self._apply(self.core.complete_loading(partition, epoch, loaded, self.clock()))
-        if loaded:
+    # -- the CoordinatorShard side (called by the runtime) -----------------------------------
+    def begin_loading(self, partition: int) -> None:
+        self.core.begin_loading(partition)
+
+    def new_fold(self, partition: int) -> LatestFold:
+        del partition
+        return LatestFold()
+
+    def replay(self, partition: int, fold: LatestFold) -> dict[str, TxnMetadata]:
+        del partition
+        return replay(fold.latest.items())
+
+    def complete_loading(
+        self, partition: int, epoch: int, replayed: dict[str, TxnMetadata], started_ms: int
+    ) -> None:
+        self._apply(self.core.complete_loading(partition, epoch, replayed, self.clock()))
+        if replayed:
             log.info(
                 "loaded %s-%d (coordinator epoch %d) in %d ms: %d transactional id(s), "
                 "%d ongoing, %d completing (markers sent again)",
                 TXN_TOPIC,
                 partition,
                 epoch,
-                self.clock() - started,
-                len(loaded),
-                sum(m.state is TxnState.ONGOING for m in loaded.values()),
-                sum(m.state in PREPARING for m in loaded.values()),
+                self.clock() - started_ms,
+                len(replayed),
+                sum(m.state is TxnState.ONGOING for m in replayed.values()),
+                sum(m.state in PREPARING for m in replayed.values()),
             )
+
+    def unload(self, partitions: list[int]) -> None:
+        self.core.unload(partitions)
+
+    def next_deadline(self) -> int | None:
+        if self._next_abort is None or self._next_expire is None:
+            return None
+        return min(self._next_abort, self._next_expire)
+
+    def fire_timers(self, now_ms: int) -> None:
+        """The timer rounds due at `now_ms`; each next one an interval later."""
+        assert self._next_abort is not None and self._next_expire is not None
+        abort, expire = now_ms >= self._next_abort, now_ms >= self._next_expire
+        if abort:
+            self._next_abort = now_ms + max(self.core.config.abort_check_interval_ms, 1)
+        if expire:
+            self._next_expire = now_ms + max(self.core.config.expire_check_interval_ms, 1)
+        self.run_timers(now_ms, abort=abort, expire=expire)
 
     # == topic =============================================================================
     def partition_for(self, transactional_id: str) -> int:
@@ -238,10 +234,11 @@ class TxnCoordinatorRuntime:
 
     def ensure_topic(self) -> ErrorCode:
         """Create `__transaction_state` unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""
-        if self._stopped:
+        if self.runtime.stopped:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if self.admin.describe(TXN_TOPIC) is not None:
-            return ErrorCode.NONE
+        return self.runtime.ensure_topic()
+
+    def _new_topic(self) -> NewTopic:
         factor = max(1, min(self.replication_factor, self.live_brokers()))
         configs = {
             "cleanup.policy": "compact",
@@ -250,28 +247,7 @@ class TxnCoordinatorRuntime:
             "unclean.leader.election.enable": "false",
             "compression.type": "uncompressed",
         }
-        topic = NewTopic(TXN_TOPIC, self.core.config.num_partitions, factor, configs)
-        try:
-            [created] = self.admin.create_topics([topic], now_ms=self.clock())
-            if not isinstance(created, TopicInfo):
-                raise created
-        except TopicExistsError:
-            return ErrorCode.NONE
-        except ClusterError as exc:
-            if self.admin.describe(TXN_TOPIC) is not None:
-                return ErrorCode.NONE
-            log.error("cannot create %s: %s", TXN_TOPIC, exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        except Exception:
-            log.exception("cannot create %s", TXN_TOPIC)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        log.info(
-            "created %s with %d partitions, replication factor %d",
-            TXN_TOPIC,
-            self.core.config.num_partitions,
-            factor,
-        )
-        return ErrorCode.NONE
+        return NewTopic(TXN_TOPIC, self.core.config.num_partitions, factor, configs)
 
     # == requests ==========================================================================
     async def init_producer_id(
@@ -375,25 +351,6 @@ class TxnCoordinatorRuntime:
         if expire:
             self._apply(self.core.expire_transactional_ids(now_ms))
 
-    async def _timer_loop(self) -> None:
-        cfg = self.core.config
-        abort_s = max(cfg.abort_check_interval_ms, 1) / 1000
-        expire_s = max(cfg.expire_check_interval_ms, 1) / 1000
-        next_abort = trio.current_time() + abort_s
-        next_expire = trio.current_time() + expire_s
-        while True:
-            await trio.sleep_until(min(next_abort, next_expire))
-            now = trio.current_time()
-            abort, expire = now >= next_abort, now >= next_expire
-            if abort:
-                next_abort = now + abort_s
-            if expire:
-                next_expire = now + expire_s
-            try:
-                self.run_timers(self.clock(), abort=abort, expire=expire)
-            except Exception:
-                log.exception("transaction coordinator timer failed")
-
     # == applying core results =============================================================
     def _take_pid(self) -> int:
         pid = self._spare_pid
@@ -437,18 +394,15 @@ class TxnCoordinatorRuntime:
                     self.markers.send(request, request.partitions)
 
     def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        if self._nursery is None:
-            log.error("transaction coordinator not running: background work dropped")
-            return
-        self._nursery.start_soon(fn, *args)
+        self.runtime.spawn(fn, *args)
 
     async def _append_and_complete(self, append: TxnAppend) -> Any:
         """Append one record, wait for its replication, `append_done`, apply the result;
         the result's response (for a waiting request)."""
         appended = self._append(append)
         error: ErrorCode | None
-        if isinstance(appended, tuple):
-            error = await self._wait_replicated(*appended, append.coordinator_epoch)
+        if isinstance(appended, Appended):
+            error = await self._wait_replicated(appended, append.coordinator_epoch)
         else:
             error = appended
         result = self.core.append_done(append, error, self.clock())
@@ -461,51 +415,36 @@ class TxnCoordinatorRuntime:
         await trio.sleep(RETRY_BACKOFF_S)
         await self._append_and_complete(append)
 
-    def _append(self, append: TxnAppend) -> tuple[Partition, int] | ErrorCode:
-        """Append the record now: (partition, required high watermark) or the error."""
+    def _append(self, append: TxnAppend) -> Appended | ErrorCode:
+        """Append the record now: what to wait for, or the raw error."""
         now = self.clock()
-        try:
-            part = self.replicas.partition(TXN_TOPIC, append.partition)
-            if part is None:
-                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if not self.leads_every_partition and not self._still_leading(
-                part, append.coordinator_epoch
-            ):
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            batch = build_batch([(append.key, append.value)], base_timestamp=now)
-            done = self.replicas.append(part, batch, now_ms=now, required_acks=-1)
-        except (ClusterError, LogError, NotEnoughReplicasError) as exc:
-            log.error("append to %s-%d failed: %s", TXN_TOPIC, append.partition, exc)
-            return exc.error_code
-        except Exception:
-            log.exception("append to %s-%d failed", TXN_TOPIC, append.partition)
-            return ErrorCode.UNKNOWN
-        return part, done.last_offset + 1
+        batch = build_batch([(append.key, append.value)], base_timestamp=now)
+        leading = None
+        if not self.leads_every_partition:
+
+            def leading(part: Partition) -> bool:
+                return self._still_leading(part, append.coordinator_epoch)
+
+        return self.runtime.append(append.partition, batch, now, leading=leading)
 
     def _still_leading(self, part: Partition, coordinator_epoch: int) -> bool:
         """This broker leads `part` in the leadership that loaded it at `coordinator_epoch`
         (its leader epoch may have moved on since: see `on_became_leader`)."""
-        return part.is_leader and self._leading.get(part.index) == coordinator_epoch
+        return part.is_leader and self.runtime.elected_epoch(part.index) == coordinator_epoch
 
     async def _wait_replicated(
-        self, part: Partition, end_offset: int, coordinator_epoch: int
+        self, appended: Appended, coordinator_epoch: int
     ) -> ErrorCode | None:
-        """None once the high watermark passed `end_offset`, else the error. The waiter
+        """None once the high watermark passed the record, else the error. The waiter
         answers NOT_LEADER_OR_FOLLOWER when the leader epoch changes; when this broker still
         leads the partition in the same leadership (an ISR change by the controller), the
         log was not truncated and the wait goes on at the new epoch until the deadline."""
-        if part.high_watermark >= end_offset:
-            return None
+        part = appended.part
         deadline = trio.current_time() + self.append_timeout_s
         while True:
             epoch = part.leader_epoch
-            try:
-                error = await self.replication_waiter(
-                    part, end_offset, max(0.0, deadline - trio.current_time())
-                )
-            except Exception:
-                log.exception("waiting for %s-%d to replicate failed", TXN_TOPIC, part.index)
-                return ErrorCode.UNKNOWN
+            timeout_s = max(0.0, deadline - trio.current_time())
+            error = await self.runtime.wait_replicated(appended, timeout_s)
             if (
                 error is ErrorCode.NOT_LEADER_OR_FOLLOWER
                 and part.leader_epoch != epoch

@@ -15,11 +15,11 @@ import trio
 import trio.testing
 from runtimekit import Member, commit, describe, fetched, listed, running, trio_ms
 
-import wirebroker.group.runtime as runtime_module
+import wirebroker.coordinator.runtime as runtime_module
 from protocol.errors import ErrorCode as E
 from protocol.group_records import OffsetCommitValue
 from protocol.records import build_batch
-from wirebroker.group.ownership import PartitionState
+from wirebroker.coordinator.ownership import PartitionState
 from wirebroker.group.partitioning import partition_for
 from wirebroker.group.records import offset_commit_record
 from wirebroker.group.runtime import OFFSETS_TOPIC

@@ -114,14 +114,14 @@ async def test_requests_while_loading(
         )
 
         gate = trio.Event()
-        real = rt._load_partition
+        real = rt.runtime.load_partition
 
         async def gated(partition: int) -> int:
             if partition == last_p:
                 await gate.wait()
             return await real(partition)
 
-        monkeypatch.setattr(rt, "_load_partition", gated)
+        monkeypatch.setattr(rt.runtime, "load_partition", gated)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(rt.run)
             await trio.testing.wait_all_tasks_blocked()

@@ -13,7 +13,7 @@ import trio
 import trio.testing
 from runtimekit import Member, Node, commit, fetched, running, trio_ms
 
-import wirebroker.group.runtime as runtime_module
+import wirebroker.coordinator.runtime as runtime_module
 from protocol.errors import ErrorCode as E
 from wirebroker.group.messages import CommitPartition, CommitTopic, TxnCommitRequest
 from wirebroker.group.offsets import OffsetAndMetadata

@@ -16,7 +16,7 @@ from protocol.txn_records import decode_key, decode_value
 from wirebroker.cluster.topic_admin import LocalTopicAdmin
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
-from wirebroker.group.offsets_log import keyed_records
+from wirebroker.coordinator.log_reader import keyed_records
 from wirebroker.log.log_manager import LogManager
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.partition import Partition, Role

@@ -1,10 +1,14 @@
-"""Which `__consumer_offsets` partitions this broker's group coordinator owns (pure).
+"""Which partitions of its internal topic a coordinator owns on this broker (pure).
 
-The coordinator follows the leadership of the `__consumer_offsets` partitions, as Kafka's
-GroupCoordinator does (`onElection` / `onResignation`): it serves the groups of a partition
-only while this broker leads it, and only once it has replayed the partition's log. The runtime
-keeps one `Ownership` and mirrors each transition into the core (`begin_loading`,
-`complete_loading`, `unload`), whose checks give the answers in the last column.
+A coordinator (groups: `__consumer_offsets`, transactions: `__transaction_state`) follows the
+leadership of its topic's partitions, as Kafka's coordinators do (`onElection` /
+`onResignation`, coordinator-common's `CoordinatorRuntime.scheduleLoadOperation` /
+`scheduleUnloadOperation`): it serves the keys of a partition only while this broker leads
+it, and only once it has replayed the partition's log. `wirebroker.coordinator.runtime` keeps
+one `Ownership` per coordinator and mirrors each transition into the coordinator's core
+(`begin_loading`, `complete_loading`, `unload`), whose checks give the answers in the last
+column ("groups": the keys the partition holds; the transaction coordinator's transactional ids
+the same way).
 
     state     became_leader(p, e)        resigned(p, e?)      its load ends    requests
     NOT_OWNED e < known epoch: stale,    ignored              (stale: result   NOT_COORDINATOR
@@ -19,10 +23,12 @@ keeps one `Ownership` and mirrors each transition into the core (`begin_loading`
                                          answered
                                          NOT_COORDINATOR)
 
-Epochs: the partition leader epoch of each notification. The highest epoch heard of per
-partition is kept across resignations (Kafka's `epochForPartitionId`); a notification below it
-is stale and ignored (a resignation without an epoch always applies). Equal epochs are
-duplicates: a second `became_leader` with the epoch already owned changes nothing.
+Epochs: the partition leader epoch of each notification. `Owned.elected_epoch` is the epoch of
+the notification that started the ownership (NOT_OWNED -> LOADING); it stays while later
+epochs are recorded (the transaction coordinator's coordinator epoch). The highest epoch heard
+of per partition is kept across resignations (Kafka's `epochForPartitionId`); a notification
+below it is stale and ignored (a resignation without an epoch always applies). Equal epochs
+are duplicates: a second `became_leader` with the epoch already owned changes nothing.
 
 Tokens: every NOT_OWNED -> LOADING transition draws a new token. A load captures the token
 when it starts and installs its result only while the partition is still LOADING with that
@@ -37,6 +43,7 @@ partitions the same way), so nothing reloads.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 from dataclasses import dataclass
@@ -52,15 +59,17 @@ class PartitionState(enum.Enum):
 
 @dataclass(frozen=True)
 class Owned:
-    """An owned partition: its state, the leader epoch it is owned at, its load token."""
+    """An owned partition: its state, the leader epoch it is owned at, its load token, the
+    leader epoch its ownership started at."""
 
     state: PartitionState
     epoch: int
     token: int
+    elected_epoch: int
 
 
 class Ownership:
-    """The table of the module docstring, for every `__consumer_offsets` partition."""
+    """The table of the module docstring, for every partition of one internal topic."""
 
     def __init__(self) -> None:
         self._owned: dict[int, Owned] = {}
@@ -105,10 +114,10 @@ class Ownership:
         owned = self._owned.get(partition)
         if owned is not None:
             if epoch > owned.epoch:
-                self._owned[partition] = Owned(owned.state, epoch, owned.token)
+                self._owned[partition] = dataclasses.replace(owned, epoch=epoch)
             return None
         token = next(self._tokens)
-        self._owned[partition] = Owned(PartitionState.LOADING, epoch, token)
+        self._owned[partition] = Owned(PartitionState.LOADING, epoch, token, epoch)
         return token
 
     def resigned(self, partition: int, epoch: int | None = None) -> bool:
@@ -126,7 +135,7 @@ class Ownership:
         if not self.is_current_load(partition, token):
             return False
         owned = self._owned[partition]
-        self._owned[partition] = Owned(PartitionState.LOADED, owned.epoch, token)
+        self._owned[partition] = dataclasses.replace(owned, state=PartitionState.LOADED)
         return True
 
     def drop(self, partition: int) -> None:

@@ -1,8 +1,9 @@
-"""The ownership table of `wirebroker.group.ownership`: every row and column of its docstring."""
+"""The ownership table of `wirebroker.coordinator.ownership`: every row and column of its
+docstring."""
 
 from __future__ import annotations
 
-from wirebroker.group.ownership import Ownership, PartitionState
+from wirebroker.coordinator.ownership import Ownership, PartitionState
 
 NOT_OWNED, LOADING, LOADED = PartitionState.NOT_OWNED, PartitionState.LOADING, PartitionState.LOADED
 
@@ -87,3 +88,19 @@ def test_drop_and_drop_all() -> None:
     assert o.became_leader(1, 0) is not None  # a failed load: the same epoch loads again
     assert o.drop_all() == [0, 1, 2]
     assert o.owned() == []
+
+
+def test_the_elected_epoch_stays_while_later_epochs_are_recorded() -> None:
+    o = Ownership()
+    token = o.became_leader(0, 4)
+    assert token is not None
+    assert o.became_leader(0, 6) is None  # still the leader: no reload
+    owned = o.get(0)
+    assert owned is not None and (owned.epoch, owned.elected_epoch) == (6, 4)
+    assert o.finish_load(0, token)
+    owned = o.get(0)
+    assert owned is not None and (owned.state, owned.epoch, owned.elected_epoch) == (LOADED, 6, 4)
+    assert o.resigned(0, 7)
+    assert o.became_leader(0, 8) is not None
+    owned = o.get(0)
+    assert owned is not None and owned.elected_epoch == 8

@@ -6,7 +6,8 @@ so one helper runs the jobs.
 running at once: that many workers share one iterator (a task per item would cost more than
 a short job), so jobs start in item order. An exception of a `catch` type is collected and
 the others go on; the collected failures are returned once every job has run (callers decide
-which one to raise). Any other exception cancels the rest and propagates.
+which one to raise; `raise_first` raises the first). Any other exception cancels the rest and
+propagates.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TypeVar
 
 import trio
 
-__all__ = ["each", "together"]
+__all__ = ["each", "raise_first", "together"]
 
 T = TypeVar("T")
 
@@ -51,3 +52,9 @@ async def together(
 ) -> list[Exception]:
     """Every job side by side; returns the caught failures once all have run."""
     return await each(jobs, lambda job: job(), limit=len(jobs), catch=catch)
+
+
+def raise_first(failures: list[Exception]) -> None:
+    """Raise the first of the collected failures, if any (a caller that fails as a whole)."""
+    if failures:
+        raise failures[0]

@@ -44,7 +44,7 @@ __all__ = ["MetadataMirror"]
 
 log = logging.getLogger("wirebroker.cluster")
 
-#: ZooKeeper requests a batch of new topics keeps in flight (`MetadataMirror._each`).
+#: ZooKeeper requests a batch of new topics keeps in flight (`MetadataMirror.on_topics`).
 _PARALLEL_READS = 64
 #: New topics whose logs are created in one go (one round of fsyncs; other tasks run between
 #: two such chunks).
@@ -78,17 +78,6 @@ class MetadataMirror:
         #: False on a single broker, which holds every partition: its store keeps no
         #: assignment (TopicInfo.assignment () = every partition here), as it always had.
         self.store_assignments = store_assignments
-
-    @staticmethod
-    async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
-        """`job(item)` for every item, _PARALLEL_READS at a time; the first exception a job
-        raised is raised once every job has run."""
-        workers.raise_first(await workers.each(items, job, limit=_PARALLEL_READS))
-
-    @staticmethod
-    async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
-        """The jobs side by side (ZooKeeper requests in flight together); raises as `_each`."""
-        workers.raise_first(await workers.together(*jobs))
 
     async def reread_hosted(self) -> None:
         """After a new session: the mirror may be older than ZooKeeper (the watches are
@@ -155,7 +144,7 @@ class MetadataMirror:
         t0 = time.perf_counter()
         failure: CoordinationError | None = None
         try:
-            await self._each(new, self._mirror_topic)
+            await workers.each_or_raise(new, self._mirror_topic, limit=_PARALLEL_READS)
         except CoordinationError as exc:
             failure = exc  # (raised once the topics that were mirrored are stored)
         added = [name for name in new if name in self.cache.topics]
@@ -169,7 +158,7 @@ class MetadataMirror:
                     watch.cancel()
             raise
         t2 = time.perf_counter()
-        await self._each(added, self._watch_states)
+        await workers.each_or_raise(added, self._watch_states, limit=_PARALLEL_READS)
         t3 = time.perf_counter()
         # Last: creating logs blocks this thread (file system calls; a worker thread would
         # wait for the interpreter lock after each of them, several times slower on a busy
@@ -216,7 +205,7 @@ class MetadataMirror:
             watches.append(await self.coord.watch_data(path, watching(key, handler)))
 
         try:
-            await self._together(
+            await workers.together_or_raise(
                 functools.partial(watch, zl.topic_path(name), "topic", self._on_assignment(name)),
                 functools.partial(
                     watch, zl.topic_config_path(name), "config", self._on_config(name)
@@ -251,7 +240,7 @@ class MetadataMirror:
         if mirror is None:
             return
         try:
-            await self._together(
+            await workers.together_or_raise(
                 *(
                     functools.partial(self._watch_state, name, mirror, index)
                     for index in sorted(mirror.assignment.partitions)

@@ -6,6 +6,9 @@ partition epoch it was made at, leader epoch unchanged), run as a task of the me
 Success -> `isr_committed` with the znode's new version, also mirrored; a stale version ->
 `isr_rejected` (a zombie leader cannot shrink the ISR, so it can never acknowledge acks=all
 alone); an unknown outcome (connection lost) is retried, see `IsrWriter._set_state`.
+One proposal per partition is in flight: the leader's `Partition` proposes again only once
+answered (`pending_isr`); a retried write whose partition moved on (a new state mirrored)
+stops by itself.
 """
 
 from __future__ import annotations

@@ -112,12 +112,7 @@ class ClusterMember:
         #: assignment (TopicInfo.assignment () = every partition here), as it always had.
         self.store_assignments = store_assignments
         if registration_wait_s is None:
-            timeout_ms = (
-                config.get_int("zookeeper.session.timeout.ms")
-                if config is not None
-                else DEFAULT_SESSION_TIMEOUT_MS
-            )
-            registration_wait_s = timeout_ms / 1000 + REGISTRATION_MARGIN_S
+            registration_wait_s = _registration_wait_s(config)
         self.registration = Registration(
             coord,
             node_id=node_id,
@@ -252,3 +247,13 @@ class ClusterMember:
             queue=self.events,
             timeout_s=timeout_s,
         )
+
+
+def _registration_wait_s(config: BrokerConfig | None) -> float:
+    """The session timeout + REGISTRATION_MARGIN_S (see zk_registration)."""
+    timeout_ms = (
+        config.get_int("zookeeper.session.timeout.ms")
+        if config is not None
+        else DEFAULT_SESSION_TIMEOUT_MS
+    )
+    return timeout_ms / 1000 + REGISTRATION_MARGIN_S

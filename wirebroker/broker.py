@@ -90,6 +90,7 @@ import trio
 from wirebroker import __version__
 from wirebroker.admin.listen import parse_admin_listeners
 from wirebroker.admin.routes import Routes
+from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
 from wirebroker.cluster.topic_store import (
@@ -245,6 +246,7 @@ class Broker:
                 replicas=self.replicas,
                 address=self._advertised,
                 clock=clock,
+                controller_factory=ZkController,
                 config=config,
                 store_assignments=self.local_cluster is None,
             )

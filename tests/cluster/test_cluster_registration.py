@@ -15,7 +15,7 @@ from _broker import BrokerProcess, BrokerStartError
 from _cluster import ClusterProcesses
 
 SESSION_S = 4.0  # _cluster.DEFAULT_OVERRIDES' zookeeper.session.timeout.ms
-MARGIN_S = 3.0  # wirebroker.cluster.zk_member.REGISTRATION_MARGIN_S
+MARGIN_S = 3.0  # wirebroker.cluster.zk_registration.REGISTRATION_MARGIN_S
 WAIT_LINE = "for the previous session of broker {id} to expire"
 
 

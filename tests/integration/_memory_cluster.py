@@ -31,9 +31,9 @@ import trio
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, decode_records, iter_batches
+from wirebroker import broker as broker_module
 from wirebroker.broker import Broker
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster import zk_member
 from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.zk_member import ClusterMember
 from wirebroker.config import BrokerConfig
@@ -364,7 +364,8 @@ async def start_cluster(
             controllers.append(controller)
             return controller
 
-        monkeypatch.setattr(zk_member, "_default_controller", recording)
+        # (the composition root passes its ZkController to every member it builds)
+        monkeypatch.setattr(broker_module, "ZkController", recording)
     nodes = []
     for n in range(count):
         coord = MemoryCoordination(server)

@@ -1,17 +1,25 @@
-"""Typed errors of topic administration, each carrying the Kafka error code to return.
+"""The cluster's errors, in one module: typed errors of topic administration, each carrying
+the Kafka error code to return, and the ZooKeeper runtime's own.
 
-Handlers catch `ClusterError` (every error raised by `wirebroker.cluster`, the `TopicAdmin`
-included, derives from it) and answer with `exc.error_code` and `str(exc)` as the error
+Handlers catch `ClusterError` (every error of topic metadata, the `TopicAdmin`'s included,
+derives from it) and answer with `exc.error_code` and `str(exc)` as the error
 message, as Kafka does with its ApiExceptions.
+
+Two errors of the ZooKeeper runtime are not answered to clients and are no `ClusterError`:
+`BrokerIdTakenError` (a broker cannot register: it exits) and `ControllerMovedError` (a
+controller write found a newer controller epoch: the controller resigns).
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+from wirebroker.coordination.api import CoordinationError
 from wirebroker.errors import KafkaError
 
 __all__ = [
+    "BrokerIdTakenError",
     "ClusterError",
+    "ControllerMovedError",
     "InvalidConfigError",
     "InvalidPartitionsError",
     "InvalidReplicationAssignmentError",
@@ -69,3 +77,11 @@ class UnknownTopicError(ClusterError, code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 class UnknownTopicOrPartitionError(UnknownTopicError):
     """The topic or the partition does not exist."""
+
+
+class BrokerIdTakenError(CoordinationError):
+    """/brokers/ids/<id> stays registered by another live session: another broker has our id."""
+
+
+class ControllerMovedError(Exception):
+    """A controller write found a newer controller epoch: this broker is not the controller."""

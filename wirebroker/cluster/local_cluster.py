@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.zk_member import mirrored_info
+from wirebroker.cluster.zk_metadata_cache import mirrored_info
 from wirebroker.coordination.api import Create, Op
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 

@@ -6,7 +6,7 @@ Two views:
 - `LocalClusterView` (a broker without cluster layer: handler unit tests, a broker whose
   caller plays the cluster layer): this broker is the only broker, the controller, and the
   leader of every partition; replicas and ISR come from the partitions themselves.
-- `wirebroker.cluster.zk_member.ZkMetadataCache` (a cluster, and a single broker, which runs
+- `wirebroker.cluster.zk_metadata_cache.ZkMetadataCache` (a cluster, and a single broker, which runs
   the cluster code over its in-process ZooKeeper): a mirror of ZooKeeper's
   /brokers/ids, /controller, /brokers/topics and the partition state znodes, kept current by
   watches. A partition whose leader is not a live broker answers LEADER_NOT_AVAILABLE with

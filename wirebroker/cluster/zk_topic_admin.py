@@ -16,11 +16,12 @@ assignments) is `LocalTopicAdmin`'s; only the effects differ:
     alter configs       /config/topics/<T> and a /config/changes notification
 
 The methods stay synchronous (the `TopicAdmin` interface the handlers share with a single
-broker): each checks, then starts its ZooKeeper writes in the member's nursery and returns.
-Handlers then `await admin.wait_settled(names, timeout_s)`, which waits for those writes and
-until this broker's mirror shows the result (every new partition has a leader, a deleted topic
-is gone), bounded by the request's timeout: Kafka's CreateTopics/DeleteTopics also answer once
-the metadata has caught up, or with REQUEST_TIMED_OUT.
+broker): each checks, then starts its ZooKeeper writes as a task of the member
+(`ClusterMember.start_soon`) and returns. Handlers then `await admin.wait_settled(names,
+timeout_s)`, which waits for those writes and until this broker's mirror shows the result
+(every new partition has a leader, a deleted topic is gone), bounded by the request's
+timeout: Kafka's CreateTopics/DeleteTopics also answer once the metadata has caught up, or
+with REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -130,9 +131,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
             finally:
                 done.set()
 
-        nursery = self.member._nursery
-        assert nursery is not None, "the cluster member is not running"
-        nursery.start_soon(run)
+        self.member.start_soon(run)
 
     # -- create ------------------------------------------------------------------------------
     def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
@@ -256,9 +255,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
         if self._pruning:
             return
         self._pruning = True
-        nursery = self.member._nursery
-        assert nursery is not None, "the cluster member is not running"
-        nursery.start_soon(self._prune_creating)
+        self.member.start_soon(self._prune_creating)
 
     async def _prune_creating(self) -> None:
         try:

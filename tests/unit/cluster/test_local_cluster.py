@@ -12,6 +12,7 @@ import trio.testing
 from test_zk_member import FakeRoles
 
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster, seed_ops, single_broker_topics
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import ClusterMember
@@ -87,6 +88,7 @@ async def test_a_member_over_the_seed_creates_and_elects_nothing(tmp_path: Path)
         replicas=roles,
         address=lambda: ("127.0.0.1", 9092),
         clock=lambda: 0,
+        controller_factory=ZkController,
         config=BrokerConfig({"node.id": str(NODE)}),
         store_assignments=False,
     )

@@ -15,6 +15,7 @@ import trio
 import trio.testing
 
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import REGISTRATION_MARGIN_S, BrokerIdTakenError, ClusterMember
@@ -144,6 +145,7 @@ async def start_node(
         replicas=roles,
         address=lambda: ("127.0.0.1", 9000 + node_id),
         clock=lambda: 0,
+        controller_factory=ZkController,
         config=BrokerConfig({"node.id": str(node_id)}),
     )
     admin = ZkTopicAdmin(BrokerConfig({"node.id": str(node_id)}), member, cast(Any, None))
@@ -715,6 +717,7 @@ async def test_an_id_held_by_another_live_broker_fails_after_the_wait(
             replicas=FakeRoles(2),
             address=lambda: ("127.0.0.1", 9002),
             clock=lambda: 0,
+            controller_factory=ZkController,
             config=BrokerConfig({"node.id": "2", "zookeeper.session.timeout.ms": "4000"}),
         )
         assert member.registration_wait_s == 4 + REGISTRATION_MARGIN_S

@@ -10,6 +10,7 @@ it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,25 @@ def _described(wire: Wire, name: str, keys: list[str] | None = None) -> dict[str
         c.name: (c.value, c.config_source, c.config_type, [(s.name, s.source) for s in c.synonyms])
         for c in result.configs
     }
+
+
+def _described_until(
+    wire: Wire, name: str, keys: list[str] | None, done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """`_described` once `done` holds of it (or the last answer at a 30 s deadline): Apache
+    Kafka's brokers apply a topic's creation and config changes from the metadata log after
+    the controller answers, so under load a description can lag behind an acknowledged change."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            got = _described(wire, name, keys)
+        except AssertionError:  # the topic not known to this broker yet
+            if time.monotonic() > deadline:
+                raise
+            got = None
+        if got is not None and (done(got) or time.monotonic() > deadline):
+            return got
+        time.sleep(0.05)
 
 
 def _alter(wire: Wire, rtype: int, name: str, ops: list[tuple], validate: bool) -> tuple:
@@ -108,7 +128,7 @@ def test_internal_segment_bytes_is_taken_and_described_where_set(
         assert code == 0
         assert created["internal.segment.bytes"] == ("1000", 1)  # TOPIC_CONFIG
         assert created["segment.bytes"] == ("1073741824", 5)  # DEFAULT_CONFIG
-        described = _described(wire, name)
+        described = _described_until(wire, name, None, lambda d: "internal.segment.bytes" in d)
         assert described["internal.segment.bytes"] == (
             "1000",
             1,
@@ -119,15 +139,15 @@ def test_internal_segment_bytes_is_taken_and_described_where_set(
             "NONE",
             None,
         )
-        assert (
-            _described(wire, name, ["internal.segment.bytes"])["internal.segment.bytes"][0] == "-5"
-        )
+        keys = ["internal.segment.bytes"]
+        now = _described_until(wire, name, keys, lambda d: d[keys[0]][0] == "-5")
+        assert now[keys[0]][0] == "-5"
         assert _alter(wire, TOPIC, name, [("internal.segment.bytes", DELETE, None)], False) == (
             "NONE",
             None,
         )
         # not set: listed nowhere, asked for or not
-        assert _described(wire, name, ["internal.segment.bytes"]) == {}
+        assert _described_until(wire, name, keys, lambda d: d == {}) == {}
         assert "internal.segment.bytes" not in _described(wire, name)
         plain = unique("seg-plain")
         assert "internal.segment.bytes" not in _create(wire, plain, {})[2]

@@ -403,7 +403,7 @@ async def _run(broker: Broker, ready: list[bool]) -> None:
 
     import trio
 
-    from wirebroker.broker import connectable_host
+    from wirebroker.listeners import connectable_host
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:

@@ -1,9 +1,10 @@
 """`PartitionLog`: one partition directory `<topic>-<n>` (Kafka's `UnifiedLog`).
 
 Append, read, roll, flush, retention, DeleteRecords, truncation and the leader-epoch cache of
-one partition, on top of its parts: `LogSegments` (segments.py, the ordered segment set),
-`LogValidator` (validator.py, the checks of a client append and offset assignment),
-`LogLoader` (loader.py, recovery at open, returns a `LoadedLog`), `ProducerStateManager` and
+one partition, on top of its parts: `LocalLog` (local_log.py: the segment set, log start and
+recovery point, roll, flush, reads and the log's health), `LogValidator` (validator.py, the
+checks of a client append and offset assignment), `LogLoader` (loader.py, recovery at open,
+returns a `LoadedLog`), `ProducerStateManager` and
 its `SnapshotFiles` (producer_state.py). Design notes: docs/log.md.
 
 Invariants: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the high watermark is
@@ -20,11 +21,10 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from protocol.records import BATCH_HEADER_SIZE, BatchHeader, parse_header
 from wirebroker.log.config import LogConfig
@@ -45,13 +45,14 @@ from wirebroker.log.loader import (
     replay_producers,
     save_epochs,
 )
+from wirebroker.log.local_log import LocalLog
 from wirebroker.log.producer_state import (
     CompletedTxn,
     ProducerEntry,
     ProducerStateManager,
     SnapshotFiles,
 )
-from wirebroker.log.segment import CorruptSegment, RollbackFailed, Segment, roll_jitter_ms
+from wirebroker.log.segment import Segment
 from wirebroker.log.segments import LogSegments
 from wirebroker.log.txn_index import AbortedTxn
 from wirebroker.log.validator import LogValidator
@@ -59,10 +60,6 @@ from wirebroker.log.validator import LogValidator
 __all__ = ["LEADER_EPOCH_FILE", "PARTITION_METADATA_FILE", "AppendResult", "PartitionLog"]
 
 log = logging.getLogger(__name__)
-
-
-class _NothingChanged(Exception):
-    """An I/O error that was fully undone: fail the call, keep the log online."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +76,6 @@ class PartitionLog:
     partition: int
     directory: Path
     config: LogConfig
-    log_start_offset: int
-    recovery_point: int
     topic_id: uuid.UUID | None
 
     def __init__(
@@ -92,21 +87,13 @@ class PartitionLog:
         self.partition = partition
         self.config = config
         self.fs = fs
-        self.log_start_offset = 0
-        self.recovery_point = 0
-        # batches from here on were CRC-checked in this process (appended, as leader or
-        # follower, since the log was opened): only they may be sent unread (`read_to_send`)
-        self._checked_from = 0
+        self._local = LocalLog(fs, directory, topic, partition, config)
         self.topic_id = None
-        self._segments = LogSegments(fs, directory)
         self._validator = LogValidator(config, self.name)
         self._snapshots = SnapshotFiles(fs, directory)
         self._epochs = LeaderEpochCache()
         self._producers = ProducerStateManager()
         self._hw = 0
-        self._offline = False
-        self._closed = False
-        self._last_flush_ms = 0
         #: producer id -> leader epoch of its leader append whose write failed (undone, the
         #: log stays online) and no write of it since: see `append_as_leader`
         self._write_failed: dict[int, int] = {}
@@ -123,8 +110,28 @@ class PartitionLog:
 
     # -- offsets ------------------------------------------------------------------------------
     @property
+    def _segments(self) -> LogSegments:
+        return self._local.segments
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._local.log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, value: int) -> None:
+        self._local.log_start_offset = value
+
+    @property
+    def recovery_point(self) -> int:
+        return self._local.recovery_point
+
+    @recovery_point.setter
+    def recovery_point(self, value: int) -> None:
+        self._local.recovery_point = value
+
+    @property
     def log_end_offset(self) -> int:
-        return self._segments.next_offset(self.log_start_offset)
+        return self._local.log_end_offset
 
     @property
     def high_watermark(self) -> int:
@@ -158,11 +165,11 @@ class PartitionLog:
 
     @property
     def offline(self) -> bool:
-        return self._offline
+        return self._local.offline
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._local.closed
 
     @property
     def segments(self) -> list[Segment]:
@@ -224,7 +231,7 @@ class PartitionLog:
         except OSError as exc:
             verb = "create" if new else "open"
             raise StorageError(f"{self.name}: cannot {verb} log in {directory}: {exc}") from exc
-        self._last_flush_ms = now_ms
+        self._local.last_flush_ms = now_ms
         if topic_id is not None:
             self.topic_id = topic_id
         return self
@@ -232,60 +239,21 @@ class PartitionLog:
     def _load(self, now_ms: int, recovery_point: int, log_start_offset: int, clean: bool) -> None:
         loader = LogLoader(self.fs, self.directory, self.name, self.config, now_ms)
         loaded = loader.load(recovery_point, log_start_offset, clean)
-        self._segments = loaded.segments
+        self._local.segments = loaded.segments
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
         self._epochs = loaded.epochs
         self._producers = loaded.producers
         self.topic_id = loaded.topic_id
         self._hw = self.log_end_offset
-        self._checked_from = self.log_end_offset
+        self._local.checked_from = self.log_end_offset
 
-    # -- errors -------------------------------------------------------------------------------
+    # -- errors (LocalLog's) --------------------------------------------------------------------
     def _check_online(self) -> None:
-        if self._offline:
-            raise StorageError(f"{self.name}: log is offline after an I/O error")
-        if self._closed:
-            raise StorageError(f"{self.name}: log is closed")
+        self._local.check_online()
 
-    @contextmanager
-    def _io(self, what: str, *, offline_on_error: bool) -> Iterator[None]:
-        self._check_online()
-        try:
-            yield
-        except (_NothingChanged, CorruptSegment) as exc:
-            raise StorageError(f"{self.name}: {what}: {exc}") from exc
-        except OSError as exc:
-            if offline_on_error:
-                self._go_offline()
-            raise StorageError(f"{self.name}: {what}: {exc}") from exc
-
-    @contextmanager
-    def _serving(self, seg: Segment) -> Iterator[None]:
-        """Around reads that serve `seg`'s batches: see `_corrupt`."""
-        try:
-            yield
-        except CorruptSegment as exc:
-            self._corrupt(seg, exc)
-
-    def _corrupt(self, seg: Segment, exc: CorruptSegment) -> NoReturn:
-        """A batch about to be served failed its checks: it is never served; the log goes
-        offline (no clean-shutdown marker) and its recovery point moves back to the segment,
-        so the next start scans and truncates it (docs/log.md, "Read")."""
-        log.error(
-            "%s: corrupt batch in segment %d (%s); taking the log offline until a restart "
-            "recovers it",
-            self.name,
-            seg.base_offset,
-            exc,
-        )
-        self._offline = True
-        self.recovery_point = min(self.recovery_point, seg.base_offset)
-        raise StorageError(f"{self.name}: corrupt data in segment {seg.base_offset}: {exc}")
-
-    def _go_offline(self) -> None:
-        log.error("%s: taking the log offline after an I/O error", self.name)
-        self._offline = True
+    def _io(self, what: str, *, offline_on_error: bool) -> AbstractContextManager[None]:
+        return self._local.io(what, offline_on_error=offline_on_error)
 
     def _write_epoch_checkpoint(self) -> None:
         save_epochs(self.fs, self.directory, self._epochs)
@@ -378,21 +346,11 @@ class PartitionLog:
             if self._epochs.changed:  # also an entry `assign_epoch_start_offset` deferred
                 self._write_epoch_checkpoint()
             seg = self._maybe_roll(len(buf), max_ts, last_offset, now_ms)
-        try:
-            seg.append(buf, list(stamped), now_ms)
-        except RollbackFailed as exc:
-            self._go_offline()
-            raise StorageError(
-                f"{self.name}: append failed and could not be undone: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
+        self._local.append(seg, buf, stamped, now_ms)
         return seg
 
     def _maybe_flush_messages(self, now_ms: int) -> None:
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()
-            self._last_flush_ms = now_ms
+        self._local.maybe_flush_messages(now_ms)
 
     def append_marker(
         self,
@@ -477,15 +435,7 @@ class PartitionLog:
         max_ts = max(h.max_timestamp for _, h in checked)
         with self._io("append", offline_on_error=True):
             seg = self._maybe_roll(len(records), max_ts, last_offset, now_ms)
-        try:
-            seg.append(records, checked, now_ms)
-        except RollbackFailed as exc:
-            self._go_offline()
-            raise StorageError(
-                f"{self.name}: append failed and could not be undone: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
+        self._local.append(seg, records, checked, now_ms)
         for pos, h in checked:
             if h.partition_leader_epoch >= 0:
                 self._epochs.assign(h.partition_leader_epoch, h.base_offset)
@@ -506,67 +456,32 @@ class PartitionLog:
         self._maybe_flush_messages(now_ms)
         return AppendResult(first, last_offset, -1, self.log_start_offset)
 
-    # -- roll ---------------------------------------------------------------------------------
+    # -- roll and flush (LocalLog's) -----------------------------------------------------------
+    def _take_snapshot(self, offset: int) -> None:
+        self._snapshots.take(self._producers, offset)
+
     def _maybe_roll(
         self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
     ) -> Segment:
-        seg = self._segments.active
-        jitter = roll_jitter_ms(self.topic, self.partition, seg.base_offset, self.config)
-        if seg.should_roll(self.config, jitter, messages_size, max_timestamp, max_offset, now_ms):
-            return self._roll(now_ms)
-        return seg
+        return self._local.maybe_roll(
+            messages_size, max_timestamp, max_offset, now_ms, self._take_snapshot
+        )
 
     def _roll(self, now_ms: int) -> Segment:
-        """Start a new active segment at the log end offset.
-
-        The first two steps (producer snapshot, final time-index entry) undo themselves on
-        an OSError, which then surfaces as `_NothingChanged` (a full disk fails the append
-        that wanted the roll but leaves the log online); an OSError later propagates."""
-        old = self._segments.active
-        new_base = self.log_end_offset
-        if old.size == 0 and old.base_offset == new_base:
-            old.created_ms = now_ms
-            return old
-        try:
-            self._snapshots.take(self._producers, new_base)
-            old.on_become_inactive()
-        except RollbackFailed as exc:
-            raise OSError(f"cannot undo a failed roll: {exc}") from exc
-        except OSError as exc:
-            raise _NothingChanged(f"cannot roll a new segment: {exc}") from exc
-        new = Segment(self.fs, self.directory, new_base, self.config, now_ms, create=True)
-        self._segments.add(new)
-        self.fs.fsync_dir(self.directory)
-        self._flush_segments(new_base)
-        return new
+        return self._local.roll(now_ms, self._take_snapshot)
 
     def roll(self, now_ms: int) -> None:
         """Force a roll (tools, tests, retention)."""
         with self._io("roll", offline_on_error=True):
             self._roll(now_ms)
 
-    # -- flush --------------------------------------------------------------------------------
-    def _flush_segments(self, up_to: int) -> None:
-        """fsync every segment below `up_to`; the recovery point moves there."""
-        self._segments.flush_below(up_to)
-        self.recovery_point = max(self.recovery_point, min(up_to, self.log_end_offset))
-
     def flush(self) -> None:
         """fsync data and indexes of every segment; the recovery point becomes the log end."""
-        with self._io("flush", offline_on_error=True):
-            self._segments.flush()
-            self.recovery_point = self.log_end_offset
+        self._local.flush()
 
     def maybe_flush(self, now_ms: int) -> None:
         """Flush when unflushed records exist and flush.ms passed since the last flush."""
-        if self._offline or self._closed:
-            return
-        if (
-            self.log_end_offset > self.recovery_point
-            and now_ms - self._last_flush_ms >= self.config.flush_ms
-        ):
-            self.flush()
-            self._last_flush_ms = now_ms
+        self._local.maybe_flush(now_ms)
 
     # -- read ---------------------------------------------------------------------------------
     def read(
@@ -598,36 +513,20 @@ class PartitionLog:
         the log was opened go unread: their CRCs were checked on the way in. Older ones (not
         all scanned at start-up: docs/log.md, "Read") are read and checked as always, so
         damage in them is still found by the leader, which takes the log offline."""
-        self._check_online()
-        zero_copy = zero_copy and offset >= self._checked_from
-        if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"{self.name}: offset {offset} outside [{self.log_start_offset}, "
-                f"{self.log_end_offset}]"
-            )
-        limit = self.log_end_offset if max_offset is None else max_offset
-        if offset >= self.log_end_offset or offset >= limit:
-            return b""
-        with self._io("read", offline_on_error=False):
-            return self._segments.read(
-                offset, max_bytes, limit, min_one_batch, self._corrupt, zero_copy=zero_copy
-            )
+        return self._local.read_to_send(
+            offset,
+            max_bytes=max_bytes,
+            max_offset=max_offset,
+            min_one_batch=min_one_batch,
+            zero_copy=zero_copy,
+        )
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound) (Kafka's
         collectAbortedTransactions): the `.txnindex` entries with marker >= fetch_offset and
         first offset < upper_bound, from the segment holding fetch_offset on, until an
         entry's last stable offset reaches the bound."""
-        self._check_online()
-        out: list[AbortedTxn] = []
-        segs = self._segments.to_list()
-        i = max(self._segments.index_for(fetch_offset), 0) if segs else 0
-        for seg in segs[i:]:
-            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
-            out.extend(found)
-            if complete:
-                break
-        return out
+        return self._local.aborted_transactions(fetch_offset, upper_bound)
 
     def aborted_in(
         self, fetch_offset: int, records: bytes | bytearray | memoryview
@@ -646,24 +545,12 @@ class PartitionLog:
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `timestamp` (Kafka's
         fetchOffsetByTimestamp, per segment: `Segment.find_offset_by_timestamp`)."""
-        self._check_online()
-        with self._io("offset lookup", offline_on_error=False):
-            for seg in self._segments:
-                with self._serving(seg):
-                    found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
-                if found is not None:
-                    return found
-        return None
+        return self._local.offset_for_timestamp(timestamp)
 
     def max_timestamp(self) -> tuple[int, int]:
         """(timestamp, offset) of the record with the largest timestamp (the first such
         record); (-1, -1) when the log holds none."""
-        self._check_online()
-        best = self._segments.with_max_timestamp()
-        if best is None:
-            return -1, -1
-        with self._io("max timestamp", offline_on_error=False), self._serving(best):
-            return best.max_timestamp, best.find_max_timestamp_offset()
+        return self._local.max_timestamp()
 
     # -- deletion -----------------------------------------------------------------------------
     def _delete_segments(self, doomed: list[Segment]) -> None:
@@ -736,12 +623,7 @@ class PartitionLog:
         `old`: consecutive non-active segments, the first with `new`'s base offset. Crash
         safe (`segments.swap_in`); an OSError takes the log offline and the next load
         completes or discards the swap."""
-        self._check_online()
-        with self._io("swap in cleaned segment", offline_on_error=True):
-            try:
-                self._segments.replace(new, old)
-            except ValueError as exc:
-                raise ValueError(f"{self.name}: {exc}") from None
+        self._local.replace_segments(new, old)
 
     # -- truncation ---------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -770,7 +652,7 @@ class PartitionLog:
             self._snapshots.delete(lambda off: off <= leo)
             self._hw = min(self._hw, leo)
             self.recovery_point = min(self.recovery_point, leo)
-            self._checked_from = min(self._checked_from, leo)
+            self._local.checked_from = min(self._local.checked_from, leo)
             self._producers = replay_producers(self._segments, self._snapshots, leo)
             self._producers.on_high_watermark(self._hw)
 
@@ -806,7 +688,7 @@ class PartitionLog:
         self._snapshots.delete(lambda off: False)
         self._hw = offset
         self.recovery_point = offset
-        self._checked_from = offset
+        self._local.checked_from = offset
 
     # -- misc ---------------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
@@ -834,15 +716,16 @@ class PartitionLog:
         for seg in self._segments:
             seg.index_interval_bytes = config.index_interval_bytes
         self._segments.active.set_index_max_bytes(config.segment_index_bytes)
+        self._local.config = config
 
     def close(self, *, snapshot: bool = True) -> None:
         """Final time-index entry, producer snapshot, flush, close the files. Idempotent.
 
         Raises StorageError if the final flush fails (files are closed regardless)."""
-        if self._closed:
+        if self._local.closed:
             return
         try:
-            if not self._offline:
+            if not self._local.offline:
                 with self._io("close", offline_on_error=True):
                     self._segments.active.on_become_inactive()
                     if snapshot:
@@ -851,7 +734,7 @@ class PartitionLog:
                     self.recovery_point = self.log_end_offset
         finally:
             self._close_files()
-            self._closed = True
+            self._local.closed = True
 
     def _close_files(self) -> None:
         self._segments.close()

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from protocol.records import BatchHeader
+from protocol.records import BATCH_HEADER_SIZE, BatchHeader, parse_header
 from wirebroker.log.config import LogConfig
 from wirebroker.log.errors import OffsetOutOfRangeError, StorageError
 from wirebroker.log.file_slice import FileSlice
@@ -235,6 +235,19 @@ class LocalLog:
             if complete:
                 break
         return out
+
+    def aborted_in(
+        self, fetch_offset: int, records: bytes | bytearray | memoryview
+    ) -> list[AbortedTxn]:
+        """See `PartitionLog.aborted_in`."""
+        if not records:
+            return []
+        pos, end, next_offset = 0, len(records), fetch_offset
+        while end - pos >= BATCH_HEADER_SIZE:
+            h = parse_header(records, pos)
+            next_offset = h.next_offset
+            pos += h.size
+        return self.aborted_transactions(fetch_offset, next_offset)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """See `PartitionLog.offset_for_timestamp`."""

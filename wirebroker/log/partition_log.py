@@ -2,10 +2,10 @@
 
 Append, read, roll, flush, retention, DeleteRecords, truncation and the leader-epoch cache of
 one partition, on top of its parts: `LocalLog` (local_log.py: the segment set, log start and
-recovery point, roll, flush, reads and the log's health), `LogValidator` (validator.py, the
-checks of a client append and offset assignment), `LogLoader` (loader.py, recovery at open,
-returns a `LoadedLog`), `ProducerStateManager` and
-its `SnapshotFiles` (producer_state.py). Design notes: docs/log.md.
+recovery point, roll, flush, reads and the log's health), `LogAppender` (appender.py: the
+append path, with the `LogValidator`), `LogLoader` (loader.py, recovery at open, returns a
+`LoadedLog`), `ProducerStateManager` and its `SnapshotFiles` (producer_state.py). Design
+notes: docs/log.md.
 
 Invariants: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the high watermark is
 set by replication and clamped into that range); an append is all or nothing and its bytes
@@ -23,17 +23,14 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.records import BATCH_HEADER_SIZE, BatchHeader, parse_header
+from protocol.records import BatchHeader
+from wirebroker.log.appender import AppendResult, LogAppender
 from wirebroker.log.config import LogConfig
-from wirebroker.log.control import ControlError, marker_batch, parse_marker
 from wirebroker.log.errors import (
     OffsetOutOfRangeError,
-    OutOfOrderSequenceError,
     StorageError,
-    UnexpectedAppendOffsetError,
 )
 from wirebroker.log.file_slice import FileSlice
 from wirebroker.log.fs import FileSystem, OsFileSystem
@@ -47,7 +44,6 @@ from wirebroker.log.loader import (
 )
 from wirebroker.log.local_log import LocalLog
 from wirebroker.log.producer_state import (
-    CompletedTxn,
     ProducerEntry,
     ProducerStateManager,
     SnapshotFiles,
@@ -55,20 +51,10 @@ from wirebroker.log.producer_state import (
 from wirebroker.log.segment import Segment
 from wirebroker.log.segments import LogSegments
 from wirebroker.log.txn_index import AbortedTxn
-from wirebroker.log.validator import LogValidator
 
 __all__ = ["LEADER_EPOCH_FILE", "PARTITION_METADATA_FILE", "AppendResult", "PartitionLog"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    first_offset: int
-    last_offset: int
-    log_append_time: int  # -1 for CreateTime topics
-    log_start_offset: int
-    duplicate: bool = False  # True: idempotent retry, nothing appended
 
 
 class PartitionLog:
@@ -89,14 +75,11 @@ class PartitionLog:
         self.fs = fs
         self._local = LocalLog(fs, directory, topic, partition, config)
         self.topic_id = None
-        self._validator = LogValidator(config, self.name)
+        self._appender = LogAppender(self)
         self._snapshots = SnapshotFiles(fs, directory)
         self._epochs = LeaderEpochCache()
         self._producers = ProducerStateManager()
         self._hw = 0
-        #: producer id -> leader epoch of its leader append whose write failed (undone, the
-        #: log stays online) and no write of it since: see `append_as_leader`
-        self._write_failed: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -258,7 +241,7 @@ class PartitionLog:
     def _write_epoch_checkpoint(self) -> None:
         save_epochs(self.fs, self.directory, self._epochs)
 
-    # -- append -------------------------------------------------------------------------------
+    # -- append (LogAppender's) ---------------------------------------------------------------
     def append_as_leader(
         self,
         records: bytes | bytearray | memoryview,
@@ -268,89 +251,14 @@ class PartitionLog:
         batches: Sequence[tuple[int, BatchHeader]] | None = None,
         coordinator: bool = False,
     ) -> AppendResult:
-        """Validate, deduplicate, stamp and write a client append (all or nothing; see
-        docs/log.md, "Append"). `batches`: the (position, header) of every batch of
-        `records` as `iter_batches` parsed them, so they are not parsed again.
-        `coordinator`: the group coordinator's transactional offset commit (no duplicate or
-        sequence checks, as Kafka's AppendOrigin.COORDINATOR)."""
-        self._check_online()
-        # stamped where it lies when writable (a large request is received in place into
-        # its own bytearray, nobody else's: protocol/framing.py), else in a copy
-        buf = (
-            records
-            if isinstance(records, memoryview) and not records.readonly
-            else bytearray(records)
+        """A client append as leader, all or nothing (`LogAppender.as_leader`)."""
+        return self._appender.as_leader(
+            records,
+            leader_epoch=leader_epoch,
+            now_ms=now_ms,
+            batches=batches,
+            coordinator=coordinator,
         )
-        checked = self._validator.validate(buf, now_ms, batches)
-        log_append_time = now_ms if self.config.log_append_time else -1
-
-        # idempotence: duplicates first, against committed state, as Kafka does (for a
-        # LogAppendTime topic the original batch's append time is reported)
-        dup = None if coordinator else self._producers.find_first_duplicate(h for _, h in checked)
-        if dup is not None:
-            return AppendResult(
-                dup.first_offset,
-                dup.last_offset,
-                dup.timestamp if log_append_time >= 0 else -1,
-                self.log_start_offset,
-                duplicate=True,
-            )
-
-        # stamp offsets, leader epoch, LogAppendTime (buf is the request's or our copy:
-        # nothing else reads it, so nothing leaks on error)
-        first_offset = self.log_end_offset
-        stamped = self._validator.assign_offsets(buf, checked, first_offset, leader_epoch, now_ms)
-        last_offset = stamped[-1][1].last_offset
-        max_ts = max(h.max_timestamp for _, h in stamped)
-
-        # sequences and epochs, on staged copies (committed after the write). A producer
-        # whose last write failed here (full disk) in this leader epoch and none since gets a
-        # storage error instead of OUT_OF_ORDER_SEQUENCE_NUMBER: its batch is most likely
-        # pipelined behind the failed one (docs/log.md, "Append", step 5)
-        pids = {h.producer_id for _, h in stamped if h.producer_id >= 0}
-        try:
-            staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
-        except OutOfOrderSequenceError as exc:
-            if any(self._write_failed.get(pid) == leader_epoch for pid in pids):
-                raise StorageError(
-                    f"{self.name}: the producer's previous append failed to write; its "
-                    f"sequence is not checked until one is written ({exc})"
-                ) from exc
-            raise
-
-        try:
-            self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
-        except StorageError:
-            self._write_failed.update(dict.fromkeys(pids, leader_epoch))
-            raise
-        for pid in pids:
-            self._write_failed.pop(pid, None)
-        self._producers.commit(staged)
-        self._maybe_flush_messages(now_ms)
-        return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)
-
-    def _write_leader(
-        self,
-        buf: bytearray | memoryview,
-        stamped: Sequence[tuple[int, BatchHeader]],
-        leader_epoch: int,
-        now_ms: int,
-        max_ts: int,
-    ) -> Segment:
-        """Epoch cache, roll, segment append of stamped batches; -> the segment written."""
-        first_offset = stamped[0][1].base_offset
-        last_offset = stamped[-1][1].last_offset
-        with self._io("append", offline_on_error=True):
-            if leader_epoch >= 0:
-                self._epochs.assign(leader_epoch, first_offset)
-            if self._epochs.changed:  # also an entry `assign_epoch_start_offset` deferred
-                self._write_epoch_checkpoint()
-            seg = self._maybe_roll(len(buf), max_ts, last_offset, now_ms)
-        self._local.append(seg, buf, stamped, now_ms)
-        return seg
-
-    def _maybe_flush_messages(self, now_ms: int) -> None:
-        self._local.maybe_flush_messages(now_ms)
 
     def append_marker(
         self,
@@ -362,110 +270,25 @@ class PartitionLog:
         leader_epoch: int,
         now_ms: int,
     ) -> AppendResult:
-        """Write a COMMIT or ABORT marker (control.py) ending `producer_id`'s ongoing
-        transaction, as the transaction coordinator's WriteTxnMarkers asks the leader.
-
-        Checks (`ProducerStateManager.check_marker`): the producer epoch is not older than
-        the producer's (`InvalidProducerEpochError`; newer is a KIP-890 bump), the
-        coordinator epoch not older than the last marker's (`TransactionCoordinatorFencedError`).
-        A marker without an ongoing transaction is still written (Kafka does: the
-        coordinator may retry). An ABORT adds (producer, first offset, marker offset, LSO
-        after it) to the `.txnindex` of the marker's segment. The marker's batch takes the
-        log's next offset; it stays unstable (LSO <= its transaction's first offset) until the
-        high watermark passes it."""
-        self._check_online()
-        self._producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        buf = bytearray(
-            marker_batch(
-                producer_id,
-                producer_epoch,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-                now_ms=now_ms,
-            )
-        )
-        header = parse_header(buf, 0)
-        offset = self.log_end_offset
-        stamped = self._validator.assign_offsets(buf, [(0, header)], offset, leader_epoch, now_ms)
-        h = stamped[0][1]
-        seg = self._write_leader(buf, stamped, leader_epoch, now_ms, h.max_timestamp)
-        txn = self._producers.end_txn(
+        """A COMMIT or ABORT marker ending a transaction (`LogAppender.marker`)."""
+        return self._appender.marker(
             producer_id,
             producer_epoch,
-            coordinator_epoch,
-            offset,
-            h.max_timestamp,
-            aborted=not commit,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            leader_epoch=leader_epoch,
+            now_ms=now_ms,
         )
-        if txn.aborted:
-            self._index_aborted(seg, txn)
-        self._maybe_flush_messages(now_ms)
-        log_append_time = now_ms if self.config.log_append_time else -1
-        return AppendResult(offset, offset, log_append_time, self.log_start_offset)
-
-    def _index_aborted(self, seg: Segment, txn: CompletedTxn) -> None:
-        entry = AbortedTxn(
-            txn.producer_id, txn.first_offset, txn.last_offset, self._producers.lso_after(txn)
-        )
-        with self._io("transaction index", offline_on_error=True):
-            seg.txn_index.append(entry)
 
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int
     ) -> AppendResult:
-        """Append batches fetched from the leader as they are: their offsets, leader epochs,
-        timestamps and producer fields are kept (Kafka's appendAsFollower). All or nothing.
-
-        Checked (`LogValidator.validate_replicated`): headers, CRC, offsets increasing; the
-        first batch may not start below the log end offset (`UnexpectedAppendOffsetError`;
-        above it is allowed: a compacted leader may have removed whole batches). Each batch's
-        partition leader epoch enters the epoch cache at its base offset when it is newer
-        (checkpointed); producer state follows the batches without sequence checks, so a new
-        leader still recognises an idempotent producer's retries. The bytes are in the kernel
-        when this returns, as for a leader append."""
-        self._check_online()
-        checked = self._validator.validate_replicated(records)
-        first = checked[0][1].base_offset
-        leo = self.log_end_offset
-        if first < leo:
-            raise UnexpectedAppendOffsetError(
-                f"{self.name}: replicated records start at {first}, below the log end {leo}"
-            )
-        last_offset = checked[-1][1].last_offset
-        max_ts = max(h.max_timestamp for _, h in checked)
-        with self._io("append", offline_on_error=True):
-            seg = self._maybe_roll(len(records), max_ts, last_offset, now_ms)
-        self._local.append(seg, records, checked, now_ms)
-        for pos, h in checked:
-            if h.partition_leader_epoch >= 0:
-                self._epochs.assign(h.partition_leader_epoch, h.base_offset)
-            marker = None
-            if h.is_control and h.is_transactional and h.producer_id >= 0:
-                try:
-                    marker = parse_marker(memoryview(records)[pos : pos + h.size])
-                except ControlError as exc:
-                    log.warning(
-                        "%s: replicated control batch at %d: %s", self.name, h.base_offset, exc
-                    )
-            txn = self._producers.apply(h, marker)
-            if txn is not None and txn.aborted:
-                self._index_aborted(seg, txn)
-        if self._epochs.changed:
-            with self._io("leader epoch checkpoint", offline_on_error=True):
-                self._write_epoch_checkpoint()
-        self._maybe_flush_messages(now_ms)
-        return AppendResult(first, last_offset, -1, self.log_start_offset)
+        """Replicated batches as the leader wrote them (`LogAppender.as_follower`)."""
+        return self._appender.as_follower(records, now_ms=now_ms)
 
     # -- roll and flush (LocalLog's) -----------------------------------------------------------
     def _take_snapshot(self, offset: int) -> None:
         self._snapshots.take(self._producers, offset)
-
-    def _maybe_roll(
-        self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
-    ) -> Segment:
-        return self._local.maybe_roll(
-            messages_size, max_timestamp, max_offset, now_ms, self._take_snapshot
-        )
 
     def _roll(self, now_ms: int) -> Segment:
         return self._local.roll(now_ms, self._take_snapshot)
@@ -533,14 +356,7 @@ class PartitionLog:
     ) -> list[AbortedTxn]:
         """`aborted_transactions` for the batches `records` a read from `fetch_offset`
         returned (the bound is the offset after its last batch); [] when empty."""
-        if not records:
-            return []
-        pos, end, next_offset = 0, len(records), fetch_offset
-        while end - pos >= BATCH_HEADER_SIZE:
-            h = parse_header(records, pos)
-            next_offset = h.next_offset
-            pos += h.size
-        return self.aborted_transactions(fetch_offset, next_offset)
+        return self._local.aborted_in(fetch_offset, records)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `timestamp` (Kafka's
@@ -712,7 +528,7 @@ class PartitionLog:
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
-        self._validator = LogValidator(config, self.name)
+        self._appender.update_config(config)
         for seg in self._segments:
             seg.index_interval_bytes = config.index_interval_bytes
         self._segments.active.set_index_max_bytes(config.segment_index_bytes)

@@ -25,6 +25,7 @@ from wirebroker.log.errors import OffsetOutOfRangeError, StorageError
 from wirebroker.log.file_slice import FileSlice
 from wirebroker.log.fs import FileSystem
 from wirebroker.log.segment import CorruptSegment, RollbackFailed, Segment, roll_jitter_ms
+from wirebroker.log.segment_search import find_max_timestamp_offset, find_offset_by_timestamp
 from wirebroker.log.segments import LogSegments
 from wirebroker.log.txn_index import AbortedTxn
 
@@ -255,7 +256,7 @@ class LocalLog:
         with self.io("offset lookup", offline_on_error=False):
             for seg in self.segments:
                 with self.serving(seg):
-                    found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                    found = find_offset_by_timestamp(seg, timestamp, self.log_start_offset)
                 if found is not None:
                     return found
         return None
@@ -267,7 +268,7 @@ class LocalLog:
         if best is None:
             return -1, -1
         with self.io("max timestamp", offline_on_error=False), self.serving(best):
-            return best.max_timestamp, best.find_max_timestamp_offset()
+            return best.max_timestamp, find_max_timestamp_offset(best)
 
     def replace_segments(self, new: Segment, old: list[Segment]) -> None:
         """See `PartitionLog.replace_segments`."""

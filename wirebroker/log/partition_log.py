@@ -360,7 +360,7 @@ class PartitionLog:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `timestamp` (Kafka's
-        fetchOffsetByTimestamp, per segment: `Segment.find_offset_by_timestamp`)."""
+        fetchOffsetByTimestamp, per segment: `segment_search.find_offset_by_timestamp`)."""
         return self._local.offset_for_timestamp(timestamp)
 
     def max_timestamp(self) -> tuple[int, int]:

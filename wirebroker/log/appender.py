@@ -149,7 +149,7 @@ class LogAppender:
             if plog._epochs.changed:  # also an entry `assign_epoch_start_offset` deferred
                 plog._write_epoch_checkpoint()
             seg = plog._local.maybe_roll(len(buf), max_ts, last_offset, now_ms, plog._take_snapshot)
-        plog._local.append(seg, buf, stamped, now_ms)
+        plog._local.append(seg, buf, list(stamped), now_ms)
         return seg
 
     def marker(

@@ -14,7 +14,7 @@ Synchronous, no trio, no clock reads; all file access through a `FileSystem` (fs
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -115,12 +115,12 @@ class LocalLog:
         self,
         seg: Segment,
         records: bytes | bytearray | memoryview,
-        batches: Sequence[tuple[int, BatchHeader]],
+        batches: list[tuple[int, BatchHeader]],
         now_ms: int,
     ) -> None:
         """`seg.append`, its failures as StorageError (offline when it could not be undone)."""
         try:
-            seg.append(records, list(batches), now_ms)
+            seg.append(records, batches, now_ms)
         except RollbackFailed as exc:
             self.go_offline()
             raise StorageError(

@@ -1,9 +1,9 @@
 """`LogView`: a partition's log as the request handlers and the replica fetcher see it.
 
 `Partition` (partition.py) is one; its replica state (role, ISR, followers, high watermark
-rules) is its own, the log's offsets, leader epochs, timestamps, transactions and the changes a
-handler or fetcher may make (DeleteRecords, truncation) come through here, so nobody outside
-`replication/` reaches into `log` (a `PartitionLog`). Pure delegation: no trio, no state.
+rules) is its own; the log's offsets, leader epochs, timestamps, aborted transactions and the
+changes a handler or fetcher may make (DeleteRecords, truncation) come through here rather
+than through `log` (a `PartitionLog`). Pure delegation: no trio, no state.
 """
 
 from __future__ import annotations

@@ -448,6 +448,60 @@ def test_broker_kill9_recovers_offsets_and_groups(broker: BrokerProcess, tmp_pat
 # --------------------------------------------------------------------------------------------
 
 
+def _check_listed(admin: Any, active: str, empty: str, simple: str) -> None:
+    """ListGroups: the three groups, their protocol types and states; the Stable filter."""
+    listed = {g["group_id"]: g for g in admin.list_groups()}
+    assert {active, empty, simple} <= set(listed), listed
+    assert (listed[active]["protocol_type"], listed[active]["group_state"]) == (
+        "consumer",
+        "Stable",
+    )
+    assert (listed[empty]["protocol_type"], listed[empty]["group_state"]) == (
+        "consumer",
+        "Empty",
+    )
+    assert (listed[simple]["protocol_type"], listed[simple]["group_state"]) == ("", "Empty")
+    assert {listed[g].get("group_type", "classic") for g in (active, empty, simple)} == {"classic"}
+    assert [g["group_id"] for g in admin.list_groups(states_filter=["Stable"])] == [active]
+
+
+def _check_described(admin: Any, topic: str, active: str, empty: str, simple: str) -> None:
+    """DescribeGroups: the active group's member and assignment, the two Empty ones."""
+    described = admin.describe_groups([active, empty, simple])
+    a = described[active]
+    assert (a["error"], a["group_state"], a["protocol_type"], a["protocol_data"]) == (
+        None,
+        "Stable",
+        "consumer",
+        "range",
+    ), a
+    assert len(a["members"]) == 1
+    m = a["members"][0]
+    assert m["client_id"] == "kp-active-member"
+    assert m["member_id"].startswith("kp-active-member-"), m["member_id"]
+    assert m["client_host"]
+    assert _member_partitions(m) == [(topic, 0), (topic, 1)]
+    for g in (empty, simple):
+        assert described[g]["error"] is None, described[g]
+        assert described[g]["group_state"] == "Empty", described[g]
+        assert described[g]["members"] == [], described[g]
+    assert described[simple]["protocol_type"] == ""
+
+
+def _check_offsets(admin: Any, tps: list[Any], active: str, empty: str, simple: str) -> None:
+    """OffsetFetch through the admin: each group's committed offsets and metadata."""
+    offsets = admin.list_group_offsets([active, empty, simple])
+    assert {tp: (o.offset, o.metadata) for tp, o in offsets[active].items()} == {
+        tps[0]: (10, "a0"),
+        tps[1]: (5, "a1"),
+    }
+    assert {tp: o.offset for tp, o in offsets[empty].items()} == {tps[0]: 10, tps[1]: 10}
+    assert {tp: (o.offset, o.metadata) for tp, o in offsets[simple].items()} == {
+        tps[0]: (3, "s"),
+        tps[1]: (4, ""),
+    }
+
+
 def test_admin_list_describe_delete_groups(broker: BrokerProcess) -> None:
     bootstrap = broker.bootstrap
     topic = "kpg-admin"
@@ -490,52 +544,10 @@ def test_admin_list_describe_delete_groups(broker: BrokerProcess) -> None:
             timeout_ms=REQUEST_TIMEOUT_MS,
         )
 
-        listed = {g["group_id"]: g for g in admin.list_groups()}
-        assert {active, empty, simple} <= set(listed), listed
-        assert (listed[active]["protocol_type"], listed[active]["group_state"]) == (
-            "consumer",
-            "Stable",
-        )
-        assert (listed[empty]["protocol_type"], listed[empty]["group_state"]) == (
-            "consumer",
-            "Empty",
-        )
-        assert (listed[simple]["protocol_type"], listed[simple]["group_state"]) == ("", "Empty")
-        assert {listed[g].get("group_type", "classic") for g in (active, empty, simple)} == {
-            "classic"
-        }
-        assert [g["group_id"] for g in admin.list_groups(states_filter=["Stable"])] == [active]
+        _check_listed(admin, active, empty, simple)
+        _check_described(admin, topic, active, empty, simple)
 
-        described = admin.describe_groups([active, empty, simple])
-        a = described[active]
-        assert (a["error"], a["group_state"], a["protocol_type"], a["protocol_data"]) == (
-            None,
-            "Stable",
-            "consumer",
-            "range",
-        ), a
-        assert len(a["members"]) == 1
-        m = a["members"][0]
-        assert m["client_id"] == "kp-active-member"
-        assert m["member_id"].startswith("kp-active-member-"), m["member_id"]
-        assert m["client_host"]
-        assert _member_partitions(m) == [(topic, 0), (topic, 1)]
-        for g in (empty, simple):
-            assert described[g]["error"] is None, described[g]
-            assert described[g]["group_state"] == "Empty", described[g]
-            assert described[g]["members"] == [], described[g]
-        assert described[simple]["protocol_type"] == ""
-
-        offsets = admin.list_group_offsets([active, empty, simple])
-        assert {tp: (o.offset, o.metadata) for tp, o in offsets[active].items()} == {
-            tps[0]: (10, "a0"),
-            tps[1]: (5, "a1"),
-        }
-        assert {tp: o.offset for tp, o in offsets[empty].items()} == {tps[0]: 10, tps[1]: 10}
-        assert {tp: (o.offset, o.metadata) for tp, o in offsets[simple].items()} == {
-            tps[0]: (3, "s"),
-            tps[1]: (4, ""),
-        }
+        _check_offsets(admin, tps, active, empty, simple)
 
         # OffsetDelete: not for a topic the group is subscribed to; fine for an Empty group.
         assert admin.delete_group_offsets(active, [tps[0]]) == {tps[0]: GroupSubscribedToTopicError}

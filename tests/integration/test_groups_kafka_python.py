@@ -337,6 +337,58 @@ def _member_partitions(member: dict[str, Any]) -> list[tuple[str, int]]:
     return sorted((tp.topic, tp.partition) for tp in assignment.partitions())
 
 
+def _check_replayed(
+    admin: Any,
+    topic: str,
+    groups: tuple[str, str],
+    before: dict[str, Any],
+    assignment: dict[str, Any],
+) -> None:
+    """After the broker's restart: both groups' offsets and metadata as before the crash."""
+    empty_group, live_group = groups
+    # Offsets replayed, metadata included.
+    assert committed_offsets(admin, empty_group) == {
+        (topic, p): (10 + p, f"m{p}") for p in range(3)
+    }
+    assert {k: off for k, (off, _m) in committed_offsets(admin, live_group).items()} == {
+        (topic, p): 30 for p in range(3)
+    }
+
+    # Group metadata replayed: Empty stays Empty; the live group comes back Stable with
+    # its member and assignment (Kafka restores members and restarts their sessions).
+    empty = _describe(admin, empty_group)
+    assert (empty["group_state"], empty["protocol_type"], empty["members"]) == (
+        "Empty",
+        "consumer",
+        [],
+    ), empty
+    live = _describe(admin, live_group)
+    assert live["group_state"] == "Stable", live
+    assert live["protocol_type"] == "consumer"
+    assert live["protocol_data"] == before["protocol_data"] == "range"
+    assert [m["member_id"] for m in live["members"]] == [assignment["member"]]
+    assert live["members"][0]["client_id"] == "wb-live"
+    assert _member_partitions(live["members"][0]) == [(topic, p) for p in range(3)]
+
+
+def _check_resumed(
+    bootstrap: str, topic: str, sent: dict[int, list[Any]], empty_group: str, live_group: str
+) -> None:
+    """Consumers of both groups resume exactly at the recovered commits."""
+    for group, starts in (
+        (empty_group, {0: 10, 1: 11, 2: 12}),
+        (live_group, dict.fromkeys(range(3), 30)),
+    ):
+        consumer = _consumer(bootstrap, group)
+        try:
+            consumer.subscribe([topic])
+            expected = _expected(sent, starts)
+            got = _poll_exactly(consumer, sum(len(v) for v in expected.values()))
+            assert got == expected, group
+        finally:
+            consumer.close(autocommit=False, timeout_ms=10_000)
+
+
 @pytest.mark.slow
 def test_broker_kill9_recovers_offsets_and_groups(broker: BrokerProcess, tmp_path: Path) -> None:
     bootstrap = broker.bootstrap
@@ -388,29 +440,7 @@ def test_broker_kill9_recovers_offsets_and_groups(broker: BrokerProcess, tmp_pat
 
     admin = admin_client(bootstrap)
     try:
-        # Offsets replayed, metadata included.
-        assert committed_offsets(admin, empty_group) == {
-            (topic, p): (10 + p, f"m{p}") for p in range(3)
-        }
-        assert {k: off for k, (off, _m) in committed_offsets(admin, live_group).items()} == {
-            (topic, p): 30 for p in range(3)
-        }
-
-        # Group metadata replayed: Empty stays Empty; the live group comes back Stable with
-        # its member and assignment (Kafka restores members and restarts their sessions).
-        empty = _describe(admin, empty_group)
-        assert (empty["group_state"], empty["protocol_type"], empty["members"]) == (
-            "Empty",
-            "consumer",
-            [],
-        ), empty
-        live = _describe(admin, live_group)
-        assert live["group_state"] == "Stable", live
-        assert live["protocol_type"] == "consumer"
-        assert live["protocol_data"] == before["protocol_data"] == "range"
-        assert [m["member_id"] for m in live["members"]] == [assignment["member"]]
-        assert live["members"][0]["client_id"] == "wb-live"
-        assert _member_partitions(live["members"][0]) == [(topic, p) for p in range(3)]
+        _check_replayed(admin, topic, (empty_group, live_group), before, assignment)
 
         # Nobody heartbeats for that member: it expires after its session timeout.
         t0 = time.monotonic()
@@ -428,19 +458,7 @@ def test_broker_kill9_recovers_offsets_and_groups(broker: BrokerProcess, tmp_pat
     for p in range(3):
         sent[p].extend(more[p])
 
-    # Consumers of both groups resume exactly at the recovered commits.
-    for group, starts in (
-        (empty_group, {0: 10, 1: 11, 2: 12}),
-        (live_group, dict.fromkeys(range(3), 30)),
-    ):
-        consumer = _consumer(bootstrap, group)
-        try:
-            consumer.subscribe([topic])
-            expected = _expected(sent, starts)
-            got = _poll_exactly(consumer, sum(len(v) for v in expected.values()))
-            assert got == expected, group
-        finally:
-            consumer.close(autocommit=False, timeout_ms=10_000)
+    _check_resumed(bootstrap, topic, sent, empty_group, live_group)
 
 
 # --------------------------------------------------------------------------------------------

@@ -222,6 +222,37 @@ def _check_generations(
     assert not missing, f"never delivered: {sorted(missing)[:20]} ({len(missing)} records)"
 
 
+def _three_workers(
+    bootstrap: str, topic: str, group: str, log_dir: Path, client: str
+) -> list[GroupWorker]:
+    """Three member processes m0..m2 of `client` in `group`."""
+    return [
+        GroupWorker(
+            bootstrap=bootstrap,
+            topic=topic,
+            group=group,
+            name=f"m{i}",
+            log_dir=log_dir,
+            client=client,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=500,
+            max_poll_records=7,
+        )
+        for i in range(3)
+    ]
+
+
+def _assert_stable_with(bootstrap: str, group: str, members: list[str]) -> None:
+    """DescribeGroups: `group` is Stable with exactly `members`."""
+    admin = admin_client(bootstrap)
+    try:
+        described = admin.describe_groups([group])[group]
+    finally:
+        admin.close()
+    assert described["group_state"] == "Stable", described
+    assert sorted(m["member_id"] for m in described["members"]) == sorted(members)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
 def test_three_member_processes_then_kill9_one(
@@ -234,20 +265,7 @@ def test_three_member_processes_then_kill9_one(
     create_topic(bootstrap, topic, 6)
     sent = produce(bootstrap, topic, 6, 0, 30)
 
-    workers = [
-        GroupWorker(
-            bootstrap=bootstrap,
-            topic=topic,
-            group=group,
-            name=f"m{i}",
-            log_dir=tmp_path,
-            client=client,
-            session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=500,
-            max_poll_records=7,
-        )
-        for i in range(3)
-    ]
+    workers = _three_workers(bootstrap, topic, group, tmp_path, client)
     watch = _OffsetWatch(bootstrap, group, topic)
 
     def status() -> str:
@@ -292,15 +310,7 @@ def test_three_member_processes_then_kill9_one(
         assert all(off >= before[p] for p, off in watch.poll().items())
 
         # The group now has exactly the two survivors.
-        admin = admin_client(bootstrap)
-        try:
-            described = admin.describe_groups([group])[group]
-        finally:
-            admin.close()
-        assert described["group_state"] == "Stable", described
-        assert sorted(m["member_id"] for m in described["members"]) == sorted(
-            a["member"] for a in after
-        )
+        _assert_stable_with(bootstrap, group, [a["member"] for a in after])
 
         # New records on every partition (the moved ones included) reach the survivors.
         more = produce(bootstrap, topic, 6, 30, 20)

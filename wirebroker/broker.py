@@ -63,9 +63,9 @@ every mode; on a single broker nothing ever waits in it. The group coordinator f
 leadership of `__consumer_offsets` partitions (role listener); a single broker creates that
 topic with one replica, a cluster with offsets.topic.replication.factor.
 
-Listeners: every entry of `listeners` is served as PLAINTEXT except those named in
-`controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER listener; a
-single wirebroker has no controller quorum). SSL/SASL listeners are refused at start.
+Listeners (`wirebroker/listeners.py`): every entry of `listeners` is served as PLAINTEXT except
+those named in `controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER
+listener; a single wirebroker has no controller quorum). SSL/SASL listeners are refused at start.
 
 Advertised address (what Metadata/FindCoordinator tell clients): the first entry of
 `advertised.listeners` when set (an empty host or port 0 there takes the bound value), else the
@@ -115,6 +115,7 @@ from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
+from wirebroker.listeners import advertised_address, listen_addresses
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
@@ -135,18 +136,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("wirebroker.broker")
 
-_WILDCARDS = {"", "0.0.0.0", "::"}
-_UNSUPPORTED_LISTENER_NAMES = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 _FLUSH_CHECK_MAX_MS = 1000
-
-
-def connectable_host(host: str) -> str:
-    """A host a local client can connect to: wildcards become the loopback address."""
-    if host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if host == "::":
-        return "::1"
-    return host
 
 
 class Broker:
@@ -181,7 +171,7 @@ class Broker:
         self.peer_endpoints: dict[int, tuple[str, int]] = {}
         #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
         self.broker_epoch = -1
-        self.listen = self._listen_addresses()
+        self.listen = listen_addresses(config)
         try:
             #: where the admin HTTP listener binds (`admin.listeners`; empty: no listener)
             self.admin_listen = parse_admin_listeners(
@@ -224,6 +214,19 @@ class Broker:
             raise
 
     def _build(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
+        """Build every service, bottom up (the steps below, in this order)."""
+        self._build_storage(config)
+        cluster = self._build_cluster(config, clock)
+        self._build_waiters(config, clock)
+        self._build_group_coordinator(config, clock)
+        self._build_txn_coordinator(config, clock, cluster)
+        self._build_services(config, clock, cluster)
+        self._build_server(config, clock, grace_s)
+        if self.admin_http is not None:
+            self._add_admin_routes()
+
+    def _build_storage(self, config: BrokerConfig) -> None:
+        """The topic store, each log dir's meta.properties, the logs and the ReplicaManager."""
         node_id = config.node_id
         self.topics = TopicStore.open(
             self.log_dirs[0], cluster_id=config.values.get("cluster.id"), fs=self.fs
@@ -235,31 +238,37 @@ class Broker:
         self.replicas = ReplicaManager(
             config, self.logs, self.topics, node_id=node_id, replicated=self.replicated
         )
+
+    def _build_cluster(self, config: BrokerConfig, clock: Callable[[], int]) -> ClusterView:
+        """The cluster member and topic admin (or the no-cluster ones); returns the view."""
+        node_id = config.node_id
         self.admin: TopicAdmin
-        cluster: ClusterView
-        if self.coordination is not None:
-            self.member = ClusterMember(
-                self.coordination,
-                node_id=node_id,
-                rack=config.values.get("broker.rack"),
-                topics=self.topics,
-                replicas=self.replicas,
-                address=self._advertised,
-                clock=clock,
-                controller_factory=ZkController,
-                config=config,
-                store_assignments=self.local_cluster is None,
-            )
-            self.replicas.isr_listener = self.member
-            self.admin = ZkTopicAdmin(
-                config, self.member, self.logs, local_logs=self.local_cluster is not None
-            )
-            cluster = self.member.cache
-        else:
+        if self.coordination is None:
             self.admin = LocalTopicAdmin(
                 config, self.topics, self.logs, node_id=node_id, listener=self.replicas
             )
-            cluster = LocalClusterView(node_id, self._advertised, self.replicas)
+            return LocalClusterView(node_id, self._advertised, self.replicas)
+        self.member = ClusterMember(
+            self.coordination,
+            node_id=node_id,
+            rack=config.values.get("broker.rack"),
+            topics=self.topics,
+            replicas=self.replicas,
+            address=self._advertised,
+            clock=clock,
+            controller_factory=ZkController,
+            config=config,
+            store_assignments=self.local_cluster is None,
+        )
+        self.replicas.isr_listener = self.member
+        self.admin = ZkTopicAdmin(
+            config, self.member, self.logs, local_logs=self.local_cluster is not None
+        )
+        return self.member.cache
+
+    def _build_waiters(self, config: BrokerConfig, clock: Callable[[], int]) -> None:
+        """Fetch and produce waiters, the replica fetchers, the producer id manager."""
+        node_id = config.node_id
         self.fetch_waiters = FetchWaiters()
         self.replicas.add_data_listener(self.fetch_waiters.notify)
         self.replicas.add_hw_listener(self.fetch_waiters.notify_hw)
@@ -281,6 +290,9 @@ class Broker:
         if self.coordination is not None and self.local_cluster is None:
             reserve = ZkProducerIdBlocks(self.coordination, node_id).reserve
         self.producer_ids = ProducerIdManager(self.topics, reserve=reserve)
+
+    def _build_group_coordinator(self, config: BrokerConfig, clock: Callable[[], int]) -> None:
+        """The group coordinator; replicated, it follows `__consumer_offsets` leadership."""
         if self.replicated:
             self.group_coordinator = GroupCoordinatorRuntime(
                 config,
@@ -300,7 +312,12 @@ class Broker:
             self.group_coordinator = GroupCoordinatorRuntime(
                 config, self.replicas, admin=self.admin, clock=clock
             )
-        self._build_txn_coordinator(config, clock, cluster)
+
+    def _build_services(
+        self, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView
+    ) -> None:
+        """The `Services` every handler sees."""
+        node_id = config.node_id
         self.services = Services(
             config=config,
             logs=self.logs,
@@ -324,6 +341,9 @@ class Broker:
             txn_coordinator=self.txn_coordinator,
             broker_configs=_broker_configs(self, config, node_id),
         )
+
+    def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
+        """The handlers, the Dispatcher, the KafkaServer and the fault control."""
         self.handlers = load_handlers()
         max_frame_bytes = config.socket_request_max_bytes
         #: injected faults (wirebroker.faults): the dispatcher checks them per request
@@ -346,11 +366,9 @@ class Broker:
             replicas=self.replicas,
             admin=self.admin,
             member=lambda: self.member,
-            node_id=node_id,
+            node_id=config.node_id,
             clock=clock,
         )
-        if self.admin_http is not None:
-            self._add_admin_routes()
 
     def _add_admin_routes(self) -> None:
         from wirebroker.admin.state import AdminSources
@@ -433,40 +451,6 @@ class Broker:
     def _advertised(self) -> tuple[str, int]:
         return self.services.advertised_host, self.services.advertised_port
 
-    # -- configuration ------------------------------------------------------------------------
-    def _listen_addresses(self) -> list[tuple[str, int]]:
-        controller_names = {
-            n.strip() for n in self.config.values.get("controller.listener.names", "").split(",")
-        }
-        out = []
-        for name, host, port in self.config.listeners:
-            if name in controller_names:
-                continue
-            if name in _UNSUPPORTED_LISTENER_NAMES:
-                raise ConfigError(f"listener {name}://{host}:{port}: only PLAINTEXT is supported")
-            out.append((host, port))
-        if not out:
-            raise ConfigError("no broker listener configured (listeners)")
-        return out
-
-    def _advertise(self, bound: list[tuple[str, int]]) -> tuple[str, int]:
-        bound_host, bound_port = bound[0]
-        if "advertised.listeners" in self.config.values:
-            controller_names = {
-                n.strip()
-                for n in self.config.values.get("controller.listener.names", "").split(",")
-            }
-            for name, host, port in self.config.advertised_listeners:
-                if name not in controller_names:
-                    return (host or connectable_host(bound_host)), (port or bound_port)
-        if bound_host in _WILDCARDS:
-            log.info(
-                "listening on a wildcard address; advertising %s (set advertised.listeners "
-                "for clients on other hosts)",
-                connectable_host(bound_host),
-            )
-        return connectable_host(bound_host), bound_port
-
     # -- lifetime -----------------------------------------------------------------------------
     async def serve(
         self, *, task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED
@@ -534,7 +518,7 @@ class Broker:
                     await self.zk_broker_configs.start()  # applied before anything is served
                 async with trio.open_nursery() as nursery:
                     self.bound = await nursery.start(self.server.run, self.listen)
-                    host, port = self._advertise(self.bound)
+                    host, port = advertised_address(self.config, self.bound)
                     self.services.advertised_host = host
                     self.services.advertised_port = port
                     log.info(

@@ -145,6 +145,12 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     info = cluster.add_subparsers(dest="cluster_command", metavar="{info}", required=False)
     add_cluster_info(info)
+    _add_cluster_layout_options(cluster)
+    _add_cluster_lifetime_options(cluster)
+
+
+def _add_cluster_layout_options(cluster: argparse.ArgumentParser) -> None:
+    """How many brokers and ZooKeeper servers, where their data and ports are."""
     cluster.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     cluster.add_argument(
         "--data-dir",
@@ -176,6 +182,10 @@ def _add_cluster_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="every broker serves the admin listener (/metrics, the web view, /faults) on a "
         "free loopback port, printed in its ready line",
     )
+
+
+def _add_cluster_lifetime_options(cluster: argparse.ArgumentParser) -> None:
+    """The brokers' configs, restarts, timeouts and log level."""
     cluster.add_argument(
         "--restart-after",
         type=float,
@@ -403,7 +413,7 @@ async def _run(broker: Broker, ready: list[bool]) -> None:
 
     import trio
 
-    from wirebroker.broker import connectable_host
+    from wirebroker.listeners import connectable_host
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:

@@ -45,26 +45,9 @@ def part(p: int) -> tuple[tuple[str, str], ...]:
     return (("partition", str(p)), ("topic", TOPIC))
 
 
-def test_cluster_metrics_show_isr_and_under_replicated_partitions(
-    cluster_factory: Callable[..., ClusterProcesses], tmp_path: Path
-) -> None:
-    cluster = cluster_factory(
-        **{
-            "admin.listeners": "127.0.0.1:0",
-            "replica.lag.time.max.ms": "2000",
-            "zookeeper.session.timeout.ms": "10000",  # outlives the freeze (test_cluster_isr)
-        }
-    )
-    urls = [admin_url(cluster, i) for i in range(3)]
-    cluster.create_topic(TOPIC, partitions=3, replication_factor=3)
-    leaders = {p: cluster.leader(TOPIC, p) for p in range(3)}
-    for p, leader in leaders.items():
-        code, _ = _wire.produce(
-            cluster.address(leader), TOPIC, p, [b"pay-%d" % i for i in range(50)]
-        )
-        assert code == 0
-
-    controller = cluster.controller()
+def _check_healthy(urls: list[str], controller: int, leaders: dict[int, int]) -> None:
+    """Every broker's metrics: 3 brokers, the controller, a connected session, nothing
+    under-replicated or offline, full ISRs, and its replicas caught up at offset 50."""
     for node, url in enumerate(urls):
         m = metrics(url)
         assert m[("wirebroker_brokers", ())] == 3
@@ -87,6 +70,49 @@ def test_cluster_metrics_show_isr_and_under_replicated_partitions(
             f"broker {node}'s replicas at offset 50",
         )
 
+
+def _wait_group_lag(url: str, lag: int) -> None:
+    """Until the coordinator at `url` reports GROUP's lag on each TOPIC partition as `lag`."""
+    # the coordinator's replica of a partition it follows knows the high watermark the
+    # leader last sent (one fetch behind): wait for it
+    wait_until(
+        lambda: all(
+            metrics(url).get(
+                (
+                    "wirebroker_group_lag",
+                    (("group", GROUP), ("partition", str(p)), ("topic", TOPIC)),
+                )
+            )
+            == lag
+            for p in range(3)
+        ),
+        20,
+        "the group's lag (50 - 20) on its coordinator",
+    )
+
+
+def test_cluster_metrics_show_isr_and_under_replicated_partitions(
+    cluster_factory: Callable[..., ClusterProcesses], tmp_path: Path
+) -> None:
+    cluster = cluster_factory(
+        **{
+            "admin.listeners": "127.0.0.1:0",
+            "replica.lag.time.max.ms": "2000",
+            "zookeeper.session.timeout.ms": "10000",  # outlives the freeze (test_cluster_isr)
+        }
+    )
+    urls = [admin_url(cluster, i) for i in range(3)]
+    cluster.create_topic(TOPIC, partitions=3, replication_factor=3)
+    leaders = {p: cluster.leader(TOPIC, p) for p in range(3)}
+    for p, leader in leaders.items():
+        code, _ = _wire.produce(
+            cluster.address(leader), TOPIC, p, [b"pay-%d" % i for i in range(50)]
+        )
+        assert code == 0
+
+    controller = cluster.controller()
+    _check_healthy(urls, controller, leaders)
+
     commit = dict.fromkeys(range(3), 20)
     with group_member(
         cluster.bootstrap, TOPIC, GROUP, "fraud-check-1", expect=150, commit=commit, polls=60
@@ -98,22 +124,7 @@ def test_cluster_metrics_show_isr_and_under_replicated_partitions(
         ]
         assert len(coordinators) == 1
         coordinator = coordinators[0]
-        # the coordinator's replica of a partition it follows knows the high watermark the
-        # leader last sent (one fetch behind): wait for it
-        wait_until(
-            lambda: all(
-                metrics(urls[coordinator]).get(
-                    (
-                        "wirebroker_group_lag",
-                        (("group", GROUP), ("partition", str(p)), ("topic", TOPIC)),
-                    )
-                )
-                == 30
-                for p in range(3)
-            ),
-            20,
-            "the group's lag (50 - 20) on its coordinator",
-        )
+        _wait_group_lag(urls[coordinator], 30)
 
         frozen = next(i for i in range(3) if i not in (controller, coordinator))
         led_elsewhere = [p for p in range(3) if leaders[p] != frozen]

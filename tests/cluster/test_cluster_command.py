@@ -146,9 +146,6 @@ def _admin_url(line: str) -> str:
 
 
 def test_wirebroker_cluster_serves_clients_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     launcher = Launcher(
         [
             sys.executable,
@@ -173,39 +170,7 @@ def test_wirebroker_cluster_serves_clients_and_stops_cleanly_on_ctrl_c(tmp_path:
         children = launcher.children()
         assert len(children) >= 4, f"3 brokers + ZooKeeper as children, found pids {children}"
 
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
-        try:
-            admin.create_topics([NewTopic("via-cli", 3, 3)])
-        finally:
-            admin.close()
-        producer = KafkaProducer(
-            bootstrap_servers=bootstrap, acks="all", retries=20, request_timeout_ms=15_000
-        )
-        try:
-            futures = [
-                producer.send("via-cli", f"m{i}".encode(), partition=i % 3) for i in range(30)
-            ]
-            for f in futures:
-                f.get(timeout=30)
-        finally:
-            producer.close()
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap,
-            group_id=None,
-            auto_offset_reset="earliest",
-            consumer_timeout_ms=20_000,
-        )
-        try:
-            tps = [TopicPartition("via-cli", p) for p in range(3)]
-            consumer.assign(tps)
-            got: set[bytes] = set()
-            deadline = time.monotonic() + 30
-            while len(got) < 30 and time.monotonic() < deadline:
-                for recs in consumer.poll(timeout_ms=500).values():
-                    got.update(r.value for r in recs)
-        finally:
-            consumer.close()
-        assert got == {f"m{i}".encode() for i in range(30)}, f"consumed {sorted(got)}"
+        _produce_and_consume_30(bootstrap)
         # --admin: each ready line names the broker's admin listener, which serves its metrics
         # (every broker holds a replica of each of the 3 partitions: 10 records each)
         for node, line in enumerate(per_broker):
@@ -229,6 +194,44 @@ def test_wirebroker_cluster_serves_clients_and_stops_cleanly_on_ctrl_c(tmp_path:
         f"temporary files left behind: {list(launcher.tmp.iterdir())}"
     )
     assert zookeeper.startswith("127.0.0.1:"), f"zookeeper address {zookeeper!r}"
+
+
+def _produce_and_consume_30(bootstrap: str) -> None:
+    """Topic via-cli (3 partitions, 3 replicas), 30 records acks=all, all read back."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic("via-cli", 3, 3)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", retries=20, request_timeout_ms=15_000
+    )
+    try:
+        futures = [producer.send("via-cli", f"m{i}".encode(), partition=i % 3) for i in range(30)]
+        for f in futures:
+            f.get(timeout=30)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=20_000,
+    )
+    try:
+        tps = [TopicPartition("via-cli", p) for p in range(3)]
+        consumer.assign(tps)
+        got: set[bytes] = set()
+        deadline = time.monotonic() + 30
+        while len(got) < 30 and time.monotonic() < deadline:
+            for recs in consumer.poll(timeout_ms=500).values():
+                got.update(r.value for r in recs)
+    finally:
+        consumer.close()
+    assert got == {f"m{i}".encode() for i in range(30)}, f"consumed {sorted(got)}"
 
 
 def _stub(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Launcher:

@@ -123,10 +123,8 @@ def _committed(bootstrap: str, group: str) -> dict[int, int]:
         consumer.close(autocommit=False)
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
-def test_group_keeps_consuming_across_a_coordinator_failover(
-    cluster: ClusterProcesses, client: str
-) -> None:
+def _create_and_seed(cluster: ClusterProcesses) -> None:
+    """TOPIC, 3 replicas, min.insync.replicas 2, with PER_PARTITION records per partition."""
     cluster.create_topic(
         TOPIC, partitions=PARTITIONS, replication_factor=3, configs={"min.insync.replicas": "2"}
     )
@@ -135,6 +133,12 @@ def test_group_keeps_consuming_across_a_coordinator_failover(
         code, _ = _wire.produce(cluster.address(cluster.leader(TOPIC, p)), TOPIC, p, values)
         assert code == 0, f"seeding partition {p}: error {code}"
 
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+def test_group_keeps_consuming_across_a_coordinator_failover(
+    cluster: ClusterProcesses, client: str
+) -> None:
+    _create_and_seed(cluster)
     group = f"failover-{client}"
     factory: Callable[[str, str], Any] = _KafkaPython if client == "kafka-python" else _Confluent
     consumer = factory(cluster.bootstrap, group)

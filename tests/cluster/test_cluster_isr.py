@@ -70,18 +70,7 @@ def test_sigstopped_follower_leaves_the_isr_and_comes_back(
         )
         assert took < 3 * LAG_MS / 1000 + 5, f"the ISR shrank only after {took:.1f} s"
 
-        code, _ = _wire.produce(at_leader, TOPIC, 0, [b"too-few-replicas"], acks=-1)
-        assert code == ErrorCode.NOT_ENOUGH_REPLICAS, (
-            f"acks=all with ISR {isr} < min.insync.replicas 3: expected NOT_ENOUGH_REPLICAS "
-            f"(19), got {code}"
-        )
-        code, _ = _wire.produce(at_leader, TOPIC, 0, [b"acks-1"], acks=1)
-        assert code == 0, f"acks=1 does not depend on min.insync.replicas: error {code}"
-        for i in range(3):
-            if i == frozen:
-                continue
-            view = _wire.partition_view(cluster.address(i), TOPIC)
-            assert frozen not in view[0]["isr"], f"broker {i}'s Metadata still lists {frozen}"
+        _check_shrunk(cluster, at_leader, frozen, isr)
     finally:
         cluster.sigcont(frozen)
 
@@ -104,3 +93,20 @@ def test_sigstopped_follower_leaves_the_isr_and_comes_back(
     hw = cluster.assert_replicas_equal(TOPIC, 0, [0, 1, 2])
     want = 2 + appended + 1 + 1
     assert hw == want, f"high watermark {hw}: expected {want} records (2 + {appended} + 1 + 1)"
+
+
+def _check_shrunk(cluster: ClusterProcesses, at_leader: str, frozen: int, isr: list[int]) -> None:
+    """With the ISR shrunk below min.insync.replicas: acks=all refused, acks=1 accepted, and
+    no live broker's Metadata lists the frozen one in the ISR."""
+    code, _ = _wire.produce(at_leader, TOPIC, 0, [b"too-few-replicas"], acks=-1)
+    assert code == ErrorCode.NOT_ENOUGH_REPLICAS, (
+        f"acks=all with ISR {isr} < min.insync.replicas 3: expected NOT_ENOUGH_REPLICAS "
+        f"(19), got {code}"
+    )
+    code, _ = _wire.produce(at_leader, TOPIC, 0, [b"acks-1"], acks=1)
+    assert code == 0, f"acks=1 does not depend on min.insync.replicas: error {code}"
+    for i in range(3):
+        if i == frozen:
+            continue
+        view = _wire.partition_view(cluster.address(i), TOPIC)
+        assert frozen not in view[0]["isr"], f"broker {i}'s Metadata still lists {frozen}"

@@ -533,6 +533,13 @@ async def test_preferred_election_configs_growth_and_deletion(cluster: Cluster) 
     await wait_roles(cluster, TOPIC, 3)
     assert (await cluster.produce(preferred, TOPIC, index, [b"x"]))[0] == ErrorCode.NONE
 
+    await _configs_reach_every_broker(cluster)
+    await _growth_reaches_every_broker(cluster)
+    await _deletion_reaches_every_broker(cluster)
+
+
+async def _configs_reach_every_broker(cluster: Cluster) -> None:
+    """AlterConfigs and IncrementalAlterConfigs through one broker reach every broker."""
     # AlterConfigs through one broker: every broker's partitions take min.insync.replicas=3
     body = {
         "resources": [
@@ -574,6 +581,9 @@ async def test_preferred_election_configs_growth_and_deletion(cluster: Cluster) 
     config = zl.decode_topic_config(TOPIC, await cluster.zk_get(zl.topic_config_path(TOPIC)))
     assert config["min.insync.replicas"] == "2"
 
+
+async def _growth_reaches_every_broker(cluster: Cluster) -> None:
+    """CreatePartitions (3 -> 5) through one broker reaches every broker."""
     # CreatePartitions through one broker: replicas on every broker (RF 3 of 3)
     body = {
         "topics": [{"name": TOPIC, "count": 5, "assignments": None}],
@@ -594,6 +604,9 @@ async def test_preferred_election_configs_growth_and_deletion(cluster: Cluster) 
         code, _ = await cluster.produce(await leader_of(cluster, TOPIC, i), TOPIC, i, [b"new"])
         assert code == ErrorCode.NONE
 
+
+async def _deletion_reaches_every_broker(cluster: Cluster) -> None:
+    """DeleteTopics through one broker deletes the logs on every broker."""
     # DeleteTopics through one broker: the logs go on every broker
     dirs = [
         Path(node.broker.config.log_dirs[0]) / f"{TOPIC}-{i}"

@@ -165,6 +165,58 @@ def test_subscribe_commit_close_then_resume(broker: BrokerProcess) -> None:
         consumer.close()
 
 
+def _check_listed(admin: AdminClient, active: str, empty: str, simple: str) -> None:
+    """ListGroups: the three groups and their states, and the STABLE filter."""
+    listing = admin.list_consumer_groups(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
+    assert listing.errors == []
+    listed = {g.group_id: g for g in listing.valid}
+    assert {active, empty, simple} <= set(listed), listed
+    assert listed[active].state == ConsumerGroupState.STABLE
+    assert listed[empty].state == ConsumerGroupState.EMPTY
+    assert listed[simple].state == ConsumerGroupState.EMPTY
+    assert [listed[g].is_simple_consumer_group for g in (active, empty, simple)] == [
+        False,
+        False,
+        True,
+    ]
+    stable = admin.list_consumer_groups(
+        request_timeout=TIMEOUT, states={ConsumerGroupState.STABLE}
+    ).result(timeout=TIMEOUT)
+    assert [g.group_id for g in stable.valid] == [active]
+
+
+def _check_described(
+    admin: AdminClient, port: int, topic: str, groups: tuple[str, str, str]
+) -> None:
+    """DescribeGroups: the active group's member and assignment, the two Empty ones."""
+    active, empty, simple = groups
+    described = _describe(admin, [active, empty, simple])
+    a = described[active]
+    assert (a.group_id, a.state, a.partition_assignor, a.is_simple_consumer_group) == (
+        active,
+        ConsumerGroupState.STABLE,
+        "range",
+        False,
+    )
+    assert a.coordinator is not None and a.coordinator.port == port
+    assert len(a.members) == 1
+    m = a.members[0]
+    assert m.client_id == "ck-active-member"
+    assert m.member_id.startswith("ck-active-member-"), m.member_id
+    assert m.host
+    assert sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions) == [
+        (topic, 0),
+        (topic, 1),
+        (topic, 2),
+    ]
+    assert (described[empty].state, described[empty].members) == (ConsumerGroupState.EMPTY, [])
+    assert (described[simple].state, described[simple].members) == (
+        ConsumerGroupState.EMPTY,
+        [],
+    )
+    assert described[simple].is_simple_consumer_group
+
+
 def test_admin_list_describe_delete_groups(broker: BrokerProcess) -> None:
     bootstrap = broker.bootstrap
     topic = "ckg-admin"
@@ -194,48 +246,8 @@ def test_admin_list_describe_delete_groups(broker: BrokerProcess) -> None:
         assert _poll_exactly(member, 24) == _expected(sent, dict.fromkeys(range(3), 0))
         _commit(member, [TopicPartition(topic, p, 8 - p, f"a{p}") for p in range(3)])
 
-        listing = admin.list_consumer_groups(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
-        assert listing.errors == []
-        listed = {g.group_id: g for g in listing.valid}
-        assert {active, empty, simple} <= set(listed), listed
-        assert listed[active].state == ConsumerGroupState.STABLE
-        assert listed[empty].state == ConsumerGroupState.EMPTY
-        assert listed[simple].state == ConsumerGroupState.EMPTY
-        assert [listed[g].is_simple_consumer_group for g in (active, empty, simple)] == [
-            False,
-            False,
-            True,
-        ]
-        stable = admin.list_consumer_groups(
-            request_timeout=TIMEOUT, states={ConsumerGroupState.STABLE}
-        ).result(timeout=TIMEOUT)
-        assert [g.group_id for g in stable.valid] == [active]
-
-        described = _describe(admin, [active, empty, simple])
-        a = described[active]
-        assert (a.group_id, a.state, a.partition_assignor, a.is_simple_consumer_group) == (
-            active,
-            ConsumerGroupState.STABLE,
-            "range",
-            False,
-        )
-        assert a.coordinator is not None and a.coordinator.port == broker.port
-        assert len(a.members) == 1
-        m = a.members[0]
-        assert m.client_id == "ck-active-member"
-        assert m.member_id.startswith("ck-active-member-"), m.member_id
-        assert m.host
-        assert sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions) == [
-            (topic, 0),
-            (topic, 1),
-            (topic, 2),
-        ]
-        assert (described[empty].state, described[empty].members) == (ConsumerGroupState.EMPTY, [])
-        assert (described[simple].state, described[simple].members) == (
-            ConsumerGroupState.EMPTY,
-            [],
-        )
-        assert described[simple].is_simple_consumer_group
+        _check_listed(admin, active, empty, simple)
+        _check_described(admin, broker.port, topic, (active, empty, simple))
 
         assert _group_offsets(admin, active) == {(topic, p): (8 - p, f"a{p}") for p in range(3)}
         assert _group_offsets(admin, empty) == {(topic, p): (8, "") for p in range(3)}

@@ -222,6 +222,37 @@ def _check_generations(
     assert not missing, f"never delivered: {sorted(missing)[:20]} ({len(missing)} records)"
 
 
+def _three_workers(
+    bootstrap: str, topic: str, group: str, log_dir: Path, client: str
+) -> list[GroupWorker]:
+    """Three member processes m0..m2 of `client` in `group`."""
+    return [
+        GroupWorker(
+            bootstrap=bootstrap,
+            topic=topic,
+            group=group,
+            name=f"m{i}",
+            log_dir=log_dir,
+            client=client,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=500,
+            max_poll_records=7,
+        )
+        for i in range(3)
+    ]
+
+
+def _assert_stable_with(bootstrap: str, group: str, members: list[str]) -> None:
+    """DescribeGroups: `group` is Stable with exactly `members`."""
+    admin = admin_client(bootstrap)
+    try:
+        described = admin.describe_groups([group])[group]
+    finally:
+        admin.close()
+    assert described["group_state"] == "Stable", described
+    assert sorted(m["member_id"] for m in described["members"]) == sorted(members)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
 def test_three_member_processes_then_kill9_one(
@@ -234,20 +265,7 @@ def test_three_member_processes_then_kill9_one(
     create_topic(bootstrap, topic, 6)
     sent = produce(bootstrap, topic, 6, 0, 30)
 
-    workers = [
-        GroupWorker(
-            bootstrap=bootstrap,
-            topic=topic,
-            group=group,
-            name=f"m{i}",
-            log_dir=tmp_path,
-            client=client,
-            session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=500,
-            max_poll_records=7,
-        )
-        for i in range(3)
-    ]
+    workers = _three_workers(bootstrap, topic, group, tmp_path, client)
     watch = _OffsetWatch(bootstrap, group, topic)
 
     def status() -> str:
@@ -292,15 +310,7 @@ def test_three_member_processes_then_kill9_one(
         assert all(off >= before[p] for p, off in watch.poll().items())
 
         # The group now has exactly the two survivors.
-        admin = admin_client(bootstrap)
-        try:
-            described = admin.describe_groups([group])[group]
-        finally:
-            admin.close()
-        assert described["group_state"] == "Stable", described
-        assert sorted(m["member_id"] for m in described["members"]) == sorted(
-            a["member"] for a in after
-        )
+        _assert_stable_with(bootstrap, group, [a["member"] for a in after])
 
         # New records on every partition (the moved ones included) reach the survivors.
         more = produce(bootstrap, topic, 6, 30, 20)
@@ -335,6 +345,58 @@ def _member_partitions(member: dict[str, Any]) -> list[tuple[str, int]]:
         topics = assignment["assigned_partitions"]
         return sorted((t["topic"], p) for t in topics for p in t["partitions"])
     return sorted((tp.topic, tp.partition) for tp in assignment.partitions())
+
+
+def _check_replayed(
+    admin: Any,
+    topic: str,
+    groups: tuple[str, str],
+    before: dict[str, Any],
+    assignment: dict[str, Any],
+) -> None:
+    """After the broker's restart: both groups' offsets and metadata as before the crash."""
+    empty_group, live_group = groups
+    # Offsets replayed, metadata included.
+    assert committed_offsets(admin, empty_group) == {
+        (topic, p): (10 + p, f"m{p}") for p in range(3)
+    }
+    assert {k: off for k, (off, _m) in committed_offsets(admin, live_group).items()} == {
+        (topic, p): 30 for p in range(3)
+    }
+
+    # Group metadata replayed: Empty stays Empty; the live group comes back Stable with
+    # its member and assignment (Kafka restores members and restarts their sessions).
+    empty = _describe(admin, empty_group)
+    assert (empty["group_state"], empty["protocol_type"], empty["members"]) == (
+        "Empty",
+        "consumer",
+        [],
+    ), empty
+    live = _describe(admin, live_group)
+    assert live["group_state"] == "Stable", live
+    assert live["protocol_type"] == "consumer"
+    assert live["protocol_data"] == before["protocol_data"] == "range"
+    assert [m["member_id"] for m in live["members"]] == [assignment["member"]]
+    assert live["members"][0]["client_id"] == "wb-live"
+    assert _member_partitions(live["members"][0]) == [(topic, p) for p in range(3)]
+
+
+def _check_resumed(
+    bootstrap: str, topic: str, sent: dict[int, list[Any]], empty_group: str, live_group: str
+) -> None:
+    """Consumers of both groups resume exactly at the recovered commits."""
+    for group, starts in (
+        (empty_group, {0: 10, 1: 11, 2: 12}),
+        (live_group, dict.fromkeys(range(3), 30)),
+    ):
+        consumer = _consumer(bootstrap, group)
+        try:
+            consumer.subscribe([topic])
+            expected = _expected(sent, starts)
+            got = _poll_exactly(consumer, sum(len(v) for v in expected.values()))
+            assert got == expected, group
+        finally:
+            consumer.close(autocommit=False, timeout_ms=10_000)
 
 
 @pytest.mark.slow
@@ -388,29 +450,7 @@ def test_broker_kill9_recovers_offsets_and_groups(broker: BrokerProcess, tmp_pat
 
     admin = admin_client(bootstrap)
     try:
-        # Offsets replayed, metadata included.
-        assert committed_offsets(admin, empty_group) == {
-            (topic, p): (10 + p, f"m{p}") for p in range(3)
-        }
-        assert {k: off for k, (off, _m) in committed_offsets(admin, live_group).items()} == {
-            (topic, p): 30 for p in range(3)
-        }
-
-        # Group metadata replayed: Empty stays Empty; the live group comes back Stable with
-        # its member and assignment (Kafka restores members and restarts their sessions).
-        empty = _describe(admin, empty_group)
-        assert (empty["group_state"], empty["protocol_type"], empty["members"]) == (
-            "Empty",
-            "consumer",
-            [],
-        ), empty
-        live = _describe(admin, live_group)
-        assert live["group_state"] == "Stable", live
-        assert live["protocol_type"] == "consumer"
-        assert live["protocol_data"] == before["protocol_data"] == "range"
-        assert [m["member_id"] for m in live["members"]] == [assignment["member"]]
-        assert live["members"][0]["client_id"] == "wb-live"
-        assert _member_partitions(live["members"][0]) == [(topic, p) for p in range(3)]
+        _check_replayed(admin, topic, (empty_group, live_group), before, assignment)
 
         # Nobody heartbeats for that member: it expires after its session timeout.
         t0 = time.monotonic()
@@ -428,24 +468,66 @@ def test_broker_kill9_recovers_offsets_and_groups(broker: BrokerProcess, tmp_pat
     for p in range(3):
         sent[p].extend(more[p])
 
-    # Consumers of both groups resume exactly at the recovered commits.
-    for group, starts in (
-        (empty_group, {0: 10, 1: 11, 2: 12}),
-        (live_group, dict.fromkeys(range(3), 30)),
-    ):
-        consumer = _consumer(bootstrap, group)
-        try:
-            consumer.subscribe([topic])
-            expected = _expected(sent, starts)
-            got = _poll_exactly(consumer, sum(len(v) for v in expected.values()))
-            assert got == expected, group
-        finally:
-            consumer.close(autocommit=False, timeout_ms=10_000)
+    _check_resumed(bootstrap, topic, sent, empty_group, live_group)
 
 
 # --------------------------------------------------------------------------------------------
 # d. admin: list, describe, delete groups; list and delete group offsets
 # --------------------------------------------------------------------------------------------
+
+
+def _check_listed(admin: Any, active: str, empty: str, simple: str) -> None:
+    """ListGroups: the three groups, their protocol types and states; the Stable filter."""
+    listed = {g["group_id"]: g for g in admin.list_groups()}
+    assert {active, empty, simple} <= set(listed), listed
+    assert (listed[active]["protocol_type"], listed[active]["group_state"]) == (
+        "consumer",
+        "Stable",
+    )
+    assert (listed[empty]["protocol_type"], listed[empty]["group_state"]) == (
+        "consumer",
+        "Empty",
+    )
+    assert (listed[simple]["protocol_type"], listed[simple]["group_state"]) == ("", "Empty")
+    assert {listed[g].get("group_type", "classic") for g in (active, empty, simple)} == {"classic"}
+    assert [g["group_id"] for g in admin.list_groups(states_filter=["Stable"])] == [active]
+
+
+def _check_described(admin: Any, topic: str, active: str, empty: str, simple: str) -> None:
+    """DescribeGroups: the active group's member and assignment, the two Empty ones."""
+    described = admin.describe_groups([active, empty, simple])
+    a = described[active]
+    assert (a["error"], a["group_state"], a["protocol_type"], a["protocol_data"]) == (
+        None,
+        "Stable",
+        "consumer",
+        "range",
+    ), a
+    assert len(a["members"]) == 1
+    m = a["members"][0]
+    assert m["client_id"] == "kp-active-member"
+    assert m["member_id"].startswith("kp-active-member-"), m["member_id"]
+    assert m["client_host"]
+    assert _member_partitions(m) == [(topic, 0), (topic, 1)]
+    for g in (empty, simple):
+        assert described[g]["error"] is None, described[g]
+        assert described[g]["group_state"] == "Empty", described[g]
+        assert described[g]["members"] == [], described[g]
+    assert described[simple]["protocol_type"] == ""
+
+
+def _check_offsets(admin: Any, tps: list[Any], active: str, empty: str, simple: str) -> None:
+    """OffsetFetch through the admin: each group's committed offsets and metadata."""
+    offsets = admin.list_group_offsets([active, empty, simple])
+    assert {tp: (o.offset, o.metadata) for tp, o in offsets[active].items()} == {
+        tps[0]: (10, "a0"),
+        tps[1]: (5, "a1"),
+    }
+    assert {tp: o.offset for tp, o in offsets[empty].items()} == {tps[0]: 10, tps[1]: 10}
+    assert {tp: (o.offset, o.metadata) for tp, o in offsets[simple].items()} == {
+        tps[0]: (3, "s"),
+        tps[1]: (4, ""),
+    }
 
 
 def test_admin_list_describe_delete_groups(broker: BrokerProcess) -> None:
@@ -490,52 +572,10 @@ def test_admin_list_describe_delete_groups(broker: BrokerProcess) -> None:
             timeout_ms=REQUEST_TIMEOUT_MS,
         )
 
-        listed = {g["group_id"]: g for g in admin.list_groups()}
-        assert {active, empty, simple} <= set(listed), listed
-        assert (listed[active]["protocol_type"], listed[active]["group_state"]) == (
-            "consumer",
-            "Stable",
-        )
-        assert (listed[empty]["protocol_type"], listed[empty]["group_state"]) == (
-            "consumer",
-            "Empty",
-        )
-        assert (listed[simple]["protocol_type"], listed[simple]["group_state"]) == ("", "Empty")
-        assert {listed[g].get("group_type", "classic") for g in (active, empty, simple)} == {
-            "classic"
-        }
-        assert [g["group_id"] for g in admin.list_groups(states_filter=["Stable"])] == [active]
+        _check_listed(admin, active, empty, simple)
+        _check_described(admin, topic, active, empty, simple)
 
-        described = admin.describe_groups([active, empty, simple])
-        a = described[active]
-        assert (a["error"], a["group_state"], a["protocol_type"], a["protocol_data"]) == (
-            None,
-            "Stable",
-            "consumer",
-            "range",
-        ), a
-        assert len(a["members"]) == 1
-        m = a["members"][0]
-        assert m["client_id"] == "kp-active-member"
-        assert m["member_id"].startswith("kp-active-member-"), m["member_id"]
-        assert m["client_host"]
-        assert _member_partitions(m) == [(topic, 0), (topic, 1)]
-        for g in (empty, simple):
-            assert described[g]["error"] is None, described[g]
-            assert described[g]["group_state"] == "Empty", described[g]
-            assert described[g]["members"] == [], described[g]
-        assert described[simple]["protocol_type"] == ""
-
-        offsets = admin.list_group_offsets([active, empty, simple])
-        assert {tp: (o.offset, o.metadata) for tp, o in offsets[active].items()} == {
-            tps[0]: (10, "a0"),
-            tps[1]: (5, "a1"),
-        }
-        assert {tp: o.offset for tp, o in offsets[empty].items()} == {tps[0]: 10, tps[1]: 10}
-        assert {tp: (o.offset, o.metadata) for tp, o in offsets[simple].items()} == {
-            tps[0]: (3, "s"),
-            tps[1]: (4, ""),
-        }
+        _check_offsets(admin, tps, active, empty, simple)
 
         # OffsetDelete: not for a topic the group is subscribed to; fine for an Empty group.
         assert admin.delete_group_offsets(active, [tps[0]]) == {tps[0]: GroupSubscribedToTopicError}

@@ -550,6 +550,51 @@ def _check_files(data_dir: Path, report: DiskFullReport) -> None:
                 report.dump_log_failures += 1
 
 
+def _cycles(
+    space: TmpfsSpace | QuotaSpace,
+    senders: list[Sender],
+    ledger: Ledger,
+    report: DiskFullReport,
+    cycles: int,
+) -> None:
+    """`cycles` times: free a chunk of space, let every producer get an append in, fill the
+    disk again; a cycle resumed when every producer had a new acknowledgement."""
+    for _ in range(cycles):
+        before = {s.name: s.successes_seen for s in senders}
+        space.free_chunk()
+        for s in senders:  # what is retrying goes first (it would lose the race)
+            s.flush(HANG_BOUND_S)
+        # then one send from each producer in turn, so each has its own append after the
+        # space returned; in the concurrent phase alone the others may fill the chunk
+        # before a producer without retries (ck-acks1) gets a send in
+        for s in senders:
+            s.send()
+            s.flush(HANG_BOUND_S)
+        _run_phase(senders, ledger, want_failures=3)
+        report.cycles += 1
+        stuck = [s.name for s in senders if s.successes_seen == before[s.name]]
+        if stuck:
+            report.notes.append(f"cycle {report.cycles}: no acknowledgement for {stuck}")
+        else:
+            report.resumed_cycles += 1
+
+
+def _tally(ledger: Ledger, report: DiskFullReport) -> None:
+    """The ledger's sends, acknowledgements, failures and latencies into `report`."""
+    with ledger.lock:
+        report.sends = sum(ledger.sent.values())
+        report.acked = sum(1 for o in ledger.outcomes if not o.error)
+        report.failed = sum(1 for o in ledger.outcomes if o.error)
+        report.errors = Counter(o.error for o in ledger.outcomes if o.error)
+        report.unresolved = report.sends - len(ledger.outcomes)
+        report.slowest_s = max(
+            (o.seconds for o in ledger.outcomes if not o.key.startswith(b"kp-idem")), default=0.0
+        )
+        report.longest_retry_s = max(
+            (o.seconds for o in ledger.outcomes if o.key.startswith(b"kp-idem")), default=0.0
+        )
+
+
 def run_disk_full(workdir: Path, cycles: int = 2, force_seam: bool = False) -> DiskFullReport:
     """The scenario of the module doc; returns what happened (see `problems`)."""
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -574,24 +619,7 @@ def run_disk_full(workdir: Path, cycles: int = 2, force_seam: bool = False) -> D
         stored = _read_all(bootstrap)
         report.read_while_full = len(stored)
         report.lost_while_full = _missing(ledger, stored)
-        for _ in range(cycles):
-            before = {s.name: s.successes_seen for s in senders}
-            space.free_chunk()
-            for s in senders:  # what is retrying goes first (it would lose the race)
-                s.flush(HANG_BOUND_S)
-            # then one send from each producer in turn, so each has its own append after the
-            # space returned; in the concurrent phase alone the others may fill the chunk
-            # before a producer without retries (ck-acks1) gets a send in
-            for s in senders:
-                s.send()
-                s.flush(HANG_BOUND_S)
-            _run_phase(senders, ledger, want_failures=3)
-            report.cycles += 1
-            stuck = [s.name for s in senders if s.successes_seen == before[s.name]]
-            if stuck:
-                report.notes.append(f"cycle {report.cycles}: no acknowledgement for {stuck}")
-            else:
-                report.resumed_cycles += 1
+        _cycles(space, senders, ledger, report, cycles)
         # let the producer that retries until space returns finish, then fill up once more
         # without it, and stop the broker while the disk is full
         space.free_chunk()
@@ -633,18 +661,7 @@ def run_disk_full(workdir: Path, cycles: int = 2, force_seam: bool = False) -> D
         report.offline_events = log_text.count("taking the log offline")
         space.close()
         shutil.rmtree(workdir / "data", ignore_errors=True)
-    with ledger.lock:
-        report.sends = sum(ledger.sent.values())
-        report.acked = sum(1 for o in ledger.outcomes if not o.error)
-        report.failed = sum(1 for o in ledger.outcomes if o.error)
-        report.errors = Counter(o.error for o in ledger.outcomes if o.error)
-        report.unresolved = report.sends - len(ledger.outcomes)
-        report.slowest_s = max(
-            (o.seconds for o in ledger.outcomes if not o.key.startswith(b"kp-idem")), default=0.0
-        )
-        report.longest_retry_s = max(
-            (o.seconds for o in ledger.outcomes if o.key.startswith(b"kp-idem")), default=0.0
-        )
+    _tally(ledger, report)
     return report
 
 

@@ -584,6 +584,28 @@ def _replicas_equal(parts: list[Any]) -> bool:
     return len(copies) == 1
 
 
+async def _check_after_restart(
+    cluster: Cluster, settled: dict[int, int], load: _Load, report: PowerLossReport
+) -> None:
+    """With every partition led again: replicas equal, the history checked against the
+    acknowledgements before the cut, and each partition writable."""
+    report.replicas_equal = all(
+        _replicas_equal([n.part(TOPIC, p) for n in cluster.nodes]) for p in range(PARTITIONS)
+    )
+    records = {p: await cluster.read_all(settled[p], TOPIC, p) for p in range(PARTITIONS)}
+    check_log(records, load.acked, report.check, dense=True)
+    for ident in report.check.lost_ids:
+        report.lost_by_partition[load.acked[ident][0]] += 1
+    for p, _off in load.acked.values():
+        report.acked_by_partition[p] += 1
+    report.writable_after = True
+    for p in range(PARTITIONS):
+        code, _ = await cluster.produce(settled[p], TOPIC, p, [b"after-%d" % p])
+        if code != 0:
+            report.writable_after = False
+            report.errors.append(f"p{p}: produce after: {ErrorCode(code).name}")
+
+
 async def run_power_loss(
     root: Path,
     *,
@@ -652,24 +674,7 @@ async def run_power_loss(
             settled = await _settled(cluster)
             report.leaders = dict(settled or {})
             if settled is not None:
-                report.replicas_equal = all(
-                    _replicas_equal([n.part(TOPIC, p) for n in cluster.nodes])
-                    for p in range(PARTITIONS)
-                )
-                records = {
-                    p: await cluster.read_all(settled[p], TOPIC, p) for p in range(PARTITIONS)
-                }
-                check_log(records, load.acked, report.check, dense=True)
-                for ident in report.check.lost_ids:
-                    report.lost_by_partition[load.acked[ident][0]] += 1
-                for p, _off in load.acked.values():
-                    report.acked_by_partition[p] += 1
-                report.writable_after = True
-                for p in range(PARTITIONS):
-                    code, _ = await cluster.produce(settled[p], TOPIC, p, [b"after-%d" % p])
-                    if code != 0:
-                        report.writable_after = False
-                        report.errors.append(f"p{p}: produce after: {ErrorCode(code).name}")
+                await _check_after_restart(cluster, settled, load, report)
             for node in cluster.nodes:
                 node.scope.cancel()
             nursery.cancel_scope.cancel()

@@ -141,27 +141,7 @@ def _add_topic(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
     topic = commands.add_parser("topic", help="create, list, describe, alter and delete topics")
     sub = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
 
-    create = sub.add_parser("create", parents=[client], help="create topics")
-    create.add_argument("topics", nargs="+", metavar="TOPIC")
-    create.add_argument(
-        "-p", "--partitions", type=_positive, help="partitions (default: the broker's)"
-    )
-    create.add_argument(
-        "-r", "--replication-factor", type=_positive, help="replicas (default: the broker's)"
-    )
-    create.add_argument(
-        "-c",
-        "--config",
-        type=_key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a topic config (repeatable), e.g. -c cleanup.policy=compact",
-    )
-    create.add_argument(
-        "--if-not-exists", action="store_true", help="an existing topic is not an error"
-    )
-    create.set_defaults(handler="topic:create")
+    _add_topic_create(sub, client)
 
     lst = sub.add_parser("list", parents=[client], help="list topics")
     lst.add_argument(
@@ -191,6 +171,35 @@ def _add_topic(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
     delete.add_argument("--if-exists", action="store_true", help="a missing topic is not an error")
     delete.set_defaults(handler="topic:delete")
 
+    _add_topic_alter(sub, client)
+
+
+def _add_topic_create(sub: _Subparsers, client: argparse.ArgumentParser) -> None:
+    create = sub.add_parser("create", parents=[client], help="create topics")
+    create.add_argument("topics", nargs="+", metavar="TOPIC")
+    create.add_argument(
+        "-p", "--partitions", type=_positive, help="partitions (default: the broker's)"
+    )
+    create.add_argument(
+        "-r", "--replication-factor", type=_positive, help="replicas (default: the broker's)"
+    )
+    create.add_argument(
+        "-c",
+        "--config",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topic config (repeatable), e.g. -c cleanup.policy=compact",
+    )
+    create.add_argument(
+        "--if-not-exists", action="store_true", help="an existing topic is not an error"
+    )
+    create.set_defaults(handler="topic:create")
+
+
+def _add_topic_alter(sub: _Subparsers, client: argparse.ArgumentParser) -> None:
+    """`topic alter-config` and `topic add-partitions`."""
     alter = sub.add_parser(
         "alter-config", parents=[client], help="set or remove configs of a topic"
     )

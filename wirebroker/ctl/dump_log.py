@@ -65,13 +65,7 @@ def scan_segment(path: Path, *, records: bool, indexes: bool) -> dict[str, Any]:
     """Read one `<base>.log` (and its indexes) into a segment document (module doc); never
     prints. Batches keep their decoded `Record`s under "records" when asked; `problems` lists
     what is wrong and "ok" says whether anything is."""
-    from protocol.records import (
-        BATCH_HEADER_SIZE,
-        InvalidBatch,
-        decode_records,
-        parse_header,
-        verify_crc,
-    )
+    from protocol.records import BATCH_HEADER_SIZE, InvalidBatch, parse_header
 
     base = int(path.name[:20])
     data = path.read_bytes()
@@ -104,69 +98,88 @@ def scan_segment(path: Path, *, records: bool, indexes: bool) -> dict[str, Any]:
             )
             ok = False
             break
-        crc_valid = verify_crc(data, pos, h)
-        ok = ok and crc_valid
-        batch: dict[str, Any] = {
-            "position": pos,
-            "base_offset": h.base_offset,
-            "last_offset": h.last_offset,
-            "record_count": h.records_count,
-            "size": h.size,
-            "leader_epoch": h.partition_leader_epoch,
-            "first_timestamp": h.base_timestamp,
-            "max_timestamp": h.max_timestamp,
-            "producer_id": h.producer_id,
-            "producer_epoch": h.producer_epoch,
-            "base_sequence": h.base_sequence,
-            "attributes": {
-                "value": h.attributes,
-                "compression": CODECS.get(h.compression, str(h.compression)),
-                "timestamp_type": "log_append" if h.timestamp_type else "create",
-                "transactional": bool(h.is_transactional),
-                "control": bool(h.is_control),
-            },
-            "crc_valid": crc_valid,
-        }
-        if records:
-            try:
-                batch["records"] = list(decode_records(data, pos))
-            except InvalidBatch as exc:
-                batch["records_error"] = str(exc)
-                ok = False
+        batch = _batch_document(data, pos, h, records=records)
+        ok = ok and batch["crc_valid"] and "records_error" not in batch
         batches.append(batch)
         starts[pos] = h.last_offset
         pos += h.size
     if indexes:
-        index = path.with_suffix(".index")
-        segment["index"] = None
-        if index.exists():
-            raw = index.read_bytes()
-            entries = []
-            for rel, p in struct.iter_unpack(">ii", raw[: len(raw) - len(raw) % 8]):
-                match = starts.get(p) == base + rel
-                ok = ok and match
-                entries.append({"offset": base + rel, "position": p, "matches_log": match})
-            segment["index"] = {
-                "file": index.name,
-                "bytes": len(raw),
-                "whole_entries": len(raw) % 8 == 0,
-                "entries": entries,
-            }
-        tindex = path.with_suffix(".timeindex")
-        segment["timeindex"] = None
-        if tindex.exists():
-            raw = tindex.read_bytes()
-            segment["timeindex"] = {
-                "file": tindex.name,
-                "bytes": len(raw),
-                "whole_entries": len(raw) % 12 == 0,
-                "entries": [
-                    {"timestamp": ts, "offset": base + rel}
-                    for ts, rel in struct.iter_unpack(">qi", raw[: len(raw) - len(raw) % 12])
-                ],
-            }
+        segment["index"] = _offset_index_document(path, base, starts)
+        ok = ok and all(e["matches_log"] for e in (segment["index"] or {}).get("entries", []))
+        segment["timeindex"] = _time_index_document(path, base)
     segment["ok"] = ok
     return segment
+
+
+def _batch_document(data: bytes, pos: int, h: Any, *, records: bool) -> dict[str, Any]:
+    """The batch at `pos` (header `h`): its header fields, CRC check and, when asked, its
+    decoded records (or "records_error")."""
+    from protocol.records import InvalidBatch, decode_records, verify_crc
+
+    batch: dict[str, Any] = {
+        "position": pos,
+        "base_offset": h.base_offset,
+        "last_offset": h.last_offset,
+        "record_count": h.records_count,
+        "size": h.size,
+        "leader_epoch": h.partition_leader_epoch,
+        "first_timestamp": h.base_timestamp,
+        "max_timestamp": h.max_timestamp,
+        "producer_id": h.producer_id,
+        "producer_epoch": h.producer_epoch,
+        "base_sequence": h.base_sequence,
+        "attributes": {
+            "value": h.attributes,
+            "compression": CODECS.get(h.compression, str(h.compression)),
+            "timestamp_type": "log_append" if h.timestamp_type else "create",
+            "transactional": bool(h.is_transactional),
+            "control": bool(h.is_control),
+        },
+        "crc_valid": verify_crc(data, pos, h),
+    }
+    if records:
+        try:
+            batch["records"] = list(decode_records(data, pos))
+        except InvalidBatch as exc:
+            batch["records_error"] = str(exc)
+    return batch
+
+
+def _offset_index_document(path: Path, base: int, starts: dict[int, int]) -> dict[str, Any] | None:
+    """The `.index` beside `path`: each entry and whether a batch of the log starts at its
+    position with its offset as last offset (`starts`: position -> last offset); None when
+    there is no such file."""
+    index = path.with_suffix(".index")
+    if not index.exists():
+        return None
+    raw = index.read_bytes()
+    entries = [
+        {"offset": base + rel, "position": p, "matches_log": starts.get(p) == base + rel}
+        for rel, p in struct.iter_unpack(">ii", raw[: len(raw) - len(raw) % 8])
+    ]
+    return {
+        "file": index.name,
+        "bytes": len(raw),
+        "whole_entries": len(raw) % 8 == 0,
+        "entries": entries,
+    }
+
+
+def _time_index_document(path: Path, base: int) -> dict[str, Any] | None:
+    """The `.timeindex` beside `path`, its entries; None when there is no such file."""
+    tindex = path.with_suffix(".timeindex")
+    if not tindex.exists():
+        return None
+    raw = tindex.read_bytes()
+    return {
+        "file": tindex.name,
+        "bytes": len(raw),
+        "whole_entries": len(raw) % 12 == 0,
+        "entries": [
+            {"timestamp": ts, "offset": base + rel}
+            for ts, rel in struct.iter_unpack(">qi", raw[: len(raw) - len(raw) % 12])
+        ],
+    }
 
 
 def print_segment(segment: dict[str, Any], path: Path) -> None:

@@ -63,16 +63,7 @@ def produce(args: argparse.Namespace) -> int:
     separator = args.key_separator.encode() if args.key_separator else None
     if separator is not None and not separator:
         raise CliError("--key-separator must not be empty", code=2)
-    headers = [(k, v.encode()) for k, v in args.header]
-    source: IO[bytes]
-    if args.file:
-        try:
-            source = open(args.file, "rb")  # noqa: SIM115  (closed below)
-        except OSError as exc:
-            raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
-    else:
-        source = sys.stdin.buffer
-
+    source = _open_source(args)
     producer = KafkaProducer(
         **common_config(args),
         acks=acks,
@@ -82,46 +73,16 @@ def produce(args: argparse.Namespace) -> int:
         delivery_timeout_ms=max(30_000, int(args.timeout * 1000) * 3),
         linger_ms=5,
     )
-    per_partition: Counter[int] = Counter()
-    errors: list[str] = []
+    sends = _Sends()
     started = time.monotonic()
-    sent = 0
-    bad_line: str | None = None
     progress: Progress | None = None
     try:
-        partitions = producer.partitions_for(args.topic)
-        if not partitions:
-            raise CliError(f"unknown topic {args.topic!r}")
-        if args.partition is not None and args.partition not in partitions:
-            raise CliError(
-                f"topic {args.topic!r} has no partition {args.partition} (it has {len(partitions)})"
-            )
-
-        def delivered(metadata: Any) -> None:
-            per_partition[metadata.partition] += 1
-
-        def failed(exc: BaseException) -> None:
-            errors.append(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-
+        _check_partition(args, producer.partitions_for(args.topic))
         total = _file_size(source) if args.file else None
         progress = Progress(
             args, f"produce {args.topic}", total=total, unit_bytes=total is not None
         )
-        for number, (line, size) in enumerate(_lines(source), start=1):
-            key: bytes | None = None
-            value = line
-            if separator is not None:
-                key, sep, value = line.partition(separator)
-                if not sep:
-                    bad_line = f"line {number} has no key separator {args.key_separator!r}"
-                    break
-            future = producer.send(
-                args.topic, value=value, key=key, headers=headers, partition=args.partition
-            )
-            future.add_callback(delivered)
-            future.add_errback(failed)
-            sent += 1
-            progress.advance(1, size)
+        _send_lines(producer, args, source, separator, sends, progress)
         producer.flush(timeout=max(args.timeout, 30.0))
     finally:
         if progress is not None:
@@ -129,7 +90,76 @@ def produce(args: argparse.Namespace) -> int:
         producer.close(timeout=args.timeout)
         if args.file:
             source.close()
-    seconds = round(time.monotonic() - started, 3)
+    _report_produced(args, sends, round(time.monotonic() - started, 3))
+    return 0
+
+
+def _open_source(args: argparse.Namespace) -> IO[bytes]:
+    """The input: `--file` (the caller closes it) or stdin."""
+    if not args.file:
+        return sys.stdin.buffer
+    try:
+        return open(args.file, "rb")
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+
+
+def _check_partition(args: argparse.Namespace, partitions: set[int] | None) -> None:
+    if not partitions:
+        raise CliError(f"unknown topic {args.topic!r}")
+    if args.partition is not None and args.partition not in partitions:
+        raise CliError(
+            f"topic {args.topic!r} has no partition {args.partition} (it has {len(partitions)})"
+        )
+
+
+class _Sends:
+    """What produce sent and what its delivery callbacks reported."""
+
+    def __init__(self) -> None:
+        self.per_partition: Counter[int] = Counter()
+        self.errors: list[str] = []
+        self.sent = 0
+        self.bad_line: str | None = None
+
+    def delivered(self, metadata: Any) -> None:
+        self.per_partition[metadata.partition] += 1
+
+    def failed(self, exc: BaseException) -> None:
+        self.errors.append(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+def _send_lines(
+    producer: Any,
+    args: argparse.Namespace,
+    source: IO[bytes],
+    separator: bytes | None,
+    sends: _Sends,
+    progress: Progress,
+) -> None:
+    """One record per line (split at `separator` into key and value); stops at a line
+    without the separator (`sends.bad_line`)."""
+    headers = [(k, v.encode()) for k, v in args.header]
+    for number, (line, size) in enumerate(_lines(source), start=1):
+        key: bytes | None = None
+        value = line
+        if separator is not None:
+            key, sep, value = line.partition(separator)
+            if not sep:
+                sends.bad_line = f"line {number} has no key separator {args.key_separator!r}"
+                break
+        future = producer.send(
+            args.topic, value=value, key=key, headers=headers, partition=args.partition
+        )
+        future.add_callback(sends.delivered)
+        future.add_errback(sends.failed)
+        sends.sent += 1
+        progress.advance(1, size)
+
+
+def _report_produced(args: argparse.Namespace, sends: _Sends, seconds: float) -> None:
+    """The summary (module doc); CliError when a record failed or a line was bad."""
+    per_partition, errors, sent = sends.per_partition, sends.errors, sends.sent
     produced = sum(per_partition.values())
     failed_count = sent - produced
     if args.format == "json":
@@ -152,11 +182,10 @@ def produce(args: argparse.Namespace) -> int:
         )
     for message in errors[:_MAX_LISTED_ERRORS]:
         note(f"  failed: {message}")
-    if bad_line is not None:
-        raise CliError(f"{bad_line}; stopped after {sent} records")
+    if sends.bad_line is not None:
+        raise CliError(f"{sends.bad_line}; stopped after {sent} records")
     if failed_count:
         raise CliError(f"{failed_count} of {sent} records were not acknowledged")
-    return 0
 
 
 def _decode(data: bytes | None) -> str | None:
@@ -216,19 +245,9 @@ _FIELDS_PROBE = {
 
 
 def consume(args: argparse.Namespace) -> int:
-    from kafka import KafkaConsumer, TopicPartition
-    from kafka.structs import OffsetAndMetadata
+    from kafka import KafkaConsumer
 
-    if args.group and (args.offset is not None or args.from_timestamp is not None):
-        raise CliError(
-            "--offset/--from-timestamp work without --group; move a group's offsets with "
-            "`wirebroker group reset-offsets`",
-            code=2,
-        )
-    if args.group and args.partition:
-        raise CliError("--partition works without --group (the group assigns partitions)", 2)
-    if args.group and args.exit_at_end:
-        raise CliError("--exit-at-end works without --group", code=2)
+    _check_consume_args(args)
     template = None
     if args.format == "text":
         default = "{key}\\t{value}" if args.print_key else "{value}"
@@ -242,74 +261,16 @@ def consume(args: argparse.Namespace) -> int:
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         consumer_timeout_ms=float("inf"),
     )
-    count = 0
+    printer = _Printer(template, sys.stdout)
     progress: Progress | None = None
     try:
-        ends: dict[Any, int] = {}
-        if args.group:
-            if not consumer.partitions_for_topic(args.topic):
-                raise CliError(f"unknown topic {args.topic!r}")
-            consumer.subscribe([args.topic])
-        else:
-            known = consumer.partitions_for_topic(args.topic)
-            if not known:
-                raise CliError(f"unknown topic {args.topic!r}")
-            wanted = sorted(set(args.partition)) if args.partition else sorted(known)
-            missing = [p for p in wanted if p not in known]
-            if missing:
-                raise CliError(
-                    f"topic {args.topic!r} has no partition {missing[0]} (it has {len(known)})"
-                )
-            tps = [TopicPartition(args.topic, p) for p in wanted]
-            consumer.assign(tps)
-            first = consumer.beginning_offsets(tps)
-            last = consumer.end_offsets(tps)
-            _position(consumer, args, tps, first, last, timestamp)
-            if args.exit_at_end:
-                ends = {tp: last[tp] for tp in tps if consumer.position(tp) < last[tp]}
+        ends = _subscribe_or_assign(consumer, args, timestamp)
         total = args.num
         if args.exit_at_end:
             left = sum(end - consumer.position(tp) for tp, end in ends.items())
             total = left if total is None else min(total, left)
         progress = Progress(args, f"consume {args.topic}", total=total)
-        idle_since = time.monotonic()
-        stream = sys.stdout
-        while True:
-            if args.exit_at_end and not ends:
-                break
-            batch = consumer.poll(timeout_ms=200)
-            if not batch:
-                if args.idle_timeout is not None and (
-                    time.monotonic() - idle_since >= args.idle_timeout
-                ):
-                    break
-                continue
-            idle_since = time.monotonic()
-            done = False
-            printed: dict[Any, int] = {}
-            for tp in sorted(batch, key=lambda tp: tp.partition):
-                for record in batch[tp]:
-                    if tp in ends and record.offset >= ends[tp]:
-                        break
-                    printed[tp] = record.offset + 1
-                    if template is None:
-                        stream.write(json.dumps(_record_document(record)) + "\n")
-                    else:
-                        stream.write(template.render(record) + "\n")
-                    count += 1
-                    progress.advance()
-                    if args.num is not None and count >= args.num:
-                        done = True
-                        break
-                if tp in ends and consumer.position(tp) >= ends[tp]:
-                    del ends[tp]
-                if done:
-                    break
-            stream.flush()
-            if args.group and printed:
-                consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in printed.items()})
-            if done:
-                break
+        _poll_and_print(consumer, args, ends, printer, progress)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a follow ends: a normal exit
     finally:
@@ -317,8 +278,113 @@ def consume(args: argparse.Namespace) -> int:
             progress.close()
         sys.stdout.flush()
         consumer.close(autocommit=False)
+    count = printer.count
     note(f"consumed {count} record{'s' if count != 1 else ''}")
     return 0
+
+
+def _check_consume_args(args: argparse.Namespace) -> None:
+    if args.group and (args.offset is not None or args.from_timestamp is not None):
+        raise CliError(
+            "--offset/--from-timestamp work without --group; move a group's offsets with "
+            "`wirebroker group reset-offsets`",
+            code=2,
+        )
+    if args.group and args.partition:
+        raise CliError("--partition works without --group (the group assigns partitions)", 2)
+    if args.group and args.exit_at_end:
+        raise CliError("--exit-at-end works without --group", code=2)
+
+
+def _subscribe_or_assign(
+    consumer: Any, args: argparse.Namespace, timestamp: int | None
+) -> dict[Any, int]:
+    """Subscribe (--group) or assign and position the partitions; -> with --exit-at-end, the
+    end offset of each partition not at its end yet (else {})."""
+    from kafka import TopicPartition
+
+    if args.group:
+        if not consumer.partitions_for_topic(args.topic):
+            raise CliError(f"unknown topic {args.topic!r}")
+        consumer.subscribe([args.topic])
+        return {}
+    known = consumer.partitions_for_topic(args.topic)
+    if not known:
+        raise CliError(f"unknown topic {args.topic!r}")
+    wanted = sorted(set(args.partition)) if args.partition else sorted(known)
+    missing = [p for p in wanted if p not in known]
+    if missing:
+        raise CliError(f"topic {args.topic!r} has no partition {missing[0]} (it has {len(known)})")
+    tps = [TopicPartition(args.topic, p) for p in wanted]
+    consumer.assign(tps)
+    first = consumer.beginning_offsets(tps)
+    last = consumer.end_offsets(tps)
+    _position(consumer, args, tps, first, last, timestamp)
+    if args.exit_at_end:
+        return {tp: last[tp] for tp in tps if consumer.position(tp) < last[tp]}
+    return {}
+
+
+class _Printer:
+    """Writes each record (its template, else a JSON document per line) and counts them."""
+
+    def __init__(self, template: _Template | None, stream: IO[str]) -> None:
+        self.template = template
+        self.stream = stream
+        self.count = 0
+
+    def print(self, record: Any) -> None:
+        if self.template is None:
+            self.stream.write(json.dumps(_record_document(record)) + "\n")
+        else:
+            self.stream.write(self.template.render(record) + "\n")
+        self.count += 1
+
+
+def _poll_and_print(
+    consumer: Any,
+    args: argparse.Namespace,
+    ends: dict[Any, int],
+    printer: _Printer,
+    progress: Progress,
+) -> None:
+    """Poll and print until -n records, --idle-timeout, or every end in `ends` is reached;
+    with --group, commit what each batch printed."""
+    from kafka.structs import OffsetAndMetadata
+
+    idle_since = time.monotonic()
+    while True:
+        if args.exit_at_end and not ends:
+            break
+        batch = consumer.poll(timeout_ms=200)
+        if not batch:
+            if args.idle_timeout is not None and (
+                time.monotonic() - idle_since >= args.idle_timeout
+            ):
+                break
+            continue
+        idle_since = time.monotonic()
+        done = False
+        printed: dict[Any, int] = {}
+        for tp in sorted(batch, key=lambda tp: tp.partition):
+            for record in batch[tp]:
+                if tp in ends and record.offset >= ends[tp]:
+                    break
+                printed[tp] = record.offset + 1
+                printer.print(record)
+                progress.advance()
+                if args.num is not None and printer.count >= args.num:
+                    done = True
+                    break
+            if tp in ends and consumer.position(tp) >= ends[tp]:
+                del ends[tp]
+            if done:
+                break
+        printer.stream.flush()
+        if args.group and printed:
+            consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in printed.items()})
+        if done:
+            break
 
 
 def _position(

@@ -112,10 +112,23 @@ def list_topics(args: argparse.Namespace) -> int:
 
 
 def describe(args: argparse.Namespace) -> int:
+    names = list(dict.fromkeys(args.topics))
+    documents = _describe_documents(args, names)
+    if args.format == "json":
+        emit_json(documents)
+        return 0
+    for i, doc in enumerate(documents):
+        if i:
+            print()
+        _print_description(args, doc)
+    return 0
+
+
+def _describe_documents(args: argparse.Namespace, names: list[str]) -> list[dict[str, Any]]:
+    """One document per topic: its partitions (leader, replicas, ISR, offsets) and configs."""
     from kafka import TopicPartition
     from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 
-    names = list(dict.fromkeys(args.topics))
     with admin(args) as client:
         meta = topic_metadata(client, names)
         tps = [
@@ -169,44 +182,42 @@ def describe(args: argparse.Namespace) -> int:
                 },
             }
         )
-    if args.format == "json":
-        emit_json(documents)
-        return 0
-    for i, doc in enumerate(documents):
-        if i:
-            print()
-        rf = max((len(p["replicas"]) for p in doc["partitions"]), default=0)
-        table(
-            ["name", "topic id", "partitions", "replicas", "internal"],
-            [[doc["topic"], doc["topic_id"], len(doc["partitions"]), rf, doc["internal"]]],
-            title="SUMMARY",
-        )
-        print()
-        columns = ["partition", "leader", "epoch", "replicas", "isr"]
-        if any(p["offline_replicas"] for p in doc["partitions"]):
-            columns.append("offline")
+    return documents
+
+
+def _print_description(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+    """One topic's SUMMARY, PARTITIONS and CONFIGS tables."""
+    rf = max((len(p["replicas"]) for p in doc["partitions"]), default=0)
+    table(
+        ["name", "topic id", "partitions", "replicas", "internal"],
+        [[doc["topic"], doc["topic_id"], len(doc["partitions"]), rf, doc["internal"]]],
+        title="SUMMARY",
+    )
+    print()
+    columns = ["partition", "leader", "epoch", "replicas", "isr"]
+    if any(p["offline_replicas"] for p in doc["partitions"]):
+        columns.append("offline")
+    if not args.no_offsets:
+        columns += ["earliest", "latest"]
+    rows = []
+    for p in doc["partitions"]:
+        row = [p["partition"], p["leader"], p["leader_epoch"], p["replicas"], p["isr"]]
+        if "offline" in columns:
+            row.append(p["offline_replicas"])
         if not args.no_offsets:
-            columns += ["earliest", "latest"]
-        rows = []
-        for p in doc["partitions"]:
-            row = [p["partition"], p["leader"], p["leader_epoch"], p["replicas"], p["isr"]]
-            if "offline" in columns:
-                row.append(p["offline_replicas"])
-            if not args.no_offsets:
-                row += [p["earliest"], p["latest"]]
-            rows.append(row)
-        table(columns, rows, title="PARTITIONS")
-        if not args.no_configs:
-            print()
-            table(
-                ["key", "value", "source"],
-                [
-                    [key, "*****" if c["sensitive"] else c["value"], c["source"]]
-                    for key, c in doc["configs"].items()
-                ],
-                title="CONFIGS" + ("" if args.all_configs else " (set on the topic)"),
-            )
-    return 0
+            row += [p["earliest"], p["latest"]]
+        rows.append(row)
+    table(columns, rows, title="PARTITIONS")
+    if not args.no_configs:
+        print()
+        table(
+            ["key", "value", "source"],
+            [
+                [key, "*****" if c["sensitive"] else c["value"], c["source"]]
+                for key, c in doc["configs"].items()
+            ],
+            title="CONFIGS" + ("" if args.all_configs else " (set on the topic)"),
+        )
 
 
 def alter_config(args: argparse.Namespace) -> int:

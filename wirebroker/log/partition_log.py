@@ -1,10 +1,11 @@
 """`PartitionLog`: one partition directory `<topic>-<n>` (Kafka's `UnifiedLog`).
 
 Append, read, roll, flush, retention, DeleteRecords, truncation and the leader-epoch cache of
-one partition, on top of its parts: `LogSegments` (segments.py, the ordered segment set),
-`LogValidator` (validator.py, the checks of a client append and offset assignment),
-`LogLoader` (loader.py, recovery at open, returns a `LoadedLog`), `ProducerStateManager` and
-its `SnapshotFiles` (producer_state.py). Design notes: docs/log.md.
+one partition, on top of its parts: `LocalLog` (local_log.py: the segment set, log start and
+recovery point, roll, flush, reads and the log's health), `LogAppender` (appender.py: the
+append path, with the `LogValidator`), `LogLoader` (loader.py, recovery at open, returns a
+`LoadedLog`), `ProducerStateManager` and its `SnapshotFiles` (producer_state.py). Design
+notes: docs/log.md.
 
 Invariants: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the high watermark is
 set by replication and clamped into that range); an append is all or nothing and its bytes
@@ -20,20 +21,16 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import NoReturn
 
-from protocol.records import BATCH_HEADER_SIZE, BatchHeader, parse_header
+from protocol.records import BatchHeader
+from wirebroker.log.appender import AppendResult, LogAppender
 from wirebroker.log.config import LogConfig
-from wirebroker.log.control import ControlError, marker_batch, parse_marker
 from wirebroker.log.errors import (
     OffsetOutOfRangeError,
-    OutOfOrderSequenceError,
     StorageError,
-    UnexpectedAppendOffsetError,
 )
 from wirebroker.log.file_slice import FileSlice
 from wirebroker.log.fs import FileSystem, OsFileSystem
@@ -45,33 +42,19 @@ from wirebroker.log.loader import (
     replay_producers,
     save_epochs,
 )
+from wirebroker.log.local_log import LocalLog
 from wirebroker.log.producer_state import (
-    CompletedTxn,
     ProducerEntry,
     ProducerStateManager,
     SnapshotFiles,
 )
-from wirebroker.log.segment import CorruptSegment, RollbackFailed, Segment, roll_jitter_ms
+from wirebroker.log.segment import Segment
 from wirebroker.log.segments import LogSegments
 from wirebroker.log.txn_index import AbortedTxn
-from wirebroker.log.validator import LogValidator
 
 __all__ = ["LEADER_EPOCH_FILE", "PARTITION_METADATA_FILE", "AppendResult", "PartitionLog"]
 
 log = logging.getLogger(__name__)
-
-
-class _NothingChanged(Exception):
-    """An I/O error that was fully undone: fail the call, keep the log online."""
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    first_offset: int
-    last_offset: int
-    log_append_time: int  # -1 for CreateTime topics
-    log_start_offset: int
-    duplicate: bool = False  # True: idempotent retry, nothing appended
 
 
 class PartitionLog:
@@ -79,8 +62,6 @@ class PartitionLog:
     partition: int
     directory: Path
     config: LogConfig
-    log_start_offset: int
-    recovery_point: int
     topic_id: uuid.UUID | None
 
     def __init__(
@@ -92,24 +73,13 @@ class PartitionLog:
         self.partition = partition
         self.config = config
         self.fs = fs
-        self.log_start_offset = 0
-        self.recovery_point = 0
-        # batches from here on were CRC-checked in this process (appended, as leader or
-        # follower, since the log was opened): only they may be sent unread (`read_to_send`)
-        self._checked_from = 0
+        self._local = LocalLog(fs, directory, topic, partition, config)
         self.topic_id = None
-        self._segments = LogSegments(fs, directory)
-        self._validator = LogValidator(config, self.name)
+        self._appender = LogAppender(self)
         self._snapshots = SnapshotFiles(fs, directory)
         self._epochs = LeaderEpochCache()
         self._producers = ProducerStateManager()
         self._hw = 0
-        self._offline = False
-        self._closed = False
-        self._last_flush_ms = 0
-        #: producer id -> leader epoch of its leader append whose write failed (undone, the
-        #: log stays online) and no write of it since: see `append_as_leader`
-        self._write_failed: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -123,8 +93,28 @@ class PartitionLog:
 
     # -- offsets ------------------------------------------------------------------------------
     @property
+    def _segments(self) -> LogSegments:
+        return self._local.segments
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._local.log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, value: int) -> None:
+        self._local.log_start_offset = value
+
+    @property
+    def recovery_point(self) -> int:
+        return self._local.recovery_point
+
+    @recovery_point.setter
+    def recovery_point(self, value: int) -> None:
+        self._local.recovery_point = value
+
+    @property
     def log_end_offset(self) -> int:
-        return self._segments.next_offset(self.log_start_offset)
+        return self._local.log_end_offset
 
     @property
     def high_watermark(self) -> int:
@@ -158,11 +148,11 @@ class PartitionLog:
 
     @property
     def offline(self) -> bool:
-        return self._offline
+        return self._local.offline
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._local.closed
 
     @property
     def segments(self) -> list[Segment]:
@@ -224,7 +214,7 @@ class PartitionLog:
         except OSError as exc:
             verb = "create" if new else "open"
             raise StorageError(f"{self.name}: cannot {verb} log in {directory}: {exc}") from exc
-        self._last_flush_ms = now_ms
+        self._local.last_flush_ms = now_ms
         if topic_id is not None:
             self.topic_id = topic_id
         return self
@@ -232,65 +222,26 @@ class PartitionLog:
     def _load(self, now_ms: int, recovery_point: int, log_start_offset: int, clean: bool) -> None:
         loader = LogLoader(self.fs, self.directory, self.name, self.config, now_ms)
         loaded = loader.load(recovery_point, log_start_offset, clean)
-        self._segments = loaded.segments
+        self._local.segments = loaded.segments
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
         self._epochs = loaded.epochs
         self._producers = loaded.producers
         self.topic_id = loaded.topic_id
         self._hw = self.log_end_offset
-        self._checked_from = self.log_end_offset
+        self._local.checked_from = self.log_end_offset
 
-    # -- errors -------------------------------------------------------------------------------
+    # -- errors (LocalLog's) --------------------------------------------------------------------
     def _check_online(self) -> None:
-        if self._offline:
-            raise StorageError(f"{self.name}: log is offline after an I/O error")
-        if self._closed:
-            raise StorageError(f"{self.name}: log is closed")
+        self._local.check_online()
 
-    @contextmanager
-    def _io(self, what: str, *, offline_on_error: bool) -> Iterator[None]:
-        self._check_online()
-        try:
-            yield
-        except (_NothingChanged, CorruptSegment) as exc:
-            raise StorageError(f"{self.name}: {what}: {exc}") from exc
-        except OSError as exc:
-            if offline_on_error:
-                self._go_offline()
-            raise StorageError(f"{self.name}: {what}: {exc}") from exc
-
-    @contextmanager
-    def _serving(self, seg: Segment) -> Iterator[None]:
-        """Around reads that serve `seg`'s batches: see `_corrupt`."""
-        try:
-            yield
-        except CorruptSegment as exc:
-            self._corrupt(seg, exc)
-
-    def _corrupt(self, seg: Segment, exc: CorruptSegment) -> NoReturn:
-        """A batch about to be served failed its checks: it is never served; the log goes
-        offline (no clean-shutdown marker) and its recovery point moves back to the segment,
-        so the next start scans and truncates it (docs/log.md, "Read")."""
-        log.error(
-            "%s: corrupt batch in segment %d (%s); taking the log offline until a restart "
-            "recovers it",
-            self.name,
-            seg.base_offset,
-            exc,
-        )
-        self._offline = True
-        self.recovery_point = min(self.recovery_point, seg.base_offset)
-        raise StorageError(f"{self.name}: corrupt data in segment {seg.base_offset}: {exc}")
-
-    def _go_offline(self) -> None:
-        log.error("%s: taking the log offline after an I/O error", self.name)
-        self._offline = True
+    def _io(self, what: str, *, offline_on_error: bool) -> AbstractContextManager[None]:
+        return self._local.io(what, offline_on_error=offline_on_error)
 
     def _write_epoch_checkpoint(self) -> None:
         save_epochs(self.fs, self.directory, self._epochs)
 
-    # -- append -------------------------------------------------------------------------------
+    # -- append (LogAppender's) ---------------------------------------------------------------
     def append_as_leader(
         self,
         records: bytes | bytearray | memoryview,
@@ -300,99 +251,14 @@ class PartitionLog:
         batches: Sequence[tuple[int, BatchHeader]] | None = None,
         coordinator: bool = False,
     ) -> AppendResult:
-        """Validate, deduplicate, stamp and write a client append (all or nothing; see
-        docs/log.md, "Append"). `batches`: the (position, header) of every batch of
-        `records` as `iter_batches` parsed them, so they are not parsed again.
-        `coordinator`: the group coordinator's transactional offset commit (no duplicate or
-        sequence checks, as Kafka's AppendOrigin.COORDINATOR)."""
-        self._check_online()
-        # stamped where it lies when writable (a large request is received in place into
-        # its own bytearray, nobody else's: protocol/framing.py), else in a copy
-        buf = (
-            records
-            if isinstance(records, memoryview) and not records.readonly
-            else bytearray(records)
+        """A client append as leader, all or nothing (`LogAppender.as_leader`)."""
+        return self._appender.as_leader(
+            records,
+            leader_epoch=leader_epoch,
+            now_ms=now_ms,
+            batches=batches,
+            coordinator=coordinator,
         )
-        checked = self._validator.validate(buf, now_ms, batches)
-        log_append_time = now_ms if self.config.log_append_time else -1
-
-        # idempotence: duplicates first, against committed state, as Kafka does (for a
-        # LogAppendTime topic the original batch's append time is reported)
-        dup = None if coordinator else self._producers.find_first_duplicate(h for _, h in checked)
-        if dup is not None:
-            return AppendResult(
-                dup.first_offset,
-                dup.last_offset,
-                dup.timestamp if log_append_time >= 0 else -1,
-                self.log_start_offset,
-                duplicate=True,
-            )
-
-        # stamp offsets, leader epoch, LogAppendTime (buf is the request's or our copy:
-        # nothing else reads it, so nothing leaks on error)
-        first_offset = self.log_end_offset
-        stamped = self._validator.assign_offsets(buf, checked, first_offset, leader_epoch, now_ms)
-        last_offset = stamped[-1][1].last_offset
-        max_ts = max(h.max_timestamp for _, h in stamped)
-
-        # sequences and epochs, on staged copies (committed after the write). A producer
-        # whose last write failed here (full disk) in this leader epoch and none since gets a
-        # storage error instead of OUT_OF_ORDER_SEQUENCE_NUMBER: its batch is most likely
-        # pipelined behind the failed one (docs/log.md, "Append", step 5)
-        pids = {h.producer_id for _, h in stamped if h.producer_id >= 0}
-        try:
-            staged = self._producers.validate_all((h for _, h in stamped), coordinator=coordinator)
-        except OutOfOrderSequenceError as exc:
-            if any(self._write_failed.get(pid) == leader_epoch for pid in pids):
-                raise StorageError(
-                    f"{self.name}: the producer's previous append failed to write; its "
-                    f"sequence is not checked until one is written ({exc})"
-                ) from exc
-            raise
-
-        try:
-            self._write_leader(buf, stamped, leader_epoch, now_ms, max_ts)
-        except StorageError:
-            self._write_failed.update(dict.fromkeys(pids, leader_epoch))
-            raise
-        for pid in pids:
-            self._write_failed.pop(pid, None)
-        self._producers.commit(staged)
-        self._maybe_flush_messages(now_ms)
-        return AppendResult(first_offset, last_offset, log_append_time, self.log_start_offset)
-
-    def _write_leader(
-        self,
-        buf: bytearray | memoryview,
-        stamped: Sequence[tuple[int, BatchHeader]],
-        leader_epoch: int,
-        now_ms: int,
-        max_ts: int,
-    ) -> Segment:
-        """Epoch cache, roll, segment append of stamped batches; -> the segment written."""
-        first_offset = stamped[0][1].base_offset
-        last_offset = stamped[-1][1].last_offset
-        with self._io("append", offline_on_error=True):
-            if leader_epoch >= 0:
-                self._epochs.assign(leader_epoch, first_offset)
-            if self._epochs.changed:  # also an entry `assign_epoch_start_offset` deferred
-                self._write_epoch_checkpoint()
-            seg = self._maybe_roll(len(buf), max_ts, last_offset, now_ms)
-        try:
-            seg.append(buf, list(stamped), now_ms)
-        except RollbackFailed as exc:
-            self._go_offline()
-            raise StorageError(
-                f"{self.name}: append failed and could not be undone: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
-        return seg
-
-    def _maybe_flush_messages(self, now_ms: int) -> None:
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()
-            self._last_flush_ms = now_ms
 
     def append_marker(
         self,
@@ -404,169 +270,41 @@ class PartitionLog:
         leader_epoch: int,
         now_ms: int,
     ) -> AppendResult:
-        """Write a COMMIT or ABORT marker (control.py) ending `producer_id`'s ongoing
-        transaction, as the transaction coordinator's WriteTxnMarkers asks the leader.
-
-        Checks (`ProducerStateManager.check_marker`): the producer epoch is not older than
-        the producer's (`InvalidProducerEpochError`; newer is a KIP-890 bump), the
-        coordinator epoch not older than the last marker's (`TransactionCoordinatorFencedError`).
-        A marker without an ongoing transaction is still written (Kafka does: the
-        coordinator may retry). An ABORT adds (producer, first offset, marker offset, LSO
-        after it) to the `.txnindex` of the marker's segment. The marker's batch takes the
-        log's next offset; it stays unstable (LSO <= its transaction's first offset) until the
-        high watermark passes it."""
-        self._check_online()
-        self._producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        buf = bytearray(
-            marker_batch(
-                producer_id,
-                producer_epoch,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-                now_ms=now_ms,
-            )
-        )
-        header = parse_header(buf, 0)
-        offset = self.log_end_offset
-        stamped = self._validator.assign_offsets(buf, [(0, header)], offset, leader_epoch, now_ms)
-        h = stamped[0][1]
-        seg = self._write_leader(buf, stamped, leader_epoch, now_ms, h.max_timestamp)
-        txn = self._producers.end_txn(
+        """A COMMIT or ABORT marker ending a transaction (`LogAppender.marker`)."""
+        return self._appender.marker(
             producer_id,
             producer_epoch,
-            coordinator_epoch,
-            offset,
-            h.max_timestamp,
-            aborted=not commit,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            leader_epoch=leader_epoch,
+            now_ms=now_ms,
         )
-        if txn.aborted:
-            self._index_aborted(seg, txn)
-        self._maybe_flush_messages(now_ms)
-        log_append_time = now_ms if self.config.log_append_time else -1
-        return AppendResult(offset, offset, log_append_time, self.log_start_offset)
-
-    def _index_aborted(self, seg: Segment, txn: CompletedTxn) -> None:
-        entry = AbortedTxn(
-            txn.producer_id, txn.first_offset, txn.last_offset, self._producers.lso_after(txn)
-        )
-        with self._io("transaction index", offline_on_error=True):
-            seg.txn_index.append(entry)
 
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, *, now_ms: int
     ) -> AppendResult:
-        """Append batches fetched from the leader as they are: their offsets, leader epochs,
-        timestamps and producer fields are kept (Kafka's appendAsFollower). All or nothing.
+        """Replicated batches as the leader wrote them (`LogAppender.as_follower`)."""
+        return self._appender.as_follower(records, now_ms=now_ms)
 
-        Checked (`LogValidator.validate_replicated`): headers, CRC, offsets increasing; the
-        first batch may not start below the log end offset (`UnexpectedAppendOffsetError`;
-        above it is allowed: a compacted leader may have removed whole batches). Each batch's
-        partition leader epoch enters the epoch cache at its base offset when it is newer
-        (checkpointed); producer state follows the batches without sequence checks, so a new
-        leader still recognises an idempotent producer's retries. The bytes are in the kernel
-        when this returns, as for a leader append."""
-        self._check_online()
-        checked = self._validator.validate_replicated(records)
-        first = checked[0][1].base_offset
-        leo = self.log_end_offset
-        if first < leo:
-            raise UnexpectedAppendOffsetError(
-                f"{self.name}: replicated records start at {first}, below the log end {leo}"
-            )
-        last_offset = checked[-1][1].last_offset
-        max_ts = max(h.max_timestamp for _, h in checked)
-        with self._io("append", offline_on_error=True):
-            seg = self._maybe_roll(len(records), max_ts, last_offset, now_ms)
-        try:
-            seg.append(records, checked, now_ms)
-        except RollbackFailed as exc:
-            self._go_offline()
-            raise StorageError(
-                f"{self.name}: append failed and could not be undone: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise StorageError(f"{self.name}: append failed (nothing written): {exc}") from exc
-        for pos, h in checked:
-            if h.partition_leader_epoch >= 0:
-                self._epochs.assign(h.partition_leader_epoch, h.base_offset)
-            marker = None
-            if h.is_control and h.is_transactional and h.producer_id >= 0:
-                try:
-                    marker = parse_marker(memoryview(records)[pos : pos + h.size])
-                except ControlError as exc:
-                    log.warning(
-                        "%s: replicated control batch at %d: %s", self.name, h.base_offset, exc
-                    )
-            txn = self._producers.apply(h, marker)
-            if txn is not None and txn.aborted:
-                self._index_aborted(seg, txn)
-        if self._epochs.changed:
-            with self._io("leader epoch checkpoint", offline_on_error=True):
-                self._write_epoch_checkpoint()
-        self._maybe_flush_messages(now_ms)
-        return AppendResult(first, last_offset, -1, self.log_start_offset)
-
-    # -- roll ---------------------------------------------------------------------------------
-    def _maybe_roll(
-        self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
-    ) -> Segment:
-        seg = self._segments.active
-        jitter = roll_jitter_ms(self.topic, self.partition, seg.base_offset, self.config)
-        if seg.should_roll(self.config, jitter, messages_size, max_timestamp, max_offset, now_ms):
-            return self._roll(now_ms)
-        return seg
+    # -- roll and flush (LocalLog's) -----------------------------------------------------------
+    def _take_snapshot(self, offset: int) -> None:
+        self._snapshots.take(self._producers, offset)
 
     def _roll(self, now_ms: int) -> Segment:
-        """Start a new active segment at the log end offset.
-
-        The first two steps (producer snapshot, final time-index entry) undo themselves on
-        an OSError, which then surfaces as `_NothingChanged` (a full disk fails the append
-        that wanted the roll but leaves the log online); an OSError later propagates."""
-        old = self._segments.active
-        new_base = self.log_end_offset
-        if old.size == 0 and old.base_offset == new_base:
-            old.created_ms = now_ms
-            return old
-        try:
-            self._snapshots.take(self._producers, new_base)
-            old.on_become_inactive()
-        except RollbackFailed as exc:
-            raise OSError(f"cannot undo a failed roll: {exc}") from exc
-        except OSError as exc:
-            raise _NothingChanged(f"cannot roll a new segment: {exc}") from exc
-        new = Segment(self.fs, self.directory, new_base, self.config, now_ms, create=True)
-        self._segments.add(new)
-        self.fs.fsync_dir(self.directory)
-        self._flush_segments(new_base)
-        return new
+        return self._local.roll(now_ms, self._take_snapshot)
 
     def roll(self, now_ms: int) -> None:
         """Force a roll (tools, tests, retention)."""
         with self._io("roll", offline_on_error=True):
             self._roll(now_ms)
 
-    # -- flush --------------------------------------------------------------------------------
-    def _flush_segments(self, up_to: int) -> None:
-        """fsync every segment below `up_to`; the recovery point moves there."""
-        self._segments.flush_below(up_to)
-        self.recovery_point = max(self.recovery_point, min(up_to, self.log_end_offset))
-
     def flush(self) -> None:
         """fsync data and indexes of every segment; the recovery point becomes the log end."""
-        with self._io("flush", offline_on_error=True):
-            self._segments.flush()
-            self.recovery_point = self.log_end_offset
+        self._local.flush()
 
     def maybe_flush(self, now_ms: int) -> None:
         """Flush when unflushed records exist and flush.ms passed since the last flush."""
-        if self._offline or self._closed:
-            return
-        if (
-            self.log_end_offset > self.recovery_point
-            and now_ms - self._last_flush_ms >= self.config.flush_ms
-        ):
-            self.flush()
-            self._last_flush_ms = now_ms
+        self._local.maybe_flush(now_ms)
 
     # -- read ---------------------------------------------------------------------------------
     def read(
@@ -598,72 +336,37 @@ class PartitionLog:
         the log was opened go unread: their CRCs were checked on the way in. Older ones (not
         all scanned at start-up: docs/log.md, "Read") are read and checked as always, so
         damage in them is still found by the leader, which takes the log offline."""
-        self._check_online()
-        zero_copy = zero_copy and offset >= self._checked_from
-        if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"{self.name}: offset {offset} outside [{self.log_start_offset}, "
-                f"{self.log_end_offset}]"
-            )
-        limit = self.log_end_offset if max_offset is None else max_offset
-        if offset >= self.log_end_offset or offset >= limit:
-            return b""
-        with self._io("read", offline_on_error=False):
-            return self._segments.read(
-                offset, max_bytes, limit, min_one_batch, self._corrupt, zero_copy=zero_copy
-            )
+        return self._local.read_to_send(
+            offset,
+            max_bytes=max_bytes,
+            max_offset=max_offset,
+            min_one_batch=min_one_batch,
+            zero_copy=zero_copy,
+        )
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound) (Kafka's
         collectAbortedTransactions): the `.txnindex` entries with marker >= fetch_offset and
         first offset < upper_bound, from the segment holding fetch_offset on, until an
         entry's last stable offset reaches the bound."""
-        self._check_online()
-        out: list[AbortedTxn] = []
-        segs = self._segments.to_list()
-        i = max(self._segments.index_for(fetch_offset), 0) if segs else 0
-        for seg in segs[i:]:
-            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
-            out.extend(found)
-            if complete:
-                break
-        return out
+        return self._local.aborted_transactions(fetch_offset, upper_bound)
 
     def aborted_in(
         self, fetch_offset: int, records: bytes | bytearray | memoryview
     ) -> list[AbortedTxn]:
         """`aborted_transactions` for the batches `records` a read from `fetch_offset`
         returned (the bound is the offset after its last batch); [] when empty."""
-        if not records:
-            return []
-        pos, end, next_offset = 0, len(records), fetch_offset
-        while end - pos >= BATCH_HEADER_SIZE:
-            h = parse_header(records, pos)
-            next_offset = h.next_offset
-            pos += h.size
-        return self.aborted_transactions(fetch_offset, next_offset)
+        return self._local.aborted_in(fetch_offset, records)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `timestamp` (Kafka's
-        fetchOffsetByTimestamp, per segment: `Segment.find_offset_by_timestamp`)."""
-        self._check_online()
-        with self._io("offset lookup", offline_on_error=False):
-            for seg in self._segments:
-                with self._serving(seg):
-                    found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
-                if found is not None:
-                    return found
-        return None
+        fetchOffsetByTimestamp, per segment: `segment_search.find_offset_by_timestamp`)."""
+        return self._local.offset_for_timestamp(timestamp)
 
     def max_timestamp(self) -> tuple[int, int]:
         """(timestamp, offset) of the record with the largest timestamp (the first such
         record); (-1, -1) when the log holds none."""
-        self._check_online()
-        best = self._segments.with_max_timestamp()
-        if best is None:
-            return -1, -1
-        with self._io("max timestamp", offline_on_error=False), self._serving(best):
-            return best.max_timestamp, best.find_max_timestamp_offset()
+        return self._local.max_timestamp()
 
     # -- deletion -----------------------------------------------------------------------------
     def _delete_segments(self, doomed: list[Segment]) -> None:
@@ -736,12 +439,7 @@ class PartitionLog:
         `old`: consecutive non-active segments, the first with `new`'s base offset. Crash
         safe (`segments.swap_in`); an OSError takes the log offline and the next load
         completes or discards the swap."""
-        self._check_online()
-        with self._io("swap in cleaned segment", offline_on_error=True):
-            try:
-                self._segments.replace(new, old)
-            except ValueError as exc:
-                raise ValueError(f"{self.name}: {exc}") from None
+        self._local.replace_segments(new, old)
 
     # -- truncation ---------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -770,7 +468,7 @@ class PartitionLog:
             self._snapshots.delete(lambda off: off <= leo)
             self._hw = min(self._hw, leo)
             self.recovery_point = min(self.recovery_point, leo)
-            self._checked_from = min(self._checked_from, leo)
+            self._local.checked_from = min(self._local.checked_from, leo)
             self._producers = replay_producers(self._segments, self._snapshots, leo)
             self._producers.on_high_watermark(self._hw)
 
@@ -806,7 +504,7 @@ class PartitionLog:
         self._snapshots.delete(lambda off: False)
         self._hw = offset
         self.recovery_point = offset
-        self._checked_from = offset
+        self._local.checked_from = offset
 
     # -- misc ---------------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
@@ -830,19 +528,20 @@ class PartitionLog:
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
-        self._validator = LogValidator(config, self.name)
+        self._appender.update_config(config)
         for seg in self._segments:
             seg.index_interval_bytes = config.index_interval_bytes
         self._segments.active.set_index_max_bytes(config.segment_index_bytes)
+        self._local.config = config
 
     def close(self, *, snapshot: bool = True) -> None:
         """Final time-index entry, producer snapshot, flush, close the files. Idempotent.
 
         Raises StorageError if the final flush fails (files are closed regardless)."""
-        if self._closed:
+        if self._local.closed:
             return
         try:
-            if not self._offline:
+            if not self._local.offline:
                 with self._io("close", offline_on_error=True):
                     self._segments.active.on_become_inactive()
                     if snapshot:
@@ -851,7 +550,7 @@ class PartitionLog:
                     self.recovery_point = self.log_end_offset
         finally:
             self._close_files()
-            self._closed = True
+            self._local.closed = True
 
     def _close_files(self) -> None:
         self._segments.close()

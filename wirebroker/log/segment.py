@@ -70,12 +70,10 @@ from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     InvalidBatch,
-    Record,
-    decode_records,
     parse_header,
     verify_crc,
 )
-from wirebroker.log.config import DECODE_CAP, LogConfig
+from wirebroker.log.config import LogConfig
 from wirebroker.log.file_slice import FileSlice
 from wirebroker.log.fs import APPEND_FLAGS, FileSystem, OsFileSystem, pread_exact, write_all
 from wirebroker.log.index import OffsetIndex, TimeIndex
@@ -545,45 +543,6 @@ class Segment:
     def largest_timestamp(self) -> int:
         """Retention age reference: the max timestamp, else the last modification time."""
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
-
-    def decode_batch(self, pos: int, h: BatchHeader) -> list[Record]:
-        """The records of the batch at `pos` (CRC checked); CorruptSegment when damaged."""
-        data = self.read_batch(pos, h)
-        try:
-            return decode_records(data, 0, max_decompressed_bytes=DECODE_CAP)
-        except InvalidBatch as exc:
-            raise CorruptSegment(f"batch at {pos} of {self.log_path.name}: {exc}") from exc
-
-    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record at or after `timestamp` whose offset is at
-        least `start_offset` (Kafka's findOffsetByTimestamp: time index -> offset index ->
-        batch scan -> record decode); None when the segment holds none."""
-        if self.largest_timestamp() < timestamp or self.size == 0:
-            return None
-        _, pos = self.index.lookup(self.time_index.lookup(timestamp))
-        for bpos, h in self.batches_from(pos):
-            if h.max_timestamp < timestamp or h.last_offset < start_offset:
-                continue
-            for rec in self.decode_batch(bpos, h):
-                if rec.timestamp >= timestamp and rec.offset >= start_offset:
-                    return rec.offset, rec.timestamp
-        return None
-
-    def find_max_timestamp_offset(self) -> int:
-        """Offset of the first record carrying the segment's max timestamp (>= 0)."""
-        target = self.max_timestamp
-        _, pos = self.index.lookup(self.offset_of_max_timestamp)
-        for pass_start in (pos, 0):
-            for bpos, h in self.batches_from(pass_start):
-                if h.max_timestamp != target:
-                    continue
-                if h.timestamp_type == 1:
-                    return h.base_offset
-                for rec in self.decode_batch(bpos, h):
-                    if rec.timestamp == target:
-                        return rec.offset
-                return h.last_offset
-        return self.offset_of_max_timestamp
 
     # -- truncation, flush, close -------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:

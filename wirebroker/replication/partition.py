@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from wirebroker.errors import KafkaError
 from wirebroker.replication import rules
+from wirebroker.replication.log_view import LogView
 from wirebroker.replication.rules import FollowerState
 
 if TYPE_CHECKING:
@@ -101,7 +102,9 @@ class Role(enum.Enum):
     FOLLOWER = "follower"
 
 
-class Partition:
+class Partition(LogView):
+    """One partition's replica state (module doc); its log as `LogView` shows it."""
+
     def __init__(
         self,
         topic: str,
@@ -143,31 +146,6 @@ class Partition:
             f"Partition({self.topic}-{self.index}, {self.role.value}, epoch={self.leader_epoch}, "
             f"isr={self.isr}, hw={self.high_watermark}, leo={self.log_end_offset})"
         )
-
-    # -- offsets ------------------------------------------------------------------------------
-    @property
-    def high_watermark(self) -> int:
-        return self.log.high_watermark
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.log.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.log.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """min(first offset of the oldest ongoing transaction, high watermark) (log side)."""
-        return self.log.last_stable_offset
-
-    def aborted_transactions(
-        self, fetch_offset: int, records: bytes | bytearray | memoryview
-    ) -> list[tuple[int, int]]:
-        """(producer id, first offset) of the aborted transactions overlapping the batches
-        `records` a read_committed read from `fetch_offset` returned."""
-        return [(t.producer_id, t.first_offset) for t in self.log.aborted_in(fetch_offset, records)]
 
     @property
     def is_leader(self) -> bool:
@@ -564,14 +542,6 @@ class Partition:
             self.log.advance_log_start_offset(leader_log_start_offset)
         return result
 
-    def truncate_to(self, offset: int) -> None:
-        """Remove every batch at and above `offset` (the HW follows down)."""
-        self.log.truncate_to(offset)
-
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Empty the log and start it at `offset` (leader's log start beyond our end)."""
-        self.log.truncate_fully_and_start_at(offset)
-
     def read(
         self,
         offset: int,
@@ -598,43 +568,6 @@ class Partition:
             min_one_batch=min_one_batch,
             zero_copy=zero_copy,
         )
-
-    # -- log queries and changes the handlers need (they never reach into `log`) -------------
-    @property
-    def latest_epoch(self) -> int:
-        """The latest leader epoch of the data in the log (-1 when it never had any)."""
-        latest = self.log.latest_epoch
-        return -1 if latest is None else int(latest)
-
-    def epoch_entries(self) -> list[tuple[int, int]]:
-        """The leader-epoch cache: (epoch, start offset), ascending."""
-        return self.log.leader_epoch_entries()
-
-    @property
-    def size(self) -> int:
-        """Bytes of the log's segments."""
-        return self.log.size_in_bytes()
-
-    @property
-    def deletes_records(self) -> bool:
-        """Whether cleanup.policy includes delete (DeleteRecords needs it)."""
-        return self.log.config.delete
-
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record at or after `timestamp`, else None."""
-        return self.log.offset_for_timestamp(timestamp)
-
-    def max_timestamp(self) -> tuple[int, int]:
-        """(timestamp, offset) of the record with the largest timestamp; (-1, -1) if none."""
-        return self.log.max_timestamp()
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(epoch, end offset) per KIP-101/279 (OffsetForLeaderEpoch, Fetch divergence)."""
-        return self.log.end_offset_for_epoch(epoch)
-
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset to `offset`; raises LogError."""
-        return self.log.delete_records_before(offset)
 
     def update_config(self, config: LogConfig, min_insync_replicas: int) -> None:
         """The topic's configs changed: new LogConfig and min.insync.replicas."""

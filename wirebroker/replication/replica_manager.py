@@ -2,7 +2,8 @@
 
 `ReplicaManager` keeps the in-memory `Partition`s this broker hosts, each over its
 `PartitionLog` (`LogManager`). It is pure (no trio, no clock: every call that needs the time
-takes `now_ms`); trio runtimes hear of changes through listeners:
+takes `now_ms`); trio runtimes hear of changes through listeners (`ReplicaEvents`,
+replica_events.py; ISR proposals and their answers are the `IsrManager`'s, isr_manager.py):
 
     data listeners   (topic, index): new data, an ISR or role change, a deletion, and a
                      high watermark that moved on an append or an ISR change
@@ -55,15 +56,17 @@ the store's topic id (it is written without fsync) is rewritten.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
 from wirebroker.cluster.topic_configs import min_insync_replicas, topic_log_config
 from wirebroker.cluster.topic_store import TopicInfo, TopicStore, ensure_meta_properties
+from wirebroker.replication.isr_manager import IsrChangeListener, IsrManager
 from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.quota import ReplicationQuotas
+from wirebroker.replication.replica_events import DataListener, ReplicaEvents, RoleListener
 
 if TYPE_CHECKING:
     from protocol.records import BatchHeader
@@ -75,19 +78,6 @@ if TYPE_CHECKING:
 __all__ = ["DataListener", "IsrChangeListener", "ReplicaManager", "RoleListener"]
 
 log = logging.getLogger(__name__)
-
-DataListener = Callable[[str, int], None]
-RoleListener = Callable[[Partition], None]
-
-
-class IsrChangeListener(Protocol):
-    """Stores the ISR changes a leader wants (the cluster layer: a CAS on the partition's
-    state znode at version `partition_epoch`, keeping `leader_epoch`). It must answer each
-    call, later or at once, with `ReplicaManager.isr_committed` or `isr_rejected`."""
-
-    def propose_isr(
-        self, topic: str, index: int, *, leader_epoch: int, partition_epoch: int, isr: list[int]
-    ) -> None: ...
 
 
 class ReplicaManager:
@@ -110,13 +100,13 @@ class ReplicaManager:
         #: a quiet session partition's caught-up time is refreshed at most this often
         #: (`touch_quiet_follower`): lag_ms / 20, at most 100 ms
         self.quiet_touch_ms = max(1, min(100, self.lag_ms // 20))
-        self.isr_listener: IsrChangeListener | None = None
-        #: (topic, partition, replica) kept out of the ISR by an injected fault
-        self.isr_holds: set[tuple[str, int, int]] = set()
         self._partitions: dict[str, dict[int, Partition]] = {}
-        self._listeners: list[DataListener] = [on_data] if on_data is not None else []
-        self._hw_listeners: list[DataListener] = []
-        self._role_listeners: list[RoleListener] = []
+        #: the data, hw and role listeners (see the module doc)
+        self.events = ReplicaEvents(on_data)
+        #: ISR proposals and answers; its `listener` stores them (the cluster layer)
+        self.isr_changes = IsrManager(
+            self.events, self.partition, self.all_partitions, lambda: self._last_now_ms
+        )
         self._hw_checkpoint: dict[tuple[str, int], int] = {}
         self._last_now_ms = 0
         #: replication throttles (wirebroker.replication.quota): the fetch handler asks
@@ -178,20 +168,12 @@ class ReplicaManager:
         return [Path(d).expanduser() for d in self.config.log_dirs]
 
     def _build(self, info: TopicInfo, plog: PartitionLog, min_isr: int) -> Partition:
-        if not self.replicated:
-            return Partition(
-                info.name,
-                plog.partition,
-                plog,
-                node_id=self.node_id,
-                topic_id=info.topic_id,
-                min_insync_replicas=min_isr,
-                lag_ms=self.lag_ms,
+        """Unreplicated: the leader of [this broker] at epoch 0; replicated: role NONE."""
+        if self.replicated:
+            # a replica waiting for its role: its HW is the checkpointed one, never its log end
+            plog.high_watermark = self._hw_checkpoint.get(
+                (info.name, plog.partition), plog.log_start_offset
             )
-        # a replica waiting for its role: its HW is the checkpointed one, never its log end
-        plog.high_watermark = self._hw_checkpoint.get(
-            (info.name, plog.partition), plog.log_start_offset
-        )
         return Partition(
             info.name,
             plog.partition,
@@ -199,8 +181,8 @@ class ReplicaManager:
             node_id=self.node_id,
             topic_id=info.topic_id,
             min_insync_replicas=min_isr,
-            role=Role.NONE,
-            leader_epoch=-1,
+            role=Role.NONE if self.replicated else Role.LEADER,
+            leader_epoch=-1 if self.replicated else 0,
             lag_ms=self.lag_ms,
         )
 
@@ -218,7 +200,7 @@ class ReplicaManager:
         self.quotas.forget_topic(info.name)
         for part in self._partitions.pop(info.name, {}).values():
             part.stop()
-            self._role_changed(part)
+            self.events.role_changed(part)
 
     def on_topic_configs_changed(self, info: TopicInfo) -> None:
         """The live partitions take the topic's new LogConfig and min.insync.replicas, the
@@ -327,12 +309,12 @@ class ReplicaManager:
         if changed:
             if before != (part.role, part.leader_epoch):
                 log.info("%s-%d: leader at epoch %d, ISR %s", topic, index, leader_epoch, isr)
-                self._role_changed(part)
+                self.events.role_changed(part)
             else:
-                self._state_changed(part)
+                self.events.state_changed(part)
         else:
             self._take_replicas(part, replicas, now_ms)
-        self._drop_non_replicas(part, now_ms)
+        self.isr_changes.drop_non_replicas(part, now_ms)
         return changed
 
     def make_follower(
@@ -361,7 +343,7 @@ class ReplicaManager:
         )
         if changed and before != (part.role, part.leader_id, part.leader_epoch):
             log.info("%s-%d: following %d at epoch %d", topic, index, leader_id, leader_epoch)
-            self._role_changed(part)
+            self.events.role_changed(part)
         elif not changed:
             self._take_replicas(part, replicas, now_ms)
         return changed
@@ -371,28 +353,14 @@ class ReplicaManager:
         assignment's, as last read: `Partition.take_replicas`)."""
         if part.take_replicas(replicas, now_ms):
             log.info("%s-%d: replicas now %s", part.topic, part.index, list(replicas))
-            self._state_changed(part)
-
-    def _drop_non_replicas(self, part: Partition, now_ms: int) -> None:
-        """A leader proposes its ISR without the brokers that are not replicas."""
-        wanted = part.isr_without_non_replicas()
-        if wanted is not None:
-            log.info(
-                "%s-%d: ISR shrinking %s -> %s (not replicas: replicas %s)",
-                part.topic,
-                part.index,
-                part.isr,
-                wanted,
-                part.replicas,
-            )
-            self._propose(part, wanted, now_ms)
+            self.events.state_changed(part)
 
     def stop_replica(self, topic: str, index: int, *, delete: bool) -> None:
         """Neither lead nor follow the partition; with `delete`, forget it and delete its log."""
         part = self.partition(topic, index)
         if part is not None:
             part.stop()
-            self._role_changed(part)
+            self.events.role_changed(part)
         if delete:
             parts = self._partitions.get(topic)
             if parts is not None:
@@ -422,14 +390,9 @@ class ReplicaManager:
         moved = part.record_follower_fetch(
             replica_id, fetch_offset, now_ms, log_start_offset=log_start_offset
         )
-        wanted = part.isr_to_expand(replica_id)
-        if wanted is not None and (part.topic, part.index, replica_id) in self.isr_holds:
-            wanted = None  # an injected ISR shrink keeps it out (wirebroker.faults)
-        if wanted is not None:
-            log.info("%s-%d: ISR expanding %s -> %s", part.topic, part.index, part.isr, wanted)
-            self._propose(part, wanted, now_ms)
+        self.isr_changes.expand_on_fetch(part, replica_id, now_ms)
         if moved or (before is not None and log_start_offset > before.log_start_offset):
-            self._hw_advanced(part)
+            self.events.hw_advanced(part)
 
     def touch_quiet_follower(self, part: Partition, replica_id: int, now_ms: int) -> None:
         """Follower `replica_id` fetched `part` again at its log end and
@@ -441,66 +404,31 @@ class ReplicaManager:
         self._last_now_ms = max(self._last_now_ms, now_ms)
         part.touch_quiet_follower(replica_id, now_ms)
 
+    # -- ISR changes (IsrManager's) ------------------------------------------------------
+    @property
+    def isr_listener(self) -> IsrChangeListener | None:
+        return self.isr_changes.listener
+
+    @isr_listener.setter
+    def isr_listener(self, listener: IsrChangeListener | None) -> None:
+        self.isr_changes.listener = listener
+
+    @property
+    def isr_holds(self) -> set[tuple[str, int, int]]:
+        return self.isr_changes.holds
+
     def maybe_shrink_isr(self, now_ms: int) -> int:
-        """Propose dropping the out-of-sync ISR members of every led partition; also moves HWs
-        that time alone lets advance. Returns the number of proposals made."""
+        """`IsrManager.maybe_shrink` (every replica.lag.time.max.ms / 2)."""
         self._last_now_ms = max(self._last_now_ms, now_ms)
-        proposals = 0
-        for part in self.all_partitions():
-            if not part.is_leader or part.single_replica:
-                continue
-            wanted = part.isr_to_shrink(now_ms)
-            if wanted is not None:
-                log.info(
-                    "%s-%d: ISR shrinking %s -> %s (out of sync for replica.lag.time.max.ms)",
-                    part.topic,
-                    part.index,
-                    part.isr,
-                    wanted,
-                )
-                proposals += 1
-                self._propose(part, wanted, now_ms)
-            elif part.maybe_advance_high_watermark(now_ms):
-                self._state_changed(part)
-        return proposals
+        return self.isr_changes.maybe_shrink(now_ms)
 
     def force_isr_shrink(self, part: Partition, remove: Sequence[int], now_ms: int) -> list[int]:
-        """Fault injection (`wirebroker.faults.control`): propose the ISR without `remove`
-        (the leader stays) through the ordinary ISR change path, and keep those replicas out
-        (`isr_holds`) until `release_isr_hold`. Returns the ISR proposed."""
-        isr = [r for r in part.isr if r == part.node_id or r not in remove]
-        for replica in remove:
-            self.isr_holds.add((part.topic, part.index, replica))
-        if isr != part.isr:
-            log.warning(
-                "%s-%d: ISR shrinking %s -> %s (injected fault)",
-                part.topic,
-                part.index,
-                part.isr,
-                isr,
-            )
-            self._propose(part, isr, now_ms)
-        return isr
+        """`IsrManager.force_shrink` (fault injection)."""
+        self._last_now_ms = max(self._last_now_ms, now_ms)
+        return self.isr_changes.force_shrink(part, remove, now_ms)
 
     def release_isr_hold(self, topic: str, index: int, replicas: Sequence[int]) -> None:
-        """The replicas may join the ISR again (when caught up, as always)."""
-        for replica in replicas:
-            self.isr_holds.discard((topic, index, replica))
-
-    def _propose(self, part: Partition, isr: list[int], now_ms: int) -> None:
-        listener = self.isr_listener
-        if listener is None:
-            part.commit_isr(isr, part.partition_epoch + 1, now_ms)
-            self._state_changed(part)
-            return
-        part.propose_isr(isr)
-        listener.propose_isr(
-            part.topic,
-            part.index,
-            leader_epoch=part.leader_epoch,
-            partition_epoch=part.partition_epoch,
-            isr=list(isr),
-        )
+        self.isr_changes.release_hold(topic, index, replicas)
 
     def isr_committed(
         self,
@@ -511,17 +439,10 @@ class ReplicaManager:
         partition_epoch: int,
         now_ms: int | None = None,
     ) -> None:
-        """The ISR `isr` is stored at `partition_epoch` (ignored unless newer than the
-        partition's). `now_ms` defaults to the latest time this manager was given (the HW
-        rule only needs it to judge followers outside the ISR, and an older time is the
-        conservative side)."""
-        part = self.partition(topic, index)
-        if part is None:
-            return
-        now = self._last_now_ms if now_ms is None else now_ms
-        if part.commit_isr(isr, partition_epoch, now) or part.is_leader:
-            self._state_changed(part)
-        self._drop_non_replicas(part, now)
+        """`IsrManager.committed`: the ISR is stored at `partition_epoch`."""
+        self.isr_changes.committed(
+            topic, index, isr=isr, partition_epoch=partition_epoch, now_ms=now_ms
+        )
 
     def isr_rejected(
         self,
@@ -531,35 +452,10 @@ class ReplicaManager:
         leader_epoch: int | None = None,
         partition_epoch: int | None = None,
     ) -> None:
-        """The proposal was refused: no ISR change until the next make_leader. With the
-        (leader epoch, partition epoch) the proposal was made at: a refusal that arrives
-        after the partition moved past them (a new leadership applied meanwhile, whose state
-        is what refused it) is stale and ignored, as Kafka ignores an AlterPartition error
-        for a state it already left; fencing the new leadership would freeze its ISR."""
-        part = self.partition(topic, index)
-        if (
-            part is not None
-            and partition_epoch is not None
-            and (part.leader_epoch != leader_epoch or part.partition_epoch != partition_epoch)
-        ):
-            log.info(
-                "%s-%d: stale ISR rejection (proposed at leader epoch %s, partition epoch "
-                "%s; now %d, %d): ignored",
-                topic,
-                index,
-                leader_epoch,
-                partition_epoch,
-                part.leader_epoch,
-                part.partition_epoch,
-            )
-            return
-        if part is not None:
-            log.warning(
-                "%s-%d: ISR change rejected; no more ISR changes until new leadership",
-                topic,
-                index,
-            )
-            part.reject_isr()
+        """`IsrManager.rejected`: the proposal was refused."""
+        self.isr_changes.rejected(
+            topic, index, leader_epoch=leader_epoch, partition_epoch=partition_epoch
+        )
 
     # -- follower side (the fetcher) ------------------------------------------------------
     def append_as_follower(
@@ -655,7 +551,7 @@ class ReplicaManager:
 
     def _appended(self, part: Partition, hw: int, result: AppendResult) -> None:
         if not part.single_replica and part.high_watermark != hw:
-            self._state_changed(part)
+            self.events.state_changed(part)
         elif not result.duplicate:
             self.notify_data(part.topic, part.index)
 
@@ -669,33 +565,16 @@ class ReplicaManager:
         self._hw_checkpoint = hws
         self.logs.write_high_watermarks(hws)
 
-    # -- listeners -------------------------------------------------------------------------------
+    # -- listeners (ReplicaEvents') ----------------------------------------------------------
     def add_data_listener(self, listener: DataListener) -> None:
-        self._listeners.append(listener)
+        self.events.data_listeners.append(listener)
 
     def add_hw_listener(self, listener: DataListener) -> None:
-        self._hw_listeners.append(listener)
+        self.events.hw_listeners.append(listener)
 
     def add_role_listener(self, listener: RoleListener) -> None:
-        self._role_listeners.append(listener)
+        self.events.role_listeners.append(listener)
 
     def notify_data(self, topic: str, index: int) -> None:
         """Tell listeners that the partition changed (new data, new HW, or deleted)."""
-        for listener in list(self._listeners):
-            listener(topic, index)
-
-    def _state_changed(self, part: Partition) -> None:
-        """HW, ISR or role changed: data listeners and hw listeners."""
-        self.notify_data(part.topic, part.index)
-        for listener in list(self._hw_listeners):
-            listener(part.topic, part.index)
-
-    def _hw_advanced(self, part: Partition) -> None:
-        """Only the HW moved (a follower's fetch): hw listeners (see the module doc)."""
-        for listener in list(self._hw_listeners):
-            listener(part.topic, part.index)
-
-    def _role_changed(self, part: Partition) -> None:
-        for listener in list(self._role_listeners):
-            listener(part)
-        self._state_changed(part)
+        self.events.data(topic, index)

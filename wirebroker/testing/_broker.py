@@ -292,8 +292,9 @@ class BrokerHandle(_Helpers):
 
         import trio
 
-        from wirebroker.broker import Broker, connectable_host
+        from wirebroker.broker import Broker
         from wirebroker.config import BrokerConfig
+        from wirebroker.listeners import connectable_host
 
         values = dict(self.overrides)
         host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host

@@ -20,7 +20,6 @@ Not here: TxnOffsetCommit (the group coordinator's side), the producer-id block 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode
@@ -49,43 +48,19 @@ from wirebroker.txn.metadata import (
     is_epoch_exhausted,
 )
 from wirebroker.txn.partitioning import partition_for
+from wirebroker.txn.queries import (
+    ListResult,
+    TxnDescription,
+    TxnListing,
+    describe_txn,
+    list_txns,
+)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 E = ErrorCode
+
+__all__ = ["ListResult", "TxnCoordinatorCore", "TxnDescription", "TxnListing"]
 S = TxnState
-
-
-@dataclass(frozen=True)
-class TxnDescription:
-    """DescribeTransactions for one id (error NONE, or TRANSACTIONAL_ID_NOT_FOUND,
-    NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST). An error's other fields
-    are 0 and empty, as Kafka answers them (its response defaults); a found id's start time is
-    -1 while no transaction runs."""
-
-    transactional_id: str
-    error: ErrorCode
-    state: str = ""
-    timeout_ms: int = 0
-    start_ms: int = 0
-    producer_id: int = 0
-    producer_epoch: int = 0
-    partitions: tuple[TopicPartition, ...] = ()
-
-
-@dataclass(frozen=True)
-class TxnListing:
-    transactional_id: str
-    producer_id: int
-    state: str
-
-
-@dataclass(frozen=True)
-class ListResult:
-    """ListTransactions: the listed ids, and the state filters that name no state."""
-
-    transactions: tuple[TxnListing, ...]
-    unknown_state_filters: tuple[str, ...]
-    error: ErrorCode = E.NONE
 
 
 class TxnCoordinatorCore:
@@ -565,26 +540,14 @@ class TxnCoordinatorCore:
         """Marker requests still waiting, with the partitions not yet acked."""
         return [(req, frozenset(left)) for req, left in self._markers.values()]
 
-    # -- Describe / List -----------------------------------------------------------------
+    # -- Describe / List (queries.py) ---------------------------------------------------
 
     def describe(self, transactional_id: str) -> TxnDescription:
         if not transactional_id:
             return TxnDescription(transactional_id, E.INVALID_REQUEST)
         if (err := self._owner_error(transactional_id)) is not None:
             return TxnDescription(transactional_id, err)
-        meta = self.txns.get(transactional_id)
-        if meta is None or meta.state is S.DEAD:
-            return TxnDescription(transactional_id, E.TRANSACTIONAL_ID_NOT_FOUND)
-        return TxnDescription(
-            transactional_id,
-            E.NONE,
-            state=meta.state.state_name,
-            timeout_ms=meta.timeout_ms,
-            start_ms=meta.start_ms,
-            producer_id=meta.producer_id,
-            producer_epoch=meta.producer_epoch,
-            partitions=tuple(sorted(meta.partitions)),
-        )
+        return describe_txn(self.txns, transactional_id)
 
     def list_transactions(
         self,
@@ -593,31 +556,10 @@ class TxnCoordinatorCore:
         producer_id_filters: Iterable[int] = (),
         min_duration_ms: int = -1,
     ) -> ListResult:
-        """ListTransactions: empty filters match all; `min_duration_ms` (v1, KIP-994) keeps
-        transactions running for longer than it (start time set)."""
+        """ListTransactions (`queries.list_txns`); none while a partition loads."""
         if self.loading:
             return ListResult((), (), E.COORDINATOR_LOAD_IN_PROGRESS)
-        states: set[TxnState] = set()
-        unknown: list[str] = []
-        for name in state_filters:
-            st = TxnState.from_name(name)
-            if st is None:
-                unknown.append(name)
-            else:
-                states.add(st)
-        pids = set(producer_id_filters)
-        out = []
-        for tid, meta in sorted(self.txns.items()):
-            if (states or unknown) and meta.state not in states:
-                continue
-            if pids and meta.producer_id not in pids:
-                continue
-            if min_duration_ms >= 0 and not (
-                meta.start_ms >= 0 and now_ms - meta.start_ms > min_duration_ms
-            ):
-                continue
-            out.append(TxnListing(tid, meta.producer_id, meta.state.state_name))
-        return ListResult(tuple(out), tuple(unknown))
+        return list_txns(self.txns, now_ms, state_filters, producer_id_filters, min_duration_ms)
 
 
 def _end_v2_answer(transit: TxnTransit) -> EndTxnResult:

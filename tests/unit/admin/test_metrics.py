@@ -13,24 +13,26 @@ from wirebroker.admin.metrics import BrokerCollector
 from wirebroker.handlers.stats import LATENCY_BOUNDS_S, RequestStats
 
 
-def fake_state() -> dict[str, Any]:
-    def part(index: int, leader: int, replicas: list[int], isr: list[int], hosted: bool) -> Any:
-        return {
-            "partition": index,
-            "leader": leader,
-            "leader_epoch": 3,
-            "replicas": replicas,
-            "isr": isr,
-            "offline_replicas": [],
-            "role": "leader" if hosted else None,
-            "log_start_offset": 0 if hosted else None,
-            "log_end_offset": 42 if hosted else None,
-            "high_watermark": 40 if hosted else None,
-            "size_bytes": 4096 if hosted else None,
-            "offline": leader < 0,
-            "under_replicated": len(isr) < len(replicas),
-        }
+def part(index: int, leader: int, replicas: list[int], isr: list[int], hosted: bool) -> Any:
+    """One partition of `fake_state`: `hosted` ones carry this broker's log figures."""
+    return {
+        "partition": index,
+        "leader": leader,
+        "leader_epoch": 3,
+        "replicas": replicas,
+        "isr": isr,
+        "offline_replicas": [],
+        "role": "leader" if hosted else None,
+        "log_start_offset": 0 if hosted else None,
+        "log_end_offset": 42 if hosted else None,
+        "high_watermark": 40 if hosted else None,
+        "size_bytes": 4096 if hosted else None,
+        "offline": leader < 0,
+        "under_replicated": len(isr) < len(replicas),
+    }
 
+
+def fake_state() -> dict[str, Any]:
     return {
         "broker": {
             "node_id": 1,

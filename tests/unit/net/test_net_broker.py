@@ -13,9 +13,10 @@ from netwire import TIMEOUT_S, WireClient
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.broker import Broker, connectable_host
+from wirebroker.broker import Broker
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.handlers.registry import HandlerSpec, handler
+from wirebroker.listeners import connectable_host
 from wirebroker.log.log_manager import CLEAN_SHUTDOWN_FILE
 
 

@@ -514,10 +514,8 @@ def test_kafka_python_fetch_v12_request_decodes() -> None:
     assert codec.encode_request(1, 12, 11, "kp-client", body)[4:] == frame
 
 
-def test_responses_decode_with_kafka_python() -> None:
-    from kafka.protocol.consumer import FetchResponse
-    from kafka.protocol.metadata import ApiVersionsResponse, MetadataResponse
-    from kafka.protocol.producer import ProduceResponse
+def test_api_versions_response_decodes_with_kafka_python() -> None:
+    from kafka.protocol.metadata import ApiVersionsResponse
 
     frame = codec.encode_response(
         18,
@@ -534,6 +532,10 @@ def test_responses_decode_with_kafka_python() -> None:
     assert resp.header.correlation_id == 5
     assert resp.api_keys[0].max_version == 13
     assert resp.finalized_features_epoch == 3
+
+
+def test_metadata_response_decodes_with_kafka_python() -> None:
+    from kafka.protocol.metadata import MetadataResponse
 
     tid = uuid.uuid4()
     frame = codec.encode_response(
@@ -567,6 +569,10 @@ def test_responses_decode_with_kafka_python() -> None:
     assert md.topics[0].topic_id == tid
     assert md.topics[0].partitions[0].isr_nodes == [1]
 
+
+def test_produce_response_decodes_with_kafka_python() -> None:
+    from kafka.protocol.producer import ProduceResponse
+
     frame = codec.encode_response(
         0,
         9,
@@ -584,6 +590,10 @@ def test_responses_decode_with_kafka_python() -> None:
     )
     pr = ProduceResponse.decode(frame[4:], version=9, header=True)
     assert pr.responses[0].partition_responses[0].base_offset == 42
+
+
+def test_fetch_response_decodes_with_kafka_python() -> None:
+    from kafka.protocol.consumer import FetchResponse
 
     records = b"\x00" * 61
     frame = codec.encode_response(

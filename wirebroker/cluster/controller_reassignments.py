@@ -30,15 +30,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.elections import finish_reassignment, reassignment_complete
-from wirebroker.coordination.api import NoNodeError, Op, SetData, Watch
-
-if TYPE_CHECKING:
-    from wirebroker.cluster.controller import ZkController
+from wirebroker.coordination.api import Coordination, NoNodeError, Op, SetData, Watch
 
 __all__ = ["Reassignments"]
 
@@ -49,9 +45,15 @@ class Reassignments:
     """One controller's reassignment steps (see the module docstring)."""
 
     def __init__(
-        self, controller: ZkController, trigger: Callable[[str], Callable[..., None]]
+        self,
+        coord: Coordination,
+        epoch: int,
+        write: Callable[[list[Op]], Awaitable[None]],
+        trigger: Callable[[str], Callable[..., None]],
     ) -> None:
-        self.controller = controller
+        self.coord = coord
+        self.epoch = epoch  # the controller epoch written into the states
+        self._write = write  # one multi of the ops, fenced by the controller epoch
         self._trigger = trigger  # topic -> a watch callback asking for a pass over it
         self._state_watches: dict[tuple[str, int], Watch] = {}
         # (topic, partition) -> the assignment znode version whose reassignment was announced
@@ -77,7 +79,7 @@ class Reassignments:
         for index in sorted(set(assignment.adding) | set(assignment.removing)):
             key = (topic, index)
             if key not in self._state_watches:
-                self._state_watches[key] = await self.controller.coord.watch_data(
+                self._state_watches[key] = await self.coord.watch_data(
                     zl.state_path(topic, index), self._trigger(topic)
                 )
             leaving = assignment.removing.get(index, ())
@@ -116,7 +118,7 @@ class Reassignments:
         new_assignment = dataclasses.replace(
             assignment, partitions=partitions, adding=adding, removing=removing
         )
-        await self.controller._write_all(
+        await self._write(
             [SetData(zl.topic_path(topic), zl.encode_topic(new_assignment), version), *states]
         )
         for index in done:
@@ -132,16 +134,15 @@ class Reassignments:
         """The write of a completing partition's state (`finish_reassignment` of its state as
         read now, at its version): none when the state already fits the target; None when it
         is gone or no longer complete (another pass follows its change)."""
-        controller = self.controller
         path = zl.state_path(topic, index)
         try:
-            data, stat = await controller.coord.get(path)
+            data, stat = await self.coord.get(path)
         except NoNodeError:
             return None
         state = zl.decode_partition_state(topic, index, data)
         if not reassignment_complete(target, state):
             return None
-        new = finish_reassignment(target, state, live=live, controller_epoch=controller.epoch)
+        new = finish_reassignment(target, state, live=live, controller_epoch=self.epoch)
         if new is None:
             return []
         log.info(
@@ -164,15 +165,14 @@ class Reassignments:
         reassignment as announced)."""
         if state.leader < 0:
             return state
-        controller = self.controller
         path = zl.state_path(topic, index)
-        data, stat = await controller.coord.get(path)
+        data, stat = await self.coord.get(path)
         current = zl.decode_partition_state(topic, index, data)
         if current != state:
             return current
         bumped = dataclasses.replace(
-            state, leader_epoch=state.leader_epoch + 1, controller_epoch=controller.epoch
+            state, leader_epoch=state.leader_epoch + 1, controller_epoch=self.epoch
         )
-        await controller._write(SetData(path, zl.encode_partition_state(bumped), stat.version))
+        await self._write([SetData(path, zl.encode_partition_state(bumped), stat.version)])
         log.info("%s-%d: reassignment started: leader epoch %d", topic, index, bumped.leader_epoch)
         return bumped

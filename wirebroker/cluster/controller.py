@@ -142,7 +142,7 @@ class ZkController:
         self._topic_watches: dict[str, Watch] = {}
         self._seen_topics: set[str] = set()
         self._reassignments = Reassignments(
-            self.coord, epoch, self._write_all, lambda topic: self._trigger(_TOPIC + topic)
+            self.coord, self.context, self._write_all, lambda topic: self._trigger(_TOPIC + topic)
         )
 
     @property
@@ -486,17 +486,9 @@ class ZkController:
         _raise_first(failures)
         await self._raise(_each(deferred, self._write_state))
         for topic in topics:
-            entry = self.context.topics[topic]
-            assignment = entry.assignment
+            assignment = self.context.topics[topic].assignment
             if assignment.adding or assignment.removing:
-                states = {
-                    index: self.context.states[(topic, index)].state
-                    for index in assignment.partitions
-                    if (topic, index) in fresh
-                }
-                await self._reassignments.advance(
-                    topic, assignment, entry.version, states, self.context.live - set(failed)
-                )
+                await self._reassignments.advance(topic, self.context.live - set(failed))
 
     async def _pass_topics(self, only: set[str] | None) -> list[str]:
         """Read the topics of a pass (`only`: those) into the context, watching each; the

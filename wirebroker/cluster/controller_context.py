@@ -32,6 +32,12 @@ The rules (facts: shared/reference/replication.md section 2; per partition `elec
                         shutting down (asked by /admin/preferred_replica_election, or by
                         `imbalanced` for auto.leader.rebalance.enable)
 
+    reassignment        (KIP-455; `plan_reassignment`) while the assignment holds target and
+                        leaving replicas: start (once per assignment version, a state with a
+                        leader): leader epoch + 1, same leader and ISR; complete (every target
+                        replica in the ISR): one multi of the assignment shrunk to the targets
+                        and the completing states (`elections.finish_reassignment`)
+
 `plan` orders its writes: new leaders first, ISR-only changes after, so a dead leader's
 partitions are served again before the controller spends time on ISRs it only shrinks
 (Kafka's onBrokerFailure elects the offline partitions before it moves the dead replicas to
@@ -40,21 +46,25 @@ OfflineReplica).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.elections import decide
+from wirebroker.cluster.elections import decide, finish_reassignment, reassignment_complete
 
 __all__ = [
+    "AssignmentWrite",
     "ControllerContext",
     "PartitionKey",
+    "Reassignment",
     "Reconcile",
     "StateEntry",
     "StateWrite",
     "TopicEntry",
     "imbalanced",
     "plan",
+    "plan_reassignment",
 ]
 
 PartitionKey = tuple[str, int]
@@ -110,6 +120,8 @@ class ControllerContext:
     shutting_down: set[int] = field(default_factory=set)  # under /wirebroker/controlled_shutdown
     topics: dict[str, TopicEntry] = field(default_factory=dict)
     states: dict[PartitionKey, StateEntry] = field(default_factory=dict)
+    #: reassignments in flight: partition -> the assignment version whose start was written
+    started: dict[PartitionKey, int] = field(default_factory=dict)
 
     def set_brokers(self, epochs: Mapping[int, int]) -> set[int]:
         """The registered brokers and their epochs (czxids) as read now; returns the bounced
@@ -137,6 +149,8 @@ class ControllerContext:
         self.topics.pop(topic, None)
         for key in [key for key in self.states if key[0] == topic]:
             del self.states[key]
+        for key in [key for key in self.started if key[0] == topic]:
+            del self.started[key]
 
     def set_state(self, topic: str, partition: int, entry: StateEntry) -> None:
         self.states[(topic, partition)] = entry
@@ -230,3 +244,80 @@ def imbalanced(
             brokers.append(broker)
             out.update(parts)
     return out, brokers
+
+
+@dataclass(frozen=True)
+class AssignmentWrite:
+    """One multi completing reassignments: the topic's assignment (conditional on the
+    `version` read) with the `done` partitions shrunk to their targets, and the completing
+    partitions' `states` (each conditional on its own version)."""
+
+    topic: str
+    assignment: zl.TopicAssignment
+    version: int
+    done: tuple[int, ...]
+    states: tuple[StateWrite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """The steps of one topic's reassignments now: `starts` (the partitions whose start is
+    due, with the write announcing it: None for a partition without a leader, which is only
+    marked started) and the `complete` multi, if any partition completed."""
+
+    starts: tuple[tuple[PartitionKey, StateWrite | None], ...] = ()
+    complete: AssignmentWrite | None = None
+
+
+def plan_reassignment(
+    context: ControllerContext, topic: str, live: Collection[int]
+) -> Reassignment:
+    """Kafka's onPartitionReassignment for `topic`'s reassigning partitions whose state the
+    context holds: a partition whose target replicas are not all in the ISR yet gets its start
+    (step A3: leader epoch + 1, same leader and ISR), once per assignment version
+    (`ControllerContext.started`); every partition whose target replicas are all in the ISR
+    completes (steps B3-B6 at once: `elections.finish_reassignment` of its state, in one
+    multi with the assignment shrunk to the targets)."""
+    entry = context.topics.get(topic)
+    if entry is None:
+        return Reassignment()
+    assignment = entry.assignment
+    starts: list[tuple[PartitionKey, StateWrite | None]] = []
+    done: dict[int, tuple[int, ...]] = {}
+    states: list[StateWrite] = []
+    for index in sorted(set(assignment.adding) | set(assignment.removing)):
+        key = (topic, index)
+        leaving = assignment.removing.get(index, ())
+        target = tuple(r for r in assignment.replicas(index) if r not in leaving)
+        known = context.states.get(key)
+        state = None if known is None else known.state
+        if known is None or state is None:
+            continue
+        if not reassignment_complete(target, state):
+            if context.started.get(key) != entry.version:
+                start = None
+                if state.leader >= 0:
+                    bumped = dataclasses.replace(
+                        state, leader_epoch=state.leader_epoch + 1, controller_epoch=context.epoch
+                    )
+                    start = StateWrite(topic, index, bumped, known.version, state)
+                starts.append((key, start))
+            continue
+        new = finish_reassignment(target, state, live=live, controller_epoch=context.epoch)
+        if new is not None:
+            states.append(StateWrite(topic, index, new, known.version, state))
+        done[index] = target
+    complete = None
+    if done:
+        partitions = dict(assignment.partitions)
+        adding = dict(assignment.adding)
+        removing = dict(assignment.removing)
+        for index, target in done.items():
+            partitions[index] = target
+            adding.pop(index, None)
+            removing.pop(index, None)
+        shrunk = dataclasses.replace(
+            assignment, partitions=partitions, adding=adding, removing=removing
+        )
+        complete = AssignmentWrite(topic, shrunk, entry.version, tuple(done), tuple(states))
+    return Reassignment(tuple(starts), complete)

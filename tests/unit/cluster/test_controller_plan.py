@@ -1,17 +1,20 @@
-"""The controller's pure core (wirebroker.cluster.controller_context): what `plan` writes for
-each rule of Kafka's ZooKeeper-mode controller (shared/reference/replication.md section 2),
-with no ZooKeeper."""
+"""The controller's pure core (wirebroker.cluster.controller_context): what `plan` and
+`plan_reassignment` write for each rule of Kafka's ZooKeeper-mode controller
+(shared/reference/replication.md section 2; KIP-455 for reassignments), with no ZooKeeper."""
 
 from __future__ import annotations
 
 from wirebroker.cluster.controller_context import (
+    AssignmentWrite,
     ControllerContext,
+    Reassignment,
     Reconcile,
     StateEntry,
     StateWrite,
     TopicEntry,
     imbalanced,
     plan,
+    plan_reassignment,
 )
 from wirebroker.cluster.zk_layout import NO_LEADER, PartitionState, TopicAssignment
 
@@ -206,3 +209,59 @@ def test_imbalance_above_the_limit_moves_a_brokers_preferred_partitions_back() -
     # a preferred leader that is not live is not rebalanced to
     ctx.set_brokers({2: 102})
     assert imbalanced(ctx, 10) == (set(), [])
+
+
+def reassigning(state: PartitionState, *, started: int | None = None) -> ControllerContext:
+    """t-0 moving from [1, 2] to [3, 2] (assignment [3, 2, 1] while it runs, version 1)."""
+    ctx = ControllerContext(EPOCH, epoch_version=3)
+    ctx.set_brokers({1: 101, 2: 102, 3: 103})
+    moving = TopicAssignment({0: (3, 2, 1), 1: (1, 2)}, adding={0: (3,)}, removing={0: (1,)})
+    ctx.set_topic("t", TopicEntry(moving, 1))
+    ctx.set_state("t", 0, StateEntry(state, 5))
+    ctx.set_state("t", 1, StateEntry(st(1, (1, 2)), 5))
+    if started is not None:
+        ctx.started[("t", 0)] = started
+    return ctx
+
+
+def test_reassignment_starts_once_per_assignment_version_with_a_new_leader_epoch() -> None:
+    ctx = reassigning(st(1, (1, 2)))
+    step = plan_reassignment(ctx, "t", ctx.live)
+    bumped = PartitionState(1, 4, (1, 2), EPOCH)  # same leader and ISR, epoch + 1
+    assert step == Reassignment(((("t", 0), StateWrite("t", 0, bumped, 5, st(1, (1, 2)))),))
+    # started at this assignment version: nothing more until it completes
+    assert plan_reassignment(reassigning(st(1, (1, 2)), started=1), "t", ctx.live) == (
+        Reassignment()
+    )
+    # a new reassignment of the partition (another assignment version) starts again
+    assert plan_reassignment(reassigning(st(1, (1, 2)), started=0), "t", ctx.live).starts
+    # without a leader: marked started, no write
+    offline = reassigning(PartitionState(NO_LEADER, 3, (1,), 1))
+    assert plan_reassignment(offline, "t", ctx.live) == Reassignment(((("t", 0), None),))
+
+
+def test_reassignment_completes_in_one_write_once_every_target_is_in_the_isr() -> None:
+    # 3 caught up and joined the ISR: the assignment shrinks to [3, 2], 1 leaves the ISR and
+    # the first live target replica in the ISR leads, leader epoch + 1; both conditional
+    caught_up = st(1, (1, 2, 3))
+    step = plan_reassignment(reassigning(caught_up, started=1), "t", {1, 2, 3})
+    assert step.starts == ()
+    assert step.complete == AssignmentWrite(
+        "t",
+        TopicAssignment({0: (3, 2), 1: (1, 2)}),
+        1,
+        (0,),
+        (StateWrite("t", 0, PartitionState(3, 4, (2, 3), EPOCH), 5, caught_up),),
+    )
+    # not yet: 3 is not in the ISR
+    assert plan_reassignment(reassigning(st(1, (1, 2)), started=1), "t", {1, 2, 3}) == (
+        Reassignment()
+    )
+
+
+def test_a_reassignment_whose_state_already_fits_completes_with_the_assignment_alone() -> None:
+    fits = st(2, (2, 3))  # the leaving replica is out of the ISR already, 2 leads
+    step = plan_reassignment(reassigning(fits, started=1), "t", {1, 2, 3})
+    assert step.complete is not None
+    assert step.complete.states == () and step.complete.done == (0,)
+    assert step.complete.assignment.partitions[0] == (3, 2)

@@ -1,11 +1,17 @@
-"""The controller: one broker at a time decides every partition's leader and ISR changes
-that its leader cannot make itself (Kafka's KafkaController, ZooKeeper mode).
+"""The controller's runtime: one broker at a time decides every partition's leader and ISR
+changes that its leader cannot make itself (Kafka's KafkaController, ZooKeeper mode).
 
 Elected by `ClusterMember` (/controller + /controller_epoch); runs until cancelled (it lost
-/controller or its session) or until a write finds a newer controller epoch
-(`ControllerMovedError`). Its writes are multis [check /controller_epoch at the version this
-controller wrote, create or setData of a state znode at its version], so a controller that
-was replaced can never change a partition (Kafka's wrapRequestWithControllerEpochCheck).
+/controller or its session) or until a write finds a newer controller epoch (then `run`
+returns: this broker is no longer the controller). Its writes are multis [check
+/controller_epoch at the version this controller wrote, create or setData of a state znode at
+its version], so a controller that was replaced can never change a partition (Kafka's
+wrapRequestWithControllerEpochCheck).
+
+The decisions are pure (`controller_context`): this module reads ZooKeeper into the
+`ControllerContext`, asks `plan` for the state writes, applies them and records what it wrote.
+A write that finds a state changed meanwhile (its version check fails) makes the pass fail:
+another pass reads again and plans again.
 
 Triggers (watches): /brokers/ids (brokers come and go; a broker that re-registered with a new
 czxid, "bounced", is handled as a failure then a start), /brokers/topics and each topic's
@@ -13,15 +19,17 @@ assignment (new topics and partitions), /admin/delete_topics (deletion), /wirebr
 controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election (preferred
 leader election; the znode is deleted when done, as Kafka does).
 
-Each trigger runs one pass over every partition (`_reconcile`): read its state znode, ask
-`elections.decide`, write what changed; new leaders first, ISR-only changes after every
-partition was read (`_pass`), so a dead leader's partitions are served again before the
-controller spends time shrinking other ISRs. A trigger is handled as soon as it arrives (no
-debounce; triggers that queued up during a pass are collapsed into the next one). A pass is
-O(partitions) ZooKeeper reads, 16 in flight, which is fine for the few hundred partitions of a
-local or test cluster; Kafka keeps the states in memory instead and batches its writes.
-Brokers learn the result from their own state watches. Reassignments are started and completed
-at the end of a pass over their topics (`controller_reassignments.Reassignments`).
+Each trigger runs one pass over every partition (`_reconcile`): read each topic's assignment
+and each partition's state into the context, plan, write. Partitions that the broker's mirror
+shows needing a new leader are read, planned and written first, then the others; ISR-only
+changes are written after every partition's new leader (`_pass`), so a dead leader's
+partitions are served again before the controller spends time shrinking other ISRs. A trigger
+is handled as soon as it arrives (no debounce; triggers that queued up during a pass are
+collapsed into the next one). A pass is O(partitions) ZooKeeper reads, 16 in flight, which is
+fine for the few hundred partitions of a local or test cluster; Kafka keeps the states in
+memory instead (watched through its LeaderAndIsr answers) and batches its writes. Brokers
+learn the result from their own state watches. Reassignments are started and completed at the
+end of a pass over their topics (`controller_reassignments.Reassignments`).
 """
 
 from __future__ import annotations
@@ -30,17 +38,27 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import trio
 
 from wirebroker.cluster import workers
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.controller_context import (
+    ControllerContext,
+    PartitionKey,
+    Reconcile,
+    StateEntry,
+    StateWrite,
+    TopicEntry,
+    imbalanced,
+    plan,
+)
 from wirebroker.cluster.controller_reassignments import Reassignments
-from wirebroker.cluster.elections import decide
 from wirebroker.coordination.api import (
     Check,
+    Coordination,
     CoordinationError,
     Create,
     NoNodeError,
@@ -51,9 +69,9 @@ from wirebroker.coordination.api import (
 )
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.zk_member import ClusterMember
+    from wirebroker.config import BrokerConfig
 
-__all__ = ["ZkController"]
+__all__ = ["ControllerMember", "ZkController"]
 
 log = logging.getLogger("wirebroker.controller")
 
@@ -68,7 +86,28 @@ _PARALLEL_WRITES = 16
 #: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
 #: request by jute.maxbuffer, 1 MB by default).
 _STATES_PER_MULTI = 500
-_ZK_ERRORS = (CoordinationError,)
+#: The failures a job of a pass may have; the others end the pass at once.
+_CATCH = (CoordinationError, zl.LayoutError)
+
+
+class _StateHints(Protocol):
+    def state(self, topic: str, index: int) -> tuple[zl.PartitionState, int] | None: ...
+
+
+class ControllerMember(Protocol):
+    """What the controller uses of the broker that elected it (`ClusterMember`)."""
+
+    @property
+    def coord(self) -> Coordination: ...
+
+    @property
+    def config(self) -> BrokerConfig | None: ...
+
+    @property
+    def cache(self) -> _StateHints: ...  # the broker's mirror of the partition states
+
+    @property
+    def changed(self) -> trio.Event: ...  # set after every controller pass
 
 
 def _raise_first(failures: list[Exception]) -> None:
@@ -79,15 +118,9 @@ def _raise_first(failures: list[Exception]) -> None:
         raise (moved or failures)[0]
 
 
-async def _each(items: list[str], job: Callable[[str], Awaitable[None]]) -> None:
-    """`job(item)` for every item, _PARALLEL_WRITES at a time; `_raise_first` of the
-    ZooKeeper failures once all have run."""
-    _raise_first(await workers.each(items, job, limit=_PARALLEL_WRITES, catch=_ZK_ERRORS))
-
-
-async def _together(*jobs: Callable[[], Awaitable[None]]) -> None:
-    """Run the jobs side by side (ZooKeeper requests in flight together); raises as `_each`."""
-    _raise_first(await workers.together(*jobs, catch=_ZK_ERRORS))
+async def _each(items: Sequence[T], job: Callable[[T], Awaitable[None]]) -> list[Exception]:
+    """`job` for every item, in order, _PARALLEL_WRITES at a time: the failures."""
+    return await workers.each(items, job, limit=_PARALLEL_WRITES, catch=_CATCH)
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -100,18 +133,25 @@ def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable
 
 
 class ZkController:
-    def __init__(self, member: ClusterMember, epoch: int, epoch_version: int) -> None:
+    def __init__(self, member: ControllerMember, epoch: int, epoch_version: int) -> None:
         self.member = member
         self.coord = member.coord
-        self.epoch = epoch
-        self.epoch_version = epoch_version
+        self.context = ControllerContext(epoch, epoch_version)
         self._send, self._recv = trio.open_memory_channel[str](math.inf)
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
-        self._czxids: dict[int, int] = {}
-        self._preferred: set[tuple[str, int]] = set()
         self._seen_topics: set[str] = set()
-        self._reassignments = Reassignments(self, lambda topic: self._trigger(_TOPIC + topic))
+        self._reassignments = Reassignments(
+            self.coord, self.context, self._write_all, lambda topic: self._trigger(_TOPIC + topic)
+        )
+
+    @property
+    def epoch(self) -> int:
+        return self.context.epoch
+
+    @property
+    def epoch_version(self) -> int:
+        return self.context.epoch_version
 
     def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
         """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
@@ -127,7 +167,6 @@ class ZkController:
         return callback
 
     async def run(self) -> None:
-
         try:
             for path in (
                 zl.BROKER_IDS,
@@ -151,8 +190,7 @@ class ZkController:
             self._reassignments.cancel()
 
     async def _loop(self) -> None:
-        from wirebroker.cluster.zk_member import ControllerMovedError
-
+        """Passes until a write finds a newer controller epoch."""
         while True:
             whys = {await self._recv.receive()}
             # Collapse a burst of triggers into one pass.
@@ -174,7 +212,8 @@ class ZkController:
                 await self._reconcile(rebalance=rebalance, only=only)
             except TransactionError as exc:
                 if exc.index == 0:
-                    raise ControllerMovedError() from exc
+                    log.warning("controller epoch moved on: resigning")
+                    return
                 log.info("controller write raced (%s); another pass follows", exc)
                 self._send.send_nowait("retry")
             except CoordinationError as exc:
@@ -184,11 +223,11 @@ class ZkController:
             self.member.changed.set()
 
     async def _write(self, op: Op) -> None:
-        await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), op])
+        await self._write_all([op])
 
     async def _write_all(self, ops: list[Op]) -> None:
         """One multi of `ops` fenced by the controller epoch (TransactionError.index counts
-        the check as 0, as `_write` does)."""
+        the check as 0)."""
         await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), *ops])
 
     async def _children(self, path: str) -> list[str]:
@@ -203,35 +242,27 @@ class ZkController:
         if only is not None and not rebalance:
             await self._topics_pass(only)
             return
-        live: set[int] = set()
-        bounced: set[int] = set()
+        epochs: dict[int, int] = {}
         for child in await self._children(zl.BROKER_IDS):
             if not child.isdigit():
                 continue
             stat = await self.coord.exists(zl.broker_path(int(child)))
-            if stat is None:
-                continue
-            broker = int(child)
-            live.add(broker)
-            old = self._czxids.get(broker)
-            if old is not None and old != stat.czxid:
-                bounced.add(broker)
-            self._czxids[broker] = stat.czxid
-        for gone in set(self._czxids) - live:
-            del self._czxids[gone]
-        shutting = {int(c) for c in await self._children(zl.CONTROLLED_SHUTDOWN) if c.isdigit()}
+            if stat is not None:
+                epochs[int(child)] = stat.czxid
+        bounced = self.context.set_brokers(epochs)
+        self.context.shutting_down = await self._ids(zl.CONTROLLED_SHUTDOWN)
         for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
             await self._delete_topic(topic)
         preferred = await self._election_requests(zl.PREFERRED_REPLICA_ELECTION)
         unclean = await self._election_requests(zl.UNCLEAN_LEADER_ELECTION)
         asked = bool(preferred)
         if rebalance:
-            preferred |= await self._imbalanced(live)
+            preferred |= await self._imbalanced()
         if bounced and only is None:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
-            await self._pass(live - bounced, shutting, set())
-        await self._pass(live, shutting, preferred, only=only, unclean_asked=unclean)
+            await self._pass(failed=bounced)
+        await self._pass(preferred=preferred, only=only, unclean=unclean)
         for path, done in (
             (zl.PREFERRED_REPLICA_ELECTION, asked),
             (zl.UNCLEAN_LEADER_ELECTION, unclean),
@@ -240,6 +271,9 @@ class ZkController:
                 with contextlib.suppress(NoNodeError):
                     await self.coord.delete(path)
 
+    async def _ids(self, path: str) -> set[int]:
+        return {int(c) for c in await self._children(path) if c.isdigit()}
+
     async def _topics_pass(self, only: set[str]) -> None:
         """A pass for topic triggers only (new topics, an assignment changed).
 
@@ -247,56 +281,62 @@ class ZkController:
         live brokers, those shutting down and, for each topic this controller has not
         handled yet, its watch, its assignment and whether it has partition states (a
         /partitions znode). Round 2: every such topic without states gets all its first
-        states in one multi per _STATES_PER_MULTI partitions, parents included, fenced by
-        the controller epoch (`decide` of no state: the first live replica not shutting down
-        leads, the live replicas are the ISR, leader epoch 0; Kafka's controller also
-        creates a new topic's states in one batch of requests). So a new topic costs the
-        controller two round trips after the trigger's. The other topics (with states, under
-        reassignment, or whose states appeared meanwhile: a multi is all or nothing) go
-        through the partition-by-partition pass (`_pass`).
+        states (`plan` of partitions without state) in one multi per _STATES_PER_MULTI
+        partitions, parents included, fenced by the controller epoch (Kafka's controller
+        also creates a new topic's states in one batch of requests). So a new topic costs
+        the controller two round trips after the trigger's. The other topics (with states,
+        under reassignment, or whose states appeared meanwhile: a multi is all or nothing)
+        go through the partition-by-partition pass (`_pass`).
 
         Broker epochs (bounces), topic deletions and preferred elections are left to the
         passes their own triggers start, which read them (so a bounce is never hidden from
         the next broker pass by a topic pass in between)."""
-        got: dict[str, list[str]] = {}
+        got: dict[str, set[int]] = {}
         fresh = sorted(t for t in only if t not in self._seen_topics)
-        read: dict[str, tuple[bytes | None, bool]] = {}
+        read: dict[str, tuple[bytes | None, int, bool]] = {}
 
-        async def children(path: str) -> None:
-            got[path] = await self._children(path)
+        async def ids(path: str) -> None:
+            got[path] = await self._ids(path)
 
         async def reads() -> None:
-            await _each(fresh, functools.partial(self._read_new_topic, into=read))
+            await self._raise(_each(fresh, functools.partial(self._read_new_topic, into=read)))
 
-        await _together(
-            functools.partial(children, zl.BROKER_IDS),
-            functools.partial(children, zl.CONTROLLED_SHUTDOWN),
-            reads,
+        await self._raise(
+            workers.together(
+                functools.partial(ids, zl.BROKER_IDS),
+                functools.partial(ids, zl.CONTROLLED_SHUTDOWN),
+                reads,
+                catch=_CATCH,
+            )
         )
-        live = {int(c) for c in got[zl.BROKER_IDS] if c.isdigit()}
-        shutting = {int(c) for c in got[zl.CONTROLLED_SHUTDOWN] if c.isdigit()}
-        done = {topic for topic, (data, _states) in read.items() if data is None}  # gone
-        new = [topic for topic, (data, states) in sorted(read.items()) if data and not states]
+        self.context.live = got[zl.BROKER_IDS]
+        self.context.shutting_down = got[zl.CONTROLLED_SHUTDOWN]
+        done = {topic for topic, (data, _v, _states) in read.items() if data is None}  # gone
+        new = [topic for topic, (data, _v, states) in sorted(read.items()) if data and not states]
 
         async def create(topic: str) -> None:
-            data = read[topic][0]
+            data, version, _states = read[topic]
             assert data is not None
-            if await self._create_states(topic, data, live, shutting):
+            if await self._create_states(topic, data, version):
                 done.add(topic)
 
         try:
-            await _each(new, create)
+            await self._raise(_each(new, create))
         finally:
             self._seen_topics |= done
         rest = only - done
         if rest:
-            await self._pass(live, shutting, set(), only=rest)
+            await self._pass(only=rest)
+
+    async def _raise(self, failures: Awaitable[list[Exception]]) -> None:
+        _raise_first(await failures)
 
     async def _read_new_topic(
-        self, topic: str, *, into: dict[str, tuple[bytes | None, bool]]
+        self, topic: str, *, into: dict[str, tuple[bytes | None, int, bool]]
     ) -> None:
         """Watch the topic's assignment and read it and whether /partitions exists, together:
-        into[topic] = (assignment document or None when gone, has partition states)."""
+        into[topic] = (assignment document or None when gone, its version, has partition
+        states)."""
         got: dict[str, object] = {}
 
         async def watch() -> None:
@@ -307,20 +347,23 @@ class ZkController:
 
         async def data() -> None:
             with contextlib.suppress(NoNodeError):
-                got["data"] = (await self.coord.get(zl.topic_path(topic)))[0]
+                got["data"], stat = await self.coord.get(zl.topic_path(topic))
+                got["version"] = stat.version
 
         async def states() -> None:
             with contextlib.suppress(NoNodeError):
                 await self.coord.get_children(zl.partitions_path(topic))
                 got["states"] = True
 
-        await _together(watch, data, states)
-        raw = got.get("data")
-        into[topic] = (raw if isinstance(raw, bytes) else None, bool(got.get("states")))
+        await self._raise(workers.together(watch, data, states, catch=_CATCH))
+        raw, version = got.get("data"), got.get("version")
+        into[topic] = (
+            raw if isinstance(raw, bytes) else None,
+            version if isinstance(version, int) else -1,
+            bool(got.get("states")),
+        )
 
-    async def _create_states(
-        self, topic: str, data: bytes, live: set[int], shutting: set[int]
-    ) -> bool:
+    async def _create_states(self, topic: str, data: bytes, version: int) -> bool:
         """See `_topics_pass` (round 2). True when the topic is handled here."""
         try:
             assignment = zl.decode_topic(topic, data)
@@ -329,67 +372,66 @@ class ZkController:
             return True
         if assignment.adding or assignment.removing or not assignment.partitions:
             return False
-        states: dict[int, zl.PartitionState] = {}
+        context = self.context
+        context.set_topic(topic, TopicEntry(assignment, version))
+        for index in assignment.partitions:
+            context.set_state(topic, index, StateEntry(None))
+        writes = plan(context, Reconcile(context.partitions([topic])))
         ops: list[Op] = [Create(zl.partitions_path(topic))]
-        for index, replicas in sorted(assignment.partitions.items()):
-            new = decide(
-                replicas, None, live=live, shutting_down=shutting, controller_epoch=self.epoch
-            )
-            assert new is not None  # decide() always starts a partition without state
-            states[index] = new
-            ops.append(Create(zl.partition_path(topic, index)))
-            ops.append(Create(zl.state_path(topic, index), zl.encode_partition_state(new)))
+        for write in writes:
+            ops.append(Create(zl.partition_path(topic, write.partition)))
+            ops.append(Create(zl.state_path(topic, write.partition), _encoded(write)))
         try:
             for start in range(0, len(ops), _STATES_PER_MULTI * 2):
                 await self._write_all(ops[start : start + _STATES_PER_MULTI * 2])
         except TransactionError as exc:
+            for index in assignment.partitions:
+                context.forget_state(topic, index)
             if exc.index == 0:
                 raise
             log.info("%s: partition states appeared meanwhile (%s)", topic, exc)
             return False
-        for index, new in states.items():
-            log.info(
-                "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
-                topic,
-                index,
-                new.leader,
-                new.leader_epoch,
-                list(new.isr),
-                self.epoch,
-            )
+        for write in writes:
+            context.wrote(write)
+            self._log_write(write)
         return True
 
-    async def _imbalanced(self, live: set[int]) -> set[tuple[str, int]]:
-        """Kafka's checkAndTriggerAutoLeaderRebalance: the partitions whose preferred leader
-        (head of the assignment) is live but does not lead, for every broker whose share of
-        such partitions is above leader.imbalance.per.broker.percentage."""
+    async def _imbalanced(self) -> set[PartitionKey]:
+        """The partitions to move to their preferred leader (`controller_context.imbalanced`,
+        Kafka's checkAndTriggerAutoLeaderRebalance) after reading every topic's assignment
+        and the state of each partition whose preferred leader is live."""
         config = self.member.config
         limit = config.get_int("leader.imbalance.per.broker.percentage") if config else 10
-        preferred: dict[int, list[tuple[str, int]]] = {}
-        not_leading: dict[int, list[tuple[str, int]]] = {}
-        for topic in await self._children(zl.BROKER_TOPICS):
+        context = self.context
+        topics = await self._children(zl.BROKER_TOPICS)
+        context.keep_topics(topics)
+
+        async def read_topic(topic: str) -> None:
             try:
-                data, _stat = await self.coord.get(zl.topic_path(topic))
+                data, stat = await self.coord.get(zl.topic_path(topic))
                 assignment = zl.decode_topic(topic, data)
             except (NoNodeError, zl.LayoutError):
-                continue
-            for index, replicas in assignment.partitions.items():
-                if not replicas or replicas[0] not in live:
-                    continue
-                head = replicas[0]
-                preferred.setdefault(head, []).append((topic, index))
-                try:
-                    raw, _s = await self.coord.get(zl.state_path(topic, index))
-                    leader = zl.decode_partition_state(topic, index, raw).leader
-                except (NoNodeError, zl.LayoutError):
-                    continue
-                if leader != head:
-                    not_leading.setdefault(head, []).append((topic, index))
-        out: set[tuple[str, int]] = set()
-        for broker, parts in not_leading.items():
-            if len(parts) * 100 > limit * len(preferred[broker]):
-                log.info("broker %d leads too few of its preferred partitions: rebalancing", broker)
-                out.update(parts)
+                context.drop_topic(topic)
+                return
+            old = context.topics.get(topic)
+            context.set_topic(
+                topic, TopicEntry(assignment, stat.version, bool(old and old.unclean))
+            )
+
+        async def read_state(key: PartitionKey) -> None:
+            with contextlib.suppress(zl.LayoutError):  # left out, as a state not there
+                await self._read_state(key)
+
+        await self._raise(_each(topics, read_topic))
+        heads = [
+            key
+            for key in context.partitions()
+            if (replicas := context.replicas(*key)) and replicas[0] in context.live
+        ]
+        await self._raise(_each(heads, read_state))
+        out, brokers = imbalanced(context, limit)
+        for broker in brokers:
+            log.info("broker %d leads too few of its preferred partitions: rebalancing", broker)
         return out
 
     async def _election_requests(self, path: str) -> set[tuple[str, int]]:
@@ -406,32 +448,54 @@ class ZkController:
 
     async def _pass(
         self,
-        live: set[int],
-        shutting: set[int],
-        preferred: set[tuple[str, int]],
         *,
+        preferred: set[PartitionKey] | frozenset[PartitionKey] = frozenset(),
         only: set[str] | None = None,
-        unclean_asked: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
+        unclean: set[PartitionKey] | frozenset[PartitionKey] = frozenset(),
+        failed: set[int] | frozenset[int] = frozenset(),
     ) -> None:
-        """Every partition of every topic (`only`: of those topics), in two phases, each with
-        up to _PARALLEL_WRITES ZooKeeper requests in flight:
+        """Every partition of every topic (`only`: of those topics), with up to
+        _PARALLEL_WRITES ZooKeeper requests in flight:
 
-        1. read each topic's assignment and configs;
-        2. read each partition's state and decide; a new leader (an election: the leader died,
-           is shutting down, a preferred election, a partition without state) is written at
-           once, an ISR-only change (a dead or stopping follower leaves the ISR) waits until
-           every partition was read, then those are written. Partitions that the broker's
-           mirror shows led by a broker that is not live (or shutting down, or asked for a
-           preferred election) are read first. An unclean election is allowed where the
-           topic's unclean.leader.election.enable says so, and for the partitions of an
-           ElectLeaders UNCLEAN (`unclean_asked`).
+        1. read each topic's assignment and configs into the context;
+        2. the partitions that the broker's mirror shows led by a broker that is not live
+           (or shutting down, or asked for a preferred election), then the others: read
+           their states, `plan`, write the new leaders at once;
+        3. write the ISR-only changes (a dead or stopping follower leaves the ISR) of both.
 
         So a broker failure makes partitions available again before the controller spends any
         time on the ISRs it only shrinks: Kafka's onBrokerFailure also elects the offline
         partitions' leaders (OnlinePartition) before it moves the dead replicas to
-        OfflineReplica (removing them from the ISRs)."""
+        OfflineReplica (removing them from the ISRs). An unclean election is allowed where
+        the topic's unclean.leader.election.enable says so, and for the partitions of an
+        ElectLeaders UNCLEAN (`unclean`). `failed`: brokers handled as dead (bounced)."""
+        topics = await self._pass_topics(only)
+        keys = self.context.partitions(topics)
+        hints = {key: self._urgent(key, preferred, failed) for key in keys}
+        urgent = [k for k in keys if hints[k]]
+        others = [k for k in keys if not hints[k]]
+        fresh: set[PartitionKey] = set()
+        deferred: list[StateWrite] = []
+        failures: list[Exception] = []
+        for batch in (urgent, others):
+            failures += await _each(batch, functools.partial(self._read_state, into=fresh))
+            read = [k for k in batch if k in fresh]
+            writes = plan(self.context, Reconcile(read, preferred, unclean, failed))
+            deferred += [w for w in writes if not w.election]
+            failures += await _each([w for w in writes if w.election], self._write_state)
+        _raise_first(failures)
+        await self._raise(_each(deferred, self._write_state))
+        for topic in topics:
+            assignment = self.context.topics[topic].assignment
+            if assignment.adding or assignment.removing:
+                await self._reassignments.advance(topic, self.context.live - set(failed))
+
+    async def _pass_topics(self, only: set[str] | None) -> list[str]:
+        """Read the topics of a pass (`only`: those) into the context, watching each; the
+        topics read."""
         topics = sorted(await self._children(zl.BROKER_TOPICS))
         self._seen_topics &= set(topics)
+        self.context.keep_topics(topics)
         if only is not None:
             topics = [t for t in topics if t in only]
         # Only a topic this pass handles counts as seen: one created while the pass ran is
@@ -442,7 +506,7 @@ class ZkController:
                 self._topic_watches[topic] = await self.coord.watch_data(
                     zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
                 )
-        read: dict[str, tuple[zl.TopicAssignment, int, bool]] = {}
+        read: set[str] = set()
 
         async def read_topic(topic: str) -> None:
             try:
@@ -453,75 +517,45 @@ class ZkController:
             except zl.LayoutError as exc:
                 log.warning("ignoring topic %s: %s", topic, exc)
                 return
-            read[topic] = (assignment, stat.version, await self._unclean(topic))
+            unclean = await self._unclean(topic)
+            self.context.set_topic(topic, TopicEntry(assignment, stat.version, unclean))
+            read.add(topic)
 
-        await self._parallel(topics, read_topic)
-
-        items = [
-            (topic, index, replicas)
-            for topic in topics
-            if topic in read
-            for index, replicas in sorted(read[topic][0].partitions.items())
-        ]
-        items.sort(key=lambda item: not self._urgent(item[0], item[1], live, shutting, preferred))
-        states: dict[str, dict[int, zl.PartitionState | None]] = {t: {} for t in read}
-        deferred: list[tuple[str, int, zl.PartitionState, zl.PartitionState, int]] = []
-
-        async def decide_partition(item: tuple[str, int, tuple[int, ...]]) -> None:
-            topic, index, replicas = item
-            unclean = read[topic][2] or (topic, index) in unclean_asked
-            state, version, new = await self._decide(
-                topic, index, replicas, live, shutting, unclean, (topic, index) in preferred
-            )
-            states[topic][index] = state
-            if new is None:
-                return
-            if state is not None and new.leader == state.leader:
-                deferred.append((topic, index, state, new, version))
-                return
-            await self._write_state(topic, index, state, new, version)
-            states[topic][index] = new
-
-        await self._parallel(items, decide_partition)
-
-        async def write_deferred(
-            item: tuple[str, int, zl.PartitionState, zl.PartitionState, int],
-        ) -> None:
-            topic, index, state, new, version = item
-            await self._write_state(topic, index, state, new, version)
-            states[topic][index] = new
-
-        await self._parallel(deferred, write_deferred)
-        for topic, (assignment, version, _unclean) in read.items():
-            if assignment.adding or assignment.removing:
-                await self._reassignments.advance(topic, assignment, version, states[topic], live)
+        await self._raise(_each(topics, read_topic))
+        return [t for t in topics if t in read]
 
     def _urgent(
-        self,
-        topic: str,
-        index: int,
-        live: set[int],
-        shutting: set[int],
-        preferred: set[tuple[str, int]],
+        self, key: PartitionKey, preferred: Collection[PartitionKey], failed: Collection[int]
     ) -> bool:
         """Whether the broker's mirror (a hint only: the pass reads the state znode) shows the
         partition needing a new leader."""
-        if (topic, index) in preferred:
+        if key in preferred:
             return True
-        entry = self.member.cache.state(topic, index)
+        entry = self.member.cache.state(*key)
         if entry is None:
             return True
         leader = entry[0].leader
-        return leader not in live or leader in shutting
-
-    async def _parallel(self, items: Sequence[T], job: Callable[[T], Awaitable[None]]) -> None:
-        """`job` for every item, in order, up to _PARALLEL_WRITES at once (`workers.each`).
-        Raises the first failure after all ran; a ControllerMovedError cause (the epoch check
-        of a write failed) first."""
-        failures = await workers.each(
-            items, job, limit=_PARALLEL_WRITES, catch=(CoordinationError, zl.LayoutError)
+        return (
+            leader not in self.context.live
+            or leader in failed
+            or (leader in self.context.shutting_down)
         )
-        _raise_first(failures)
+
+    async def _read_state(
+        self, key: PartitionKey, *, into: set[PartitionKey] | None = None
+    ) -> None:
+        """Read a partition's state into the context (forgotten when it cannot be read);
+        `into` collects the partitions read."""
+        topic, index = key
+        self.context.forget_state(topic, index)
+        try:
+            data, stat = await self.coord.get(zl.state_path(topic, index))
+            entry = StateEntry(zl.decode_partition_state(topic, index, data), stat.version)
+        except NoNodeError:
+            entry = StateEntry(None)
+        self.context.set_state(topic, index, entry)
+        if into is not None:
+            into.add(key)
 
     async def _unclean(self, topic: str) -> bool:
         try:
@@ -534,57 +568,25 @@ class ZkController:
             value = config.raw("unclean.leader.election.enable") if config else None
         return (value or "false").lower() == "true"
 
-    async def _decide(
-        self,
-        topic: str,
-        index: int,
-        replicas: tuple[int, ...],
-        live: set[int],
-        shutting: set[int],
-        unclean: bool,
-        preferred: bool,
-    ) -> tuple[zl.PartitionState | None, int, zl.PartitionState | None]:
-        """(current state or None, its znode version or -1, the state to write or None)."""
+    async def _write_state(self, write: StateWrite) -> None:
+        topic, index = write.key
         path = zl.state_path(topic, index)
-        try:
-            data, stat = await self.coord.get(path)
-            state: zl.PartitionState | None = zl.decode_partition_state(topic, index, data)
-            version = stat.version
-        except NoNodeError:
-            state, version = None, -1
-        new = decide(
-            replicas,
-            state,
-            live=live,
-            shutting_down=shutting,
-            unclean=unclean,
-            controller_epoch=self.epoch,
-            preferred=preferred,
-        )
-        return state, version, new
-
-    async def _write_state(
-        self,
-        topic: str,
-        index: int,
-        state: zl.PartitionState | None,
-        new: zl.PartitionState,
-        version: int,
-    ) -> None:
-        path = zl.state_path(topic, index)
-        encoded = zl.encode_partition_state(new)
-        if state is None:
+        if write.version < 0:
             await self.coord.ensure_path(zl.partition_path(topic, index))
-            await self._write(Create(path, encoded))
+            await self._write(Create(path, _encoded(write)))
         else:
-            await self._write(SetData(path, encoded, version))
+            await self._write(SetData(path, _encoded(write), write.version))
+        self.context.wrote(write)
+        self._log_write(write)
+
+    def _log_write(self, write: StateWrite) -> None:
         log.info(
             "%s-%d: leader %d, leader epoch %d, ISR %s (controller epoch %d)",
-            topic,
-            index,
-            new.leader,
-            new.leader_epoch,
-            list(new.isr),
+            write.topic,
+            write.partition,
+            write.new.leader,
+            write.new.leader_epoch,
+            list(write.new.isr),
             self.epoch,
         )
 
@@ -598,3 +600,7 @@ class ZkController:
             watch.cancel()
         with contextlib.suppress(NoNodeError):
             await self.coord.delete(f"{zl.ADMIN_DELETE_TOPICS}/{topic}")
+
+
+def _encoded(write: StateWrite) -> bytes:
+    return zl.encode_partition_state(write.new)

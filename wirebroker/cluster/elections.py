@@ -9,7 +9,7 @@ PartitionLeaderElectionAlgorithms, KafkaController.onBrokerFailure / controlledS
 
     new partition        leader = first live replica in assignment order, ISR = the live
                          replicas, leader epoch 0; no live replica: leader -1, ISR = assignment
-    leader dead / none   `rules.elect_leader`: first replica in assignment order that is live
+    leader dead / none   `elect_leader`: first replica in assignment order that is live
                          and in the ISR; with unclean election the first live replica (ISR = it
                          alone, recovering); else leader -1 with the ISR kept (so a returning
                          member leads again cleanly). Leader epoch + 1.
@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from wirebroker.cluster.zk_layout import NO_LEADER, PartitionState
 
 __all__ = [
-    "NO_LEADER",
     "Election",
     "decide",
     "elect_leader",

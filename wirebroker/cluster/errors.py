@@ -5,9 +5,9 @@ Handlers catch `ClusterError` (every error of topic metadata, the `TopicAdmin`'s
 derives from it) and answer with `exc.error_code` and `str(exc)` as the error
 message, as Kafka does with its ApiExceptions.
 
-Two errors of the ZooKeeper runtime are not answered to clients and are no `ClusterError`:
-`BrokerIdTakenError` (a broker cannot register: it exits) and `ControllerMovedError` (a
-controller write found a newer controller epoch: the controller resigns).
+One error of the ZooKeeper runtime is not answered to clients and is no `ClusterError`:
+`BrokerIdTakenError` (a broker cannot register: it exits). A controller that finds a newer
+controller epoch resigns without an error (`ZkController.run` returns).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from wirebroker.errors import KafkaError
 __all__ = [
     "BrokerIdTakenError",
     "ClusterError",
-    "ControllerMovedError",
     "InvalidConfigError",
     "InvalidPartitionsError",
     "InvalidReplicationAssignmentError",
@@ -81,7 +80,3 @@ class UnknownTopicOrPartitionError(UnknownTopicError):
 
 class BrokerIdTakenError(CoordinationError):
     """/brokers/ids/<id> stays registered by another live session: another broker has our id."""
-
-
-class ControllerMovedError(Exception):
-    """A controller write found a newer controller epoch: this broker is not the controller."""

@@ -5,7 +5,7 @@ election multi [create /controller (ephemeral), setData /controller_epoch = e+1 
 version]; the winner builds a controller with the factory it was given (the composition root
 passes `ZkController`: this module never imports the controller) and runs it as a task of the
 member until it loses the znode or its session (`stop`), or the controller epoch moves on
-(`ControllerMovedError`: it resigns).
+(its `run` returns: it resigns).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Protocol
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import ControllerMovedError
 from wirebroker.cluster.zk_metadata_cache import ZkMetadataCache
 from wirebroker.coordination.api import (
     Coordination,
@@ -119,10 +118,8 @@ class ControllerElection:
         with scope:
             try:
                 await controller.run()
-            except ControllerMovedError:
-                log.warning("controller epoch moved on: resigning")
-            except CoordinationError as exc:
-                log.warning("controller stopped: %s", exc)
+            except* CoordinationError as group:  # raised in the controller's nursery too
+                log.warning("controller stopped: %s", group.exceptions[0])
         if self._scope is scope:
             self._scope = None
 

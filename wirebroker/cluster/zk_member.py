@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import BrokerIdTakenError, ControllerMovedError
+from wirebroker.cluster.errors import BrokerIdTakenError
 from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.zk_election import Controller, ControllerElection
 from wirebroker.cluster.zk_events import EventQueue
@@ -67,7 +67,6 @@ __all__ = [
     "ClusterMember",
     "Controller",
     "ControllerFactory",
-    "ControllerMovedError",
     "ReplicaRoles",
     "ZkMetadataCache",
     "mirrored_info",

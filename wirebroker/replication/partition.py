@@ -65,6 +65,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
+from wirebroker.cluster.zk_layout import NO_LEADER
 from wirebroker.errors import KafkaError
 from wirebroker.replication import rules
 from wirebroker.replication.log_view import LogView
@@ -84,7 +85,6 @@ __all__ = ["NotEnoughReplicasError", "NotLeaderOrFollowerError", "Partition", "R
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 DEFAULT_LAG_MS = 30_000
-NO_LEADER = -1
 
 
 class NotEnoughReplicasError(KafkaError, code=ErrorCode.NOT_ENOUGH_REPLICAS):

@@ -1,4 +1,5 @@
-"""Kafka's replication rules as pure functions: leader election, ISR, high watermark, truncation.
+"""Kafka's replication rules as pure functions: ISR, high watermark, truncation (leader
+election is the controller's: `wirebroker.cluster.elections`).
 
 No I/O, no clock of their own (`now_ms` is an argument), no state beyond what is passed in:
 the cluster's leader and controller apply them (issue 12). Each follows the Kafka 3.9 code
@@ -20,13 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from wirebroker.cluster.elections import NO_LEADER, Election, elect_leader, remove_from_isr
-
 __all__ = [
-    "NO_LEADER",
-    "Election",
     "FollowerState",
-    "elect_leader",
     "high_watermark",
     "is_caught_up",
     "low_watermark",
@@ -34,7 +30,6 @@ __all__ = [
     "out_of_sync",
     "own_end_offset_below",
     "record_fetch",
-    "remove_from_isr",
     "truncate_on_fetch_offset",
     "truncation_offset",
 ]

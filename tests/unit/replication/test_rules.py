@@ -5,11 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from wirebroker.cluster.elections import Election, elect_leader, remove_from_isr
+from wirebroker.cluster.zk_layout import NO_LEADER
 from wirebroker.replication.rules import (
-    NO_LEADER,
-    Election,
     FollowerState,
-    elect_leader,
     high_watermark,
     is_caught_up,
     low_watermark,
@@ -17,7 +16,6 @@ from wirebroker.replication.rules import (
     out_of_sync,
     own_end_offset_below,
     record_fetch,
-    remove_from_isr,
     truncate_on_fetch_offset,
     truncation_offset,
 )

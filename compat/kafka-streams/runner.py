@@ -75,12 +75,14 @@ class Run:
 
 
 def _produce(bootstrap: str, topic: str, first: int, lines: list[str], rf: int) -> None:
+    """One chunk of input, idempotent: a chunk goes in while a broker is killed and a retried
+    batch must not be appended twice (the crash cases count every word)."""
     with Wire(bootstrap, replication_factor=rf) as w:
         by_partition: dict[int, list[RecordSpec]] = {}
         for n, line in enumerate(lines, start=first):
             by_partition.setdefault(n % PARTITIONS, []).append(RecordSpec(None, line.encode()))
         for p, specs in sorted(by_partition.items()):
-            w.produce(topic, p, specs)
+            w.produce(topic, p, specs, idempotent=True)
 
 
 def _output(bootstrap: str, topic: str, rf: int) -> list[tuple[str, int, bool]]:
@@ -92,7 +94,13 @@ def _finals(output: list[tuple[str, int, bool]]) -> dict[str, int]:
     return {word: count for word, count, _ in output}
 
 
-def _wait_final(run: Run, topic: str, app: App) -> list[tuple[str, int, bool]]:
+def _input_lines(run: Run, source: str) -> int:
+    """How many lines the input topic holds (len(LINES) unless an input write was doubled)."""
+    with Wire(run.bootstrap, replication_factor=run.replication_factor) as w:
+        return len(committed_output_values(w, source))
+
+
+def _wait_final(run: Run, topic: str, app: App, source: str) -> list[tuple[str, int, bool]]:
     deadline = time.monotonic() + FINAL_S
     while True:
         output = _output(run.bootstrap, topic, run.replication_factor)
@@ -107,7 +115,8 @@ def _wait_final(run: Run, topic: str, app: App) -> list[tuple[str, int, bool]]:
                 if _finals(output).get(w) != c
             }
             raise AssertionError(
-                f"counts not final after {FINAL_S:.0f} s: {list(short.items())[:5]}"
+                f"counts not final after {FINAL_S:.0f} s: {list(short.items())[:5]}; the "
+                f"input holds {_input_lines(run, source)} of {len(LINES)} lines"
             )
         time.sleep(0.5)
 
@@ -130,7 +139,7 @@ def _drive(run: Run, names: tuple[str, str, str]) -> tuple[list[tuple[str, int, 
             if not crashed and first >= half:
                 crashed = _crash_mid_transaction(run, [sink, f"{app_id}-words-repartition"])
         assert crashed, "the app was never caught mid-stream with a transaction open: no crash"
-        output = _wait_final(run, sink, app)
+        output = _wait_final(run, sink, app, source)
     finally:
         code = app.stop()
     assert code in (0, 143), f"the app exited {code}: {app.tail()}"

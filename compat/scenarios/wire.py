@@ -164,6 +164,8 @@ class Wire:
         self._conns: dict[str, _Conn] = {}
         self._home: str | None = None
         self._leaders: dict[tuple[str, int], str] = {}
+        self._producer: tuple[int, int] | None = None  # (id, epoch) of `produce(idempotent=)`
+        self._sequences: dict[tuple[str, int], int] = {}
         errors = []
         for address in self.bootstrap:
             try:
@@ -451,12 +453,18 @@ class Wire:
         *,
         compression: int = 0,
         base_timestamp: int | None = None,
+        idempotent: bool = False,
     ) -> int:
         """Append one batch (acks=-1) at the partition's leader; returns its base offset.
 
-        A retry after a lost connection could append the batch twice: the oracle stages data
-        only on a healthy cluster, where that does not happen."""
-        batch = build_batch(records, compression=compression, base_timestamp=base_timestamp)
+        A retry after a lost connection or a timed-out acks=all write could append the batch
+        twice, as with any producer without idempotence: the oracle stages data only on a
+        healthy cluster, where that does not happen. With `idempotent` the batch carries
+        this Wire's producer id (one InitProducerId, the first time) and the partition's next
+        sequence, so the broker drops such a retry (what a case that produces across a broker
+        crash needs)."""
+        ids = self._idempotence(topic, partition, len(records)) if idempotent else {}
+        batch = build_batch(records, compression=compression, base_timestamp=base_timestamp, **ids)
         body = {
             "transactional_id": None,
             "acks": -1,
@@ -474,6 +482,22 @@ class Wire:
             return int(part.base_offset)
 
         return self._at_leader(topic, partition, attempt)
+
+    def _idempotence(self, topic: str, partition: int, count: int) -> dict[str, int]:
+        """The producer fields of an idempotent batch of `count` records (`produce`)."""
+        if self._producer is None:
+            body = {"transactional_id": None, "transaction_timeout_ms": 60_000}
+
+            def attempt() -> tuple[int, int]:
+                resp = self.call(ApiKey.INIT_PRODUCER_ID, 4, body)
+                self._check("InitProducerId", resp.error_code)
+                return int(resp.producer_id), int(resp.producer_epoch)
+
+            self._producer = self._retrying("InitProducerId", _COORDINATOR_MOVED, attempt)
+        sequence = self._sequences.get((topic, partition), 0)
+        self._sequences[(topic, partition)] = sequence + count
+        producer_id, epoch = self._producer
+        return {"producer_id": producer_id, "producer_epoch": epoch, "base_sequence": sequence}
 
     def list_offset(self, topic: str, partition: int, timestamp: int, isolation: int = 0) -> int:
         """ListOffsets at the leader: LATEST (-1: the high watermark; with `isolation` 1,

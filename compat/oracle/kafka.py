@@ -260,6 +260,12 @@ class ApacheKafka:
     def launch(self) -> str:
         """Write the config, format the log dir (the first time), start the JVM; its
         address, without waiting for it to answer."""
+        self.prepare()
+        return self.spawn()
+
+    def prepare(self) -> Path:
+        """`launch`'s first half: the config written and the log dir formatted (the first
+        time); the config's path."""
         cp = str(ensure_libs() / "*")
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.ports is None:
@@ -272,6 +278,14 @@ class ApacheKafka:
         )
         if not (self.workdir / "data" / "meta.properties").exists():
             self._format(cp, config)
+        return config
+
+    def spawn(self) -> str:
+        """`launch`'s second half: start the JVM on the prepared config; its address."""
+        assert self.ports is not None, "prepare() first"
+        port = self.ports[0]
+        cp = str(ensure_libs() / "*")
+        config = self.workdir / "server.properties"
         log4j = _log4j_config(self.workdir / "log4j2.properties", self.log_path, "INFO")
         self._stdout = (self.workdir / "kafka.out").open("ab")
         self._proc = subprocess.Popen(
@@ -325,6 +339,11 @@ class ApacheKafka:
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "not started"
+        return self._proc.pid
 
     def exit_status(self) -> str | None:
         """None while running (or never started); else how the JVM ended."""

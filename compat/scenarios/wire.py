@@ -146,8 +146,9 @@ class _Conn:
         self.sock.close()
 
 
-class Wire:
-    """Connections to `bootstrap` ("host:port[,host:port...]"); use as a context manager."""
+class _Routing:
+    """`Wire`'s transport: one connection per broker, requests routed to the home broker, a
+    partition's leader or a group's coordinator, and retries while those move."""
 
     def __init__(
         self,
@@ -183,12 +184,6 @@ class Wire:
             with contextlib.suppress(OSError):
                 conn.close()
         self._conns.clear()
-
-    def __enter__(self) -> Wire:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- transport -------------------------------------------------------------------------
     def _conn(self, address: str) -> _Conn:
@@ -298,6 +293,16 @@ class Wire:
         resp = self.call(ApiKey.FIND_COORDINATOR, 3, body)
         self._check("FindCoordinator", resp.error_code, group)
         return f"{resp.host}:{resp.port}"
+
+
+class Wire(_Routing):
+    """Connections to `bootstrap` ("host:port[,host:port...]"); use as a context manager."""
+
+    def __enter__(self) -> Wire:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def ensure_offsets_topic(self, timeout: float = 60.0) -> None:
         """Have the brokers create `__consumer_offsets` (a FindCoordinator does, as in Kafka)

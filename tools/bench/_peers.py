@@ -241,7 +241,7 @@ class Broker:
 
     `ready_line_s`: spawn -> wirebroker's ready line (None for Tansu). `answer_s`: spawn -> the
     first ApiVersions answered on a new connection (both brokers, polled every 2 ms), when
-    `port` was given."""
+    `port` was given. `spawned_at`: `time.perf_counter()` at the spawn."""
 
     def __init__(
         self,
@@ -269,7 +269,7 @@ class Broker:
                 env.pop(key, None)
             else:
                 env[key] = value
-        t0 = time.perf_counter()
+        t0 = self.spawned_at = time.perf_counter()
         self.proc = subprocess.Popen(
             cmd,
             cwd=root,

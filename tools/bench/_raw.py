@@ -11,7 +11,7 @@ client out: the same Produce v9 request (one ~1 MB batch of 100 x 10 KiB records
 sent `requests` times with up to 5 requests in flight (librdkafka's default
 max.in.flight.requests.per.connection), then the data is read back with Fetch v11 requests
 (partition_max_bytes and max_bytes 1 MiB, max_wait_ms 100), one at a time, each from the
-offset after the previous answer's last batch, as a consumer does. (Tansu 0.6 ignores
+offset after the previous answer's last whole batch, as a consumer does. (Tansu 0.6 ignores
 partition_max_bytes and returns about 2 MB per request; MB/s counts what arrived.)
 Reported: MB/s of record data and the broker's CPU time per MB (/proc/PID/stat, user +
 system), which is what limits a broker sharing 2 CPUs with its clients.
@@ -135,7 +135,6 @@ def fetch(port: int, topic: str, cpu: Callable[[], float], batches: int) -> dict
     """Read the first `batches` batches back as a consumer does: one Fetch at a time, each
     from the offset after the last batch of the previous answer."""
     from protocol.codec import decode_response
-    from protocol.records import iter_batches
 
     end = batches * RECORDS_PER_BATCH
     sock = socket.create_connection(("127.0.0.1", port), 30)
@@ -153,16 +152,32 @@ def fetch(port: int, topic: str, cpu: Callable[[], float], batches: int) -> dict
             parts = [p for t in resp.responses for p in t.partitions]
             if not parts or parts[0].error_code != 0 or not parts[0].records:
                 raise RuntimeError(f"raw fetch at offset {offset}: {resp}")
-            records = parts[0].records
-            total += len(records)
-            for _pos, header in iter_batches(records):
-                offset = max(offset, header.next_offset)
+            got, offset = _whole_batches(parts[0].records, offset)
+            total += got
     finally:
         sock.close()
     seconds = time.perf_counter() - t0
     cpu_s = cpu() - c0
     mb = total / 1e6
     return {"mb_s": mb / seconds, "cpu_ms_per_mb": cpu_s * 1000 / mb}
+
+
+def _whole_batches(records: bytes, offset: int) -> tuple[int, int]:
+    """(bytes of the whole batches in a Fetch answer's records, the offset after the last):
+    Apache Kafka fills partition_max_bytes and may end with a partial batch, which a consumer
+    drops and fetches again from its start."""
+    from protocol.records import BATCH_HEADER_SIZE, parse_header
+
+    pos = 0
+    while len(records) - pos >= BATCH_HEADER_SIZE:
+        header = parse_header(records, pos)
+        if header.size > len(records) - pos:
+            break
+        offset = max(offset, header.next_offset)
+        pos += header.size
+    if pos == 0:
+        raise RuntimeError(f"raw fetch at offset {offset}: no whole batch in the answer")
+    return pos, offset
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -173,3 +188,41 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("broker closed the connection")
         buf += chunk
     return bytes(buf)
+
+
+def first_produce(port: int, topic: str, since: float, timeout: float = 120.0) -> float:
+    """Seconds from `since` (a `time.perf_counter()` value: the broker's spawn) until a first
+    Produce (acks=1, one 100 B record) to `topic` is acknowledged: what an application that
+    starts with its broker waits for. The topic is created on first use (Metadata with
+    allow_auto_topic_creation, auto.create.topics.enable being true on both brokers); every
+    refusal (no connection yet, no leader yet) is retried at once."""
+    from protocol.codec import decode_response, encode_request
+    from protocol.records import build_batch
+
+    batch = build_batch([(None, b"x" * 100)])
+    meta = {"topics": [{"name": topic}], "allow_auto_topic_creation": True}
+    body = {
+        "acks": 1,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    deadline = time.monotonic() + timeout
+    cid = 0
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), 5) as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                while time.monotonic() < deadline:
+                    cid += 2
+                    sock.sendall(encode_request(3, 12, cid, "bench-start", meta))
+                    (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+                    _recv_exact(sock, size)
+                    sock.sendall(encode_request(0, 9, cid + 1, "bench-start", body))
+                    (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+                    _cid, resp = decode_response(0, 9, _recv_exact(sock, size))
+                    if resp.responses[0].partition_responses[0].error_code == 0:
+                        return time.perf_counter() - since
+                    time.sleep(0.002)
+        except OSError:
+            time.sleep(0.002)
+    raise RuntimeError(f"no produce to {topic} acknowledged within {timeout:.0f} s")

@@ -226,3 +226,46 @@ def first_produce(port: int, topic: str, since: float, timeout: float = 120.0) -
         except OSError:
             time.sleep(0.002)
     raise RuntimeError(f"no produce to {topic} acknowledged within {timeout:.0f} s")
+
+
+def create_until_led(port: int, topic: str, partitions: int, timeout: float = 120.0) -> float:
+    """Seconds from sending CreateTopics (v7, `partitions` partitions, replication factor 1)
+    until the broker's Metadata shows every partition with a leader: when the topic is usable
+    (a KRaft Kafka answers CreateTopics once its controller has committed the topic, before
+    its broker has created the logs; wirebroker answers with the logs created)."""
+    from protocol.codec import decode_response, encode_request
+
+    create = {
+        "topics": [
+            {
+                "name": topic,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        "timeout_ms": int(timeout * 1000),
+        "validate_only": False,
+    }
+    meta = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+    with socket.create_connection(("127.0.0.1", port), timeout) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        t0 = time.perf_counter()
+        sock.sendall(encode_request(19, 7, 1, "bench-create", create))
+        (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+        _cid, resp = decode_response(19, 7, _recv_exact(sock, size))
+        if resp.topics[0].error_code != 0:
+            raise RuntimeError(f"CreateTopics {topic}: error {resp.topics[0].error_code}")
+        cid = 1
+        while time.perf_counter() - t0 < timeout:
+            cid += 1
+            sock.sendall(encode_request(3, 12, cid, "bench-create", meta))
+            (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+            _cid, md = decode_response(3, 12, _recv_exact(sock, size))
+            parts = md.topics[0].partitions if md.topics else []
+            led = [p for p in parts if p.error_code == 0 and p.leader_id >= 0]
+            if len(led) == partitions:
+                return time.perf_counter() - t0
+            time.sleep(0.002)
+    raise RuntimeError(f"{topic}: not every partition led within {timeout:.0f} s")

@@ -188,6 +188,7 @@ def measures(sizes: Sizes) -> list[Measure]:
         Measure("raw_f", f"raw fetch, {sizes.raw_requests} x 1 MB (2)", "MB/s", True),
         Measure("raw_f_cpu", "... broker CPU per MB", "ms", False),
         Measure("wide_create", f"create a {sizes.partitions:,}-partition topic", "s", False),
+        Measure("wide_led", "... and another until each partition has a leader (3)", "s", False),
         Measure("wide_rss", "RSS after it", "MB", False),
         Measure("wide_meta", "Metadata of that topic", "ms", False),
         Measure("conn_open", f"open {sizes.connections:,} idle connections", "s", False),
@@ -334,6 +335,7 @@ def run_round(broker: AnyBroker, sizes: Sizes, record: Callable[[str, float], No
     time.sleep(0.5)
     record("wide_rss", broker.rss() / 1e6)
     record("wide_meta", metadata_latency(broker.port, "wide") * 1000)
+    record("wide_led", _raw.create_until_led(broker.port, "wide2", sizes.partitions))
 
     seconds, socks = open_idle_connections(broker.port, sizes.connections)
     try:
@@ -443,6 +445,12 @@ def render(
         "Fetch v11 requests of 1 MiB (partition and request limit) one at a time "
         "(`tools/bench/_raw.py`). Broker CPU = user + system time of the broker process per "
         "MB of records: what a broker sharing 2 CPUs with its clients can afford.",
+        "",
+        "(3) The first row is confluent-kafka's create_topics until it returns, the second a "
+        "raw CreateTopics v7 of a second such topic until the broker's Metadata shows every "
+        "partition with a leader (`_raw.create_until_led`): a KRaft Kafka answers CreateTopics "
+        "once its controller has committed the topic, before its broker has created the "
+        "logs; wirebroker answers once the logs exist and are durable.",
     ]
     ready = samples.get("ready_line", {}).get("wirebroker", [])
     if ready:

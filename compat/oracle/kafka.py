@@ -357,6 +357,17 @@ class ApacheKafka:
                 parts.extend(text[-lines:])
         return "\n".join(parts)
 
+    def sigterm(self) -> None:
+        """SIGTERM (Kafka's controlled shutdown) without waiting; `wait_exit` waits."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+
+    def wait_exit(self, timeout: float) -> int:
+        assert self._proc is not None, "not started"
+        code = self._proc.wait(timeout=timeout)
+        self._close_stdout()
+        return code
+
     def kill9(self) -> None:
         """SIGKILL (a crash) and reap; the data dir is kept (`start()` again reuses it)."""
         if self._proc is not None and self._proc.poll() is None:
@@ -410,7 +421,9 @@ class ApacheKafkaCluster:
         size: int = 3,
         overrides: dict[str, str] | None = None,
         heap: Sequence[str] = CLUSTER_HEAP_OPTS,
+        settings: dict[str, str] | None = None,
     ) -> None:
+        """`settings` replaces `CLUSTER_SETTINGS` (`{}`: Kafka's defaults throughout)."""
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="apache-kafka-cluster-"))
         self.size = size
@@ -427,7 +440,7 @@ class ApacheKafkaCluster:
                 voters=voters,
                 cluster_id=cluster_id,
                 heap=heap,
-                settings=CLUSTER_SETTINGS,
+                settings=CLUSTER_SETTINGS if settings is None else settings,
             )
             for i in range(size)
         ]

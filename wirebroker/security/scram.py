@@ -289,10 +289,7 @@ class ScramServer:
         if match is None:
             raise ScramError(f"Invalid SCRAM client first message format: {text}")
         self.extensions = _extensions(match["ext"])
-        try:
-            username = decode_sasl_name(match["saslname"])
-        except ValueError:
-            raise ScramError("Authentication failed: Credentials could not be obtained") from None
+        username = decode_sasl_name(match["saslname"])  # the grammar allows only =2C / =3D
         if self.extensions.get("tokenauth", "").lower() == "true":
             raise ScramError(f"Token Authentication failed: Invalid tokenId : {username}")
         credential = self._lookup(username)

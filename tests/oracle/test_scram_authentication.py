@@ -7,7 +7,9 @@ one, or the authzid one a client may read).
 
 One difference is asserted as such: a client-final whose channel binding is not the gs2
 header (but whose proof is computed over it) passes Kafka, which does not check it; RFC 5802
-requires the check and wirebroker makes it."""
+requires the check and wirebroker makes it. Another is not asserted (Kafka's answer is not
+stable): with two extensions or more in the client-first message, Kafka's auth message is
+rebuilt in an order of its own (random per JVM), wirebroker's is the bytes received (RFC)."""
 
 from __future__ import annotations
 
@@ -198,10 +200,13 @@ def test_an_authzid(open_exchange: Opener) -> None:
     assert exchange.send(message) == (0, "", expected)
 
 
-def test_other_extensions_are_ignored(open_exchange: Opener) -> None:
+@pytest.mark.parametrize("extension", [b",tokenauth=false", b",ext=1"])
+def test_other_extensions_are_ignored(open_exchange: Opener, extension: bytes) -> None:
+    """One extension: Kafka rebuilds the client-first message from a map of them, in an order
+    that changes from one JVM to the next, so an exchange with two fails there at random."""
     m = ScramMechanism.SCRAM_SHA_256
     exchange = open_exchange(m)
-    first = b"n,,n=alice,r=" + nonce() + b",tokenauth=false,ext=1"
+    first = b"n,,n=alice,r=" + nonce() + extension
     _, _, server_first = exchange.send(first)
     message, expected = final(m, first, server_first)
     assert exchange.send(message) == (0, "", expected)

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirebroker.cluster.names import is_internal
 from wirebroker.handlers.context import Services
+from wirebroker.metadata.names import is_internal
 
 __all__ = ["AdminSources", "snapshot"]
 

@@ -36,17 +36,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import ClusterError, TopicExistsError, UnknownTopicError
-from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions, assign_replicas
-from wirebroker.cluster.reassignment import check_target, unknown_partition
-from wirebroker.cluster.topic_admin import (
-    CreateTopicResult,
-    LocalTopicAdmin,
-    NewPartitions,
-    NewTopic,
-)
-from wirebroker.cluster.topic_configs import topic_log_config, validate_topic_configs
-from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.coordination.api import (
     CoordinationError,
     Create,
@@ -55,12 +44,24 @@ from wirebroker.coordination.api import (
     TransactionError,
 )
 from wirebroker.log.errors import LogError
+from wirebroker.metadata.errors import ClusterError, TopicExistsError, UnknownTopicError
+from wirebroker.metadata.partition_state import TopicAssignment
+from wirebroker.metadata.placement import BrokerMetadata, assign_added_partitions, assign_replicas
+from wirebroker.metadata.reassignment import check_target, unknown_partition
+from wirebroker.metadata.topic_admin import (
+    CreateTopicResult,
+    LocalTopicAdmin,
+    NewPartitions,
+    NewTopic,
+)
+from wirebroker.metadata.topic_configs import topic_log_config, validate_topic_configs
+from wirebroker.metadata.topic_store import TopicInfo
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.view import PartitionView
     from wirebroker.cluster.zk_member import ClusterMember
     from wirebroker.config import BrokerConfig
     from wirebroker.log.log_manager import LogManager
+    from wirebroker.metadata.view import PartitionView
 
 __all__ = ["ZkTopicAdmin"]
 
@@ -205,7 +206,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
         already), then its znodes (started; `wait_settled` waits for them)."""
         assignment = {i: list(r) for i, r in enumerate(info.assignment)}
         doc = zl.encode_topic(
-            zl.TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
+            TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
         )
         configs = zl.encode_topic_config({k: v for k, v in info.configs.items()})
         if created is None:
@@ -420,7 +421,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
 
     def _check_target(
         self,
-        assignment: zl.TopicAssignment,
+        assignment: TopicAssignment,
         index: int,
         target: Sequence[int] | None,
         allow_rf_change: bool,
@@ -557,9 +558,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
         )
 
 
-def reassigned(
-    old: zl.TopicAssignment, wanted: Mapping[int, Sequence[int] | None]
-) -> zl.TopicAssignment:
+def reassigned(old: TopicAssignment, wanted: Mapping[int, Sequence[int] | None]) -> TopicAssignment:
     """The topic document after starting (target) or cancelling (None) reassignments.
 
     Start: replicas = target + the current replicas not in it (Kafka's order: the target's

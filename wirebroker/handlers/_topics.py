@@ -22,7 +22,7 @@ from wirebroker.log.errors import LogError
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+    from wirebroker.metadata.topic_store import TopicInfo, TopicStore
     from wirebroker.replication.partition import Partition
     from wirebroker.replication.replica_manager import ReplicaManager
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         DeleteTopicsRequest,
         DeleteTopicsResponse,
     )
-    from wirebroker.cluster.topic_store import TopicStore
+    from wirebroker.metadata.topic_store import TopicStore
 
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."

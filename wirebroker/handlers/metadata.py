@@ -1,7 +1,7 @@
 """Metadata (API key 3): serves v0-13.
 
 Brokers, controller_id and every partition's leader, leader epoch, replicas, ISR and offline
-replicas come from `services.cluster` (`wirebroker.cluster.view`): a single broker lists itself
+replicas come from `services.cluster` (`wirebroker.metadata.view`): a single broker lists itself
 and is the controller; in a cluster the view mirrors ZooKeeper, a partition without a live
 leader answers LEADER_NOT_AVAILABLE with leader -1, and only live brokers are listed.
 
@@ -54,13 +54,13 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import ClusterError, TopicExistsError
-from wirebroker.cluster.names import is_internal, validate_topic_name
-from wirebroker.cluster.topic_admin import NewTopic
-from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.errors import ClusterError, TopicExistsError
+from wirebroker.metadata.names import is_internal, validate_topic_name
+from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.metadata.topic_store import TopicInfo
 from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ if TYPE_CHECKING:
         MetadataResponsePartition,
         MetadataResponseTopic,
     )
-    from wirebroker.cluster.topic_store import TopicInfo
     from wirebroker.handlers.context import RequestContext
+    from wirebroker.metadata.topic_store import TopicInfo
 
 __all__ = [
     "AUTHORIZED_OPERATIONS_OMITTED",

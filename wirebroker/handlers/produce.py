@@ -101,7 +101,6 @@ import trio
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
-from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._leader_hints import (
     PRODUCE_HINT_CODES,
     PRODUCE_HINTS_MIN_VERSION,
@@ -111,6 +110,7 @@ from wirebroker.handlers._replication import await_replication
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
+from wirebroker.metadata.names import is_internal
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
 from wirebroker.replication.txn_verify import TxnOperation, producer_answer
 from wirebroker.txn import version as txn_version

@@ -12,8 +12,6 @@ import wirebroker.handlers.describe_configs
 import wirebroker.handlers.incremental_alter_configs  # noqa: F401  (register the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster import topic_configs
-from wirebroker.cluster.errors import InvalidConfigError
 from wirebroker.config import (
     BROKER_CONFIGS,
     BROKER_QUOTA_CONFIGS,
@@ -23,6 +21,8 @@ from wirebroker.config import (
 )
 from wirebroker.dynamic_configs import DYNAMIC_BROKER_CONFIGS
 from wirebroker.handlers import _configs
+from wirebroker.metadata import topic_configs
+from wirebroker.metadata.errors import InvalidConfigError
 
 DESCRIBE = ApiKey.DESCRIBE_CONFIGS
 ALTER = ApiKey.ALTER_CONFIGS

@@ -8,7 +8,7 @@ import pytest
 import wirebroker.handlers.init_producer_id  # noqa: F401  (registers the handler)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_store import TopicStore
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.producer_ids import ProducerIdManager
 
 KEY = ApiKey.INIT_PRODUCER_ID

@@ -11,7 +11,7 @@ and on a single broker (over its in-process ZooKeeper).
 Every check lives here, in Kafka's order and with its messages (ReplicationControlManager):
 name, exists, collision ('.' vs '_'), configs (`topic_configs.validate_topic_configs`),
 manual assignments or partitions / replication factor, MAX_PARTITIONS_PER_REQUEST. Failures
-raise a `ClusterError` subclass (wirebroker.cluster.errors); handlers only map it to codes.
+raise a `ClusterError` subclass (wirebroker.metadata.errors); handlers only map it to codes.
 `validate_only` runs every check and changes nothing.
 
 Ordering, so that a crash at any point leaves a state `ReplicaManager.load` repairs:
@@ -33,7 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from wirebroker.cluster.errors import (
+from wirebroker.log.errors import LogError
+from wirebroker.metadata.errors import (
     ClusterError,
     InvalidPartitionsError,
     InvalidReplicationAssignmentError,
@@ -44,19 +45,18 @@ from wirebroker.cluster.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.cluster.names import (
+from wirebroker.metadata.names import (
     collision_key,
     has_collision_chars,
     is_internal,
     validate_topic_name,
 )
-from wirebroker.cluster.topic_configs import (
+from wirebroker.metadata.topic_configs import (
     effective_topic_configs,
     topic_log_config,
     validate_topic_configs,
 )
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore, new_random_uuid
-from wirebroker.log.errors import LogError
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore, new_random_uuid
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig

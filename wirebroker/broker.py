@@ -247,7 +247,7 @@ class Broker:
             self.admin = LocalTopicAdmin(
                 config, self.topics, self.logs, node_id=node_id, listener=self.replicas
             )
-            return LocalClusterView(node_id, self._advertised, self.replicas)
+            return LocalClusterView(node_id, self._advertised, self.replicas, self.topics)
         self.member = ClusterMember(
             self.coordination,
             node_id=node_id,
@@ -321,7 +321,6 @@ class Broker:
         self.services = Services(
             config=config,
             logs=self.logs,
-            topics=self.topics,
             replicas=self.replicas,
             admin=self.admin,
             fetch_waiters=self.fetch_waiters,

@@ -104,7 +104,7 @@ class ClusterMember:
         self.replicas = replicas
         self.clock = clock
         self.config = config
-        self.cache = ZkMetadataCache()
+        self.cache = ZkMetadataCache(topics)
         self.events = EventQueue()
         self._nursery: trio.Nursery | None = None
         #: False on a single broker, which holds every partition: its store keeps no

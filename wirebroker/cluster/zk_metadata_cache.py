@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from wirebroker.coordination.api import Stat, Watch
 from wirebroker.metadata.names import is_internal
 from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
-from wirebroker.metadata.topic_store import TopicInfo
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 from wirebroker.metadata.view import BrokerNode, ClusterView, PartitionView
 
 __all__ = ["TopicMirror", "ZkMetadataCache", "mirrored_info"]
@@ -54,7 +54,8 @@ class TopicMirror:
 class ZkMetadataCache(ClusterView):
     """The ZooKeeper mirror as clients see it (see wirebroker.metadata.view)."""
 
-    def __init__(self) -> None:
+    def __init__(self, topics: TopicStore) -> None:
+        super().__init__(topics)
         self.brokers: dict[int, BrokerNode] = {}
         self.epochs: dict[int, int] = {}  # broker id -> czxid of its registration
         self.controller: int = -1

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 def _check(
     ctx: RequestContext, topic: str, index: int, replicas: list[int] | None, allow_rf: bool
 ) -> tuple[int, str | None]:
-    info = ctx.services.topics.get(topic)
+    info = ctx.services.cluster.topic(topic)
     if info is None or not 0 <= index < info.partitions:
         return unknown_partition(topic, index, topic_exists=info is not None)
     node = ctx.services.node_id

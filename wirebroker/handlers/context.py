@@ -2,7 +2,9 @@
 
 `Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
-`admin` (`wirebroker.metadata.TopicAdmin`) does every topic change; `replicas` serves the
+`admin` (`wirebroker.metadata.TopicAdmin`) does every topic change; `cluster` (a
+`wirebroker.metadata.view.ClusterView`) is the one source of topic metadata: names, ids,
+configs and partitions; `replicas` serves the
 partitions; `fetch_waiters` parks long-poll fetches and `produce_waiters` acks=-1 produces
 waiting for the in-sync replicas (both attached to `replicas` by the broker; with
 `produce_waiters` None a produce whose high watermark is not there at once times out, which
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
     from wirebroker.metadata.topic_admin import TopicAdmin
-    from wirebroker.metadata.topic_store import TopicStore
     from wirebroker.metadata.view import ClusterView
     from wirebroker.replication.delayed_produce import ProduceWaiters
     from wirebroker.replication.fetch_waiters import FetchWaiters
@@ -56,7 +57,6 @@ class Services:
 
     config: BrokerConfig
     logs: LogManager
-    topics: TopicStore
     replicas: ReplicaManager
     admin: TopicAdmin
     fetch_waiters: FetchWaiters

@@ -53,7 +53,7 @@ def _additional(ctx: RequestContext, topics: list[CreatePartitionsTopic]) -> int
     """The partitions the request would add to existing topics."""
     total = 0
     for topic in topics:
-        info = ctx.services.topics.get(topic["name"])
+        info = ctx.services.cluster.topic(topic["name"])
         if info is not None:
             total += max(int(topic["count"]) - info.partitions, 0)
     return total

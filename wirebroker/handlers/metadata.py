@@ -177,7 +177,7 @@ def _auto_create(ctx: RequestContext, name: str) -> None:
 async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | None:
     version = ctx.api_version
     services = ctx.services
-    store = services.topics
+    view = services.cluster
     config = services.config
     topic_ops = (
         TOPIC_ALL_OPERATIONS
@@ -196,12 +196,12 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
     requested = req.get("topics")
     topics_out: list[MetadataResponseTopic] = []
     if requested is None or (version == 0 and not requested):
-        topics_out = [_topic_entry(ctx, info, topic_ops) for info in store.all()]
+        topics_out = [_topic_entry(ctx, info, topic_ops) for info in view.all_topics()]
     else:
         ids = [tid for t in requested if (tid := t.get("topic_id")) is not None and tid != NIL_UUID]
         if ids:
             for topic_id in dict.fromkeys(ids):
-                info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)
+                info, missing = resolve_topic(view, by_id=True, topic_id=topic_id)
                 if info is None:
                     topics_out.append(
                         _missing(None if version >= 12 else "", missing, topic_id=topic_id)
@@ -211,7 +211,7 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
         else:
             names = [name for t in requested if (name := t.get("name")) is not None]
             for name in dict.fromkeys(names):
-                info, _missing_code = resolve_topic(store, by_id=False, name=name)
+                info, _missing_code = resolve_topic(view, by_id=False, name=name)
                 if info is not None:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
                 else:

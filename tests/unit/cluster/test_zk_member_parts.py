@@ -75,13 +75,13 @@ def _state(leader: int, epoch: int, isr: tuple[int, ...]) -> PartitionState:
 def _setup(
     tmp_path: Path, replicas: tuple[int, ...], state: PartitionState | None
 ) -> tuple[PartitionRoles, FakeRoles, ZkMetadataCache, Registration]:
-    cache = ZkMetadataCache()
+    store = TopicStore.open(tmp_path)
+    cache = ZkMetadataCache(store)
     assignment = TopicAssignment({0: replicas})
     mirror = TopicMirror(assignment)
     if state is not None:
         mirror.set_state(0, state, Stat(version=3, czxid=1, mzxid=5))
     cache.topics["t"] = mirror
-    store = TopicStore.open(tmp_path)
     store.put(mirrored_info("t", assignment, {}, None))
     fake = FakeRoles(ME)
     registration = Registration(
@@ -148,8 +148,8 @@ def test_an_older_state_read_is_not_mirrored_over_a_newer_one() -> None:
     assert mirror.states[0] == (_state(1, 5, (1, 2)), 4)
 
 
-def test_movable_leaderships_need_another_live_in_sync_replica() -> None:
-    cache = ZkMetadataCache()
+def test_movable_leaderships_need_another_live_in_sync_replica(tmp_path: Path) -> None:
+    cache = ZkMetadataCache(TopicStore.open(tmp_path))
     cache.brokers = {b: BrokerNode(b, "h", 9000 + b, None) for b in (1, 2)}
     mirror = TopicMirror(TopicAssignment({0: (1, 2), 1: (1, 3), 2: (1,), 3: (2, 1)}))
     for index, state in enumerate(

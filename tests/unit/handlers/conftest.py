@@ -85,7 +85,6 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     services = Services(
         config=config,
         logs=logs,
-        topics=topics,
         replicas=replicas,
         admin=admin,
         fetch_waiters=waiters,
@@ -106,7 +105,10 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
 
     services.broker_configs = LocalBrokerConfigs(config, config.node_id, configs_changed)
     services.cluster = LocalClusterView(
-        config.node_id, lambda: (services.advertised_host, services.advertised_port), replicas
+        config.node_id,
+        lambda: (services.advertised_host, services.advertised_port),
+        replicas,
+        topics,
     )
     return services
 

@@ -291,5 +291,5 @@ async def test_internal_segment_bytes_is_described_only_where_set(call, services
         ConfigType.INT,
         [("internal.segment.bytes", "-5", ConfigSource.TOPIC_CONFIG)],
     )
-    overrides = services.topics.get("small").configs
+    overrides = services.cluster.topic("small").configs
     assert topic_log_config(BrokerConfig(), overrides).segment_bytes == -5

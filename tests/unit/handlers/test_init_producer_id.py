@@ -57,6 +57,6 @@ async def test_transactional_ids_without_a_coordinator(call):
 
 async def test_ids_not_reused_after_restart(call, services):
     issued = [(await call(KEY, 4, body())).producer_id for _ in range(3)]
-    services.producer_ids = ProducerIdManager(TopicStore.open(services.topics.path))
+    services.producer_ids = ProducerIdManager(TopicStore.open(services.cluster.topic_store.path))
     after = (await call(KEY, 4, body())).producer_id
     assert after > max(issued)

@@ -7,6 +7,6 @@ ZooKeeper (`local_cluster`).
 
 Above `replication` (it drives the replicas' roles through `zk_roles.ReplicaRoles`); what it
 knows and decides with (topic store, topic admin interface, view, placement, election rules)
-is `wirebroker.metadata`, below `replication`. Only the composition root (`broker.py`) and
-the command line import this package.
+is `wirebroker.metadata`, below `replication`. Only the composition root (`broker.py`), the
+command line and (for a type) `faults/control.py` import this package.
 """

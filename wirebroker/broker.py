@@ -92,15 +92,6 @@ from wirebroker.admin.listen import parse_admin_listeners
 from wirebroker.admin.routes import Routes
 from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster
-from wirebroker.cluster.topic_admin import LocalTopicAdmin, TopicAdmin
-from wirebroker.cluster.topic_store import (
-    TopicStore,
-    ensure_meta_properties,
-    new_random_uuid,
-    read_meta_properties,
-    uuid_to_base64,
-)
-from wirebroker.cluster.view import ClusterView, LocalClusterView
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
@@ -119,6 +110,15 @@ from wirebroker.listeners import advertised_address, listen_addresses
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.topic_admin import LocalTopicAdmin, TopicAdmin
+from wirebroker.metadata.topic_store import (
+    TopicStore,
+    ensure_meta_properties,
+    new_random_uuid,
+    read_meta_properties,
+    uuid_to_base64,
+)
+from wirebroker.metadata.view import ClusterView, LocalClusterView
 from wirebroker.net.server import KafkaServer
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
@@ -247,7 +247,7 @@ class Broker:
             self.admin = LocalTopicAdmin(
                 config, self.topics, self.logs, node_id=node_id, listener=self.replicas
             )
-            return LocalClusterView(node_id, self._advertised, self.replicas)
+            return LocalClusterView(node_id, self._advertised, self.replicas, self.topics)
         self.member = ClusterMember(
             self.coordination,
             node_id=node_id,
@@ -321,7 +321,6 @@ class Broker:
         self.services = Services(
             config=config,
             logs=self.logs,
-            topics=self.topics,
             replicas=self.replicas,
             admin=self.admin,
             fetch_waiters=self.fetch_waiters,

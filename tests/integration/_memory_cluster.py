@@ -38,6 +38,7 @@ from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.zk_member import ClusterMember
 from wirebroker.config import BrokerConfig
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.partition_state import PartitionState
 from wirebroker.replication.broker_client import BrokerConnection
 from wirebroker.replication.partition import Partition, Role
 
@@ -128,7 +129,7 @@ class Cluster:
     def running(self) -> list[Node]:
         return [n for n in self.nodes if not n.stopped.is_set()]
 
-    def peek_state(self, topic: str, index: int) -> zl.PartitionState:
+    def peek_state(self, topic: str, index: int) -> PartitionState:
         """A state znode read synchronously, straight from the server (for checks inside a
         synchronous hook; reads the in-memory server's private tree)."""
         node = self.server._nodes[zl.state_path(topic, index)]
@@ -142,7 +143,7 @@ class Cluster:
         data, _stat = await self.observer.get(path)
         return data
 
-    async def state(self, topic: str, index: int) -> tuple[zl.PartitionState, int]:
+    async def state(self, topic: str, index: int) -> tuple[PartitionState, int]:
         data, stat = await self.observer.get(zl.state_path(topic, index))
         return zl.decode_partition_state(topic, index, data), stat.version
 

@@ -21,13 +21,13 @@ import trio
 from protocol.records import build_batch
 from wirebroker.broker import Broker
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import TopicExistsError
-from wirebroker.cluster.topic_admin import NewPartitions, NewTopic
-from wirebroker.cluster.topic_store import STORE_FILE, TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import ClusterMember
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.log.errors import LogError, StorageError
+from wirebroker.metadata.errors import TopicExistsError
+from wirebroker.metadata.topic_admin import NewPartitions, NewTopic
+from wirebroker.metadata.topic_store import STORE_FILE, TopicInfo, TopicStore
 from wirebroker.replication.partition import Role
 
 TIMEOUT_S = 20.0

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirebroker.cluster.names import is_internal
 from wirebroker.handlers.context import Services
+from wirebroker.metadata.names import is_internal
 
 __all__ = ["AdminSources", "snapshot"]
 
@@ -65,7 +65,7 @@ def snapshot(sources: AdminSources) -> dict[str, Any]:
     ]
     topics = []
     high_watermarks: dict[tuple[str, int], int] = {}
-    for info in sorted(services.topics.all(), key=lambda t: t.name):
+    for info in sorted(services.cluster.all_topics(), key=lambda t: t.name):
         partitions = []
         views = {v.index: v for v in cluster.partitions(info.name)}
         for index in range(info.partitions):

@@ -1,36 +1,12 @@
-"""Cluster metadata and topic administration.
+"""The ZooKeeper runtime of a broker: registration and session (`zk_registration`,
+`zk_member`), the metadata mirror (`zk_mirror`, `zk_metadata_cache`), role changes
+(`zk_roles`), the ISR writer (`zk_isr`), controlled shutdown, dynamic broker configs, producer
+id blocks, the ZooKeeper topic admin (`zk_topic_admin`) and the controller (`controller`, its
+pure core `controller_context`). The single broker runs the same code over an in-process
+ZooKeeper (`local_cluster`).
 
-`TopicStore` is the single broker's metadata image (what KRaft's metadata log holds in Kafka).
-`TopicAdmin` (`topic_admin`) is the one way to create, delete, grow and reconfigure topics, with
-the one validation path (`names`, `topic_configs`); `LocalTopicAdmin` implements it over the
-store and the logs and tells a `PartitionListener` (the `ReplicaManager`) of each change.
-Errors are `ClusterError`s (`errors`). Below `replication`: imports `log`, never `replication`.
+Above `replication` (it drives the replicas' roles through `zk_roles.ReplicaRoles`); what it
+knows and decides with (topic store, topic admin interface, view, placement, election rules)
+is `wirebroker.metadata`, below `replication`. Only the composition root (`broker.py`), the
+command line and (for a type) `faults/control.py` import this package.
 """
-
-from __future__ import annotations
-
-from wirebroker.cluster.errors import ClusterError, InvalidTopicError
-from wirebroker.cluster.names import INTERNAL_TOPICS, validate_topic_name
-from wirebroker.cluster.topic_admin import (
-    LocalTopicAdmin,
-    NewPartitions,
-    NewTopic,
-    PartitionListener,
-    TopicAdmin,
-)
-from wirebroker.cluster.topic_store import MetaPropertiesError, TopicInfo, TopicStore
-
-__all__ = [
-    "INTERNAL_TOPICS",
-    "ClusterError",
-    "InvalidTopicError",
-    "LocalTopicAdmin",
-    "MetaPropertiesError",
-    "NewPartitions",
-    "NewTopic",
-    "PartitionListener",
-    "TopicAdmin",
-    "TopicInfo",
-    "TopicStore",
-    "validate_topic_name",
-]

@@ -67,6 +67,7 @@ from wirebroker.coordination.api import (
     TransactionError,
     Watch,
 )
+from wirebroker.metadata.partition_state import PartitionState
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
@@ -91,7 +92,7 @@ _CATCH = (CoordinationError, zl.LayoutError)
 
 
 class _StateHints(Protocol):
-    def state(self, topic: str, index: int) -> tuple[zl.PartitionState, int] | None: ...
+    def state(self, topic: str, index: int) -> tuple[PartitionState, int] | None: ...
 
 
 class ControllerMember(Protocol):

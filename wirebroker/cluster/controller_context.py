@@ -50,8 +50,8 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.elections import decide, finish_reassignment, reassignment_complete
+from wirebroker.metadata.elections import decide, finish_reassignment, reassignment_complete
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
 
 __all__ = [
     "AssignmentWrite",
@@ -75,7 +75,7 @@ class TopicEntry:
     """A topic as the controller read it: its assignment (at znode `version`) and whether
     unclean leader election is enabled for it (topic override, else the broker default)."""
 
-    assignment: zl.TopicAssignment
+    assignment: TopicAssignment
     version: int
     unclean: bool = False
 
@@ -84,7 +84,7 @@ class TopicEntry:
 class StateEntry:
     """A partition's state as read (None: no state znode) and its znode version (-1: none)."""
 
-    state: zl.PartitionState | None
+    state: PartitionState | None
     version: int = -1
 
 
@@ -95,9 +95,9 @@ class StateWrite:
 
     topic: str
     partition: int
-    new: zl.PartitionState
+    new: PartitionState
     version: int
-    old: zl.PartitionState | None = None
+    old: PartitionState | None = None
 
     @property
     def key(self) -> PartitionKey:
@@ -253,7 +253,7 @@ class AssignmentWrite:
     partitions' `states` (each conditional on its own version)."""
 
     topic: str
-    assignment: zl.TopicAssignment
+    assignment: TopicAssignment
     version: int
     done: tuple[int, ...]
     states: tuple[StateWrite, ...] = ()

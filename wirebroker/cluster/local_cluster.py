@@ -62,9 +62,10 @@ from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.zk_metadata_cache import mirrored_info
 from wirebroker.coordination.api import Create, Op
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+    from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 __all__ = ["LocalCluster", "seed_ops", "single_broker_topics"]
 
@@ -82,9 +83,7 @@ def single_broker_topics(store: TopicStore, node_id: int) -> list[TopicInfo]:
     out = []
     replicas = (node_id,)  # one tuple for every partition (a start makes few objects)
     for info in store.all():
-        assignment = zl.TopicAssignment(
-            dict.fromkeys(range(info.partitions), replicas), info.topic_id
-        )
+        assignment = TopicAssignment(dict.fromkeys(range(info.partitions), replicas), info.topic_id)
         out.append(mirrored_info(info.name, assignment, info.configs, info, keep=False))
     return out
 
@@ -110,7 +109,7 @@ def seed_ops(
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
         name = info.name
-        assignment = zl.TopicAssignment(
+        assignment = TopicAssignment(
             dict.fromkeys(range(info.partitions), (node_id,)), info.topic_id
         )
         yield Create(zl.topic_config_path(name), zl.encode_topic_config(info.configs))
@@ -121,7 +120,7 @@ def seed_ops(
             state = states.get(epoch)
             if state is None:
                 state = states[epoch] = zl.encode_partition_state(
-                    zl.PartitionState(node_id, epoch, (node_id,), controller_epoch=0)
+                    PartitionState(node_id, epoch, (node_id,), controller_epoch=0)
                 )
             yield Create(zl.partition_path(name, index))
             yield Create(zl.state_path(name, index), state)

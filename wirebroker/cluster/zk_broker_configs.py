@@ -43,9 +43,9 @@ from wirebroker.coordination.api import (
 from wirebroker.dynamic_configs import DEFAULT_ENTITY, BrokerConfigUpdates, Compute, OnChange
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_store import TopicStore
     from wirebroker.config import BrokerConfig
     from wirebroker.coordination.api import Coordination
+    from wirebroker.metadata.topic_store import TopicStore
 
 __all__ = ["BrokerConfigStoreError", "ZkBrokerConfigs"]
 

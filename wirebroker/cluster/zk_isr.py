@@ -29,6 +29,7 @@ from wirebroker.coordination.api import (
     NoNodeError,
     Stat,
 )
+from wirebroker.metadata.partition_state import PartitionState
 
 __all__ = ["ISR_RETRY_MAX_S", "ISR_RETRY_MIN_S", "IsrWriter"]
 
@@ -69,7 +70,7 @@ class IsrWriter:
     ) -> None:
         entry = self.cache.state(topic, index)
         controller_epoch = entry[0].controller_epoch if entry is not None else 0
-        state = zl.PartitionState(self.node_id, leader_epoch, tuple(isr), controller_epoch)
+        state = PartitionState(self.node_id, leader_epoch, tuple(isr), controller_epoch)
         stat = await self._set_state(topic, index, state, partition_epoch)
         if stat is None:
             return
@@ -80,7 +81,7 @@ class IsrWriter:
         self.replicas.isr_committed(topic, index, isr=isr, partition_epoch=stat.version)
 
     async def _set_state(
-        self, topic: str, index: int, state: zl.PartitionState, partition_epoch: int
+        self, topic: str, index: int, state: PartitionState, partition_epoch: int
     ) -> Stat | None:
         """The ISR write: setData of the state znode at version `partition_epoch`. Returns its
         Stat, or None after telling the ReplicaManager (or when nobody needs telling).

@@ -50,8 +50,10 @@ import base64
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
 
 __all__ = [
     "ADMIN_DELETE_TOPICS",
@@ -64,14 +66,11 @@ __all__ = [
     "CONTROLLED_SHUTDOWN",
     "CONTROLLER",
     "CONTROLLER_EPOCH",
-    "NO_LEADER",
     "PERSISTENT_PATHS",
     "PREFERRED_REPLICA_ELECTION",
     "UNCLEAN_LEADER_ELECTION",
     "BrokerRegistration",
     "LayoutError",
-    "PartitionState",
-    "TopicAssignment",
     "broker_config_path",
     "broker_path",
     "decode_broker",
@@ -115,8 +114,6 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 UNCLEAN_LEADER_ELECTION = "/wirebroker/unclean_leader_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CONTROLLED_SHUTDOWN = "/wirebroker/controlled_shutdown"
-
-NO_LEADER = -1
 
 #: Created at start-up when missing (Kafka's ZkData.PersistentZkPaths, plus ours).
 PERSISTENT_PATHS = (
@@ -306,26 +303,6 @@ def decode_broker(broker_id: int, data: bytes | None) -> BrokerRegistration:
 
 
 # -- /brokers/topics/<T> -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class TopicAssignment:
-    """A topic's replica assignment: partition -> replicas, head = preferred leader."""
-
-    partitions: Mapping[int, tuple[int, ...]]
-    topic_id: uuid.UUID | None = None
-    adding: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
-    removing: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        return len(self.partitions)
-
-    def replicas(self, partition: int) -> tuple[int, ...]:
-        return self.partitions.get(partition, ())
-
-    def as_list(self) -> list[tuple[int, ...]]:
-        return [self.partitions[p] for p in sorted(self.partitions)]
-
-
 def encode_topic(assignment: TopicAssignment) -> bytes:
     def part_map(m: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
         return {str(p): list(r) for p, r in sorted(m.items())}
@@ -375,15 +352,6 @@ def decode_topic(topic: str, data: bytes | None) -> TopicAssignment:
 #: and every broker decode each partition's. `PartitionState` is immutable, so it is shared.
 _STATES: dict[bytes, PartitionState] = {}
 _STATES_MAX = 4096
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-    recovering: bool = False  # leader_recovery_state 1: an unclean leader is recovering
 
 
 def encode_partition_state(state: PartitionState) -> bytes:

@@ -41,8 +41,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import BrokerIdTakenError
-from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.zk_election import Controller, ControllerElection
 from wirebroker.cluster.zk_events import EventQueue
 from wirebroker.cluster.zk_isr import IsrWriter
@@ -57,6 +55,8 @@ from wirebroker.cluster.zk_registration import (
 from wirebroker.cluster.zk_roles import PartitionRoles, ReplicaRoles
 from wirebroker.cluster.zk_shutdown import request_controlled_shutdown
 from wirebroker.coordination.api import Coordination, NodeExistsError, NoNodeError, SessionState
+from wirebroker.metadata.errors import BrokerIdTakenError
+from wirebroker.metadata.topic_store import TopicStore
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
@@ -104,7 +104,7 @@ class ClusterMember:
         self.replicas = replicas
         self.clock = clock
         self.config = config
-        self.cache = ZkMetadataCache()
+        self.cache = ZkMetadataCache(topics)
         self.events = EventQueue()
         self._nursery: trio.Nursery | None = None
         #: False on a single broker, which holds every partition: its store keeps no

@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.names import is_internal
-from wirebroker.cluster.topic_store import TopicInfo
-from wirebroker.cluster.view import BrokerNode, ClusterView, PartitionView
 from wirebroker.coordination.api import Stat, Watch
+from wirebroker.metadata.names import is_internal
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
+from wirebroker.metadata.view import BrokerNode, ClusterView, PartitionView
 
 __all__ = ["TopicMirror", "ZkMetadataCache", "mirrored_info"]
 
@@ -30,15 +30,15 @@ class TopicMirror:
     """A topic as mirrored. The zxids are those of each znode's last change as read (its
     mzxid): an older read is never mirrored over a newer one."""
 
-    assignment: zl.TopicAssignment
+    assignment: TopicAssignment
     configs: dict[str, str] = field(default_factory=dict)
     assignment_zxid: int = 0
-    states: dict[int, tuple[zl.PartitionState, int]] = field(default_factory=dict)
+    states: dict[int, tuple[PartitionState, int]] = field(default_factory=dict)
     state_zxids: dict[int, int] = field(default_factory=dict)
     watches: list[Watch] = field(default_factory=list)
     state_watches: dict[int, Watch] = field(default_factory=dict)
 
-    def set_state(self, index: int, state: zl.PartitionState, stat: Stat) -> bool:
+    def set_state(self, index: int, state: PartitionState, stat: Stat) -> bool:
         """Mirror a state read with `stat`, unless older than the mirrored one."""
         if stat.mzxid < self.state_zxids.get(index, 0):
             return False
@@ -52,9 +52,10 @@ class TopicMirror:
 
 
 class ZkMetadataCache(ClusterView):
-    """The ZooKeeper mirror as clients see it (see wirebroker.cluster.view)."""
+    """The ZooKeeper mirror as clients see it (see wirebroker.metadata.view)."""
 
-    def __init__(self) -> None:
+    def __init__(self, topics: TopicStore) -> None:
+        super().__init__(topics)
         self.brokers: dict[int, BrokerNode] = {}
         self.epochs: dict[int, int] = {}  # broker id -> czxid of its registration
         self.controller: int = -1
@@ -105,7 +106,7 @@ class ZkMetadataCache(ClusterView):
             index, state.leader, state.leader_epoch, replicas, list(state.isr), offline
         )
 
-    def state(self, topic: str, index: int) -> tuple[zl.PartitionState, int] | None:
+    def state(self, topic: str, index: int) -> tuple[PartitionState, int] | None:
         mirror = self.topics.get(topic)
         return None if mirror is None else mirror.states.get(index)
 
@@ -124,7 +125,7 @@ class ZkMetadataCache(ClusterView):
 
 def mirrored_info(
     name: str,
-    assignment: zl.TopicAssignment,
+    assignment: TopicAssignment,
     configs: Mapping[str, str],
     current: TopicInfo | None,
     *,

@@ -33,12 +33,13 @@ import trio
 
 from wirebroker.cluster import workers
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
-from wirebroker.cluster.view import BrokerNode
 from wirebroker.cluster.zk_events import EventQueue
 from wirebroker.cluster.zk_metadata_cache import TopicMirror, ZkMetadataCache, mirrored_info
 from wirebroker.cluster.zk_roles import PartitionRoles, ReplicaRoles
 from wirebroker.coordination.api import Coordination, CoordinationError, NoNodeError, Stat, Watch
+from wirebroker.metadata.partition_state import PartitionState
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
+from wirebroker.metadata.view import BrokerNode
 
 __all__ = ["MetadataMirror"]
 
@@ -300,9 +301,9 @@ class MetadataMirror:
 
     async def _read_states(
         self, name: str, indexes: list[int]
-    ) -> dict[int, tuple[zl.PartitionState, Stat]]:
+    ) -> dict[int, tuple[PartitionState, Stat]]:
         """The states of these partitions as read now (those that could be read)."""
-        out: dict[int, tuple[zl.PartitionState, Stat]] = {}
+        out: dict[int, tuple[PartitionState, Stat]] = {}
         for index in indexes:
             try:
                 data, stat = await self.coord.get(zl.state_path(name, index))

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import BrokerIdTakenError
 from wirebroker.coordination.api import Coordination, NodeExistsError, Stat
+from wirebroker.metadata.errors import BrokerIdTakenError
 
 __all__ = [
     "DEFAULT_SESSION_TIMEOUT_MS",

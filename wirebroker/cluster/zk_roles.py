@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_metadata_cache import ZkMetadataCache
 from wirebroker.cluster.zk_registration import Registration
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 __all__ = ["PartitionRoles", "ReplicaRoles"]
 

@@ -1,8 +1,9 @@
 """Topic administration in a ZooKeeper cluster: the same checks as a single broker, then
 Kafka's znodes instead of local files (Kafka's AdminZkClient).
 
-Every check (names, configs, replication factor against the *live* brokers, manual
-assignments) is `LocalTopicAdmin`'s; only the effects differ:
+Every check (names, configs, replication factor against the registered brokers, manual
+assignments) is `TopicChecks`'s (`wirebroker.metadata.topic_admin`, the one validation path a
+single broker's `LocalTopicAdmin` runs too); only the effects differ:
 
     create topic        placement (`placement.assign_replicas`: Kafka's random start and shift,
                         rack-aware when every broker has a rack) or the manual assignment, then
@@ -36,17 +37,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.errors import ClusterError, TopicExistsError, UnknownTopicError
-from wirebroker.cluster.placement import BrokerMetadata, assign_added_partitions, assign_replicas
-from wirebroker.cluster.reassignment import check_target, unknown_partition
-from wirebroker.cluster.topic_admin import (
-    CreateTopicResult,
-    LocalTopicAdmin,
-    NewPartitions,
-    NewTopic,
-)
-from wirebroker.cluster.topic_configs import topic_log_config, validate_topic_configs
-from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.coordination.api import (
     CoordinationError,
     Create,
@@ -55,12 +45,26 @@ from wirebroker.coordination.api import (
     TransactionError,
 )
 from wirebroker.log.errors import LogError
+from wirebroker.metadata.errors import ClusterError, TopicExistsError
+from wirebroker.metadata.partition_state import TopicAssignment
+from wirebroker.metadata.placement import BrokerMetadata, assign_added_partitions, assign_replicas
+from wirebroker.metadata.reassignment import check_target, unknown_partition
+from wirebroker.metadata.topic_admin import (
+    CreateTopicResult,
+    NewPartitions,
+    NewTopic,
+    TopicAdmin,
+    TopicChecks,
+    create_each,
+)
+from wirebroker.metadata.topic_configs import topic_log_config
+from wirebroker.metadata.topic_store import TopicInfo
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.view import PartitionView
     from wirebroker.cluster.zk_member import ClusterMember
     from wirebroker.config import BrokerConfig
     from wirebroker.log.log_manager import LogManager
+    from wirebroker.metadata.view import PartitionView
 
 __all__ = ["ZkTopicAdmin"]
 
@@ -78,11 +82,12 @@ _MIRROR_WAIT_S = 30.0
 log = logging.getLogger(__name__)
 
 
-class ZkTopicAdmin(LocalTopicAdmin):
+class ZkTopicAdmin(TopicAdmin):
     """`local_logs` (a single broker, which holds every partition and is the only broker that
     can create a topic): the new partitions' logs are created in one batch before the
     ZooKeeper write, as `LocalTopicAdmin` does before its commit, so a storage error is
-    answered at once (nothing kept) and the member finds the logs in place."""
+    answered at once (nothing kept) and the member finds the logs in place. The checks are
+    `checks` (`TopicChecks` over the member's topic store and registered brokers)."""
 
     def __init__(
         self,
@@ -92,7 +97,11 @@ class ZkTopicAdmin(LocalTopicAdmin):
         *,
         local_logs: bool = False,
     ) -> None:
-        super().__init__(config, member.topics, logs, node_id=member.node_id, listener=None)
+        self.config = config
+        self.topics = member.topics
+        self.logs = logs
+        self.node_id = member.node_id
+        self.checks = TopicChecks(config, member.topics, lambda: self.brokers)
         self.member = member
         self.local_logs = local_logs
         self._writes: list[trio.Event] = []
@@ -110,6 +119,9 @@ class ZkTopicAdmin(LocalTopicAdmin):
     @property
     def brokers(self) -> list[int]:
         return sorted(self.member.cache.brokers)
+
+    def describe(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
 
     def _racks(self) -> list[BrokerMetadata]:
         return [BrokerMetadata(b.node_id, b.rack) for b in self.member.cache.live_brokers()]
@@ -135,7 +147,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
 
     # -- create ------------------------------------------------------------------------------
     def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
-        info = super().create(topic, now_ms=now_ms, validate_only=True)
+        info = self.checks.new_topic(topic)
         if info.name in self._creating:
             raise TopicExistsError(f"Topic '{info.name}' already exists.")
         if topic.assignments:
@@ -157,7 +169,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
         fsyncs; when that fails, each topic's own creation answers its error), then each
         topic's ZooKeeper write started. Otherwise one topic after the other."""
         if validate_only or not self.local_logs or len(topics) < 2:
-            return super().create_topics(topics, now_ms=now_ms, validate_only=validate_only)
+            return create_each(self.create, topics, now_ms=now_ms, validate_only=validate_only)
         planned: list[CreateTopicResult] = []
         for topic in topics:
             try:
@@ -205,7 +217,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
         already), then its znodes (started; `wait_settled` waits for them)."""
         assignment = {i: list(r) for i, r in enumerate(info.assignment)}
         doc = zl.encode_topic(
-            zl.TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
+            TopicAssignment({i: tuple(r) for i, r in assignment.items()}, info.topic_id)
         )
         configs = zl.encode_topic_config({k: v for k, v in info.configs.items()})
         if created is None:
@@ -301,11 +313,9 @@ class ZkTopicAdmin(LocalTopicAdmin):
     def create_partitions(
         self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
     ) -> None:
-        super().create_partitions(request, now_ms=now_ms, validate_only=True)
+        info = self.checks.new_partitions(request)
         if validate_only:
             return
-        info = self.topics.get(request.name)
-        assert info is not None
         current = info.partitions
         added = request.count - current
         if request.assignments is not None:
@@ -338,9 +348,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
 
     # -- delete / alter ------------------------------------------------------------------------
     def delete_topic(self, name: str) -> TopicInfo:
-        info = self.topics.get(name)
-        if info is None:
-            raise UnknownTopicError("This server does not host this topic-partition.")
+        info = self.checks.deleted_topic(name)
         coord = self.member.coord
 
         async def write() -> None:
@@ -353,11 +361,9 @@ class ZkTopicAdmin(LocalTopicAdmin):
     def alter_topic_configs(
         self, name: str, configs: Mapping[str, str | None], *, validate_only: bool = False
     ) -> None:
-        super_validate = LocalTopicAdmin.alter_topic_configs
-        super_validate(self, name, configs, validate_only=True)
+        _, overrides = self.checks.topic_configs(name, configs)
         if validate_only:
             return
-        overrides = validate_topic_configs(configs)
         data = zl.encode_topic_config(overrides)
         coord = self.member.coord
 
@@ -420,7 +426,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
 
     def _check_target(
         self,
-        assignment: zl.TopicAssignment,
+        assignment: TopicAssignment,
         index: int,
         target: Sequence[int] | None,
         allow_rf_change: bool,
@@ -557,9 +563,7 @@ class ZkTopicAdmin(LocalTopicAdmin):
         )
 
 
-def reassigned(
-    old: zl.TopicAssignment, wanted: Mapping[int, Sequence[int] | None]
-) -> zl.TopicAssignment:
+def reassigned(old: TopicAssignment, wanted: Mapping[int, Sequence[int] | None]) -> TopicAssignment:
     """The topic document after starting (target) or cancelling (None) reassignments.
 
     Start: replicas = target + the current replicas not in it (Kafka's order: the target's

@@ -37,15 +37,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import ClusterError, TopicExistsError, UnknownTopicOrPartitionError
-from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.coordinator.log_reader import Entry, keyed_records
 from wirebroker.coordinator.ownership import Ownership
 from wirebroker.log.errors import LogError
+from wirebroker.metadata.errors import ClusterError, TopicExistsError, UnknownTopicOrPartitionError
+from wirebroker.metadata.topic_store import TopicInfo
 from wirebroker.replication.partition import NotEnoughReplicasError
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_admin import NewTopic, TopicAdmin
+    from wirebroker.metadata.topic_admin import NewTopic, TopicAdmin
     from wirebroker.replication.partition import Partition
     from wirebroker.replication.replica_manager import ReplicaManager
 

@@ -41,8 +41,8 @@ from protocol.errors import ErrorCode
 from wirebroker.faults.core import BrokerFault, Fault, FaultRules, RequestFault
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.cluster.zk_member import ClusterMember
+    from wirebroker.metadata.topic_admin import TopicAdmin
     from wirebroker.net.server import KafkaServer
     from wirebroker.replication.replica_manager import ReplicaManager
 

@@ -42,7 +42,6 @@ import trio
 from protocol.errors import ErrorCode
 from protocol.group_records import GroupRecordError
 from protocol.records import build_batch
-from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.coordinator.runtime import (
     Appended,
     CoordinatorRuntime,
@@ -79,11 +78,12 @@ from wirebroker.group.messages import (
     TxnCommitRequest,
 )
 from wirebroker.group.offsets_log import OffsetsFold, record_chunks
+from wirebroker.metadata.topic_admin import NewTopic
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.config import BrokerConfig
     from wirebroker.coordinator.ownership import Ownership
+    from wirebroker.metadata.topic_admin import TopicAdmin
     from wirebroker.replication.replica_manager import ReplicaManager
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinatorRuntime", "ReplicationWaiter", "replicated_at_once"]

@@ -28,7 +28,7 @@ current ones, in this order of checks)
     a read-only key set           INVALID_REQUEST "Cannot update these configs dynamically:
                                   [k1, k2]" (the keys in request order)
     a bad value                   INVALID_REQUEST "Invalid value v for configuration k: <why>"
-                                  (the topic configs' reasons: wirebroker.cluster.topic_configs)
+                                  (the topic configs' reasons: wirebroker.metadata.topic_configs)
     keys wirebroker does not know accepted and kept, as Kafka does
 Kafka 4.4 refuses a per-broker min.insync.replicas while Eligible Leader Replicas are
 enabled; wirebroker has no ELR, so it accepts it as a Kafka without ELR does.
@@ -39,8 +39,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import InvalidConfigError
-from wirebroker.cluster.topic_configs import normalize_stored, parse_value
 from wirebroker.config import (
     BROKER_CONFIGS,
     BROKER_QUOTA_CONFIGS,
@@ -60,6 +58,8 @@ from wirebroker.handlers._configs import (
     broker_synonym_names,
     broker_synonyms,
 )
+from wirebroker.metadata.errors import InvalidConfigError
+from wirebroker.metadata.topic_configs import normalize_stored, parse_value
 
 __all__ = [
     "describe_broker_configs",

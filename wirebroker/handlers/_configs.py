@@ -35,7 +35,7 @@ BROKER_LOGGER (`describe_loggers` / `alter_loggers`)
     never fills it for a logger). IncrementalAlterConfigs SET sets a level, DELETE
     resets one to inherit (not allowed for root), as Kafka's RuntimeLoggerManager does.
 
-Topic config validation is `wirebroker.cluster.topic_configs.validate_topic_configs` (run by
+Topic config validation is `wirebroker.metadata.topic_configs.validate_topic_configs` (run by
 the `TopicAdmin`); `as_request_error` maps its errors (and any error carrying a Kafka code) to a
 per-resource `ConfigRequestError`.
 """
@@ -49,14 +49,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.names import validate_topic_name
-from wirebroker.cluster.topic_configs import normalize_stored
 from wirebroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigSource, ConfigType
+from wirebroker.metadata.names import validate_topic_name
+from wirebroker.metadata.topic_configs import normalize_stored
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.dynamic_configs import Compute
     from wirebroker.handlers.context import Services
+    from wirebroker.metadata.topic_admin import TopicAdmin
 
 if TYPE_CHECKING:
     from protocol.messages import alter_configs
@@ -142,7 +142,7 @@ def as_request_error() -> Iterator[None]:
 def error_of(exc: BaseException) -> tuple[ErrorCode, str | None] | None:
     """(error code, message) of an exception that carries a Kafka error code, else None.
 
-    Services raise typed errors with an `error_code` attribute (wirebroker.cluster.errors,
+    Services raise typed errors with an `error_code` attribute (wirebroker.metadata.errors,
     wirebroker.replication, wirebroker.log.errors); the message is `str(exc)`.
     """
     if isinstance(exc, ConfigRequestError):

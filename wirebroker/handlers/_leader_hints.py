@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.view import BrokerNode
     from wirebroker.handlers.context import Services
+    from wirebroker.metadata.view import BrokerNode
 
 __all__ = [
     "FETCH_HINTS_MIN_VERSION",

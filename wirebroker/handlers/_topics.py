@@ -22,7 +22,8 @@ from wirebroker.log.errors import LogError
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from wirebroker.cluster.topic_store import TopicInfo, TopicStore
+    from wirebroker.metadata.topic_store import TopicInfo
+    from wirebroker.metadata.view import ClusterView
     from wirebroker.replication.partition import Partition
     from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -36,7 +37,7 @@ R = TypeVar("R")
 
 
 def resolve_topic(
-    store: TopicStore,
+    view: ClusterView,
     *,
     by_id: bool,
     name: str | None = None,
@@ -45,25 +46,25 @@ def resolve_topic(
     """(the topic, NONE), or (None, the error code of an unknown one): by `topic_id` when
     `by_id`, else by `name`."""
     if by_id:
-        info = store.by_id(topic_id) if topic_id is not None else None
+        info = view.topic_by_id(topic_id) if topic_id is not None else None
         missing = ErrorCode.UNKNOWN_TOPIC_ID
     else:
-        info = store.get(name) if name is not None else None
+        info = view.topic(name) if name is not None else None
         missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return info, (ErrorCode.NONE if info is not None else missing)
 
 
 def resolve_entry(
-    store: TopicStore, entry: Mapping[str, Any], *, by_id: bool, name_key: str
+    view: ClusterView, entry: Mapping[str, Any], *, by_id: bool, name_key: str
 ) -> tuple[dict[str, Any], TopicInfo | None, ErrorCode]:
     """A request's topic entry resolved by its `topic_id` (when `by_id`) or its `name_key`
     field: (the response's naming field, {"topic_id": id} or {name_key: name}; the topic or
     None; NONE or the error of an unknown topic)."""
     if by_id:
         topic_id = entry["topic_id"]
-        return {"topic_id": topic_id}, *resolve_topic(store, by_id=True, topic_id=topic_id)
+        return {"topic_id": topic_id}, *resolve_topic(view, by_id=True, topic_id=topic_id)
     name = entry[name_key]
-    return {name_key: name}, *resolve_topic(store, by_id=False, name=name)
+    return {name_key: name}, *resolve_topic(view, by_id=False, name=name)
 
 
 def answer_partition(

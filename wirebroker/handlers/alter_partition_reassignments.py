@@ -17,7 +17,7 @@ has; a reassignment to it completes at once. Per partition, as Kafka's controlle
     replicas empty, with duplicates, or        INVALID_REPLICA_ASSIGNMENT (error code 39,
       naming a broker other than this one        INVALID_REPLICATION_ASSIGNMENT here)
     replicas == [this broker]                  NONE (already the assignment: nothing moves)
-The checks and Kafka's messages: wirebroker.cluster.reassignment.
+The checks and Kafka's messages: wirebroker.metadata.reassignment.
 
 Top-level error_code NONE; allow_replication_factor_change (v1) is echoed and changes nothing
 (the only valid replica set has the current factor). Skipped: authorization, timeout_ms.
@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.reassignment import check_target, unknown_partition
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.reassignment import check_target, unknown_partition
 
 if TYPE_CHECKING:
     from protocol.messages.alter_partition_reassignments import (
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 def _check(
     ctx: RequestContext, topic: str, index: int, replicas: list[int] | None, allow_rf: bool
 ) -> tuple[int, str | None]:
-    info = ctx.services.topics.get(topic)
+    info = ctx.services.cluster.topic(topic)
     if info is None or not 0 <= index < info.partitions:
         return unknown_partition(topic, index, topic_exists=info is not None)
     node = ctx.services.node_id

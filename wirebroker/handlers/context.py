@@ -2,7 +2,9 @@
 
 `Services` is built once by `wirebroker.broker.Broker`; `advertised_host`/`advertised_port` are
 filled in once the listener is bound (Metadata and FindCoordinator hand them to clients).
-`admin` (`wirebroker.cluster.TopicAdmin`) does every topic change; `replicas` serves the
+`admin` (`wirebroker.metadata.TopicAdmin`) does every topic change; `cluster` (a
+`wirebroker.metadata.view.ClusterView`) is the one source of topic metadata: names, ids,
+configs and partitions; `replicas` serves the
 partitions; `fetch_waiters` parks long-poll fetches and `produce_waiters` acks=-1 produces
 waiting for the in-sync replicas (both attached to `replicas` by the broker; with
 `produce_waiters` None a produce whose high watermark is not there at once times out, which
@@ -27,13 +29,12 @@ from wirebroker.security.acls import Authorizer, NoAuthorizer
 
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
-    from wirebroker.cluster.topic_admin import TopicAdmin
-    from wirebroker.cluster.topic_store import TopicStore
-    from wirebroker.cluster.view import ClusterView
     from wirebroker.config import BrokerConfig
     from wirebroker.dynamic_configs import BrokerConfigUpdates
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
+    from wirebroker.metadata.topic_admin import TopicAdmin
+    from wirebroker.metadata.view import ClusterView
     from wirebroker.replication.delayed_produce import ProduceWaiters
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
@@ -56,7 +57,6 @@ class Services:
 
     config: BrokerConfig
     logs: LogManager
-    topics: TopicStore
     replicas: ReplicaManager
     admin: TopicAdmin
     fetch_waiters: FetchWaiters

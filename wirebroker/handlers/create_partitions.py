@@ -20,7 +20,7 @@ ReplicationControlManager.createPartitions), per topic:
 `validate_only` checks everything and changes nothing. Results: `name`, `error_code`,
 `error_message` (null on success). Duplicated names come first, as in Kafka.
 
-The checks are `wirebroker.cluster.TopicAdmin.create_partitions`'s; this handler maps them.
+The checks are `wirebroker.metadata.TopicAdmin.create_partitions`'s; this handler maps them.
 
 Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeout_ms`.
 """
@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_admin import MAX_PARTITIONS_PER_REQUEST, NewPartitions
 from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, NewPartitions
 
 if TYPE_CHECKING:
     from protocol.messages.create_partitions import (
@@ -53,7 +53,7 @@ def _additional(ctx: RequestContext, topics: list[CreatePartitionsTopic]) -> int
     """The partitions the request would add to existing topics."""
     total = 0
     for topic in topics:
-        info = ctx.services.topics.get(topic["name"])
+        info = ctx.services.cluster.topic(topic["name"])
         if info is not None:
             total += max(int(topic["count"]) - info.partitions, 0)
     return total

@@ -42,7 +42,7 @@ also `num_partitions`, `replication_factor`, `configs` (every topic config with 
 read_only, config_source, is_sensitive; sorted by name) and `topic_config_error_code` 0; v7
 `topic_id`. Failed topics keep the defaults (-1, -1, [], zero uuid).
 
-Every check is `wirebroker.cluster.TopicAdmin`'s (one `create_topics` call for the request);
+Every check is `wirebroker.metadata.TopicAdmin`'s (one `create_topics` call for the request);
 this handler only builds the request's `NewTopic`s and maps errors to codes.
 
 Skipped: authorization (every principal may create), CreateTopicPolicy, controller mutation
@@ -56,13 +56,13 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
-from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers._configs import describe_topic_configs
 from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
+from wirebroker.metadata.topic_store import TopicInfo
 
 if TYPE_CHECKING:
     from protocol.messages.create_topics import (

@@ -44,10 +44,10 @@ import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._configs import error_of
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.names import is_internal
 
 if TYPE_CHECKING:
     from protocol.messages.delete_records import (

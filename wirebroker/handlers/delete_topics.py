@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         DeleteTopicsRequest,
         DeleteTopicsResponse,
     )
-    from wirebroker.cluster.topic_store import TopicStore
+    from wirebroker.metadata.view import ClusterView
 
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
@@ -96,7 +96,7 @@ def _sort_requested(
 
 
 def _resolve(
-    topics: TopicStore,
+    view: ClusterView,
     names: Counter[str],
     ids: Counter[uuid.UUID],
     results: list[DeletableTopicResult],
@@ -108,7 +108,7 @@ def _resolve(
     for tid in ids:
         if tid in refused:
             continue
-        info, missing = resolve_topic(topics, by_id=True, topic_id=tid)
+        info, missing = resolve_topic(view, by_id=True, topic_id=tid)
         if info is None:
             results.append(_result(None, tid, missing, UNKNOWN_TOPIC_ID_MESSAGE))
         else:
@@ -116,7 +116,7 @@ def _resolve(
     for name, n in names.items():
         if n > 1:
             continue
-        info, missing = resolve_topic(topics, by_id=False, name=name)
+        info, missing = resolve_topic(view, by_id=False, name=name)
         if info is None:
             results.append(_result(name, NIL_UUID, missing, UNKNOWN_TOPIC_MESSAGE))
         elif info.topic_id in to_delete or info.topic_id in refused:
@@ -144,7 +144,7 @@ async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsR
 
     results: list[DeletableTopicResult] = []
     names, ids = _sort_requested(requested, results)
-    for tid, name in _resolve(services.topics, names, ids, results).items():
+    for tid, name in _resolve(services.cluster, names, ids, results).items():
         try:
             services.admin.delete_topic(name)
         except Exception as exc:

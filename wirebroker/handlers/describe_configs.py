@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.names import validate_topic_name
 from wirebroker.handlers._broker_configs import describe_broker_configs, describe_default_configs
 from wirebroker.handlers._configs import (
     INVALID_REQUEST_MESSAGE,
@@ -52,6 +51,7 @@ from wirebroker.handlers._configs import (
 )
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.names import validate_topic_name
 
 if TYPE_CHECKING:
     from protocol.messages.describe_configs import (

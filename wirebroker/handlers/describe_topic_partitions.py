@@ -65,9 +65,9 @@ def _error_topic(
 async def handle(
     ctx: RequestContext, req: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
-    store = ctx.services.topics
+    view = ctx.services.cluster
     requested = [t["name"] for t in req["topics"]]
-    names = sorted(set(requested)) if requested else sorted(info.name for info in store.all())
+    names = sorted(set(requested)) if requested else sorted(info.name for info in view.all_topics())
     limit = int(req["response_partition_limit"])
     limit = MAX_PARTITIONS_PER_RESPONSE if limit < 1 else min(limit, MAX_PARTITIONS_PER_RESPONSE)
     cursor = req.get("cursor")
@@ -84,7 +84,7 @@ async def handle(
     left = limit
     next_cursor: DescribeTopicPartitionsResponseCursor | None = None
     for name in names:
-        info = store.get(name)
+        info = view.topic(name)
         if info is None:
             topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
@@ -93,7 +93,7 @@ async def handle(
             if cursor is not None and name == cursor["topic_name"]
             else 0
         )
-        parts = [p for p in ctx.services.cluster.partitions(name) if p.index >= start]
+        parts = [p for p in view.partitions(name) if p.index >= start]
         if not parts:
             continue
         if left == 0:

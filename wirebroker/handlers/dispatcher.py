@@ -183,10 +183,10 @@ class Dispatcher:
         """The reply of the fault this request hits; None: none, or a delay that is over;
         (rest of the request, error part of the answer): a fault for one topic or partition
         of a request naming others too (`wirebroker.faults.responses.split_request`)."""
-        topics = self.services.topics
+        view = self.services.cluster
 
         def resolve(tid: Any) -> str | None:
-            info = topics.by_id(tid)
+            info = view.topic_by_id(tid)
             return None if info is None else info.name
 
         fault = self.faults.match(

@@ -98,14 +98,14 @@ async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersR
     election_type = int(req.get("election_type", PREFERRED)) if ctx.api_version >= 1 else 0
     if election_type not in (PREFERRED, UNCLEAN):
         return _unknown_type(req, election_type)
-    store = ctx.services.topics
+    view = ctx.services.cluster
     asked = [
         (entry["topic"], int(index))
         for entry in req["topic_partitions"] or []
         for index in entry["partitions"]
     ]
     if req["topic_partitions"] is None:
-        asked = [(info.name, i) for info in store.all() for i in range(info.partitions)]
+        asked = [(info.name, i) for info in view.all_topics() for i in range(info.partitions)]
     elected = await ctx.services.admin.elect_leaders(
         list(dict.fromkeys(asked)),
         preferred=election_type == PREFERRED,
@@ -113,7 +113,7 @@ async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersR
     )
 
     def outcome(topic: str, index: int) -> Outcome:
-        info = store.get(topic)
+        info = view.topic(topic)
         if info is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
         if not 0 <= index < info.partitions:

@@ -154,18 +154,18 @@ def _failed(index: int, code: ErrorCode) -> PartitionData:
 
 
 class _Plan:
-    """The request resolved against the topic store once: (response key, partitions)."""
+    """The request resolved against the cluster view once: (response key, partitions)."""
 
     def __init__(self, ctx: RequestContext, req: FetchRequest) -> None:
         version = ctx.api_version
         self.topics: list[
             tuple[FetchableTopicResponse, str | None, ErrorCode, list[FetchPartition]]
         ] = []
-        topics = ctx.services.topics
+        view = ctx.services.cluster
         for ftopic in req.get("topics") or []:
             # v13+ topics all have an id, v4-12 a name
             naming, info, missing = resolve_entry(
-                topics, ftopic, by_id=version >= 13, name_key="topic"
+                view, ftopic, by_id=version >= 13, name_key="topic"
             )
             key = cast("FetchableTopicResponse", {**naming, "partitions": []})
             self.topics.append(

@@ -74,7 +74,7 @@ async def handle(
     names: dict[int, list[str]] = {
         RESOURCE_BROKER_LOGGER: brokers,
         RESOURCE_BROKER: brokers,
-        RESOURCE_TOPIC: [info.name for info in services.topics.all()],
+        RESOURCE_TOPIC: [info.name for info in services.cluster.all_topics()],
     }
     return {
         "throttle_time_ms": 0,

@@ -1,7 +1,7 @@
 """Metadata (API key 3): serves v0-13.
 
 Brokers, controller_id and every partition's leader, leader epoch, replicas, ISR and offline
-replicas come from `services.cluster` (`wirebroker.cluster.view`): a single broker lists itself
+replicas come from `services.cluster` (`wirebroker.metadata.view`): a single broker lists itself
 and is the controller; in a cluster the view mirrors ZooKeeper, a partition without a live
 leader answers LEADER_NOT_AVAILABLE with leader -1, and only live brokers are listed.
 
@@ -54,13 +54,13 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import ClusterError, TopicExistsError
-from wirebroker.cluster.names import is_internal, validate_topic_name
-from wirebroker.cluster.topic_admin import NewTopic
-from wirebroker.cluster.topic_store import TopicInfo
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
+from wirebroker.metadata.errors import ClusterError, TopicExistsError
+from wirebroker.metadata.names import is_internal, validate_topic_name
+from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.metadata.topic_store import TopicInfo
 from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ if TYPE_CHECKING:
         MetadataResponsePartition,
         MetadataResponseTopic,
     )
-    from wirebroker.cluster.topic_store import TopicInfo
     from wirebroker.handlers.context import RequestContext
+    from wirebroker.metadata.topic_store import TopicInfo
 
 __all__ = [
     "AUTHORIZED_OPERATIONS_OMITTED",
@@ -177,7 +177,7 @@ def _auto_create(ctx: RequestContext, name: str) -> None:
 async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | None:
     version = ctx.api_version
     services = ctx.services
-    store = services.topics
+    view = services.cluster
     config = services.config
     topic_ops = (
         TOPIC_ALL_OPERATIONS
@@ -196,12 +196,12 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
     requested = req.get("topics")
     topics_out: list[MetadataResponseTopic] = []
     if requested is None or (version == 0 and not requested):
-        topics_out = [_topic_entry(ctx, info, topic_ops) for info in store.all()]
+        topics_out = [_topic_entry(ctx, info, topic_ops) for info in view.all_topics()]
     else:
         ids = [tid for t in requested if (tid := t.get("topic_id")) is not None and tid != NIL_UUID]
         if ids:
             for topic_id in dict.fromkeys(ids):
-                info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)
+                info, missing = resolve_topic(view, by_id=True, topic_id=topic_id)
                 if info is None:
                     topics_out.append(
                         _missing(None if version >= 12 else "", missing, topic_id=topic_id)
@@ -211,7 +211,7 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
         else:
             names = [name for t in requested if (name := t.get("name")) is not None]
             for name in dict.fromkeys(names):
-                info, _missing_code = resolve_topic(store, by_id=False, name=name)
+                info, _missing_code = resolve_topic(view, by_id=False, name=name)
                 if info is not None:
                     topics_out.append(_topic_entry(ctx, info, topic_ops))
                 else:

@@ -66,7 +66,7 @@ def commit_errors(version: int, result: CommitResult) -> dict[tuple[str, int], i
 async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     version = ctx.api_version
     by_id = version >= _TOPIC_IDS_VERSION
-    store = ctx.services.topics
+    view = ctx.services.cluster
     coordinator = ctx.services.group_coordinator
 
     # (topic entry index, partition index) -> error decided here
@@ -77,7 +77,7 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
     for i, topic in enumerate(request_topics):
         partitions = list(topic.get("partitions") or [])
         info, missing = resolve_topic(
-            store, by_id=by_id, name=topic.get("name"), topic_id=topic.get("topic_id")
+            view, by_id=by_id, name=topic.get("name"), topic_id=topic.get("topic_id")
         )
         names.append(info.name if info is not None else None)
         ok = []

@@ -41,13 +41,13 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
             "throttle_time_ms": 0,
             "topics": [],
         }
-    store = ctx.services.topics
+    view = ctx.services.cluster
     request_topics = list(req.get("topics") or [])
     local: dict[tuple[str, int], ErrorCode] = {}
     valid: list[TopicPartitions] = []
     for t in request_topics:
         name = str(t.get("name") or "")
-        info = store.get(name)
+        info = view.topic(name)
         ok = []
         for p in t.get("partitions") or []:
             index = int(p.get("partition_index"))

@@ -100,7 +100,7 @@ def _fetch_group(
             "topics": [],
             "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
         }
-    store = ctx.services.topics
+    view = ctx.services.cluster
     requested: list[TopicPartitions] | None = None
     unknown_ids: list[OffsetFetchResponseTopics] = []
     if topics is not None:
@@ -109,7 +109,7 @@ def _fetch_group(
             indexes = [int(i) for i in t.get("partition_indexes") or []]
             if by_id:
                 topic_id = t.get("topic_id") or NIL_UUID
-                info, missing = resolve_topic(store, by_id=True, topic_id=topic_id)
+                info, missing = resolve_topic(view, by_id=True, topic_id=topic_id)
                 if info is None:
                     unknown_ids.append(
                         {
@@ -131,7 +131,7 @@ def _fetch_group(
     if by_id and answer["error_code"] == 0:
         out: list[OffsetFetchResponseTopics] = []
         for answered in answer["topics"]:
-            info = store.get(answered.get("name", ""))
+            info = view.topic(answered.get("name", ""))
             if info is not None:
                 out.append({"topic_id": info.topic_id, "partitions": answered["partitions"]})
         answer = {**answer, "topics": out + unknown_ids}

@@ -101,7 +101,6 @@ import trio
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
-from wirebroker.cluster.names import is_internal
 from wirebroker.handlers._leader_hints import (
     PRODUCE_HINT_CODES,
     PRODUCE_HINTS_MIN_VERSION,
@@ -111,6 +110,7 @@ from wirebroker.handlers._replication import await_replication
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
+from wirebroker.metadata.names import is_internal
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
 from wirebroker.replication.txn_verify import TxnOperation, producer_answer
 from wirebroker.txn import version as txn_version
@@ -331,7 +331,7 @@ async def _verify(
 def _topic_info(ctx: RequestContext, topic: TopicProduceData) -> str | None:
     """The name of a request topic (by name, or by id from v13), None when unknown."""
     _naming, info, _missing = resolve_entry(
-        ctx.services.topics, topic, by_id=ctx.api_version >= 13, name_key="name"
+        ctx.services.cluster, topic, by_id=ctx.api_version >= 13, name_key="name"
     )
     return None if info is None else info.name
 
@@ -377,7 +377,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     acks = int(req.get("acks", 1))
     topic_data = _merged(list(req.get("topic_data") or []), version >= 13)
     replicas = ctx.services.replicas
-    topics = ctx.services.topics
+    view = ctx.services.cluster
     client_id = getattr(ctx.header, "client_id", None)
 
     parsed: dict[int, _Parsed] = {}
@@ -398,7 +398,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     for topic in topic_data:
         # v13+ topics all have an id, v3-12 a name
         naming, info, missing_code = resolve_entry(
-            topics, topic, by_id=version >= 13, name_key="name"
+            view, topic, by_id=version >= 13, name_key="name"
         )
         out_topic = cast("TopicProduceResponse", {**naming, "partition_responses": []})
         name = info.name if info is not None else None

@@ -154,7 +154,7 @@ def _resolve(ctx: RequestContext, req: TxnOffsetCommitRequest, answer: _Answer) 
             {"topic_id": t.get("topic_id") or NIL_UUID} if by_id else {"name": t["name"]}
         )
         info, missing = resolve_topic(
-            ctx.services.topics, by_id=by_id, name=t.get("name"), topic_id=t.get("topic_id")
+            ctx.services.cluster, by_id=by_id, name=t.get("name"), topic_id=t.get("topic_id")
         )
         partitions = []
         for p in t.get("partitions") or []:

@@ -65,8 +65,8 @@ import enum
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.zk_layout import NO_LEADER
 from wirebroker.errors import KafkaError
+from wirebroker.metadata.partition_state import NO_LEADER
 from wirebroker.replication import rules
 from wirebroker.replication.log_view import LogView
 from wirebroker.replication.rules import FollowerState

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from wirebroker.cluster.topic_store import TopicStore
+from wirebroker.metadata.topic_store import TopicStore
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "MAX_PRODUCER_ID", "ProducerIdManager", "ProducerIdsExhausted"]
 

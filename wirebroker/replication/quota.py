@@ -72,7 +72,7 @@ ALL_REPLICAS: frozenset[int] = frozenset({-1})
 def throttled_partitions(value: str | None, node_id: int) -> frozenset[int] | None:
     """The partitions of a `*.replication.throttled.replicas` value throttled on `node_id`:
     ALL_REPLICAS for `*`, None when none (unset, empty, or no pair names this broker). The
-    value was validated when it was set (wirebroker.cluster.topic_configs); a pair that does
+    value was validated when it was set (wirebroker.metadata.topic_configs); a pair that does
     not parse is skipped."""
     text = (value or "").strip()
     if not text:

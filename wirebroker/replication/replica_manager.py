@@ -40,7 +40,7 @@ shrink (`force_isr_shrink`, wirebroker.faults) proposes through the same path an
 replicas in `isr_holds` from rejoining until `release_isr_hold`. Follower side:
 `append_as_follower`, `truncate`, `truncate_fully_and_start_at` (the fetcher).
 
-Topic administration (create, delete, grow, configs) is `wirebroker.cluster.TopicAdmin`'s;
+Topic administration (create, delete, grow, configs) is `wirebroker.metadata.TopicAdmin`'s;
 the `ReplicaManager` is its `PartitionListener` and hears of each change after the store
 recorded it: `on_partitions_created`, `on_topic_deleted` (stop the partitions, wake their
 waiters), `on_topic_configs_changed`.
@@ -61,8 +61,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_configs import min_insync_replicas, topic_log_config
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore, ensure_meta_properties
+from wirebroker.metadata.topic_configs import min_insync_replicas, topic_log_config
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore, ensure_meta_properties
 from wirebroker.replication.isr_manager import IsrChangeListener, IsrManager
 from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.quota import ReplicationQuotas

@@ -1,5 +1,5 @@
 """Kafka's replication rules as pure functions: ISR, high watermark, truncation (leader
-election is the controller's: `wirebroker.cluster.elections`).
+election is the controller's: `wirebroker.metadata.elections`).
 
 No I/O, no clock of their own (`now_ms` is an argument), no state beyond what is passed in:
 the cluster's leader and controller apply them (issue 12). Each follows the Kafka 3.9 code

@@ -61,7 +61,7 @@ from protocol.errors import ErrorCode
 from wirebroker.replication.broker_client import BrokerConnection, BrokerConnectionError
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.view import ClusterView
+    from wirebroker.metadata.view import ClusterView
 
 __all__ = ["TRANSACTION_STATE_TOPIC", "TxnOperation", "TxnVerifier", "producer_answer"]
 

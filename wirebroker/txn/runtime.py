@@ -53,7 +53,6 @@ import trio
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.coordinator.log_reader import LatestFold
 from wirebroker.coordinator.runtime import (
     Appended,
@@ -61,6 +60,7 @@ from wirebroker.coordinator.runtime import (
     ReplicationWaiter,
     replicated_at_once,
 )
+from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
 from wirebroker.txn.effects import EndTxnResult, InitPidResult, MarkerRequest, TxnAppend, TxnResult
@@ -68,8 +68,8 @@ from wirebroker.txn.loader import replay
 from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnMetadata, TxnState
 
 if TYPE_CHECKING:
-    from wirebroker.cluster.topic_admin import TopicAdmin
     from wirebroker.config import BrokerConfig
+    from wirebroker.metadata.topic_admin import TopicAdmin
     from wirebroker.replication.partition import Partition
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager

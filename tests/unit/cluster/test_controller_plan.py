@@ -16,7 +16,7 @@ from wirebroker.cluster.controller_context import (
     plan,
     plan_reassignment,
 )
-from wirebroker.cluster.zk_layout import NO_LEADER, PartitionState, TopicAssignment
+from wirebroker.metadata.partition_state import NO_LEADER, PartitionState, TopicAssignment
 
 EPOCH = 7  # the controller epoch
 

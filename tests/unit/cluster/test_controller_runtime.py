@@ -12,6 +12,7 @@ from wirebroker.cluster.controller import ZkController
 from wirebroker.config import BrokerConfig
 from wirebroker.coordination.api import Coordination
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
 
 
 class Member:
@@ -23,7 +24,7 @@ class Member:
         self.changed = trio.Event()
         self.cache = self
 
-    def state(self, topic: str, index: int) -> tuple[zl.PartitionState, int] | None:
+    def state(self, topic: str, index: int) -> tuple[PartitionState, int] | None:
         return None  # no hints: every partition is read as urgent
 
 
@@ -43,7 +44,7 @@ async def setup(coord: Coordination, brokers: list[int]) -> int:
     return stat.version
 
 
-async def state(coord: Coordination, topic: str, index: int) -> zl.PartitionState:
+async def state(coord: Coordination, topic: str, index: int) -> PartitionState:
     data, _stat = await coord.get(zl.state_path(topic, index))
     return zl.decode_partition_state(topic, index, data)
 
@@ -63,16 +64,16 @@ async def test_broker_failure_and_return_write_the_planned_states() -> None:
         controller = ZkController(Member(admin), 2, version)
         nursery.start_soon(controller.run)
         await settle()
-        assignment = zl.TopicAssignment({0: (1, 2, 3), 1: (2, 1, 3)})
+        assignment = TopicAssignment({0: (1, 2, 3), 1: (2, 1, 3)})
         await admin.create(zl.topic_path("t"), zl.encode_topic(assignment))
         await settle()
-        assert await state(admin, "t", 0) == zl.PartitionState(1, 0, (1, 2, 3), 2)
-        assert await state(admin, "t", 1) == zl.PartitionState(2, 0, (2, 1, 3), 2)
+        assert await state(admin, "t", 0) == PartitionState(1, 0, (1, 2, 3), 2)
+        assert await state(admin, "t", 1) == PartitionState(2, 0, (2, 1, 3), 2)
 
         server.expire_session(one.session_id)  # broker 1 dies
         await settle()
-        assert await state(admin, "t", 0) == zl.PartitionState(2, 1, (2, 3), 2)
-        assert await state(admin, "t", 1) == zl.PartitionState(2, 1, (2, 3), 2)
+        assert await state(admin, "t", 0) == PartitionState(2, 1, (2, 3), 2)
+        assert await state(admin, "t", 1) == PartitionState(2, 1, (2, 3), 2)
         assert controller.context.live == {2, 3}
         nursery.cancel_scope.cancel()
 
@@ -94,7 +95,7 @@ async def test_a_controller_whose_epoch_moved_on_stops_and_writes_nothing() -> N
         await settle()
         # another controller won: /controller_epoch moved on
         await coord.set(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(3), version)
-        await coord.create(zl.topic_path("t"), zl.encode_topic(zl.TopicAssignment({0: (1,)})))
+        await coord.create(zl.topic_path("t"), zl.encode_topic(TopicAssignment({0: (1,)})))
         with trio.fail_after(5):
             await done.wait()
         assert await coord.exists(zl.partitions_path("t")) is None

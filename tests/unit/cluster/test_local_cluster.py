@@ -14,9 +14,10 @@ from test_zk_member import FakeRoles
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster, seed_ops, single_broker_topics
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import ClusterMember
 from wirebroker.config import BrokerConfig
+from wirebroker.metadata.partition_state import PartitionState
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 NODE = 2
 
@@ -71,8 +72,8 @@ def test_seed_ops_build_kafkas_layout_with_the_logs_epochs(tmp_path: Path) -> No
     assert zl.decode_topic_config("a", created[zl.topic_config_path("a")]) == {"retention.ms": "5"}
     states = [zl.decode_partition_state("a", i, created[zl.state_path("a", i)]) for i in (0, 1)]
     assert states == [
-        zl.PartitionState(NODE, 0, (NODE,), 0),  # an empty log: epoch 0, never -1
-        zl.PartitionState(NODE, 7, (NODE,), 0),  # the log's latest epoch: never back
+        PartitionState(NODE, 0, (NODE,), 0),  # an empty log: epoch 0, never -1
+        PartitionState(NODE, 7, (NODE,), 0),  # the log's latest epoch: never back
     ]
 
 
@@ -131,8 +132,8 @@ def _seeded(store: TopicStore) -> set[str]:
 
 
 def test_state_documents_decode_to_shared_immutable_states() -> None:
-    one = zl.encode_partition_state(zl.PartitionState(1, 4, (1, 2), 3))
-    other = zl.encode_partition_state(zl.PartitionState(2, 4, (1, 2), 3))
+    one = zl.encode_partition_state(PartitionState(1, 4, (1, 2), 3))
+    other = zl.encode_partition_state(PartitionState(2, 4, (1, 2), 3))
     first = zl.decode_partition_state("t", 0, one)
     assert zl.decode_partition_state("u", 7, bytes(one)) is first
-    assert zl.decode_partition_state("t", 1, other) == zl.PartitionState(2, 4, (1, 2), 3)
+    assert zl.decode_partition_state("t", 1, other) == PartitionState(2, 4, (1, 2), 3)

@@ -27,12 +27,12 @@ from crash_fs import Crash, CrashingFileSystem
 from test_zk_member import settle, start_node
 
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.topic_admin import NewTopic
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.coordination.memory import MemoryZooKeeper
 from wirebroker.log import LogConfig, LogManager, StorageError
 from wirebroker.log.fs import OsFileSystem
+from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 from wirebroker.replication.partition import Role
 from wirebroker.replication.replica_manager import ReplicaManager
 

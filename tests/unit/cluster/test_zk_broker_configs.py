@@ -16,11 +16,11 @@ import trio.testing
 
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.local_cluster import LocalCluster
-from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.config import BrokerConfig, ConfigSource
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 from wirebroker.dynamic_configs import DEFAULT_ENTITY
+from wirebroker.metadata.topic_store import TopicStore
 
 
 class Node:

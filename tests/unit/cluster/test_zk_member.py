@@ -16,13 +16,14 @@ import trio.testing
 
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.controller import ZkController
-from wirebroker.cluster.topic_admin import NewTopic
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.cluster.zk_member import REGISTRATION_MARGIN_S, BrokerIdTakenError, ClusterMember
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.coordination.api import CoordinationError, Stat
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.partition_state import PartitionState
+from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 
 @dataclass
@@ -168,7 +169,7 @@ async def settle(nodes: list[Node]) -> None:
         await trio.testing.wait_all_tasks_blocked()
 
 
-async def state(server_node: Node, topic: str, index: int) -> zl.PartitionState:
+async def state(server_node: Node, topic: str, index: int) -> PartitionState:
     data, _stat = await server_node.coord.get(zl.state_path(topic, index))
     return zl.decode_partition_state(topic, index, data)
 
@@ -243,7 +244,7 @@ async def test_session_expiry_moves_leadership_and_the_controller(tmp_path: Path
 
 async def _two_brokers_one_partition(
     nursery: trio.Nursery, tmp: Path
-) -> tuple[list[Node], Node, zl.PartitionState, Stat]:
+) -> tuple[list[Node], Node, PartitionState, Stat]:
     """Brokers 1 and 2, topic "t" (1 partition, RF 2) settled: the nodes, the leader's node,
     the partition's state and its znode's Stat."""
     server = MemoryZooKeeper()

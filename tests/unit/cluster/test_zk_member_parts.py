@@ -13,15 +13,15 @@ import pytest
 import trio
 from test_zk_member import FakeRoles
 
-from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.topic_store import TopicStore
-from wirebroker.cluster.view import BrokerNode
 from wirebroker.cluster.zk_events import EventQueue
 from wirebroker.cluster.zk_metadata_cache import TopicMirror, ZkMetadataCache, mirrored_info
 from wirebroker.cluster.zk_registration import Registration
 from wirebroker.cluster.zk_roles import PartitionRoles
 from wirebroker.coordination.api import CoordinationError, Stat
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
+from wirebroker.metadata.topic_store import TopicStore
+from wirebroker.metadata.view import BrokerNode
 
 ME = 1
 
@@ -68,20 +68,20 @@ async def test_apply_forever_wakes_a_waiter_after_each_event() -> None:
         nursery.cancel_scope.cancel()
 
 
-def _state(leader: int, epoch: int, isr: tuple[int, ...]) -> zl.PartitionState:
-    return zl.PartitionState(leader, epoch, isr, 1)
+def _state(leader: int, epoch: int, isr: tuple[int, ...]) -> PartitionState:
+    return PartitionState(leader, epoch, isr, 1)
 
 
 def _setup(
-    tmp_path: Path, replicas: tuple[int, ...], state: zl.PartitionState | None
+    tmp_path: Path, replicas: tuple[int, ...], state: PartitionState | None
 ) -> tuple[PartitionRoles, FakeRoles, ZkMetadataCache, Registration]:
-    cache = ZkMetadataCache()
-    assignment = zl.TopicAssignment({0: replicas})
+    store = TopicStore.open(tmp_path)
+    cache = ZkMetadataCache(store)
+    assignment = TopicAssignment({0: replicas})
     mirror = TopicMirror(assignment)
     if state is not None:
         mirror.set_state(0, state, Stat(version=3, czxid=1, mzxid=5))
     cache.topics["t"] = mirror
-    store = TopicStore.open(tmp_path)
     store.put(mirrored_info("t", assignment, {}, None))
     fake = FakeRoles(ME)
     registration = Registration(
@@ -136,22 +136,22 @@ def test_a_replica_moved_away_is_deleted_and_leaderships_dropped_on_session_loss
     roles.apply("t", 0)
     roles.drop_leaderships()
     assert fake.stopped == [("t", 0)]
-    cache.topics["t"].assignment = zl.TopicAssignment({0: (2, 3)})
+    cache.topics["t"].assignment = TopicAssignment({0: (2, 3)})
     roles.apply("t", 0)
     assert fake.stopped == [("t", 0), ("t", 0)] and roles.hosted == set()
 
 
 def test_an_older_state_read_is_not_mirrored_over_a_newer_one() -> None:
-    mirror = TopicMirror(zl.TopicAssignment({0: (1, 2)}))
+    mirror = TopicMirror(TopicAssignment({0: (1, 2)}))
     assert mirror.set_state(0, _state(1, 5, (1, 2)), Stat(version=4, czxid=1, mzxid=20))
     assert not mirror.set_state(0, _state(2, 4, (2,)), Stat(version=3, czxid=1, mzxid=10))
     assert mirror.states[0] == (_state(1, 5, (1, 2)), 4)
 
 
-def test_movable_leaderships_need_another_live_in_sync_replica() -> None:
-    cache = ZkMetadataCache()
+def test_movable_leaderships_need_another_live_in_sync_replica(tmp_path: Path) -> None:
+    cache = ZkMetadataCache(TopicStore.open(tmp_path))
     cache.brokers = {b: BrokerNode(b, "h", 9000 + b, None) for b in (1, 2)}
-    mirror = TopicMirror(zl.TopicAssignment({0: (1, 2), 1: (1, 3), 2: (1,), 3: (2, 1)}))
+    mirror = TopicMirror(TopicAssignment({0: (1, 2), 1: (1, 3), 2: (1,), 3: (2, 1)}))
     for index, state in enumerate(
         [_state(1, 1, (1, 2)), _state(1, 1, (1, 3)), _state(1, 1, (1,)), _state(2, 1, (2, 1))]
     ):

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.cluster.zk_producer_ids import (
     PRODUCER_ID_BLOCK,
     ProducerIdBlockError,
@@ -18,6 +17,7 @@ from wirebroker.cluster.zk_producer_ids import (
     encode_producer_id_block,
 )
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.producer_ids import ProducerIdManager
 
 

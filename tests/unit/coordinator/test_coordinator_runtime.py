@@ -15,9 +15,6 @@ import trio.testing
 
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
-from wirebroker.cluster.errors import ClusterError
-from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewTopic
-from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.coordinator.errors import (
     COMMIT_APPEND_ERRORS,
@@ -28,6 +25,9 @@ from wirebroker.coordinator.log_reader import Entry
 from wirebroker.coordinator.ownership import PartitionState
 from wirebroker.coordinator.runtime import Appended, CoordinatorRuntime
 from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.errors import ClusterError
+from wirebroker.metadata.topic_admin import LocalTopicAdmin, NewTopic
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.partition import Partition
 from wirebroker.replication.replica_manager import ReplicaManager
 

@@ -28,8 +28,6 @@ from typing import Any
 import trio
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
-from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.group.messages import (
     CommitPartition,
@@ -50,6 +48,8 @@ from wirebroker.handlers.offset_commit import commit_errors
 from wirebroker.handlers.offset_fetch import fetch_group_response
 from wirebroker.handlers.sync_group import sync_response
 from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.topic_admin import LocalTopicAdmin
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.replica_manager import ReplicaManager
 
 START_MS = 1_700_000_000_000

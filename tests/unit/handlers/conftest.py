@@ -36,14 +36,14 @@ import pytest
 from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.headers import RequestHeader
 from protocol.records import build_batch
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
-from wirebroker.cluster.topic_store import TopicStore
-from wirebroker.cluster.view import LocalClusterView
 from wirebroker.config import BrokerConfig
 from wirebroker.dynamic_configs import LocalBrokerConfigs
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS, Later
 from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.topic_admin import LocalTopicAdmin
+from wirebroker.metadata.topic_store import TopicStore
+from wirebroker.metadata.view import LocalClusterView
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
@@ -85,7 +85,6 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     services = Services(
         config=config,
         logs=logs,
-        topics=topics,
         replicas=replicas,
         admin=admin,
         fetch_waiters=waiters,
@@ -106,7 +105,10 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
 
     services.broker_configs = LocalBrokerConfigs(config, config.node_id, configs_changed)
     services.cluster = LocalClusterView(
-        config.node_id, lambda: (services.advertised_host, services.advertised_port), replicas
+        config.node_id,
+        lambda: (services.advertised_host, services.advertised_port),
+        replicas,
+        topics,
     )
     return services
 

@@ -12,9 +12,9 @@ import wirebroker.handlers.create_topics
 import wirebroker.handlers.describe_configs  # noqa: F401  (register the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import InvalidConfigError
-from wirebroker.cluster.topic_configs import topic_log_config, validate_topic_configs
 from wirebroker.config import LONG_MAX, BrokerConfig, ConfigSource, ConfigType
+from wirebroker.metadata.errors import InvalidConfigError
+from wirebroker.metadata.topic_configs import topic_log_config, validate_topic_configs
 
 TOPIC, BROKER = 2, 4
 DEFAULT = ConfigSource.DEFAULT_CONFIG
@@ -291,5 +291,5 @@ async def test_internal_segment_bytes_is_described_only_where_set(call, services
         ConfigType.INT,
         [("internal.segment.bytes", "-5", ConfigSource.TOPIC_CONFIG)],
     )
-    overrides = services.topics.get("small").configs
+    overrides = services.cluster.topic("small").configs
     assert topic_log_config(BrokerConfig(), overrides).segment_bytes == -5

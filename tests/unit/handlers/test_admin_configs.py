@@ -12,8 +12,6 @@ import wirebroker.handlers.describe_configs
 import wirebroker.handlers.incremental_alter_configs  # noqa: F401  (register the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster import topic_configs
-from wirebroker.cluster.errors import InvalidConfigError
 from wirebroker.config import (
     BROKER_CONFIGS,
     BROKER_QUOTA_CONFIGS,
@@ -23,6 +21,8 @@ from wirebroker.config import (
 )
 from wirebroker.dynamic_configs import DYNAMIC_BROKER_CONFIGS
 from wirebroker.handlers import _configs
+from wirebroker.metadata import topic_configs
+from wirebroker.metadata.errors import InvalidConfigError
 
 DESCRIBE = ApiKey.DESCRIBE_CONFIGS
 ALTER = ApiKey.ALTER_CONFIGS
@@ -285,7 +285,7 @@ async def test_describe_unsupported_and_unknown_types(call):
 async def test_alter_replaces_overrides_and_updates_live_logs(call, services, topic):
     r = await alter(call, TOPIC, "cfg", {"segment.bytes": "1048576", "retention.ms": "2000"})
     assert (r.error_code, r.error_message) == (ErrorCode.NONE, None)
-    assert dict(services.topics.get("cfg").configs) == {
+    assert dict(services.cluster.topic("cfg").configs) == {
         "segment.bytes": "1048576",
         "retention.ms": "2000",
     }
@@ -295,14 +295,14 @@ async def test_alter_replaces_overrides_and_updates_live_logs(call, services, to
     # Leaving a key out resets it.
     r = await alter(call, TOPIC, "cfg", {"segment.bytes": "1048576"})
     assert r.error_code == ErrorCode.NONE
-    assert dict(services.topics.get("cfg").configs) == {"segment.bytes": "1048576"}
+    assert dict(services.cluster.topic("cfg").configs) == {"segment.bytes": "1048576"}
     assert services.replicas.partition("cfg", 0).log.config.retention_ms == 604800000
 
 
 async def test_alter_validate_only(call, services, topic):
     r = await alter(call, TOPIC, "cfg", {"retention.ms": "5"}, validate_only=True)
     assert r.error_code == ErrorCode.NONE
-    assert dict(services.topics.get("cfg").configs) == {"retention.ms": "1000"}
+    assert dict(services.cluster.topic("cfg").configs) == {"retention.ms": "1000"}
     assert services.replicas.partition("cfg", 0).log.config.retention_ms == 1000
 
 
@@ -325,7 +325,7 @@ async def test_alter_validate_only(call, services, topic):
 async def test_alter_topic_errors(call, services, topic, configs, code, message):
     r = await alter(call, TOPIC, "cfg", configs)
     assert (r.error_code, r.error_message) == (code, message)
-    assert dict(services.topics.get("cfg").configs) == {"retention.ms": "1000"}
+    assert dict(services.cluster.topic("cfg").configs) == {"retention.ms": "1000"}
 
 
 async def test_alter_unknown_topic_and_names(call):
@@ -391,7 +391,7 @@ async def test_incremental_set_and_delete(call, services, topic):
         call, TOPIC, "cfg", [("segment.ms", SET, "60000"), ("retention.ms", DELETE, None)]
     )
     assert r.error_code == ErrorCode.NONE, r.error_message
-    assert dict(services.topics.get("cfg").configs) == {"segment.ms": "60000"}
+    assert dict(services.cluster.topic("cfg").configs) == {"segment.ms": "60000"}
     assert services.replicas.partition("cfg", 1).log.config.segment_ms == 60000
     assert services.replicas.partition("cfg", 1).log.config.retention_ms == 604800000
 
@@ -399,7 +399,7 @@ async def test_incremental_set_and_delete(call, services, topic):
 async def test_incremental_keeps_other_overrides(call, services, topic):
     r = await incremental(call, TOPIC, "cfg", [("max.message.bytes", SET, "2000")])
     assert r.error_code == ErrorCode.NONE
-    assert dict(services.topics.get("cfg").configs) == {
+    assert dict(services.cluster.topic("cfg").configs) == {
         "retention.ms": "1000",
         "max.message.bytes": "2000",
     }
@@ -408,10 +408,10 @@ async def test_incremental_keeps_other_overrides(call, services, topic):
 async def test_incremental_append_subtract(call, services, topic):
     r = await incremental(call, TOPIC, "cfg", [("cleanup.policy", APPEND, "compact")])
     assert r.error_code == ErrorCode.NONE, r.error_message
-    assert services.topics.get("cfg").configs["cleanup.policy"] == "delete,compact"
+    assert services.cluster.topic("cfg").configs["cleanup.policy"] == "delete,compact"
     r = await incremental(call, TOPIC, "cfg", [("cleanup.policy", SUBTRACT, "delete")])
     assert r.error_code == ErrorCode.NONE
-    assert services.topics.get("cfg").configs["cleanup.policy"] == "compact"
+    assert services.cluster.topic("cfg").configs["cleanup.policy"] == "compact"
     assert services.replicas.partition("cfg", 0).log.config.cleanup_policy == ("compact",)
 
 
@@ -442,13 +442,13 @@ async def test_incremental_errors(call, services, topic):
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     bad_op = await incremental(call, TOPIC, "cfg", [("retention.ms", 9, "1")])
     assert bad_op.error_code == ErrorCode.INVALID_REQUEST
-    assert dict(services.topics.get("cfg").configs) == {"retention.ms": "1000"}
+    assert dict(services.cluster.topic("cfg").configs) == {"retention.ms": "1000"}
 
 
 async def test_incremental_validate_only(call, services, topic):
     r = await incremental(call, TOPIC, "cfg", [("retention.ms", SET, "42")], validate_only=True)
     assert r.error_code == ErrorCode.NONE
-    assert services.topics.get("cfg").configs["retention.ms"] == "1000"
+    assert services.cluster.topic("cfg").configs["retention.ms"] == "1000"
 
 
 async def test_incremental_duplicate_resources(call, topic):

@@ -36,7 +36,7 @@ async def test_grow(call, services, three, version):
     results = await run(call, grow("t", 5), version=version)
     assert results["t"].error_code == ErrorCode.NONE
     assert results["t"].error_message is None
-    assert services.topics.get("t").partitions == 5
+    assert services.cluster.topic("t").partitions == 5
     assert len(services.replicas.partitions_of("t")) == 5
     assert services.logs.get("t", 4) is not None
 
@@ -44,7 +44,7 @@ async def test_grow(call, services, three, version):
 async def test_validate_only_changes_nothing(call, services, three):
     results = await run(call, grow("t", 6), validate_only=True)
     assert results["t"].error_code == ErrorCode.NONE
-    assert services.topics.get("t").partitions == 3
+    assert services.cluster.topic("t").partitions == 3
     assert services.logs.get("t", 3) is None
 
 
@@ -65,20 +65,20 @@ async def test_decrease(call, services, three):
     assert results["t"].error_message == (
         "The topic t currently has 3 partition(s); 2 would not be an increase."
     )
-    assert services.topics.get("t").partitions == 3
+    assert services.cluster.topic("t").partitions == 3
 
 
 async def test_duplicate_topic(call, services, three):
     results = await run(call, grow("t", 4), grow("t", 5))
     assert results["t"].error_code == ErrorCode.INVALID_REQUEST
     assert results["t"].error_message == "Duplicate topic name."
-    assert services.topics.get("t").partitions == 3
+    assert services.cluster.topic("t").partitions == 3
 
 
 async def test_with_assignments(call, services, three):
     results = await run(call, grow("t", 5, [[0], [0]]))
     assert results["t"].error_code == ErrorCode.NONE, results["t"].error_message
-    assert services.topics.get("t").partitions == 5
+    assert services.cluster.topic("t").partitions == 5
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ async def test_bad_assignments(call, services, three, assignments, fragment):
     results = await run(call, grow("t", 5, assignments))
     assert results["t"].error_code == ErrorCode.INVALID_REPLICATION_ASSIGNMENT
     assert fragment in results["t"].error_message
-    assert services.topics.get("t").partitions == 3
+    assert services.cluster.topic("t").partitions == 3
 
 
 async def test_one_bad_topic_does_not_block_others(call, services, three):
@@ -105,10 +105,10 @@ async def test_one_bad_topic_does_not_block_others(call, services, three):
     results = await run(call, grow("t", 1), grow("u", 2))
     assert results["t"].error_code == ErrorCode.INVALID_PARTITIONS
     assert results["u"].error_code == ErrorCode.NONE
-    assert services.topics.get("u").partitions == 2
+    assert services.cluster.topic("u").partitions == 2
 
 
 async def test_huge_count_is_refused(call, services, three):
     results = await run(call, grow("t", 2**31 - 1))
     assert results["t"].error_code == ErrorCode.POLICY_VIOLATION
-    assert services.topics.get("t").partitions == 3
+    assert services.cluster.topic("t").partitions == 3

@@ -39,7 +39,7 @@ async def test_create_success_v7_reports_id_partitions_and_configs(call, service
     r = by_name["orders"]
     assert r.error_code == ErrorCode.NONE
     assert r.error_message is None
-    info = services.topics.get("orders")
+    info = services.cluster.topic("orders")
     assert info is not None and info.partitions == 3
     assert r.topic_id == info.topic_id != ZERO
     assert r.num_partitions == 3 and r.replication_factor == 1
@@ -58,7 +58,7 @@ async def test_create_success_v7_reports_id_partitions_and_configs(call, service
 async def test_every_version_creates(call, services, version):
     by_name, _ = await create(call, topic(f"t{version}", 2), version=version)
     assert by_name[f"t{version}"].error_code == ErrorCode.NONE
-    assert services.topics.get(f"t{version}").partitions == 2
+    assert services.cluster.topic(f"t{version}").partitions == 2
 
 
 async def test_defaults_come_from_broker_config(make_services, call_with):
@@ -70,7 +70,7 @@ async def test_defaults_come_from_broker_config(make_services, call_with):
     seg = next(c for c in r.configs if c.name == "segment.bytes")
     assert seg.value == "2000000"
     assert seg.config_source == ConfigSource.STATIC_BROKER_CONFIG
-    assert services.topics.get("d").partitions == 4
+    assert services.cluster.topic("d").partitions == 4
 
 
 async def test_validate_only_creates_nothing(call, services):
@@ -81,7 +81,7 @@ async def test_validate_only_creates_nothing(call, services):
     assert r.error_code == ErrorCode.NONE
     assert r.num_partitions == 2
     assert {c.name: c.value for c in r.configs}["cleanup.policy"] == "compact"
-    assert services.topics.get("v") is None
+    assert services.cluster.topic("v") is None
     assert services.logs.get("v", 0) is None
     # ... and errors are still reported in validate-only mode
     by_name, _ = await create(call, topic("v", 2, 3), validate_only=True)
@@ -102,7 +102,7 @@ async def test_invalid_topic_name(call, services, name):
     by_name, _ = await create(call, topic(name))
     assert by_name[name].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert by_name[name].error_message
-    assert services.topics.get(name) is None
+    assert services.cluster.topic(name) is None
 
 
 async def test_colliding_name(call):
@@ -136,7 +136,7 @@ async def test_replication_factor_above_broker_count(call, services):
         "cannot be reached because only 1 broker(s) are registered or some brokers have all "
         "their log directories cordoned."
     )
-    assert services.topics.get("r3") is None
+    assert services.cluster.topic("r3") is None
 
 
 async def test_duplicate_topic_in_one_request(call, services):
@@ -145,7 +145,7 @@ async def test_duplicate_topic_in_one_request(call, services):
     assert by_name["x"].error_message == "Duplicate topic name."
     assert by_name["ok"].error_code == ErrorCode.NONE
     assert [t.name for t in resp.topics] == ["ok", "x"]
-    assert services.topics.get("x") is None
+    assert services.cluster.topic("x") is None
 
 
 async def test_cluster_metadata_topic_refused(call):
@@ -157,7 +157,7 @@ async def test_unknown_config(call, services):
     by_name, _ = await create(call, topic("c", configs={"no.such.config": "1"}))
     assert by_name["c"].error_code == ErrorCode.INVALID_CONFIG
     assert by_name["c"].error_message == "Unknown topic config name: no.such.config"
-    assert services.topics.get("c") is None
+    assert services.cluster.topic("c") is None
 
 
 @pytest.mark.parametrize(
@@ -199,7 +199,7 @@ async def test_manual_assignments(call, services):
     r = by_name["m"]
     assert r.error_code == ErrorCode.NONE, r.error_message
     assert r.num_partitions == 2 and r.replication_factor == 1
-    assert services.topics.get("m").partitions == 2
+    assert services.cluster.topic("m").partitions == 2
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ async def test_bad_assignments(call, services, assignments, fragment):
     by_name, _ = await create(call, topic("m", -1, -1, assignments=assignments))
     assert by_name["m"].error_code == ErrorCode.INVALID_REPLICATION_ASSIGNMENT
     assert fragment in by_name["m"].error_message
-    assert services.topics.get("m") is None
+    assert services.cluster.topic("m") is None
 
 
 async def test_repeated_partition_in_assignments(call):
@@ -246,11 +246,11 @@ async def test_repeated_partition_in_assignments(call):
 async def test_v4_response_has_no_configs_but_creates(call, services):
     resp = await call(KEY, 4, {"topics": [topic("old", 2)]}, raw=True)
     assert resp["topics"][0]["error_code"] == ErrorCode.NONE
-    assert services.topics.get("old").partitions == 2
+    assert services.cluster.topic("old").partitions == 2
 
 
 async def test_huge_partition_count_is_refused_without_creating(call, services):
     by_name, _ = await create(call, topic("huge", 2**31 - 1))
     assert by_name["huge"].error_code == ErrorCode.POLICY_VIOLATION
-    assert services.topics.get("huge") is None
+    assert services.cluster.topic("huge") is None
     assert services.logs.all_logs() == {}

@@ -23,7 +23,7 @@ async def test_delete_by_name(call, services, version):
     make_topic(services, "gone", 2)
     resp = await call(KEY, version, {"topic_names": ["gone"], "timeout_ms": 1000})
     assert [(r.name, r.error_code) for r in resp.responses] == [("gone", ErrorCode.NONE)]
-    assert services.topics.get("gone") is None
+    assert services.cluster.topic("gone") is None
     assert services.logs.get("gone", 0) is None and services.logs.get("gone", 1) is None
     assert services.replicas.partition("gone", 0) is None
 
@@ -33,7 +33,7 @@ async def test_delete_by_id_v6(call, services):
     resp = await call(KEY, 6, {"topics": [{"name": None, "topic_id": info.topic_id}]})
     (r,) = resp.responses
     assert (r.name, r.topic_id, r.error_code) == ("byid", info.topic_id, ErrorCode.NONE)
-    assert services.topics.get("byid") is None
+    assert services.cluster.topic("byid") is None
 
 
 async def test_delete_by_name_v6_reports_id(call, services):
@@ -69,7 +69,7 @@ async def test_both_name_and_id(call, services):
     resp = await call(KEY, 6, {"topics": [{"name": "both", "topic_id": info.topic_id}]})
     (r,) = resp.responses
     assert r.error_code == ErrorCode.INVALID_REQUEST
-    assert services.topics.get("both") is not None
+    assert services.cluster.topic("both") is not None
 
 
 async def test_duplicates(call, services):
@@ -90,7 +90,7 @@ async def test_duplicates(call, services):
     errors = {(r.name, r.error_message) for r in resp.responses}
     assert errors == {("d1", "Duplicate topic name."), (None, "Duplicate topic id.")}
     assert all(r.error_code == ErrorCode.INVALID_REQUEST for r in resp.responses)
-    assert services.topics.get("d1") is not None and services.topics.get("d2") is not None
+    assert services.cluster.topic("d1") is not None and services.cluster.topic("d2") is not None
 
 
 async def test_name_and_its_id_both_given(call, services):
@@ -101,7 +101,7 @@ async def test_name_and_its_id_both_given(call, services):
     (r,) = resp.responses
     assert r.error_code == ErrorCode.INVALID_REQUEST
     assert "maps to an ID that was already supplied" in r.error_message
-    assert services.topics.get("twice") is not None
+    assert services.cluster.topic("twice") is not None
 
 
 @pytest.mark.parametrize(
@@ -120,14 +120,14 @@ async def test_deletion_disabled(make_services, call_with, version, code):
     resp = await call_with(services, KEY, version, body)
     (r,) = resp.responses
     assert (r.name, r.error_code) == ("kept", code)
-    assert services.topics.get("kept") is not None
+    assert services.cluster.topic("kept") is not None
 
 
 async def test_internal_topic_is_deletable_as_in_kafka(call, services):
     make_topic(services, "__consumer_offsets")
     resp = await call(KEY, 5, {"topic_names": ["__consumer_offsets"]})
     assert resp.responses[0].error_code == ErrorCode.NONE
-    assert services.topics.get("__consumer_offsets") is None
+    assert services.cluster.topic("__consumer_offsets") is None
 
 
 async def test_mixed_batch(call, services):
@@ -140,4 +140,4 @@ async def test_mixed_batch(call, services):
         "b": ErrorCode.NONE,
         "missing": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
-    assert services.topics.all() == []
+    assert services.cluster.all_topics() == []

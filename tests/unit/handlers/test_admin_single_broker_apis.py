@@ -172,7 +172,7 @@ async def test_describe_topic_partitions_lists_sorted_topics(call, services, top
     assert codes == {"b": 0, "c": 0, "missing": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert resp.next_cursor is None
     b = resp.topics[0]
-    assert b.topic_id == services.topics.get("b").topic_id
+    assert b.topic_id == services.cluster.topic("b").topic_id
     assert all(p.leader_id == services.node_id for p in b.partitions)
     assert all(list(p.replica_nodes) == [services.node_id] for p in b.partitions)
 

@@ -49,7 +49,7 @@ def fetch_body(
         ]
     }
     if version >= 13:
-        info = services.topics.get(topic)
+        info = services.cluster.topic(topic)
         entry["topic_id"] = info.topic_id if info is not None else uuid.uuid4()
     else:
         entry["topic"] = topic
@@ -116,7 +116,7 @@ async def test_produce_then_fetch_byte_exact(call, services, version):
     )
     assert p.records == expected
     if version >= 13:
-        assert resp.responses[0].topic_id == services.topics.get("t").topic_id
+        assert resp.responses[0].topic_id == services.cluster.topic("t").topic_id
     else:
         assert resp.responses[0].topic == "t"
 

@@ -19,10 +19,10 @@ import wirebroker.handlers.produce  # noqa: F401  (registers the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
-from wirebroker.cluster.view import BrokerNode, LocalClusterView
 from wirebroker.group.partitioning import partition_for
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
+from wirebroker.metadata.view import BrokerNode, LocalClusterView
 
 START_MS = 1_700_000_000_000
 
@@ -81,7 +81,7 @@ async def test_first_call_creates_the_internal_offsets_topic(
     meta = await call(ApiKey.METADATA, 12, {"topics": [{"name": OFFSETS_TOPIC}]})
     topic = meta.topics[0]
     assert (topic.error_code, topic.is_internal, len(topic.partitions)) == (0, True, 4)
-    info = services.topics.get(OFFSETS_TOPIC)
+    info = services.cluster.topic(OFFSETS_TOPIC)
     assert info is not None
     assert info.configs == {
         "cleanup.policy": "compact",
@@ -140,7 +140,7 @@ async def test_without_an_active_coordinator(call: Any, services: Services) -> N
     services.group_coordinator = runtime  # not loaded yet
     resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": ["g"]})
     assert resp.coordinators[0].error_code == E.COORDINATOR_NOT_AVAILABLE
-    assert services.topics.get(OFFSETS_TOPIC) is None
+    assert services.cluster.topic(OFFSETS_TOPIC) is None
     await runtime.load()
     resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": ["g"]})
     assert resp.coordinators[0].error_code == 0
@@ -164,7 +164,9 @@ async def test_the_coordinator_is_the_leader_of_the_group_partition(
             found = partition_leader(topic, index)
             return None if found is None else BrokerNode(*found)
 
-    services.cluster = Leaders(0, lambda: ("127.0.0.1", 9092), services.replicas)
+    services.cluster = Leaders(
+        0, lambda: ("127.0.0.1", 9092), services.replicas, services.cluster.topic_store
+    )
     keys = {
         p: next(f"k{i}" for i in range(100) if partition_for(f"k{i}", 4) == p) for p in range(4)
     }

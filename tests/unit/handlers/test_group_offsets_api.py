@@ -39,7 +39,7 @@ async def coordinator(
 
 
 def topic_id(services: Services, name: str) -> uuid.UUID:
-    info = services.topics.get(name)
+    info = services.cluster.topic(name)
     assert info is not None
     return info.topic_id
 

@@ -8,7 +8,7 @@ import pytest
 import wirebroker.handlers.init_producer_id  # noqa: F401  (registers the handler)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.cluster.topic_store import TopicStore
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.producer_ids import ProducerIdManager
 
 KEY = ApiKey.INIT_PRODUCER_ID
@@ -57,6 +57,6 @@ async def test_transactional_ids_without_a_coordinator(call):
 
 async def test_ids_not_reused_after_restart(call, services):
     issued = [(await call(KEY, 4, body())).producer_id for _ in range(3)]
-    services.producer_ids = ProducerIdManager(TopicStore.open(services.topics.path))
+    services.producer_ids = ProducerIdManager(TopicStore.open(services.cluster.topic_store.path))
     after = (await call(KEY, 4, body())).producer_id
     assert after > max(issued)

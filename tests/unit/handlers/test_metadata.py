@@ -56,7 +56,7 @@ async def test_all_topics_every_version(call, services, version):
         if version >= 5:
             assert list(p.offline_replicas) == []
     if version >= 10:
-        assert b.topic_id == services.topics.get("b").topic_id
+        assert b.topic_id == services.cluster.topic("b").topic_id
     if version >= 8:
         assert b.topic_authorized_operations == OMITTED
 
@@ -80,7 +80,7 @@ async def test_auto_create_answers_unknown_then_the_topic(make_services, call_wi
     assert unknown(resp) == [(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "new", False, 0)]
     if version >= 10:
         assert resp.topics[0].topic_id == uuid.UUID(int=0)
-    info = services.topics.get("new")
+    info = services.cluster.topic("new")
     assert info is not None and info.partitions == 3
     t = (await call_with(services, KEY, version, body(names("new")))).topics[0]
     assert (t.error_code, len(t.partitions)) == (ErrorCode.NONE, 3)
@@ -91,7 +91,7 @@ async def test_auto_create_answers_unknown_then_the_topic(make_services, call_wi
 async def test_auto_create_disabled(make_services, call_with, call, services):
     resp = await call(KEY, 12, body(names("x"), allow=False))
     assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert services.topics.get("x") is None
+    assert services.cluster.topic("x") is None
     off = make_services(**{"auto.create.topics.enable": "false"})
     for version in (3, 12):
         resp = await call_with(off, KEY, version, body(names("x", "__consumer_offsets")))
@@ -99,14 +99,14 @@ async def test_auto_create_disabled(make_services, call_with, call, services):
             (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "x", False, 0),
             (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__consumer_offsets", True, 0),
         ]
-    assert off.topics.get("x") is None
+    assert off.cluster.topic("x") is None
 
 
 @pytest.mark.parametrize("allow", [True, False])
 async def test_invalid_names(call, services, allow):
     resp = await call(KEY, 12, body(names("bad name", "x" * 250), allow=allow))
     assert [t.error_code for t in resp.topics] == [ErrorCode.INVALID_TOPIC_EXCEPTION] * 2
-    assert services.topics.all() == []
+    assert services.cluster.all_topics() == []
 
 
 async def test_internal_topic_without_its_coordinator_is_not_created(call, services):
@@ -115,8 +115,8 @@ async def test_internal_topic_without_its_coordinator_is_not_created(call, servi
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__consumer_offsets", True, 0),
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__share_group_state", True, 0),
     ]
-    assert services.topics.get("__consumer_offsets") is None
-    assert services.topics.get("__share_group_state") is None
+    assert services.cluster.topic("__consumer_offsets") is None
+    assert services.cluster.topic("__share_group_state") is None
     services.admin.create_topic("__consumer_offsets", 2, now_ms=services.clock())
     t = (await call(KEY, 12, body(names("__consumer_offsets")))).topics[0]
     assert (t.error_code, t.is_internal, len(t.partitions)) == (ErrorCode.NONE, True, 2)
@@ -131,7 +131,7 @@ async def test_offsets_topic_auto_created_by_the_group_coordinator(
         assert unknown(resp) == [
             (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "__consumer_offsets", True, 0)
         ]
-        info = services.topics.get("__consumer_offsets")
+        info = services.cluster.topic("__consumer_offsets")
         assert info is not None and info.partitions == 4
         assert info.configs.get("cleanup.policy") == "compact"
         t = (await call_with(services, KEY, 12, body(names("__consumer_offsets")))).topics[0]
@@ -151,7 +151,7 @@ async def test_refused_auto_creation_answers_unknown(make_services, call_with, o
     for _ in range(2):
         resp = await call_with(services, KEY, 12, body(names(name)))
         assert unknown(resp) == [(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, False, 0)]
-    assert services.topics.get(name) is None
+    assert services.cluster.topic(name) is None
 
 
 async def test_lookup_by_topic_id(call, services):

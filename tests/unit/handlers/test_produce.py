@@ -29,7 +29,7 @@ def body(
         "partition_data": [{"index": i, "records": r} for i, r in batches.items()]
     }
     if version >= 13:
-        info = services.topics.get(topic)
+        info = services.cluster.topic(topic)
         entry["topic_id"] = info.topic_id if info is not None else uuid.uuid4()
     else:
         entry["name"] = topic
@@ -67,7 +67,7 @@ async def test_produce_every_version(call, services, version):
         assert p[0].log_start_offset == 0
     assert p[0].log_append_time_ms == -1
     if version >= 13:
-        assert resp.responses[0].topic_id == services.topics.get("t").topic_id
+        assert resp.responses[0].topic_id == services.cluster.topic("t").topic_id
     else:
         assert resp.responses[0].name == "t"
     again = await call(KEY, version, body(services, "t", {0: batch(services, 2)}, version=version))
@@ -98,7 +98,7 @@ async def test_transactional_batch_without_transactional_id_is_refused(call, ser
 async def test_unknown_topic_is_not_auto_created(call, services):
     resp = await call(KEY, 9, body(services, "nope", {0: batch(services)}))
     assert parts(resp)[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert services.topics.get("nope") is None
+    assert services.cluster.topic("nope") is None
 
 
 async def test_unknown_topic_id_v13(call, services):

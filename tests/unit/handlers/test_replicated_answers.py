@@ -321,7 +321,7 @@ def fetch_v16_body(services: Any, topic: str, *, epoch: int = -1) -> Any:
     body = fetch_body(topic, 0, epoch=epoch)
     del body["replica_id"]
     for entry in body["topics"]:
-        entry["topic_id"] = services.topics.get(entry.pop("topic")).topic_id
+        entry["topic_id"] = services.cluster.topic(entry.pop("topic")).topic_id
     return body
 
 

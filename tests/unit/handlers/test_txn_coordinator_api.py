@@ -20,9 +20,9 @@ import wirebroker.handlers.init_producer_id
 import wirebroker.handlers.list_transactions  # noqa: F401  (register the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
-from wirebroker.cluster.topic_admin import NewTopic
 from wirebroker.group.partitioning import partition_for
 from wirebroker.handlers.context import Services
+from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.txn.effects import MarkerRequest
 from wirebroker.txn.metadata import TopicPartition
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime

@@ -21,9 +21,9 @@ import wirebroker.handlers.write_txn_markers  # noqa: F401  (registers the handl
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
-from wirebroker.cluster.view import LocalClusterView
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
+from wirebroker.metadata.view import LocalClusterView
 from wirebroker.replication.txn_verify import TxnOperation, TxnVerifier, producer_answer
 from wirebroker.txn.partitioning import partition_for
 
@@ -361,7 +361,7 @@ async def test_txn_offset_commit_errors(call, services, coordinator) -> None:
 async def test_txn_offset_commit_v6_by_topic_id(call, services, coordinator) -> None:
     """KIP-1319 (compared with Apache Kafka in tests/oracle/test_new_versions.py): topics by
     id, errors found before the coordinator first, GROUP_ID_NOT_FOUND from v6."""
-    topic_id, unknown = services.topics.get("t").topic_id, uuid.uuid4()
+    topic_id, unknown = services.cluster.topic("t").topic_id, uuid.uuid4()
 
     def body(topics: list[tuple[uuid.UUID, list[int]]], **kw: Any) -> dict[str, Any]:
         base = txn_commit_body(4, **kw)

@@ -42,7 +42,6 @@ def stub_services() -> Services:
     return Services(
         config=BrokerConfig(),
         logs=none,
-        topics=none,
         replicas=none,
         admin=none,
         fetch_waiters=none,

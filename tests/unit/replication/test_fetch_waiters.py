@@ -5,9 +5,9 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from wirebroker.cluster.topic_store import TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.replica_manager import ReplicaManager
 

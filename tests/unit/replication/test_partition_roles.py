@@ -15,10 +15,10 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from wirebroker.cluster.topic_admin import LocalTopicAdmin
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import REPLICATION_OFFSET_CHECKPOINT, LogManager
+from wirebroker.metadata.topic_admin import LocalTopicAdmin
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 from wirebroker.replication.partition import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wirebroker.cluster.topic_store import TopicStore
+from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.producer_ids import ProducerIdManager
 
 

@@ -9,7 +9,10 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from wirebroker.cluster.errors import (
+from wirebroker.config import BrokerConfig
+from wirebroker.log.config import LogConfig
+from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.errors import (
     ClusterError,
     InvalidConfigError,
     InvalidPartitionsError,
@@ -21,11 +24,8 @@ from wirebroker.cluster.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.cluster.topic_admin import LocalTopicAdmin, NewPartitions
-from wirebroker.cluster.topic_store import TopicStore, read_meta_properties
-from wirebroker.config import BrokerConfig
-from wirebroker.log.config import LogConfig
-from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.topic_admin import LocalTopicAdmin, NewPartitions
+from wirebroker.metadata.topic_store import TopicStore, read_meta_properties
 from wirebroker.replication.partition import READ_COMMITTED, NotEnoughReplicasError
 from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -352,7 +352,7 @@ def test_load_repairs_interrupted_create_and_delete(env: Env) -> None:
     # A crash after "keep" got a partition in the store whose log was never created.
     info = env.topics.get("keep")
     assert info is not None
-    from wirebroker.cluster.topic_store import TopicInfo
+    from wirebroker.metadata.topic_store import TopicInfo
 
     env.topics.put(
         TopicInfo(name="keep", topic_id=info.topic_id, partitions=2, replication_factor=1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wirebroker.cluster.elections import Election, elect_leader, remove_from_isr
-from wirebroker.cluster.zk_layout import NO_LEADER
+from wirebroker.metadata.elections import Election, elect_leader, remove_from_isr
+from wirebroker.metadata.partition_state import NO_LEADER
 from wirebroker.replication.rules import (
     FollowerState,
     high_watermark,

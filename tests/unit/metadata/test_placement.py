@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wirebroker.cluster.errors import (
+from wirebroker.metadata.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidRequestError,
 )
-from wirebroker.cluster.placement import (
+from wirebroker.metadata.placement import (
     BrokerMetadata,
     assign_added_partitions,
     assign_replicas,

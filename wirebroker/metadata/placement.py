@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wirebroker.cluster.errors import (
+from wirebroker.metadata.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidRequestError,

@@ -8,21 +8,21 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import (
+from wirebroker.config import BrokerConfig
+from wirebroker.log.log_manager import LogManager
+from wirebroker.log.partition_log import PartitionLog
+from wirebroker.metadata.errors import (
     InvalidReplicationAssignmentError,
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.cluster.topic_admin import (
+from wirebroker.metadata.topic_admin import (
     LocalTopicAdmin,
     NewPartitions,
     NewTopic,
     check_new_topic_assignments,
 )
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore
-from wirebroker.config import BrokerConfig
-from wirebroker.log.log_manager import LogManager
-from wirebroker.log.partition_log import PartitionLog
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 NOW = 1_700_000_000_000
 

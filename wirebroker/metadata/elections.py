@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from wirebroker.cluster.zk_layout import NO_LEADER, PartitionState
+from wirebroker.metadata.partition_state import NO_LEADER, PartitionState
 
 __all__ = [
     "Election",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from wirebroker.cluster.errors import InvalidTopicError
+from wirebroker.metadata.errors import InvalidTopicError
 
 __all__ = [
     "INTERNAL_TOPICS",

@@ -1,6 +1,10 @@
-"""What the cluster looks like to clients: live brokers, the controller, each partition's
-leader, replicas and in-sync replicas. Metadata, DescribeCluster, DescribeTopicPartitions and
-FindCoordinator answer from a `ClusterView`.
+"""What the cluster looks like to clients: live brokers, the controller, the topics (name, id,
+configs) and each partition's leader, replicas and in-sync replicas. Every handler reads topic
+metadata from the one `ClusterView` (`Services.cluster`): names and ids (`topic`,
+`topic_by_id`, `all_topics`) and partitions (`partitions`, `partition`) from the same place, never
+the topic store beside it. The topics are those of the `TopicStore` the view is given (in a
+cluster the mirror writes a topic's partitions into the view before the store, and drops them
+after it, so a topic a handler finds has its partitions here).
 
 Two views:
 - `LocalClusterView` (a broker without cluster layer: handler unit tests, a broker whose
@@ -17,9 +21,13 @@ Two views:
 from __future__ import annotations
 
 import abc
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 __all__ = ["BrokerNode", "ClusterView", "LocalClusterView", "PartitionView"]
 
@@ -44,6 +52,23 @@ class PartitionView:
 
 
 class ClusterView(abc.ABC):
+    def __init__(self, topics: TopicStore) -> None:
+        #: The durable image of the topics (see the module docstring); handlers read it only
+        #: through `topic`, `topic_by_id` and `all_topics`.
+        self.topic_store = topics
+
+    def topic(self, name: str) -> TopicInfo | None:
+        """A topic by name, or None."""
+        return self.topic_store.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """A topic by id, or None."""
+        return self.topic_store.by_id(topic_id)
+
+    def all_topics(self) -> list[TopicInfo]:
+        """Every topic, sorted by name."""
+        return self.topic_store.all()
+
     @abc.abstractmethod
     def live_brokers(self) -> list[BrokerNode]:
         """The registered brokers, sorted by id."""
@@ -101,8 +126,10 @@ class LocalClusterView(ClusterView):
         node_id: int,
         address: Callable[[], tuple[str, int]],
         partitions: LocalPartitions,
+        topics: TopicStore,
         rack: str | None = None,
     ) -> None:
+        super().__init__(topics)
         self.node_id = node_id
         self._address = address
         self._parts = partitions

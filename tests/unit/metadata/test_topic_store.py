@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wirebroker.cluster.topic_store import (
+from wirebroker.log.fs import OsFileSystem
+from wirebroker.metadata.topic_store import (
     STORE_FILE,
     MetaPropertiesError,
     TopicInfo,
@@ -17,7 +18,6 @@ from wirebroker.cluster.topic_store import (
     read_meta_properties,
     uuid_to_base64,
 )
-from wirebroker.log.fs import OsFileSystem
 
 
 def _info(name: str = "t", partitions: int = 3, **configs: str) -> TopicInfo:

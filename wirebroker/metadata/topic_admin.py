@@ -5,13 +5,14 @@ AlterConfigs, IncrementalAlterConfigs, Metadata auto-creation) and the group coo
 (`__consumer_offsets`) use; Kafka splits it the same way (AdminManager / ZkAdminManager vs
 ReplicaManager). `LocalTopicAdmin` works on the `TopicStore` and the
 `LogManager` directly (handler unit tests, a broker without cluster layer);
-`wirebroker.cluster.zk_topic_admin.ZkTopicAdmin` extends it with Kafka's znodes, in a cluster
+`wirebroker.cluster.zk_topic_admin.ZkTopicAdmin` writes Kafka's znodes instead, in a cluster
 and on a single broker (over its in-process ZooKeeper).
 
-Every check lives here, in Kafka's order and with its messages (ReplicationControlManager):
-name, exists, collision ('.' vs '_'), configs (`topic_configs.validate_topic_configs`),
-manual assignments or partitions / replication factor, MAX_PARTITIONS_PER_REQUEST. Failures
-raise a `ClusterError` subclass (wirebroker.cluster.errors); handlers only map it to codes.
+Every check lives here, in `TopicChecks`, which both admins hold (composition, not a base
+class), in Kafka's order and with its messages (ReplicationControlManager): name, exists,
+collision ('.' vs '_'), configs (`topic_configs.validate_topic_configs`), manual assignments
+or partitions / replication factor, MAX_PARTITIONS_PER_REQUEST. Failures raise a
+`ClusterError` subclass (wirebroker.metadata.errors); handlers only map it to codes.
 `validate_only` runs every check and changes nothing.
 
 Ordering, so that a crash at any point leaves a state `ReplicaManager.load` repairs:
@@ -29,11 +30,12 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from wirebroker.cluster.errors import (
+from wirebroker.log.errors import LogError
+from wirebroker.metadata.errors import (
     ClusterError,
     InvalidPartitionsError,
     InvalidReplicationAssignmentError,
@@ -44,19 +46,18 @@ from wirebroker.cluster.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.cluster.names import (
+from wirebroker.metadata.names import (
     collision_key,
     has_collision_chars,
     is_internal,
     validate_topic_name,
 )
-from wirebroker.cluster.topic_configs import (
+from wirebroker.metadata.topic_configs import (
     effective_topic_configs,
     topic_log_config,
     validate_topic_configs,
 )
-from wirebroker.cluster.topic_store import TopicInfo, TopicStore, new_random_uuid
-from wirebroker.log.errors import LogError
+from wirebroker.metadata.topic_store import TopicInfo, TopicStore, new_random_uuid
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
@@ -72,6 +73,8 @@ __all__ = [
     "NewTopic",
     "PartitionListener",
     "TopicAdmin",
+    "TopicChecks",
+    "create_each",
 ]
 
 log = logging.getLogger(__name__)
@@ -247,63 +250,44 @@ def check_new_topic_assignments(
     return len(seen), rf or 0
 
 
-class LocalTopicAdmin(TopicAdmin):
-    """`TopicAdmin` without ZooKeeper: the `TopicStore` is the metadata, `LogManager` the logs."""
+def create_each(
+    create: Callable[..., TopicInfo],
+    topics: Sequence[NewTopic],
+    *,
+    now_ms: int,
+    validate_only: bool,
+) -> list[CreateTopicResult]:
+    """`create` for one topic after the other, each answering its TopicInfo or its error."""
+    out: list[CreateTopicResult] = []
+    for topic in topics:
+        try:
+            out.append(create(topic, now_ms=now_ms, validate_only=validate_only))
+        except (ClusterError, LogError) as exc:
+            out.append(exc)
+    return out
+
+
+class TopicChecks:
+    """The one validation path of topic administration, over what the metadata knows (the
+    `TopicStore`) and the registered brokers (`brokers()`). Each method raises the first
+    failing check's `ClusterError` or returns what the change would be; it changes nothing."""
 
     def __init__(
-        self,
-        config: BrokerConfig,
-        topics: TopicStore,
-        logs: LogManager,
-        *,
-        node_id: int,
-        listener: PartitionListener | None = None,
+        self, config: BrokerConfig, topics: TopicStore, brokers: Callable[[], Sequence[int]]
     ) -> None:
         self.config = config
         self.topics = topics
-        self.logs = logs
-        self.node_id = node_id
-        self.listener = listener
+        self.brokers = brokers
 
-    @property
-    def brokers(self) -> list[int]:
-        """The registered brokers: this one."""
-        return [self.node_id]
-
-    # -- reads -------------------------------------------------------------------------------
-    def describe(self, name: str) -> TopicInfo | None:
-        return self.topics.get(name)
-
-    def effective_configs(self, name: str) -> dict[str, str | None]:
-        """Every topic config of `name` (override, else broker value, else default)."""
-        info = self.topics.get(name)
-        return effective_topic_configs(self.config, info.configs if info is not None else {})
-
-    def log_config(self, name: str) -> LogConfig:
-        info = self.topics.get(name)
-        return topic_log_config(self.config, info.configs if info is not None else {})
-
-    # -- create ------------------------------------------------------------------------------
-    def create_topics(
-        self, topics: Sequence[NewTopic], *, now_ms: int, validate_only: bool = False
-    ) -> list[CreateTopicResult]:
-        out: list[CreateTopicResult] = []
-        for topic in topics:
-            try:
-                out.append(self.create(topic, now_ms=now_ms, validate_only=validate_only))
-            except (ClusterError, LogError) as exc:
-                out.append(exc)
-        return out
-
-    def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
-        """Check `topic` in Kafka's order, then create it (unless `validate_only`)."""
+    def new_topic(self, topic: NewTopic) -> TopicInfo:
+        """Check `topic` in Kafka's order; the topic it would be (a new id, no assignment)."""
         name = topic.name
         self._check_new_name(name)
         overrides = validate_topic_configs(topic.configs)
         num_partitions, replication_factor = self._partitions_and_rf(topic)
         if num_partitions > MAX_PARTITIONS_PER_REQUEST:
             raise PolicyViolationError("Excessively large number of partitions per request.")
-        info = TopicInfo(
+        return TopicInfo(
             name=name,
             topic_id=new_random_uuid(t.topic_id for t in self.topics.all()),
             partitions=num_partitions,
@@ -311,9 +295,6 @@ class LocalTopicAdmin(TopicAdmin):
             configs=overrides,
             is_internal=is_internal(name),
         )
-        if not validate_only:
-            self._add_partitions(info, 0, now_ms)
-        return info
 
     def _check_new_name(self, name: str) -> None:
         validate_topic_name(name)
@@ -340,7 +321,7 @@ class LocalTopicAdmin(TopicAdmin):
                     "A manual partition assignment was specified, but numPartitions was not "
                     "set to -1."
                 )
-            return check_new_topic_assignments(topic.assignments, self.brokers)
+            return check_new_topic_assignments(topic.assignments, self.brokers())
         if rf < -1 or rf == 0:
             raise InvalidReplicationFactorError(
                 "Replication factor must be larger than 0, or -1 to use the default value."
@@ -353,7 +334,7 @@ class LocalTopicAdmin(TopicAdmin):
             num_partitions = self.config.num_partitions
         if rf == -1:
             rf = self.config.get_int("default.replication.factor")
-        brokers = len(self.brokers)
+        brokers = len(self.brokers())
         if rf > brokers:
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {rf} time(s): The target replication "
@@ -362,9 +343,8 @@ class LocalTopicAdmin(TopicAdmin):
             )
         return num_partitions, rf
 
-    def create_partitions(
-        self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
-    ) -> None:
+    def new_partitions(self, request: NewPartitions) -> TopicInfo:
+        """Check growing a topic; the topic as it is now."""
         name, count, assignments = request.name, request.count, request.assignments
         info = self.topics.get(name)
         if info is None:
@@ -384,15 +364,94 @@ class LocalTopicAdmin(TopicAdmin):
                     f"Attempted to add {additional} additional partition(s), but only "
                     f"{len(assignments)} assignment(s) were specified."
                 )
+            brokers = self.brokers()
             for replicas in assignments:
-                check_replicas(replicas, self.brokers, info.replication_factor)
+                check_replicas(replicas, brokers, info.replication_factor)
         if additional > MAX_PARTITIONS_PER_REQUEST:
             raise PolicyViolationError(
                 "Excessively large number of additional partitions per request."
             )
+        return info
+
+    def deleted_topic(self, name: str) -> TopicInfo:
+        """Check deleting `name`: the topic as it is now."""
+        info = self.topics.get(name)
+        if info is None:
+            raise UnknownTopicError("This server does not host this topic-partition.")
+        return info
+
+    def topic_configs(
+        self, name: str, configs: Mapping[str, str | None]
+    ) -> tuple[TopicInfo, dict[str, str]]:
+        """Check replacing the topic's overrides with `configs` (the configs first, then the
+        topic must exist); the topic as it is now and the overrides it would have."""
+        validate_topic_name(name)
+        overrides = validate_topic_configs(configs)
+        info = self.topics.get(name)
+        if info is None:
+            raise UnknownTopicError(f"The topic '{name}' does not exist.")
+        return info, overrides
+
+
+class LocalTopicAdmin(TopicAdmin):
+    """`TopicAdmin` without ZooKeeper: the `TopicStore` is the metadata, `LogManager` the logs."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicStore,
+        logs: LogManager,
+        *,
+        node_id: int,
+        listener: PartitionListener | None = None,
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.logs = logs
+        self.node_id = node_id
+        self.listener = listener
+        self.checks = TopicChecks(config, topics, lambda: self.brokers)
+
+    @property
+    def brokers(self) -> list[int]:
+        """The registered brokers: this one."""
+        return [self.node_id]
+
+    # -- reads -------------------------------------------------------------------------------
+    def describe(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+    def effective_configs(self, name: str) -> dict[str, str | None]:
+        """Every topic config of `name` (override, else broker value, else default)."""
+        info = self.topics.get(name)
+        return effective_topic_configs(self.config, info.configs if info is not None else {})
+
+    def log_config(self, name: str) -> LogConfig:
+        info = self.topics.get(name)
+        return topic_log_config(self.config, info.configs if info is not None else {})
+
+    # -- create ------------------------------------------------------------------------------
+    def create_topics(
+        self, topics: Sequence[NewTopic], *, now_ms: int, validate_only: bool = False
+    ) -> list[CreateTopicResult]:
+        return create_each(self.create, topics, now_ms=now_ms, validate_only=validate_only)
+
+    def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
+        """Check `topic` in Kafka's order, then create it (unless `validate_only`)."""
+        info = self.checks.new_topic(topic)
+        if not validate_only:
+            self._add_partitions(info, 0, now_ms)
+        return info
+
+    def create_partitions(
+        self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
+    ) -> None:
+        info = self.checks.new_partitions(request)
         if validate_only:
             return
-        self._add_partitions(dataclasses.replace(info, partitions=count), current, now_ms)
+        self._add_partitions(
+            dataclasses.replace(info, partitions=request.count), info.partitions, now_ms
+        )
 
     def _add_partitions(self, info: TopicInfo, first: int, now_ms: int) -> None:
         """Logs `first`.. of `info` in one batch, then `info` into the store (the commit
@@ -416,9 +475,7 @@ class LocalTopicAdmin(TopicAdmin):
     # -- delete / alter ----------------------------------------------------------------------
     def delete_topic(self, name: str) -> TopicInfo:
         """Remove the topic from the store, tell the listener, delete its logs."""
-        info = self.topics.get(name)
-        if info is None:
-            raise UnknownTopicError("This server does not host this topic-partition.")
+        info = self.checks.deleted_topic(name)
         self.topics.remove(name)
         if self.listener is not None:
             self.listener.on_topic_deleted(info)
@@ -432,11 +489,7 @@ class LocalTopicAdmin(TopicAdmin):
     ) -> None:
         """Replace the topic's overrides with `configs` (checked first, then the topic must
         exist); the listener applies them to the live partitions."""
-        validate_topic_name(name)
-        overrides = validate_topic_configs(configs)
-        info = self.topics.get(name)
-        if info is None:
-            raise UnknownTopicError(f"The topic '{name}' does not exist.")
+        info, overrides = self.checks.topic_configs(name, configs)
         if validate_only:
             return
         changed = dataclasses.replace(info, configs=overrides)

@@ -1,11 +1,11 @@
-"""wirebroker.cluster.reassignment: one reassignment entry checked as Kafka's controller does
+"""wirebroker.metadata.reassignment: one reassignment entry checked as Kafka's controller does
 (the texts are Kafka 4.4's, asked of it in tests/oracle/test_kafka_answers.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from wirebroker.cluster.reassignment import check_target, unknown_partition
+from wirebroker.metadata.reassignment import check_target, unknown_partition
 
 PREFIX = "The manual partition assignment includes"
 

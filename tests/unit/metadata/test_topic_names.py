@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import InvalidTopicError
-from wirebroker.cluster.names import (
+from wirebroker.metadata.errors import InvalidTopicError
+from wirebroker.metadata.names import (
     INTERNAL_TOPICS,
     collision_key,
     has_collision_chars,

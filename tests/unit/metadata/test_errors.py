@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
-from wirebroker.cluster.errors import (
+from wirebroker.errors import KafkaError
+from wirebroker.log.errors import LogError, StorageError
+from wirebroker.metadata.errors import (
     ClusterError,
     TopicExistsError,
     UnknownTopicError,
     UnknownTopicOrPartitionError,
 )
-from wirebroker.errors import KafkaError
-from wirebroker.log.errors import LogError, StorageError
 from wirebroker.replication.partition import NotEnoughReplicasError
 
 

@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal
 
-from wirebroker.cluster.errors import InvalidConfigError
 from wirebroker.config import (
     INT_MAX,
     LONG_MAX,
@@ -30,6 +29,7 @@ from wirebroker.config import (
     ConfigType,
 )
 from wirebroker.log.config import LogConfig
+from wirebroker.metadata.errors import InvalidConfigError
 
 __all__ = [
     "effective_topic_configs",

@@ -1,9 +1,9 @@
-"""The controller's per-partition decisions (wirebroker.cluster.elections.decide)."""
+"""The controller's per-partition decisions (wirebroker.metadata.elections.decide)."""
 
 from __future__ import annotations
 
-from wirebroker.cluster.elections import decide
-from wirebroker.cluster.zk_layout import PartitionState
+from wirebroker.metadata.elections import decide
+from wirebroker.metadata.partition_state import PartitionState
 
 A = (1, 2, 3)
 

@@ -120,6 +120,7 @@ from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
 from wirebroker.net.endpoints import BrokerEndpoints
 from wirebroker.net.server import KafkaServer
+from wirebroker.replication.broker_client import SECURITY as PEER_SECURITY
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.fetcher import ReplicaFetcherManager
@@ -444,10 +445,8 @@ class Broker:
             self.group_coordinator.on_resigned(part.index, part.leader_epoch)
 
     def _peer_endpoint(self, node_id: int) -> tuple[str, int] | None:
-        if self.member is not None:
-            node = self.member.cache.broker(node_id)
-            return None if node is None else (node.host, node.port)
-        return self.peer_endpoints.get(node_id)
+        node = self.member.cache.broker(node_id) if self.member is not None else None
+        return self.peer_endpoints.get(node_id) if node is None else (node.host, node.port)
 
     def _broker_epoch(self) -> int:
         return self.member.broker_epoch if self.member is not None else self.broker_epoch
@@ -461,6 +460,7 @@ class Broker:
     ) -> None:
         """Run until cancelled, then shut down gracefully (see the module docstring)."""
         stop = trio.Event()
+        PEER_SECURITY.set(self.endpoints.peer_security)  # for every task started from here
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_set_when_cancelled, stop)
             coordination = self.coordination

@@ -464,11 +464,11 @@ async def _run(broker: Broker, ready: list[bool]) -> None:
             ready.append(True)
             for admin_host, admin_port in broker.admin_bound:
                 print(f"{ADMIN_PREFIX}http://{_format_host(admin_host)}:{admin_port}/")
-            print(f"{READY_PREFIX}{_format_host(connectable_host(host))}:{port}", flush=True)
             for name, (lhost, lport) in list(broker.server.bound_by_listener.items())[1:]:
                 print(
                     f"wirebroker listener {name} on {_format_host(connectable_host(lhost))}:{lport}"
                 )
+            print(f"{READY_PREFIX}{_format_host(connectable_host(host))}:{port}", flush=True)
             async for signum in signals:
                 log.info("received %s; shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()

@@ -31,6 +31,7 @@ from wirebroker.listeners import (
     inter_broker_listener,
 )
 from wirebroker.net.server import Endpoint
+from wirebroker.security.client import ClientSecurity, inter_broker_security
 from wirebroker.security.sasl_server import (
     SUPPORTED_MECHANISMS,
     SaslServerConfig,
@@ -95,6 +96,7 @@ class BrokerEndpoints:
     listeners: list[ListenerSpec] = field(init=False)
     inter_broker: ListenerSpec = field(init=False)
     endpoints: list[Endpoint] = field(init=False)
+    peer_security: ClientSecurity | None = field(init=False)
     #: listener name -> advertised (host, port), once bound
     advertised: dict[str, tuple[str, int]] = field(default_factory=dict)
 
@@ -102,6 +104,10 @@ class BrokerEndpoints:
         config = self.config
         self.listeners = broker_listeners(config)
         self.inter_broker = inter_broker_listener(config, self.listeners)
+        #: how this broker connects to its peers' inter-broker listener
+        self.peer_security = inter_broker_security(
+            config, self.inter_broker.name, self.inter_broker.protocol
+        )
         self.endpoints = [
             Endpoint(
                 spec.name,

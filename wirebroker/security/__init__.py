@@ -1,3 +1,5 @@
-"""Security: the authorizer behind the ACL APIs (wirebroker.security.acls). TLS, SASL and a
-real authorizer with stored ACLs are issue 34's; today the broker runs as an Apache Kafka
-without an authorizer (its default) does."""
+"""Security: pure cores (no trio, no I/O) for issue 34. acls.py: the authorizer the ACL APIs
+ask (`NoAuthorizer`: Apache Kafka without one, the broker's default); authorizer.py: an ACL
+authorizer with Kafka's decisions; scram.py: the SCRAM-SHA-256/512 server exchange;
+credentials.py: SCRAM users (Describe/AlterUserScramCredentials). TLS, the SASL wire layer
+and their wiring into the broker are the listeners' (wirebroker/net/, listeners.py)."""

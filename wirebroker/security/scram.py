@@ -31,7 +31,9 @@ Ours beyond Kafka: a client message longer than `max_message_bytes` is refused b
 parsed (Kafka relies on `sasl.server.max.receive.size`, 512 KiB, at the frame level), and the
 channel binding `c=` must be the base64 of the gs2 header ("biws" for "n,,"), as RFC 5802
 requires (Kafka does not check it; only a client that breaks the RFC sees the difference).
-The auth message is the bytes received (RFC); Kafka rebuilds it, the same for every client.
+The auth message is the bytes received (RFC). Kafka rebuilds the client-first part from its
+parsed fields, the same bytes unless the client sends two extensions or more (Kafka orders
+them its own way, differently from one JVM to the next, and then refuses the proof).
 """
 
 from __future__ import annotations
@@ -289,10 +291,7 @@ class ScramServer:
         if match is None:
             raise ScramError(f"Invalid SCRAM client first message format: {text}")
         self.extensions = _extensions(match["ext"])
-        try:
-            username = decode_sasl_name(match["saslname"])
-        except ValueError:
-            raise ScramError("Authentication failed: Credentials could not be obtained") from None
+        username = decode_sasl_name(match["saslname"])  # the grammar allows only =2C / =3D
         if self.extensions.get("tokenauth", "").lower() == "true":
             raise ScramError(f"Token Authentication failed: Invalid tokenId : {username}")
         credential = self._lookup(username)

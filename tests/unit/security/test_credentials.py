@@ -161,3 +161,34 @@ def test_user_node_round_trip_keeps_other_configs() -> None:
 def test_bad_user_node(data: bytes) -> None:
     with pytest.raises(ValueError, match="not a user config node"):
         parse_user_node(data)
+
+
+def test_refusals_kafka_makes_per_user() -> None:
+    store = CredentialStore({"known": {SHA256: CRED}})
+    results = store.alter(
+        [ScramDeletion("known", 0)],
+        [upsertion(""), ScramUpsertion("nosalted", 1, 4096, b"salt", b""), upsertion("x", 9)],
+    )
+    assert {r.user: (r.error_code, r.error_message) for r in results} == {
+        "known": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        "": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        "nosalted": (ErrorCode.UNKNOWN, None),
+        "x": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+    }
+    assert store.users() == {"known": {SHA256: CRED}}
+
+
+def test_describe_refusals() -> None:
+    store = CredentialStore({"a": {SHA256: CRED}})
+    assert store.describe(["a", "b", "a", "a"]) == [
+        DescribedUser(
+            "a",
+            ErrorCode.DUPLICATE_RESOURCE,
+            "Cannot describe SCRAM credentials for the same user twice in a single request: a",
+        ),
+        DescribedUser(
+            "b",
+            ErrorCode.RESOURCE_NOT_FOUND,
+            "Attempt to describe a user credential that does not exist: b",
+        ),
+    ]

@@ -314,12 +314,10 @@ class Connection:
                 self.peer,
             )
             return _Close()
-        log.warning(
-            "closing connection from %s: %s (socket.request.max.bytes=%d)",
-            self.peer,
-            exc,
-            self.max_frame_bytes,
-        )
+        cap = "socket.request.max.bytes"
+        if exc.limit < self.max_frame_bytes:  # a SASL connection not authenticated yet
+            cap = "sasl.server.max.receive.size, before authentication"
+        log.warning("closing connection from %s: %s (%s=%d)", self.peer, exc, cap, exc.limit)
         return _Close()
 
     async def _receive(

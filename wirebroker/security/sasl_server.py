@@ -265,11 +265,13 @@ class SaslServerSession:
             name = server.authorization_id
             if self._reauthenticating and self.principal != f"User:{name}":
                 self._state = _State.FAILED
-                return SaslStep(
-                    StepKind.FAIL,
-                    None,
-                    reason=f"re-authentication as User:{name} on a connection of {self.principal}",
-                )
+                reason = f"re-authentication as User:{name} on a connection of {self.principal}"
+                response = None
+                if header is not None:
+                    response = self._authenticate_response(
+                        header, ErrorCode.SASL_AUTHENTICATION_FAILED, reason, b"", 0
+                    )
+                return SaslStep(StepKind.FAIL, response, reason=reason)
             self.principal = f"User:{name}"
             self._state = _State.COMPLETE
             self._reauthenticating = False

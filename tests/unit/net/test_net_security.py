@@ -120,3 +120,24 @@ async def test_successful_authentication_sets_the_principal_and_lifts_the_cap(
     assert gate.frame_limit() == 1 << 20
     await gate.dispatch(_frame(ApiKey.METADATA, 12, {"topics": None}), "h", "p")
     assert inner.seen == [session]
+
+
+async def test_a_large_frame_before_authentication_closes_the_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from wirebroker.net.connection import Connection
+
+    session = ConnectionSession("SASL_PLAINTEXT", "SASL_PLAINTEXT")
+    sasl = SaslServerSession(SaslServerConfig(["PLAIN"]))
+    gate = SaslGate(
+        _Inner(), sasl, session, max_frame_bytes=1 << 20, failure_delay_ms=0, clock_ms=lambda: 0
+    )
+    client, stream = trio.testing.memory_stream_pair()
+    conn = Connection(
+        stream, gate, max_frame_bytes=1 << 20, idle_timeout_s=10, frame_limit=gate.frame_limit
+    )
+    await client.send_all((600_000).to_bytes(4, "big"))  # within 1 MiB, above 512 KiB
+    with trio.fail_after(5):
+        await conn.run()
+    assert await client.receive_some(10) == b""  # closed
+    assert "sasl.server.max.receive.size, before authentication=524288" in caplog.text

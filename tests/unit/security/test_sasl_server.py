@@ -133,3 +133,5 @@ def test_reauthentication_as_another_user_fails() -> None:
         _frame(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": _plain("admin", "admin-secret")}), 0
     )
     assert step.kind is StepKind.FAIL
+    body = _answer(ApiKey.SASL_AUTHENTICATE, 1, step.response)
+    assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED

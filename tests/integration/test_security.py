@@ -23,6 +23,7 @@ import struct
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -313,3 +314,33 @@ def test_transaction_markers_cross_the_secured_inter_broker_listener(
     finally:
         consumer.close()
     assert got == [f"tx-{i}".encode() for i in range(3)]
+
+
+def test_serve_tls_selfsigned_prints_what_a_client_needs(tmp_path: Path) -> None:
+    """`wirebroker serve --tls-selfsigned DIR`: the files and settings are printed, the SSL
+    listener's address is printed before the ready line, and a client using exactly the
+    printed CA file produces over TLS."""
+    from _broker import BrokerProcess
+
+    certs = tmp_path / "certs"
+    proc = BrokerProcess(
+        tmp_path / "data",
+        extra_args=["--tls-selfsigned", str(certs), "--tls-port", "0"],
+    )
+    proc.start()
+    try:
+        out = "".join(proc.stdout_lines)
+        assert f"ssl_cafile='{certs / 'ca.pem'}'" in out
+        assert f"ssl.ca.location={certs / 'ca.pem'}" in out
+        [line] = [x for x in proc.stdout_lines if x.startswith("wirebroker listener SSL on ")]
+        address = line.split(" on ")[1].strip()
+        producer = KafkaProducer(
+            bootstrap_servers=address,
+            security_protocol="SSL",
+            ssl_cafile=str(certs / "ca.pem"),
+            request_timeout_ms=10_000,
+        )
+        producer.send("selfsigned", b"x").get(timeout=TIMEOUT)
+        producer.close(timeout=5)
+    finally:
+        proc.close()

@@ -44,8 +44,8 @@ def producer_perf(
         "org.apache.kafka.tools.ProducerPerformance",
         [
             *("--topic", topic, "--num-records", str(count), "--record-size", str(size)),
-            *("--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}"),
-            f"acks={acks}",
+            *("--throughput", "-1", "--bootstrap-server", bootstrap),
+            *("--command-property", f"acks={acks}"),
         ],
         timeout=timeout,
         jvm_opts=JIT_ON,

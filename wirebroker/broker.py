@@ -95,6 +95,7 @@ from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
+from wirebroker.cluster.zk_scram_users import ZkScramUsers
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination, SessionState
@@ -127,6 +128,7 @@ from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.replication.txn_verify import TxnVerifier
+from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
@@ -339,6 +341,7 @@ class Broker:
             ),
             txn_coordinator=self.txn_coordinator,
             broker_configs=_broker_configs(self, config, node_id),
+            scram_users=_scram_users(self),
         )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
@@ -535,6 +538,7 @@ class Broker:
                     member_scope = trio.CancelScope()
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
+                    await nursery.start(self.services.scram_users.run)  # before any login
                     self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
@@ -549,6 +553,7 @@ class Broker:
                             background.cancel()
                     log.info("shutting down")
                     member_scope.cancel()
+                    self.services.scram_users.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
@@ -684,6 +689,15 @@ def _broker_configs(broker: Broker, config: BrokerConfig, node_id: int) -> Broke
         store=broker.topics if broker.local_cluster is not None else None,
     )
     return broker.zk_broker_configs
+
+
+def _scram_users(broker: Broker) -> ScramUsers:
+    """SCRAM users (wirebroker.cluster.zk_scram_users): in ZooKeeper (a single broker's
+    in-process one, kept in its topic store), else in memory."""
+    if broker.coordination is None:
+        return LocalScramUsers()
+    store = broker.topics if broker.local_cluster is not None else None
+    return ZkScramUsers(broker.coordination, store=store)
 
 
 def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:

@@ -1,8 +1,8 @@
 """DescribeUserScramCredentials v0 and AlterUserScramCredentials v0: the same alterations and
-the same assertions against Apache Kafka 4.4 (the oracle) and wirebroker's credential store
-(wirebroker/security/credentials.py, driven directly until the broker serves both APIs; its
-handlers join `scram_api` then). Kafka's codes and texts per user: duplicates, empty names,
-unknown mechanisms, iteration bounds, missing credentials, an empty salted password."""
+the same assertions against Apache Kafka 4.4 (the oracle), a wirebroker, a wirebroker cluster
+(over the wire, as to Kafka) and wirebroker's credential store driven directly
+(wirebroker/security/credentials.py). Kafka's codes and texts per user: duplicates, empty
+names, unknown mechanisms, iteration bounds, missing credentials, an empty salted password."""
 
 from __future__ import annotations
 
@@ -90,12 +90,18 @@ class CoreScram:
         }
 
 
-@pytest.fixture(params=["apache-kafka", "core"])
+@pytest.fixture(params=["apache-kafka", "wirebroker", "wirebroker-cluster", "core"])
 def scram_api(request: pytest.FixtureRequest) -> Iterator[ScramApi]:
     if request.param == "core":
         yield CoreScram()
         return
-    with Wire(str(request.getfixturevalue("apache_kafka"))) as wire:
+    bootstrap = {
+        "apache-kafka": "apache_kafka",
+        "wirebroker": "wirebroker_module",
+        "wirebroker-cluster": "kafka_cluster",
+    }[request.param]
+    broker = request.getfixturevalue(bootstrap)
+    with Wire(str(getattr(broker, "bootstrap", broker)).split(",")[0]) as wire:
         yield KafkaScram(wire)
 
 

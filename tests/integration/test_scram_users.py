@@ -1,8 +1,9 @@
 """SCRAM users (DescribeUserScramCredentials / AlterUserScramCredentials v0) with real clients:
 kafka-python's and confluent-kafka's admin clients and Kafka's own kafka-configs against a
-single broker (subprocess), which keeps them over a restart; a cluster of three real `Broker`s over the in-memory ZooKeeper
-(`_memory_cluster.py`), where a user created through one broker is described by the others and
-authenticates there (their mirrors), and the nodes are Kafka's ZooKeeper-mode ones."""
+single broker (subprocess), which keeps them over a restart; a cluster of three real `Broker`s
+over the in-memory ZooKeeper (`_memory_cluster.py`), where a user created through one broker is
+described by the others and authenticates there (their mirrors), and the nodes are Kafka's
+ZooKeeper-mode ones."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ names, unknown mechanisms, iteration bounds, missing credentials, an empty salte
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
@@ -50,8 +51,21 @@ class KafkaScram:
                 for n, m, i, s, p in upsertions
             ],
         }
+        names = sorted({n for n, *_ in (*deletions, *upsertions) if n})
+        before = self.describe(names) if names else {}
         answer = self.wire.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
-        return {r.user: (r.error_code, r.error_message) for r in answer.results}
+        results = {r.user: (r.error_code, r.error_message) for r in answer.results}
+        self._settle({u: before[u] for u, (code, _) in results.items() if code == 0})
+        return results
+
+    def _settle(self, before: dict[str, tuple[int, str | None, list[tuple[int, int]]]]) -> None:
+        """Wait (up to 5 s) until the broker describes each altered user differently: Kafka's
+        controller answers an alteration and its broker's metadata image learns it a moment
+        later (wirebroker answers once the answering broker applied it)."""
+        deadline = time.monotonic() + 5
+        while before and time.monotonic() < deadline:
+            now = self.describe(list(before))
+            before = {u: old for u, old in before.items() if now[u] == old}
 
     def describe(
         self, users: Sequence[str] | None

@@ -63,16 +63,16 @@ every mode; on a single broker nothing ever waits in it. The group coordinator f
 leadership of `__consumer_offsets` partitions (role listener); a single broker creates that
 topic with one replica, a cluster with offsets.topic.replication.factor.
 
-Listeners (`wirebroker/listeners.py`): every entry of `listeners` is served as PLAINTEXT except
-those named in `controller.listener.names` (a Kafka KRaft server.properties lists a CONTROLLER
-listener; a single wirebroker has no controller quorum). SSL/SASL listeners are refused at start.
-
-Advertised address (what Metadata/FindCoordinator tell clients): the first entry of
-`advertised.listeners` when set (an empty host or port 0 there takes the bound value), else the
-first bound address. A wildcard bind (`0.0.0.0`, `::`, empty host) is advertised as the
-loopback address of its family (127.0.0.1 / ::1), because a wildcard is not connectable; Kafka
-would advertise the canonical host name instead (empty host) or refuse to start (0.0.0.0). Set
-`advertised.listeners` to reach the broker from other hosts.
+Listeners (`wirebroker/listeners.py`, made ready by `wirebroker/net/endpoints.py`): every entry
+of `listeners` is bound with its own security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT,
+SASL_SSL through `listener.security.protocol.map`), except those named in
+`controller.listener.names`. A client is answered (Metadata, FindCoordinator, DescribeCluster,
+leader hints) with the advertised addresses of the listener it connected on; ZooKeeper's
+registration lists every listener, and its host/port are the inter-broker listener's
+(`inter.broker.listener.name`), where other brokers connect. A wildcard bind (`0.0.0.0`, `::`,
+empty host) is advertised as the loopback address of its family (127.0.0.1 / ::1), because a
+wildcard is not connectable; Kafka would advertise the canonical host name instead (empty host)
+or refuse to start (0.0.0.0). Set `advertised.listeners` to reach the broker from other hosts.
 
 Flush scheduler: Kafka checks `flush.ms` every log.flush.scheduler.interval.ms (default: never);
 wirebroker checks every min(that, 1000) ms so a topic-level `flush.ms` takes effect.
@@ -107,7 +107,6 @@ from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
-from wirebroker.listeners import advertised_address, listen_addresses
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
@@ -120,7 +119,9 @@ from wirebroker.metadata.topic_store import (
     uuid_to_base64,
 )
 from wirebroker.metadata.view import ClusterView, LocalClusterView
+from wirebroker.net.endpoints import BrokerEndpoints
 from wirebroker.net.server import KafkaServer
+from wirebroker.replication.broker_client import SECURITY as PEER_SECURITY
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.fetcher import ReplicaFetcherManager
@@ -173,7 +174,7 @@ class Broker:
         self.peer_endpoints: dict[int, tuple[str, int]] = {}
         #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
         self.broker_epoch = -1
-        self.listen = listen_addresses(config)
+        self.endpoints = BrokerEndpoints(config)  # the listeners, advertised once bound
         try:
             #: where the admin HTTP listener binds (`admin.listeners`; empty: no listener)
             self.admin_listen = parse_admin_listeners(
@@ -249,7 +250,10 @@ class Broker:
             self.admin = LocalTopicAdmin(
                 config, self.topics, self.logs, node_id=node_id, listener=self.replicas
             )
-            return LocalClusterView(node_id, self._advertised, self.replicas, self.topics)
+            endpoints = self.endpoints.advertised_listeners
+            return LocalClusterView(
+                node_id, self._advertised, self.replicas, self.topics, endpoints=endpoints
+            )
         self.member = ClusterMember(
             self.coordination,
             node_id=node_id,
@@ -261,6 +265,7 @@ class Broker:
             controller_factory=ZkController,
             config=config,
             store_assignments=self.local_cluster is None,
+            endpoints=self.endpoints.registration,
         )
         self.replicas.isr_listener = self.member
         self.admin = ZkTopicAdmin(
@@ -361,6 +366,8 @@ class Broker:
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
             hold_requests=self.member is not None,
+            failed_authentication_delay_ms=self.endpoints.failed_authentication_delay_ms,
+            clock_ms=clock,
         )
         self.fault_control = FaultControl(
             self.faults,
@@ -442,10 +449,8 @@ class Broker:
             self.group_coordinator.on_resigned(part.index, part.leader_epoch)
 
     def _peer_endpoint(self, node_id: int) -> tuple[str, int] | None:
-        if self.member is not None:
-            node = self.member.cache.broker(node_id)
-            return None if node is None else (node.host, node.port)
-        return self.peer_endpoints.get(node_id)
+        node = self.member.cache.broker(node_id) if self.member is not None else None
+        return self.peer_endpoints.get(node_id) if node is None else (node.host, node.port)
 
     def _broker_epoch(self) -> int:
         return self.member.broker_epoch if self.member is not None else self.broker_epoch
@@ -459,6 +464,7 @@ class Broker:
     ) -> None:
         """Run until cancelled, then shut down gracefully (see the module docstring)."""
         stop = trio.Event()
+        PEER_SECURITY.set(self.endpoints.peer_security)  # for every task started from here
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_set_when_cancelled, stop)
             coordination = self.coordination
@@ -519,17 +525,15 @@ class Broker:
                 if self.zk_broker_configs is not None:
                     await self.zk_broker_configs.start()  # applied before anything is served
                 async with trio.open_nursery() as nursery:
-                    self.bound = await nursery.start(self.server.run, self.listen)
-                    host, port = advertised_address(self.config, self.bound)
+                    self.bound = await nursery.start(self.server.run, self.endpoints.endpoints)
+                    self.endpoints.bound(self.server.bound_by_listener)
+                    host, port = self.endpoints.inter_broker_address()
                     self.services.advertised_host = host
                     self.services.advertised_port = port
                     log.info(
-                        "broker %d (cluster %s) serving on %s, advertised as %s:%d",
-                        self.services.node_id,
-                        self.services.cluster_id,
-                        ", ".join(f"{h}:{p}" for h, p in self.bound),
-                        host,
-                        port,
+                        "broker %d (cluster %s) serving on %s, advertised as %s",
+                        *(self.services.node_id, self.services.cluster_id),
+                        *(", ".join(f"{h}:{p}" for h, p in self.bound), self.endpoints),
                     )
                     if self.admin_http is not None:
                         self.admin_bound = await nursery.start(
@@ -572,12 +576,10 @@ class Broker:
         flush_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), _FLUSH_CHECK_MAX_MS)
         checkpoint_ms = self.config.get_int("log.flush.offset.checkpoint.interval.ms")
         nursery.start_soon(
-            self._every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
+            _every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
         )
-        nursery.start_soon(
-            self._every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock())
-        )
-        nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
+        nursery.start_soon(_every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock()))
+        nursery.start_soon(_every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
         if self.config.get_bool("log.cleaner.enable"):
             nursery.start_soon(self._clean_logs)
         nursery.start_soon(self.group_coordinator.run)
@@ -592,16 +594,14 @@ class Broker:
         nursery.start_soon(self.fetchers.run)
         lag_ms = self.config.get_int("replica.lag.time.max.ms")
         nursery.start_soon(
-            self._every,
+            _every,
             max(lag_ms // 2, 1),
             "ISR shrink",
             lambda: self.replicas.maybe_shrink_isr(self.clock()),
         )
         if self._checkpoints_hw:
             hw_ms = self.config.get_int("replica.high.watermark.checkpoint.interval.ms")
-            nursery.start_soon(
-                self._every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks
-            )
+            nursery.start_soon(_every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks)
 
     @property
     def _checkpoints_hw(self) -> bool:
@@ -632,15 +632,16 @@ class Broker:
                 busy = False
             await trio.sleep(0 if busy else max(backoff_ms, 1) / 1000)
 
-    async def _every(self, interval_ms: int, what: str, job: Callable[[], object]) -> None:
-        """Run `job` every `interval_ms`; a failure is logged and the next run still happens."""
-        interval_s = max(interval_ms, 1) / 1000
-        while True:
-            await trio.sleep(interval_s)
-            try:
-                job()
-            except Exception:
-                log.exception("background task %r failed", what)
+
+async def _every(interval_ms: int, what: str, job: Callable[[], object]) -> None:
+    """Run `job` every `interval_ms`; a failure is logged and the next run still happens."""
+    interval_s = max(interval_ms, 1) / 1000
+    while True:
+        await trio.sleep(interval_s)
+        try:
+            job()
+        except Exception:
+            log.exception("background task %r failed", what)
 
 
 def zookeeper_coordination(config: BrokerConfig) -> Coordination:

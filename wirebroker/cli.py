@@ -103,6 +103,20 @@ def _parser() -> argparse.ArgumentParser:
         "127.0.0.1:P (0: any free port; sets admin.listeners); off by default",
     )
     serve.add_argument(
+        "--tls-selfsigned",
+        metavar="DIR",
+        help="also listen with TLS (an SSL listener on --tls-port) with a throwaway CA and "
+        "broker certificate made in DIR (kept there for the next run); prints the files and "
+        "the client settings. For local testing only",
+    )
+    serve.add_argument(
+        "--tls-port",
+        type=int,
+        default=9093,
+        metavar="P",
+        help="the port of --tls-selfsigned's SSL listener (default 9093; 0: any free port)",
+    )
+    serve.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
@@ -257,7 +271,35 @@ def config_values(args: argparse.Namespace) -> dict[str, str]:
         port = args.port if args.port is not None else port
         listeners[0] = (name, host, port)
         values["listeners"] = ",".join(f"{n}://{_format_host(h)}:{p}" for n, h, p in listeners)
+    if getattr(args, "tls_selfsigned", None):
+        _add_selfsigned_listener(values, args.tls_selfsigned, args.tls_port)
     return values
+
+
+def _add_selfsigned_listener(values: dict[str, str], directory: str, port: int) -> None:
+    """--tls-selfsigned: an SSL listener beside the first one, on the same host, with a
+    throwaway CA's broker certificate (wirebroker.security.selfsigned); mTLS requested."""
+    from wirebroker.security.selfsigned import generate
+
+    listeners = parse_listeners(values.get("listeners") or str(BROKER_CONFIGS["listeners"].default))
+    if any(name == "SSL" for name, _h, _p in listeners):
+        raise ConfigError("--tls-selfsigned: an SSL listener is already configured")
+    host = listeners[0][1] if listeners else "127.0.0.1"
+    listeners.append(("SSL", host, port))
+    values["listeners"] = ",".join(f"{n}://{_format_host(h)}:{p}" for n, h, p in listeners)
+    files = generate(directory)
+    values.update(files.broker_settings("SSL"))
+    print(
+        f"wirebroker TLS: throwaway CA in {files.directory} (not for production)\n"
+        f"  CA certificate (trust it): {files.ca}\n"
+        f"  broker key + chain: {files.broker}\n"
+        f"  client certificate (mTLS, optional): {files.client_cert} key {files.client_key}\n"
+        f"  Java / kafka-console-*: security.protocol=SSL ssl.truststore.type=PEM "
+        f"ssl.truststore.location={files.ca}\n"
+        f"  librdkafka / confluent-kafka: security.protocol=SSL ssl.ca.location={files.ca}\n"
+        f"  kafka-python / aiokafka: security_protocol='SSL', ssl_cafile='{files.ca}'",
+        flush=True,
+    )
 
 
 #: The client commands' bootstrap option, in all its spellings (wirebroker/ctl).
@@ -422,6 +464,10 @@ async def _run(broker: Broker, ready: list[bool]) -> None:
             ready.append(True)
             for admin_host, admin_port in broker.admin_bound:
                 print(f"{ADMIN_PREFIX}http://{_format_host(admin_host)}:{admin_port}/")
+            for name, (lhost, lport) in list(broker.server.bound_by_listener.items())[1:]:
+                print(
+                    f"wirebroker listener {name} on {_format_host(connectable_host(lhost))}:{lport}"
+                )
             print(f"{READY_PREFIX}{_format_host(connectable_host(host))}:{port}", flush=True)
             async for signum in signals:
                 log.info("received %s; shutting down", signal.Signals(signum).name)

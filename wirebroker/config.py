@@ -690,7 +690,9 @@ class BrokerConfig:
 
     def unknown_keys(self) -> list[str]:
         return sorted(
-            k for k in self.values if k not in BROKER_CONFIGS and k not in BROKER_QUOTA_CONFIGS
+            k
+            for k in self.values
+            if k not in BROKER_CONFIGS and k not in BROKER_QUOTA_CONFIGS and not is_security_key(k)
         )
 
     def raw(self, name: str) -> str | None:
@@ -811,6 +813,25 @@ class BrokerConfig:
     @property
     def socket_request_max_bytes(self) -> int:
         return self.get_int("socket.request.max.bytes")
+
+
+#: The listener and security settings read by wirebroker/listeners.py, wirebroker/net/endpoints.py
+#: and wirebroker/security/tls.py (docs/security.md), straight from the static values.
+_SECURITY_KEYS = frozenset(
+    {
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "security.inter.broker.protocol",
+        "controller.listener.names",
+        "connections.max.reauth.ms",
+        "connection.failed.authentication.delay.ms",
+    }
+)
+
+
+def is_security_key(key: str) -> bool:
+    """A listener / TLS / SASL setting (read by the listener code, not a `ConfigDef`)."""
+    return key in _SECURITY_KEYS or key.startswith(("ssl.", "sasl.", "listener.name."))
 
 
 def parse_listeners(raw: str) -> list[tuple[str, str, int]]:

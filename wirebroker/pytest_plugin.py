@@ -10,6 +10,12 @@ directory that is removed afterwards):
                           `kafka_broker_scope` says `module`/`package`/`session`.
     kafka_broker_session  one broker shared by the whole session
     kafka_bootstrap       kafka_broker.bootstrap: "127.0.0.1:PORT" for bootstrap.servers
+    kafka_client_config   kafka_broker.client_config: librdkafka / confluent-kafka settings
+                          (bootstrap.servers, and a secured broker's security.protocol,
+                          ssl.ca.location, sasl.mechanism, sasl.username, sasl.password)
+    kafka_python_config   kafka_broker.kafka_python_config: the same as kafka-python keyword
+                          arguments (bootstrap_servers, security_protocol, ssl_cafile,
+                          sasl_mechanism, sasl_plain_username, sasl_plain_password)
     kafka_create_topic    create_topic(name=None, partitions=1, replication_factor=1,
                           configs=None) -> name; on kafka_broker, waits for the leaders; without
                           a name, a unique one derived from the test's name
@@ -26,9 +32,14 @@ directory that is removed afterwards):
                           reason when ZooKeeper or a JRE is not installed
 
 Per-test broker settings (function scope): `@pytest.mark.kafka_broker(overrides={...},
-thread=True)`. Ini keys: `kafka_broker_scope`, `kafka_broker_thread` (true: brokers are served
-from a thread of the test process instead of a subprocess: faster to start, less isolated;
-see `wirebroker.testing._broker`).
+thread=True, security="SASL_SSL", sasl_mechanism="SCRAM-SHA-256")`. `security` ("SSL",
+"SASL_PLAINTEXT", "SASL_SSL") makes a secured broker: a throwaway CA, users alice and bob,
+PLAIN and both SCRAMs, client certificates requested (mTLS); `bootstrap` is the secured
+listener and the config fixtures carry what a client needs (see
+`wirebroker.testing._security`).
+Ini keys: `kafka_broker_scope`, `kafka_broker_thread` (true: brokers are served from a thread
+of the test process instead of a subprocess: faster to start, less isolated; see
+`wirebroker.testing._broker`).
 
 The fixtures are synchronous and the brokers run outside the test's event loop, so they serve
 plain, pytest-asyncio, anyio and pytest-trio tests alike, with any Kafka client library.
@@ -78,8 +89,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{_MARKER}(overrides=None, thread=None): settings of this test's kafka_broker "
-        "(function scope)",
+        f"{_MARKER}(overrides=None, thread=None, security=None, sasl_mechanism='PLAIN'): "
+        "settings of this test's kafka_broker (function scope)",
     )
 
 
@@ -129,6 +140,18 @@ def kafka_broker_session(request: pytest.FixtureRequest) -> Iterator[BrokerHandl
 def kafka_bootstrap(kafka_broker: BrokerHandle) -> str:
     """kafka_broker's "HOST:PORT"."""
     return kafka_broker.bootstrap
+
+
+@pytest.fixture
+def kafka_client_config(kafka_broker: BrokerHandle) -> dict[str, str]:
+    """librdkafka / confluent-kafka settings for kafka_broker (security included)."""
+    return kafka_broker.client_config
+
+
+@pytest.fixture
+def kafka_python_config(kafka_broker: BrokerHandle) -> dict[str, Any]:
+    """kafka-python keyword arguments for kafka_broker (security included)."""
+    return kafka_broker.kafka_python_config
 
 
 def _topic_name(request: pytest.FixtureRequest) -> str:

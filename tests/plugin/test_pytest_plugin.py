@@ -221,3 +221,34 @@ def test_not_installed_into_fixtures_of_other_suites(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1)
     result = run(pytester, "def test_off(kafka_bootstrap):\n    pass\n", "-p", "no:wirebroker")
     result.assert_outcomes(errors=1)
+
+
+SECURED = """
+import pytest
+from confluent_kafka import Consumer, Producer
+from kafka import KafkaProducer
+
+@pytest.mark.kafka_broker(security="SASL_SSL", sasl_mechanism="SCRAM-SHA-256", thread=True)
+def test_sasl_ssl(kafka_client_config, kafka_python_config, kafka_create_topic, kafka_read_to_end):
+    assert kafka_client_config["security.protocol"] == "SASL_SSL"
+    topic = kafka_create_topic()
+    producer = Producer(kafka_client_config)
+    producer.produce(topic, b"secured")
+    assert producer.flush(20) == 0
+    producer = KafkaProducer(**kafka_python_config)
+    producer.send(topic, b"too").get(timeout=20)
+    producer.close()
+    assert [m.value for m in kafka_read_to_end(topic)] == [b"secured", b"too"]
+
+@pytest.mark.kafka_broker(security="SSL")
+def test_ssl_refuses_plaintext(kafka_broker, kafka_python_config):
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError
+    assert kafka_python_config["security_protocol"] == "SSL"
+    with pytest.raises(KafkaError):
+        KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, max_block_ms=3000)
+"""
+
+
+def test_secured_broker_marker(pytester: pytest.Pytester) -> None:
+    run(pytester, SECURED).assert_outcomes(passed=2)

@@ -42,7 +42,7 @@ from typing import Any
 
 from _kafka_cluster import KafkaCluster
 from _peers import REPO_ROOT, machine_line, write_section
-from bench_broker import load, quantile
+from bench_broker import _loadavg, load, quantile
 from bench_failover import ClusterProcesses, failover_rounds
 
 from wirebroker.coordination.zk_server import ZooKeeperServer
@@ -147,7 +147,8 @@ def render(samples: dict, meta: dict[str, Any]) -> str:
         "",
         f"Command: `{meta['command']}`  ",
         f"Date: {meta['date']}  ",
-        f"Machine: {meta['machine']}  ",
+        f"Machine: {meta['machine']}; load average {meta.get('load_before', '?')} before the "
+        f"run, {meta.get('load_after', '?')} after  ",
         f"Rounds: {meta['rounds']} per cluster, alternating; {meta['kills']} stops of each "
         "kind per round. Medians of the rounds (min-max); failover p50 / p99 of every stop. "
         "Ratio = wirebroker / Kafka.",
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "kills": args.kills,
     }
     samples: dict[str, dict[str, list[float]]] = {}
+    meta["load_before"] = _loadavg()
     for r in range(args.rounds):
         for side in SIDES if r % 2 == 0 else SIDES[::-1]:
             workdir = Path(tempfile.mkdtemp(prefix=f"bench-cluster-{side}-"))
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 _round(side, workdir, args, samples)
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
+    meta["load_after"] = _loadavg()
     section = render(samples, meta)
     print(section)
     if args.write_docs:

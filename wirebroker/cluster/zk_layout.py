@@ -251,6 +251,10 @@ def decode_controller_epoch(data: bytes | None) -> int:
 
 
 # -- /brokers/ids/<id> -------------------------------------------------------------------------
+#: (every listener's (name, host, port), (name, security protocol) pairs) of a registration
+Endpoints = tuple[tuple[tuple[str, str, int], ...], tuple[tuple[str, str], ...]]
+
+
 @dataclass(frozen=True)
 class BrokerRegistration:
     broker_id: int
@@ -258,18 +262,29 @@ class BrokerRegistration:
     port: int
     rack: str | None = None
     timestamp_ms: int = 0
+    #: (listener name, host, port) of every advertised listener; () = PLAINTEXT at host:port
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+    #: listener name -> security protocol
+    protocols: tuple[tuple[str, str], ...] = ()
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def encode_broker(reg: BrokerRegistration) -> bytes:
-    host = f"[{reg.host}]" if ":" in reg.host else reg.host
+    """`host`/`port` are the inter-broker listener's address (Kafka writes its PLAINTEXT
+    listener's there; only wirebroker brokers read them), `endpoints` every listener."""
+    endpoints = reg.endpoints or (("PLAINTEXT", reg.host, reg.port),)
+    protocols = dict(reg.protocols) if reg.endpoints else {"PLAINTEXT": "PLAINTEXT"}
     doc: dict[str, Any] = {
         "version": 5,
         "host": reg.host,
         "port": reg.port,
         "jmx_port": -1,
         "timestamp": str(reg.timestamp_ms),
-        "endpoints": [f"PLAINTEXT://{host}:{reg.port}"],
-        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "endpoints": [f"{name}://{_bracketed(h)}:{p}" for name, h, p in endpoints],
+        "listener_security_protocol_map": protocols,
         "features": {},
     }
     if reg.rack is not None:
@@ -292,16 +307,16 @@ def decode_broker(broker_id: int, data: bytes | None) -> BrokerRegistration:
     obj = _load(data, what)
     host, port = obj.get("host"), obj.get("port")
     protocol_map = obj.get("listener_security_protocol_map") or {}
+    endpoints = []
     for text in obj.get("endpoints") or []:
         parsed = _parse_endpoint(str(text)) if isinstance(text, str) else None
-        if parsed is None:
-            continue
-        name, ep_host, ep_port = parsed
-        if protocol_map.get(name, name) == "PLAINTEXT":
-            host, port = ep_host, ep_port
-            break
-    if not isinstance(host, str) or not isinstance(port, int) or port < 0:
-        raise LayoutError(f"{what}: no PLAINTEXT endpoint")
+        if parsed is not None:
+            endpoints.append(parsed)
+    if not isinstance(host, str) or not host or not isinstance(port, int) or port < 0:
+        plaintext = [e for e in endpoints if protocol_map.get(e[0], e[0]) == "PLAINTEXT"]
+        if not (plaintext or endpoints):
+            raise LayoutError(f"{what}: no endpoint")
+        _name, host, port = (plaintext or endpoints)[0]
     rack = obj.get("rack")
     stamp = obj.get("timestamp")
     return BrokerRegistration(
@@ -310,6 +325,8 @@ def decode_broker(broker_id: int, data: bytes | None) -> BrokerRegistration:
         port,
         rack if isinstance(rack, str) else None,
         int(stamp) if isinstance(stamp, str) and stamp.isdigit() else 0,
+        tuple(endpoints),
+        tuple((str(k), str(v)) for k, v in protocol_map.items()),
     )
 
 

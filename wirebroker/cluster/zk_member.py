@@ -44,6 +44,7 @@ from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.zk_election import Controller, ControllerElection
 from wirebroker.cluster.zk_events import EventQueue
 from wirebroker.cluster.zk_isr import IsrWriter
+from wirebroker.cluster.zk_layout import Endpoints
 from wirebroker.cluster.zk_metadata_cache import ZkMetadataCache, mirrored_info
 from wirebroker.cluster.zk_mirror import MetadataMirror
 from wirebroker.cluster.zk_registration import (
@@ -97,6 +98,7 @@ class ClusterMember:
         config: BrokerConfig | None = None,
         store_assignments: bool = True,
         registration_wait_s: float | None = None,
+        endpoints: Callable[[], Endpoints] | None = None,
     ) -> None:
         self.coord = coord
         self.node_id = node_id
@@ -119,6 +121,7 @@ class ClusterMember:
             address=address,
             clock=clock,
             wait_s=registration_wait_s,
+            endpoints=endpoints,
         )
         self.roles = PartitionRoles(
             node_id=node_id,

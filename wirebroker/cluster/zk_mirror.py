@@ -113,7 +113,9 @@ class MetadataMirror:
             except zl.LayoutError as exc:
                 log.warning("ignoring broker %d: %s", broker, exc)
                 continue
-            self.cache.brokers[broker] = BrokerNode(broker, reg.host, reg.port, reg.rack)
+            self.cache.brokers[broker] = BrokerNode(
+                broker, reg.host, reg.port, reg.rack, reg.endpoints
+            )
             self.cache.epochs[broker] = stat.czxid
 
     async def on_topics(self, children: list[str] | None) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import trio
 
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.zk_layout import Endpoints
 from wirebroker.coordination.api import Coordination, NodeExistsError, Stat
 from wirebroker.metadata.errors import BrokerIdTakenError
 
@@ -58,11 +59,14 @@ class Registration:
         address: Callable[[], tuple[str, int]],
         clock: Callable[[], int],
         wait_s: float,
+        endpoints: Callable[[], Endpoints] | None = None,
     ) -> None:
         self.coord = coord
         self.node_id = node_id
         self.rack = rack
         self.address = address
+        #: (every listener's (name, host, port), name -> protocol); None: PLAINTEXT at address
+        self.endpoints = endpoints
         self.clock = clock
         #: how long a registration held by another session is waited out (see register)
         self.wait_s = wait_s
@@ -77,7 +81,10 @@ class Registration:
         another live broker has this id, which Kafka refuses at once (BrokerIdTakenError; the
         broker exits with that one line)."""
         host, port = self.address()
-        reg = zl.BrokerRegistration(self.node_id, host, port, self.rack, self.clock())
+        endpoints, protocols = self.endpoints() if self.endpoints is not None else ((), ())
+        reg = zl.BrokerRegistration(
+            self.node_id, host, port, self.rack, self.clock(), endpoints, protocols
+        )
         path = zl.broker_path(self.node_id)
         deadline: float | None = None
         while True:

@@ -47,8 +47,9 @@ class LeaderHints:
     """The leader hints of one answer: `leader_of` per failed partition, then the endpoints of
     the leaders named."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, listener: str = "PLAINTEXT") -> None:
         self._services = services
+        self._listener = listener
         self._nodes: dict[int, BrokerNode] = {}
 
     def leader_of(self, topic: str | None, index: int) -> dict[str, int]:
@@ -77,7 +78,11 @@ class LeaderHints:
 
     def node_endpoints(self) -> list[dict[str, Any]]:
         """The live leaders named so far, by id."""
-        return [
-            {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
-            for _, n in sorted(self._nodes.items())
-        ]
+        out = []
+        for _, n in sorted(self._nodes.items()):
+            address = n.address(self._listener)
+            if address is not None:
+                out.append(
+                    {"node_id": n.node_id, "host": address[0], "port": address[1], "rack": n.rack}
+                )
+        return out

@@ -27,6 +27,7 @@ from wirebroker.handlers.stats import RequestStats
 from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.security.acls import Authorizer, NoAuthorizer
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
+from wirebroker.security.session import ConnectionSession
 
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from wirebroker.group.runtime import GroupCoordinatorRuntime
     from wirebroker.log.log_manager import LogManager
     from wirebroker.metadata.topic_admin import TopicAdmin
-    from wirebroker.metadata.view import ClusterView
+    from wirebroker.metadata.view import BrokerNode, ClusterView
     from wirebroker.replication.delayed_produce import ProduceWaiters
     from wirebroker.replication.fetch_waiters import FetchWaiters
     from wirebroker.replication.producer_ids import ProducerIdManager
@@ -103,6 +104,23 @@ class RequestContext:
     header: RequestHeader
     services: Services
     client_host: str
+    #: the connection's listener and principal
+    session: ConnectionSession = field(default_factory=ConnectionSession)
+
+    def address(self, node: BrokerNode) -> tuple[str, int] | None:
+        """`node`'s address on the listener this request came in on (Kafka answers each
+        client with the endpoints of its own listener); None: no such listener there."""
+        return node.address(self.session.listener)
+
+    def brokers(self) -> list[tuple[BrokerNode, str, int]]:
+        """The live brokers with their address on this request's listener (those without
+        that listener left out, as Kafka does)."""
+        out = []
+        for node in self.services.cluster.live_brokers():
+            addr = node.address(self.session.listener)
+            if addr is not None:
+                out.append((node, addr[0], addr[1]))
+        return out
 
     @property
     def api_version(self) -> int:

@@ -91,12 +91,12 @@ async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeCl
         "brokers": [
             {
                 "broker_id": b.node_id,
-                "host": b.host,
-                "port": b.port,
+                "host": host,
+                "port": port,
                 "rack": b.rack,
                 "is_fenced": False,
             }
-            for b in services.cluster.live_brokers()
+            for b, host, port in ctx.brokers()
         ],
         "cluster_authorized_operations": operations,
     }

@@ -64,12 +64,16 @@ from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
 from wirebroker.handlers.registry import HandlerSpec, Later, api_name
 from wirebroker.handlers.stats import RequestStats
+from wirebroker.security.session import ConnectionSession
 
 #: Connection events keep the network layer's logger: operators (and tests) filter on it.
 log = logging.getLogger("wirebroker.net")
 
 #: The least decode budget (see the module docstring).
 DECODE_BUDGET_FLOOR = 16 << 20
+
+#: The session of a connection the caller did not describe: PLAINTEXT, anonymous.
+_PLAINTEXT = ConnectionSession()
 
 #: Kafka's default socket.request.max.bytes.
 DEFAULT_MAX_FRAME_BYTES = 104857600
@@ -123,8 +127,15 @@ class Dispatcher:
         self.faults = faults if faults is not None else FaultRules()
         self.stats = services.stats
 
-    async def dispatch(self, frame: bytes | bytearray, client_host: str, peer: str) -> Reply:
-        """Serve one request frame (without its size prefix) from `peer` (for log lines)."""
+    async def dispatch(
+        self,
+        frame: bytes | bytearray,
+        client_host: str,
+        peer: str,
+        session: ConnectionSession | None = None,
+    ) -> Reply:
+        """Serve one request frame (without its size prefix) from `peer` (for log lines) on a
+        connection of `session` (its listener and principal; None: PLAINTEXT, anonymous)."""
         try:
             header, request = decode_request(frame, max_decoded_bytes=self.max_decoded_bytes)
         except UnsupportedVersion as exc:
@@ -149,7 +160,12 @@ class Dispatcher:
                 return injected
             if injected is not None:
                 request, errors = injected
-        ctx = RequestContext(header=header, services=self.services, client_host=client_host)
+        ctx = RequestContext(
+            header=header,
+            services=self.services,
+            client_host=client_host,
+            session=session if session is not None else _PLAINTEXT,
+        )
         try:
             body = await spec.func(ctx, request)
             if isinstance(body, Later):

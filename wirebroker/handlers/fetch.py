@@ -509,7 +509,7 @@ def _leader_hints(
     for (_key, name, _missing, _parts), topic in zip(plan.topics, responses, strict=True):
         for presp in topic["partitions"]:
             if presp["error_code"] in FETCH_HINT_CODES:
-                hints = hints or LeaderHints(ctx.services)
+                hints = hints or LeaderHints(ctx.services, ctx.session.listener)
                 presp["current_leader"] = hints.leader_of(name, presp["partition_index"])  # type: ignore[typeddict-item]
     return hints.node_endpoints() if hints is not None else []
 

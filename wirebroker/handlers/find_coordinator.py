@@ -117,14 +117,15 @@ async def _lookup(
     error, topic, partition = _coordinator_partition(ctx, key_type, key)
     if error is not ErrorCode.NONE:
         return error, _NO_NODE
-    node = ctx.services.leader_of(topic, partition)
+    node = ctx.services.cluster.leader(topic, partition)
     if node is None and _never_led(ctx, topic, partition):
         # Being created (by this request or another): wait for its leaders, briefly.
         await ctx.services.admin.wait_settled([topic], _CREATE_WAIT_S)
-        node = ctx.services.leader_of(topic, partition)
-    if node is None:
+        node = ctx.services.cluster.leader(topic, partition)
+    address = None if node is None else ctx.address(node)
+    if node is None or address is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
-    return ErrorCode.NONE, node
+    return ErrorCode.NONE, (node.node_id, address[0], address[1])
 
 
 @handler(ApiKey.FIND_COORDINATOR)

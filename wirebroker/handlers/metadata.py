@@ -220,8 +220,8 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
     return {
         "throttle_time_ms": 0,
         "brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in services.cluster.live_brokers()
+            {"node_id": b.node_id, "host": host, "port": port, "rack": b.rack}
+            for b, host, port in ctx.brokers()
         ],
         "cluster_id": services.cluster_id,
         "controller_id": services.cluster.controller_id(),

@@ -466,7 +466,7 @@ def _answer(
     hints: LeaderHints | None = None
     for name, presp in named:
         if presp["error_code"] in PRODUCE_HINT_CODES:
-            hints = hints or LeaderHints(ctx.services)
+            hints = hints or LeaderHints(ctx.services, ctx.session.listener)
             presp["current_leader"] = hints.leader_of(name, presp["index"])  # type: ignore[typeddict-item]
     if hints is not None:
         body["node_endpoints"] = hints.node_endpoints()  # type: ignore[typeddict-item]

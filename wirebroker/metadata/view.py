@@ -34,10 +34,24 @@ __all__ = ["BrokerNode", "ClusterView", "LocalClusterView", "PartitionView"]
 
 @dataclass(frozen=True)
 class BrokerNode:
+    """A live broker. `host`/`port`: where other brokers reach it (its inter-broker
+    listener); `endpoints`: (listener name, host, port) of every listener it advertises."""
+
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def address(self, listener: str) -> tuple[str, int] | None:
+        """Its address on `listener` (None: it has no such listener); a broker registered
+        without endpoints answers its one address for any listener."""
+        if not self.endpoints:
+            return self.host, self.port
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return None
 
 
 @dataclass(frozen=True)
@@ -128,16 +142,18 @@ class LocalClusterView(ClusterView):
         partitions: LocalPartitions,
         topics: TopicStore,
         rack: str | None = None,
+        endpoints: Callable[[], tuple[tuple[str, str, int], ...]] = tuple,
     ) -> None:
         super().__init__(topics)
         self.node_id = node_id
         self._address = address
+        self._endpoints = endpoints
         self._parts = partitions
         self.rack = rack
 
     def _self(self) -> BrokerNode:
         host, port = self._address()
-        return BrokerNode(self.node_id, host, port, self.rack)
+        return BrokerNode(self.node_id, host, port, self.rack, self._endpoints())
 
     def live_brokers(self) -> list[BrokerNode]:
         return [self._self()]

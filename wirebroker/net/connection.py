@@ -45,6 +45,7 @@ Closes decided here, and what is logged (one line each, with the peer):
     idle longer than connections.max.idle.ms         info
     a request incomplete, or a response unread, after connections.max.idle.ms    info
     frame size negative or above socket.request.max.bytes      warning
+        (the first bytes a TLS ClientHello: the log line says so)
     an unexpected exception while serving            error, with traceback
 Why a request closes its connection: `wirebroker.handlers.dispatcher`. A failure in one
 connection never touches another.
@@ -65,6 +66,7 @@ import trio
 from protocol.exceptions import FrameTooLarge
 from protocol.framing import FrameDecoder, GatherFrame
 from wirebroker.net.dispatch import DispatchReply, RequestDispatcher
+from wirebroker.security.session import ConnectionSession
 from wirebroker.transport import receive_into, send_frame
 
 log = logging.getLogger("wirebroker.net")
@@ -121,8 +123,14 @@ class Connection:
         idle_timeout_s: float,
         peer: tuple[str, int] = ("?", 0),
         spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
+        session: ConnectionSession | None = None,
+        frame_limit: Callable[[], int] | None = None,
     ) -> None:
         self.stream = stream
+        #: the listener and principal of this connection (handed to the dispatcher)
+        self.session = session
+        #: the frame cap right now (a SASL connection's is small until it authenticates)
+        self._frame_limit = frame_limit
         self.dispatcher = dispatcher
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout_s = idle_timeout_s
@@ -220,6 +228,8 @@ class Connection:
 
     async def _serve(self) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
+        if self._frame_limit is not None:
+            decoder.max_frame_bytes = self._frame_limit()
         request_started: float | None = None  # when the first byte of a partial request came
         while not self._closing:
             frame = self._next_frame(decoder)
@@ -254,7 +264,9 @@ class Connection:
                     raise self._frame_too_large(exc) from exc
                 continue
             request_started = None
-            reply = await self.dispatcher.dispatch(frame, self.peer_host, self.peer)
+            reply = await self.dispatcher.dispatch(frame, self.peer_host, self.peer, self.session)
+            if self._frame_limit is not None:
+                decoder.max_frame_bytes = self._frame_limit()
             q = self._q
             if q is not None and q.failed:
                 raise _Close
@@ -267,6 +279,8 @@ class Connection:
             if reply.later is not None:
                 reply = await reply.later()  # no sender task: awaited in place
             if reply.close:
+                if reply.response is not None:  # an answer that closes (failed SASL)
+                    await self._send(reply.response)
                 raise _Close
             self.requests_handled += 1
             response = reply.response
@@ -293,12 +307,17 @@ class Connection:
             raise self._frame_too_large(exc) from exc
 
     def _frame_too_large(self, exc: FrameTooLarge) -> _Close:
-        log.warning(
-            "closing connection from %s: %s (socket.request.max.bytes=%d)",
-            self.peer,
-            exc,
-            self.max_frame_bytes,
-        )
+        if self.requests_handled == 0 and (exc.size >> 24) == 0x16 and (exc.size >> 16) & 0xFF == 3:
+            log.warning(
+                "closing connection from %s: it sent a TLS handshake to a listener without "
+                "TLS (client uses SSL / SASL_SSL on a PLAINTEXT / SASL_PLAINTEXT listener?)",
+                self.peer,
+            )
+            return _Close()
+        cap = "socket.request.max.bytes"
+        if exc.limit < self.max_frame_bytes:  # a SASL connection not authenticated yet
+            cap = "sasl.server.max.receive.size, before authentication"
+        log.warning("closing connection from %s: %s (%s=%d)", self.peer, exc, cap, exc.limit)
         return _Close()
 
     async def _receive(

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from protocol.framing import GatherFrame
+from wirebroker.security.session import ConnectionSession
 
 
 class DispatchReply(Protocol):
@@ -34,7 +35,12 @@ class RequestDispatcher(Protocol):
     """Serves one request frame (without its size prefix) at a time, per connection."""
 
     async def dispatch(
-        self, frame: bytes | bytearray, client_host: str, peer: str
+        self,
+        frame: bytes | bytearray,
+        client_host: str,
+        peer: str,
+        session: ConnectionSession | None = None,
     ) -> DispatchReply:
-        """The outcome of `frame` from `client_host` (`peer`, host:port, is for log lines)."""
+        """The outcome of `frame` from `client_host` (`peer`, host:port, is for log lines) on
+        a connection whose listener and principal are `session` (None: PLAINTEXT, anonymous)."""
         ...

@@ -50,13 +50,20 @@ from __future__ import annotations
 import errno
 import logging
 import math
-from collections.abc import Sequence
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import trio
 
 from wirebroker.net.connection import Connection
 from wirebroker.net.dispatch import RequestDispatcher
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
+from wirebroker.net.sasl import SaslGate
+from wirebroker.security.sasl_server import SaslServerConfig, SaslServerSession
+from wirebroker.security.session import ConnectionSession
+from wirebroker.security.tls import principal_from_certificate
 from wirebroker.transport import Listener
 from wirebroker.transport import current as current_transport
 
@@ -68,6 +75,26 @@ _ACCEPT_RETRY_S = 0.1
 
 #: Kafka's default max.connections and max.connections.per.ip.
 _UNLIMITED = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One listener to bind: its name, address and security (see the module docstring)."""
+
+    name: str
+    host: str
+    port: int
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    sasl: SaslServerConfig | None = None
+
+
+def _endpoint(item: Endpoint | tuple[str, int]) -> Endpoint:
+    return item if isinstance(item, Endpoint) else Endpoint("PLAINTEXT", item[0], item[1])
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class KafkaServer:
@@ -83,8 +110,16 @@ class KafkaServer:
         max_connections: int = _UNLIMITED,
         max_connections_per_ip: int = _UNLIMITED,
         hold_requests: bool = False,
+        tls_handshake_timeout_s: float = 10.0,
+        failed_authentication_delay_ms: int = 100,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.dispatcher = dispatcher
+        self.tls_handshake_timeout_s = tls_handshake_timeout_s
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        self.clock_ms = clock_ms
+        #: listener name -> its first bound (host, port), once bound
+        self.bound_by_listener: dict[str, tuple[str, int]] = {}
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else math.inf
         self.grace_s = grace_s
@@ -145,7 +180,7 @@ class KafkaServer:
 
     async def run(
         self,
-        listen: Sequence[tuple[str, int]],
+        listen: Sequence[Endpoint | tuple[str, int]],
         *,
         task_status: trio.TaskStatus[list[tuple[str, int]]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -153,15 +188,18 @@ class KafkaServer:
         if after != before:
             log.info("raised the open-file limit (RLIMIT_NOFILE) from %d to %d", before, after)
         transport = current_transport()  # TCP, except inside a simulation (tests/sim)
-        listeners: list[Listener] = []
+        listeners: list[tuple[Listener, Endpoint]] = []
         try:
-            for host, port in listen:
-                listeners.extend(await transport.listen(host, port))
+            for ep in map(_endpoint, listen):
+                listeners.extend((ls, ep) for ls in await transport.listen(ep.host, ep.port))
         except BaseException:
-            for listener in listeners:
+            for listener, _ep in listeners:
                 await trio.aclose_forcefully(listener)
             raise
-        bound = self.bound = [transport.bound_address(listener) for listener in listeners]
+        rebind = [(transport.bound_address(ls), ep) for ls, ep in listeners]
+        bound = self.bound = [addr for addr, _ep in rebind]
+        for addr, ep in rebind:
+            self.bound_by_listener.setdefault(ep.name, addr)
         async with trio.open_nursery() as connections:
             log.info("listening on %s", ", ".join(f"{h}:{p}" for h, p in bound))
             task_status.started(bound)
@@ -172,7 +210,7 @@ class KafkaServer:
                 held = not self._stop.is_set()
             finally:
                 if not held:  # stopped or cancelled while holding: nothing was accepted
-                    for listener in listeners:
+                    for listener, _ep in listeners:
                         await trio.aclose_forcefully(listener)
             while not self._stop.is_set():
                 self._set_listening(True)
@@ -186,8 +224,8 @@ class KafkaServer:
                     await self._wait_changed()
                 if self._stop.is_set():
                     break
-                for host, port in bound:
-                    listeners.extend(await transport.listen(host, port))
+                for (host, port), ep in rebind:
+                    listeners.extend((ls, ep) for ls in await transport.listen(host, port))
                 log.warning("accepting connections again on %s", bound)
             if self.connections:
                 log.info("shutting down: %d connection(s) to drain", len(self.connections))
@@ -199,16 +237,20 @@ class KafkaServer:
         await self._changed.wait()
         self._changed = trio.Event()
 
-    async def _serve_listeners(self, listeners: list[Listener], connections: trio.Nursery) -> None:
+    async def _serve_listeners(
+        self, listeners: list[tuple[Listener, Endpoint]], connections: trio.Nursery
+    ) -> None:
         """Accept on `listeners` until shutdown or pause_accepting; closes them."""
         async with trio.open_nursery() as acceptors:
-            for listener in listeners:
-                acceptors.start_soon(self._accept_loop, listener, connections)
+            for listener, ep in listeners:
+                acceptors.start_soon(self._accept_loop, listener, ep, connections)
             while self.accepting and not self._stop.is_set():
                 await self._wait_changed()
             acceptors.cancel_scope.cancel()  # each accept loop closes its listener
 
-    async def _accept_loop(self, listener: Listener, connections: trio.Nursery) -> None:
+    async def _accept_loop(
+        self, listener: Listener, ep: Endpoint, connections: trio.Nursery
+    ) -> None:
         """Accept on one listener until cancelled, applying the connection quotas."""
         failing = False  # in a streak of capacity errors: logged once, at its start
         async with listener:
@@ -245,7 +287,7 @@ class KafkaServer:
                     )
                     await trio.aclose_forcefully(stream)
                     continue
-                connections.start_soon(self._serve_connection, stream, peer, connections)
+                connections.start_soon(self._serve_connection, stream, peer, connections, ep)
 
     def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
         """New max.connections / max.connections.per.ip (a dynamic broker config change):
@@ -273,15 +315,54 @@ class KafkaServer:
         self._slot_freed = trio.Event()
 
     async def _serve_connection(
-        self, stream: trio.abc.Stream, peer: tuple[str, int], nursery: trio.Nursery
+        self,
+        stream: trio.abc.Stream,
+        peer: tuple[str, int],
+        nursery: trio.Nursery,
+        ep: Endpoint | None = None,
     ) -> None:
+        ep = ep or Endpoint("PLAINTEXT", "", 0)
+        session = ConnectionSession(ep.name, ep.protocol)
+        try:
+            if ep.ssl_context is not None:
+                tls = await self._tls_handshake(stream, ep, peer)
+                if tls is None:
+                    self._release_slot(peer[0])
+                    return
+                stream = tls
+                der = tls.getpeercert(binary_form=True)
+                session.principal = principal_from_certificate(der)
+                if der:
+                    log.info(
+                        "TLS client %s on listener %s from %s",
+                        session.principal,
+                        ep.name,
+                        _show(peer),
+                    )
+        except BaseException:
+            self._release_slot(peer[0])
+            raise
+        dispatcher: RequestDispatcher = self.dispatcher
+        frame_limit = None
+        if ep.sasl is not None:
+            gate = SaslGate(
+                self.dispatcher,
+                SaslServerSession(ep.sasl),
+                session,
+                max_frame_bytes=self.max_frame_bytes,
+                failure_delay_ms=self.failed_authentication_delay_ms,
+                clock_ms=self.clock_ms,
+            )
+            dispatcher, frame_limit = gate, gate.frame_limit
         conn = Connection(
             stream,
-            self.dispatcher,
+            dispatcher,
             max_frame_bytes=self.max_frame_bytes,
             idle_timeout_s=self.idle_timeout_s,
             peer=peer,
             spawn=nursery.start_soon,  # its reply sender, if it needs one (QUEUED)
+            session=session,
+            frame_limit=frame_limit,
         )
         self.connections.add(conn)
         try:
@@ -292,3 +373,32 @@ class KafkaServer:
         finally:
             self.connections.discard(conn)
             self._release_slot(peer[0])
+
+    async def _tls_handshake(
+        self, stream: trio.abc.Stream, ep: Endpoint, peer: tuple[str, int]
+    ) -> trio.SSLStream[trio.abc.Stream] | None:
+        """The TLS stream after a handshake of at most `tls_handshake_timeout_s` in this
+        connection's own task (no other connection waits for it); None when it failed: one
+        info line, the socket closed."""
+        assert ep.ssl_context is not None
+        tls = trio.SSLStream(stream, ep.ssl_context, server_side=True)
+        reason = ""
+        with trio.move_on_after(self.tls_handshake_timeout_s) as scope:
+            try:
+                await tls.do_handshake()
+                return tls
+            except trio.BrokenResourceError as exc:
+                cause = exc.__cause__ or exc
+                reason = f"TLS handshake failed: {cause}"
+                if isinstance(cause, ssl.SSLError) and "WRONG_VERSION" in str(cause).upper():
+                    reason += " (a client without TLS on an SSL / SASL_SSL listener?)"
+        if scope.cancelled_caught:
+            reason = f"no TLS handshake within {self.tls_handshake_timeout_s:g} s"
+        log.info("closing connection from %s on listener %s: %s", _show(peer), ep.name, reason)
+        await trio.aclose_forcefully(stream)
+        return None
+
+
+def _show(peer: tuple[str, int]) -> str:
+    host = f"[{peer[0]}]" if ":" in peer[0] else peer[0]
+    return f"{host}:{peer[1]}"

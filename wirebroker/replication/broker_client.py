@@ -14,17 +14,26 @@ connection is then unusable and is closed.
 
 No ApiVersions exchange: the peers are wirebroker brokers of the same cluster, which serve the
 versions this broker sends.
+
+Security: `SECURITY`, the inter-broker listener's client side (`security.client`), which
+`wirebroker.broker.Broker` sets in its task (trio copies it into every task it spawns, as the
+transport's `ContextVar`): over TLS the stream is wrapped and the handshake done at `open`;
+with SASL, `open` authenticates (SaslHandshake v1, then SaslAuthenticate v2 per token) before
+the first request. A refused authentication is a `BrokerConnectionError`.
 """
 
 from __future__ import annotations
 
 import itertools
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from protocol.api import ApiKey
 from protocol.codec import decode_response, encode_request
 from protocol.framing import FrameDecoder
+from wirebroker.security.client import ClientSecurity, sasl_exchange
 from wirebroker.transport import current as current_transport
 from wirebroker.transport import receive_into
 
@@ -34,6 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["BrokerConnection", "BrokerConnectionError"]
 
 _RECEIVE_MAX = 1 << 20
+
+#: The inter-broker listener's security, client side (None: PLAINTEXT); see the docstring.
+SECURITY: ContextVar[ClientSecurity | None] = ContextVar("wirebroker_peer_security", default=None)
 
 
 class BrokerConnectionError(Exception):
@@ -60,11 +72,51 @@ class BrokerConnection:
     async def open(
         cls, host: str, port: int, *, client_id: str, max_frame_bytes: int
     ) -> BrokerConnection:
+        security = SECURITY.get()
         try:
-            stream = await current_transport().connect(host, port)
+            stream: trio.abc.Stream = await current_transport().connect(host, port)
         except OSError as exc:
             raise BrokerConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
-        return cls(stream, (host, port), client_id=client_id, max_frame_bytes=max_frame_bytes)
+        if security is not None and security.ssl_context is not None:
+            tls = trio.SSLStream(stream, security.ssl_context, server_hostname=host)
+            try:
+                await tls.do_handshake()
+            except (trio.BrokenResourceError, OSError) as exc:
+                await trio.aclose_forcefully(stream)
+                cause = exc.__cause__ or exc
+                raise BrokerConnectionError(f"TLS to {host}:{port} failed: {cause}") from exc
+            stream = tls
+        conn = cls(stream, (host, port), client_id=client_id, max_frame_bytes=max_frame_bytes)
+        if security is not None and security.sasl_mechanism is not None:
+            await conn._authenticate(security)
+        return conn
+
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1 + SaslAuthenticate v2 per token; BrokerConnectionError if refused."""
+        mechanism = security.sasl_mechanism
+        answer = await self.request(int(ApiKey.SASL_HANDSHAKE), 1, {"mechanism": mechanism})
+        if answer.error_code:
+            await self.aclose()
+            raise BrokerConnectionError(
+                f"{self._peer()}: SASL mechanism {mechanism} refused "
+                f"(error {answer.error_code}, enabled {list(answer.mechanisms)})"
+            )
+        tokens = sasl_exchange(security)
+        try:
+            token = next(tokens)
+            while True:
+                answer = await self.request(int(ApiKey.SASL_AUTHENTICATE), 2, {"auth_bytes": token})
+                if answer.error_code:
+                    raise BrokerConnectionError(
+                        f"{self._peer()}: SASL authentication as {security.username} failed: "
+                        f"{answer.error_message}"
+                    )
+                token = tokens.send(bytes(answer.auth_bytes))
+        except StopIteration:
+            return
+        except (BrokerConnectionError, ValueError) as exc:
+            await self.aclose()
+            raise BrokerConnectionError(str(exc)) from exc
 
     async def request(self, api_key: int, version: int, body: dict[str, Any]) -> Container:
         """Send one request and return its decoded response body."""

@@ -51,11 +51,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from wirebroker.testing._security import INTERNAL, SecuredSettings, secured
 from wirebroker.testing.client import Message, WireClient
 from wirebroker.testing.faults import ClusterFaults, Faults
 
 READY_PREFIX = "wirebroker ready on "
 ADMIN_PREFIX = "wirebroker admin on "
+_INTERNAL_PREFIX = f"wirebroker listener {INTERNAL} on "
 _PR_SET_PDEATHSIG = 1
 _TAIL_LINES = 20
 
@@ -98,9 +100,14 @@ class _Helpers:
     def bootstrap(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @property
+    def helper_bootstrap(self) -> str:
+        """Where the set-up helpers connect (a secured broker's INTERNAL PLAINTEXT listener)."""
+        return self.bootstrap
+
     def client(self, timeout: float = 30.0) -> WireClient:
         """A new blocking protocol client for this broker (close it, or use `with`)."""
-        return WireClient(self.bootstrap, timeout=timeout)
+        return WireClient(self.helper_bootstrap, timeout=timeout)
 
     def create_topic(
         self,
@@ -156,8 +163,15 @@ class BrokerHandle(_Helpers):
         ready_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         admin: bool = True,
+        security: str | None = None,
+        sasl_mechanism: str = "PLAIN",
     ) -> None:
         self.overrides = {k: _config_value(v) for k, v in (overrides or {}).items()}
+        #: "SSL", "SASL_PLAINTEXT" or "SASL_SSL" (None: PLAINTEXT), see testing/_security.py
+        self.security = security
+        self.sasl_mechanism = sasl_mechanism
+        self.secured: SecuredSettings | None = None
+        self._internal = ""  # a secured broker's INTERNAL listener, for the helpers
         #: serve the admin listener (/faults, /metrics) on a free loopback port: `admin_url`
         self.admin = admin
         self._given_dir = Path(data_dir) if data_dir is not None else None
@@ -191,6 +205,24 @@ class BrokerHandle(_Helpers):
         return f"{host}:{self.port}"
 
     @property
+    def helper_bootstrap(self) -> str:
+        return self._internal or self.bootstrap
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """librdkafka / confluent-kafka settings for this broker (security included)."""
+        if self.secured is None:
+            return {"bootstrap.servers": self.bootstrap}
+        return self.secured.client_config(self.bootstrap)
+
+    @property
+    def kafka_python_config(self) -> dict[str, Any]:
+        """kafka-python keyword arguments for this broker (security included)."""
+        if self.secured is None:
+            return {"bootstrap_servers": self.bootstrap}
+        return self.secured.kafka_python_config(self.bootstrap)
+
+    @property
     def pid(self) -> int | None:
         """The broker's process id (None in thread mode or when stopped)."""
         return self._proc.pid if self._proc is not None else None
@@ -215,6 +247,11 @@ class BrokerHandle(_Helpers):
         mode = "thread" if self.thread else f"pid {self.pid}"
         return f"<wirebroker {self.bootstrap if self.port else '(stopped)'} {mode}>"
 
+    def _overrides(self) -> dict[str, str]:
+        """The broker's config overrides: the caller's over a secured broker's."""
+        base = dict(self.secured.overrides) if self.secured is not None else {}
+        return base | self.overrides
+
     # -- start ----------------------------------------------------------------------------
     def start(self) -> BrokerHandle:
         if self.port:
@@ -223,6 +260,14 @@ class BrokerHandle(_Helpers):
         self.data_dir = self._given_dir if self._given_dir is not None else self._temp / "data"
         self.log_path = self._temp / "broker.log"
         try:
+            if self.security is not None:
+                self.secured = secured(
+                    self.security,
+                    self.sasl_mechanism,
+                    self._temp / "certs",
+                    self.listen_host,
+                    self.listen_port,
+                )
             if self.thread:
                 self._start_thread()
             else:
@@ -238,7 +283,7 @@ class BrokerHandle(_Helpers):
         cmd += ["--log-level", self.log_level]
         if self.admin:
             cmd += ["--admin-port", "0"]
-        for key, value in self.overrides.items():
+        for key, value in self._overrides().items():
             cmd += ["--override", f"{key}={value}"]
         assert self.log_path is not None
         self._log = self.log_path.open("wb")
@@ -283,6 +328,8 @@ class BrokerHandle(_Helpers):
                     for line in text.split("\n")[:-1]:  # whole lines: a URL may be cut
                         if line.startswith(ADMIN_PREFIX) and self.admin_url is None:
                             self.admin_url = line[len(ADMIN_PREFIX) :].strip().rstrip("/")
+                        if line.startswith(_INTERNAL_PREFIX):
+                            self._internal = line[len(_INTERNAL_PREFIX) :].strip()
                     for line in text.splitlines():
                         if line.startswith(READY_PREFIX):
                             return line[len(READY_PREFIX) :].strip()
@@ -296,9 +343,9 @@ class BrokerHandle(_Helpers):
         from wirebroker.config import BrokerConfig
         from wirebroker.listeners import connectable_host
 
-        values = dict(self.overrides)
+        values = self._overrides()
         host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
-        values["listeners"] = f"PLAINTEXT://{host}:{self.listen_port}"
+        values.setdefault("listeners", f"PLAINTEXT://{host}:{self.listen_port}")
         values["log.dirs"] = str(self.data_dir)
         if self.admin:
             values.setdefault("admin.listeners", "127.0.0.1:0")
@@ -330,6 +377,9 @@ class BrokerHandle(_Helpers):
             raise BrokerStartError(f"the in-thread broker did not start: {self._thread_error!r}")
         bound_host, self.port = bound[0]
         self.host = connectable_host(bound_host)
+        internal = broker.server.bound_by_listener.get(INTERNAL)
+        if internal is not None and self.secured is not None:
+            self._internal = f"{connectable_host(internal[0])}:{internal[1]}"
         if broker.admin_bound:
             admin_host, admin_port = broker.admin_bound[0]
             admin_host = connectable_host(admin_host)
@@ -350,6 +400,7 @@ class BrokerHandle(_Helpers):
             self._broker = None
             self.admin_url = None
             self.port = 0
+            self._internal = ""
             if self._log is not None:
                 self._log.close()
                 self._log = None

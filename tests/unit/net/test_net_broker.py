@@ -112,7 +112,7 @@ async def test_advertised_listeners_and_wildcards(
         },
     )
     broker = Broker(config)
-    assert broker.listen == [("0.0.0.0", 0)]
+    assert [(e.host, e.port) for e in broker.endpoints.endpoints] == [("0.0.0.0", 0)]
     with trio.fail_after(TIMEOUT_S):
         async with trio.open_nursery() as nursery:
             (bound,) = await nursery.start(broker.serve)

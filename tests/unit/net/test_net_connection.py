@@ -613,7 +613,9 @@ async def test_without_a_sender_a_later_reply_is_awaited_in_place() -> None:
     seen: list[bytes] = []
 
     class LaterDispatcher:
-        async def dispatch(self, frame: bytes, client_host: str, peer: str) -> Reply:
+        async def dispatch(
+            self, frame: bytes, client_host: str, peer: str, session: object = None
+        ) -> Reply:
             seen.append(frame)
 
             async def later() -> Reply:

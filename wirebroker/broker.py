@@ -224,6 +224,7 @@ class Broker:
         self._build_group_coordinator(config, clock)
         self._build_txn_coordinator(config, clock, cluster)
         self._build_services(config, clock, cluster)
+        _sasl_asks_scram_users(self.endpoints, self.services.scram_users)
         self._build_server(config, clock, grace_s)
         if self.admin_http is not None:
             self._add_admin_routes()
@@ -699,6 +700,14 @@ def _scram_users(broker: Broker) -> ScramUsers:
         return LocalScramUsers()
     store = broker.topics if broker.local_cluster is not None else None
     return ZkScramUsers(broker.coordination, store=store)
+
+
+def _sasl_asks_scram_users(endpoints: BrokerEndpoints, users: ScramUsers) -> None:
+    """Every SASL listener's SCRAM authentication asks the SCRAM users (ZooKeeper's
+    /config/users, AlterUserScramCredentials) first, then its JAAS `user_<name>` entries."""
+    for endpoint in endpoints.endpoints:
+        if endpoint.sasl is not None:
+            endpoint.sasl.scram_lookup = users.sasl_lookup(endpoint.sasl.scram_lookup)
 
 
 def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:

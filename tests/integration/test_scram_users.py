@@ -25,11 +25,12 @@ from kafka import KafkaAdminClient
 from kafka.admin import ScramMechanism as KafkaPythonMechanism
 from kafka.admin import UserScramCredentialDeletion as KpDeletion
 from kafka.admin import UserScramCredentialUpsertion as KpUpsertion
+from kafka.errors import KafkaError
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.security.scram import ScramMechanism, ScramServer
-from wirebroker.testing import running
+from wirebroker.testing import BrokerHandle, running
 
 TIMEOUT_S = 30
 SHA256, SHA512 = KafkaPythonMechanism.SCRAM_SHA_256, KafkaPythonMechanism.SCRAM_SHA_512
@@ -219,3 +220,59 @@ def test_kafka_configs_adds_describes_and_deletes_a_user(kafka_bootstrap: str) -
         assert [(i["mechanism"], i["iterations"]) for i in infos] == [(SHA256, 8192)]
     finally:
         admin.close()
+
+
+def _authenticates(
+    handle: BrokerHandle, mechanism: str, user: str, password: str, *, expected: bool = True
+) -> bool:
+    """Whether kafka-python logs in as `user` on the broker's SASL listener (a refusal is
+    answered at once, then the client retries until its timeout: short where one is
+    expected, long where a success is)."""
+    timeout_ms = 20_000 if expected else 2_000
+    config = handle.kafka_python_config | {
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": user,
+        "sasl_plain_password": password,
+    }
+    try:
+        admin = KafkaAdminClient(
+            **config, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms
+        )
+    except KafkaError:
+        return False
+    try:
+        admin.describe_cluster()
+    finally:
+        admin.close()
+    return True
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_a_user_created_through_the_api_logs_in_over_sasl(mechanism: str) -> None:
+    """A SASL_PLAINTEXT broker whose JAAS settings know alice: carol, created with
+    AlterUserScramCredentials (as alice), logs in at once; a password changed through the API
+    wins over the JAAS one; a deleted credential no longer logs in."""
+    kp_mechanism = KafkaPythonMechanism[mechanism.replace("-", "_")]
+    with BrokerHandle(security="SASL_PLAINTEXT", sasl_mechanism=mechanism).start() as handle:
+        assert not _authenticates(handle, mechanism, "carol", "carol-pw", expected=False)
+        admin = KafkaAdminClient(**handle.kafka_python_config, request_timeout_ms=20_000)
+        try:
+            answer = admin.alter_user_scram_credentials(
+                [
+                    KpUpsertion("carol", kp_mechanism, "carol-pw", iterations=4096),
+                    KpUpsertion("alice", kp_mechanism, "alice-new-pw"),
+                ]
+            )
+            assert answer == {"carol": None, "alice": None}
+            assert _authenticates(handle, mechanism, "carol", "carol-pw")
+            assert not _authenticates(handle, mechanism, "carol", "wrong", expected=False)
+            assert _authenticates(handle, mechanism, "alice", "alice-new-pw")
+            assert not _authenticates(
+                handle, mechanism, "alice", "alice-secret", expected=False
+            )  # the JAAS one
+            assert admin.alter_user_scram_credentials([KpDeletion("carol", kp_mechanism)]) == {
+                "carol": None
+            }
+            assert not _authenticates(handle, mechanism, "carol", "carol-pw", expected=False)
+        finally:
+            admin.close()

@@ -5,6 +5,8 @@ AlterUserScramCredentials handlers call, and what SASL/SCRAM authentication asks
     await users.alter(deletions, upsertions)   # per user: (user, code, message)
     users.credential(mechanism, "alice")       # ScramCredential | None (for ScramServer)
     users.lookup(mechanism)                    # username -> credential, ScramServer's shape
+    users.sasl_lookup(jaas_lookup)             # SaslServerConfig.scram_lookup: these users
+                                               # first, then a listener's JAAS user_ entries
 
 Two implementations: `wirebroker.cluster.zk_scram_users.ZkScramUsers` keeps the credentials
 in ZooKeeper (`/config/users/<user>`, as Kafka's ZooKeeper mode did) and mirrors them into
@@ -37,7 +39,11 @@ from wirebroker.security.scram import ScramCredential, ScramMechanism
 if TYPE_CHECKING:
     import trio
 
-__all__ = ["LocalScramUsers", "ScramStoreError", "ScramUsers"]
+__all__ = ["LocalScramUsers", "ScramLookup", "ScramStoreError", "ScramUsers"]
+
+#: `mechanism -> (username -> credential | None)`: what a SASL listener asks
+#: (`wirebroker.security.sasl_server.SaslServerConfig.scram_lookup`).
+ScramLookup = Callable[[ScramMechanism], Callable[[str], ScramCredential | None]]
 
 
 class ScramStoreError(Exception):
@@ -63,6 +69,24 @@ class ScramUsers(abc.ABC):
     def lookup(self, mechanism: ScramMechanism) -> Callable[[str], ScramCredential | None]:
         """`username -> credential | None` for `mechanism` (what ScramServer asks)."""
         return lambda username: self.credential(mechanism, username)
+
+    def sasl_lookup(self, fallback: ScramLookup | None = None) -> ScramLookup:
+        """A SASL listener's lookup: these users first (so a credential altered through the API
+        wins), then `fallback`'s (wirebroker's JAAS `user_<name>` entries; Kafka has only the
+        former)."""
+
+        def by_mechanism(mechanism: ScramMechanism) -> Callable[[str], ScramCredential | None]:
+            static = fallback(mechanism) if fallback is not None else None
+
+            def find(username: str) -> ScramCredential | None:
+                found = self.credential(mechanism, username)
+                if found is None and static is not None:
+                    found = static(username)
+                return found
+
+            return find
+
+        return by_mechanism
 
     def describe(self, users: Sequence[str] | None) -> list[DescribedUser]:
         """DescribeUserScramCredentials' results (None or []: every user with a credential)."""

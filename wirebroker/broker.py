@@ -95,6 +95,7 @@ from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
+from wirebroker.cluster.zk_scram_users import ZkScramUsers
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination, SessionState
@@ -128,6 +129,7 @@ from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.replication.txn_verify import TxnVerifier
+from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
@@ -222,6 +224,7 @@ class Broker:
         self._build_group_coordinator(config, clock)
         self._build_txn_coordinator(config, clock, cluster)
         self._build_services(config, clock, cluster)
+        _sasl_asks_scram_users(self.endpoints, self.services.scram_users)
         self._build_server(config, clock, grace_s)
         if self.admin_http is not None:
             self._add_admin_routes()
@@ -344,6 +347,7 @@ class Broker:
             ),
             txn_coordinator=self.txn_coordinator,
             broker_configs=_broker_configs(self, config, node_id),
+            scram_users=_scram_users(self),
         )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
@@ -539,6 +543,7 @@ class Broker:
                     member_scope = trio.CancelScope()
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
+                    await nursery.start(self.services.scram_users.run)  # before any login
                     self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
@@ -553,6 +558,7 @@ class Broker:
                             background.cancel()
                     log.info("shutting down")
                     member_scope.cancel()
+                    self.services.scram_users.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
@@ -571,12 +577,10 @@ class Broker:
         flush_ms = min(self.config.get_int("log.flush.scheduler.interval.ms"), _FLUSH_CHECK_MAX_MS)
         checkpoint_ms = self.config.get_int("log.flush.offset.checkpoint.interval.ms")
         nursery.start_soon(
-            self._every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
+            _every, retention_ms, "retention", lambda: self.logs.run_retention(self.clock())
         )
-        nursery.start_soon(
-            self._every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock())
-        )
-        nursery.start_soon(self._every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
+        nursery.start_soon(_every, flush_ms, "flush", lambda: self.logs.flush_due(self.clock()))
+        nursery.start_soon(_every, checkpoint_ms, "checkpoint", self.logs.checkpoint)
         if self.config.get_bool("log.cleaner.enable"):
             nursery.start_soon(self._clean_logs)
         nursery.start_soon(self.group_coordinator.run)
@@ -591,16 +595,14 @@ class Broker:
         nursery.start_soon(self.fetchers.run)
         lag_ms = self.config.get_int("replica.lag.time.max.ms")
         nursery.start_soon(
-            self._every,
+            _every,
             max(lag_ms // 2, 1),
             "ISR shrink",
             lambda: self.replicas.maybe_shrink_isr(self.clock()),
         )
         if self._checkpoints_hw:
             hw_ms = self.config.get_int("replica.high.watermark.checkpoint.interval.ms")
-            nursery.start_soon(
-                self._every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks
-            )
+            nursery.start_soon(_every, hw_ms, "HW checkpoint", self._checkpoint_high_watermarks)
 
     @property
     def _checkpoints_hw(self) -> bool:
@@ -631,15 +633,16 @@ class Broker:
                 busy = False
             await trio.sleep(0 if busy else max(backoff_ms, 1) / 1000)
 
-    async def _every(self, interval_ms: int, what: str, job: Callable[[], object]) -> None:
-        """Run `job` every `interval_ms`; a failure is logged and the next run still happens."""
-        interval_s = max(interval_ms, 1) / 1000
-        while True:
-            await trio.sleep(interval_s)
-            try:
-                job()
-            except Exception:
-                log.exception("background task %r failed", what)
+
+async def _every(interval_ms: int, what: str, job: Callable[[], object]) -> None:
+    """Run `job` every `interval_ms`; a failure is logged and the next run still happens."""
+    interval_s = max(interval_ms, 1) / 1000
+    while True:
+        await trio.sleep(interval_s)
+        try:
+            job()
+        except Exception:
+            log.exception("background task %r failed", what)
 
 
 def zookeeper_coordination(config: BrokerConfig) -> Coordination:
@@ -688,6 +691,23 @@ def _broker_configs(broker: Broker, config: BrokerConfig, node_id: int) -> Broke
         store=broker.topics if broker.local_cluster is not None else None,
     )
     return broker.zk_broker_configs
+
+
+def _scram_users(broker: Broker) -> ScramUsers:
+    """SCRAM users (wirebroker.cluster.zk_scram_users): in ZooKeeper (a single broker's
+    in-process one, kept in its topic store), else in memory."""
+    if broker.coordination is None:
+        return LocalScramUsers()
+    store = broker.topics if broker.local_cluster is not None else None
+    return ZkScramUsers(broker.coordination, store=store)
+
+
+def _sasl_asks_scram_users(endpoints: BrokerEndpoints, users: ScramUsers) -> None:
+    """Every SASL listener's SCRAM authentication asks the SCRAM users (ZooKeeper's
+    /config/users, AlterUserScramCredentials) first, then its JAAS `user_<name>` entries."""
+    for endpoint in endpoints.endpoints:
+        if endpoint.sasl is not None:
+            endpoint.sasl.scram_lookup = users.sasl_lookup(endpoint.sasl.scram_lookup)
 
 
 def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:

@@ -39,6 +39,8 @@ KEY_FIELDS = (
     "key",
     "base_offset",
     "offset",
+    "user",
+    "mechanism",  # a SCRAM user's credentials: Kafka lists them from a hash map
 )
 
 

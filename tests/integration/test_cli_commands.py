@@ -361,6 +361,41 @@ def test_group_reset_refused_while_members(run: Run, bootstrap: str, name: str) 
 # -- cluster info, version, help ---------------------------------------------------------------
 
 
+# -- user ------------------------------------------------------------------------------------
+
+
+def test_user_scram_set_list_delete(run: Run, bootstrap: str, name: str) -> None:
+    b = ("-b", bootstrap)
+    done = run.json("user", "scram-set", name, "-p", "pw", "-i", "8192", *b)
+    assert done == {"user": name, "mechanism": "SCRAM-SHA-256", "done": True}
+    code, out, err = run("user", "scram-set", name, "-m", "SCRAM-SHA-512", *b, stdin=b"pw2\n")
+    assert code == 0, err
+    assert out.split()[-3:] == [name, "SCRAM-SHA-512", "set"]
+    listed = run.json("user", "list", name, *b)
+    assert listed == {
+        "users": [
+            {
+                "user": name,
+                "credentials": [
+                    {"mechanism": "SCRAM-SHA-256", "iterations": 8192},
+                    {"mechanism": "SCRAM-SHA-512", "iterations": 4096},
+                ],
+            }
+        ]
+    }
+    code, out, _ = run("user", "list", *b)
+    assert code == 0 and [name, "SCRAM-SHA-512", "4096"] in [ln.split() for ln in out.splitlines()]
+    # the broker's refusals are one-line errors
+    code, _, err = run("user", "scram-set", name, "-p", "pw", "-i", "100", *b)
+    assert code == 1 and "Too few iterations" in one_error_line(err)
+    assert run.json("user", "scram-delete", name, "-m", "SCRAM-SHA-512", *b)["done"] is True
+    code, _, err = run("user", "scram-delete", name, "-m", "SCRAM-SHA-512", *b)
+    assert code == 1
+    assert "Attempt to delete a user credential that does not exist" in one_error_line(err)
+    code, _, err = run("user", "list", "nobody-" + name, *b)
+    assert code == 1 and "does not exist" in one_error_line(err)
+
+
 def test_cluster_info(run: Run, bootstrap: str) -> None:
     doc = run.json("cluster", "info", "-b", bootstrap)
     host, port = bootstrap.rsplit(":", 1)

@@ -1,11 +1,12 @@
 """DescribeUserScramCredentials v0 and AlterUserScramCredentials v0: the same alterations and
-the same assertions against Apache Kafka 4.4 (the oracle) and wirebroker's credential store
-(wirebroker/security/credentials.py, driven directly until the broker serves both APIs; its
-handlers join `scram_api` then). Kafka's codes and texts per user: duplicates, empty names,
-unknown mechanisms, iteration bounds, missing credentials, an empty salted password."""
+the same assertions against Apache Kafka 4.4 (the oracle), a wirebroker, a wirebroker cluster
+(over the wire, as to Kafka) and wirebroker's credential store driven directly
+(wirebroker/security/credentials.py). Kafka's codes and texts per user: duplicates, empty
+names, unknown mechanisms, iteration bounds, missing credentials, an empty salted password."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
@@ -50,8 +51,21 @@ class KafkaScram:
                 for n, m, i, s, p in upsertions
             ],
         }
+        names = sorted({n for n, *_ in (*deletions, *upsertions) if n})
+        before = self.describe(names) if names else {}
         answer = self.wire.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
-        return {r.user: (r.error_code, r.error_message) for r in answer.results}
+        results = {r.user: (r.error_code, r.error_message) for r in answer.results}
+        self._settle({u: before[u] for u, (code, _) in results.items() if code == 0})
+        return results
+
+    def _settle(self, before: dict[str, tuple[int, str | None, list[tuple[int, int]]]]) -> None:
+        """Wait (up to 5 s) until the broker describes each altered user differently: Kafka's
+        controller answers an alteration and its broker's metadata image learns it a moment
+        later (wirebroker answers once the answering broker applied it)."""
+        deadline = time.monotonic() + 5
+        while before and time.monotonic() < deadline:
+            now = self.describe(list(before))
+            before = {u: old for u, old in before.items() if now[u] == old}
 
     def describe(
         self, users: Sequence[str] | None
@@ -90,12 +104,18 @@ class CoreScram:
         }
 
 
-@pytest.fixture(params=["apache-kafka", "core"])
+@pytest.fixture(params=["apache-kafka", "wirebroker", "wirebroker-cluster", "core"])
 def scram_api(request: pytest.FixtureRequest) -> Iterator[ScramApi]:
     if request.param == "core":
         yield CoreScram()
         return
-    with Wire(str(request.getfixturevalue("apache_kafka"))) as wire:
+    bootstrap = {
+        "apache-kafka": "apache_kafka",
+        "wirebroker": "wirebroker_module",
+        "wirebroker-cluster": "kafka_cluster",
+    }[request.param]
+    broker = request.getfixturevalue(bootstrap)
+    with Wire(str(getattr(broker, "bootstrap", broker)).split(",")[0]) as wire:
         yield KafkaScram(wire)
 
 

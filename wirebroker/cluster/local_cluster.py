@@ -22,6 +22,8 @@ fails the start)::
     /config/brokers/<default>, /config/brokers/<id>
                                                   the store's dynamic broker configs
                                                   (wirebroker.dynamic_configs), when set
+    /config/users/<user>                          the store's user configs (SCRAM credentials,
+                                                  wirebroker.cluster.zk_scram_users), when set
 
 So the member finds every topic with a leader and the controller finds nothing to elect:
 nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
@@ -63,6 +65,7 @@ from wirebroker.cluster.zk_metadata_cache import mirrored_info
 from wirebroker.coordination.api import Create, Op
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
+from wirebroker.security.credentials import user_node
 
 if TYPE_CHECKING:
     from wirebroker.metadata.topic_store import TopicInfo, TopicStore
@@ -94,6 +97,7 @@ def seed_ops(
     node_id: int,
     epoch_of: Callable[[str, int], int],
     broker_configs: Mapping[str, Mapping[str, str]] | None = None,
+    user_configs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Iterator[Op]:
     """The creates of the tree described in the module docstring, parents first (made as
     they are consumed). `epoch_of(topic, partition)`: the latest leader epoch of the
@@ -105,6 +109,10 @@ def seed_ops(
         yield Create(zl.CONFIG_BROKERS)
         for entity, configs in sorted(broker_configs.items()):
             yield Create(zl.broker_config_path(entity), zl.encode_broker_config(configs))
+    if user_configs:
+        yield Create(zl.CONFIG_USERS)
+        for user, configs in sorted(user_configs.items()):
+            yield Create(zl.user_config_path(user), user_node(configs))
     yield Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
@@ -148,7 +156,14 @@ class LocalCluster:
         ]
         if changed:
             store.put_many(changed)
-        ops = seed_ops(store.cluster_id, topics, self.node_id, epoch_of, store.broker_configs())
+        ops = seed_ops(
+            store.cluster_id,
+            topics,
+            self.node_id,
+            epoch_of,
+            store.broker_configs(),
+            store.user_configs(),
+        )
         # In bounded transactions, made as they go: all at once would keep every op and undo
         # record alive together, long enough for the garbage collector to walk them again
         # and again (it walks the broker's whole heap then).

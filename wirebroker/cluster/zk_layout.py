@@ -23,8 +23,13 @@ Paths and documents::
     /config/brokers/<id>, /config/brokers/<default>
                                               {"version":1,"config":{"k":"v"}} (dynamic broker
                                                configs: one broker's, the cluster default)
+    /config/users/<user>                      {"version":1,"config":{"SCRAM-SHA-256":
+                                               "salt=..,stored_key=..,server_key=..,
+                                               iterations=n"}} (the user's SCRAM credentials;
+                                               <user> sanitized as Kafka's Sanitizer does)
     /config/changes/config_change_<seq>       {"version":2,"entity_path":"topics/<T>"} (or
-                                               "brokers/<id>", "brokers/<default>")
+                                               "brokers/<id>", "brokers/<default>",
+                                               "users/<user>")
     /admin/delete_topics/<T>                  (empty marker)
     /admin/preferred_replica_election         {"version":1,"partitions":
                                                [{"topic":"t","partition":0}]}
@@ -48,6 +53,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +69,7 @@ __all__ = [
     "CONFIG_BROKERS",
     "CONFIG_CHANGES",
     "CONFIG_TOPICS",
+    "CONFIG_USERS",
     "CONTROLLED_SHUTDOWN",
     "CONTROLLER",
     "CONTROLLER_EPOCH",
@@ -82,6 +89,7 @@ __all__ = [
     "decode_preferred_election",
     "decode_topic",
     "decode_topic_config",
+    "desanitize_user",
     "encode_broker",
     "encode_broker_config",
     "encode_cluster_id",
@@ -95,9 +103,11 @@ __all__ = [
     "encode_topic_config",
     "partition_path",
     "partitions_path",
+    "sanitize_user",
     "state_path",
     "topic_config_path",
     "topic_path",
+    "user_config_path",
 ]
 
 CLUSTER_ID = "/cluster/id"
@@ -109,6 +119,7 @@ BROKER_SEQID = "/brokers/seqid"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
+CONFIG_USERS = "/config/users"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 UNCLEAN_LEADER_ELECTION = "/wirebroker/unclean_leader_election"
@@ -129,7 +140,7 @@ PERSISTENT_PATHS = (
     CONFIG_TOPICS,
     CONFIG_BROKERS,
     "/config/clients",
-    "/config/users",
+    CONFIG_USERS,
     CONTROLLED_SHUTDOWN,
 )
 
@@ -447,6 +458,25 @@ def decode_broker_config(entity: str, data: bytes | None) -> dict[str, str]:
     if not isinstance(config, dict):
         raise LayoutError(f"{broker_config_path(entity)}: config must be an object")
     return {str(k): str(v) for k, v in config.items()}
+
+
+# -- /config/users/<user> (SCRAM credentials; wirebroker.security.credentials encodes them) ----
+_SANITIZE_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+
+
+def sanitize_user(user: str) -> str:
+    """A user name as a znode name, as Kafka's `Sanitizer.sanitize` writes it: UTF-8 bytes
+    percent-encoded except letters, digits and ".-_" (so "/" can never split a path)."""
+    return "".join(chr(b) if b in _SANITIZE_KEEP else f"%{b:02X}" for b in user.encode("utf-8"))
+
+
+def desanitize_user(name: str) -> str:
+    """The user a `/config/users` child names (Kafka's `Sanitizer.desanitize`)."""
+    return urllib.parse.unquote_plus(name, errors="strict")
+
+
+def user_config_path(user: str) -> str:
+    return f"{CONFIG_USERS}/{sanitize_user(user)}"
 
 
 # -- /admin/preferred_replica_election ----------------------------------------------------------

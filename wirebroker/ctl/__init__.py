@@ -4,6 +4,7 @@
     wirebroker produce TOPIC / consume TOPIC
     wirebroker group list|describe|reset-offsets|delete ...
     wirebroker cluster info
+    wirebroker user list|scram-set|scram-delete ...
     wirebroker dump-log DIR
     wirebroker data path|reset
 
@@ -22,7 +23,7 @@ Logs of the client library are silenced unless `--debug`.
 
 Layout: this module only builds the argparse subcommands (cheap: nothing heavy is imported, so
 `wirebroker serve` starts as fast as before); `run()` imports the implementing module
-(`topic`, `records`, `group`, `info`, `data`, `dump_log`) when the command runs, and those
+(`topic`, `records`, `group`, `user`, `info`, `data`, `dump_log`) when the command runs, and those
 import kafka-python and rich. `_kafka` holds the client plumbing (bootstrap, error text),
 `_output` the table/JSON rendering, `CliError` the one-line failure.
 """
@@ -38,7 +39,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WIREBROKER_BOOTSTRAP"
 
 #: The top-level commands this package adds (cli.py routes them here).
-COMMANDS = ("topic", "produce", "consume", "group", "dump-log", "data")
+COMMANDS = ("topic", "produce", "consume", "group", "user", "dump-log", "data")
 
 _Subparsers = argparse._SubParsersAction
 
@@ -121,6 +122,7 @@ def add_parsers(commands: _Subparsers) -> None:
     _add_produce(commands)
     _add_consume(commands)
     _add_group(commands, client)
+    _add_user(commands, client)
     _add_dump_log(commands)
     _add_data(commands)
 
@@ -440,6 +442,43 @@ def _add_group(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
     delete = sub.add_parser("delete", parents=[client], help="delete groups (must be empty)")
     delete.add_argument("groups", nargs="+", metavar="GROUP")
     delete.set_defaults(handler="group:delete")
+
+
+def _add_user(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
+    user = commands.add_parser(
+        "user", help="SCRAM users: list, set and delete credentials (Kafka's SCRAM APIs)"
+    )
+    sub = user.add_subparsers(dest="user_command", metavar="ACTION", required=True)
+    mechanisms = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+    lst = sub.add_parser(
+        "list", parents=[client], help="users with SCRAM credentials (mechanisms, iterations)"
+    )
+    lst.add_argument("users", nargs="*", metavar="USER", help="only these (default: every user)")
+    lst.set_defaults(handler="user:list_users")
+
+    set_ = sub.add_parser(
+        "scram-set",
+        parents=[client],
+        help="create or replace a user's SCRAM credential",
+        description="Create or replace USER's credential for one mechanism. The password is "
+        "salted here (PBKDF2) and only the salted password is sent; without --password it is "
+        "read from the first line of stdin (prompted for on a terminal).",
+    )
+    set_.add_argument("user", metavar="USER")
+    set_.add_argument("-m", "--mechanism", choices=mechanisms, default="SCRAM-SHA-256")
+    set_.add_argument("-p", "--password", help="the password (default: read from stdin)")
+    set_.add_argument(
+        "-i", "--iterations", type=_positive, default=4096, help="4096 to 16384 (default 4096)"
+    )
+    set_.set_defaults(handler="user:scram_set")
+
+    delete = sub.add_parser(
+        "scram-delete", parents=[client], help="delete a user's SCRAM credential"
+    )
+    delete.add_argument("user", metavar="USER")
+    delete.add_argument("-m", "--mechanism", choices=mechanisms, default="SCRAM-SHA-256")
+    delete.set_defaults(handler="user:scram_delete")
 
 
 def _add_dump_log(commands: _Subparsers) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from wirebroker.handlers.stats import RequestStats
 from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.security.acls import Authorizer, NoAuthorizer
+from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.security.session import ConnectionSession
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ class Services:
     broker_configs: BrokerConfigUpdates | None = None
     #: what the ACL APIs ask (wirebroker.security.acls): no authorizer, as Kafka's default
     authorizer: Authorizer = field(default_factory=NoAuthorizer)
+    #: SCRAM users (wirebroker.security.scram_users): Describe/AlterUserScramCredentials and
+    #: SCRAM authentication read them (the broker's are in ZooKeeper; default: in memory)
+    scram_users: ScramUsers = field(default_factory=LocalScramUsers)
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

@@ -11,10 +11,14 @@ it ends in `.json`)::
      "topics": [{"name": "t", "topic_id": "<uuid hex string>", "partitions": 3,
                  "replication_factor": 1, "configs": {"retention.ms": "1000"},
                  "is_internal": false}, ...],
-     "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}}}
+     "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}},
+     "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}}}
 
 `broker_configs` (absent when none are set) holds a single broker's dynamic broker configs
 (wirebroker.dynamic_configs): the cluster default and this broker's, by ZooKeeper entity name.
+`user_configs` (absent when none are set) holds a single broker's `/config/users/<user>`
+configs by user name: its SCRAM users' credentials (salted keys, never passwords;
+wirebroker.cluster.zk_scram_users).
 
 Every mutation rewrites the whole document atomically before returning
 (`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
@@ -267,6 +271,7 @@ class TopicStore:
         self._by_id: dict[uuid.UUID, TopicInfo] = {t.topic_id: t for t in topics.values()}
         self._next_producer_id = next_producer_id
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._user_configs: dict[str, dict[str, str]] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
 
@@ -316,6 +321,10 @@ class TopicStore:
                 str(entity): {str(k): str(v) for k, v in configs.items()}
                 for entity, configs in doc.get("broker_configs", {}).items()
             }
+            user_configs = {
+                str(user): {str(k): str(v) for k, v in configs.items()}
+                for user, configs in doc.get("user_configs", {}).items()
+            }
         except TopicStoreError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -327,6 +336,7 @@ class TopicStore:
             )
         store = cls(file, stored_cluster, {t.name: t for t in topics}, next_pid, fs=fs)
         store._broker_configs = broker_configs
+        store._user_configs = user_configs
         return store
 
     # -- reads ------------------------------------------------------------------------------
@@ -354,23 +364,36 @@ class TopicStore:
         """The dynamic broker configs kept here: ZooKeeper entity name -> configs."""
         return {entity: dict(configs) for entity, configs in self._broker_configs.items()}
 
+    def user_configs(self) -> dict[str, dict[str, str]]:
+        """The users' configs kept here (`/config/users/<user>`): user name -> configs."""
+        return {user: dict(configs) for user, configs in self._user_configs.items()}
+
     # -- mutations (durable on return) ---------------------------------------------------------
     def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
         """Replace one entity's dynamic broker configs (an empty mapping removes it)."""
-        old = self._broker_configs.get(entity)
+        self._set_configs(self._broker_configs, entity, configs)
+
+    def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
+        """Replace one user's configs (an empty mapping removes the user)."""
+        self._set_configs(self._user_configs, user, configs)
+
+    def _set_configs(
+        self, table: dict[str, dict[str, str]], key: str, configs: Mapping[str, str]
+    ) -> None:
+        old = table.get(key)
         if dict(configs) == (old or {}):
             return
         if configs:
-            self._broker_configs[entity] = dict(configs)
+            table[key] = dict(configs)
         else:
-            self._broker_configs.pop(entity, None)
+            table.pop(key, None)
         try:
             self._save()
         except BaseException:
             if old is None:
-                self._broker_configs.pop(entity, None)
+                table.pop(key, None)
             else:
-                self._broker_configs[entity] = old
+                table[key] = old
             raise
 
     def put(self, info: TopicInfo) -> None:
@@ -432,5 +455,7 @@ class TopicStore:
         }
         if self._broker_configs:
             doc["broker_configs"] = self._broker_configs
+        if self._user_configs:
+            doc["user_configs"] = self._user_configs
         data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
         write_file_atomic(self.fs, self.path, data)

@@ -1,0 +1,56 @@
+"""DescribeUserScramCredentials (key 50): serves v0, as Apache Kafka 4.4 does.
+
+The users' credentials as this broker knows them (`Services.scram_users`: in a cluster, its
+mirror of ZooKeeper's `/config/users`), in Kafka's answer: per user the mechanisms (1
+SCRAM-SHA-256, 2 SCRAM-SHA-512) and iteration counts, never a salt or key; no users (null or
+[]) describes every user with a credential; an unknown user RESOURCE_NOT_FOUND, a user named
+twice DUPLICATE_RESOURCE, with Kafka's texts (wirebroker.security.credentials, held to the
+oracle by tests/oracle/test_scram_credentials.py). The top-level error is NONE with an empty
+message, as Kafka sends it.
+
+Not checked yet: authorization (Kafka asks DESCRIBE on the CLUSTER resource and answers
+CLUSTER_AUTHORIZATION_FAILED; there is no ACL authorizer in the request path until issue 34's
+authorization is wired, as in a Kafka without an authorizer). Skipped: throttling
+(throttle_time_ms 0).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol.api import ApiKey
+from wirebroker.handlers.registry import handler
+
+if TYPE_CHECKING:
+    from protocol.messages.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+    )
+    from wirebroker.handlers.context import RequestContext
+
+
+@handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+async def handle(
+    ctx: RequestContext, req: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
+    users = req["users"]
+    described = ctx.services.scram_users.describe(
+        None if users is None else [u["name"] for u in users]
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": "",
+        "results": [
+            {
+                "user": d.user,
+                "error_code": int(d.error_code),
+                "error_message": d.error_message,
+                "credential_infos": [
+                    {"mechanism": mechanism, "iterations": iterations}
+                    for mechanism, iterations in d.credentials
+                ],
+            }
+            for d in described
+        ],
+    }

@@ -553,6 +553,7 @@ def _one_round(
 ) -> None:
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-broker-{name}-"))
     broker: AnyBroker | None = None
+    failed = True
     try:
         broker = start(workdir, free_port())
         if broker.ready_line_s is not None:
@@ -564,6 +565,7 @@ def _one_round(
             got[key] = value
 
         run_round(broker, sizes, record)
+        failed = False
         print(
             f"round {r + 1} {name}: " + ", ".join(f"{k}={v:.4g}" for k, v in got.items()),
             file=sys.stderr,
@@ -572,7 +574,10 @@ def _one_round(
     finally:
         if broker is not None:
             broker.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if failed:
+            print(f"round {r + 1} {name} failed: its files are kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:

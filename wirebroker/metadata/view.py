@@ -7,8 +7,8 @@ cluster the mirror writes a topic's partitions into the view before the store, a
 after it, so a topic a handler finds has its partitions here).
 
 Two views:
-- `LocalClusterView` (a broker without cluster layer: handler unit tests, a broker whose
-  caller plays the cluster layer): this broker is the only broker, the controller, and the
+- `LocalClusterView` (no cluster layer: the handler unit tests' fixtures; every `Broker` runs
+  the cluster code): this broker is the only broker, the controller, and the
   leader of every partition; replicas and ISR come from the partitions themselves.
 - `wirebroker.cluster.zk_metadata_cache.ZkMetadataCache` (a cluster, and a single broker, which runs
   the cluster code over its in-process ZooKeeper): a mirror of ZooKeeper's

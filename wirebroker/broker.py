@@ -1,6 +1,6 @@
 """The composition root: one `Broker` builds every service from a `BrokerConfig` and runs them.
 
-Three modes, one code path for the first two:
+Two modes, one code path (the cluster code, as in production):
 
     cluster         `zookeeper.connect` set (or a `coordination` given): the broker joins the
                     cluster of that ZooKeeper (`ClusterMember`, the `ZkController` when elected,
@@ -10,9 +10,9 @@ Three modes, one code path for the first two:
                     (`wirebroker.cluster.local_cluster`), seeded from the `TopicStore` at every
                     start, after the logs are loaded; the store stays the durable record of the
                     topics. Built in the constructor (the cluster id is the store's)
-    no cluster      `replicated` given without a coordination: a `LocalTopicAdmin` and a
-                    `LocalClusterView`, and nobody drives roles (replicated=True: the caller
-                    plays the cluster layer, as tests/integration/test_replication_inprocess.py)
+
+There is no mode without a cluster layer: tests that need several brokers run them over one
+in-memory ZooKeeper (tests/integration/_memory_cluster.py), the controller electing leaders.
 
 Construction (`Broker(config)`, synchronous): creates the log directories, locks each one
 (`<dir>/.lock`, `wirebroker.log.dir_lock`: a second broker on a directory fails here, before
@@ -50,16 +50,16 @@ Lifetime (`await Broker.serve(task_status=...)`, normally via `nursery.start`)::
                   checkpoints, clean-shutdown marker). Cancellation is the only way to stop a
                   broker; serve() returns (or raises Cancelled) only after the logs are closed.
 
-Replication (`replicated`: the cluster and single-broker modes; the cluster layer drives roles
-through `replicas.make_leader` / `make_follower` / `stop_replica`): the `ReplicaManager` builds
-partitions without a role; a `ReplicaFetcherManager` task fetches the partitions this broker
-follows from their leaders (addresses from the member's view, or `peer_endpoints`); a task
-drops out-of-sync ISR members every replica.lag.time.max.ms / 2 (`maybe_shrink_isr`);
-`replication-offset-checkpoint` is written every replica.high.watermark.checkpoint.interval.ms
-and before the logs close. A single broker runs the fetcher and the ISR task too (with one
-replica per partition they never have anything to do) but keeps no HW checkpoint (the HW of a
-single replica is its log end once it leads). `ProduceWaiters` (acks=-1 purgatory) is built in
-every mode; on a single broker nothing ever waits in it. The group coordinator follows the
+Replication (both modes; the cluster layer drives roles through `replicas.make_leader` /
+`make_follower` / `stop_replica`): the `ReplicaManager` builds partitions without a role; a
+`ReplicaFetcherManager` task fetches the partitions this broker follows from their leaders
+(addresses from the member's view); a task drops out-of-sync ISR members every
+replica.lag.time.max.ms / 2 (`maybe_shrink_isr`); `replication-offset-checkpoint` is written
+every replica.high.watermark.checkpoint.interval.ms and before the logs close. A single broker
+runs the fetcher and the ISR task too (with one replica per partition they never have anything
+to do) but keeps no HW checkpoint (the HW of a single replica is its log end once it leads).
+`ProduceWaiters` (acks=-1 purgatory) is built in both modes; on a single broker nothing ever
+waits in it. The group coordinator follows the
 leadership of `__consumer_offsets` partitions (role listener); a single broker creates that
 topic with one replica, a cluster with offsets.topic.replication.factor.
 
@@ -99,7 +99,7 @@ from wirebroker.cluster.zk_scram_users import ZkScramUsers
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.coordination.api import Coordination, SessionState
-from wirebroker.dynamic_configs import BrokerConfigUpdates, LocalBrokerConfigs
+from wirebroker.dynamic_configs import BrokerConfigUpdates
 from wirebroker.faults.control import FaultControl
 from wirebroker.faults.core import FaultRules
 from wirebroker.faults.http import mount as mount_fault_routes
@@ -110,7 +110,7 @@ from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
-from wirebroker.metadata.topic_admin import LocalTopicAdmin, TopicAdmin
+from wirebroker.metadata.topic_admin import TopicAdmin
 from wirebroker.metadata.topic_store import (
     TopicStore,
     ensure_meta_properties,
@@ -118,7 +118,7 @@ from wirebroker.metadata.topic_store import (
     read_meta_properties,
     uuid_to_base64,
 )
-from wirebroker.metadata.view import ClusterView, LocalClusterView
+from wirebroker.metadata.view import ClusterView
 from wirebroker.net.endpoints import BrokerEndpoints
 from wirebroker.net.server import KafkaServer
 from wirebroker.replication.broker_client import SECURITY as PEER_SECURITY
@@ -152,7 +152,6 @@ class Broker:
         clock: Callable[[], int] = wall_clock_ms,
         grace_s: float = 5.0,
         coordination: Coordination | None = None,
-        replicated: bool | None = None,
         fs: FileSystem | None = None,
     ) -> None:
         self.config = config
@@ -164,16 +163,9 @@ class Broker:
             coordination = zookeeper_coordination(config)
         #: A single broker: the cluster code over an in-process ZooKeeper seeded from the store.
         self.local_cluster: LocalCluster | None = None
-        if coordination is None and replicated is None:
+        if coordination is None:
             self.local_cluster = LocalCluster(config.node_id)
             coordination = self.local_cluster.coordination
-        if replicated is None:
-            replicated = coordination is not None
-        self.replicated = replicated
-        #: multi-broker mode: node id -> (host, port) of the other brokers (the fetchers' view)
-        self.peer_endpoints: dict[int, tuple[str, int]] = {}
-        #: multi-broker mode: this broker's epoch (its registration's czxid), sent to leaders
-        self.broker_epoch = -1
         self.endpoints = BrokerEndpoints(config)  # the listeners, advertised once bound
         try:
             #: where the admin HTTP listener binds (`admin.listeners`; empty: no listener)
@@ -192,12 +184,11 @@ class Broker:
             self.admin_http = AdminServer(self.admin_routes)
         #: the ZooKeeper session as last reported (a single broker's is in-process: connected)
         self.zookeeper_state = "connected"
-        if coordination is not None:
-            coordination.add_session_listener(self._on_session)
+        coordination.add_session_listener(self._on_session)
         #: the admin listener's bound (host, port) pairs, once serving
         self.admin_bound: list[tuple[str, int]] = []
         self.log_dirs = [Path(d).expanduser() for d in config.log_dirs]
-        #: The cluster's coordination session (None: a single broker).
+        #: The cluster's coordination session (a single broker's is its in-process ZooKeeper).
         self.coordination = coordination
         self.member: ClusterMember | None = None
         #: the dynamic broker configs' ZooKeeper watcher (None: no coordination)
@@ -208,7 +199,7 @@ class Broker:
         # Before any file of a log dir is read or written; held until the logs are closed.
         self.dir_locks = LogDirLocks.acquire(self.log_dirs)
         self.bound: list[tuple[str, int]] = []
-        if coordination is not None and self.local_cluster is None:
+        if self.local_cluster is None:
             return  # built in serve(), once the cluster id is known
         try:
             self._build(config, clock, grace_s)
@@ -240,21 +231,13 @@ class Broker:
         )
         self.logs = LogManager(self.log_dirs, fs=self.fs)
         self.replicas = ReplicaManager(
-            config, self.logs, self.topics, node_id=node_id, replicated=self.replicated
+            config, self.logs, self.topics, node_id=node_id, replicated=True
         )
 
     def _build_cluster(self, config: BrokerConfig, clock: Callable[[], int]) -> ClusterView:
-        """The cluster member and topic admin (or the no-cluster ones); returns the view."""
+        """The cluster member and topic admin; returns the view."""
         node_id = config.node_id
         self.admin: TopicAdmin
-        if self.coordination is None:
-            self.admin = LocalTopicAdmin(
-                config, self.topics, self.logs, node_id=node_id, listener=self.replicas
-            )
-            endpoints = self.endpoints.advertised_listeners
-            return LocalClusterView(
-                node_id, self._advertised, self.replicas, self.topics, endpoints=endpoints
-            )
         self.member = ClusterMember(
             self.coordination,
             node_id=node_id,
@@ -282,44 +265,37 @@ class Broker:
         self.replicas.add_hw_listener(self.fetch_waiters.notify_hw)
         self.produce_waiters = ProduceWaiters()
         self.replicas.add_hw_listener(self.produce_waiters.notify)
-        self.fetchers: ReplicaFetcherManager | None = None
-        if self.replicated:
-            self.fetchers = ReplicaFetcherManager(
-                self.replicas,
-                node_id=node_id,
-                endpoint=self._peer_endpoint,
-                broker_epoch=self._broker_epoch,
-                config=config,
-                clock=clock,
-            )
+        self.fetchers = ReplicaFetcherManager(
+            self.replicas,
+            node_id=node_id,
+            endpoint=self._peer_endpoint,
+            broker_epoch=self._broker_epoch,
+            config=config,
+            clock=clock,
+        )
         # A cluster: ids from one sequence in ZooKeeper, shared by every broker. A single
         # broker keeps reserving them in its store: its ZooKeeper forgets them at every start.
         reserve = None
-        if self.coordination is not None and self.local_cluster is None:
+        if self.local_cluster is None:
             reserve = ZkProducerIdBlocks(self.coordination, node_id).reserve
         self.producer_ids = ProducerIdManager(self.topics, reserve=reserve)
 
     def _build_group_coordinator(self, config: BrokerConfig, clock: Callable[[], int]) -> None:
-        """The group coordinator; replicated, it follows `__consumer_offsets` leadership."""
-        if self.replicated:
-            self.group_coordinator = GroupCoordinatorRuntime(
-                config,
-                self.replicas,
-                admin=self.admin,
-                clock=clock,
-                leads_every_partition=False,
-                offsets_replication_factor=(
-                    1
-                    if self.local_cluster is not None
-                    else config.get_int("offsets.topic.replication.factor")
-                ),
-                replication_waiter=self.produce_waiters.wait,
-            )
-            self.replicas.add_role_listener(self._offsets_leadership)
-        else:
-            self.group_coordinator = GroupCoordinatorRuntime(
-                config, self.replicas, admin=self.admin, clock=clock
-            )
+        """The group coordinator; it follows the leadership of `__consumer_offsets`."""
+        self.group_coordinator = GroupCoordinatorRuntime(
+            config,
+            self.replicas,
+            admin=self.admin,
+            clock=clock,
+            leads_every_partition=False,
+            offsets_replication_factor=(
+                1
+                if self.local_cluster is not None
+                else config.get_int("offsets.topic.replication.factor")
+            ),
+            replication_waiter=self.produce_waiters.wait,
+        )
+        self.replicas.add_role_listener(self._offsets_leadership)
 
     def _build_services(
         self, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView
@@ -366,7 +342,7 @@ class Broker:
             grace_s=grace_s,
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
-            hold_requests=self.member is not None,
+            hold_requests=True,
             failed_authentication_delay_ms=self.endpoints.failed_authentication_delay_ms,
             clock_ms=clock,
         )
@@ -403,8 +379,7 @@ class Broker:
     ) -> None:
         """The transaction coordinator and its WriteTxnMarkers sender (which reaches every
         partition leader over the wire, this broker included); it follows the leadership of
-        `__transaction_state` partitions like the group coordinator (no cluster: it leads
-        them all)."""
+        `__transaction_state` partitions like the group coordinator."""
         self.txn_coordinator = TxnCoordinatorRuntime(
             config,
             self.replicas,
@@ -412,7 +387,6 @@ class Broker:
             producer_ids=self.producer_ids,
             clock=clock,
             live_brokers=lambda: len(cluster.live_brokers()),
-            leads_every_partition=not self.replicated,
             replication_waiter=self.produce_waiters.wait,
         )
 
@@ -428,8 +402,7 @@ class Broker:
             max_frame_bytes=config.socket_request_max_bytes,
         )
         self.txn_coordinator.markers = self.txn_markers
-        if self.replicated:
-            self.replicas.add_role_listener(self._txn_leadership)
+        self.replicas.add_role_listener(self._txn_leadership)
 
     def _txn_leadership(self, part: Partition) -> None:
         """The transaction coordinator follows the leadership of `__transaction_state`."""
@@ -450,11 +423,11 @@ class Broker:
             self.group_coordinator.on_resigned(part.index, part.leader_epoch)
 
     def _peer_endpoint(self, node_id: int) -> tuple[str, int] | None:
-        node = self.member.cache.broker(node_id) if self.member is not None else None
-        return self.peer_endpoints.get(node_id) if node is None else (node.host, node.port)
+        node = None if self.member is None else self.member.cache.broker(node_id)
+        return None if node is None else (node.host, node.port)
 
     def _broker_epoch(self) -> int:
-        return self.member.broker_epoch if self.member is not None else self.broker_epoch
+        return -1 if self.member is None else self.member.broker_epoch
 
     def _advertised(self) -> tuple[str, int]:
         return self.services.advertised_host, self.services.advertised_port
@@ -469,17 +442,16 @@ class Broker:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_set_when_cancelled, stop)
             coordination = self.coordination
-            if coordination is not None:
-                try:
-                    if self.local_cluster is None:
-                        await self._join_cluster(nursery, coordination)
-                    else:
-                        await nursery.start(self._run_coordination, coordination)
-                except BaseException:
-                    self.dir_locks.release()
-                    if self._coordination_scope is not None:
-                        self._coordination_scope.cancel()
-                    raise
+            try:
+                if self.local_cluster is None:
+                    await self._join_cluster(nursery, coordination)
+                else:
+                    await nursery.start(self._run_coordination, coordination)
+            except BaseException:
+                self.dir_locks.release()
+                if self._coordination_scope is not None:
+                    self._coordination_scope.cancel()
+                raise
             try:
                 async with trio.open_nursery() as inner:
                     bound = await inner.start(self._run, stop)
@@ -586,12 +558,10 @@ class Broker:
         nursery.start_soon(self.group_coordinator.run)
         nursery.start_soon(self.txn_coordinator.run)
         nursery.start_soon(self.txn_markers.run)
-        if self.replicated:
-            self._start_replication(nursery)
+        self._start_replication(nursery)
 
-    # -- replication (multi-broker mode only) ---------------------------------------------
+    # -- replication ------------------------------------------------------------------------
     def _start_replication(self, nursery: trio.Nursery) -> None:
-        assert self.fetchers is not None
         nursery.start_soon(self.fetchers.run)
         lag_ms = self.config.get_int("replica.lag.time.max.ms")
         nursery.start_soon(
@@ -608,7 +578,7 @@ class Broker:
     def _checkpoints_hw(self) -> bool:
         """A single broker's partitions have one replica: the HW is the log end at make_leader,
         so there is no `replication-offset-checkpoint` to keep."""
-        return self.replicated and self.local_cluster is None
+        return self.local_cluster is None
 
     def _log_epoch(self, topic: str, index: int) -> int:
         part = self.replicas.partition(topic, index)
@@ -676,13 +646,11 @@ async def _set_when_cancelled(event: trio.Event) -> None:
 
 def _broker_configs(broker: Broker, config: BrokerConfig, node_id: int) -> BrokerConfigUpdates:
     """The broker's dynamic configs (wirebroker.dynamic_configs): in ZooKeeper (a single
-    broker's in-process one, mirrored into its topic store), else in memory."""
+    broker's in-process one, mirrored into its topic store)."""
 
     def changed(keys: set[str]) -> None:
         _apply_dynamic_change(broker, keys)
 
-    if broker.coordination is None:
-        return LocalBrokerConfigs(config, node_id, changed)
     broker.zk_broker_configs = ZkBrokerConfigs(
         broker.coordination,
         config,

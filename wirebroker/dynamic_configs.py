@@ -46,7 +46,8 @@ Where they live: a cluster keeps them in ZooKeeper as Kafka's ZooKeeper mode did
 `/config/changes/config_change_<seq>` notification), and every broker watches its own and the
 default (`wirebroker.cluster.zk_broker_configs`). A single broker keeps them in its topic
 store (`wirebroker-topics.json`, "broker_configs") and seeds its in-process ZooKeeper from it at
-start. `LocalBrokerConfigs` (below) holds them in memory, for a broker without coordination.
+start. The unit tests' `LocalBrokerConfigs` (tests/unit/local_metadata.py) holds them in
+memory, for services built without coordination.
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ __all__ = [
     "DYNAMIC_BROKER_CONFIGS",
     "BrokerConfigUpdates",
     "Compute",
-    "LocalBrokerConfigs",
     "OnChange",
 ]
 
@@ -151,12 +151,3 @@ class BrokerConfigUpdates:
         """Compute the entity's new dynamic configs from its current ones and apply them
         (durably where the implementation keeps them) before returning."""
         raise NotImplementedError
-
-
-class LocalBrokerConfigs(BrokerConfigUpdates):
-    """Dynamic configs held in memory only (a broker without coordination, tests)."""
-
-    async def update(self, entity: str, compute: Compute, *, validate_only: bool) -> None:
-        new = compute(self.current(entity))
-        if not validate_only:
-            self.apply(entity, new)

@@ -3,7 +3,7 @@ Kafka's znodes instead of local files (Kafka's AdminZkClient).
 
 Every check (names, configs, replication factor against the registered brokers, manual
 assignments) is `TopicChecks`'s (`wirebroker.metadata.topic_admin`, the one validation path a
-single broker's `LocalTopicAdmin` runs too); only the effects differ:
+unit tests' `LocalTopicAdmin` runs too); only the effects differ:
 
     create topic        placement (`placement.assign_replicas`: Kafka's random start and shift,
                         rack-aware when every broker has a rack) or the manual assignment, then
@@ -85,9 +85,10 @@ log = logging.getLogger(__name__)
 class ZkTopicAdmin(TopicAdmin):
     """`local_logs` (a single broker, which holds every partition and is the only broker that
     can create a topic): the new partitions' logs are created in one batch before the
-    ZooKeeper write, as `LocalTopicAdmin` does before its commit, so a storage error is
-    answered at once (nothing kept) and the member finds the logs in place. The checks are
-    `checks` (`TopicChecks` over the member's topic store and registered brokers)."""
+    ZooKeeper write (as the unit tests' `LocalTopicAdmin` does before its commit), so a
+    storage error is answered at once (nothing kept) and the member finds the logs in place.
+    The checks are `checks` (`TopicChecks` over the member's topic store and registered
+    brokers)."""
 
     def __init__(
         self,

@@ -23,10 +23,12 @@ Ownership (`wirebroker.coordinator.ownership`, its table): the coordinator serve
 `__consumer_offsets` partitions this broker leads. `on_became_leader(p, epoch)` schedules a load
 of `p` (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), `on_resigned(p)` unloads it
 (parked requests NOT_COORDINATOR, later requests NOT_COORDINATOR). Loads run one at a time in
-the shared runtime's task, in the order they were scheduled; a stale load is discarded. A single
-broker (`leads_every_partition`, the default) leads every partition at epoch 0 from the start:
-`run` -> `load` loads them all, in order. `__consumer_offsets` is created on the first
-FindCoordinator (or append). Details, limits and Kafka differences: docs/groups.md.
+the shared runtime's task, in the order they were scheduled; a stale load is discarded. Every
+broker (a single one too) passes `leads_every_partition=False` and follows the leaderships its
+cluster layer reports; with the default (True: the unit tests, without a cluster layer) it
+leads every partition at epoch 0 from the start: `run` -> `load` loads them all, in order.
+`__consumer_offsets` is created on the first FindCoordinator (or append). Details, limits and
+Kafka differences: docs/groups.md.
 """
 
 from __future__ import annotations
@@ -112,8 +114,9 @@ class GroupCoordinatorRuntime:
     """Runs a `GroupCoordinatorCore` for the broker (see the module docstring); the
     `CoordinatorShard` of its `CoordinatorRuntime`.
 
-    `leads_every_partition`: a single broker (it loads every partition at start); False in a
-    cluster, where the cluster layer reports leaderships (`on_became_leader`, `on_resigned`).
+    `leads_every_partition`: no cluster layer (unit tests: it loads every partition at start);
+    every `Broker` passes False, its cluster layer reporting leaderships (`on_became_leader`,
+    `on_resigned`).
     `offsets_replication_factor`: of `__consumer_offsets` when this broker creates it (a
     cluster passes offsets.topic.replication.factor). `replication_waiter`: see
     `ReplicationWaiter` (default `replicated_at_once`).

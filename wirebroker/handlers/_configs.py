@@ -528,8 +528,9 @@ SETTLE_TIMEOUT_S = 30.0
 
 async def settle_topic_changes(admin: TopicAdmin, response: AlterConfigsResponse) -> None:
     """Wait until the topics this response reports altered are so in this broker's metadata
-    (`TopicAdmin.wait_settled`; at once on a `LocalTopicAdmin`), so that a DescribeConfigs or
-    an incremental change right after sees them; REQUEST_TIMED_OUT for those that are not."""
+    (`TopicAdmin.wait_settled`; at once on the unit tests' `LocalTopicAdmin`), so that a
+    DescribeConfigs or an incremental change right after sees them; REQUEST_TIMED_OUT for
+    those that are not."""
     altered = [
         r["resource_name"]
         for r in response["responses"]

@@ -3,8 +3,8 @@
 A legal name is 1 to 249 characters from `[a-zA-Z0-9._-]` and is neither "." nor "..".
 Two names *collide* when they are equal once every '.' is replaced by '_' (`a.b` and `a_b`):
 Kafka refuses to create the second one because metric names cannot tell them apart. The
-collision check needs the set of existing names, so `LocalTopicAdmin` applies it
-with `collision_key`.
+collision check needs the set of existing names, so `TopicChecks` (topic_admin.py) applies
+it with `collision_key`.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 `TopicAdmin` is the one interface the handlers (CreateTopics, DeleteTopics, CreatePartitions,
 AlterConfigs, IncrementalAlterConfigs, Metadata auto-creation) and the group coordinator
 (`__consumer_offsets`) use; Kafka splits it the same way (AdminManager / ZkAdminManager vs
-ReplicaManager). `LocalTopicAdmin` works on the `TopicStore` and the
-`LogManager` directly (handler unit tests, a broker without cluster layer);
-`wirebroker.cluster.zk_topic_admin.ZkTopicAdmin` writes Kafka's znodes instead, in a cluster
-and on a single broker (over its in-process ZooKeeper).
+ReplicaManager). `wirebroker.cluster.zk_topic_admin.ZkTopicAdmin` implements it over Kafka's
+znodes, in a cluster and on a single broker (over its in-process ZooKeeper); the unit tests'
+`LocalTopicAdmin` (tests/unit/local_metadata.py) works on the `TopicStore` and the `LogManager`
+directly, without a cluster layer.
 
 Every check lives here, in `TopicChecks`, which both admins hold (composition, not a base
 class), in Kafka's order and with its messages (ReplicationControlManager): name, exists,
@@ -28,8 +28,6 @@ new partitions with their open logs, deleted topics, changed configs.
 from __future__ import annotations
 
 import abc
-import dataclasses
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -53,22 +51,17 @@ from wirebroker.metadata.names import (
     validate_topic_name,
 )
 from wirebroker.metadata.topic_configs import (
-    effective_topic_configs,
-    topic_log_config,
     validate_topic_configs,
 )
 from wirebroker.metadata.topic_store import TopicInfo, TopicStore, new_random_uuid
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
-    from wirebroker.log.config import LogConfig
-    from wirebroker.log.log_manager import LogManager
     from wirebroker.log.partition_log import PartitionLog
 
 __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "CreateTopicResult",
-    "LocalTopicAdmin",
     "NewPartitions",
     "NewTopic",
     "PartitionListener",
@@ -77,7 +70,6 @@ __all__ = [
     "create_each",
 ]
 
-log = logging.getLogger(__name__)
 
 #: Kafka's controller refuses to create more partitions than this in one request.
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -391,108 +383,3 @@ class TopicChecks:
         if info is None:
             raise UnknownTopicError(f"The topic '{name}' does not exist.")
         return info, overrides
-
-
-class LocalTopicAdmin(TopicAdmin):
-    """`TopicAdmin` without ZooKeeper: the `TopicStore` is the metadata, `LogManager` the logs."""
-
-    def __init__(
-        self,
-        config: BrokerConfig,
-        topics: TopicStore,
-        logs: LogManager,
-        *,
-        node_id: int,
-        listener: PartitionListener | None = None,
-    ) -> None:
-        self.config = config
-        self.topics = topics
-        self.logs = logs
-        self.node_id = node_id
-        self.listener = listener
-        self.checks = TopicChecks(config, topics, lambda: self.brokers)
-
-    @property
-    def brokers(self) -> list[int]:
-        """The registered brokers: this one."""
-        return [self.node_id]
-
-    # -- reads -------------------------------------------------------------------------------
-    def describe(self, name: str) -> TopicInfo | None:
-        return self.topics.get(name)
-
-    def effective_configs(self, name: str) -> dict[str, str | None]:
-        """Every topic config of `name` (override, else broker value, else default)."""
-        info = self.topics.get(name)
-        return effective_topic_configs(self.config, info.configs if info is not None else {})
-
-    def log_config(self, name: str) -> LogConfig:
-        info = self.topics.get(name)
-        return topic_log_config(self.config, info.configs if info is not None else {})
-
-    # -- create ------------------------------------------------------------------------------
-    def create_topics(
-        self, topics: Sequence[NewTopic], *, now_ms: int, validate_only: bool = False
-    ) -> list[CreateTopicResult]:
-        return create_each(self.create, topics, now_ms=now_ms, validate_only=validate_only)
-
-    def create(self, topic: NewTopic, *, now_ms: int, validate_only: bool = False) -> TopicInfo:
-        """Check `topic` in Kafka's order, then create it (unless `validate_only`)."""
-        info = self.checks.new_topic(topic)
-        if not validate_only:
-            self._add_partitions(info, 0, now_ms)
-        return info
-
-    def create_partitions(
-        self, request: NewPartitions, *, now_ms: int, validate_only: bool = False
-    ) -> None:
-        info = self.checks.new_partitions(request)
-        if validate_only:
-            return
-        self._add_partitions(
-            dataclasses.replace(info, partitions=request.count), info.partitions, now_ms
-        )
-
-    def _add_partitions(self, info: TopicInfo, first: int, now_ms: int) -> None:
-        """Logs `first`.. of `info` in one batch, then `info` into the store (the commit
-        point), then the listener; on failure the new logs are deleted again."""
-        log_config = topic_log_config(self.config, info.configs)
-        created = self.logs.create_many(
-            info.name, range(first, info.partitions), log_config, now_ms, info.topic_id
-        )
-        try:
-            self.topics.put(info)
-        except BaseException:
-            for plog in created:
-                try:
-                    self.logs.delete(info.name, plog.partition)
-                except Exception:  # pragma: no cover - best effort rollback
-                    log.exception("rollback of %s-%d failed", info.name, plog.partition)
-            raise
-        if self.listener is not None:
-            self.listener.on_partitions_created(info, created)
-
-    # -- delete / alter ----------------------------------------------------------------------
-    def delete_topic(self, name: str) -> TopicInfo:
-        """Remove the topic from the store, tell the listener, delete its logs."""
-        info = self.checks.deleted_topic(name)
-        self.topics.remove(name)
-        if self.listener is not None:
-            self.listener.on_topic_deleted(info)
-        for index in range(info.partitions):
-            if self.logs.get(name, index) is not None:
-                self.logs.delete(name, index)
-        return info
-
-    def alter_topic_configs(
-        self, name: str, configs: Mapping[str, str | None], *, validate_only: bool = False
-    ) -> None:
-        """Replace the topic's overrides with `configs` (checked first, then the topic must
-        exist); the listener applies them to the live partitions."""
-        info, overrides = self.checks.topic_configs(name, configs)
-        if validate_only:
-            return
-        changed = dataclasses.replace(info, configs=overrides)
-        self.topics.put(changed)
-        if self.listener is not None:
-            self.listener.on_topic_configs_changed(changed)

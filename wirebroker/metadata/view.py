@@ -6,30 +6,26 @@ the topic store beside it. The topics are those of the `TopicStore` the view is 
 cluster the mirror writes a topic's partitions into the view before the store, and drops them
 after it, so a topic a handler finds has its partitions here).
 
-Two views:
-- `LocalClusterView` (a broker without cluster layer: handler unit tests, a broker whose
-  caller plays the cluster layer): this broker is the only broker, the controller, and the
-  leader of every partition; replicas and ISR come from the partitions themselves.
-- `wirebroker.cluster.zk_metadata_cache.ZkMetadataCache` (a cluster, and a single broker, which runs
-  the cluster code over its in-process ZooKeeper): a mirror of ZooKeeper's
+The view: `wirebroker.cluster.zk_metadata_cache.ZkMetadataCache` (a cluster, and a single
+  broker, which runs the cluster code over its in-process ZooKeeper): a mirror of ZooKeeper's
   /brokers/ids, /controller, /brokers/topics and the partition state znodes, kept current by
   watches. A partition whose leader is not a live broker answers LEADER_NOT_AVAILABLE with
   leader -1 (Kafka's ZkMetadataCache); its replica and ISR lists stay unfiltered and the dead
-  replicas are listed as offline (Metadata v5+).
+  replicas are listed as offline (Metadata v5+). The unit tests' `LocalClusterView`
+  (tests/unit/local_metadata.py) is the other: a broker without cluster layer.
 """
 
 from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
-__all__ = ["BrokerNode", "ClusterView", "LocalClusterView", "PartitionView"]
+__all__ = ["BrokerNode", "ClusterView", "PartitionView"]
 
 
 @dataclass(frozen=True)
@@ -112,66 +108,3 @@ class ClusterView(abc.ABC):
         if view is None or view.leader < 0:
             return None
         return self.broker(view.leader)
-
-
-class LocalPartition(Protocol):
-    @property
-    def index(self) -> int: ...
-    @property
-    def leader_id(self) -> int: ...
-    @property
-    def leader_epoch(self) -> int: ...
-    @property
-    def replicas(self) -> list[int]: ...
-    @property
-    def isr(self) -> list[int]: ...
-
-
-class LocalPartitions(Protocol):
-    def partitions_of(self, topic: str) -> Iterable[LocalPartition]: ...
-    def partition(self, topic: str, index: int) -> LocalPartition | None: ...
-
-
-class LocalClusterView(ClusterView):
-    """A single broker: itself (address filled once bound) over its own partitions."""
-
-    def __init__(
-        self,
-        node_id: int,
-        address: Callable[[], tuple[str, int]],
-        partitions: LocalPartitions,
-        topics: TopicStore,
-        rack: str | None = None,
-        endpoints: Callable[[], tuple[tuple[str, str, int], ...]] = tuple,
-    ) -> None:
-        super().__init__(topics)
-        self.node_id = node_id
-        self._address = address
-        self._endpoints = endpoints
-        self._parts = partitions
-        self.rack = rack
-
-    def _self(self) -> BrokerNode:
-        host, port = self._address()
-        return BrokerNode(self.node_id, host, port, self.rack, self._endpoints())
-
-    def live_brokers(self) -> list[BrokerNode]:
-        return [self._self()]
-
-    def broker(self, node_id: int) -> BrokerNode | None:
-        return self._self() if node_id == self.node_id else None
-
-    def controller_id(self) -> int:
-        return self.node_id
-
-    def partitions(self, topic: str) -> list[PartitionView]:
-        return [
-            PartitionView(p.index, p.leader_id, p.leader_epoch, p.replicas, p.isr)
-            for p in self._parts.partitions_of(topic)
-        ]
-
-    def partition(self, topic: str, index: int) -> PartitionView | None:
-        p = self._parts.partition(topic, index)
-        if p is None:
-            return None
-        return PartitionView(p.index, p.leader_id, p.leader_epoch, p.replicas, p.isr)

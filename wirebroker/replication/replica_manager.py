@@ -21,9 +21,9 @@ replica_events.py; ISR proposals and their answers are the `IsrManager`'s, isr_m
                      (ZooKeeper CAS, asynchronously) and answers `isr_committed` or
                      `isr_rejected`. None: a change is committed at once, locally.
 
-Two modes. Unreplicated (`replicated=False`, the default; a broker without cluster layer, the
-handler unit tests): every partition is built as the leader of replicas [this broker] and
-stays so. Replicated (`replicated=True`; every broker the CLI starts: a cluster member, and a
+Two modes. Unreplicated (`replicated=False`, the default; no `Broker` builds one any more: the
+unit tests' synchronous fixtures): every partition is built as the leader of replicas [this
+broker] and stays so. Replicated (`replicated=True`; every `Broker`: a cluster member, and a
 single broker, which runs the cluster code over its in-process ZooKeeper and is made leader of
 every partition, each with replicas = ISR = [itself], so `single_replica` keeps its appends on
 the same fast path): `load` builds a partition for each log on disk of a topic

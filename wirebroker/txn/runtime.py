@@ -29,7 +29,7 @@ coordinator epoch; PrepareCommit/PrepareAbort transactions found there get their
 again. Loads run one at a time, in the order scheduled (Kafka's transaction-log-manager
 thread). A new leader epoch without a leadership lost in between (the controller changed the
 ISR) is no new election: no reload, the coordinator epoch stays (`on_became_leader`).
-`leads_every_partition` (the no-cluster mode only) loads every partition at epoch 0.
+`leads_every_partition` (unit tests without a cluster layer) loads every partition at epoch 0.
 `__transaction_state` is created on the first FindCoordinator for a transactional id
 (`transaction.state.log.num.partitions`, replication factor
 `transaction.state.log.replication.factor` capped by the live brokers, min.insync.replicas

@@ -15,6 +15,7 @@ import trio.testing
 
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.coordinator.errors import (
     COMMIT_APPEND_ERRORS,
@@ -26,7 +27,7 @@ from wirebroker.coordinator.ownership import PartitionState
 from wirebroker.coordinator.runtime import Appended, CoordinatorRuntime
 from wirebroker.log.log_manager import LogManager
 from wirebroker.metadata.errors import ClusterError
-from wirebroker.metadata.topic_admin import LocalTopicAdmin, NewTopic
+from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.partition import Partition
 from wirebroker.replication.replica_manager import ReplicaManager

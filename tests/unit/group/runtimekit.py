@@ -28,6 +28,7 @@ from typing import Any
 import trio
 
 from protocol.errors import ErrorCode
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.group.messages import (
     CommitPartition,
@@ -48,7 +49,6 @@ from wirebroker.handlers.offset_commit import commit_errors
 from wirebroker.handlers.offset_fetch import fetch_group_response
 from wirebroker.handlers.sync_group import sync_response
 from wirebroker.log.log_manager import LogManager
-from wirebroker.metadata.topic_admin import LocalTopicAdmin
 from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.replica_manager import ReplicaManager
 

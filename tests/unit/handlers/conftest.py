@@ -36,14 +36,12 @@ import pytest
 from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.headers import RequestHeader
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalBrokerConfigs, LocalClusterView, LocalTopicAdmin
 from wirebroker.config import BrokerConfig
-from wirebroker.dynamic_configs import LocalBrokerConfigs
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS, Later
 from wirebroker.log.log_manager import LogManager
-from wirebroker.metadata.topic_admin import LocalTopicAdmin
 from wirebroker.metadata.topic_store import TopicStore
-from wirebroker.metadata.view import LocalClusterView
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager

@@ -19,10 +19,11 @@ import wirebroker.handlers.produce  # noqa: F401  (registers the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalClusterView
 from wirebroker.group.partitioning import partition_for
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
-from wirebroker.metadata.view import BrokerNode, LocalClusterView
+from wirebroker.metadata.view import BrokerNode
 
 START_MS = 1_700_000_000_000
 

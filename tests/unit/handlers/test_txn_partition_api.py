@@ -21,9 +21,9 @@ import wirebroker.handlers.write_txn_markers  # noqa: F401  (registers the handl
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalClusterView
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
-from wirebroker.metadata.view import LocalClusterView
 from wirebroker.replication.txn_verify import TxnOperation, TxnVerifier, producer_answer
 from wirebroker.txn.partitioning import partition_for
 

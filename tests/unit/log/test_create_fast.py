@@ -28,12 +28,13 @@ from crash_fs import Crash, CrashingFileSystem
 from logtest_helpers import NOW, NoSyncFileSystem
 
 from protocol.records import build_batch, iter_batches
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.log import LogConfig, LogManager, StorageError
 from wirebroker.log.checkpoint import read_partition_metadata
 from wirebroker.log.fs import OsFileSystem
 from wirebroker.log.partition_log import LEADER_EPOCH_FILE, PARTITION_METADATA_FILE
-from wirebroker.metadata.topic_admin import LocalTopicAdmin, NewPartitions
+from wirebroker.metadata.topic_admin import NewPartitions
 from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.replica_manager import ReplicaManager
 

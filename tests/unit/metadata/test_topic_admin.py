@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import LogManager
 from wirebroker.log.partition_log import PartitionLog
@@ -16,12 +17,7 @@ from wirebroker.metadata.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.metadata.topic_admin import (
-    LocalTopicAdmin,
-    NewPartitions,
-    NewTopic,
-    check_new_topic_assignments,
-)
+from wirebroker.metadata.topic_admin import NewPartitions, NewTopic, check_new_topic_assignments
 from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 
 NOW = 1_700_000_000_000

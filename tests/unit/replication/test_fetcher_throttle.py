@@ -15,9 +15,9 @@ import pytest
 import trio
 
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import LogManager
-from wirebroker.metadata.topic_admin import LocalTopicAdmin
 from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.fetcher import ReplicaFetcherManager, _Follow, _LeaderFetcher
 from wirebroker.replication.replica_manager import ReplicaManager

@@ -15,9 +15,9 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import REPLICATION_OFFSET_CHECKPOINT, LogManager
-from wirebroker.metadata.topic_admin import LocalTopicAdmin
 from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 from wirebroker.replication.partition import (
     NotEnoughReplicasError,

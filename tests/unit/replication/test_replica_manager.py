@@ -9,6 +9,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.log.config import LogConfig
 from wirebroker.log.log_manager import LogManager
@@ -24,7 +25,7 @@ from wirebroker.metadata.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from wirebroker.metadata.topic_admin import LocalTopicAdmin, NewPartitions
+from wirebroker.metadata.topic_admin import NewPartitions
 from wirebroker.metadata.topic_store import TopicStore, read_meta_properties
 from wirebroker.replication.partition import READ_COMMITTED, NotEnoughReplicasError
 from wirebroker.replication.replica_manager import ReplicaManager

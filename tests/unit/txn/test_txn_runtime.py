@@ -13,10 +13,10 @@ import trio
 
 from protocol.errors import ErrorCode as E
 from protocol.txn_records import decode_key, decode_value
+from tests.unit.local_metadata import LocalTopicAdmin
 from wirebroker.config import BrokerConfig
 from wirebroker.coordinator.log_reader import keyed_records
 from wirebroker.log.log_manager import LogManager
-from wirebroker.metadata.topic_admin import LocalTopicAdmin
 from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.delayed_produce import ProduceWaiters
 from wirebroker.replication.partition import Partition, Role

@@ -62,7 +62,11 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "transactional_id": ("transactional_id",),
     "producer_id": ("producer_id",),
     "path": ("path",),
+    "user": ("user", "name"),
 }
+#: Response arrays answering the elements of several request arrays in turn
+#: (AlterUserScramCredentials: one result per user named in deletions, then in upsertions).
+_CONCATENATED = {"results": ("deletions", "upsertions")}
 #: Response arrays without a key field that answer a request array element by element.
 _POSITIONAL = {"results": "creations", "filter_results": "filters"}
 _STRING_KEYS = ("group_id", "key", "name", "topic", "transactional_id", "resource_name")
@@ -142,6 +146,9 @@ def _array(
     f: FieldInfo, req: Mapping[str, Any], code: int, message: str | None
 ) -> list[dict[str, Any]]:
     keys = {sub.name for sub in f.fields if sub.name in _ALIASES}
+    joined = [item for name in _CONCATENATED.get(f.name, ()) for item in req.get(name) or ()]
+    if joined and keys:
+        return [_struct(f.fields, item, code, message) for item in joined]
     if not keys:
         source = req.get(_POSITIONAL.get(f.name, ""))
         count = len(source) if isinstance(source, list) else 0

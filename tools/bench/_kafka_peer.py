@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from _peers import REPO_ROOT, _proc_status, api_versions_answered, cpu_seconds
+from _peers import REPO_ROOT, ProcessMeasures, api_versions_answered
 
 from compat.oracle.jars import KAFKA_VERSION
 from compat.oracle.kafka import ApacheKafka
@@ -29,7 +29,7 @@ __all__ = ["KafkaBroker", "kafka_peer_line", "start_kafka"]
 START_TIMEOUT_S = 120.0
 
 
-class KafkaBroker:
+class KafkaBroker(ProcessMeasures):
     """A running single-node Apache Kafka (module doc); `stop()` removes its data."""
 
     name = "kafka"
@@ -59,15 +59,6 @@ class KafkaBroker:
     @property
     def pid(self) -> int:
         return self._kafka.pid
-
-    def rss(self) -> int:
-        return _proc_status(self.pid, "VmRSS")
-
-    def peak_rss(self) -> int:
-        return _proc_status(self.pid, "VmHWM")
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
 
     def stop(self) -> None:
         self._kafka.stop()

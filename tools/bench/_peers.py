@@ -236,7 +236,27 @@ def busiest_thread(before: dict[int, float], after: dict[int, float]) -> float:
     return max((t - before.get(tid, 0.0) for tid, t in after.items()), default=0.0)
 
 
-class Broker:
+class ProcessMeasures:
+    """Memory and CPU of a broker process, by its `pid` (a subclass provides it)."""
+
+    @property
+    def pid(self) -> int:
+        raise NotImplementedError
+
+    def rss(self) -> int:
+        """Resident set size now, bytes."""
+        return _proc_status(self.pid, "VmRSS")
+
+    def peak_rss(self) -> int:
+        """Peak resident set size since start (VmHWM), bytes."""
+        return _proc_status(self.pid, "VmHWM")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the process so far."""
+        return cpu_seconds(self.pid)
+
+
+class Broker(ProcessMeasures):
     """A broker subprocess (wirebroker or Tansu) on loopback; `bootstrap` once started.
 
     `ready_line_s`: spawn -> wirebroker's ready line (None for Tansu). `answer_s`: spawn -> the
@@ -316,18 +336,6 @@ class Broker:
     @property
     def pid(self) -> int:
         return self.proc.pid
-
-    def rss(self) -> int:
-        """Resident set size now, bytes."""
-        return _proc_status(self.pid, "VmRSS")
-
-    def peak_rss(self) -> int:
-        """Peak resident set size since start (VmHWM), bytes."""
-        return _proc_status(self.pid, "VmHWM")
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU time of the process so far."""
-        return cpu_seconds(self.pid)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

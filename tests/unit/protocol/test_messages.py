@@ -7,7 +7,6 @@ import io
 import re
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -267,27 +266,29 @@ def test_encode_error_names_the_field() -> None:
         codec.encode_response(18, 3, 1, {"error_code": 1 << 20})
 
 
-def test_import_is_fast() -> None:
-    code = "import time; t = time.perf_counter(); import protocol; print(time.perf_counter() - t)"
-    best = min(
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(3)
+def test_import_builds_no_schema() -> None:
+    """`import protocol` only declares the messages: no construct is built until a version
+    is first used (what keeps the broker's start-up short; measured by tools/bench, not
+    here)."""
+    code = (
+        "import protocol\n"
+        "from protocol.api import API_MODULES\n"
+        "built = [m.NAME for m in API_MODULES.values()\n"
+        "         for spec in (m.REQUEST, m.RESPONSE) if spec._schemas or spec._interpreted]\n"
+        "print(len(API_MODULES), built)"
     )
-    assert best < 0.15
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split(" ", 1)
+    assert int(out[0]) > 70
+    assert out[1].strip() == "[]"
 
 
 def test_schemas_are_built_lazily_and_cached() -> None:
     spec = API_MODULES[20].REQUEST  # DeleteTopics
     first = spec.schema(6)
     assert spec.schema(6) is first
-    start = time.perf_counter()
-    for _ in range(1000):
-        spec.schema(6)
-    assert time.perf_counter() - start < 0.05
+    assert spec._schemas[6] is first
 
 
 # --------------------------------------------------------------------------------------

@@ -22,11 +22,11 @@ import ssl
 import struct
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _secured import secured_brokers
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 from confluent_kafka import Consumer, Producer
@@ -47,14 +47,7 @@ def _start(security: str, mechanism: str = "PLAIN") -> BrokerHandle:
     return BrokerHandle(security=security, sasl_mechanism=mechanism, log_level="INFO").start()
 
 
-@pytest.fixture(scope="module")
-def brokers() -> Iterator[dict[tuple[str, str], BrokerHandle]]:
-    started: dict[tuple[str, str], BrokerHandle] = {}
-    try:
-        yield started
-    finally:
-        for handle in started.values():
-            handle.stop()
+brokers = pytest.fixture(scope="module", name="brokers")(secured_brokers)
 
 
 def _broker(

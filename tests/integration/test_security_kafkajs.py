@@ -5,11 +5,11 @@ SASL_SSL PLAIN and SCRAM-SHA-256/512; a wrong password is refused."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from _kafkajs import JS_DIR, node, run_script
+from _secured import secured_brokers
 
 from wirebroker.testing import BrokerHandle
 from wirebroker.testing._security import USERS
@@ -24,14 +24,7 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def brokers() -> Iterator[dict[tuple[str, str], BrokerHandle]]:
-    started: dict[tuple[str, str], BrokerHandle] = {}
-    try:
-        yield started
-    finally:
-        for handle in started.values():
-            handle.stop()
+brokers = pytest.fixture(scope="module", name="brokers")(secured_brokers)
 
 
 def _request(handle: BrokerHandle, topic: str, password: str | None = None) -> dict[str, Any]:

@@ -37,6 +37,9 @@ class TopicMirror:
     state_zxids: dict[int, int] = field(default_factory=dict)
     watches: list[Watch] = field(default_factory=list)
     state_watches: dict[int, Watch] = field(default_factory=dict)
+    #: Bumped by every change of `states` (they change only through the two methods below),
+    #: so a reader can tell its memo of the partitions' views is still current.
+    version: int = 0
 
     def set_state(self, index: int, state: PartitionState, stat: Stat) -> bool:
         """Mirror a state read with `stat`, unless older than the mirrored one."""
@@ -44,11 +47,33 @@ class TopicMirror:
             return False
         self.states[index] = (state, stat.version)
         self.state_zxids[index] = stat.mzxid
+        self.version += 1
         return True
 
     def drop_state(self, index: int) -> None:
         self.states.pop(index, None)
         self.state_zxids.pop(index, None)
+        self.version += 1
+
+
+@dataclass(frozen=True)
+class _ViewsMemo:
+    """A topic's partition views as of a mirror, its assignment (held, so compared by
+    identity), its version and the live brokers."""
+
+    mirror: TopicMirror
+    assignment: TopicAssignment
+    version: int
+    live: frozenset[int]
+    views: tuple[PartitionView, ...]
+
+    def current(self, mirror: TopicMirror, live: frozenset[int]) -> bool:
+        return (
+            mirror is self.mirror
+            and mirror.assignment is self.assignment
+            and mirror.version == self.version
+            and live == self.live
+        )
 
 
 class ZkMetadataCache(ClusterView):
@@ -60,6 +85,9 @@ class ZkMetadataCache(ClusterView):
         self.epochs: dict[int, int] = {}  # broker id -> czxid of its registration
         self.controller: int = -1
         self.topics: dict[str, TopicMirror] = {}
+        # Metadata asks for every partition of a topic, often, and the views change only
+        # with the mirror: a 1,000-partition topic is answered from the memo.
+        self._views: dict[str, _ViewsMemo] = {}
 
     def live_brokers(self) -> list[BrokerNode]:
         return [self.brokers[b] for b in sorted(self.brokers)]
@@ -76,8 +104,15 @@ class ZkMetadataCache(ClusterView):
     def partitions(self, topic: str) -> list[PartitionView]:
         mirror = self.topics.get(topic)
         if mirror is None:
+            self._views.pop(topic, None)
             return []
-        return [self._view(mirror, p) for p in sorted(mirror.assignment.partitions)]
+        live = frozenset(self.brokers)
+        memo = self._views.get(topic)
+        if memo is None or not memo.current(mirror, live):
+            views = tuple(self._view(mirror, p) for p in sorted(mirror.assignment.partitions))
+            memo = _ViewsMemo(mirror, mirror.assignment, mirror.version, live, views)
+            self._views[topic] = memo
+        return list(memo.views)
 
     def partition(self, topic: str, index: int) -> PartitionView | None:
         mirror = self.topics.get(topic)

@@ -159,3 +159,34 @@ def test_movable_leaderships_need_another_live_in_sync_replica(tmp_path: Path) -
     cache.topics["t"] = mirror
     # 1: its other in-sync replica (3) is not live; 2: alone; 3: led by broker 2
     assert cache.movable_leaderships(1) == [("t", 0)]
+
+
+def test_partition_views_follow_every_change_of_the_mirror(tmp_path: Path) -> None:
+    """The views of a topic's partitions are memoized (Metadata asks for all of them often);
+    each kind of change makes the next read see it."""
+    cache = ZkMetadataCache(TopicStore.open(tmp_path))
+    cache.brokers = {b: BrokerNode(b, "h", 9000 + b, None) for b in (1, 2)}
+    mirror = TopicMirror(TopicAssignment({0: (1, 2), 1: (2, 1)}))
+    mirror.set_state(0, _state(1, 1, (1, 2)), Stat(version=0, czxid=1, mzxid=1))
+    cache.topics["t"] = mirror
+    first = cache.partitions("t")
+    assert [(v.leader, v.error_code) for v in first] == [(1, 0), (-1, 5)]
+    assert cache.partitions("t") == first
+
+    mirror.set_state(1, _state(2, 1, (2, 1)), Stat(version=0, czxid=1, mzxid=2))  # a state
+    assert [v.leader for v in cache.partitions("t")] == [1, 2]
+
+    del cache.brokers[2]  # a broker leaves
+    views = cache.partitions("t")
+    assert [(v.leader, v.error_code, v.offline) for v in views] == [(1, 0, [2]), (-1, 5, [2])]
+
+    mirror.assignment = TopicAssignment({0: (1,), 1: (2, 1), 2: (1,)})  # a new assignment
+    assert [v.replicas for v in cache.partitions("t")] == [[1], [2, 1], [1]]
+
+    mirror.drop_state(0)
+    assert cache.partitions("t")[0].error_code == 5
+
+    cache.topics["t"] = TopicMirror(TopicAssignment({0: (2,)}))  # the topic made anew
+    assert [v.replicas for v in cache.partitions("t")] == [[2]]
+    del cache.topics["t"]
+    assert cache.partitions("t") == []

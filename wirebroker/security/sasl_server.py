@@ -296,9 +296,7 @@ class SaslServerSession:
         if header is None:
             response = len(challenge).to_bytes(4, "big") + challenge
         else:
-            response = self._authenticate_response(
-                header, ErrorCode.NONE, None, challenge, lifetime
-            )
+            response = self._authenticate_response(header, ErrorCode.NONE, "", challenge, lifetime)
         return SaslStep(StepKind.REPLY, response, reason=(self.principal or "") if done else "")
 
     def _session_lifetime(

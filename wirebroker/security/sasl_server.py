@@ -22,14 +22,17 @@ SASL_AUTHENTICATION_FAILED (v1; nothing with v0 tokens) and the connection close
 after `connection.failed.authentication.delay.ms` (`SaslStep.FAIL`; the runtime waits).
 
 Mechanisms: PLAIN (users and passwords from the JAAS `user_<name>="<password>"` entries, as
-Kafka's PlainLoginModule; compared with `hmac.compare_digest`) and SCRAM-SHA-256 / -512
-(`wirebroker.security.scram.ScramServer` over a credential lookup). The principal is
-"User:" + the authenticated name.
+Kafka's PlainLoginModule; compared with `hmac.compare_digest`), SCRAM-SHA-256 / -512
+(`wirebroker.security.scram.ScramServer` over a credential lookup) and OAUTHBEARER
+(`wirebroker.security.oauthbearer.OAuthBearerServer`, Kafka's unsecured validator). The
+principal is "User:" + the authenticated name. A success's error_message is "" (Kafka's).
 
-Re-authentication (KIP-368): with `connections.max.reauth.ms` > 0, SaslAuthenticate v1+
-answers session_lifetime_ms (the least of that and nothing else here: no token expiry) and the
-session expires at authentication + lifetime; `expired(now_ms)` tells the runtime to close
-the connection at the next request that is not a re-authentication.
+Re-authentication (KIP-368), as Kafka's ReauthInfo: SaslAuthenticate v1+ answers
+session_lifetime_ms, the least of `connections.max.reauth.ms` (when > 0) and the credential's
+remaining lifetime (an OAUTHBEARER token's exp; even with connections.max.reauth.ms unset);
+the session expires at authentication + lifetime, and a SaslHandshake then starts a
+re-authentication; `expired(now_ms)` tells the runtime to close the connection at the next
+request that is not a re-authentication. Without either, 0 and no expiry.
 """
 
 from __future__ import annotations

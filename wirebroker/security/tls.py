@@ -120,18 +120,22 @@ def _pkcs12(config: BrokerConfig, listener: str, store: str) -> tuple[str, str]:
     return certs, key_pem
 
 
+def _load_pkcs12_keystore(ctx: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
+    certs, key_pem = _pkcs12(config, listener, "keystore")
+    if not key_pem or not certs:
+        raise ConfigError(f"listener {listener}: the PKCS12 keystore holds no private key")
+    try:
+        with _pem_files(certs, key_pem) as (chain_path, key_path):
+            ctx.load_cert_chain(chain_path, key_path)
+    except ssl.SSLError as exc:
+        raise ConfigError(f"listener {listener}: cannot load the keystore: {exc}") from exc
+
+
 def _load_keystore(
     ctx: ssl.SSLContext, config: BrokerConfig, listener: str, required: bool
 ) -> bool:
     if _store_type(config, listener, "ssl.keystore.type") == "PKCS12":
-        chain, key_pem = _pkcs12(config, listener, "keystore")
-        if not key_pem or not chain:
-            raise ConfigError(f"listener {listener}: the PKCS12 keystore holds no private key")
-        try:
-            with _pem_files(chain, key_pem) as (chain_path, key_path):
-                ctx.load_cert_chain(chain_path, key_path)
-        except ssl.SSLError as exc:
-            raise ConfigError(f"listener {listener}: cannot load the keystore: {exc}") from exc
+        _load_pkcs12_keystore(ctx, config, listener)
         return True
     location = listener_setting(config, listener, "ssl.keystore.location")
     chain = listener_setting(config, listener, "ssl.keystore.certificate.chain")

@@ -66,7 +66,7 @@ def test_a_token_without_sub_is_refused_and_counted(
     }
     producer = Producer(config)
     with pytest.raises(KafkaException):
-        producer.list_topics(timeout=5)
+        producer.list_topics(timeout=2)  # refused: it cannot succeed
     log = _wait_log(handle, "Failed authentication with", lines_before + 1)
     failed = [line for line in log.splitlines() if "Failed authentication with" in line]
     assert '{"status":"invalid_token"}' in failed[lines_before]

@@ -367,6 +367,7 @@ class Broker:
                 self.services,
                 connections=lambda: len(self.server.connections),
                 zookeeper_state=lambda: self.zookeeper_state,
+                authentications=self.server.authentications.rows,
                 version=__version__,
             ),
         )

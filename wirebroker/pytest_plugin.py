@@ -12,10 +12,12 @@ directory that is removed afterwards):
     kafka_bootstrap       kafka_broker.bootstrap: "127.0.0.1:PORT" for bootstrap.servers
     kafka_client_config   kafka_broker.client_config: librdkafka / confluent-kafka settings
                           (bootstrap.servers, and a secured broker's security.protocol,
-                          ssl.ca.location, sasl.mechanism, sasl.username, sasl.password)
+                          ssl.ca.location, sasl.mechanism, sasl.username, sasl.password;
+                          OAUTHBEARER: sasl.oauthbearer.config instead of the last two)
     kafka_python_config   kafka_broker.kafka_python_config: the same as kafka-python keyword
                           arguments (bootstrap_servers, security_protocol, ssl_cafile,
-                          sasl_mechanism, sasl_plain_username, sasl_plain_password)
+                          sasl_mechanism, sasl_plain_username, sasl_plain_password;
+                          OAUTHBEARER: sasl_oauth_token_provider instead of the last two)
     kafka_create_topic    create_topic(name=None, partitions=1, replication_factor=1,
                           configs=None) -> name; on kafka_broker, waits for the leaders; without
                           a name, a unique one derived from the test's name
@@ -34,7 +36,9 @@ directory that is removed afterwards):
 Per-test broker settings (function scope): `@pytest.mark.kafka_broker(overrides={...},
 thread=True, security="SASL_SSL", sasl_mechanism="SCRAM-SHA-256")`. `security` ("SSL",
 "SASL_PLAINTEXT", "SASL_SSL") makes a secured broker: a throwaway CA, users alice and bob,
-PLAIN and both SCRAMs, client certificates requested (mTLS); `bootstrap` is the secured
+PLAIN, both SCRAMs and OAUTHBEARER (unsecured tokens: librdkafka's
+`sasl.oauthbearer.config=principal=alice`, a kafka-python token provider), client
+certificates requested (mTLS); `bootstrap` is the secured
 listener and the config fixtures carry what a client needs (see
 `wirebroker.testing._security`).
 Ini keys: `kafka_broker_scope`, `kafka_broker_thread` (true: brokers are served from a thread

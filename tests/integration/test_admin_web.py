@@ -53,3 +53,30 @@ def test_web_view_shows_topic_and_group_in_chromium(
         png = screenshot(url, tmp_path / "web-view.png", height=720)
         assert png.stat().st_size > 10_000  # a rendered page, not a blank one
         keep_screenshot(png, "web-view.png")
+
+
+def test_web_view_shows_failed_authentications_in_chromium() -> None:
+    """A SASL_PLAINTEXT OAUTHBEARER broker: logins refused (a token without `sub`; librdkafka
+    retries), one accepted; the page's script renders both counts for the listener and
+    mechanism, the failures flagged."""
+    from confluent_kafka import KafkaException, Producer
+
+    from wirebroker.testing import BrokerHandle
+
+    with BrokerHandle(security="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER") as handle:
+        assert handle.admin_url is not None
+        bad = handle.client_config | {
+            "sasl.oauthbearer.config": "principal=alice principalClaimName=azp"
+        }
+        with pytest.raises(KafkaException):
+            Producer(bad).list_topics(timeout=2)  # refused: it cannot succeed
+        Producer(handle.client_config).list_topics(timeout=10)
+        dom = dump_dom(handle.admin_url + "/")
+    assert re.search(r'id="status">live, updated ', dom), dom[:2000]  # the script ran
+    table = dom[dom.index('id="authentications"') :]
+    row = re.search(r"<td>SASL_PLAINTEXT</td><td>OAUTHBEARER</td>(.*?)</tr>", table)
+    assert row is not None, table[:1000]
+    ok, failed = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    assert int(ok) >= 1
+    bad_count = re.fullmatch(r'<span class="bad">(\d+)</span>', failed)  # flagged in red
+    assert bad_count is not None and int(bad_count.group(1)) >= 1  # librdkafka retries

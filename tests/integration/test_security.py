@@ -274,7 +274,7 @@ def test_sasl_handshake_on_a_plaintext_listener_is_illegal_sasl_state(
     assert (correlation, error) == (9, 34)  # ILLEGAL_SASL_STATE, as Kafka on PLAINTEXT
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"])
 def test_transaction_markers_cross_the_secured_inter_broker_listener(
     brokers: dict[tuple[str, str], BrokerHandle], mechanism: str
 ) -> None:

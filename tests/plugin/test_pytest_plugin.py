@@ -240,6 +240,18 @@ def test_sasl_ssl(kafka_client_config, kafka_python_config, kafka_create_topic, 
     producer.close()
     assert [m.value for m in kafka_read_to_end(topic)] == [b"secured", b"too"]
 
+@pytest.mark.kafka_broker(security="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER", thread=True)
+def test_oauth(kafka_client_config, kafka_python_config, kafka_create_topic, kafka_read_to_end):
+    assert kafka_client_config["sasl.oauthbearer.config"] == "principal=alice"
+    topic = kafka_create_topic()
+    producer = Producer(kafka_client_config)
+    producer.produce(topic, b"token")
+    assert producer.flush(20) == 0
+    producer = KafkaProducer(**kafka_python_config)
+    producer.send(topic, b"too").get(timeout=20)
+    producer.close()
+    assert [m.value for m in kafka_read_to_end(topic)] == [b"token", b"too"]
+
 @pytest.mark.kafka_broker(security="SSL")
 def test_ssl_refuses_plaintext(kafka_broker, kafka_python_config):
     from kafka import KafkaProducer
@@ -251,4 +263,4 @@ def test_ssl_refuses_plaintext(kafka_broker, kafka_python_config):
 
 
 def test_secured_broker_marker(pytester: pytest.Pytester) -> None:
-    run(pytester, SECURED).assert_outcomes(passed=2)
+    run(pytester, SECURED).assert_outcomes(passed=3)

@@ -29,6 +29,9 @@ Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base uni
     wirebroker_group_state{group,state}                             gauge 1 for the current state
     wirebroker_group_committed_offset / _lag {group,topic,partition}   gauge
     wirebroker_zookeeper_session_state{state}                       gauge 1 for the current state
+    wirebroker_successful_authentications_total{listener,mechanism} counter (Kafka's
+    wirebroker_failed_authentications_total{listener,mechanism}     successful- / failed-
+                                                                    authentication-total; SASL)
 
 Internal topics (`__consumer_offsets`: 50 partitions) get the topic-level series only; their
 partitions count in the under-replicated and offline totals. Listed partition by partition
@@ -147,6 +150,25 @@ class BrokerCollector(Collector):
         yield session
         yield from self._topics(snap["topics"], broker["node_id"])
         yield from self._groups(snap["groups"])
+        yield from self._authentications(snap.get("authentications", []))
+
+    def _authentications(self, rows: list[dict[str, Any]]) -> Iterator[Metric]:
+        labels = ["listener", "mechanism"]
+        ok = CounterMetricFamily(
+            "wirebroker_successful_authentications",
+            "Successful SASL authentications (Kafka's successful-authentication-total)",
+            labels=labels,
+        )
+        failed = CounterMetricFamily(
+            "wirebroker_failed_authentications",
+            "Failed SASL authentications (Kafka's failed-authentication-total)",
+            labels=labels,
+        )
+        for row in rows:
+            ok.add_metric([row["listener"], row["mechanism"]], row["successful"])
+            failed.add_metric([row["listener"], row["mechanism"]], row["failed"])
+        yield ok
+        yield failed
 
     def _topics(self, topics: list[dict[str, Any]], node_id: int) -> Iterator[Metric]:
         def gauge(name: str, doc: str) -> GaugeMetricFamily:

@@ -17,6 +17,9 @@ Both renderings come from it: the Prometheus collector (metrics.py) and the web 
                  (high watermark - committed offset, from this broker's replica: on a
                  follower, the high watermark the leader last sent, one fetch behind; null
                  when this broker hosts no replica of the partition)
+    authentications  per SASL listener and mechanism: successful and failed authentications
+                 (wirebroker.security.auth_stats; a mechanism no listener enables is
+                 "unsupported")
 
 Under-replicated (`under_replicated`): the partition's ISR is smaller than its replica set, as
 this broker's view of the cluster shows it (the web view flags those); the metrics count, as
@@ -44,6 +47,10 @@ def _connected() -> str:
     return "connected"
 
 
+def _no_authentications() -> list[dict[str, Any]]:
+    return []
+
+
 @dataclass
 class AdminSources:
     """Where the snapshot reads from (built by the composition root, wirebroker/broker.py)."""
@@ -51,6 +58,8 @@ class AdminSources:
     services: Services
     connections: Callable[[], int] = field(default=_no_connections)
     zookeeper_state: Callable[[], str] = field(default=_connected)
+    #: `AuthenticationStats.rows` of the Kafka listeners
+    authentications: Callable[[], list[dict[str, Any]]] = field(default=_no_authentications)
     version: str = ""
 
 
@@ -118,6 +127,7 @@ def snapshot(sources: AdminSources) -> dict[str, Any]:
         "brokers": brokers,
         "topics": topics,
         "groups": _groups(services, high_watermarks),
+        "authentications": sources.authentications(),
     }
 
 

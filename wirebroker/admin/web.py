@@ -44,12 +44,13 @@ _HEAD = {
     ],
     "groups": ["group", "state", "generation", "protocol", "members"],
     "lag": ["group", "topic", "partition", "committed", "high watermark", "lag"],
+    "authentications": ["listener", "mechanism", "successful", "failed"],
 }
 
 # The same rendering as the Python functions below, for the refresh.
 _JS = """
 const NUM = new Set(["partition","leader","epoch","log start","log end","high watermark",
-  "size","generation","committed","lag"]);
+  "size","generation","committed","lag","successful","failed"]);
 const esc = s => String(s ?? "-").replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",
   ">":"&gt;",'"':"&quot;"}[c]));
 function size(n){ if(n==null) return "-"; const u=["B","KiB","MiB","GiB"]; let i=0;
@@ -83,6 +84,9 @@ function render(s){
   for (const g of s.groups) for (const o of g.offsets) lag.push([g.group_id, o.topic,
     o.partition, o.committed_offset, o.high_watermark, o.lag]);
   table("lag", HEAD.lag, lag);
+  table("authentications", HEAD.authentications, (s.authentications||[]).map(a=>[
+    a.listener, a.mechanism, a.successful,
+    {html: a.failed ? '<span class="bad">'+esc(a.failed)+'</span>' : "0"}]));
 }
 function internal(topics){
   const t = topics.filter(t=>t.internal);
@@ -121,7 +125,7 @@ def _table(id_: str, rows: list[list[Any]]) -> str:
     head = _HEAD[id_]
     numeric = {
         "partition", "leader", "epoch", "log start", "log end", "high watermark", "size",
-        "generation", "committed", "lag",
+        "generation", "committed", "lag", "successful", "failed",
     }  # fmt: skip
     out = ["<tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr>"]
     for row in rows:
@@ -184,6 +188,11 @@ def render_page(snap: dict[str, Any]) -> str:
         for g in snap["groups"]
         for o in g["offsets"]
     ]  # fmt: skip
+    authentications = [
+        [a["listener"], a["mechanism"], a["successful"],
+         _Html(f'<span class="bad">{a["failed"]}</span>' if a["failed"] else "0")]
+        for a in snap.get("authentications", [])
+    ]  # fmt: skip
     broker_line = (
         f"node {b['node_id']} · cluster {b['cluster_id']} · controller {b['controller_id']} · "
         f"{b['connections']} connection(s) · ZooKeeper {b['zookeeper_session']} · {b['version']}"
@@ -202,6 +211,7 @@ def render_page(snap: dict[str, Any]) -> str:
 <div class="meta" id="internal">{escape(internal_line)}</div>
 <h2>Consumer groups</h2>{_table("groups", groups)}
 <h2>Committed offsets and lag</h2>{_table("lag", lag)}
+<h2>Authentications (SASL)</h2>{_table("authentications", authentications)}
 <script>{head_js}{_JS}</script>
 </body></html>
 """

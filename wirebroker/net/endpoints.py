@@ -14,7 +14,14 @@ SASL settings of a SASL_PLAINTEXT / SASL_SSL listener (each also as
                                         become SCRAM credentials (salted at start, 4096
                                         iterations), until users are managed with
                                         AlterUserScramCredentials
-    connections.max.reauth.ms           KIP-368 session lifetime (0: none, Kafka's default)
+    [listener.name.<l>.]oauthbearer.sasl.jaas.config
+                                        OAuthBearerLoginModule: its unsecuredValidator* options
+                                        (principal and scope claim names, required scope,
+                                        allowable clock skew); Kafka's unsecured validator is
+                                        the only one (a sasl.server.callback.handler.class
+                                        naming another is refused)
+    connections.max.reauth.ms           KIP-368 session lifetime (0: none, Kafka's default;
+                                        an OAUTHBEARER session ends with its token anyway)
     connection.failed.authentication.delay.ms   100 (Kafka's default)
 """
 
@@ -32,10 +39,13 @@ from wirebroker.listeners import (
 )
 from wirebroker.net.server import Endpoint
 from wirebroker.security.client import ClientSecurity, inter_broker_security
+from wirebroker.security.oauthbearer import MECHANISM as OAUTHBEARER
+from wirebroker.security.oauthbearer import UnsecuredOptions, UnsecuredValidator
 from wirebroker.security.sasl_server import (
     SUPPORTED_MECHANISMS,
     SaslServerConfig,
     jaas_users,
+    parse_jaas_options,
 )
 from wirebroker.security.scram import ScramCredential, ScramMechanism, credential_from_password
 from wirebroker.security.tls import listener_setting, server_context
@@ -84,7 +94,32 @@ def sasl_config(config: BrokerConfig, listener: str) -> SaslServerConfig:
         plain_users=plain,
         scram_lookup=lookup,
         max_reauth_ms=_int_setting(config, "connections.max.reauth.ms", 0),
+        oauthbearer=_oauthbearer_validator(config, listener)
+        if OAUTHBEARER in mechanisms
+        else UnsecuredValidator(),
     )
+
+
+#: Kafka's class of the unsecured validator (the default when none is named)
+_UNSECURED_HANDLER = (
+    "org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+    "OAuthBearerUnsecuredValidatorCallbackHandler"
+)
+
+
+def _oauthbearer_validator(config: BrokerConfig, listener: str) -> UnsecuredValidator:
+    key = f"listener.name.{listener.lower()}.oauthbearer.sasl.server.callback.handler.class"
+    handler = (config.values.get(key) or "").strip()
+    if handler and handler != _UNSECURED_HANDLER:
+        raise ConfigError(
+            f"{key}={handler}: only Kafka's unsecured validator ({_UNSECURED_HANDLER}) is "
+            "supported: remove the setting"
+        )
+    options = parse_jaas_options(_jaas(config, listener, OAUTHBEARER))
+    try:
+        return UnsecuredValidator(UnsecuredOptions.from_jaas(options))
+    except ValueError as e:
+        raise ConfigError(f"listener {listener}: oauthbearer.sasl.jaas.config: {e}") from None
 
 
 @dataclass

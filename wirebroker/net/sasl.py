@@ -7,7 +7,9 @@ each frame goes to the state machine first, whose step is applied here:
     FORWARD   the dispatcher serves the frame (ApiVersions before authentication; everything
               once authenticated), with the connection's session (listener, principal)
     REPLY     the SASL answer is sent; on success the principal is set and logged (info)
-    FAIL      one warning line ("Failed authentication with <peer> (<reason>)"), then
+              and the listener's successful authentications counted (`AuthenticationStats`)
+    FAIL      counted as a failed authentication, one warning line ("Failed authentication
+              with <peer> (<reason>)"), then
               `connection.failed.authentication.delay.ms` later the answer (if any) is sent and
               the connection closed, as Kafka delays the close of a failed authentication;
               the wait is trio's clock (a test's MockClock moves it)
@@ -30,6 +32,7 @@ import trio
 
 from protocol.framing import GatherFrame
 from wirebroker.net.dispatch import DispatchReply, RequestDispatcher
+from wirebroker.security.auth_stats import AuthenticationStats
 from wirebroker.security.sasl_server import SaslServerSession, StepKind
 from wirebroker.security.session import ConnectionSession
 
@@ -54,6 +57,7 @@ class SaslGate:
         max_frame_bytes: int,
         failure_delay_ms: int,
         clock_ms: Callable[[], int],
+        stats: AuthenticationStats | None = None,
     ) -> None:
         self.inner = inner
         self.sasl = sasl
@@ -61,6 +65,7 @@ class SaslGate:
         self.max_frame_bytes = max_frame_bytes
         self.failure_delay_ms = failure_delay_ms
         self.clock_ms = clock_ms
+        self.stats = stats if stats is not None else AuthenticationStats()
 
     def frame_limit(self) -> int:
         cap = self.sasl.max_frame_bytes
@@ -89,6 +94,7 @@ class SaslGate:
         if step.kind is StepKind.REPLY:
             if step.reason:
                 self.session.principal = step.reason
+                self.stats.success(self.session.listener, self.sasl.mechanism)
                 log.info(
                     "authenticated %s on listener %s from %s",
                     step.reason,
@@ -97,6 +103,7 @@ class SaslGate:
                 )
             return _Reply(step.response)
         if step.kind is StepKind.FAIL:
+            self.stats.failure(self.session.listener, self.sasl.mechanism)
             log.warning("Failed authentication with %s (%s)", peer, step.reason)
             await trio.sleep(max(self.failure_delay_ms, 0) / 1000)
             return _Reply(step.response, close=True)

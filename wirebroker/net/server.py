@@ -61,6 +61,7 @@ from wirebroker.net.connection import Connection
 from wirebroker.net.dispatch import RequestDispatcher
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
 from wirebroker.net.sasl import SaslGate
+from wirebroker.security.auth_stats import AuthenticationStats
 from wirebroker.security.sasl_server import SaslServerConfig, SaslServerSession
 from wirebroker.security.session import ConnectionSession
 from wirebroker.security.tls import principal_from_certificate
@@ -118,6 +119,8 @@ class KafkaServer:
         self.tls_handshake_timeout_s = tls_handshake_timeout_s
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self.clock_ms = clock_ms
+        #: SASL authentications per listener and mechanism (read by the admin plane)
+        self.authentications = AuthenticationStats()
         #: listener name -> its first bound (host, port), once bound
         self.bound_by_listener: dict[str, tuple[str, int]] = {}
         self.max_frame_bytes = max_frame_bytes
@@ -352,6 +355,7 @@ class KafkaServer:
                 max_frame_bytes=self.max_frame_bytes,
                 failure_delay_ms=self.failed_authentication_delay_ms,
                 clock_ms=self.clock_ms,
+                stats=self.authentications,
             )
             dispatcher, frame_limit = gate, gate.frame_limit
         conn = Connection(

@@ -8,10 +8,14 @@ markers, transaction verification): the security of the inter-broker listener, c
            wirebroker takes PLAIN when it is enabled on the listener, else the first enabled
            mechanism), with the `username` / `password` options of the listener's JAAS config
            for that mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else
-           `sasl.jaas.config`), as Kafka's login modules take them
+           `sasl.jaas.config`), as Kafka's login modules take them; OAUTHBEARER: an unsecured
+           token made as Kafka's OAuthBearerLoginModule makes one (`unsecuredLoginStringClaim_
+           <name>`, `unsecuredLoginNumberClaim_<name>`, `unsecuredLoginListClaim_<name>` (its
+           first character the separator), `unsecuredLoginPrincipalClaimName` (sub),
+           `unsecuredLoginLifetimeSeconds` (3600); `iat` and `exp` added)
 
-`sasl_exchange` is the client side of PLAIN and SCRAM (RFC 5802) as a generator of tokens:
-pure, the broker client (`replication.broker_client`) carries the tokens.
+`sasl_exchange` is the client side of PLAIN, SCRAM (RFC 5802) and OAUTHBEARER (RFC 7628) as
+a generator of tokens: pure, the broker client (`replication.broker_client`) carries the tokens.
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ import hashlib
 import hmac
 import secrets
 import ssl
-from collections.abc import Generator
-from dataclasses import dataclass
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from wirebroker.config import BrokerConfig, ConfigError
+from wirebroker.security.oauthbearer import MECHANISM as OAUTHBEARER
+from wirebroker.security.oauthbearer import initial_response, unsecured_token
 from wirebroker.security.sasl_server import parse_jaas_options
 from wirebroker.security.scram import ScramMechanism, encode_sasl_name, salted_password
 from wirebroker.security.tls import client_context, listener_setting
@@ -39,6 +47,8 @@ class ClientSecurity:
     sasl_mechanism: str | None = None
     username: str = ""
     password: str = ""
+    #: OAUTHBEARER: the unsecured login module's options
+    oauth_options: Mapping[str, str] = field(default_factory=dict)
 
 
 def inter_broker_security(
@@ -63,6 +73,12 @@ def inter_broker_security(
         or ""
     )
     options = parse_jaas_options(jaas)
+    if mechanism == OAUTHBEARER:
+        try:
+            unsecured_claims(options, 0)
+        except ValueError as e:
+            raise ConfigError(f"inter-broker listener {listener} (OAUTHBEARER): {e}") from None
+        return ClientSecurity(context, mechanism, oauth_options=options)
     if "username" not in options or "password" not in options:
         raise ConfigError(
             f"inter-broker listener {listener} ({protocol}, {mechanism}): its JAAS config "
@@ -71,9 +87,44 @@ def inter_broker_security(
     return ClientSecurity(context, mechanism, options["username"], options["password"])
 
 
-def sasl_exchange(security: ClientSecurity) -> SaslExchange:
+def unsecured_claims(options: Mapping[str, str], now_ms: int) -> dict[str, Any]:
+    """The claims of the token Kafka's OAuthBearerLoginModule makes from its `unsecuredLogin*`
+    options at `now_ms`; ValueError for a bad option or no principal."""
+    claims: dict[str, Any] = {}
+    for key, value in options.items():
+        for prefix, kind in (
+            ("unsecuredLoginStringClaim_", "string"),
+            ("unsecuredLoginNumberClaim_", "number"),
+            ("unsecuredLoginListClaim_", "list"),
+        ):
+            if key.startswith(prefix) and key[len(prefix) :]:
+                name = key[len(prefix) :]
+                if name in ("iat", "exp"):
+                    raise ValueError(f"{key}: {name} is set by the login module")
+                if kind == "number":
+                    claims[name] = float(value) if "." in value else int(value)
+                elif kind == "list":
+                    claims[name] = [item for item in value[1:].split(value[:1]) if item]
+                else:
+                    claims[name] = value
+    principal = options.get("unsecuredLoginPrincipalClaimName", "sub").strip() or "sub"
+    if not isinstance(claims.get(principal), str):
+        raise ValueError(f'its JAAS config needs unsecuredLoginStringClaim_{principal}="..."')
+    lifetime_s = int(options.get("unsecuredLoginLifetimeSeconds", "3600"))
+    claims["iat"] = now_ms / 1000
+    claims["exp"] = now_ms / 1000 + lifetime_s
+    return claims
+
+
+def sasl_exchange(security: ClientSecurity, now_ms: int | None = None) -> SaslExchange:
     """The client's tokens for `security.sasl_mechanism`; raises ValueError on a bad answer."""
     mechanism = security.sasl_mechanism
+    if mechanism == OAUTHBEARER:
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        token = unsecured_token(unsecured_claims(security.oauth_options, now))
+        if (yield initial_response(token)):
+            yield b"\x01"  # acknowledges the server's error status (RFC 7628 3.2.3)
+        return
     if mechanism == "PLAIN":
         yield f"\0{security.username}\0{security.password}".encode()
         return

@@ -22,14 +22,17 @@ SASL_AUTHENTICATION_FAILED (v1; nothing with v0 tokens) and the connection close
 after `connection.failed.authentication.delay.ms` (`SaslStep.FAIL`; the runtime waits).
 
 Mechanisms: PLAIN (users and passwords from the JAAS `user_<name>="<password>"` entries, as
-Kafka's PlainLoginModule; compared with `hmac.compare_digest`) and SCRAM-SHA-256 / -512
-(`wirebroker.security.scram.ScramServer` over a credential lookup). The principal is
-"User:" + the authenticated name.
+Kafka's PlainLoginModule; compared with `hmac.compare_digest`), SCRAM-SHA-256 / -512
+(`wirebroker.security.scram.ScramServer` over a credential lookup) and OAUTHBEARER
+(`wirebroker.security.oauthbearer.OAuthBearerServer`, Kafka's unsecured validator). The
+principal is "User:" + the authenticated name. A success's error_message is "" (Kafka's).
 
-Re-authentication (KIP-368): with `connections.max.reauth.ms` > 0, SaslAuthenticate v1+
-answers session_lifetime_ms (the least of that and nothing else here: no token expiry) and the
-session expires at authentication + lifetime; `expired(now_ms)` tells the runtime to close
-the connection at the next request that is not a re-authentication.
+Re-authentication (KIP-368), as Kafka's ReauthInfo: SaslAuthenticate v1+ answers
+session_lifetime_ms, the least of `connections.max.reauth.ms` (when > 0) and the credential's
+remaining lifetime (an OAUTHBEARER token's exp; even with connections.max.reauth.ms unset);
+the session expires at authentication + lifetime, and a SaslHandshake then starts a
+re-authentication; `expired(now_ms)` tells the runtime to close the connection at the next
+request that is not a re-authentication. Without either, 0 and no expiry.
 """
 
 from __future__ import annotations
@@ -46,13 +49,15 @@ from protocol.codec import decode_request, encode_response
 from protocol.errors import ErrorCode
 from protocol.exceptions import ProtocolError, UnsupportedVersion
 from protocol.headers import RequestHeader
+from wirebroker.security.oauthbearer import MECHANISM as OAUTHBEARER
+from wirebroker.security.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from wirebroker.security.scram import ScramCredential, ScramError, ScramMechanism, ScramServer
 
 #: Kafka's sasl.server.max.receive.size: the frame cap before authentication.
 MAX_RECEIVE_SIZE = 524288
 
 PLAIN = "PLAIN"
-SUPPORTED_MECHANISMS = (PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = (PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER)
 
 #: Objects a request decoded before authentication may make (its frame is at most 512 KiB).
 _DECODE_BUDGET = 16 << 20
@@ -95,8 +100,10 @@ class SaslServerConfig:
     plain_users: Mapping[str, str] = field(default_factory=dict)
     #: SCRAM credentials: lookup(mechanism) -> (username -> credential | None)
     scram_lookup: Callable[[ScramMechanism], Callable[[str], ScramCredential | None]] | None = None
-    #: connections.max.reauth.ms (0: sessions never expire)
+    #: connections.max.reauth.ms (0: sessions never expire but with their token's expiry)
     max_reauth_ms: int = 0
+    #: OAUTHBEARER's token validator (Kafka's unsecured one, with the listener's options)
+    oauthbearer: UnsecuredValidator = field(default_factory=UnsecuredValidator)
 
 
 class _State(enum.Enum):
@@ -148,12 +155,17 @@ class SaslServerSession:
         self._state = _State.HANDSHAKE_OR_VERSIONS
         self._raw_tokens = False  # v0 handshake: tokens without Kafka framing
         self._mechanism = ""
-        self._server: PlainServer | ScramServer | None = None
+        self._server: PlainServer | ScramServer | OAuthBearerServer | None = None
         self._reauthenticating = False
         #: "User:<name>" once authenticated
         self.principal: str | None = None
         #: when the session expires (KIP-368), None: never
         self.expires_at_ms: int | None = None
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism of the (last) handshake accepted, "" before one."""
+        return self._mechanism
 
     @property
     def authenticated(self) -> bool:
@@ -182,7 +194,7 @@ class SaslServerSession:
             return self._closed(f"invalid request during SASL {self._phase()}: {exc}")
         key = int(header.api_key)
         if state is _State.COMPLETE:
-            if key == ApiKey.SASL_HANDSHAKE and self.config.max_reauth_ms > 0:
+            if key == ApiKey.SASL_HANDSHAKE and self.expires_at_ms is not None:
                 self._reauthenticating = True
                 self._state = _State.HANDSHAKE
             else:
@@ -235,9 +247,11 @@ class SaslServerSession:
         self._state = _State.AUTHENTICATE
         return SaslStep(StepKind.REPLY, response)
 
-    def _mechanism_server(self, mechanism: str) -> PlainServer | ScramServer:
+    def _mechanism_server(self, mechanism: str) -> PlainServer | ScramServer | OAuthBearerServer:
         if mechanism == PLAIN:
             return PlainServer(self.config.plain_users)
+        if mechanism == OAUTHBEARER:
+            return OAuthBearerServer(self.config.oauthbearer)
         scram = ScramMechanism.from_name(mechanism)
         assert scram is not None
         lookup = self.config.scram_lookup
@@ -247,7 +261,10 @@ class SaslServerSession:
         server = self._server
         assert server is not None
         try:
-            challenge = server.evaluate(token)
+            if isinstance(server, OAuthBearerServer):
+                challenge = server.evaluate(token, now_ms)
+            else:
+                challenge = server.evaluate(token)
         except ScramError as exc:
             self._state = _State.FAILED
             message = exc.client_message(self._mechanism, reauthentication=self._reauthenticating)
@@ -256,9 +273,12 @@ class SaslServerSession:
                 response = self._authenticate_response(
                     header, ErrorCode.SASL_AUTHENTICATION_FAILED, message, b"", 0
                 )
-            return SaslStep(StepKind.FAIL, response, reason=exc.message)
+            reason = exc.message
+            if isinstance(server, OAuthBearerServer) and server.refusal:
+                reason = f"{exc.message}: {server.refusal}"
+            return SaslStep(StepKind.FAIL, response, reason=reason)
         done = server.authorization_id is not None and (
-            not isinstance(server, ScramServer) or server.complete
+            isinstance(server, PlainServer) or server.complete
         )
         lifetime = 0
         if done:
@@ -275,16 +295,29 @@ class SaslServerSession:
             self.principal = f"User:{name}"
             self._state = _State.COMPLETE
             self._reauthenticating = False
-            if self.config.max_reauth_ms > 0:
-                lifetime = self.config.max_reauth_ms
-                self.expires_at_ms = now_ms + lifetime
+            lifetime = self._session_lifetime(server, now_ms)
         if header is None:
             response = len(challenge).to_bytes(4, "big") + challenge
         else:
-            response = self._authenticate_response(
-                header, ErrorCode.NONE, None, challenge, lifetime
-            )
+            response = self._authenticate_response(header, ErrorCode.NONE, "", challenge, lifetime)
         return SaslStep(StepKind.REPLY, response, reason=(self.principal or "") if done else "")
+
+    def _session_lifetime(
+        self, server: PlainServer | ScramServer | OAuthBearerServer, now_ms: int
+    ) -> int:
+        """KIP-368, as Kafka's ReauthInfo: the least of connections.max.reauth.ms (if > 0) and
+        the credential's remaining lifetime (a token's exp), never negative; 0 and no expiry
+        when there is neither."""
+        bounds = [self.config.max_reauth_ms] if self.config.max_reauth_ms > 0 else []
+        credential_expiry = getattr(server, "expires_at_ms", None)
+        if credential_expiry is not None:
+            bounds.append(max(credential_expiry - now_ms, 0))
+        if not bounds:
+            self.expires_at_ms = None
+            return 0
+        lifetime = min(bounds)
+        self.expires_at_ms = now_ms + lifetime
+        return lifetime
 
     @staticmethod
     def _authenticate_response(

@@ -1,16 +1,21 @@
 """TLS for SSL and SASL_SSL listeners: `ssl.SSLContext`s from Kafka's settings, and the
-principal of a client certificate. Standard library `ssl` only (no I/O beyond reading the
-PEM files named in the config, once at start).
+principal of a client certificate. Standard library `ssl` (no I/O beyond reading the
+files named in the config, once at start); `cryptography` reads PKCS12 stores.
 
 Settings (each also as `listener.name.<listener>.<key>`, which wins, as in Kafka):
 
-    ssl.keystore.type                PEM (Kafka's JKS/PKCS12 are refused: convert to PEM)
-    ssl.keystore.location            a PEM file with the private key and the certificate chain
+    ssl.keystore.type                PEM or PKCS12 (Kafka's JKS is refused: convert it with
+                                     `keytool -importkeystore -deststoretype PKCS12`)
+    ssl.keystore.location            a PEM file with the private key and the certificate chain,
+                                     or a PKCS12 file with the key and its chain
+    ssl.keystore.password            the PKCS12 keystore's password (its key's too: one
+                                     password for the whole file, as keytool makes them)
     ssl.keystore.certificate.chain   ... or both inline (PEM text), as Kafka allows
     ssl.keystore.key
     ssl.key.password                 the private key's password, if it is encrypted
-    ssl.truststore.type              PEM
-    ssl.truststore.location          PEM file of CA certificates trusted for peers
+    ssl.truststore.type              PEM or PKCS12
+    ssl.truststore.location          PEM (or PKCS12) file of CA certificates trusted for peers
+    ssl.truststore.password          the PKCS12 truststore's password (none: no integrity check)
     ssl.truststore.certificates      ... or inline
     ssl.client.auth                  required | requested | none (default none)
     ssl.enabled.protocols            TLSv1.2,TLSv1.3 (default; nothing older is offered)
@@ -76,16 +81,62 @@ def _pem_files(chain: str, key: str) -> Iterator[tuple[str, str]]:
         yield paths[0], paths[1]
 
 
-def _check_type(config: BrokerConfig, listener: str, key: str) -> None:
-    kind = (listener_setting(config, listener, key) or "PEM").upper()
-    if kind != "PEM":
-        raise ConfigError(f"{key}={kind}: only PEM stores are supported (convert with openssl)")
+def _store_type(config: BrokerConfig, listener: str, key: str) -> str:
+    kind = (listener_setting(config, listener, key) or "PEM").strip().upper()
+    if kind not in ("PEM", "PKCS12"):
+        raise ConfigError(
+            f"{key}={kind}: only PEM and PKCS12 stores are supported (convert a JKS store with "
+            "keytool -importkeystore -deststoretype PKCS12)"
+        )
+    return kind
+
+
+def _pkcs12(config: BrokerConfig, listener: str, store: str) -> tuple[str, str]:
+    """A PKCS12 keystore or truststore (`store`) as PEM text: (certificates, private key or
+    "")."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    location = listener_setting(config, listener, f"ssl.{store}.location")
+    if not location:
+        raise ConfigError(
+            f"listener {listener}: ssl.{store}.type=PKCS12 needs ssl.{store}.location"
+        )
+    password = listener_setting(config, listener, f"ssl.{store}.password")
+    try:
+        data = Path(location).expanduser().read_bytes()
+        key, cert, extra = pkcs12.load_key_and_certificates(
+            data, password.encode() if password else None
+        )
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"listener {listener}: cannot load the PKCS12 {store}: {exc}") from exc
+    pem = serialization.Encoding.PEM
+    certs = "".join(c.public_bytes(pem).decode() for c in [*([cert] if cert else []), *extra])
+    key_pem = ""
+    if key is not None:
+        key_pem = key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode()
+    return certs, key_pem
+
+
+def _load_pkcs12_keystore(ctx: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
+    certs, key_pem = _pkcs12(config, listener, "keystore")
+    if not key_pem or not certs:
+        raise ConfigError(f"listener {listener}: the PKCS12 keystore holds no private key")
+    try:
+        with _pem_files(certs, key_pem) as (chain_path, key_path):
+            ctx.load_cert_chain(chain_path, key_path)
+    except ssl.SSLError as exc:
+        raise ConfigError(f"listener {listener}: cannot load the keystore: {exc}") from exc
 
 
 def _load_keystore(
     ctx: ssl.SSLContext, config: BrokerConfig, listener: str, required: bool
 ) -> bool:
-    _check_type(config, listener, "ssl.keystore.type")
+    if _store_type(config, listener, "ssl.keystore.type") == "PKCS12":
+        _load_pkcs12_keystore(ctx, config, listener)
+        return True
     location = listener_setting(config, listener, "ssl.keystore.location")
     chain = listener_setting(config, listener, "ssl.keystore.certificate.chain")
     key = listener_setting(config, listener, "ssl.keystore.key")
@@ -109,7 +160,15 @@ def _load_keystore(
 
 
 def _load_truststore(ctx: ssl.SSLContext, config: BrokerConfig, listener: str) -> bool:
-    _check_type(config, listener, "ssl.truststore.type")
+    if _store_type(config, listener, "ssl.truststore.type") == "PKCS12":
+        certs, _ = _pkcs12(config, listener, "truststore")
+        if not certs:
+            raise ConfigError(f"listener {listener}: the PKCS12 truststore holds no certificate")
+        try:
+            ctx.load_verify_locations(cadata=certs)
+        except ssl.SSLError as exc:
+            raise ConfigError(f"listener {listener}: cannot load the truststore: {exc}") from exc
+        return True
     location = listener_setting(config, listener, "ssl.truststore.location")
     inline = listener_setting(config, listener, "ssl.truststore.certificates")
     try:

@@ -6,9 +6,12 @@ inter-broker listener, so the broker's own transaction markers use it too) and a
 PLAINTEXT one on loopback for the handle's set-up helpers (create_topic, produce,
 read_to_end), which speak the protocol without TLS or SASL. TLS uses a throwaway CA made in the
 handle's temporary directory (`wirebroker.security.selfsigned`; client certificates
-requested, so mTLS clients get their subject as principal); SASL accepts PLAIN and both
-SCRAMs for the users in `USERS`, and the client settings name `sasl_mechanism` (PLAIN by
-default) with the first user.
+requested, so mTLS clients get their subject as principal); SASL accepts PLAIN, both
+SCRAMs and OAUTHBEARER (Kafka's unsecured tokens) for the users in `USERS`, and the client
+settings name `sasl_mechanism` (PLAIN by default) with the first user. With OAUTHBEARER,
+librdkafka's settings ask it for an unsecured token (`sasl.oauthbearer.config=principal=alice`)
+and kafka-python's carry a `sasl_oauth_token_provider` making one (`UnsecuredTokenProvider`,
+the one place here that imports kafka-python, when asked).
 
 `SecuredSettings.client_config`: librdkafka / confluent-kafka keys (the Java client's
 `security.protocol` / `sasl.mechanism` too); `kafka_python_config`: kafka-python's keyword
@@ -18,12 +21,19 @@ cafile=...)` instead of `ssl_cafile`).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 SECURITY_PROTOCOLS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+_MODULES = {
+    "PLAIN": "plain.PlainLoginModule",
+    "SCRAM-SHA-256": "scram.ScramLoginModule",
+    "SCRAM-SHA-512": "scram.ScramLoginModule",
+    "OAUTHBEARER": "oauthbearer.OAuthBearerLoginModule",
+}
 #: the users a secured broker accepts (user -> password)
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 INTERNAL = "INTERNAL"
@@ -45,7 +55,13 @@ class SecuredSettings:
         out = {"bootstrap.servers": bootstrap, "security.protocol": self.protocol}
         if self.ca is not None:
             out["ssl.ca.location"] = self.ca
-        if "SASL" in self.protocol:
+        if "SASL" in self.protocol and self.mechanism == "OAUTHBEARER":
+            out.update(
+                {"sasl.mechanism": self.mechanism}
+                | {"sasl.oauthbearer.config": f"principal={next(iter(USERS))}"}
+                | {"enable.sasl.oauthbearer.unsecure.jwt": "true"}
+            )
+        elif "SASL" in self.protocol:
             user = next(iter(USERS))
             out.update(
                 {"sasl.mechanism": self.mechanism, "sasl.username": user}
@@ -58,7 +74,12 @@ class SecuredSettings:
         if self.ca is not None:
             out["ssl_cafile"] = self.ca
             out["ssl_check_hostname"] = True
-        if "SASL" in self.protocol:
+        if "SASL" in self.protocol and self.mechanism == "OAUTHBEARER":
+            out.update(
+                sasl_mechanism=self.mechanism,
+                sasl_oauth_token_provider=unsecured_token_provider(next(iter(USERS))),
+            )
+        elif "SASL" in self.protocol:
             user = next(iter(USERS))
             out.update(
                 sasl_mechanism=self.mechanism,
@@ -96,9 +117,28 @@ def secured(
         overrides[f"listener.name.{name}.sasl.enabled.mechanisms"] = ",".join(MECHANISMS)
         overrides["sasl.mechanism.inter.broker.protocol"] = mechanism
         for mech in MECHANISMS:
-            module = "plain.PlainLoginModule" if mech == "PLAIN" else "scram.ScramLoginModule"
+            options = (
+                f'unsecuredLoginStringClaim_sub="{user}"'
+                if mech == "OAUTHBEARER"
+                else f'username="{user}" password="{USERS[user]}" {users}'
+            )
             overrides[f"listener.name.{name}.{mech.lower()}.sasl.jaas.config"] = (
-                f"org.apache.kafka.common.security.{module} required "
-                f'username="{user}" password="{USERS[user]}" {users};'
+                f"org.apache.kafka.common.security.{_MODULES[mech]} required {options};"
             )
     return settings
+
+
+def unsecured_token_provider(principal: str, lifetime_s: int = 3600) -> Any:
+    """A kafka-python `sasl_oauth_token_provider` giving a fresh unsecured token for
+    `principal` (what Kafka's unsecured validator accepts) at each connection."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    from wirebroker.security.oauthbearer import unsecured_token
+
+    class UnsecuredTokenProvider(AbstractTokenProvider):
+        def token(self) -> str:
+            now = int(time.time())  # whole seconds, as librdkafka's: never after the broker's now
+            claims = {"sub": principal, "iat": now, "exp": now + lifetime_s}
+            return unsecured_token(claims)
+
+    return UnsecuredTokenProvider()

@@ -197,3 +197,32 @@ def test_names_follow_prometheus_conventions() -> None:
                 or "bytes_in" in family.name
                 or ("bytes_out" in family.name)
             )
+
+
+def test_authentication_counters_per_listener_and_mechanism() -> None:
+    from wirebroker.security.auth_stats import AuthenticationStats
+
+    stats = AuthenticationStats()
+    stats.success("SASL_SSL", "OAUTHBEARER")
+    stats.success("SASL_SSL", "OAUTHBEARER")
+    stats.failure("SASL_SSL", "OAUTHBEARER")
+    stats.failure("SASL_PLAINTEXT", "")  # a handshake naming no enabled mechanism
+
+    def state() -> dict[str, Any]:
+        return fake_state() | {"authentications": stats.rows()}
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(state, RequestStats()))
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for s in family.samples
+    }
+    oauth = (("listener", "SASL_SSL"), ("mechanism", "OAUTHBEARER"))
+    unsupported = (("listener", "SASL_PLAINTEXT"), ("mechanism", "unsupported"))
+    assert samples[("wirebroker_successful_authentications_total", oauth)] == 2
+    assert samples[("wirebroker_failed_authentications_total", oauth)] == 1
+    assert samples[("wirebroker_failed_authentications_total", unsupported)] == 1
+    assert samples[("wirebroker_successful_authentications_total", unsupported)] == 0
+    # a snapshot without SASL listeners: the families, no series
+    assert not any(name.endswith("authentications_total") for name, _ in scrape())

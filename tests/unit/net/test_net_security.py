@@ -18,6 +18,7 @@ from protocol.errors import ErrorCode
 from wirebroker.config import BrokerConfig
 from wirebroker.net.sasl import SaslGate
 from wirebroker.net.server import Endpoint, KafkaServer
+from wirebroker.security.auth_stats import AuthenticationStats
 from wirebroker.security.sasl_server import SaslServerConfig, SaslServerSession
 from wirebroker.security.selfsigned import generate
 from wirebroker.security.session import ConnectionSession
@@ -102,6 +103,28 @@ async def test_failed_authentication_is_answered_after_the_delay(
     assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     failures = [r for r in caplog.records if "Failed authentication" in r.getMessage()]
     assert len(failures) == 1 and session.principal == "User:ANONYMOUS"
+    assert gate.stats.rows() == [
+        {"listener": "SASL_PLAINTEXT", "mechanism": "PLAIN", "successful": 0, "failed": 1}
+    ]
+
+
+async def test_a_handshake_for_a_mechanism_not_enabled_counts_as_unsupported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    stats = AuthenticationStats()
+    sasl = SaslServerSession(SaslServerConfig(["PLAIN"]))
+    gate = SaslGate(
+        _Inner(),
+        sasl,
+        ConnectionSession("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
+        max_frame_bytes=1 << 20,
+        failure_delay_ms=0,
+        clock_ms=lambda: 0,
+        stats=stats,
+    )
+    handshake = _frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "made-up\nname"})
+    assert (await gate.dispatch(handshake, "h", "p")).close
+    assert [(r["mechanism"], r["failed"]) for r in stats.rows()] == [("unsupported", 1)]
 
 
 async def test_successful_authentication_sets_the_principal_and_lifts_the_cap(
@@ -120,6 +143,9 @@ async def test_successful_authentication_sets_the_principal_and_lifts_the_cap(
     assert gate.frame_limit() == 1 << 20
     await gate.dispatch(_frame(ApiKey.METADATA, 12, {"topics": None}), "h", "p")
     assert inner.seen == [session]
+    assert [(r["listener"], r["successful"], r["failed"]) for r in gate.stats.rows()] == [
+        ("SASL_SSL", 1, 0)
+    ]
 
 
 async def test_a_large_frame_before_authentication_closes_the_connection(

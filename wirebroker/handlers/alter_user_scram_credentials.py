@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
 from wirebroker.security.credentials import ScramDeletion, ScramUpsertion, UserAlterResult
 from wirebroker.security.scram_users import ScramStoreError
@@ -49,10 +51,12 @@ async def handle(
         )
         for u in req["upsertions"]
     ]
+    names = dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions])
     try:
+        if not _authz.cluster(ctx):  # ALTER
+            raise ScramStoreError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _authz.CLUSTER_DENIED)
         results = await ctx.services.scram_users.alter(deletions, upsertions)
     except ScramStoreError as exc:
-        names = dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions])
         results = [UserAlterResult(name, exc.code, exc.message) for name in names]
     return {
         "throttle_time_ms": 0,

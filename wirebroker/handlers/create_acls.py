@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._acls import binding, error_fields
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import AclError
 
 if TYPE_CHECKING:
     from protocol.messages.create_acls import (
@@ -27,6 +30,10 @@ if TYPE_CHECKING:
 @handler(ApiKey.CREATE_ACLS)
 async def handle(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
     bindings = [binding(c) for c in req.get("creations") or []]
-    outcomes = await ctx.services.authorizer.create_acls(bindings)
+    if not _authz.cluster(ctx):  # ALTER
+        denied = AclError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _authz.CLUSTER_DENIED)
+        outcomes: list[AclError | None] = [denied] * len(bindings)
+    else:
+        outcomes = await ctx.services.authorizer.create_acls(bindings)
     results = [cast("AclCreationResult", error_fields(e)) for e in outcomes]
     return {"throttle_time_ms": 0, "results": results}

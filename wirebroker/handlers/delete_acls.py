@@ -13,8 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._acls import acl_fields, acl_filter, error_fields
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import AclDeleteResult, AclError
 
 if TYPE_CHECKING:
     from protocol.messages.delete_acls import (
@@ -46,5 +49,11 @@ def _result(outcome: AclDeleteResult) -> DeleteAclsFilterResult:
 @handler(ApiKey.DELETE_ACLS)
 async def handle(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = [acl_filter(f) for f in req.get("filters") or []]
-    outcomes = await ctx.services.authorizer.delete_acls(filters)
+    if not _authz.cluster(ctx):  # ALTER
+        denied = AclDeleteResult(
+            AclError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _authz.CLUSTER_DENIED)
+        )
+        outcomes = [denied] * len(filters)
+    else:
+        outcomes = await ctx.services.authorizer.delete_acls(filters)
     return {"throttle_time_ms": 0, "filter_results": [_result(o) for o in outcomes]}

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._acls import acl_filter, resources
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import AclError
@@ -28,6 +30,13 @@ if TYPE_CHECKING:
 @handler(ApiKey.DESCRIBE_ACLS)
 async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     wanted = acl_filter(req)
+    if not _authz.cluster(ctx):  # DESCRIBE
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            "error_message": _authz.CLUSTER_DENIED,
+            "resources": [],
+        }
     try:
         bindings = await ctx.services.authorizer.describe_acls(wanted)
     except AclError as exc:

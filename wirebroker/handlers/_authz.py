@@ -1,0 +1,108 @@
+"""The handlers' authorization checks: the request's principal and host asked of the broker's
+authorizer (`Services.authorizer`) for the operation the API needs on a resource
+(wirebroker.security.checks, the table). Without an authorizer (`NoAuthorizer`) every check
+passes, at no cost but a call.
+
+    if not allowed(ctx, ResourceType.GROUP, group_id): answer GROUP_AUTHORIZATION_FAILED
+    if not cluster(ctx): answer CLUSTER_AUTHORIZATION_FAILED
+    denied = denied_names(ctx, ResourceType.TOPIC, names)   # the names refused
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from protocol.errors import ErrorCode
+from wirebroker.security.acls import AclOperation, ResourceType
+from wirebroker.security.authorizer import CLUSTER_NAME
+from wirebroker.security.checks import DENIED, operation
+
+if TYPE_CHECKING:
+    from wirebroker.handlers.context import RequestContext
+
+__all__ = [
+    "CLUSTER_DENIED",
+    "FOLLOWER_ACTION",
+    "allowed",
+    "allowed_by_type",
+    "cluster",
+    "denied_code",
+    "denied_names",
+    "enabled",
+    "operations_bits",
+]
+
+FOLLOWER_ACTION = AclOperation.CLUSTER_ACTION
+#: the message of a CLUSTER_AUTHORIZATION_FAILED answered with one (Kafka's default text for
+#: the error; Kafka's own answers to the ACL APIs carry "Request Request(processor=...) is
+#: not authorized.", naming its internal request object)
+CLUSTER_DENIED = "Cluster authorization failed."
+
+
+def enabled(ctx: RequestContext) -> bool:
+    """Whether an authorizer is configured (checks can refuse)."""
+    return bool(ctx.services.authorizer.enabled)
+
+
+def allowed(
+    ctx: RequestContext,
+    resource_type: ResourceType,
+    name: str,
+    op: AclOperation | None = None,
+) -> bool:
+    """May this request's principal do `op` (default: the API's, from the table) on it?"""
+    authorizer = ctx.services.authorizer
+    if not authorizer.enabled:
+        return True
+    if op is None:
+        op = operation(int(ctx.header.api_key), resource_type)
+    return authorizer.authorize(
+        ctx.session.principal, ctx.client_host, int(op), int(resource_type), name
+    )
+
+
+def cluster(ctx: RequestContext, op: AclOperation | None = None) -> bool:
+    """`allowed` on the CLUSTER resource."""
+    return allowed(ctx, ResourceType.CLUSTER, CLUSTER_NAME, op)
+
+
+def allowed_by_type(ctx: RequestContext, resource_type: ResourceType, op: AclOperation) -> bool:
+    """KIP-679: may the principal do `op` on some resource of the type?"""
+    authorizer = ctx.services.authorizer
+    if not authorizer.enabled:
+        return True
+    return authorizer.authorize_by_resource_type(
+        ctx.session.principal, ctx.client_host, int(op), int(resource_type)
+    )
+
+
+def denied_names(
+    ctx: RequestContext,
+    resource_type: ResourceType,
+    names: Iterable[str],
+    op: AclOperation | None = None,
+) -> set[str]:
+    """The names of `names` the principal may not do `op` (the API's) on."""
+    if not enabled(ctx):
+        return set()
+    return {n for n in set(names) if not allowed(ctx, resource_type, n, op)}
+
+
+def operations_bits(
+    ctx: RequestContext, resource_type: ResourceType, name: str, supported: int
+) -> int:
+    """The authorized-operations bit set (bit n: AclOperation n) of `supported` this
+    principal may do on the resource (all of them without an authorizer)."""
+    if not enabled(ctx):
+        return supported
+    bits = 0
+    for code in range(supported.bit_length()):
+        if supported >> code & 1 and allowed(ctx, resource_type, name, AclOperation(code)):
+            bits |= 1 << code
+    return bits
+
+
+def denied_code(resource_type: ResourceType) -> ErrorCode:
+    """Kafka's error for a denied operation on a resource of the type."""
+    return DENIED[resource_type]

@@ -27,6 +27,7 @@ __all__ = [
     "allowed",
     "allowed_by_type",
     "cluster",
+    "config_refusal",
     "denied_code",
     "denied_names",
     "enabled",
@@ -101,6 +102,41 @@ def operations_bits(
         if supported >> code & 1 and allowed(ctx, resource_type, name, AclOperation(code)):
             bits |= 1 << code
     return bits
+
+
+#: Kafka's default text of each refusal (Errors.<code>.message())
+DENIED_TEXT = {
+    ResourceType.TOPIC: "Topic authorization failed.",
+    ResourceType.GROUP: "Group authorization failed.",
+    ResourceType.CLUSTER: "Cluster authorization failed.",
+    ResourceType.TRANSACTIONAL_ID: "Transactional Id authorization failed.",
+}
+#: config resource type (DescribeConfigs & co: TOPIC 2, BROKER 4, BROKER_LOGGER 8,
+#: CLIENT_METRICS 16, GROUP 32) -> the ACL resource its configs belong to
+_CONFIG_RESOURCES = {
+    2: ResourceType.TOPIC,
+    4: ResourceType.CLUSTER,
+    8: ResourceType.CLUSTER,
+    16: ResourceType.CLUSTER,
+    32: ResourceType.GROUP,
+}
+
+
+def config_refusal(
+    ctx: RequestContext, config_resource_type: int, name: str
+) -> tuple[ErrorCode, str] | None:
+    """DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: (error, text) when the
+    principal may not DESCRIBE_CONFIGS / ALTER_CONFIGS the resource, else None."""
+    rtype = _CONFIG_RESOURCES.get(config_resource_type)
+    if rtype is None:
+        return None
+    if rtype == ResourceType.CLUSTER:
+        name = CLUSTER_NAME
+    # the API's operation (DESCRIBE_CONFIGS / ALTER_CONFIGS) is the same on every resource
+    op = operation(int(ctx.header.api_key), ResourceType.TOPIC)
+    if allowed(ctx, rtype, name, op):
+        return None
+    return DENIED[rtype], DENIED_TEXT[rtype]
 
 
 def denied_code(resource_type: ResourceType) -> ErrorCode:

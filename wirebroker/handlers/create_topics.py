@@ -57,12 +57,14 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.config import BrokerConfig
+from wirebroker.handlers import _authz
 from wirebroker.handlers._configs import describe_topic_configs
 from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
 from wirebroker.metadata.topic_store import TopicInfo
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.create_topics import (
@@ -169,8 +171,15 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
     counts = Counter(t["name"] for t in topics)
     validate_only = bool(req.get("validate_only", False))
     wanted = [t for t in topics if counts[t["name"]] == 1]
+    denied: set[str] = set()
+    if _authz.enabled(ctx) and not _authz.cluster(ctx):  # CREATE on the cluster, or the topic
+        denied = _authz.denied_names(ctx, ResourceType.TOPIC, (t["name"] for t in wanted))
     created = ctx.services.admin.create_topics(
-        [_new_topic(t) for t in wanted if t["name"] != CLUSTER_METADATA_TOPIC],
+        [
+            _new_topic(t)
+            for t in wanted
+            if t["name"] != CLUSTER_METADATA_TOPIC and t["name"] not in denied
+        ],
         now_ms=ctx.now_ms(),
         validate_only=validate_only,
     )
@@ -183,6 +192,13 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
     outcomes = iter(created)
     results: list[CreatableTopicResult] = []
     for topic in wanted:
+        if topic["name"] in denied:
+            results.append(
+                _failed(
+                    topic["name"], ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+                )
+            )
+            continue
         if topic["name"] == CLUSTER_METADATA_TOPIC:
             message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
             results.append(_failed(topic["name"], ErrorCode.INVALID_REQUEST, message))

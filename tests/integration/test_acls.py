@@ -1,0 +1,221 @@
+"""ACLs enforced (issue 34), with real clients over SASL_PLAINTEXT (SCRAM-SHA-256): one broker
+for the module with `authorizer.class.name` set, alice a super user, bob an ordinary user.
+
+What passing proves: kafka-python's and confluent-kafka's admin clients create, describe and
+delete ACLs (literal and prefixed); bob's produce is refused TOPIC_AUTHORIZATION_FAILED until
+an ACL allows it; Metadata hides the topics bob may not describe; a DENY beats an ALLOW; a
+prefixed ALLOW covers the names it starts; bob may not touch the ACLs (CLUSTER_AUTHORIZATION_
+FAILED) nor join a group he may not read; a broker restarted on its data directory still holds
+its ACLs (kept in its topic store)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AclBinding, AclBindingFilter, AdminClient
+from confluent_kafka.admin import AclOperation as CfOp
+from confluent_kafka.admin import AclPermissionType as CfPerm
+from confluent_kafka.admin import ResourcePatternType as CfPattern
+from confluent_kafka.admin import ResourceType as CfType
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
+from kafka.errors import ClusterAuthorizationFailedError, GroupAuthorizationFailedError
+
+from wirebroker.testing import BrokerHandle
+
+TIMEOUT_S = 20
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    # alice: the clients' default user and the inter-broker one; ANONYMOUS: the handle's
+    # INTERNAL listener (its helpers create topics there)
+    "super.users": "User:alice;User:ANONYMOUS",
+}
+EVERY_ACL = ACLFilter(
+    principal=None,
+    host=None,
+    operation=ACLOperation.ANY,
+    permission_type=ACLPermissionType.ANY,
+    resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+)
+
+
+def secured_broker(**kwargs: Any) -> BrokerHandle:
+    return BrokerHandle(
+        security="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", overrides=AUTHORIZER, **kwargs
+    )
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[BrokerHandle]:
+    with secured_broker() as handle:
+        yield handle
+
+
+def as_bob(config: dict[str, Any], kafka_python: bool = True) -> dict[str, Any]:
+    if kafka_python:
+        return {**config, "sasl_plain_username": "bob", "sasl_plain_password": "bob-secret"}
+    return {**config, "sasl.username": "bob", "sasl.password": "bob-secret"}
+
+
+@pytest.fixture
+def admin(broker: BrokerHandle) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(**broker.kafka_python_config, request_timeout_ms=TIMEOUT_S * 1000)
+    yield client
+    client.delete_acls([EVERY_ACL])
+    client.close()
+
+
+@pytest.fixture
+def bob_admin(broker: BrokerHandle) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(
+        **as_bob(broker.kafka_python_config), request_timeout_ms=TIMEOUT_S * 1000
+    )
+    yield client
+    client.close()
+
+
+def topic_acl(
+    name: str,
+    operation: ACLOperation,
+    permission: ACLPermissionType = ACLPermissionType.ALLOW,
+    principal: str = "User:bob",
+    pattern: ACLResourcePatternType = ACLResourcePatternType.LITERAL,
+) -> ACL:
+    return ACL(
+        principal, "*", operation, permission, ResourcePattern(ResourceType.TOPIC, name, pattern)
+    )
+
+
+def test_kafka_python_creates_describes_and_deletes_acls(admin: KafkaAdminClient) -> None:
+    literal = topic_acl("orders", ACLOperation.WRITE)
+    prefixed = topic_acl("ord", ACLOperation.READ, pattern=ACLResourcePatternType.PREFIXED)
+    created = admin.create_acls([literal, prefixed])
+    assert created["failed"] == [] and len(created["succeeded"]) == 2
+    acls, error = admin.describe_acls(EVERY_ACL)
+    assert error.errno == 0
+    assert {(a.resource_pattern.resource_name, a.operation) for a in acls} == {
+        ("orders", ACLOperation.WRITE),
+        ("ord", ACLOperation.READ),
+    }
+    only_prefixed = ACLFilter(
+        None,
+        None,
+        ACLOperation.ANY,
+        ACLPermissionType.ANY,
+        ResourcePatternFilter(ResourceType.TOPIC, None, ACLResourcePatternType.PREFIXED),
+    )
+    [(_filter, deleted, error)] = admin.delete_acls([only_prefixed])
+    assert error.errno == 0
+    assert [acl.resource_pattern.resource_name for acl in deleted] == ["ord"]
+    acls, _error = admin.describe_acls(EVERY_ACL)
+    assert [a.resource_pattern.resource_name for a in acls] == ["orders"]
+
+
+def test_confluent_kafka_creates_describes_and_deletes_acls(broker: BrokerHandle) -> None:
+    admin = AdminClient(broker.client_config)
+    binding = AclBinding(
+        CfType.GROUP, "billing", CfPattern.LITERAL, "User:bob", "*", CfOp.READ, CfPerm.ALLOW
+    )
+    for future in admin.create_acls([binding]).values():
+        assert future.result(timeout=TIMEOUT_S) is None
+    any_group = AclBindingFilter(
+        CfType.GROUP, None, CfPattern.ANY, None, None, CfOp.ANY, CfPerm.ANY
+    )
+    described = admin.describe_acls(any_group).result(timeout=TIMEOUT_S)
+    assert described == [binding]
+    (deleted,) = admin.delete_acls([any_group]).values()
+    assert deleted.result(timeout=TIMEOUT_S) == [binding]
+    assert admin.describe_acls(any_group).result(timeout=TIMEOUT_S) == []
+
+
+def test_bob_may_not_touch_the_acls(admin: KafkaAdminClient, bob_admin: KafkaAdminClient) -> None:
+    with pytest.raises(ClusterAuthorizationFailedError):
+        bob_admin.describe_acls(EVERY_ACL)
+    created = bob_admin.create_acls([topic_acl("mine", ACLOperation.ALL)])
+    assert created == {"succeeded": [], "failed": [ClusterAuthorizationFailedError]}
+
+
+def _produce(broker: BrokerHandle, topic: str) -> Any:
+    producer = Producer(
+        {**as_bob(broker.client_config, kafka_python=False), "message.timeout.ms": 5000}
+    )
+    outcome: list[Any] = []
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(TIMEOUT_S)
+    return outcome[0]
+
+
+def test_bob_is_refused_produce_until_an_acl_allows_it(
+    broker: BrokerHandle, admin: KafkaAdminClient
+) -> None:
+    broker.create_topic("payments")
+    admin.create_acls([topic_acl("payments", ACLOperation.DESCRIBE)])  # sees it, may not write
+    refused = _produce(broker, "payments")
+    assert refused is not None and refused.name() == "TOPIC_AUTHORIZATION_FAILED"
+    admin.create_acls([topic_acl("payments", ACLOperation.WRITE)])
+    assert _produce(broker, "payments") is None
+    assert [m.value for m in broker.read_to_end("payments")] == [b"v"]
+
+
+def test_metadata_hides_topics_deny_beats_allow_and_prefixes_cover(
+    broker: BrokerHandle, admin: KafkaAdminClient, bob_admin: KafkaAdminClient
+) -> None:
+    for name in ("pub-a", "pub-b", "secret", "denied"):
+        broker.create_topic(name)
+    admin.create_acls(
+        [
+            topic_acl("pub-", ACLOperation.DESCRIBE, pattern=ACLResourcePatternType.PREFIXED),
+            topic_acl("denied", ACLOperation.DESCRIBE, principal="User:*"),
+            topic_acl("denied", ACLOperation.DESCRIBE, ACLPermissionType.DENY),
+        ]
+    )
+    visible = set(bob_admin.list_topics())
+    assert {"pub-a", "pub-b"} <= visible
+    assert not visible & {"secret", "denied"}
+    assert "secret" in set(admin.list_topics())  # alice, a super user, sees every topic
+
+
+def test_bob_may_not_join_a_group_he_may_not_read(
+    broker: BrokerHandle, admin: KafkaAdminClient
+) -> None:
+    broker.create_topic("audit")
+    admin.create_acls([topic_acl("audit", ACLOperation.READ)])
+    consumer = KafkaConsumer(
+        "audit",
+        group_id="auditors",
+        consumer_timeout_ms=5000,
+        **as_bob(broker.kafka_python_config),
+    )
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            consumer.poll(timeout_ms=5000)
+            next(iter(consumer))
+    finally:
+        consumer.close()
+
+
+def test_a_restarted_broker_keeps_its_acls(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    acl = topic_acl("kept", ACLOperation.READ, pattern=ACLResourcePatternType.PREFIXED)
+    with secured_broker(data_dir=data) as first:
+        admin = KafkaAdminClient(**first.kafka_python_config)
+        assert admin.create_acls([acl])["failed"] == []
+        admin.close()
+    with secured_broker(data_dir=data) as second:
+        admin = KafkaAdminClient(**second.kafka_python_config)
+        acls, _error = admin.describe_acls(EVERY_ACL)
+        admin.close()
+    assert [(a.principal, a.resource_pattern.resource_name) for a in acls] == [("User:bob", "kept")]

@@ -166,10 +166,13 @@ def _failed(index: int, code: ErrorCode) -> PartitionData:
     }
 
 
+_TOPIC = ResourceType.TOPIC
+
+
 class _Plan:
     """The request resolved against the cluster view once: (response key, partitions)."""
 
-    def __init__(self, ctx: RequestContext, req: FetchRequest) -> None:
+    def __init__(self, ctx: RequestContext, req: FetchRequest, *, follower: bool) -> None:
         version = ctx.api_version
         self.topics: list[
             tuple[FetchableTopicResponse, str | None, ErrorCode, list[FetchPartition]]
@@ -183,7 +186,8 @@ class _Plan:
             key = cast("FetchableTopicResponse", {**naming, "partitions": []})
             name = info.name if info is not None else None
             asked = name if version >= 13 else str(ftopic.get("topic"))
-            if asked is not None and not _authz.allowed(ctx, ResourceType.TOPIC, asked):
+            # a follower (checked for CLUSTER_ACTION already) reads any topic
+            if not follower and asked is not None and not _authz.allowed(ctx, _TOPIC, asked):
                 name, missing = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
             self.topics.append((key, name, missing, list(ftopic.get("partitions") or [])))
 
@@ -465,7 +469,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     min_bytes = int(req.get("min_bytes", 0))
     max_wait_ms = int(req.get("max_wait_ms", 0))
 
-    plan = _Plan(ctx, req)
+    plan = _Plan(ctx, req, follower=replica_id >= 0)
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     waiters = ctx.services.fetch_waiters
     first = not stale
@@ -520,7 +524,7 @@ def _follower_refused(ctx: RequestContext, req: FetchRequest, replica_id: int) -
     """A follower fetch without CLUSTER_ACTION on the cluster: every partition asked
     TOPIC_AUTHORIZATION_FAILED, no session (Kafka's KafkaApis.handleFetchRequest)."""
     field = _topic_field(ctx.api_version)
-    log.warning(
+    log.info(
         "follower fetch of replica %d refused: %s may not CLUSTER_ACTION the cluster",
         replica_id,
         ctx.session.principal,

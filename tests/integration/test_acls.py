@@ -10,6 +10,7 @@ its ACLs (kept in its topic store)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from kafka.admin import (
 )
 from kafka.errors import ClusterAuthorizationFailedError, GroupAuthorizationFailedError
 
+from wirebroker.cli import main
 from wirebroker.testing import BrokerHandle
 
 TIMEOUT_S = 20
@@ -219,3 +221,88 @@ def test_a_restarted_broker_keeps_its_acls(tmp_path: Path) -> None:
         acls, _error = admin.describe_acls(EVERY_ACL)
         admin.close()
     assert [(a.principal, a.resource_pattern.resource_name) for a in acls] == [("User:bob", "kept")]
+
+
+def _cli(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capfd.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def _command_config(tmp_path: Path, user: str, password: str) -> str:
+    path = tmp_path / f"{user}.properties"
+    path.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{user}" password="{password}";\n'
+    )
+    return str(path)
+
+
+def test_the_acl_cli_adds_lists_and_removes(
+    broker: BrokerHandle,
+    admin: KafkaAdminClient,
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    common = [
+        "-b",
+        broker.bootstrap,
+        "--command-config",
+        _command_config(tmp_path, "alice", "alice-secret"),
+    ]
+    code, out, err = _cli(
+        capfd,
+        "acl",
+        "add",
+        *common,
+        "--allow-principal",
+        "User:bob",
+        "--operation",
+        "Read",
+        "--operation",
+        "describe-configs",
+        "--topic",
+        "cli-",
+        "--resource-pattern-type",
+        "prefixed",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    assert sorted(a["operation"] for a in json.loads(out)["added"]) == ["DESCRIBE_CONFIGS", "READ"]
+    code, out, err = _cli(capfd, "acl", "list", *common, "--topic", "cli-", "--format", "json")
+    assert code == 0, err
+    assert {
+        (a["resource_name"], a["pattern_type"], a["principal"]) for a in json.loads(out)["acls"]
+    } == {("cli-", "PREFIXED", "User:bob")}
+    code, out, err = _cli(
+        capfd,
+        "acl",
+        "remove",
+        *common,
+        "--topic",
+        "cli-",
+        "--resource-pattern-type",
+        "prefixed",
+        "--operation",
+        "Read",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    assert [a["operation"] for a in json.loads(out)["removed"]] == ["READ"]
+    # bob may not: one line, exit 1
+    bob = [
+        "-b",
+        broker.bootstrap,
+        "--command-config",
+        _command_config(tmp_path, "bob", "bob-secret"),
+    ]
+    code, _out, err = _cli(capfd, "acl", "add", *bob, "--allow-principal", "User:bob", "--cluster")
+    assert code == 1
+    assert err.strip() == "wirebroker: error: ACLs not created: ClusterAuthorizationFailedError"

@@ -11,10 +11,8 @@ ServerKey at once; no password or salted password is kept. When the store cannot
 (ZooKeeper unreachable, not applied in time) every user of the request gets that error
 (UNKNOWN_SERVER_ERROR, REQUEST_TIMED_OUT) with its message.
 
-Not checked yet: authorization (Kafka asks ALTER on the CLUSTER resource and answers
-CLUSTER_AUTHORIZATION_FAILED for every user; there is no ACL authorizer in the request path
-until issue 34's authorization is wired, as in a Kafka without an authorizer). Skipped:
-throttling (throttle_time_ms 0).
+Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+for every user, nothing stored. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Each creation (`handlers._acls.binding`: an UNKNOWN code closes the connection, 
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls), which answers
 each one: created (NONE, message null) or refused. Without an authorizer (`NoAuthorizer`,
 Kafka's default) every creation gets SECURITY_DISABLED "No Authorizer is configured."; no
-creations, no results. Skipped: throttling (throttle_time_ms 0).
+creations, no results. With an authorizer the principal needs ALTER on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED for each creation. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations

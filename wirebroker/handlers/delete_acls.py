@@ -4,8 +4,9 @@ Each filter (`handlers._acls.acl_filter`: an UNKNOWN code closes the connection,
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls), which answers
 each one: the ACLs it deleted (NONE, message null, each deleted ACL with NONE) or a refusal
 with no matching ACLs. Without an authorizer (`NoAuthorizer`, Kafka's default) every filter
-gets SECURITY_DISABLED "No Authorizer is configured."; no filters, no results. Skipped:
-throttling (throttle_time_ms 0).
+gets SECURITY_DISABLED "No Authorizer is configured."; no filters, no results. With an
+authorizer the principal needs ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for
+each filter. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations

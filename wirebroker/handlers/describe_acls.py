@@ -4,7 +4,9 @@ The filter (`handlers._acls.acl_filter`: an UNKNOWN code closes the connection, 
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls). Without one
 (`NoAuthorizer`, Kafka's default) the answer is SECURITY_DISABLED "No Authorizer is configured
 on the broker" with no resources; an authorizer's bindings are answered grouped by resource
-pattern, error_code NONE and error_message null. Skipped: throttling (throttle_time_ms 0).
+pattern, error_code NONE and error_message null. With an authorizer the principal needs
+DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED with no resources. Skipped:
+throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations

@@ -8,10 +8,8 @@ twice DUPLICATE_RESOURCE, with Kafka's texts (wirebroker.security.credentials, h
 oracle by tests/oracle/test_scram_credentials.py). The top-level error is NONE with an empty
 message, as Kafka sends it.
 
-Not checked yet: authorization (Kafka asks DESCRIBE on the CLUSTER resource and answers
-CLUSTER_AUTHORIZATION_FAILED; there is no ACL authorizer in the request path until issue 34's
-authorization is wired, as in a Kafka without an authorizer). Skipped: throttling
-(throttle_time_ms 0).
+Authorization (with an authorizer): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+at the top and for each user asked. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations

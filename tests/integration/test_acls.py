@@ -306,3 +306,26 @@ def test_the_acl_cli_adds_lists_and_removes(
     code, _out, err = _cli(capfd, "acl", "add", *bob, "--allow-principal", "User:bob", "--cluster")
     assert code == 1
     assert err.strip() == "wirebroker: error: ACLs not created: ClusterAuthorizationFailedError"
+
+
+def test_kafka_acls_adds_and_lists(
+    broker: BrokerHandle, admin: KafkaAdminClient, tmp_path: Path
+) -> None:
+    """Kafka's own kafka-acls (AclCommand; two JVM runs, a few seconds each), as alice."""
+    from compat.oracle.kafka import run_tool
+
+    config = _command_config(tmp_path, "alice", "alice-secret")
+
+    def acls(*args: str) -> str:
+        base = ["--bootstrap-server", broker.bootstrap, "--command-config", config]
+        done = run_tool("org.apache.kafka.tools.AclCommand", [*base, *args])
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    acls("--add", "--allow-principal", "User:bob", "--operation", "Read", "--group", "tools-")
+    listed = acls("--list", "--group", "tools-")
+    assert "(principal=User:bob, host=*, operation=READ, permissionType=ALLOW)" in listed
+    found, _error = admin.describe_acls(EVERY_ACL)
+    assert [(a.resource_pattern.resource_name, a.operation) for a in found] == [
+        ("tools-", ACLOperation.READ)
+    ]

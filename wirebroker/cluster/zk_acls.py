@@ -222,7 +222,8 @@ class ZkAcls:
 
     async def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclError | None]:
         outcomes, new = self.acls.plan_create(bindings)
-        fresh = [b for b in new if b not in set(self.acls.bindings())]
+        held = set(self.acls.bindings())
+        fresh = [b for b in new if b not in held]
         if fresh:
             error = await self._change(added=fresh, removed=())
             if error is not None:

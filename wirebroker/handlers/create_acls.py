@@ -2,10 +2,11 @@
 
 Each creation (`handlers._acls.binding`: an UNKNOWN code closes the connection, as Kafka) goes
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls), which answers
-each one: created (NONE, message null) or refused. Without an authorizer (`NoAuthorizer`,
-Kafka's default) every creation gets SECURITY_DISABLED "No Authorizer is configured."; no
-creations, no results. With an authorizer the principal needs ALTER on the cluster, else
-CLUSTER_AUTHORIZATION_FAILED for each creation. Skipped: throttling (throttle_time_ms 0).
+each one: created (NONE, message "", as Kafka 4.4) or refused. Without an authorizer
+(`NoAuthorizer`, Kafka's default) every creation gets SECURITY_DISABLED "No Authorizer is
+configured."; no creations, no results. With an authorizer the principal needs ALTER on the
+cluster, else CLUSTER_AUTHORIZATION_FAILED for each creation. Skipped: throttling
+(throttle_time_ms 0).
 """
 
 from __future__ import annotations
@@ -36,5 +37,6 @@ async def handle(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespo
         outcomes: list[AclError | None] = [denied] * len(bindings)
     else:
         outcomes = await ctx.services.authorizer.create_acls(bindings)
-    results = [cast("AclCreationResult", error_fields(e)) for e in outcomes]
+    # a creation's success carries "" as Kafka 4.4 sends it (DeleteAcls: null)
+    results = [cast("AclCreationResult", error_fields(e, success="")) for e in outcomes]
     return {"throttle_time_ms": 0, "results": results}

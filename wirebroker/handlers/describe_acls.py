@@ -4,9 +4,9 @@ The filter (`handlers._acls.acl_filter`: an UNKNOWN code closes the connection, 
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls). Without one
 (`NoAuthorizer`, Kafka's default) the answer is SECURITY_DISABLED "No Authorizer is configured
 on the broker" with no resources; an authorizer's bindings are answered grouped by resource
-pattern, error_code NONE and error_message null. With an authorizer the principal needs
-DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED with no resources. Skipped:
-throttling (throttle_time_ms 0).
+pattern, error_code NONE and error_message "" (as Kafka 4.4 sends it). With an authorizer the
+principal needs DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED with no
+resources. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations
@@ -51,6 +51,6 @@ async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsR
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
-        "error_message": None,
+        "error_message": "",  # Kafka 4.4 sends "" (tests/oracle/test_acl_authorizer.py)
         "resources": cast("list[DescribeAclsResource]", resources(bindings)),
     }

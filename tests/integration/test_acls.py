@@ -22,7 +22,7 @@ from confluent_kafka.admin import AclOperation as CfOp
 from confluent_kafka.admin import AclPermissionType as CfPerm
 from confluent_kafka.admin import ResourcePatternType as CfPattern
 from confluent_kafka.admin import ResourceType as CfType
-from kafka import KafkaAdminClient, KafkaConsumer
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import (
     ACL,
     ACLFilter,
@@ -55,8 +55,9 @@ EVERY_ACL = ACLFilter(
 
 
 def secured_broker(**kwargs: Any) -> BrokerHandle:
+    overrides = {**AUTHORIZER, "group.initial.rebalance.delay.ms": 0}
     return BrokerHandle(
-        security="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", overrides=AUTHORIZER, **kwargs
+        security="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", overrides=overrides, **kwargs
     )
 
 
@@ -329,3 +330,34 @@ def test_kafka_acls_adds_and_lists(
     assert [(a.resource_pattern.resource_name, a.operation) for a in found] == [
         ("tools-", ACLOperation.READ)
     ]
+
+
+def test_bob_consumes_in_a_group_with_read_on_the_topic_and_the_group(
+    broker: BrokerHandle, admin: KafkaAdminClient
+) -> None:
+    """READ implies DESCRIBE: FindCoordinator, JoinGroup, SyncGroup, OffsetFetch, ListOffsets,
+    Fetch and OffsetCommit all pass with just these two ACLs."""
+    broker.create_topic("ledger")
+    broker.produce("ledger", [b"one", b"two"])
+    group = ACL(
+        "User:bob",
+        "*",
+        ACLOperation.READ,
+        ACLPermissionType.ALLOW,
+        ResourcePattern(ResourceType.GROUP, "readers", ACLResourcePatternType.LITERAL),
+    )
+    admin.create_acls([topic_acl("ledger", ACLOperation.READ), group])
+    consumer = KafkaConsumer(
+        "ledger",
+        group_id="readers",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+        **as_bob(broker.kafka_python_config),
+    )
+    try:
+        values = [m.value for _, m in zip(range(2), consumer, strict=False)]
+        consumer.commit()
+        committed = consumer.committed(TopicPartition("ledger", 0))  # OffsetFetch
+    finally:
+        consumer.close()
+    assert (values, committed) == ([b"one", b"two"], 2)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AclBinding, AclBindingFilter, AdminClient
 from confluent_kafka.admin import AclOperation as CfOp
 from confluent_kafka.admin import AclPermissionType as CfPerm
@@ -361,3 +361,30 @@ def test_bob_consumes_in_a_group_with_read_on_the_topic_and_the_group(
     finally:
         consumer.close()
     assert (values, committed) == ([b"one", b"two"], 2)
+
+
+def _txn_acl(name: str, operation: ACLOperation = ACLOperation.WRITE) -> ACL:
+    pattern = ResourcePattern(ResourceType.TRANSACTIONAL_ID, name, ACLResourcePatternType.LITERAL)
+    return ACL("User:bob", "*", operation, ACLPermissionType.ALLOW, pattern)
+
+
+def test_bob_commits_a_transaction_with_write_on_its_id_and_the_topic(
+    broker: BrokerHandle, admin: KafkaAdminClient
+) -> None:
+    """InitProducerId, AddPartitionsToTxn, Produce, EndTxn (and the markers, the broker's own
+    requests as alice) with WRITE on the transactional id and the topic; without the id's
+    ACL, InitProducerId is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    broker.create_topic("escrow")
+    admin.create_acls([topic_acl("escrow", ACLOperation.WRITE)])
+    config = {**as_bob(broker.client_config, kafka_python=False), "transactional.id": "bob-tx"}
+    refused = Producer(config)
+    with pytest.raises(KafkaException) as caught:
+        refused.init_transactions(10)
+    assert caught.value.args[0].name() == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    admin.create_acls([_txn_acl("bob-tx")])
+    producer = Producer(config)
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce("escrow", b"held")
+    producer.commit_transaction(TIMEOUT_S)
+    assert [m.value for m in broker.read_to_end("escrow")] == [b"held"]

@@ -4,11 +4,13 @@ super.users=User:admin and allow.everyone.if.no.acl.found=true (so that Kafka's 
 traffic, User:ANONYMOUS, keeps working), and the same DENY ACLs for User:ANONYMOUS (made with
 CreateAcls on each) on one topic, one group and one transactional id; the same assertions on
 the answers of a denied Produce, Fetch, ListOffsets, Metadata (named, all topics), JoinGroup,
-FindCoordinator, OffsetCommit, InitProducerId and DescribeAcls (allowed: no ACL on the
-cluster)."""
+FindCoordinator, OffsetCommit, InitProducerId, DescribeConfigs, IncrementalAlterConfigs,
+CreatePartitions, DeleteRecords, and DescribeAcls and DeleteTopics (allowed: no ACL on the
+cluster, and Kafka 4.4's controller lets DELETE on the cluster delete any topic)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -86,6 +88,20 @@ class Denied:
         ]
         answer = self.call(ApiKey.CREATE_ACLS, 3, {"creations": creations})
         assert [r.error_code for r in answer.results] == [0, 0, 0]
+        self._until_denied()
+
+    def _until_denied(self) -> None:
+        """Kafka's broker applies ACLs a moment after its controller answered: until
+        Metadata refuses the denied topic (30 s at most)."""
+        body = {
+            "topics": [{"topic_id": NIL, "name": self.shut}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        deadline = time.monotonic() + 30
+        while self.call(ApiKey.METADATA, 12, body).topics[0].error_code != 29:
+            assert time.monotonic() < deadline, "the ACLs never applied"
+            time.sleep(0.05)
 
     def call(self, api: ApiKey, version: int, body: dict[str, Any]) -> Any:
         return call(self.bootstrap, api, version, body)
@@ -264,3 +280,69 @@ def test_the_acl_apis_are_allowed_without_cluster_acls(denied: Denied) -> None:
     assert [(r.resource_name, [a.operation for a in r.acls]) for r in answer.resources] == [
         (denied.shut, [ALL])
     ]
+
+
+def test_admin_requests_on_a_denied_topic(denied: Denied) -> None:
+    configs = denied.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {"resource_type": 2, "resource_name": denied.shut, "configuration_keys": None}
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    (described,) = configs.results
+    assert (described.error_code, described.error_message, described.configs) == (
+        29,
+        "Topic authorization failed.",
+        [],
+    )
+    altered = denied.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": denied.shut,
+                    "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
+                }
+            ],
+            "validate_only": True,
+        },
+    )
+    (one,) = altered.responses
+    assert (one.error_code, one.error_message) == (29, "Topic authorization failed.")
+    grown = denied.call(
+        ApiKey.CREATE_PARTITIONS,
+        3,
+        {
+            "topics": [{"name": denied.shut, "count": 2, "assignments": None}],
+            "timeout_ms": 5000,
+            "validate_only": True,
+        },
+    )
+    (result,) = grown.results
+    assert (result.error_code, result.error_message) == (29, None)
+    records = denied.call(
+        ApiKey.DELETE_RECORDS,
+        2,
+        {
+            "topics": [{"name": denied.shut, "partitions": [{"partition_index": 0, "offset": 0}]}],
+            "timeout_ms": 5000,
+        },
+    )
+    (rp,) = records.topics[0].partitions
+    assert (rp.error_code, rp.low_watermark) == (29, -1)
+    # last: Kafka 4.4's controller deletes any topic for a principal that may DELETE the
+    # cluster (no ACL on it here: allow.everyone.if.no.acl.found), whatever the topic's ACLs
+    deleted = denied.call(
+        ApiKey.DELETE_TOPICS,
+        6,
+        {"topics": [{"name": denied.shut, "topic_id": NIL}], "timeout_ms": 5000},
+    )
+    (dt,) = deleted.responses
+    assert (dt.name, dt.error_code, dt.error_message) == (denied.shut, 0, None)

@@ -102,15 +102,15 @@ async def _add(
     client_tv: int | None,
 ) -> dict[TopicPartition, ErrorCode]:
     coordinator = ctx.services.txn_coordinator
+    refused = None if verify_only else _refused(ctx, transactional_id, partitions)
+    if refused is not None:  # a client's request: its authorization first, as Kafka
+        return refused
     if coordinator is None:
         return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if verify_only:
         return coordinator.verify_partitions(
             transactional_id, producer_id, producer_epoch, partitions
         )
-    refused = _refused(ctx, transactional_id, partitions)
-    if refused is not None:
-        return refused
     unknown = _unknown(ctx, partitions)
     if unknown:
         return {

@@ -10,6 +10,7 @@ passes, at no cost but a call.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,9 @@ __all__ = [
     "enabled",
     "operations_bits",
 ]
+
+#: every refusal, one DEBUG line (`wirebroker.authorizer`, as Kafka's authorizer logger)
+denied_log = logging.getLogger("wirebroker.authorizer")
 
 FOLLOWER_ACTION = AclOperation.CLUSTER_ACTION
 #: the message of a CLUSTER_AUTHORIZATION_FAILED answered with one (Kafka's default text for
@@ -58,9 +62,19 @@ def allowed(
         return True
     if op is None:
         op = operation(int(ctx.header.api_key), resource_type)
-    return authorizer.authorize(
-        ctx.session.principal, ctx.client_host, int(op), int(resource_type), name
+    principal = ctx.session.principal
+    if authorizer.authorize(principal, ctx.client_host, int(op), int(resource_type), name):
+        return True
+    # Kafka's authorizer log line (its kafka.authorizer.logger), at DEBUG here
+    denied_log.debug(
+        "Principal = %s is Denied operation = %s from host = %s on resource = %s:%s",
+        principal,
+        AclOperation(op).name,
+        ctx.client_host,
+        ResourceType(resource_type).name,
+        name,
     )
+    return False
 
 
 def cluster(ctx: RequestContext, op: AclOperation | None = None) -> bool:

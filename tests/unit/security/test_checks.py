@@ -5,6 +5,7 @@ authorizer nothing is refused."""
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 from typing import Any
 
@@ -141,3 +142,12 @@ def test_config_resources_map_to_their_acl_resources() -> None:
     assert _authz.config_refusal(describe, 32, "g")[0] == ErrorCode.GROUP_AUTHORIZATION_FAILED  # type: ignore[index]
     alter = ctx(A.ALTER_CONFIGS, acls)
     assert _authz.config_refusal(alter, 2, "t") is not None  # DESCRIBE_CONFIGS is not ALTER
+
+
+def test_a_refusal_is_one_debug_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="wirebroker.authorizer")
+    assert not _authz.allowed(ctx(A.PRODUCE, AclAuthorizer()), R.TOPIC, "t")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Principal = User:bob is Denied operation = WRITE from host = 10.0.0.7 on resource = "
+        "TOPIC:t"
+    ]

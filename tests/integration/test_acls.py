@@ -5,8 +5,10 @@ What passing proves: kafka-python's and confluent-kafka's admin clients create, 
 delete ACLs (literal and prefixed); bob's produce is refused TOPIC_AUTHORIZATION_FAILED until
 an ACL allows it; Metadata hides the topics bob may not describe; a DENY beats an ALLOW; a
 prefixed ALLOW covers the names it starts; bob may not touch the ACLs (CLUSTER_AUTHORIZATION_
-FAILED) nor join a group he may not read; a broker restarted on its data directory still holds
-its ACLs (kept in its topic store)."""
+FAILED) nor join a group he may not read, consumes in a group with READ on it and the topic,
+commits a transaction with WRITE on its id, lists and describes only the groups he may
+describe; `wirebroker acl` and Kafka's kafka-acls manage them; a broker restarted on its data
+directory still holds its ACLs (kept in its topic store)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from confluent_kafka.admin import AclOperation as CfOp
 from confluent_kafka.admin import AclPermissionType as CfPerm
 from confluent_kafka.admin import ResourcePatternType as CfPattern
 from confluent_kafka.admin import ResourceType as CfType
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.admin import (
     ACL,
     ACLFilter,
@@ -388,3 +390,21 @@ def test_bob_commits_a_transaction_with_write_on_its_id_and_the_topic(
     producer.produce("escrow", b"held")
     producer.commit_transaction(TIMEOUT_S)
     assert [m.value for m in broker.read_to_end("escrow")] == [b"held"]
+
+
+def test_bob_lists_and_describes_only_the_groups_he_may_describe(
+    broker: BrokerHandle, admin: KafkaAdminClient, bob_admin: KafkaAdminClient
+) -> None:
+    broker.create_topic("census")
+    for group in ("seen-g", "hidden-g"):  # alice commits an offset for each (no member)
+        consumer = KafkaConsumer(group_id=group, **broker.kafka_python_config)
+        consumer.assign([TopicPartition("census", 0)])
+        consumer.commit({TopicPartition("census", 0): OffsetAndMetadata(0, "", -1)})
+        consumer.close()
+    seen = ResourcePattern(ResourceType.GROUP, "seen-g", ACLResourcePatternType.LITERAL)
+    admin.create_acls([ACL("User:bob", "*", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW, seen)])
+    assert [g["group_id"] for g in bob_admin.list_groups()] == ["seen-g"]
+    assert {"seen-g", "hidden-g"} <= {g["group_id"] for g in admin.list_groups()}
+    assert bob_admin.describe_groups(["seen-g"])["seen-g"]["error"] is None
+    with pytest.raises(GroupAuthorizationFailedError):  # its FindCoordinator, DESCRIBE denied
+        bob_admin.describe_groups(["hidden-g"])

@@ -346,3 +346,46 @@ def test_admin_requests_on_a_denied_topic(denied: Denied) -> None:
     )
     (dt,) = deleted.responses
     assert (dt.name, dt.error_code, dt.error_message) == (denied.shut, 0, None)
+
+
+def test_create_topics_hides_configs_it_may_not_describe(denied: Denied) -> None:
+    name = f"nocfg-{uuid.uuid4().hex[:8]}"
+    deny = {
+        "resource_type": TOPIC,
+        "resource_name": name,
+        "resource_pattern_type": LITERAL,
+        "principal": ANONYMOUS,
+        "host": "*",
+        "operation": 10,  # DESCRIBE_CONFIGS
+        "permission_type": DENY,
+    }
+    assert [
+        r.error_code for r in denied.call(ApiKey.CREATE_ACLS, 3, {"creations": [deny]}).results
+    ] == [0]
+    describe = {
+        "resources": [{"resource_type": 2, "resource_name": name, "configuration_keys": None}],
+        "include_synonyms": False,
+        "include_documentation": False,
+    }
+    deadline = time.monotonic() + 30  # until Kafka's broker applied the ACL
+    while denied.call(ApiKey.DESCRIBE_CONFIGS, 4, describe).results[0].error_code != 29:
+        assert time.monotonic() < deadline, "the ACL never applied"
+        time.sleep(0.05)
+    body = {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        "timeout_ms": 30000,
+        "validate_only": False,
+    }
+    (created,) = denied.call(ApiKey.CREATE_TOPICS, 7, body).topics
+    # created, but what it may not DESCRIBE_CONFIGS is not told
+    assert (created.error_code, created.topic_config_error_code) == (0, 29)
+    assert (created.num_partitions, created.replication_factor, created.configs) == (-1, -1, [])
+    assert created.topic_id != NIL

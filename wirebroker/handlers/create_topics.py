@@ -64,7 +64,7 @@ from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
 from wirebroker.metadata.topic_store import TopicInfo
-from wirebroker.security.acls import ResourceType
+from wirebroker.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.create_topics import (
@@ -136,7 +136,20 @@ def _new_topic(topic: CreatableTopic) -> NewTopic:
     )
 
 
-def _created(config: BrokerConfig, info: TopicInfo) -> CreatableTopicResult:
+def _created(config: BrokerConfig, info: TopicInfo, shown: bool = True) -> CreatableTopicResult:
+    """A created topic's result; without `shown` (the principal may not DESCRIBE_CONFIGS it)
+    Kafka 4.4's: TOPIC_AUTHORIZATION_FAILED as topic_config_error_code, counts -1, no configs."""
+    if not shown:
+        return {
+            "name": info.name,
+            "topic_id": info.topic_id,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "topic_config_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": [],
+        }
     return {
         "name": info.name,
         "topic_id": info.topic_id,
@@ -147,6 +160,10 @@ def _created(config: BrokerConfig, info: TopicInfo) -> CreatableTopicResult:
         "replication_factor": info.replication_factor,
         "configs": [e.creatable_dict() for e in describe_topic_configs(config, info.configs)],
     }
+
+
+def _configs_shown(ctx: RequestContext, info: TopicInfo) -> bool:
+    return _authz.allowed(ctx, ResourceType.TOPIC, info.name, AclOperation.DESCRIBE_CONFIGS)
 
 
 def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
@@ -209,7 +226,7 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
                 _failed(outcome.name, ErrorCode.REQUEST_TIMED_OUT, problems[outcome.name])
             )
         elif isinstance(outcome, TopicInfo):
-            results.append(_created(ctx.services.config, outcome))
+            results.append(_created(ctx.services.config, outcome, _configs_shown(ctx, outcome)))
         else:
             results.append(_failed(topic["name"], outcome.error_code, str(outcome) or None))
     for name, count in counts.items():

@@ -815,8 +815,9 @@ class BrokerConfig:
         return self.get_int("socket.request.max.bytes")
 
 
-#: The listener and security settings read by wirebroker/listeners.py, wirebroker/net/endpoints.py
-#: and wirebroker/security/tls.py (docs/security.md), straight from the static values.
+#: The listener and security settings read by wirebroker/listeners.py, wirebroker/net/endpoints.py,
+#: wirebroker/security/tls.py and wirebroker/security/authorizer.py (docs/security.md),
+#: straight from the static values.
 _SECURITY_KEYS = frozenset(
     {
         "listener.security.protocol.map",
@@ -825,6 +826,9 @@ _SECURITY_KEYS = frozenset(
         "controller.listener.names",
         "connections.max.reauth.ms",
         "connection.failed.authentication.delay.ms",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
     }
 )
 

@@ -37,6 +37,11 @@ current_leader and the answer the node_endpoints of those leaders (KIP-951,
 Who fetches: replica_id (v4-14) or replica_state.replica_id (v15+) >= 0 is a follower broker,
 else a consumer. Both read only from the leader (no KIP-392 follower fetching).
 
+Authorization (with an authorizer, wirebroker.handlers._authz), as Kafka's KafkaApis: a
+follower needs CLUSTER_ACTION on the cluster, else every partition it asked is answered
+TOPIC_AUTHORIZATION_FAILED (no session is made); a consumer needs READ on each topic, else
+its partitions TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID, before an unknown name).
+
 Per partition, in this order:
     current_leader_epoch (v9+)   > ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH,
                                  -1 no check
@@ -103,6 +108,7 @@ import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._leader_hints import FETCH_HINT_CODES, LeaderHints
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
@@ -115,6 +121,7 @@ from wirebroker.replication.fetch_sessions import (
     Key,
 )
 from wirebroker.replication.partition import READ_COMMITTED
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.fetch import (
@@ -137,7 +144,13 @@ _INT32_MAX = 2**31 - 1
 
 #: Errors Kafka decides before its replica manager reads (the topic or partition is not in its
 #: metadata): the partition's answer has an empty aborted_transactions list, not null.
-_UNKNOWN_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
+_UNKNOWN_CODES = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    }
+)
 
 
 def _failed(index: int, code: ErrorCode) -> PartitionData:
@@ -153,10 +166,13 @@ def _failed(index: int, code: ErrorCode) -> PartitionData:
     }
 
 
+_TOPIC = ResourceType.TOPIC
+
+
 class _Plan:
     """The request resolved against the cluster view once: (response key, partitions)."""
 
-    def __init__(self, ctx: RequestContext, req: FetchRequest) -> None:
+    def __init__(self, ctx: RequestContext, req: FetchRequest, *, follower: bool) -> None:
         version = ctx.api_version
         self.topics: list[
             tuple[FetchableTopicResponse, str | None, ErrorCode, list[FetchPartition]]
@@ -168,14 +184,12 @@ class _Plan:
                 view, ftopic, by_id=version >= 13, name_key="topic"
             )
             key = cast("FetchableTopicResponse", {**naming, "partitions": []})
-            self.topics.append(
-                (
-                    key,
-                    info.name if info is not None else None,
-                    missing,
-                    list(ftopic.get("partitions") or []),
-                )
-            )
+            name = info.name if info is not None else None
+            asked = name if version >= 13 else str(ftopic.get("topic"))
+            # a follower (checked for CLUSTER_ACTION already) reads any topic
+            if not follower and asked is not None and not _authz.allowed(ctx, _TOPIC, asked):
+                name, missing = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            self.topics.append((key, name, missing, list(ftopic.get("partitions") or [])))
 
     def watch_keys(self) -> list[tuple[str, int]]:
         return [
@@ -418,18 +432,24 @@ def _session_answer(
     return out
 
 
+def _replica(req: FetchRequest, version: int) -> tuple[int, int]:
+    """(replica_id, replica_epoch) of the fetcher: -1s for a consumer."""
+    if version >= 15:
+        state = req.get("replica_state")
+        if state is None:
+            return -1, -1
+        return int(state["replica_id"]), int(state["replica_epoch"])
+    return int(req.get("replica_id", -1)), -1
+
+
 @handler(ApiKey.FETCH)
 async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     version = ctx.api_version
-    replica_epoch = -1
-    if version >= 15:
-        state = req.get("replica_state")
-        replica_id = int(state["replica_id"]) if state is not None else -1
-        replica_epoch = int(state["replica_epoch"]) if state is not None else -1
-    else:
-        replica_id = int(req.get("replica_id", -1))
+    replica_id, replica_epoch = _replica(req, version)
     session: FetchSession | None = None
     incremental = False
+    if replica_id >= 0 and not _authz.cluster(ctx):
+        return _follower_refused(ctx, req, replica_id)
     if version >= 7 and replica_id >= 0:
         try:
             session, incremental, req = _session_for(ctx, req, replica_id)
@@ -449,7 +469,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     min_bytes = int(req.get("min_bytes", 0))
     max_wait_ms = int(req.get("max_wait_ms", 0))
 
-    plan = _Plan(ctx, req)
+    plan = _Plan(ctx, req, follower=replica_id >= 0)
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     waiters = ctx.services.fetch_waiters
     first = not stale
@@ -498,6 +518,31 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     if endpoints:
         body["node_endpoints"] = endpoints  # type: ignore[typeddict-item]
     return body
+
+
+def _follower_refused(ctx: RequestContext, req: FetchRequest, replica_id: int) -> FetchResponse:
+    """A follower fetch without CLUSTER_ACTION on the cluster: every partition asked
+    TOPIC_AUTHORIZATION_FAILED, no session (Kafka's KafkaApis.handleFetchRequest)."""
+    field = _topic_field(ctx.api_version)
+    log.info(
+        "follower fetch of replica %d refused: %s may not CLUSTER_ACTION the cluster",
+        replica_id,
+        ctx.session.principal,
+    )
+    responses = [
+        cast(
+            "FetchableTopicResponse",
+            {
+                field: topic.get(field),
+                "partitions": [
+                    _failed(int(p.get("partition")), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    for p in topic.get("partitions") or []
+                ],
+            },
+        )
+        for topic in req.get("topics") or []
+    ]
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
 
 
 def _leader_hints(

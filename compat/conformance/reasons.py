@@ -234,8 +234,9 @@ _CONFIG_REASONS = (
         "not-built",
         "Broker configs Kafka has and wirebroker does not (KRaft, SASL/SSL, quotas, share and "
         "streams groups, tiered storage's broker side, thread pools and the rest: about 260); "
-        "and the 8 wirebroker has and Kafka 4.4 does not (ZooKeeper, admin.listeners, "
-        "cluster.id, transaction.version...). Every topic config of Kafka 4.4 is there.",
+        "and the 9 wirebroker has and Kafka 4.4 does not (ZooKeeper, admin.listeners, "
+        "cluster.id, transaction.version, min.incremental.fetch.session.eviction.ms...). "
+        "Every topic config of Kafka 4.4 is there.",
         path=r"re:.*\.configs\[name=[^\]]*\]",
         steps="configs.broker_*",
         api=DESCRIBE_CONFIGS,

@@ -470,7 +470,7 @@ async def test_followers_fetch_in_a_session_naming_only_what_moved(
         assert any(TOPIC in named for named in incremental), sent
         # the leader loses every session: the follower's next Fetch is refused, a new one opens
         old = fetcher.session_id
-        cluster.nodes[0].broker.services.fetch_sessions._sessions.clear()
+        cluster.nodes[0].broker.services.fetch_sessions.clear()
         with trio.fail_after(DEADLINE_S):
             assert await produce(cluster, 0, [b"after"]) == (ErrorCode.NONE, 3)
         await eventually(lambda: fetcher.session_id not in (0, old), "a new fetch session")

@@ -314,7 +314,7 @@ def _read_all(
                 _record_follower(ctx, part, replica_id, pdata)
                 if cached is not None:
                     cached.recorded_ms = now_ms
-            if cached is not None:
+            if cached is not None and replica_id >= 0:
                 stamp = None if done or presp["records"] else part.quiet_follower_stamp(replica_id)
                 cached.quiet = None if stamp is None else (part, stamp)
             complete = complete or done
@@ -373,29 +373,36 @@ def _named(req: FetchRequest, topic_field: str) -> list[tuple[Key, FetchPartitio
 def _session_for(
     ctx: RequestContext, req: FetchRequest, replica_id: int
 ) -> tuple[FetchSession | None, bool, FetchRequest]:
-    """A follower's fetch session (replication/fetch_sessions.py): (session or None, whether
-    the answer is incremental, the request to serve: for an incremental fetch, every
-    partition of the session). Raises FetchSessionError when no session can serve it."""
+    """The request's fetch session (replication/fetch_sessions.py), as Kafka's
+    FetchManager.newContext: (the session or None, whether the answer is incremental, the
+    request to serve: for an incremental fetch, every partition of the session). A full fetch
+    (INITIAL or FINAL) closes the session it names, and INITIAL makes a new one of its
+    partitions (a follower's privileged) when the cache admits it; an incremental one that
+    leaves its session empty closes it and is served sessionless. Raises FetchSessionError
+    when no session can serve it."""
     sessions = ctx.services.fetch_sessions
     version = ctx.api_version
     topic_field = _topic_field(version)
     session_id = int(req.get("session_id", 0))
     epoch = int(req.get("session_epoch", FINAL_EPOCH))
     now_ms = ctx.now_ms()
-    if epoch == INITIAL_EPOCH:
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if session_id != 0:
+            sessions.close(session_id)
+        if epoch == FINAL_EPOCH:
+            return None, False, req
         named = _named(req, topic_field)
-        return sessions.create(replica_id, version >= 13, named, now_ms), False, req
-    if epoch == FINAL_EPOCH:
-        sessions.close(session_id)
-        return None, False, req
+        return sessions.maybe_create(replica_id >= 0, version >= 13, named, now_ms), False, req
     forgotten = [
         (topic.get(topic_field), int(index))
         for topic in req.get("forgotten_topics_data") or []
         for index in topic.get("partitions") or []
     ]
     session = sessions.update(
-        session_id, epoch, replica_id, version >= 13, _named(req, topic_field), forgotten, now_ms
+        session_id, epoch, version >= 13, _named(req, topic_field), forgotten, now_ms
     )
+    if session is None:
+        return None, False, req
     full = cast("FetchRequest", {**req, "topics": session.request_topics(topic_field)})
     return session, True, full
 
@@ -404,16 +411,29 @@ def _session_answer(
     session: FetchSession, incremental: bool, responses: list[FetchableTopicResponse], field: str
 ) -> list[FetchableTopicResponse]:
     """The partitions the answer carries: all of them (recorded as sent) for a full fetch,
-    for an incremental one only those `FetchSession.must_answer` keeps."""
+    for an incremental one only those `FetchSession.must_answer` keeps, those with records
+    moved to the end of the session's order, runs of one topic made one entry (as Kafka)."""
+    if not incremental:
+        for topic in responses:
+            key = topic.get(field)
+            for p in topic["partitions"]:
+                session.must_answer((key, p["partition_index"]), p)
+        return responses
     out: list[FetchableTopicResponse] = []
     for topic in responses:
         key = topic.get(field)
-        kept = [
-            p for p in topic["partitions"] if session.must_answer((key, p["partition_index"]), p)
-        ]
-        if not incremental:
-            out.append(topic)
-        elif kept:
+        kept = []
+        for p in topic["partitions"]:
+            pkey = (key, p["partition_index"])
+            if session.must_answer(pkey, p):
+                kept.append(p)
+                if p["records"]:
+                    session.move_to_end(pkey)
+        if not kept:
+            continue
+        if out and out[-1].get(field) == key:
+            out[-1]["partitions"].extend(kept)
+        else:
             out.append({**topic, "partitions": kept})
     return out
 
@@ -430,16 +450,11 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         replica_id = int(req.get("replica_id", -1))
     session: FetchSession | None = None
     incremental = False
-    if version >= 7 and replica_id >= 0:
+    if version >= 7:
         try:
             session, incremental, req = _session_for(ctx, req, replica_id)
         except FetchSessionError as exc:
             return _session_error(exc.code)
-    elif version >= 7 and int(req.get("session_epoch", FINAL_EPOCH)) not in (
-        FINAL_EPOCH,
-        INITIAL_EPOCH,
-    ):
-        return _session_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     # KIP-903: a follower fetching with an older broker epoch than its registration (a process
     # whose session expired, or an older incarnation) is served but not counted: its position
     # does not move the high watermark and cannot bring it back into the ISR.
@@ -463,7 +478,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
             max_bytes=max_bytes,
             first=first,
             session=session,
-            skip_quiet=incremental,
+            skip_quiet=incremental and replica_id >= 0,
         )
         first = False
         if (
@@ -484,17 +499,17 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         if replica_id >= 0:
             _record_throttled(ctx, plan, responses)
     endpoints = _leader_hints(ctx, plan, responses) if complete and version >= 16 else None
-    body: FetchResponse
-    if session is None:
-        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
-    else:
-        field = _topic_field(version)
-        body = {
-            "throttle_time_ms": 0,
-            "error_code": 0,
-            "session_id": session.session_id,
-            "responses": _session_answer(session, incremental, responses, field),
-        }
+    field = _topic_field(version)
+    body: FetchResponse = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0 if session is None else session.session_id,
+        "responses": (
+            responses
+            if session is None
+            else _session_answer(session, incremental, responses, field)
+        ),
+    }
     if endpoints:
         body["node_endpoints"] = endpoints  # type: ignore[typeddict-item]
     return body

@@ -95,15 +95,6 @@ _PRODUCE_REASONS = (
 
 _FETCH_REASONS = (
     Reason(
-        "fetch-sessions",
-        "not-built",
-        "Consumer fetch sessions (KIP-227): Kafka gives a session id to a Fetch with session "
-        "epoch 0 and serves the incremental fetch that follows; wirebroker makes sessions for "
-        "follower brokers only, answers session_id 0 and FETCH_SESSION_ID_NOT_FOUND (issue 35).",
-        steps="fetch.session_*",
-        api=FETCH,
-    ),
-    Reason(
         "fetch-before-marker",
         "kafka",
         "A fetch from offset 0 of a partition holding a transaction's batch and then its "

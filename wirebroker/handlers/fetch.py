@@ -1,26 +1,24 @@
 """Fetch (API key 1): serves v4-18.
 
-Fetch sessions (KIP-227, v7+) exist for follower fetches only
-(`wirebroker.replication.fetch_sessions`): a follower's INITIAL fetch (epoch 0) opens one and
-gets all its partitions with the new session_id; an incremental one (epoch > 0) names only
-partitions whose fetch data changed (plus forgotten_topics_data), every partition of the
-session is read and the follower's position recorded for each, and the answer carries only
-partitions with records, an error, a diverging epoch or a changed high watermark / log start /
-last stable offset. A quiet partition (the follower in the ISR and at the log end, the high
-watermark there too, `Partition.quiet_follower_stamp`) whose stamp has not changed since the
-last read and whose HW, log start and LSO the follower has been sent (`_Cached.is_quiet`) is
-not read again: nothing could be answered for it and its position could move neither the HW
-nor the ISR, so only the follower's caught-up time is refreshed
-(`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds ~17 idle
-partitions beside a busy one (docs/replication.md, "Quiet session partitions"). An unknown
-session or a wrong epoch is a top-level FETCH_SESSION_ID_NOT_FOUND /
-INVALID_FETCH_SESSION_EPOCH with no partitions. A consumer's fetch is served sessionless, as
-before: by its (session_id, session_epoch), as Kafka's FetchManager when it creates no
-session:
-    epoch -1 (FINAL) or 0 (INITIAL)   a full fetch, session_id 0 in the answer (clients then
-                                      keep sending full fetches)
-    any other epoch                   top-level FETCH_SESSION_ID_NOT_FOUND, no partitions; the
-                                      client then starts over with a full fetch
+Fetch sessions (KIP-227, v7+) serve consumers and followers alike, as Kafka's FetchManager
+(`wirebroker.replication.fetch_sessions`; docs/replication.md, "Fetch sessions"): an INITIAL
+fetch (epoch 0) closes the session it names and opens one of its partitions when the cache
+admits it (a follower's privileged, a consumer's not; else session_id 0 in the answer, a full
+fetch); FINAL (-1) closes the session it names and is served sessionless. An incremental one
+(epoch > 0) names only partitions whose fetch data changed (plus forgotten_topics_data; a
+session left empty is closed and the request served sessionless), every partition of the
+session is read, and the answer carries only partitions with records, an error, a diverging
+epoch, a preferred read replica or a changed high watermark / log start; those that sent
+records move to the end of the session's order. A follower's quiet partition (the follower in
+the ISR and at the log end, the high watermark there too, `Partition.quiet_follower_stamp`)
+whose stamp has not changed since the last read and whose HW, log start and LSO the follower
+has been sent (`_Cached.is_quiet`) is not read again: nothing could be answered for it and its
+position could move neither the HW nor the ISR, so only the follower's caught-up time is
+refreshed (`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds
+~17 idle partitions beside a busy one (docs/replication.md, "Quiet session partitions"). An
+unknown session, a wrong epoch or a request naming topics otherwise than its session is a
+top-level FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH /
+FETCH_SESSION_TOPIC_ID_ERROR with no partitions and session_id 0; the session does not move.
 rack_id, cluster_id, replica_directory_id and the follower high_watermark (v18) are ignored.
 replica_state.replica_epoch (v15+, the follower's broker epoch): older than the broker's
 current registration (ClusterView.broker_epoch) -> served, but the fetch is not recorded, so it

@@ -291,9 +291,9 @@ def _read_all(
                 continue
             cached = cache.get((tkey, index)) if cache is not None else None
             if skip_quiet and cached is not None and cached.quiet is not None:
-                stamp = part.quiet_follower_stamp(replica_id)
+                stamp = _quiet_stamp(part, replica_id, isolation, pdata)
                 if stamp is not None and cached.is_quiet(part, stamp):
-                    if first and cached.recorded_ms <= touch_before:
+                    if replica_id >= 0 and first and cached.recorded_ms <= touch_before:
                         replicas.touch_quiet_follower(part, replica_id, now_ms)
                         cached.recorded_ms = now_ms
                     continue
@@ -312,8 +312,9 @@ def _read_all(
                 _record_follower(ctx, part, replica_id, pdata)
                 if cached is not None:
                     cached.recorded_ms = now_ms
-            if cached is not None and replica_id >= 0:
-                stamp = None if done or presp["records"] else part.quiet_follower_stamp(replica_id)
+            if cached is not None:
+                quiet = not done and not presp["records"]
+                stamp = _quiet_stamp(part, replica_id, isolation, pdata) if quiet else None
                 cached.quiet = None if stamp is None else (part, stamp)
             complete = complete or done
             size = len(presp["records"] or b"")
@@ -322,6 +323,16 @@ def _read_all(
             out.append(presp)
         responses.append({**key, "partitions": out})
     return responses, total, complete
+
+
+def _quiet_stamp(
+    part: Partition, replica_id: int, isolation: int, pdata: FetchPartition
+) -> tuple[int, int, int, int] | None:
+    """The partition's quiet stamp for this fetcher (None: not quiet): a follower's
+    (`Partition.quiet_follower_stamp`) or a consumer's (`Partition.quiet_consumer_stamp`)."""
+    if replica_id >= 0:
+        return part.quiet_follower_stamp(replica_id)
+    return part.quiet_consumer_stamp(int(pdata.get("fetch_offset")), isolation)
 
 
 def _throttled(quota: ReplicationQuota, part: Partition, replica_id: int, now_ms: int) -> bool:
@@ -476,7 +487,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
             max_bytes=max_bytes,
             first=first,
             session=session,
-            skip_quiet=incremental and replica_id >= 0,
+            skip_quiet=incremental,
         )
         first = False
         if (

@@ -499,6 +499,46 @@ async def test_a_consumer_fetch_session(call, services):
     assert services.fetch_sessions.get(sid) is None
 
 
+async def test_a_consumer_session_skips_partitions_read_to_their_end(call, services):
+    """In a consumer's incremental fetch, a partition whose fetch offset was the high
+    watermark at the last read, with nothing changed since (leader epoch, HW, log start,
+    LSO) and that HW and log start sent, is not read again (the read would answer nothing);
+    new records or naming it again end that."""
+    services.admin.create_topic("t", 3, now_ms=services.clock())
+    append(services, "t", 0, 2)
+    parts = [services.replicas.partition("t", i) for i in range(3)]
+    reads: list[int] = []
+    for part in parts:
+        real = part.read
+
+        def counted(*args: Any, _real: Any = real, _i: int = part.index, **kwargs: Any) -> Any:
+            reads.append(_i)
+            return _real(*args, **kwargs)
+
+        part.read = counted  # type: ignore[method-assign]
+
+    async def consumer(named: dict[int, int], sid: int, epoch: int) -> Any:
+        body = fetch_body(services, "t", named, session_id=sid, session_epoch=epoch)
+        if not named:
+            body["topics"] = []
+        return await call(KEY, 12, body)
+
+    sid = (await consumer({0: 0, 1: 0, 2: 0}, 0, 0)).session_id
+    assert sorted(reads) == [0, 1, 2]
+    reads.clear()
+    # 1 and 2 were read at their end: skipped; 0 is named at its new position: read
+    assert (await consumer({0: 2}, sid, 1)).responses == []
+    assert reads == [0]
+    reads.clear()
+    assert (await consumer({}, sid, 2)).responses == [] and reads == []  # all quiet
+    append(services, "t", 2, 1)  # records on 2: its HW moves, it is read and answered
+    assert list(by_index(await consumer({}, sid, 3))) == [2] and reads == [2]
+    reads.clear()
+    assert (await consumer({2: 1}, sid, 4)).responses == [] and reads == [2]
+    reads.clear()
+    assert (await consumer({}, sid, 5)).responses == [] and reads == []
+
+
 async def test_no_session_when_the_cache_has_no_slot(make_services, call_with):
     services = make_services(**{"max.incremental.fetch.session.cache.slots": "0"})
     services.admin.create_topic("t", 1, now_ms=services.clock())

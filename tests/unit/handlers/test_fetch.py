@@ -434,7 +434,7 @@ async def test_a_follower_fetch_session_answers_only_what_changed(call, services
     append(services, "t", 2, 1)
     fifth = await follower({}, sid, 5)
     assert set(by_index(fifth)) == {2}
-    # a stale epoch, another session id, another replica's use of it: refused, nothing moves
+    # a stale epoch, another session id: refused, nothing moves
     for body_sid, epoch in ((sid, 5), (sid + 1, 6)):
         bad = await follower({}, body_sid, epoch)
         code = (

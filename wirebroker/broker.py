@@ -124,6 +124,7 @@ from wirebroker.net.endpoints import BrokerEndpoints
 from wirebroker.net.server import KafkaServer
 from wirebroker.replication.broker_client import SECURITY as PEER_SECURITY
 from wirebroker.replication.delayed_produce import ProduceWaiters
+from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.fetcher import ReplicaFetcherManager
 from wirebroker.replication.partition import Partition, Role
@@ -328,6 +329,7 @@ class Broker:
             broker_configs=_broker_configs(self, config, node_id),
             scram_users=_scram_users(self),
             authorizer=_authorizer(self, config),
+            fetch_sessions=FetchSessions.from_config(config),
         )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:

@@ -431,6 +431,24 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # incremental fetch sessions (KIP-227): wirebroker.replication.fetch_sessions
+        ConfigDef(
+            "max.incremental.fetch.session.cache.slots",
+            _T.INT,
+            "1000",
+            "fetch sessions the broker keeps (8 shards of slots // 8 each: fewer than 8, none)",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef(
+            "min.incremental.fetch.session.eviction.ms",
+            _T.LONG,
+            "120000",
+            "how long a session is safe from eviction after its creation and before it is "
+            "stale (wirebroker's: Kafka fixes it at 120000)",
+            minimum=0,
+            read_only=True,
+        ),
         # replication throttles (KIP-73): the windows their byte rates are measured over
         ConfigDef(
             "replication.quota.window.num",

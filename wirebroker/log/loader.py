@@ -53,6 +53,7 @@ from wirebroker.log.txn_index import AbortedTxn
 __all__ = [
     "LEADER_EPOCH_FILE",
     "PARTITION_METADATA_FILE",
+    "EpochCheckpoint",
     "LoadedLog",
     "LogLoader",
     "read_marker",
@@ -86,6 +87,31 @@ def save_epochs(
     `changed`."""
     write_epoch_checkpoint(fs, directory / LEADER_EPOCH_FILE, epochs.entries, durable=durable)
     epochs.changed = False
+
+
+class EpochCheckpoint:
+    """A partition's leader-epoch checkpoint as its log writes it: durably, except when an
+    append starts a leader epoch, which writes it unsynced (one fsync per partition and
+    epoch off the produce path: the first write to each partition of a new 1,000-partition
+    topic paid 1,000) until `sync`, which the log calls before its recovery point moves
+    (flush, roll, close). After a crash, recovery CRC-scans the segments from the recovery
+    point's and assigns their batches' epochs again (`LogLoader._recover`), and a missing or
+    malformed checkpoint is rebuilt from the whole log; what is not rescanned, below the
+    recovery point, is in a durable checkpoint. Kafka flushes its checkpoint with the log
+    too (KAFKA-15046)."""
+
+    def __init__(self, fs: FileSystem, directory: Path) -> None:
+        self.fs = fs
+        self.directory = directory
+        self.unsynced = False
+
+    def save(self, epochs: LeaderEpochCache, *, durable: bool = True) -> None:
+        save_epochs(self.fs, self.directory, epochs, durable=durable)
+        self.unsynced = not durable
+
+    def sync(self, epochs: LeaderEpochCache) -> None:
+        if self.unsynced:
+            self.save(epochs)
 
 
 def replay_producers(

@@ -38,9 +38,9 @@ from wirebroker.log.leader_epoch import LeaderEpochCache
 from wirebroker.log.loader import (
     LEADER_EPOCH_FILE,
     PARTITION_METADATA_FILE,
+    EpochCheckpoint,
     LogLoader,
     replay_producers,
-    save_epochs,
 )
 from wirebroker.log.local_log import LocalLog
 from wirebroker.log.producer_state import (
@@ -75,9 +75,7 @@ class PartitionLog:
         self.fs = fs
         self._local = LocalLog(fs, directory, topic, partition, config)
         self._local.before_recovery_point_moves = self.sync_epoch_checkpoint
-        # the leader-epoch checkpoint was last written without an fsync (an append's new
-        # epoch): `sync_epoch_checkpoint` makes it durable before the recovery point passes it
-        self._epochs_unsynced = False
+        self._epoch_file = EpochCheckpoint(fs, directory)
         self.topic_id = None
         self._appender = LogAppender(self)
         self._snapshots = SnapshotFiles(fs, directory)
@@ -86,10 +84,8 @@ class PartitionLog:
         self._hw = 0
 
     def __repr__(self) -> str:
-        return (
-            f"PartitionLog({self.name}, start={self.log_start_offset}, "
-            f"end={self.log_end_offset}, segments={len(self._segments)})"
-        )
+        offsets = f"start={self.log_start_offset}, end={self.log_end_offset}"
+        return f"PartitionLog({self.name}, {offsets}, segments={len(self._segments)})"
 
     @property
     def name(self) -> str:
@@ -243,22 +239,11 @@ class PartitionLog:
         return self._local.io(what, offline_on_error=offline_on_error)
 
     def _write_epoch_checkpoint(self, *, durable: bool = True) -> None:
-        save_epochs(self.fs, self.directory, self._epochs, durable=durable)
-        self._epochs_unsynced = not durable
+        self._epoch_file.save(self._epochs, durable=durable)
 
     def sync_epoch_checkpoint(self) -> None:
-        """Make the leader-epoch checkpoint durable if an append wrote it without an fsync.
-
-        An append that starts a leader epoch writes the checkpoint unsynced (one fsync per
-        partition and epoch saved on the produce path: a first write to each partition of a
-        new 1,000-partition topic paid 1,000): after a crash, recovery CRC-scans every
-        segment from the recovery point and assigns the epochs of their batches again
-        (`LogLoader._recover`), and a missing or malformed checkpoint is rebuilt from the
-        whole log. What recovery does not rescan, below the recovery point, must be in a
-        durable checkpoint: so this runs before the recovery point moves (flush, roll,
-        close), as Kafka flushes its leader-epoch checkpoint with the log (KAFKA-15046)."""
-        if self._epochs_unsynced:
-            self._write_epoch_checkpoint()
+        """Make an unsynced leader-epoch checkpoint durable (`EpochCheckpoint`)."""
+        self._epoch_file.sync(self._epochs)
 
     # -- append (LogAppender's) ---------------------------------------------------------------
     def append_as_leader(
@@ -309,13 +294,10 @@ class PartitionLog:
     def _take_snapshot(self, offset: int) -> None:
         self._snapshots.take(self._producers, offset)
 
-    def _roll(self, now_ms: int) -> Segment:
-        return self._local.roll(now_ms, self._take_snapshot)
-
     def roll(self, now_ms: int) -> None:
         """Force a roll (tools, tests, retention)."""
         with self._io("roll", offline_on_error=True):
-            self._roll(now_ms)
+            self._local.roll(now_ms, self._take_snapshot)
 
     def flush(self) -> None:
         """fsync data and indexes of every segment; the recovery point becomes the log end."""
@@ -410,7 +392,7 @@ class PartitionLog:
         if not doomed:
             return 0
         if len(doomed) == len(self._segments):
-            self._roll(now_ms)
+            self._local.roll(now_ms, self._take_snapshot)
         self._delete_segments(doomed)
         return len(doomed)
 

@@ -93,6 +93,7 @@ from wirebroker.admin.routes import Routes
 from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
+from wirebroker.cluster.zk_client_quotas import ZkClientQuotas
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_scram_users import ZkScramUsers
@@ -129,6 +130,8 @@ from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.replication.txn_verify import TxnVerifier
+from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
+from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
@@ -324,6 +327,12 @@ class Broker:
             txn_coordinator=self.txn_coordinator,
             broker_configs=_broker_configs(self, config, node_id),
             scram_users=_scram_users(self),
+            quota_configs=(quota_configs := _quota_configs(self)),
+            client_quotas=ClientQuotas(
+                quota_configs.quotas,
+                samples=config.get_int("quota.window.num"),
+                window_s=config.get_int("quota.window.size.seconds"),
+            ),
         )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
@@ -516,6 +525,7 @@ class Broker:
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
                     await nursery.start(self.services.scram_users.run)  # before any login
+                    await nursery.start(self.services.quota_configs.run)
                     self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
@@ -531,6 +541,7 @@ class Broker:
                     log.info("shutting down")
                     member_scope.cancel()
                     self.services.scram_users.close()
+                    self.services.quota_configs.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
@@ -668,6 +679,15 @@ def _scram_users(broker: Broker) -> ScramUsers:
         return LocalScramUsers()
     store = broker.topics if broker.local_cluster is not None else None
     return ZkScramUsers(broker.coordination, store=store)
+
+
+def _quota_configs(broker: Broker) -> QuotaConfigs:
+    """Client quota configs (wirebroker.cluster.zk_client_quotas): in ZooKeeper (a single
+    broker's in-process one, kept in its topic store), else in memory."""
+    if broker.coordination is None:
+        return LocalQuotaConfigs()
+    store = broker.topics if broker.local_cluster is not None else None
+    return ZkClientQuotas(broker.coordination, store=store)
 
 
 def _sasl_asks_scram_users(endpoints: BrokerEndpoints, users: ScramUsers) -> None:

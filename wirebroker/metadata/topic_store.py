@@ -12,13 +12,17 @@ it ends in `.json`)::
                  "replication_factor": 1, "configs": {"retention.ms": "1000"},
                  "is_internal": false}, ...],
      "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}},
-     "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}}}
+     "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}},
+     "quota_configs": {"clients/app-1": {"producer_byte_rate": "102400"}}}
 
 `broker_configs` (absent when none are set) holds a single broker's dynamic broker configs
 (wirebroker.dynamic_configs): the cluster default and this broker's, by ZooKeeper entity name.
 `user_configs` (absent when none are set) holds a single broker's `/config/users/<user>`
 configs by user name: its SCRAM users' credentials (salted keys, never passwords;
-wirebroker.cluster.zk_scram_users).
+wirebroker.cluster.zk_scram_users), and their quotas (a user's node holds both).
+`quota_configs` (absent when none are set): the other client quota entities' nodes, by their
+path under `/config` (`clients/<id>`, `users/<user>/clients/<id>`, `ips/<ip>`, names
+sanitized, `<default>` the default; wirebroker.cluster.zk_client_quotas).
 
 Every mutation rewrites the whole document atomically before returning
 (`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
@@ -272,6 +276,7 @@ class TopicStore:
         self._next_producer_id = next_producer_id
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._user_configs: dict[str, dict[str, str]] = {}
+        self._quota_configs: dict[str, dict[str, str]] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
 
@@ -325,6 +330,10 @@ class TopicStore:
                 str(user): {str(k): str(v) for k, v in configs.items()}
                 for user, configs in doc.get("user_configs", {}).items()
             }
+            quota_configs = {
+                str(path): {str(k): str(v) for k, v in configs.items()}
+                for path, configs in doc.get("quota_configs", {}).items()
+            }
         except TopicStoreError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -337,6 +346,7 @@ class TopicStore:
         store = cls(file, stored_cluster, {t.name: t for t in topics}, next_pid, fs=fs)
         store._broker_configs = broker_configs
         store._user_configs = user_configs
+        store._quota_configs = quota_configs
         return store
 
     # -- reads ------------------------------------------------------------------------------
@@ -368,6 +378,10 @@ class TopicStore:
         """The users' configs kept here (`/config/users/<user>`): user name -> configs."""
         return {user: dict(configs) for user, configs in self._user_configs.items()}
 
+    def quota_configs(self) -> dict[str, dict[str, str]]:
+        """The client quota nodes kept here other than users' (path under /config -> configs)."""
+        return {path: dict(configs) for path, configs in self._quota_configs.items()}
+
     # -- mutations (durable on return) ---------------------------------------------------------
     def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
         """Replace one entity's dynamic broker configs (an empty mapping removes it)."""
@@ -376,6 +390,10 @@ class TopicStore:
     def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
         """Replace one user's configs (an empty mapping removes the user)."""
         self._set_configs(self._user_configs, user, configs)
+
+    def set_quota_configs(self, path: str, configs: Mapping[str, str]) -> None:
+        """Replace one client quota node's configs (an empty mapping removes it)."""
+        self._set_configs(self._quota_configs, path, configs)
 
     def _set_configs(
         self, table: dict[str, dict[str, str]], key: str, configs: Mapping[str, str]
@@ -457,5 +475,7 @@ class TopicStore:
             doc["broker_configs"] = self._broker_configs
         if self._user_configs:
             doc["user_configs"] = self._user_configs
+        if self._quota_configs:
+            doc["quota_configs"] = self._quota_configs
         data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
         write_file_atomic(self.fs, self.path, data)

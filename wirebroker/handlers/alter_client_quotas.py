@@ -1,0 +1,63 @@
+"""AlterClientQuotas (key 49): serves v0-1 (flexible from 1), as Apache Kafka 4.4 does.
+
+Any broker answers (Kafka's brokers forward it to the controller; here every broker writes
+ZooKeeper's `/config/users/...`, `/config/clients/...`, `/config/ips/...` itself,
+conditionally, through `Services.quota_configs`), once the change is stored and applied on
+this broker, so a describe or the quota enforcement on it right after sees it (the other
+brokers once their watches fire). One result per entity with Kafka's codes and texts
+(wirebroker.security.client_quotas: entity checks, keys per entity type, whole and positive
+values, duplicates; held to the oracle by tests/oracle/test_client_quotas.py);
+`validate_only` answers the same and changes nothing. When the store cannot be written every
+entity gets that error (UNKNOWN_SERVER_ERROR, REQUEST_TIMED_OUT) with its message.
+
+Not checked yet: authorization (Kafka asks ALTER_CONFIGS on the CLUSTER resource).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol.api import ApiKey
+from wirebroker.handlers.registry import handler
+from wirebroker.security.client_quotas import (
+    AlterEntry,
+    EntityResult,
+    QuotaStoreError,
+    make_entity,
+)
+
+if TYPE_CHECKING:
+    from protocol.messages.alter_client_quotas import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasResponse,
+    )
+    from wirebroker.handlers.context import RequestContext
+
+
+@handler(ApiKey.ALTER_CLIENT_QUOTAS)
+async def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+    entries = [
+        AlterEntry(
+            tuple((e["entity_type"], e["entity_name"]) for e in entry["entity"]),
+            tuple((op["key"], float(op["value"]), bool(op["remove"])) for op in entry["ops"]),
+        )
+        for entry in req["entries"]
+    ]
+    try:
+        results = await ctx.services.quota_configs.alter(
+            entries, validate_only=bool(req["validate_only"])
+        )
+    except QuotaStoreError as exc:
+        entities = dict.fromkeys(make_entity(entry.components) for entry in entries)
+        results = [EntityResult(entity, exc.code, exc.message) for entity in entities]
+    return {
+        "throttle_time_ms": 0,
+        "entries": [
+            {
+                "error_code": int(r.error_code),
+                "error_message": r.error_message,
+                "entity": [{"entity_type": t, "entity_name": n} for t, n in r.entity],
+            }
+            for r in results
+        ],
+    }

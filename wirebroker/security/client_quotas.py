@@ -37,7 +37,8 @@ MATCH_TYPE_DEFAULT, but also specified a match string."), else "Unknown match ty
 with user or client-id: "Invalid entity filter component combination. IP filter component
 should not be used with user or clientId filter component.". An entity matches when it has
 every component's type with a matching name (EXACT: that name; DEFAULT: the default;
-SPECIFIED: any name but the default) and, when `strict`, no other type. Entities without
+SPECIFIED: any name, the default included, as Kafka 4.4 answers) and, when `strict`, no other
+type. Entities without
 values are not listed. Errors are INVALID_REQUEST unless said.
 """
 
@@ -308,7 +309,7 @@ def _matches(component: FilterComponent, names: Mapping[str, str | None]) -> boo
         return name == component.match
     if component.match_type == MATCH_DEFAULT:
         return name is None
-    return name is not None
+    return True  # SPECIFIED: any name of that type, the default included (Kafka 4.4)
 
 
 def _check_filter(components: Sequence[FilterComponent]) -> None:

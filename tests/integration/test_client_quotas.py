@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,20 @@ def test_a_producer_over_its_byte_rate_is_throttled_near_the_quota() -> None:
         assert producer.flush(30) == 0
         elapsed = time.monotonic() - start
         producer.poll(1)  # the last statistics
+        assert broker.admin_url is not None
+        with urllib.request.urlopen(f"{broker.admin_url}/api/state", timeout=10) as answer:
+            shown = json.load(answer)["quotas"]
+        with urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10) as answer:
+            metrics = answer.read().decode()
+    # the web view and /metrics show the throttling, measured on the broker's own clock
+    (sensor,) = [q for q in shown if q["kind"] == "produce"]
+    assert (sensor["client_id"], sensor["quota"]) == ("slow", QUOTA)
+    assert sensor["throttled"] > 0 and sensor["throttle_time_ms"] > 0
+    assert sensor["recorded"] >= acked[0]
+    assert (
+        'wirebroker_client_quota_throttled_requests_total{client_id="slow",kind="produce",user=""}'
+        in metrics
+    )
     rate = acked[0] / elapsed
     throttles = [
         b.get("throttle", {}).get("max", 0)

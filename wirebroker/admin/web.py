@@ -44,12 +44,15 @@ _HEAD = {
     ],
     "groups": ["group", "state", "generation", "protocol", "members"],
     "lag": ["group", "topic", "partition", "committed", "high watermark", "lag"],
-}
+    "quotas": ["quota", "user", "client id", "bound /s", "rate /s", "recorded", "throttled",
+               "throttle ms", "last throttle ms"],
+}  # fmt: skip
 
 # The same rendering as the Python functions below, for the refresh.
 _JS = """
 const NUM = new Set(["partition","leader","epoch","log start","log end","high watermark",
-  "size","generation","committed","lag"]);
+  "size","generation","committed","lag","bound /s","rate /s","recorded","throttled",
+  "throttle ms","last throttle ms"]);
 const esc = s => String(s ?? "-").replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",
   ">":"&gt;",'"':"&quot;"}[c]));
 function size(n){ if(n==null) return "-"; const u=["B","KiB","MiB","GiB"]; let i=0;
@@ -83,6 +86,9 @@ function render(s){
   for (const g of s.groups) for (const o of g.offsets) lag.push([g.group_id, o.topic,
     o.partition, o.committed_offset, o.high_watermark, o.lag]);
   table("lag", HEAD.lag, lag);
+  table("quotas", HEAD.quotas, (s.quotas||[]).map(q=>[q.kind, q.user||"-",
+    q.client_id||"-", q.quota, q.rate, q.recorded, q.throttled, q.throttle_time_ms,
+    q.last_throttle_ms]));
 }
 function internal(topics){
   const t = topics.filter(t=>t.internal);
@@ -121,7 +127,8 @@ def _table(id_: str, rows: list[list[Any]]) -> str:
     head = _HEAD[id_]
     numeric = {
         "partition", "leader", "epoch", "log start", "log end", "high watermark", "size",
-        "generation", "committed", "lag",
+        "generation", "committed", "lag", "bound /s", "rate /s", "recorded", "throttled",
+        "throttle ms", "last throttle ms",
     }  # fmt: skip
     out = ["<tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr>"]
     for row in rows:
@@ -184,6 +191,11 @@ def render_page(snap: dict[str, Any]) -> str:
         for g in snap["groups"]
         for o in g["offsets"]
     ]  # fmt: skip
+    quotas = [
+        [q["kind"], q["user"] or "-", q["client_id"] or "-", q["quota"], q["rate"],
+         q["recorded"], q["throttled"], q["throttle_time_ms"], q["last_throttle_ms"]]
+        for q in snap.get("quotas", [])
+    ]  # fmt: skip
     broker_line = (
         f"node {b['node_id']} · cluster {b['cluster_id']} · controller {b['controller_id']} · "
         f"{b['connections']} connection(s) · ZooKeeper {b['zookeeper_session']} · {b['version']}"
@@ -202,6 +214,7 @@ def render_page(snap: dict[str, Any]) -> str:
 <div class="meta" id="internal">{escape(internal_line)}</div>
 <h2>Consumer groups</h2>{_table("groups", groups)}
 <h2>Committed offsets and lag</h2>{_table("lag", lag)}
+<h2>Client quotas (throttling)</h2>{_table("quotas", quotas)}
 <script>{head_js}{_JS}</script>
 </body></html>
 """

@@ -11,7 +11,8 @@ Per request, only when some quota is configured (else one attribute check):
   consumer_byte_rate; when throttled the answer carries no records (Kafka's throttled fetch
   response: empty, and the bytes unrecorded, so the consumer fetches them again after the
   throttle);
-- every request but ApiVersions, SaslHandshake, SaslAuthenticate and follower fetches: its
+- every request but ApiVersions, SaslHandshake, SaslAuthenticate, WriteTxnMarkers (brokers'
+  own) and follower fetches: its
   handling time (wall time minus what a long-poll Fetch spent parked) against
   request_percentage.
 The throttle time is the largest of those, written into the answer's `throttle_time_ms`
@@ -57,8 +58,14 @@ KIP219_FROM: dict[int, int] = {
     int(ApiKey.DELETE_TOPICS): 2,
 }
 
+#: Never throttled: the connection's set-up, and inter-broker (cluster action) requests.
 _EXEMPT = frozenset(
-    {int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)}
+    {
+        int(ApiKey.API_VERSIONS),
+        int(ApiKey.SASL_HANDSHAKE),
+        int(ApiKey.SASL_AUTHENTICATE),
+        int(ApiKey.WRITE_TXN_MARKERS),
+    }
 )
 
 

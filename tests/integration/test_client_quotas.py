@@ -12,10 +12,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+import trio
+from _memory_cluster import eventually, start_cluster
 from confluent_kafka import Producer
 
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
+from wirebroker.security.client_quotas import make_entity
 from wirebroker.testing import running
 
 QUOTA = 102400  # 100 KiB/s
@@ -166,3 +170,44 @@ def test_kafka_configs_sets_and_describes_a_user_quota(kafka_bootstrap: str) -> 
             "consumer_byte_rate": 2048.0,
             "producer_byte_rate": 1024.0,
         }
+
+
+async def test_a_quota_set_through_one_broker_is_enforced_by_every_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 3-broker cluster on one in-memory ZooKeeper (tests/integration/_memory_cluster.py)."""
+    async with trio.open_nursery() as nursery:
+        cluster = await start_cluster(nursery, tmp_path, monkeypatch=monkeypatch)
+        body = {
+            "entries": [
+                {
+                    "entity": [
+                        {"entity_type": "user", "entity_name": "ANONYMOUS"},
+                        {"entity_type": "client-id", "entity_name": None},
+                    ],
+                    "ops": [{"key": "producer_byte_rate", "value": 4096.0, "remove": False}],
+                }
+            ],
+            "validate_only": False,
+        }
+        resp = await cluster.request(0, ApiKey.ALTER_CLIENT_QUOTAS, 1, body)
+        assert [e.error_code for e in resp.entries] == [0]
+        entity = make_entity([("user", "ANONYMOUS"), ("client-id", None)])
+
+        def everywhere() -> bool:
+            return all(
+                n.broker.services.quota_configs.quotas.get(entity) == {"producer_byte_rate": 4096.0}
+                for n in cluster.nodes
+            )
+
+        await eventually(everywhere, "the quota mirrored by every broker")
+        for node in cluster.nodes:  # each broker measures its own clients against it
+            quotas = node.broker.services.client_quotas
+            assert quotas is not None
+            assert quotas.produce.record("ANONYMOUS", "any", 10**6, 0) > 0
+        data = json.loads(
+            await cluster.zk_get("/config/users/ANONYMOUS/clients/<default>") or b"{}"
+        )
+        assert data == {"version": 1, "config": {"producer_byte_rate": "4096"}}
+        await cluster.stop_all()
+        nursery.cancel_scope.cancel()

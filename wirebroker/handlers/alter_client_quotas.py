@@ -6,7 +6,7 @@ conditionally, through `Services.quota_configs`), once the change is stored and 
 this broker, so a describe or the quota enforcement on it right after sees it (the other
 brokers once their watches fire). One result per entity with Kafka's codes and texts
 (wirebroker.security.client_quotas: entity checks, keys per entity type, whole and positive
-values, duplicates; held to the oracle by tests/oracle/test_client_quotas.py);
+values, duplicates; held to the oracle by tests/oracle/test_client_quota_answers.py);
 `validate_only` answers the same and changes nothing. When the store cannot be written every
 entity gets that error (UNKNOWN_SERVER_ERROR, REQUEST_TIMED_OUT) with its message.
 

@@ -4,7 +4,7 @@ The quota entities as this broker knows them (`Services.quota_configs`: in a clu
 mirror of ZooKeeper's `/config/users`, `/config/clients`, `/config/ips`), filtered as Kafka
 filters them (wirebroker.security.client_quotas: EXACT / DEFAULT / SPECIFIED components,
 `strict`), with Kafka's codes and texts for a bad filter (held to the oracle by
-tests/oracle/test_client_quotas.py). A default entity's name is null.
+tests/oracle/test_client_quota_answers.py). A default entity's name is null.
 
 Not checked yet: authorization (Kafka asks DESCRIBE_CONFIGS on the CLUSTER resource).
 """

@@ -65,6 +65,7 @@ from wirebroker.handlers.produce import ProduceWithoutAckFailed
 from wirebroker.handlers.registry import HandlerSpec, Later, api_name
 from wirebroker.handlers.stats import RequestStats
 from wirebroker.handlers.throttle import client_throttles_itself, throttle
+from wirebroker.handlers.throttle import prepare as prepare_quota
 from wirebroker.security.session import ConnectionSession
 
 #: Connection events keep the network layer's logger: operators (and tests) filter on it.
@@ -172,6 +173,7 @@ class Dispatcher:
             session=session if session is not None else _PLAINTEXT,
         )
         try:
+            prepare_quota(ctx, request)
             body = await spec.func(ctx, request)
             if isinstance(body, Later):
                 # handling time: until the handler returned (not the replication wait)

@@ -2,15 +2,16 @@
 and the throttle time it answers (Kafka's KafkaApis + ClientQuotaManager; the rates and the
 decisions are wirebroker.security.quota_manager, pure).
 
+    prepare(ctx, request)            # before the handler: a consumer Fetch's max_bytes capped
     ms = throttle(ctx, request, frame_size, body, elapsed_s)   # sets body["throttle_time_ms"]
 
 Per request, only when some quota is configured (else one attribute check):
 - Produce: the request's size against the producer_byte_rate of (user, client id), recorded
   even when acks=0 (no answer: the connection is muted all the same);
 - Fetch from a consumer (not a follower): the bytes of records answered against
-  consumer_byte_rate; when throttled the answer carries no records (Kafka's throttled fetch
-  response: empty, and the bytes unrecorded, so the consumer fetches them again after the
-  throttle);
+  consumer_byte_rate; when throttled the answer names no partition (Kafka's throttled fetch
+  response, `getThrottledResponse`: empty, and the bytes unrecorded, so the consumer fetches
+  them again after the throttle);
 - every request but ApiVersions, SaslHandshake, SaslAuthenticate, WriteTxnMarkers (brokers'
   own) and follower fetches: its
   handling time (wall time minus what a long-poll Fetch spent parked) against
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
     from wirebroker.security.quota_manager import ClientQuotas
 
-__all__ = ["KIP219_FROM", "client_throttles_itself", "throttle"]
+__all__ = ["KIP219_FROM", "client_throttles_itself", "prepare", "throttle"]
+
+_INT32_MAX = 2**31 - 1
 
 #: The first version of each API whose client backs off by itself (Kafka's
 #: `shouldClientThrottle`); an API not listed: from v1.
@@ -94,6 +97,21 @@ def _is_follower_fetch(request: Any) -> bool:
     return int(replica) >= 0
 
 
+def prepare(ctx: RequestContext, request: Any) -> None:
+    """Before the handler: a consumer Fetch asks for at most what its quota allows in the
+    quota's windows (Kafka's `getMaxValueInQuotaWindow`: quota x (samples - 1) x window), so
+    one answer cannot exceed it by much (a first batch larger than that is still answered
+    whole, KIP-74)."""
+    quotas = ctx.services.client_quotas
+    if quotas is None or not quotas.store or int(ctx.header.api_key) != ApiKey.FETCH:
+        return
+    if _is_follower_fetch(request):
+        return
+    cap = quotas.fetch.max_in_window(_user(ctx), ctx.header.client_id or "")
+    if cap is not None and int(request.get("max_bytes", _INT32_MAX)) > cap:
+        request["max_bytes"] = max(1, cap)
+
+
 def throttle(
     ctx: RequestContext,
     request: Any,
@@ -133,9 +151,8 @@ def _fetch_throttle(
         return 0
     size = _fetch_bytes(body)
     ms = quotas.fetch.record(user, client_id, size, now)
-    if ms > 0 and size:
-        quotas.fetch.unrecord(user, client_id, size, now)  # Kafka unrecords a throttled fetch
-        for topic in body.get("responses") or ():
-            for part in topic.get("partitions") or ():
-                part["records"] = None
+    if ms > 0:
+        if size:
+            quotas.fetch.unrecord(user, client_id, size, now)  # Kafka unrecords it
+        body["responses"] = []  # type: ignore[index]  # Kafka's throttled answer: empty
     return ms

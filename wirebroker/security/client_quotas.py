@@ -1,5 +1,5 @@
 """Client quota configs: DescribeClientQuotas and AlterClientQuotas as Apache Kafka 4.4 answers
-them (asked of the oracle: tests/oracle/test_client_quotas.py). Pure: no trio, no I/O.
+them (asked of the oracle: tests/oracle/test_client_quota_answers.py). Pure: no trio, no I/O.
 
     store = QuotaStore()
     results, changes = store.plan_alter(entries)   # per entity: (entity, code, message)

@@ -224,6 +224,14 @@ class QuotaKind:
         sensor.last_throttle_ms = throttle
         return int(throttle)
 
+    def max_in_window(self, user: str, client_id: str) -> int | None:
+        """What the quota allows over its windows (quota x (samples - 1) x window), None:
+        no quota (Kafka's getMaxValueInQuotaWindow, the cap of a consumer Fetch's bytes)."""
+        found = self._quota(user, client_id) if self.store else None
+        if found is None:
+            return None
+        return int(min(found[1] * (self.samples - 1) * self.window_ms / 1000, 2**31 - 1))
+
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back `value` recorded at `now_ms` (a throttled fetch answered without its
         records, as Kafka's unrecordQuotaSensor)."""

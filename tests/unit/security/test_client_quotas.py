@@ -1,6 +1,6 @@
 """The client quota configs (wirebroker.security.client_quotas): AlterClientQuotas' checks,
 codes and texts and DescribeClientQuotas' filters as Kafka 4.4 answers them (the same
-exchanges against the oracle: tests/oracle/test_client_quotas.py)."""
+exchanges against the oracle: tests/oracle/test_client_quota_answers.py)."""
 
 from __future__ import annotations
 

@@ -105,3 +105,9 @@ def test_idle_sensors_expire_after_an_hour() -> None:
     quotas.produce.record("u", "a", 1, 0)
     quotas.produce.record("u", "b", 1, 3_600_000)
     assert [v.client_id for v in quotas.snapshot(3_600_000)] == ["b"]
+
+
+def test_a_fetch_asks_at_most_what_the_quota_allows_in_its_windows() -> None:
+    quotas = ClientQuotas(store_with(((("client-id", "c"),), "consumer_byte_rate", 1000)))
+    assert quotas.fetch.max_in_window("u", "c") == 10_000  # quota x (11 - 1) x 1 s
+    assert quotas.fetch.max_in_window("u", "other") is None

@@ -16,6 +16,7 @@ import pytest
 import trio
 from _memory_cluster import eventually, start_cluster
 from confluent_kafka import Producer
+from kafka import KafkaConsumer, TopicPartition
 
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
@@ -132,6 +133,38 @@ def test_a_producer_over_its_byte_rate_is_throttled_near_the_quota() -> None:
     assert max(throttles, default=0) > 0, "the client saw no throttle_time_ms"
     # loose bounds: held near the quota (unthrottled, loopback does tens of MB/s)
     assert 0.4 * QUOTA < rate < 1.6 * QUOTA, rate
+
+
+def test_a_consumer_over_its_byte_rate_is_throttled() -> None:
+    total = 400_000
+    with running(overrides={"quota.window.num": 2}) as broker, Wire(broker.bootstrap) as wire:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.size": 16384})
+        for _ in range(total // 1000):
+            producer.produce("quota-c", b"y" * 1000)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        assert alter(wire, [("client-id", "slowc")], consumer_byte_rate=QUOTA) == [(0, None)]
+        consumer = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap,
+            client_id="slowc",
+            max_partition_fetch_bytes=65536,
+            enable_auto_commit=False,
+        )
+        consumer.assign([TopicPartition("quota-c", 0)])
+        consumer.seek_to_beginning()
+        got, start = 0, time.monotonic()
+        while got < total and time.monotonic() - start < 60:
+            for records in consumer.poll(1000).values():
+                got += sum(len(r.value) for r in records)
+        elapsed = time.monotonic() - start
+        consumer.close()
+        assert broker.admin_url is not None
+        with urllib.request.urlopen(f"{broker.admin_url}/api/state", timeout=10) as answer:
+            (sensor,) = [q for q in json.load(answer)["quotas"] if q["kind"] == "fetch"]
+    assert got == total
+    assert sensor["client_id"] == "slowc" and sensor["throttled"] > 0
+    # the quota lets one window's worth through at once, the rest at 100 KiB/s at most
+    assert elapsed > (total - 2 * QUOTA) / QUOTA, elapsed
 
 
 def test_kafka_configs_sets_and_describes_a_user_quota(kafka_bootstrap: str) -> None:

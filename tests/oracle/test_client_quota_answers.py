@@ -163,6 +163,18 @@ def test_alter_and_describe(quota_api: QuotaApi, name: str) -> None:
         {both: {"consumer_byte_rate": 2048.0, "request_percentage": 0.5}},
     )
     assert quota_api.describe([("client-id", 0, name), ("user", 1, None)], False) == (0, "", {})
+    # SPECIFIED matches the default too (what kafka-configs --describe --entity-type clients
+    # without a name asks)
+    defaulted = (("client-id", None), ("user", name))
+    assert quota_api.alter([(defaulted, [set_("producer_byte_rate", 7)])]) == {defaulted: (0, None)}
+    assert quota_api.describe([("user", 0, name), ("client-id", 2, None)], False) == (
+        0,
+        "",
+        {
+            both: {"consumer_byte_rate": 2048.0, "request_percentage": 0.5},
+            defaulted: {"producer_byte_rate": 7.0},
+        },
+    )
     assert quota_api.alter(
         [(both, [("request_percentage", 0.0, True), ("producer_byte_rate", 0.0, True)])]
     ) == {both: (0, None)}

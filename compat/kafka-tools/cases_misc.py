@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from typing import Any
 
 from target import (
     Target,
@@ -20,6 +22,7 @@ from target import (
 )
 
 from compat.scenarios.wire import EARLIEST, LATEST
+from protocol.api import ApiKey
 from protocol.records import RecordSpec
 
 
@@ -345,3 +348,67 @@ def acls_without_authorizer(t: Target) -> str:
         "--list against a broker without an authorizer fails (exit 1) with Kafka's answer, "
         "SECURITY_DISABLED: No Authorizer is configured on the broker"
     )
+
+
+def _quotas(t: Target, user: str) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+    """The client quota entities naming `user`, through the wire oracle (DescribeClientQuotas)."""
+    with t.wire() as w:
+        body = {"components": [{"entity_type": "user", "match_type": 0, "match": user}]}
+        answer = w.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, body | {"strict": False})
+    assert answer.error_code == 0, answer
+    return {
+        tuple(sorted((e.entity_type, e.entity_name) for e in entry.entity)): {
+            v.key: v.value for v in entry["values"]
+        }
+        for entry in answer.entries
+    }
+
+
+def configs_client_quotas(t: Target) -> str:
+    user = t.name("quser")
+    base = ("kafka-configs", "--bootstrap-server", t.bootstrap)
+    who = ("--entity-type", "users", "--entity-name", user)
+    client = ("--entity-type", "clients", "--entity-default")
+    t.tool(*base, "--alter", *who, "--add-config", "producer_byte_rate=1048576").expect(0)
+    t.tool(
+        *base,
+        "--alter",
+        *who,
+        *client,
+        "--add-config",
+        "consumer_byte_rate=2048,request_percentage=12.5",
+    ).expect(0)
+    want = {
+        (("user", user),): {"producer_byte_rate": 1048576.0},
+        (("client-id", None), ("user", user)): {
+            "consumer_byte_rate": 2048.0,
+            "request_percentage": 12.5,
+        },
+    }
+    deadline = time.monotonic() + 10  # Kafka's broker learns its controller's change later
+    while _quotas(t, user) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _quotas(t, user) == want, _quotas(t, user)
+    shown = t.tool(*base, "--describe", *who, *client).expect(0)
+    assert f"Quota configs for user-principal '{user}', the default client-id are" in ran_text(
+        shown
+    )
+    refused = t.tool(*base, "--alter", *who, "--add-config", "producer_byte_rate=1.5")
+    assert refused.code != 0 and "cannot be a fractional value" in ran_text(refused), (
+        refused.error()
+    )
+    t.tool(*base, "--alter", *who, *client, "--delete-config", "request_percentage").expect(0)
+    want[(("client-id", None), ("user", user))] = {"consumer_byte_rate": 2048.0}
+    deadline = time.monotonic() + 10
+    while _quotas(t, user) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _quotas(t, user) == want, _quotas(t, user)
+    return (
+        "--alter --add-config / --delete-config for a user and a user's default client id are "
+        "stored (DescribeClientQuotas); --describe prints them; a fractional byte rate is refused "
+        "with Kafka's text"
+    )
+
+
+def ran_text(ran: Any) -> str:
+    return str(ran.out) + str(ran.err)

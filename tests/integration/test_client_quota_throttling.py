@@ -16,12 +16,12 @@ import pytest
 import trio
 from _memory_cluster import eventually, start_cluster
 from confluent_kafka import Producer
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from wirebroker.security.client_quotas import make_entity
-from wirebroker.testing import running
+from wirebroker.testing import BrokerHandle, running
 
 QUOTA = 102400  # 100 KiB/s
 
@@ -158,6 +158,24 @@ def _consume(bootstrap: str, total: int) -> tuple[int, float]:
     elapsed = time.monotonic() - start
     consumer.close()
     return min(got, total), elapsed
+
+
+def test_an_authenticated_users_quota_applies_to_its_connections() -> None:
+    """SASL_PLAINTEXT: the quota user is the principal's name (alice), as in Kafka; the
+    helpers' PLAINTEXT connection (ANONYMOUS) is not covered by it."""
+    handle = BrokerHandle(security="SASL_PLAINTEXT", overrides={"quota.window.num": 2})
+    with handle.start(), Wire(handle.helper_bootstrap) as wire:
+        assert alter(wire, [("user", "alice")], producer_byte_rate=20_000) == [(0, None)]
+        producer = KafkaProducer(**handle.kafka_python_config, batch_size=16384, linger_ms=5)
+        for _ in range(50):
+            producer.send("quota-sasl", b"z" * 1000)
+        producer.flush(30)
+        producer.close()
+        assert handle.admin_url is not None
+        with urllib.request.urlopen(f"{handle.admin_url}/api/state", timeout=10) as answer:
+            (sensor,) = json.load(answer)["quotas"]
+    assert (sensor["kind"], sensor["user"], sensor["client_id"]) == ("produce", "alice", "")
+    assert sensor["throttled"] > 0 and sensor["recorded"] >= 50_000
 
 
 def test_kafka_configs_sets_a_user_quota(kafka_bootstrap: str) -> None:

@@ -9,9 +9,9 @@ Per request, only when some quota is configured (else one attribute check):
 - Produce: the request's size against the producer_byte_rate of (user, client id), recorded
   even when acks=0 (no answer: the connection is muted all the same);
 - Fetch from a consumer (not a follower): the bytes of records answered against
-  consumer_byte_rate; when throttled the answer names no partition (Kafka's throttled fetch
-  response, `getThrottledResponse`: empty, and the bytes unrecorded, so the consumer fetches
-  them again after the throttle);
+  consumer_byte_rate; when throttled (by this or the request quota) the answer names no
+  partition (Kafka's throttled fetch response, `getThrottledResponse`: empty, and the bytes
+  unrecorded, so the consumer fetches them again after the throttle);
 - every request but ApiVersions, SaslHandshake, SaslAuthenticate, WriteTxnMarkers (brokers'
   own) and follower fetches: its
   handling time (wall time minus what a long-poll Fetch spent parked) against
@@ -34,7 +34,6 @@ from protocol.api import ApiKey
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
-    from wirebroker.security.quota_manager import ClientQuotas
 
 __all__ = ["KIP219_FROM", "client_throttles_itself", "prepare", "throttle"]
 
@@ -129,30 +128,22 @@ def throttle(
         return 0
     user, client_id = _user(ctx), ctx.header.client_id or ""
     now = ctx.now_ms()
-    ms = 0
+    ms, fetched = 0, 0
     if api == ApiKey.PRODUCE:
         ms = quotas.produce.record(user, client_id, frame_size, now)
     elif api == ApiKey.FETCH:
         if _is_follower_fetch(request):
             return 0
-        ms = _fetch_throttle(quotas, user, client_id, body, now)
+        fetched = _fetch_bytes(body) if body is not None else 0
+        ms = quotas.fetch.record(user, client_id, fetched, now)
     busy = max(0.0, elapsed_s - ctx.parked_s)
     ms = max(ms, quotas.request.record(user, client_id, quotas.percent_seconds(busy), now))
+    if ms > 0 and api == ApiKey.FETCH and body is not None:
+        # Kafka's throttled fetch (for either quota): answered empty, its bytes not counted
+        if fetched:
+            quotas.fetch.unrecord(user, client_id, fetched, now)
+        body["responses"] = []  # type: ignore[index]
     if ms > 0 and body is not None and "throttle_time_ms" in body:
         current = int(body["throttle_time_ms"] or 0)
         body["throttle_time_ms"] = max(current, ms)  # type: ignore[index]
-    return ms
-
-
-def _fetch_throttle(
-    quotas: ClientQuotas, user: str, client_id: str, body: Mapping[str, Any] | None, now: int
-) -> int:
-    if body is None:
-        return 0
-    size = _fetch_bytes(body)
-    ms = quotas.fetch.record(user, client_id, size, now)
-    if ms > 0:
-        if size:
-            quotas.fetch.unrecord(user, client_id, size, now)  # Kafka unrecords it
-        body["responses"] = []  # type: ignore[index]  # Kafka's throttled answer: empty
     return ms

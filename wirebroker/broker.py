@@ -94,6 +94,7 @@ from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.zk_acls import ZkAcls
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
+from wirebroker.cluster.zk_client_quotas import ZkClientQuotas
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_scram_users import ZkScramUsers
@@ -133,6 +134,8 @@ from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.replication.txn_verify import TxnVerifier
 from wirebroker.security.acls import Authorizer, NoAuthorizer
 from wirebroker.security.authorizer import authorizer_from_config
+from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
+from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
@@ -330,6 +333,12 @@ class Broker:
             scram_users=_scram_users(self),
             authorizer=_authorizer(self, config),
             fetch_sessions=FetchSessions.from_config(config),
+            quota_configs=(quota_configs := _quota_configs(self)),
+            client_quotas=ClientQuotas(
+                quota_configs.quotas,
+                samples=config.get_int("quota.window.num"),
+                window_s=config.get_int("quota.window.size.seconds"),
+            ),
         )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
@@ -525,6 +534,7 @@ class Broker:
                     await nursery.start(self.services.scram_users.run)  # before any login
                     if isinstance(self.services.authorizer, ZkAcls):
                         await nursery.start(self.services.authorizer.run)  # before any request
+                    await nursery.start(self.services.quota_configs.run)
                     self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
@@ -542,6 +552,7 @@ class Broker:
                     self.services.scram_users.close()
                     if isinstance(self.services.authorizer, ZkAcls):
                         self.services.authorizer.close()
+                    self.services.quota_configs.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
@@ -695,6 +706,15 @@ def _authorizer(broker: Broker, config: BrokerConfig) -> Authorizer:
         return acls
     store = broker.topics if broker.local_cluster is not None else None
     return ZkAcls(broker.coordination, acls, store=store)
+
+
+def _quota_configs(broker: Broker) -> QuotaConfigs:
+    """Client quota configs (wirebroker.cluster.zk_client_quotas): in ZooKeeper (a single
+    broker's in-process one, kept in its topic store), else in memory."""
+    if broker.coordination is None:
+        return LocalQuotaConfigs()
+    store = broker.topics if broker.local_cluster is not None else None
+    return ZkClientQuotas(broker.coordination, store=store)
 
 
 def _sasl_asks_scram_users(endpoints: BrokerEndpoints, users: ScramUsers) -> None:

@@ -466,6 +466,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # client quotas (wirebroker.security.quota_manager): the windows their rates use
+        ConfigDef(
+            "quota.window.num",
+            _T.INT,
+            "11",
+            "samples of a client quota's rate kept in memory",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "quota.window.size.seconds",
+            _T.INT,
+            "1",
+            "the time span of each sample of a client quota",
+            minimum=1,
+            read_only=True,
+        ),
     ]
 }
 

@@ -137,15 +137,13 @@ _VERSIONS_REASONS = (
     Reason(
         "security",
         "not-built",
-        "Client quotas and delegation tokens (issue 34): Kafka serves these APIs (client "
-        "quotas stored even without an authorizer); wirebroker does not advertise them yet "
-        "and closes the connection. (SaslHandshake and SaslAuthenticate are served, "
-        "ILLEGAL_SASL_STATE on a PLAINTEXT listener as Kafka's; the ACL APIs as by a Kafka "
-        "without an authorizer: SECURITY_DISABLED; the SCRAM credential APIs as Kafka serves "
-        "them.)",
+        "Delegation tokens (issue 34): Kafka serves these APIs; wirebroker does not "
+        "advertise them yet and closes the connection. (SaslHandshake and SaslAuthenticate "
+        "are served, ILLEGAL_SASL_STATE on a PLAINTEXT listener as Kafka's; the ACL APIs as "
+        "by a Kafka without an authorizer: SECURITY_DISABLED; the SCRAM credential and client "
+        "quota APIs as Kafka serves them.)",
         path="(reaction) | api_keys[api_key=38]"
-        " | api_keys[api_key=39] | api_keys[api_key=40] | api_keys[api_key=41]"
-        " | api_keys[api_key=48] | api_keys[api_key=49]",
+        " | api_keys[api_key=39] | api_keys[api_key=40] | api_keys[api_key=41]",
         steps="ApiVersions.* | Sasl* | *ClientQuotas.* | *DelegationToken.*",
     ),
     Reason(

@@ -60,6 +60,7 @@ CASES = [
     Case("kafka-log-dirs.describe", mi.log_dirs),
     Case("kafka-cluster.cluster_id", mi.cluster_id_case),
     Case("kafka-acls.no_authorizer", mi.acls_without_authorizer),
+    Case("kafka-configs.client_quotas", mi.configs_client_quotas),
     Case("kafka-leader-election.preferred", cl.election_preferred, True, SINGLE_NODE),
     Case("kafka-leader-election.unclean", cl.election_unclean, True, SINGLE_NODE),
     Case("kafka-reassign-partitions.move", cl.reassign_move, True, SINGLE_NODE),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from typing import Any
 
 from target import (
     Target,
@@ -20,6 +22,7 @@ from target import (
 )
 
 from compat.scenarios.wire import EARLIEST, LATEST
+from protocol.api import ApiKey
 from protocol.records import RecordSpec
 
 
@@ -345,3 +348,53 @@ def acls_without_authorizer(t: Target) -> str:
         "--list against a broker without an authorizer fails (exit 1) with Kafka's answer, "
         "SECURITY_DISABLED: No Authorizer is configured on the broker"
     )
+
+
+def _quotas(t: Target, user: str) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+    """The client quota entities naming `user`, through the wire oracle (DescribeClientQuotas)."""
+    with t.wire() as w:
+        body = {"components": [{"entity_type": "user", "match_type": 0, "match": user}]}
+        answer = w.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, body | {"strict": False})
+    assert answer.error_code == 0, answer
+    return {
+        tuple(sorted((e.entity_type, e.entity_name) for e in entry.entity)): {
+            v.key: v.value for v in entry["values"]
+        }
+        for entry in answer.entries
+    }
+
+
+def configs_client_quotas(t: Target) -> str:
+    user = t.name("quser")
+    base = ("kafka-configs", "--bootstrap-server", t.bootstrap)
+    entity = ("--entity-type", "users", "--entity-name", user, "--entity-type", "clients")
+    entity += ("--entity-default",)
+    added = "consumer_byte_rate=2048,request_percentage=12.5"
+    t.tool(*base, "--alter", *entity, "--add-config", added).expect(0)
+    key = (("client-id", None), ("user", user))
+    _await_quotas(t, user, {key: {"consumer_byte_rate": 2048.0, "request_percentage": 12.5}})
+    shown = t.tool(*base, "--describe", *entity).expect(0)
+    line = f"Quota configs for user-principal '{user}', the default client-id are"
+    assert line in ran_text(shown), shown.out
+    assert "consumer_byte_rate=2048.0, request_percentage=12.5" in ran_text(shown), shown.out
+    t.tool(*base, "--alter", *entity, "--delete-config", "request_percentage").expect(0)
+    _await_quotas(t, user, {key: {"consumer_byte_rate": 2048.0}})
+    return (
+        "--alter --add-config / --delete-config for a user's default client id are stored "
+        "(DescribeClientQuotas); --describe prints them"
+    )
+
+
+def _await_quotas(
+    t: Target, user: str, want: dict[tuple[tuple[str, str | None], ...], dict[str, float]]
+) -> None:
+    """Until the broker describes `want` (Kafka's broker learns its controller's change a
+    moment later; 10 s at most)."""
+    deadline = time.monotonic() + 10
+    while _quotas(t, user) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _quotas(t, user) == want, _quotas(t, user)
+
+
+def ran_text(ran: Any) -> str:
+    return str(ran.out) + str(ran.err)

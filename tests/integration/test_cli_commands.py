@@ -396,6 +396,33 @@ def test_user_scram_set_list_delete(run: Run, bootstrap: str, name: str) -> None
     assert code == 1 and "does not exist" in one_error_line(err)
 
 
+def test_quota_set_list_remove(run: Run, bootstrap: str, name: str) -> None:
+    b = ("-b", bootstrap)
+    done = run.json("quota", "set", "--user", name, "producer_byte_rate=1048576", *b)
+    assert done == {"entity": {"user": name}, "done": True}
+    entity = ("--user", name, "--default-client-id")
+    assert run.json("quota", "set", *entity, "request_percentage=25.5", *b)["done"] is True
+    listed = run.json("quota", "list", "--user", name, *b)
+    assert listed == {
+        "quotas": [
+            {"entity": {"client-id": None, "user": name}, "values": {"request_percentage": 25.5}},
+            {"entity": {"user": name}, "values": {"producer_byte_rate": 1048576.0}},
+        ]
+    }
+    code, out, _ = run("quota", "list", *b)
+    assert code == 0 and [f"user={name}", "producer_byte_rate", "1048576"] in [
+        ln.split() for ln in out.splitlines()
+    ]
+    # the broker's refusals are one-line errors
+    code, _, err = run("quota", "set", "--client-id", name, "producer_byte_rate=1.5", *b)
+    assert code == 1 and "cannot be a fractional value" in one_error_line(err)
+    assert run.json("quota", "remove", *entity, "request_percentage", *b)["done"] is True
+    strict = run.json("quota", "list", "--user", name, "--strict", *b)
+    assert strict == {
+        "quotas": [{"entity": {"user": name}, "values": {"producer_byte_rate": 1048576.0}}]
+    }
+
+
 def test_cluster_info(run: Run, bootstrap: str) -> None:
     doc = run.json("cluster", "info", "-b", bootstrap)
     host, port = bootstrap.rsplit(":", 1)

@@ -207,7 +207,7 @@ def test_kafka_configs_adds_describes_and_deletes_a_user(kafka_bootstrap: str) -
     ):
         added = configs("--entity-name", "grace", "--alter", "--add-config", mechanism)
         assert "Completed updating config for user grace." in added
-    # (its --describe asks DescribeClientQuotas too, not served yet: described with kafka-python)
+    # (described with kafka-python here; the tool's --describe of users lists their quotas)
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=20_000)
     try:
         infos = admin.describe_user_scram_credentials(["grace"])["grace"]["credential_infos"]

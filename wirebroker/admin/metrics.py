@@ -182,6 +182,7 @@ class BrokerCollector(Collector):
         yield from self._topics(snap["topics"], broker["node_id"])
         yield from self._groups(snap["groups"])
         yield from self._authentications(snap.get("authentications", []))
+        yield from self._quotas(snap.get("quotas", []))
 
     def _authentications(self, rows: list[dict[str, Any]]) -> Iterator[Metric]:
         labels = ["listener", "mechanism"]
@@ -200,6 +201,32 @@ class BrokerCollector(Collector):
             failed.add_metric([row["listener"], row["mechanism"]], row["failed"])
         yield ok
         yield failed
+
+    def _quotas(self, quotas: list[dict[str, Any]]) -> Iterator[Metric]:
+        labels = ["kind", "user", "client_id"]
+
+        def family(kind: type[CounterMetricFamily | GaugeMetricFamily], name: str, doc: str) -> Any:
+            return kind(f"wirebroker_client_quota_{name}", doc, labels=labels)
+
+        throttle = family(
+            CounterMetricFamily, "throttle_seconds", "Throttle time answered, per quota"
+        )
+        throttled = family(CounterMetricFamily, "throttled_requests", "Requests throttled")
+        recorded = family(
+            CounterMetricFamily,
+            "recorded",
+            "What the quota measured: bytes (produce, fetch), percent-seconds (request)",
+        )
+        rate = family(GaugeMetricFamily, "rate", "The measured rate (per second)")
+        bound = family(GaugeMetricFamily, "bound", "The quota (per second)")
+        for q in quotas:
+            values = [q["kind"], q["user"], q["client_id"]]
+            throttle.add_metric(values, q["throttle_time_ms"] / 1000.0)
+            throttled.add_metric(values, q["throttled"])
+            recorded.add_metric(values, max(0.0, q["recorded"]))
+            rate.add_metric(values, q["rate"])
+            bound.add_metric(values, q["quota"])
+        yield from (throttle, throttled, recorded, rate, bound)
 
     def _topics(self, topics: list[dict[str, Any]], node_id: int) -> Iterator[Metric]:
         def gauge(name: str, doc: str) -> GaugeMetricFamily:

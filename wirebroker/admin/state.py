@@ -128,7 +128,30 @@ def snapshot(sources: AdminSources) -> dict[str, Any]:
         "topics": topics,
         "groups": _groups(services, high_watermarks),
         "authentications": sources.authentications(),
+        "quotas": _quotas(services),
     }
+
+
+def _quotas(services: Services) -> list[dict[str, Any]]:
+    """Client quota sensors (security/quota_manager.py): per quota kind and the user / client
+    id it measures, the bound, the current rate, what was recorded and the throttling."""
+    quotas = services.client_quotas
+    if quotas is None:
+        return []
+    return [
+        {
+            "kind": v.kind,
+            "user": v.user,
+            "client_id": v.client_id,
+            "quota": v.bound,
+            "rate": round(v.rate, 3),
+            "recorded": v.total,
+            "throttled": v.throttled,
+            "throttle_time_ms": v.throttle_ms_total,
+            "last_throttle_ms": v.last_throttle_ms,
+        }
+        for v in quotas.snapshot(services.clock())
+    ]
 
 
 def _groups(services: Services, high_watermarks: dict[tuple[str, int], int]) -> list[Any]:

@@ -45,12 +45,15 @@ _HEAD = {
     "groups": ["group", "state", "generation", "protocol", "members"],
     "lag": ["group", "topic", "partition", "committed", "high watermark", "lag"],
     "authentications": ["listener", "mechanism", "successful", "failed"],
-}
+    "quotas": ["quota", "user", "client id", "bound /s", "rate /s", "recorded", "throttled",
+               "throttle ms", "last throttle ms"],
+}  # fmt: skip
 
 # The same rendering as the Python functions below, for the refresh.
 _JS = """
 const NUM = new Set(["partition","leader","epoch","log start","log end","high watermark",
-  "size","generation","committed","lag","successful","failed"]);
+  "size","generation","committed","lag","successful","failed","bound /s","rate /s",
+  "recorded","throttled","throttle ms","last throttle ms"]);
 const esc = s => String(s ?? "-").replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",
   ">":"&gt;",'"':"&quot;"}[c]));
 function size(n){ if(n==null) return "-"; const u=["B","KiB","MiB","GiB"]; let i=0;
@@ -87,6 +90,9 @@ function render(s){
   table("authentications", HEAD.authentications, (s.authentications||[]).map(a=>[
     a.listener, a.mechanism, a.successful,
     {html: a.failed ? '<span class="bad">'+esc(a.failed)+'</span>' : "0"}]));
+  table("quotas", HEAD.quotas, (s.quotas||[]).map(q=>[q.kind, q.user||"-",
+    q.client_id||"-", q.quota, q.rate, q.recorded, q.throttled, q.throttle_time_ms,
+    q.last_throttle_ms]));
 }
 function internal(topics){
   const t = topics.filter(t=>t.internal);
@@ -125,7 +131,8 @@ def _table(id_: str, rows: list[list[Any]]) -> str:
     head = _HEAD[id_]
     numeric = {
         "partition", "leader", "epoch", "log start", "log end", "high watermark", "size",
-        "generation", "committed", "lag", "successful", "failed",
+        "generation", "committed", "lag", "successful", "failed", "bound /s", "rate /s",
+        "recorded", "throttled", "throttle ms", "last throttle ms",
     }  # fmt: skip
     out = ["<tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr>"]
     for row in rows:
@@ -193,6 +200,11 @@ def render_page(snap: dict[str, Any]) -> str:
          _Html(f'<span class="bad">{a["failed"]}</span>' if a["failed"] else "0")]
         for a in snap.get("authentications", [])
     ]  # fmt: skip
+    quotas = [
+        [q["kind"], q["user"] or "-", q["client_id"] or "-", q["quota"], q["rate"],
+         q["recorded"], q["throttled"], q["throttle_time_ms"], q["last_throttle_ms"]]
+        for q in snap.get("quotas", [])
+    ]  # fmt: skip
     broker_line = (
         f"node {b['node_id']} · cluster {b['cluster_id']} · controller {b['controller_id']} · "
         f"{b['connections']} connection(s) · ZooKeeper {b['zookeeper_session']} · {b['version']}"
@@ -212,6 +224,7 @@ def render_page(snap: dict[str, Any]) -> str:
 <h2>Consumer groups</h2>{_table("groups", groups)}
 <h2>Committed offsets and lag</h2>{_table("lag", lag)}
 <h2>Authentications (SASL)</h2>{_table("authentications", authentications)}
+<h2>Client quotas (throttling)</h2>{_table("quotas", quotas)}
 <script>{head_js}{_JS}</script>
 </body></html>
 """

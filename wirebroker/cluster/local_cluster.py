@@ -23,10 +23,14 @@ fails the start)::
                                                   the store's dynamic broker configs
                                                   (wirebroker.dynamic_configs), when set
     /config/users/<user>                          the store's user configs (SCRAM credentials,
-                                                  wirebroker.cluster.zk_scram_users), when set
+                                                  wirebroker.cluster.zk_scram_users, and
+                                                  user quotas), when set
     /kafka-acl/..., /kafka-acl-extended/prefixed/...
                                                   the store's ACL nodes
                                                   (wirebroker.cluster.zk_acls), when set
+    /config/clients/<id>, /config/users/<user>/clients/<id>, /config/ips/<ip>
+                                                  the store's other client quota nodes
+                                                  (wirebroker.cluster.zk_client_quotas)
 
 So the member finds every topic with a leader and the controller finds nothing to elect:
 nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
@@ -103,6 +107,7 @@ def seed_ops(
     broker_configs: Mapping[str, Mapping[str, str]] | None = None,
     user_configs: Mapping[str, Mapping[str, str]] | None = None,
     acl_nodes: Mapping[str, str] | None = None,
+    quota_configs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Iterator[Op]:
     """The creates of the tree described in the module docstring, parents first (made as
     they are consumed). `epoch_of(topic, partition)`: the latest leader epoch of the
@@ -123,6 +128,8 @@ def seed_ops(
             yield Create(parent)
         for path, data in sorted(acl_nodes.items()):
             yield Create(path, data.encode())
+    if quota_configs:
+        yield from _quota_seed_ops(quota_configs, set(user_configs or ()))
     yield Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
@@ -142,6 +149,24 @@ def seed_ops(
                 )
             yield Create(zl.partition_path(name, index))
             yield Create(zl.state_path(name, index), state)
+
+
+def _quota_seed_ops(
+    quota_configs: Mapping[str, Mapping[str, str]], users: set[str]
+) -> Iterator[Op]:
+    """The client quota nodes other than users', their missing parents first."""
+    made = {zl.CONFIG_USERS} if users else set()
+    made |= {zl.user_config_path(user) for user in users}
+    for rel, configs in sorted(quota_configs.items()):
+        path = f"/config/{rel}"
+        parts = path.split("/")
+        for depth in range(3, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent not in made:
+                made.add(parent)
+                yield Create(parent, user_node({}) if depth == 4 else b"")
+        made.add(path)
+        yield Create(path, user_node(configs))
 
 
 class LocalCluster:
@@ -174,6 +199,7 @@ class LocalCluster:
             store.broker_configs(),
             store.user_configs(),
             store.acl_nodes(),
+            store.quota_configs(),
         )
         # In bounded transactions, made as they go: all at once would keep every op and undo
         # record alive together, long enough for the garbage collector to walk them again

@@ -6,6 +6,7 @@
     wirebroker cluster info
     wirebroker user list|scram-set|scram-delete ...
     wirebroker acl list|add|remove ...
+    wirebroker quota list|set|remove ...
     wirebroker dump-log DIR
     wirebroker data path|reset
 
@@ -24,10 +25,10 @@ Logs of the client library are silenced unless `--debug`.
 
 Layout: this module only builds the argparse subcommands (cheap: nothing heavy is imported, so
 `wirebroker serve` starts as fast as before); `run()` imports the implementing module
-(`topic`, `records`, `group`, `user`, `acl`, `info`, `data`, `dump_log`) when the command
-runs, and those import kafka-python and rich. `_kafka` holds the client plumbing (bootstrap,
-`--command-config`, error text), `_output` the table/JSON rendering, `CliError` the one-line
-failure.
+(`topic`, `records`, `group`, `user`, `acl`, `quota`, `info`, `data`, `dump_log`) when the
+command runs, and those import kafka-python and rich. `_kafka` holds the client plumbing
+(bootstrap, `--command-config`, error text), `_output` the table/JSON rendering, `CliError`
+the one-line failure.
 """
 
 from __future__ import annotations
@@ -41,7 +42,17 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WIREBROKER_BOOTSTRAP"
 
 #: The top-level commands this package adds (cli.py routes them here).
-COMMANDS = ("topic", "produce", "consume", "group", "user", "acl", "dump-log", "data")
+COMMANDS = (
+    "topic",
+    "produce",
+    "consume",
+    "group",
+    "user",
+    "acl",
+    "quota",
+    "dump-log",
+    "data",
+)
 
 _Subparsers = argparse._SubParsersAction
 
@@ -132,6 +143,7 @@ def add_parsers(commands: _Subparsers) -> None:
     _add_group(commands, client)
     _add_user(commands, client)
     _add_acl(commands, client)
+    _add_quota(commands, client)
     _add_dump_log(commands)
     _add_data(commands)
 
@@ -525,6 +537,41 @@ def _add_acl(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
             "DescribeConfigs, AlterConfigs, IdempotentWrite, All (repeatable; add: All)",
         )
         action.set_defaults(handler=handler)
+
+
+def _quota_entity() -> argparse.ArgumentParser:
+    entity = argparse.ArgumentParser(add_help=False)
+    group = entity.add_argument_group("entity (a user, a client id, or both)")
+    user = group.add_mutually_exclusive_group()
+    user.add_argument("--user", metavar="NAME", help="a user (its principal's name)")
+    user.add_argument("--default-user", action="store_true", help="the default user")
+    client = group.add_mutually_exclusive_group()
+    client.add_argument("--client-id", metavar="ID", help="a client id")
+    client.add_argument("--default-client-id", action="store_true", help="the default client id")
+    return entity
+
+
+def _add_quota(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
+    quota = commands.add_parser(
+        "quota", help="client quotas: list, set and remove (Kafka's client quota APIs)"
+    )
+    sub = quota.add_subparsers(dest="quota_command", metavar="ACTION", required=True)
+    entity = _quota_entity()
+    lst = sub.add_parser(
+        "list", parents=[client, entity], help="quota entities and values (default: all)"
+    )
+    lst.add_argument("--strict", action="store_true", help="only entities of exactly these types")
+    lst.set_defaults(handler="quota:list_quotas")
+    set_ = sub.add_parser(
+        "set",
+        parents=[client, entity],
+        help="set quotas: producer_byte_rate, consumer_byte_rate, request_percentage, ...",
+    )
+    set_.add_argument("values", nargs="+", metavar="KEY=VALUE")
+    set_.set_defaults(handler="quota:set_quotas")
+    remove = sub.add_parser("remove", parents=[client, entity], help="remove quotas")
+    remove.add_argument("keys", nargs="+", metavar="KEY")
+    remove.set_defaults(handler="quota:remove_quotas")
 
 
 def _add_dump_log(commands: _Subparsers) -> None:

@@ -63,12 +63,16 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "producer_id": ("producer_id",),
     "path": ("path",),
     "user": ("user", "name"),
+    "entity_type": ("entity_type",),
+    "entity_name": ("entity_name",),
 }
 #: Response arrays answering the elements of several request arrays in turn
 #: (AlterUserScramCredentials: one result per user named in deletions, then in upsertions).
 _CONCATENATED = {"results": ("deletions", "upsertions")}
 #: Response arrays without a key field that answer a request array element by element.
-_POSITIONAL = {"results": "creations", "filter_results": "filters"}
+_POSITIONAL = {"results": "creations", "filter_results": "filters", "entries": "entries"}
+#: ... whose answers mirror the request element's own arrays (AlterClientQuotas' entities).
+_MIRRORED = frozenset({"entries"})
 _STRING_KEYS = ("group_id", "key", "name", "topic", "transactional_id", "resource_name")
 _INT_KEYS = ("partition_index", "index", "partition", "partition_id")
 #: Fields Kafka answers -1 when it has no value.
@@ -151,8 +155,16 @@ def _array(
         return [_struct(f.fields, item, code, message) for item in joined]
     if not keys:
         source = req.get(_POSITIONAL.get(f.name, ""))
-        count = len(source) if isinstance(source, list) else 0
-        return [_struct(f.fields, {}, code, message) for _ in range(count)]
+        items = source if isinstance(source, list) else []
+        return [
+            _struct(
+                f.fields,
+                item if f.name in _MIRRORED and isinstance(item, Mapping) else {},
+                code,
+                message,
+            )
+            for item in items
+        ]
     wanted = {alias for key in keys for alias in _ALIASES[key]}
     items = _matching_items(req, wanted, depth=2)
     if items:

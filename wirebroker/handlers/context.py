@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 from wirebroker.handlers.stats import RequestStats
 from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.security.acls import Authorizer, NoAuthorizer
+from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
+from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.security.session import ConnectionSession
 
@@ -90,6 +92,12 @@ class Services:
     #: SCRAM users (wirebroker.security.scram_users): Describe/AlterUserScramCredentials and
     #: SCRAM authentication read them (the broker's are in ZooKeeper; default: in memory)
     scram_users: ScramUsers = field(default_factory=LocalScramUsers)
+    #: client quota configs (wirebroker.security.client_quotas): Describe/AlterClientQuotas
+    #: (the broker's are in ZooKeeper: cluster/zk_client_quotas.py; default: in memory)
+    quota_configs: QuotaConfigs = field(default_factory=LocalQuotaConfigs)
+    #: client quota enforcement over `quota_configs.quotas` (security/quota_manager.py; the
+    #: Dispatcher records and answers throttle times; the broker builds it over the same store)
+    client_quotas: ClientQuotas | None = None
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""
@@ -106,6 +114,9 @@ class RequestContext:
     client_host: str
     #: the connection's listener and principal
     session: ConnectionSession = field(default_factory=ConnectionSession)
+    #: seconds the handler spent parked by design (a long-poll Fetch): not handling time
+    #: for the request quota
+    parked_s: float = 0.0
 
     def address(self, node: BrokerNode) -> tuple[str, int] | None:
         """`node`'s address on the listener this request came in on (Kafka answers each

@@ -64,6 +64,8 @@ from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.produce import ProduceWithoutAckFailed
 from wirebroker.handlers.registry import HandlerSpec, Later, api_name
 from wirebroker.handlers.stats import RequestStats
+from wirebroker.handlers.throttle import client_throttles_itself, throttle
+from wirebroker.handlers.throttle import prepare as prepare_quota
 from wirebroker.security.session import ConnectionSession
 
 #: Connection events keep the network layer's logger: operators (and tests) filter on it.
@@ -92,6 +94,10 @@ class Reply(NamedTuple):
     close: bool = False
     #: the handler answered `Later`: await this for the reply (see net/dispatch.py)
     later: Callable[[], Awaitable[Reply]] | None = None
+    #: client quotas: mute the connection this long (handlers/throttle.py)
+    throttle_ms: int = 0
+    #: ... before sending the response (a client older than KIP-219), not after
+    delay_response: bool = False
 
 
 #: Send nothing and go on reading (acks=0 Produce).
@@ -167,14 +173,21 @@ class Dispatcher:
             session=session if session is not None else _PLAINTEXT,
         )
         try:
+            prepare_quota(ctx, request)
             body = await spec.func(ctx, request)
             if isinstance(body, Later):
-                finish = partial(_finish, body, header, peer, self.stats, start, errors)
+                # handling time: until the handler returned (not the replication wait)
+                quota = partial(
+                    throttle, ctx, request, len(frame), elapsed_s=perf_counter() - start
+                )
+                finish = partial(_finish, body, header, peer, self.stats, start, errors, quota)
                 return Reply(None, later=finish)
             if errors is not None and body is not None:
                 body = merge_responses(body, errors)
-            reply = _encoded(header, body)
-            self.stats.record(header.api_key, header.api_version, perf_counter() - start, body)
+            elapsed = perf_counter() - start
+            throttle_ms = throttle(ctx, request, len(frame), body, elapsed)
+            reply = _encoded(header, body, throttle_ms)
+            self.stats.record(header.api_key, header.api_version, elapsed, body)
             return reply
         except ProduceWithoutAckFailed as exc:
             # Kafka logs this at INFO: closing is how an acks=0 producer learns of the error.
@@ -238,14 +251,16 @@ class Dispatcher:
         return _encoded(header, body)
 
 
-def _encoded(header: Any, body: Mapping[str, Any] | None) -> Reply:
+def _encoded(header: Any, body: Mapping[str, Any] | None, throttle_ms: int = 0) -> Reply:
     if body is None:
-        return NOTHING
-    return Reply(
-        encode_response(
-            int(header.api_key), int(header.api_version), int(header.correlation_id), body
-        )
+        return NOTHING if throttle_ms <= 0 else Reply(None, throttle_ms=throttle_ms)
+    response = encode_response(
+        int(header.api_key), int(header.api_version), int(header.correlation_id), body
     )
+    if throttle_ms <= 0:
+        return Reply(response)
+    delay = not client_throttles_itself(int(header.api_key), int(header.api_version))
+    return Reply(response, throttle_ms=throttle_ms, delay_response=delay)
 
 
 async def _finish(
@@ -255,15 +270,19 @@ async def _finish(
     stats: RequestStats,
     start: float,
     errors: Mapping[str, Any] | None = None,
+    quota: Callable[[Mapping[str, Any] | None], int] | None = None,
 ) -> Reply:
     """The reply of a handler that answered `Later`, once its body is there (with an
-    injected fault's error entries, `errors`, appended)."""
+    injected fault's error entries, `errors`, appended; `quota` records it against the client
+    quotas and gives the throttle time, handlers/throttle.py)."""
     try:
         body = await later.wait()
         if errors is not None and body is not None:
             body = merge_responses(body, errors)
-        reply = _encoded(header, body)
-        stats.record(header.api_key, header.api_version, perf_counter() - start, body)
+        elapsed = perf_counter() - start
+        throttle_ms = quota(body) if quota is not None else 0
+        reply = _encoded(header, body, throttle_ms)
+        stats.record(header.api_key, header.api_version, elapsed, body)
         return reply
     except Exception:
         log.exception("handler failed; closing connection from %s: %s", peer, describe(header))

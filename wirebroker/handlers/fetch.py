@@ -521,8 +521,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         # No await between the read above and subscribing: no wake-up can be missed.
         # a follower reads up to the log end: an HW advance alone gives it nothing to read
         with waiters.subscribe(plan.watch_keys(), hw=replica_id < 0) as event:
-            with trio.move_on_at(deadline):
-                await event.wait()
+            await _park(ctx, event, deadline)
     if total:
         _count_bytes_out(ctx, plan, responses)
         if replica_id >= 0:
@@ -567,6 +566,15 @@ def _follower_refused(ctx: RequestContext, req: FetchRequest, replica_id: int) -
         for topic in req.get("topics") or []
     ]
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+async def _park(ctx: RequestContext, event: trio.Event, deadline: float) -> None:
+    """Wait for data until `deadline`; the time parked is not handling time (the request
+    quota, handlers/throttle.py)."""
+    parked = trio.current_time()
+    with trio.move_on_at(deadline):
+        await event.wait()
+    ctx.parked_s += trio.current_time() - parked
 
 
 def _leader_hints(

@@ -13,14 +13,19 @@ it ends in `.json`)::
                  "is_internal": false}, ...],
      "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}},
      "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}},
-     "acl_nodes": {"/kafka-acl/Topic/t": "{\"version\":1,\"acls\":[...]}"}}
+     "acl_nodes": {"/kafka-acl/Topic/t": "{\"version\":1,\"acls\":[...]}"},
+     "quota_configs": {"clients/app-1": {"producer_byte_rate": "102400"}}}
 
 `broker_configs` (absent when none are set) holds a single broker's dynamic broker configs
 (wirebroker.dynamic_configs): the cluster default and this broker's, by ZooKeeper entity name.
 `user_configs` (absent when none are set) holds a single broker's `/config/users/<user>`
 configs by user name: its SCRAM users' credentials (salted keys, never passwords;
-wirebroker.cluster.zk_scram_users). `acl_nodes` (absent when there are none) holds a single
-broker's ACL znodes by path, as ZooKeeper holds them (wirebroker.cluster.zk_acls).
+wirebroker.cluster.zk_scram_users), and their quotas (a user's node holds both).
+`acl_nodes` (absent when there are none) holds a single broker's ACL znodes by path, as
+ZooKeeper holds them (wirebroker.cluster.zk_acls).
+`quota_configs` (absent when none are set): the other client quota entities' nodes, by their
+path under `/config` (`clients/<id>`, `users/<user>/clients/<id>`, `ips/<ip>`, names
+sanitized, `<default>` the default; wirebroker.cluster.zk_client_quotas).
 
 Every mutation rewrites the whole document atomically before returning
 (`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
@@ -275,6 +280,7 @@ class TopicStore:
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._user_configs: dict[str, dict[str, str]] = {}
         self._acl_nodes: dict[str, str] = {}
+        self._quota_configs: dict[str, dict[str, str]] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
 
@@ -329,6 +335,10 @@ class TopicStore:
                 for user, configs in doc.get("user_configs", {}).items()
             }
             acl_nodes = {str(p): str(d) for p, d in doc.get("acl_nodes", {}).items()}
+            quota_configs = {
+                str(path): {str(k): str(v) for k, v in configs.items()}
+                for path, configs in doc.get("quota_configs", {}).items()
+            }
         except TopicStoreError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -342,6 +352,7 @@ class TopicStore:
         store._broker_configs = broker_configs
         store._user_configs = user_configs
         store._acl_nodes = acl_nodes
+        store._quota_configs = quota_configs
         return store
 
     # -- reads ------------------------------------------------------------------------------
@@ -377,6 +388,10 @@ class TopicStore:
         """The ACL znodes kept here (`/kafka-acl...` path -> node data)."""
         return dict(self._acl_nodes)
 
+    def quota_configs(self) -> dict[str, dict[str, str]]:
+        """The client quota nodes kept here other than users' (path under /config -> configs)."""
+        return {path: dict(configs) for path, configs in self._quota_configs.items()}
+
     # -- mutations (durable on return) ---------------------------------------------------------
     def set_acl_nodes(self, nodes: Mapping[str, str]) -> None:
         """Replace the ACL znodes kept here (written only when they changed)."""
@@ -397,6 +412,10 @@ class TopicStore:
     def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
         """Replace one user's configs (an empty mapping removes the user)."""
         self._set_configs(self._user_configs, user, configs)
+
+    def set_quota_configs(self, path: str, configs: Mapping[str, str]) -> None:
+        """Replace one client quota node's configs (an empty mapping removes it)."""
+        self._set_configs(self._quota_configs, path, configs)
 
     def _set_configs(
         self, table: dict[str, dict[str, str]], key: str, configs: Mapping[str, str]
@@ -480,5 +499,7 @@ class TopicStore:
             doc["user_configs"] = self._user_configs
         if self._acl_nodes:
             doc["acl_nodes"] = self._acl_nodes
+        if self._quota_configs:
+            doc["quota_configs"] = self._quota_configs
         data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
         write_file_atomic(self.fs, self.path, data)

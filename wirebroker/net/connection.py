@@ -35,6 +35,10 @@ States (one task per connection, `Connection.run`)::
               behind it are dropped (the client retries them, as after any lost connection).
               When reading stops (EOF, idle timeout, shutdown, a request that closes), the
               queued replies are still sent, then the connection closes.
+    MUTED     a reply carried a throttle time (client quotas, wirebroker.handlers.throttle):
+              after its response is sent (or, with `delay_response`, before: the response
+              waits), no further request is handled or read for that long -> READING. A
+              shutdown ends the wait.
     CLOSED    reached from any state; the socket is closed
 
 `abort()` (fault injection, `KafkaServer.drop_connections`) cancels the connection task in any
@@ -149,6 +153,8 @@ class Connection:
         # abort(): the whole connection task is cancelled and the socket reset
         self._run_scope = trio.CancelScope()
         self._reset = False
+        #: MUTED until this trio time (client quotas)
+        self._muted_until = 0.0
 
     def begin_close(self) -> None:
         """Shutdown: close now if waiting for a request, else right after the current response
@@ -209,7 +215,7 @@ class Connection:
                         reply = await later()
                     if reply.close:
                         break
-                    if reply.response is not None and not await self._send(reply.response):
+                    if not await self._deliver(reply):
                         break
                     q.queued -= 1
                     if q.progress is not None:
@@ -232,6 +238,9 @@ class Connection:
             decoder.max_frame_bytes = self._frame_limit()
         request_started: float | None = None  # when the first byte of a partial request came
         while not self._closing:
+            if self._muted_until > trio.current_time():
+                await self._muted()
+                continue
             frame = self._next_frame(decoder)
             if frame is None:
                 if decoder.buffered_bytes == 0:
@@ -283,9 +292,32 @@ class Connection:
                     await self._send(reply.response)
                 raise _Close
             self.requests_handled += 1
-            response = reply.response
-            if response is not None and not await self._send(response):
+            if not await self._deliver(reply):
                 raise _Close
+
+    async def _deliver(self, reply: DispatchReply) -> bool:
+        """Send a reply's response (if any), applying its throttle (MUTED); False: the client
+        did not take it."""
+        throttle_s = reply.throttle_ms / 1000.0
+        if throttle_s > 0 and reply.delay_response:
+            await trio.sleep(throttle_s)  # an older client: the answer itself waits
+            throttle_s = 0.0
+        if reply.response is not None and not await self._send(reply.response):
+            return False
+        if throttle_s > 0:
+            self._muted_until = max(self._muted_until, trio.current_time() + throttle_s)
+        return True
+
+    async def _muted(self) -> None:
+        """MUTED: wait until the throttle is over (a shutdown ends it)."""
+        with trio.CancelScope(deadline=self._muted_until) as scope:
+            self._read_scope = scope
+            try:
+                if self._closing:
+                    scope.cancel()
+                await trio.sleep_forever()
+            finally:
+                self._read_scope = None
 
     async def _send(self, response: bytes | GatherFrame) -> bool:
         """Send one response; False when the client did not take it within the idle timeout."""

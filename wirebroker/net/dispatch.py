@@ -30,6 +30,16 @@ class DispatchReply(Protocol):
     @property
     def later(self) -> Callable[[], Awaitable[DispatchReply]] | None: ...
 
+    @property
+    def throttle_ms(self) -> int:
+        """Client quotas: read no further request from this connection for this long after
+        sending `response` (KIP-219), or, with `delay_response`, wait that long before
+        sending it (older clients)."""
+        ...
+
+    @property
+    def delay_response(self) -> bool: ...
+
 
 class RequestDispatcher(Protocol):
     """Serves one request frame (without its size prefix) at a time, per connection."""

@@ -43,6 +43,8 @@ class _Reply(NamedTuple):
     response: bytes | GatherFrame | None
     close: bool = False
     later: Callable[[], Awaitable[DispatchReply]] | None = None
+    throttle_ms: int = 0
+    delay_response: bool = False
 
 
 class SaslGate:

@@ -96,6 +96,19 @@ def fake_state() -> dict[str, Any]:
                 ],
             }
         ],
+        "quotas": [
+            {
+                "kind": "produce",
+                "user": "",
+                "client_id": "slow",
+                "quota": 102400.0,
+                "rate": 120000.5,
+                "recorded": 300000.0,
+                "throttled": 3,
+                "throttle_time_ms": 2500,
+                "last_throttle_ms": 900,
+            }
+        ],
     }
 
 
@@ -154,6 +167,16 @@ def test_group_gauges_and_unknown_lag_left_out() -> None:
     assert m[("wirebroker_group_lag", o0)] == 10
     assert m[("wirebroker_group_committed_offset", o1)] == 5
     assert ("wirebroker_group_lag", o1) not in m
+
+
+def test_client_quota_throttling() -> None:
+    m = scrape()
+    q = (("client_id", "slow"), ("kind", "produce"), ("user", ""))
+    assert m[("wirebroker_client_quota_throttle_seconds_total", q)] == 2.5
+    assert m[("wirebroker_client_quota_throttled_requests_total", q)] == 3
+    assert m[("wirebroker_client_quota_recorded_total", q)] == 300000
+    assert m[("wirebroker_client_quota_rate", q)] == 120000.5
+    assert m[("wirebroker_client_quota_bound", q)] == 102400
 
 
 def test_request_counters_errors_and_histogram() -> None:

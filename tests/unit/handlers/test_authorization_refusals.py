@@ -3,7 +3,7 @@ allows (User:ANONYMOUS, an `AclAuthorizer` without ACLs, so everything is denied
 Kafka's error where Kafka answers it (per partition, per resource, at the top), before the
 handler touches any other service (the stub services have none). The APIs the integration
 and oracle tests do not reach: the inter-broker ones, the cluster administration, SCRAM,
-the ACL APIs themselves, the transaction APIs."""
+client quotas, the ACL APIs themselves, the transaction APIs."""
 
 from __future__ import annotations
 
@@ -86,6 +86,24 @@ async def test_scram_credentials_need_describe_or_alter_on_the_cluster() -> None
         {"deletions": [{"name": "bob", "mechanism": 1}], "upsertions": []},
     )
     assert [(r.user, r.error_code) for r in altered.results] == [("bob", CLUSTER)]
+
+
+async def test_client_quotas_need_describe_or_alter_configs_on_the_cluster() -> None:
+    described = await ask(
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        1,
+        {"components": [{"entity_type": "user", "match_type": 2, "match": None}], "strict": False},
+    )
+    assert (described.error_code, described.entries) == (CLUSTER, None)
+    assert described.error_message == "Cluster authorization failed."
+    entity = [{"entity_type": "client-id", "entity_name": "app"}]
+    op = {"key": "producer_byte_rate", "value": 1024.0, "remove": False}
+    altered = await ask(
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        1,
+        {"entries": [{"entity": entity, "ops": [op]}], "validate_only": False},
+    )
+    assert [(e.error_code, e.entity[0].entity_name) for e in altered.entries] == [(CLUSTER, "app")]
 
 
 @pytest.mark.parametrize("version", [1, 3])

@@ -86,10 +86,12 @@ class ContextReader:
         bounced = await self.brokers()
         await self.shutting_down()
         topics = await self.children(zl.BROKER_TOPICS)
+        started = dict(context.started)  # this controller's reassignment starts stay done
         context.keep_topics(())
         context.states.clear()
         await each(topics, self.topic)
         await each(context.partitions(), self._state)
+        context.started = {k: v for k, v in started.items() if k[0] in context.topics}
         log.info(
             "controller context loaded: %d broker(s), %d topic(s), %d partition(s)",
             len(context.live),

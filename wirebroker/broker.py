@@ -237,9 +237,7 @@ class Broker:
             self.log_dirs, node_id=node_id, cluster_id=self.topics.cluster_id, fs=self.fs
         )
         self.logs = LogManager(self.log_dirs, fs=self.fs)
-        self.replicas = ReplicaManager(
-            config, self.logs, self.topics, node_id=node_id, replicated=True
-        )
+        self.replicas = ReplicaManager(config, self.logs, self.topics, node_id=node_id)
 
     def _build_cluster(self, config: BrokerConfig, clock: Callable[[], int]) -> ClusterView:
         """The cluster member and topic admin; returns the view."""
@@ -294,7 +292,6 @@ class Broker:
             self.replicas,
             admin=self.admin,
             clock=clock,
-            leads_every_partition=False,
             offsets_replication_factor=(
                 1
                 if self.local_cluster is not None

@@ -11,6 +11,14 @@ use these instead:
 - `LocalClusterView`: this broker is the only broker, the controller, and the leader of every
   partition; replicas and ISR come from the partitions themselves.
 - `LocalBrokerConfigs`: the dynamic broker configs, in memory (a change applies at once).
+- `lead_every_partition(replicas, now_ms)` and `Leader(replicas, clock)` (the `ReplicaManager`'s
+  `PartitionListener` that also leads each new partition): this broker leads every partition
+  through the calls the cluster layer makes (`make_leader`, replicas = ISR = [this broker],
+  the log's latest leader epoch or 0), as a single broker's cluster code does
+  (`wirebroker.cluster.local_cluster`).
+- `coordinate_every_partition(coordinator)`: the group or transaction coordinator owns every
+  partition of its topic at leader epoch 0 (`on_became_leader`, as the broker's role listener
+  calls it) and has loaded them (`lead_coordinator`, then `coordinator_loaded`).
 """
 
 from __future__ import annotations
@@ -20,10 +28,15 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
+import trio
+
 from wirebroker.config import BrokerConfig
+from wirebroker.coordinator.ownership import PartitionState
+from wirebroker.coordinator.runtime import CoordinatorRuntime
 from wirebroker.dynamic_configs import BrokerConfigUpdates, Compute
 from wirebroker.log.config import LogConfig
 from wirebroker.log.log_manager import LogManager
+from wirebroker.log.partition_log import PartitionLog
 from wirebroker.metadata.topic_admin import (
     CreateTopicResult,
     NewPartitions,
@@ -36,8 +49,18 @@ from wirebroker.metadata.topic_admin import (
 from wirebroker.metadata.topic_configs import effective_topic_configs, topic_log_config
 from wirebroker.metadata.topic_store import TopicInfo, TopicStore
 from wirebroker.metadata.view import BrokerNode, ClusterView, PartitionView
+from wirebroker.replication.replica_manager import ReplicaManager
 
-__all__ = ["LocalBrokerConfigs", "LocalClusterView", "LocalTopicAdmin"]
+__all__ = [
+    "Leader",
+    "LocalBrokerConfigs",
+    "LocalClusterView",
+    "LocalTopicAdmin",
+    "coordinate_every_partition",
+    "coordinator_loaded",
+    "lead_coordinator",
+    "lead_every_partition",
+]
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +168,85 @@ class LocalTopicAdmin(TopicAdmin):
         self.topics.put(changed)
         if self.listener is not None:
             self.listener.on_topic_configs_changed(changed)
+
+
+def lead(replicas: ReplicaManager, topic: str, indexes: Iterable[int], now_ms: int) -> None:
+    """This broker leads each partition `indexes` of `topic` it hosts, alone (replicas = ISR =
+    [this broker]), at its log's latest leader epoch (0 for an empty log), as
+    `wirebroker.cluster.local_cluster` seeds it."""
+    node = replicas.node_id
+    for index in indexes:
+        part = replicas.partition(topic, index)
+        if part is None:
+            continue
+        replicas.make_leader(
+            topic,
+            index,
+            leader_epoch=part.log.latest_epoch or 0,
+            isr=[node],
+            replicas=[node],
+            partition_epoch=0,
+            now_ms=now_ms,
+        )
+
+
+def lead_every_partition(replicas: ReplicaManager, now_ms: int) -> None:
+    """After `replicas.load`: this broker hosts (`ensure_partition`: a missing log is created)
+    and leads (`lead`) every partition of every topic of the store, as a single broker's
+    cluster layer does at start."""
+    for info in replicas.topics.all():
+        for index in range(info.partitions):
+            replicas.ensure_partition(info, index, now_ms=now_ms)
+        lead(replicas, info.name, range(info.partitions), now_ms)
+
+
+class Leader:
+    """The `ReplicaManager`'s `PartitionListener` that also makes this broker lead each new
+    partition (`lead`) once the replica manager built it."""
+
+    def __init__(self, replicas: ReplicaManager, clock: Callable[[], int]) -> None:
+        self.replicas = replicas
+        self.clock = clock
+
+    def on_partitions_created(self, info: TopicInfo, logs: Sequence[PartitionLog]) -> None:
+        self.replicas.on_partitions_created(info, logs)
+        lead(self.replicas, info.name, [plog.partition for plog in logs], self.clock())
+
+    def on_topic_deleted(self, info: TopicInfo) -> None:
+        self.replicas.on_topic_deleted(info)
+
+    def on_topic_configs_changed(self, info: TopicInfo) -> None:
+        self.replicas.on_topic_configs_changed(info)
+
+
+class Coordinator(Protocol):
+    """The group or the transaction coordinator's runtime."""
+
+    @property
+    def runtime(self) -> CoordinatorRuntime: ...
+
+    def on_became_leader(self, partition: int, leader_epoch: int) -> None: ...
+
+
+def lead_coordinator(coordinator: Coordinator) -> None:
+    """The coordinator leads every partition of its topic at leader epoch 0 (loads scheduled)."""
+    for partition in range(coordinator.runtime.partitions):
+        coordinator.on_became_leader(partition, 0)
+
+
+async def coordinator_loaded(coordinator: Coordinator) -> None:
+    """Until no partition of the (running) coordinator is loading."""
+    runtime = coordinator.runtime
+    while any(
+        runtime.ownership.state(p) is PartitionState.LOADING for p in range(runtime.partitions)
+    ):
+        await trio.lowlevel.checkpoint()
+
+
+async def coordinate_every_partition(coordinator: Coordinator) -> None:
+    """The running coordinator leads and has loaded every partition of its topic."""
+    lead_coordinator(coordinator)
+    await coordinator_loaded(coordinator)
 
 
 class LocalPartition(Protocol):

@@ -8,28 +8,40 @@ returns: this broker is no longer the controller). Its writes are multis [check
 its version], so a controller that was replaced can never change a partition (Kafka's
 wrapRequestWithControllerEpochCheck).
 
-The decisions are pure (`controller_context`): this module reads ZooKeeper into the
-`ControllerContext`, asks `plan` for the state writes, applies them and records what it wrote.
-A write that finds a state changed meanwhile (its version check fails) makes the pass fail:
-another pass reads again and plans again.
+The decisions are pure (`controller_context.plan`); this runtime keeps a long-lived
+`ControllerContext`, as Kafka's ZooKeeper-mode controller keeps its ControllerContext:
 
-Triggers (watches): /brokers/ids (brokers come and go; a broker that re-registered with a new
-czxid, "bounced", is handled as a failure then a start), /brokers/topics and each topic's
-assignment (new topics and partitions), /admin/delete_topics (deletion), /wirebroker/
-controlled_shutdown (brokers asking to stop), /admin/preferred_replica_election (preferred
-leader election; the znode is deleted when done, as Kafka does).
+    become controller    load the whole context once (`ContextReader.load`), then plan every
+                         partition (Kafka's onControllerFailover); stale ISR change
+                         notifications are deleted
+    /brokers/ids         re-read the broker registrations only; plan every partition from
+                         the context (a bounced broker, same id with a new czxid, is planned
+                         as a failure, then as a start-up)
+    /wirebroker/controlled_shutdown
+                         re-read that list only; plan every partition
+    /brokers/topics      read only the new topics (their assignment, and states when they
+                         have some; a new topic's first states are created in one multi per
+                         _STATES_PER_MULTI partitions); forget the deleted ones
+    /brokers/topics/<T>  re-read that topic's assignment only (new partitions, reassignment)
+    /isr_change_notification
+                         a leader changed an ISR (`zk_isr.IsrWriter` writes the notification in
+                         the multi of its state write): re-read only the partitions named,
+                         delete the notifications
+    /admin/delete_topics, /admin/preferred_replica_election, /wirebroker/
+    unclean_leader_election
+                         read that request; plan only the partitions named
+    a reassigning partition's state (`controller_reassignments`)
+                         re-read that state only
+    rebalance timer      `imbalanced` from the context (no reads)
 
-Each trigger runs one pass over every partition (`_reconcile`): read each topic's assignment
-and each partition's state into the context, plan, write. Partitions that the broker's mirror
-shows needing a new leader are read, planned and written first, then the others; ISR-only
-changes are written after every partition's new leader (`_pass`), so a dead leader's
-partitions are served again before the controller spends time shrinking other ISRs. A trigger
-is handled as soon as it arrives (no debounce; triggers that queued up during a pass are
-collapsed into the next one). A pass is O(partitions) ZooKeeper reads, 16 in flight, which is
-fine for the few hundred partitions of a local or test cluster; Kafka keeps the states in
-memory instead (watched through its LeaderAndIsr answers) and batches its writes. Brokers
-learn the result from their own state watches. Reassignments are started and completed at the
-end of a pass over their topics (`controller_reassignments.Reassignments`).
+Its own writes keep the context current: a successful multi records the written state (or
+assignment) at the znode's next version (`ControllerContext.wrote`); a write refused because
+the znode changed meanwhile (its version check failed) re-reads only the partitions involved
+and plans them again; a refused controller epoch check ends `run` (resign). Any other
+ZooKeeper failure (a read or a write whose outcome is unknown) marks the context stale: the
+next pass loads it whole again. The unclean.leader.election.enable of a topic is read just
+before planning a partition of it that has no live ISR member (`unclean_candidates`).
+Triggers that queue up during a pass are handled together by the next one.
 """
 
 from __future__ import annotations
@@ -39,11 +51,10 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from wirebroker.cluster import workers
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.controller_context import (
     ControllerContext,
@@ -54,7 +65,9 @@ from wirebroker.cluster.controller_context import (
     TopicEntry,
     imbalanced,
     plan,
+    unclean_candidates,
 )
+from wirebroker.cluster.controller_reads import ContextReader, each
 from wirebroker.cluster.controller_reassignments import Reassignments
 from wirebroker.coordination.api import (
     Check,
@@ -67,7 +80,6 @@ from wirebroker.coordination.api import (
     TransactionError,
     Watch,
 )
-from wirebroker.metadata.partition_state import PartitionState
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
@@ -76,23 +88,15 @@ __all__ = ["ControllerMember", "ZkController"]
 
 log = logging.getLogger("wirebroker.controller")
 
-
-T = TypeVar("T")
-
 REBALANCE = "rebalance"
-_TOPIC = "topic:"  # trigger prefix: one topic's assignment or a reassigning state changed
-#: ZooKeeper requests one controller pass keeps in flight (a broker failure touches every
-#: partition it led or followed; one at a time would take a round trip each).
-_PARALLEL_WRITES = 16
+RELOAD = "reload"
+_TOPIC = "topic:"  # trigger prefix: one topic's assignment changed
+_STATE = "state:"  # trigger prefix: one partition's state must be read ("state:<topic>:<p>")
 #: Partitions whose first states one multi creates (3 znodes each; ZooKeeper bounds a
 #: request by jute.maxbuffer, 1 MB by default).
 _STATES_PER_MULTI = 500
-#: The failures a job of a pass may have; the others end the pass at once.
-_CATCH = (CoordinationError, zl.LayoutError)
-
-
-class _StateHints(Protocol):
-    def state(self, topic: str, index: int) -> tuple[PartitionState, int] | None: ...
+#: Passes over partitions whose conditional write was refused before they wait for a trigger.
+_STALE_ROUNDS = 3
 
 
 class ControllerMember(Protocol):
@@ -105,23 +109,11 @@ class ControllerMember(Protocol):
     def config(self) -> BrokerConfig | None: ...
 
     @property
-    def cache(self) -> _StateHints: ...  # the broker's mirror of the partition states
-
-    @property
     def changed(self) -> trio.Event: ...  # set after every controller pass
 
 
-def _raise_first(failures: list[Exception]) -> None:
-    """The first failure, a fencing one (the controller epoch moved: TransactionError at
-    index 0) before any other."""
-    moved = [f for f in failures if isinstance(f, TransactionError) and f.index == 0]
-    if moved or failures:
-        raise (moved or failures)[0]
-
-
-async def _each(items: Sequence[T], job: Callable[[T], Awaitable[None]]) -> list[Exception]:
-    """`job` for every item, in order, _PARALLEL_WRITES at a time: the failures."""
-    return await workers.each(items, job, limit=_PARALLEL_WRITES, catch=_CATCH)
+class _Resign(Exception):
+    """A write found a newer controller epoch."""
 
 
 def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -133,17 +125,29 @@ def _every(interval_s: float, job: Callable[[], None]) -> Callable[[], Awaitable
     return loop
 
 
+def state_trigger(topic: str, index: int) -> str:
+    return f"{_STATE}{topic}:{index}"
+
+
 class ZkController:
     def __init__(self, member: ControllerMember, epoch: int, epoch_version: int) -> None:
         self.member = member
         self.coord = member.coord
         self.context = ControllerContext(epoch, epoch_version)
+        self.reader = ContextReader(self.coord, self.context, member.config)
+        self.loaded = False  # the context was loaded and kept current since
+        self._moved = False  # a write inside a batch found a newer controller epoch
         self._send, self._recv = trio.open_memory_channel[str](math.inf)
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
-        self._seen_topics: set[str] = set()
+        self._isr_children: list[str] = []
+        self._topic_children: list[str] = []
+        self._ignored: set[str] = set()  # topics whose assignment cannot be decoded
         self._reassignments = Reassignments(
-            self.coord, self.context, self._write_all, lambda topic: self._trigger(_TOPIC + topic)
+            self.coord,
+            self.context,
+            self._write_all,
+            lambda topic, index: self._trigger(state_trigger(topic, index)),
         )
 
     @property
@@ -156,7 +160,7 @@ class ZkController:
 
     def _trigger(self, why: str, *, skip_first: bool = False) -> Callable[..., None]:
         """A watch callback queueing `why`; `skip_first`: not for the watch's first call (the
-        current value, which the pass that set the watch reads right after)."""
+        current value, which whoever set the watch reads right after)."""
         first = [skip_first]
 
         def callback(*_args: object) -> None:
@@ -167,15 +171,25 @@ class ZkController:
 
         return callback
 
+    def _children_trigger(self, why: str, keep: list[str]) -> Callable[..., None]:
+        """A children watch callback keeping the latest children in `keep`, queueing `why`."""
+
+        def callback(children: list[str] | None) -> None:
+            keep[:] = children or []
+            self._send.send_nowait(why)
+
+        return callback
+
     async def run(self) -> None:
         try:
-            for path in (
-                zl.BROKER_IDS,
-                zl.BROKER_TOPICS,
-                zl.ADMIN_DELETE_TOPICS,
-                zl.CONTROLLED_SHUTDOWN,
-            ):
+            for path in (zl.BROKER_IDS, zl.ADMIN_DELETE_TOPICS, zl.CONTROLLED_SHUTDOWN):
                 self._watches.append(await self.coord.watch_children(path, self._trigger(path)))
+            for path, keep in (
+                (zl.BROKER_TOPICS, self._topic_children),
+                (zl.ISR_CHANGE_NOTIFICATION, self._isr_children),
+            ):
+                callback = self._children_trigger(path, keep)
+                self._watches.append(await self.coord.watch_children(path, callback))
             for path in (zl.PREFERRED_REPLICA_ELECTION, zl.UNCLEAN_LEADER_ELECTION):
                 self._watches.append(await self.coord.watch_data(path, self._trigger(path)))
             config = self.member.config
@@ -194,76 +208,73 @@ class ZkController:
         """Passes until a write finds a newer controller epoch."""
         while True:
             whys = {await self._recv.receive()}
-            # Collapse a burst of triggers into one pass.
-            while True:
+            while True:  # collapse a burst of triggers into one pass
                 try:
                     whys.add(self._recv.receive_nowait())
                 except trio.WouldBlock:
                     break
-            why = ", ".join(sorted(whys))
-            rebalance = REBALANCE in whys
-            # Only topic triggers (a new topic, an assignment or a reassigning partition's state
-            # changed): a pass over those topics, not every partition of the cluster.
-            only: set[str] | None = None
-            if all(w.startswith(_TOPIC) or w == zl.BROKER_TOPICS for w in whys):
-                only = {w[len(_TOPIC) :] for w in whys if w.startswith(_TOPIC)}
-                if zl.BROKER_TOPICS in whys:
-                    only |= set(await self._children(zl.BROKER_TOPICS)) - self._seen_topics
             try:
-                await self._reconcile(rebalance=rebalance, only=only)
-            except TransactionError as exc:
-                if exc.index == 0:
-                    log.warning("controller epoch moved on: resigning")
-                    return
-                log.info("controller write raced (%s); another pass follows", exc)
-                self._send.send_nowait("retry")
-            except CoordinationError as exc:
-                log.warning("controller pass after %s failed: %s", why, exc)
+                await self._handle(whys)
+            except _Resign:
+                log.warning("controller epoch moved on: resigning")
+                return
+            except (CoordinationError, zl.LayoutError) as exc:
+                log.warning("controller pass failed (%s): reloading its context", exc)
+                self.loaded = False
                 await trio.sleep(0.2)
-                self._send.send_nowait("retry")
+                self._send.send_nowait(RELOAD)
             self.member.changed.set()
 
-    async def _write(self, op: Op) -> None:
-        await self._write_all([op])
-
-    async def _write_all(self, ops: list[Op]) -> None:
-        """One multi of `ops` fenced by the controller epoch (TransactionError.index counts
-        the check as 0)."""
-        await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), *ops])
-
-    async def _children(self, path: str) -> list[str]:
-        try:
-            return await self.coord.get_children(path)
-        except NoNodeError:
-            return []
-
-    async def _reconcile(self, *, rebalance: bool = False, only: set[str] | None = None) -> None:
-        """One pass: every partition (`only`: the partitions of those topics, through
-        `_topics_pass`: new topics get their states in two round trips)."""
-        if only is not None and not rebalance:
-            await self._topics_pass(only)
-            return
-        epochs: dict[int, int] = {}
-        for child in await self._children(zl.BROKER_IDS):
-            if not child.isdigit():
-                continue
-            stat = await self.coord.exists(zl.broker_path(int(child)))
-            if stat is not None:
-                epochs[int(child)] = stat.czxid
-        bounced = self.context.set_brokers(epochs)
-        self.context.shutting_down = await self._ids(zl.CONTROLLED_SHUTDOWN)
-        for topic in await self._children(zl.ADMIN_DELETE_TOPICS):
-            await self._delete_topic(topic)
-        preferred = await self._election_requests(zl.PREFERRED_REPLICA_ELECTION)
-        unclean = await self._election_requests(zl.UNCLEAN_LEADER_ELECTION)
+    # -- one pass ------------------------------------------------------------------------------
+    async def _handle(self, whys: set[str]) -> None:
+        """Read what the triggers say changed into the context, plan, write (see the module
+        docstring)."""
+        context = self.context
+        keys: set[PartitionKey] = set()
+        everything = False
+        bounced: set[int] = set()
+        if not self.loaded:
+            bounced = await self.reader.load()
+            self.loaded = True
+            everything = True
+            whys |= {zl.ADMIN_DELETE_TOPICS, zl.PREFERRED_REPLICA_ELECTION}
+            whys |= {zl.UNCLEAN_LEADER_ELECTION, zl.BROKER_TOPICS}
+            await self._watch_topics(context.topics)
+            await self.reader.isr_changes(self._isr_children)  # the states were just read
+        else:
+            if zl.BROKER_IDS in whys:
+                bounced = await self.reader.brokers()
+                everything = True
+            if zl.CONTROLLED_SHUTDOWN in whys:
+                await self.reader.shutting_down()
+                everything = True
+            if zl.ISR_CHANGE_NOTIFICATION in whys:
+                changed = await self.reader.isr_changes(self._isr_children)
+                await self.reader.states(changed)
+                keys |= changed
+            keys |= await self._partition_triggers(whys)
+        if zl.BROKER_TOPICS in whys:
+            keys |= await self._topics_changed()
+        if zl.ADMIN_DELETE_TOPICS in whys:
+            for topic in await self.reader.children(zl.ADMIN_DELETE_TOPICS):
+                await self._delete_topic(topic)
+        preferred: set[PartitionKey] = set()
+        unclean: set[PartitionKey] = set()
+        if zl.PREFERRED_REPLICA_ELECTION in whys:
+            preferred = await self.reader.election_requests(zl.PREFERRED_REPLICA_ELECTION)
+        if zl.UNCLEAN_LEADER_ELECTION in whys:
+            unclean = await self.reader.election_requests(zl.UNCLEAN_LEADER_ELECTION)
         asked = bool(preferred)
-        if rebalance:
-            preferred |= await self._imbalanced()
-        if bounced and only is None:
+        if REBALANCE in whys:
+            preferred |= self._imbalanced()
+        keys |= preferred | unclean
+        todo = context.partitions() if everything else sorted(keys)
+        if bounced:
             # A bounced broker lost its session: its leaderships move first (failure), then it
             # is a live broker again (start-up).
-            await self._pass(failed=bounced)
-        await self._pass(preferred=preferred, only=only, unclean=unclean)
+            await self._reconcile(todo, failed=bounced)
+        await self._reconcile(todo, preferred=preferred, unclean=unclean)
+        await self._advance_reassignments({topic for topic, _p in todo})
         for path, done in (
             (zl.PREFERRED_REPLICA_ELECTION, asked),
             (zl.UNCLEAN_LEADER_ELECTION, unclean),
@@ -272,104 +283,177 @@ class ZkController:
                 with contextlib.suppress(NoNodeError):
                     await self.coord.delete(path)
 
-    async def _ids(self, path: str) -> set[int]:
-        return {int(c) for c in await self._children(path) if c.isdigit()}
+    async def _partition_triggers(self, whys: set[str]) -> set[PartitionKey]:
+        """Re-read what the topic and state triggers name: the partitions to plan."""
+        keys: set[PartitionKey] = set()
+        states: set[PartitionKey] = set()
+        topics = sorted(w[len(_TOPIC) :] for w in whys if w.startswith(_TOPIC))
+        for why in whys:
+            if why.startswith(_STATE):
+                topic, _sep, index = why[len(_STATE) :].rpartition(":")
+                states.add((topic, int(index)))
+        for topic in topics:
+            self._ignored.discard(topic)
+            if not await self.reader.topic(topic):
+                continue
+            parts = self.context.partitions([topic])
+            keys.update(parts)
+            states.update(k for k in parts if k not in self.context.states)  # new partitions
+        await self.reader.states(states)
+        return keys | states
 
-    async def _topics_pass(self, only: set[str]) -> None:
-        """A pass for topic triggers only (new topics, an assignment changed).
-
-        Round 1, all requests in flight together (_PARALLEL_WRITES topics at a time): the
-        live brokers, those shutting down and, for each topic this controller has not
-        handled yet, its watch, its assignment and whether it has partition states (a
-        /partitions znode). Round 2: every such topic without states gets all its first
-        states (`plan` of partitions without state) in one multi per _STATES_PER_MULTI
-        partitions, parents included, fenced by the controller epoch (Kafka's controller
-        also creates a new topic's states in one batch of requests). So a new topic costs
-        the controller two round trips after the trigger's. The other topics (with states,
-        under reassignment, or whose states appeared meanwhile: a multi is all or nothing)
-        go through the partition-by-partition pass (`_pass`).
-
-        Broker epochs (bounces), topic deletions and preferred elections are left to the
-        passes their own triggers start, which read them (so a bounce is never hidden from
-        the next broker pass by a topic pass in between)."""
-        got: dict[str, set[int]] = {}
-        fresh = sorted(t for t in only if t not in self._seen_topics)
-        read: dict[str, tuple[bytes | None, int, bool]] = {}
-
-        async def ids(path: str) -> None:
-            got[path] = await self._ids(path)
-
-        async def reads() -> None:
-            await self._raise(_each(fresh, functools.partial(self._read_new_topic, into=read)))
-
-        await self._raise(
-            workers.together(
-                functools.partial(ids, zl.BROKER_IDS),
-                functools.partial(ids, zl.CONTROLLED_SHUTDOWN),
-                reads,
-                catch=_CATCH,
-            )
-        )
-        self.context.live = got[zl.BROKER_IDS]
-        self.context.shutting_down = got[zl.CONTROLLED_SHUTDOWN]
-        done = {topic for topic, (data, _v, _states) in read.items() if data is None}  # gone
-        new = [topic for topic, (data, _v, states) in sorted(read.items()) if data and not states]
+    async def _topics_changed(self) -> set[PartitionKey]:
+        """/brokers/topics changed: forget the deleted topics, read the new ones (a new topic
+        without states gets them here, `_create_states`); the partitions to plan."""
+        children = set(self._topic_children)
+        for gone in set(self.context.topics) - children:
+            self._forget_topic(gone)
+        self._ignored &= children
+        fresh = sorted(children - set(self.context.topics) - self._ignored)
+        if not fresh:
+            return set()
+        read = await self.reader.new_topics(fresh, self._watch_topic)
+        created: set[str] = set()
 
         async def create(topic: str) -> None:
-            data, version, _states = read[topic]
-            assert data is not None
-            if await self._create_states(topic, data, version):
-                done.add(topic)
+            data, version, has_states = read[topic]
+            if data is None or has_states:
+                return
+            if await self._fenced(self._create_states(topic, data, version)):
+                created.add(topic)
+
+        await each(sorted(read), create)
+        self._resign_if_moved()
+        keys: set[PartitionKey] = set()
+        for topic in sorted(set(read) - created):
+            if read[topic][0] is None or not await self.reader.topic(topic):
+                self._ignored.add(topic)
+                continue
+            parts = self.context.partitions([topic])
+            await self.reader.states(parts)
+            keys.update(parts)
+        return keys
+
+    async def _watch_topics(self, topics: Collection[str]) -> None:
+        await each(sorted(topics), self._watch_topic)
+
+    async def _watch_topic(self, topic: str) -> None:
+        if topic not in self._topic_watches:
+            self._topic_watches[topic] = await self.coord.watch_data(
+                zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
+            )
+
+    def _forget_topic(self, topic: str) -> None:
+        self.context.drop_topic(topic)
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.cancel()
+        self._reassignments.forget(topic)
+
+    def _reassigning(self) -> set[str]:
+        return {
+            topic
+            for topic, entry in self.context.topics.items()
+            if entry.assignment.adding or entry.assignment.removing
+        }
+
+    def _imbalanced(self) -> set[PartitionKey]:
+        """The partitions to move to their preferred leader (`controller_context.imbalanced`,
+        Kafka's checkAndTriggerAutoLeaderRebalance), from the context."""
+        config = self.member.config
+        limit = config.get_int("leader.imbalance.per.broker.percentage") if config else 10
+        out, brokers = imbalanced(self.context, limit)
+        for broker in brokers:
+            log.info("broker %d leads too few of its preferred partitions: rebalancing", broker)
+        return out
+
+    # -- planning and writing ------------------------------------------------------------------
+    async def _reconcile(
+        self,
+        keys: Sequence[PartitionKey],
+        *,
+        preferred: Collection[PartitionKey] = frozenset(),
+        unclean: Collection[PartitionKey] = frozenset(),
+        failed: Collection[int] = frozenset(),
+    ) -> None:
+        """Plan `keys` and write the result: new leaders first (PARALLEL at a time), then the
+        ISR-only changes, so a dead leader's partitions are served again before the controller
+        spends time on ISRs it only shrinks (Kafka's onBrokerFailure elects the offline
+        partitions before it moves the dead replicas to OfflineReplica). A partition whose
+        write was refused (its znode changed) is read again and planned again, up to
+        _STALE_ROUNDS times; then a trigger for it waits in the queue."""
+        todo = list(keys)
+        for _round in range(_STALE_ROUNDS):
+            await self.reader.unclean(unclean_candidates(self.context, todo, failed))
+            writes = plan(self.context, Reconcile(todo, preferred, unclean, failed))
+            stale: set[PartitionKey] = set()
+            elections = [w for w in writes if w.election]
+            for batch in (elections, [w for w in writes if not w.election]):
+                await each(batch, functools.partial(self._write_state, stale=stale))
+                self._resign_if_moved()
+            if not stale:
+                return
+            await self.reader.states(stale)
+            todo = [k for k in todo if k in stale]
+        for key in todo:
+            self._send.send_nowait(state_trigger(*key))
+
+    async def _write_all(self, ops: list[Op]) -> None:
+        """One multi of `ops` fenced by the controller epoch (TransactionError.index counts
+        the check as 0): `_Resign` when the epoch moved on."""
+        try:
+            await self.coord.multi([Check(zl.CONTROLLER_EPOCH, self.epoch_version), *ops])
+        except TransactionError as exc:
+            if exc.index == 0:
+                raise _Resign from exc
+            raise
+
+    async def _fenced(self, write: Awaitable[bool]) -> bool:
+        """`write` as a job of a batch: a newer controller epoch only sets `_moved` (the
+        batch's caller resigns once every job ended, `_resign_if_moved`)."""
+        try:
+            return await write
+        except _Resign:
+            self._moved = True
+            return False
+
+    def _resign_if_moved(self) -> None:
+        if self._moved:
+            raise _Resign
+
+    async def _write_state(self, write: StateWrite, *, stale: set[PartitionKey]) -> None:
+        """Write one planned state; a refused version check adds the partition to `stale`."""
+        topic, index = write.key
+        path = zl.state_path(topic, index)
+
+        async def apply() -> bool:
+            if write.version < 0:
+                await self.coord.ensure_path(zl.partition_path(topic, index))
+                await self._write_all([Create(path, _encoded(write))])
+            else:
+                await self._write_all([SetData(path, _encoded(write), write.version)])
+            return True
 
         try:
-            await self._raise(_each(new, create))
-        finally:
-            self._seen_topics |= done
-        rest = only - done
-        if rest:
-            await self._pass(only=rest)
-
-    async def _raise(self, failures: Awaitable[list[Exception]]) -> None:
-        _raise_first(await failures)
-
-    async def _read_new_topic(
-        self, topic: str, *, into: dict[str, tuple[bytes | None, int, bool]]
-    ) -> None:
-        """Watch the topic's assignment and read it and whether /partitions exists, together:
-        into[topic] = (assignment document or None when gone, its version, has partition
-        states)."""
-        got: dict[str, object] = {}
-
-        async def watch() -> None:
-            if topic not in self._topic_watches:
-                self._topic_watches[topic] = await self.coord.watch_data(
-                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
-                )
-
-        async def data() -> None:
-            with contextlib.suppress(NoNodeError):
-                got["data"], stat = await self.coord.get(zl.topic_path(topic))
-                got["version"] = stat.version
-
-        async def states() -> None:
-            with contextlib.suppress(NoNodeError):
-                await self.coord.get_children(zl.partitions_path(topic))
-                got["states"] = True
-
-        await self._raise(workers.together(watch, data, states, catch=_CATCH))
-        raw, version = got.get("data"), got.get("version")
-        into[topic] = (
-            raw if isinstance(raw, bytes) else None,
-            version if isinstance(version, int) else -1,
-            bool(got.get("states")),
-        )
+            if not await self._fenced(apply()):
+                return
+        except TransactionError as exc:
+            log.info("%s-%d: state changed meanwhile (%s); reading it again", topic, index, exc)
+            stale.add(write.key)
+            return
+        self.context.wrote(write)
+        self._log_write(write)
 
     async def _create_states(self, topic: str, data: bytes, version: int) -> bool:
-        """See `_topics_pass` (round 2). True when the topic is handled here."""
+        """A new topic's first states (`plan` of partitions without state), in one multi per
+        _STATES_PER_MULTI partitions, parents included (Kafka's controller also creates a new
+        topic's states in one batch of requests). True when the topic is handled here; False
+        when its states appeared meanwhile or it is being reassigned (read, then planned)."""
         try:
             assignment = zl.decode_topic(topic, data)
         except zl.LayoutError as exc:
             log.warning("ignoring topic %s: %s", topic, exc)
+            self._ignored.add(topic)
             return True
         if assignment.adding or assignment.removing or not assignment.partitions:
             return False
@@ -388,8 +472,6 @@ class ZkController:
         except TransactionError as exc:
             for index in assignment.partitions:
                 context.forget_state(topic, index)
-            if exc.index == 0:
-                raise
             log.info("%s: partition states appeared meanwhile (%s)", topic, exc)
             return False
         for write in writes:
@@ -397,188 +479,15 @@ class ZkController:
             self._log_write(write)
         return True
 
-    async def _imbalanced(self) -> set[PartitionKey]:
-        """The partitions to move to their preferred leader (`controller_context.imbalanced`,
-        Kafka's checkAndTriggerAutoLeaderRebalance) after reading every topic's assignment
-        and the state of each partition whose preferred leader is live."""
-        config = self.member.config
-        limit = config.get_int("leader.imbalance.per.broker.percentage") if config else 10
-        context = self.context
-        topics = await self._children(zl.BROKER_TOPICS)
-        context.keep_topics(topics)
-
-        async def read_topic(topic: str) -> None:
+    async def _advance_reassignments(self, topics: set[str]) -> None:
+        """Start or complete the reassignments of `topics` (`Reassignments.advance`); a
+        write refused because the assignment or a state changed reads that topic again."""
+        for topic in sorted(topics & self._reassigning()):
             try:
-                data, stat = await self.coord.get(zl.topic_path(topic))
-                assignment = zl.decode_topic(topic, data)
-            except (NoNodeError, zl.LayoutError):
-                context.drop_topic(topic)
-                return
-            old = context.topics.get(topic)
-            context.set_topic(
-                topic, TopicEntry(assignment, stat.version, bool(old and old.unclean))
-            )
-
-        async def read_state(key: PartitionKey) -> None:
-            with contextlib.suppress(zl.LayoutError):  # left out, as a state not there
-                await self._read_state(key)
-
-        await self._raise(_each(topics, read_topic))
-        heads = [
-            key
-            for key in context.partitions()
-            if (replicas := context.replicas(*key)) and replicas[0] in context.live
-        ]
-        await self._raise(_each(heads, read_state))
-        out, brokers = imbalanced(context, limit)
-        for broker in brokers:
-            log.info("broker %d leads too few of its preferred partitions: rebalancing", broker)
-        return out
-
-    async def _election_requests(self, path: str) -> set[tuple[str, int]]:
-        """The partitions a preferred or unclean election request (`path`) names."""
-        try:
-            data, _stat = await self.coord.get(path)
-        except NoNodeError:
-            return set()
-        try:
-            return set(zl.decode_preferred_election(data, path))
-        except zl.LayoutError as exc:
-            log.warning("ignoring %s: %s", path, exc)
-            return set()
-
-    async def _pass(
-        self,
-        *,
-        preferred: set[PartitionKey] | frozenset[PartitionKey] = frozenset(),
-        only: set[str] | None = None,
-        unclean: set[PartitionKey] | frozenset[PartitionKey] = frozenset(),
-        failed: set[int] | frozenset[int] = frozenset(),
-    ) -> None:
-        """Every partition of every topic (`only`: of those topics), with up to
-        _PARALLEL_WRITES ZooKeeper requests in flight:
-
-        1. read each topic's assignment and configs into the context;
-        2. the partitions that the broker's mirror shows led by a broker that is not live
-           (or shutting down, or asked for a preferred election), then the others: read
-           their states, `plan`, write the new leaders at once;
-        3. write the ISR-only changes (a dead or stopping follower leaves the ISR) of both.
-
-        So a broker failure makes partitions available again before the controller spends any
-        time on the ISRs it only shrinks: Kafka's onBrokerFailure also elects the offline
-        partitions' leaders (OnlinePartition) before it moves the dead replicas to
-        OfflineReplica (removing them from the ISRs). An unclean election is allowed where
-        the topic's unclean.leader.election.enable says so, and for the partitions of an
-        ElectLeaders UNCLEAN (`unclean`). `failed`: brokers handled as dead (bounced)."""
-        topics = await self._pass_topics(only)
-        keys = self.context.partitions(topics)
-        hints = {key: self._urgent(key, preferred, failed) for key in keys}
-        urgent = [k for k in keys if hints[k]]
-        others = [k for k in keys if not hints[k]]
-        fresh: set[PartitionKey] = set()
-        deferred: list[StateWrite] = []
-        failures: list[Exception] = []
-        for batch in (urgent, others):
-            failures += await _each(batch, functools.partial(self._read_state, into=fresh))
-            read = [k for k in batch if k in fresh]
-            writes = plan(self.context, Reconcile(read, preferred, unclean, failed))
-            deferred += [w for w in writes if not w.election]
-            failures += await _each([w for w in writes if w.election], self._write_state)
-        _raise_first(failures)
-        await self._raise(_each(deferred, self._write_state))
-        for topic in topics:
-            assignment = self.context.topics[topic].assignment
-            if assignment.adding or assignment.removing:
-                await self._reassignments.advance(topic, self.context.live - set(failed))
-
-    async def _pass_topics(self, only: set[str] | None) -> list[str]:
-        """Read the topics of a pass (`only`: those) into the context, watching each; the
-        topics read."""
-        topics = sorted(await self._children(zl.BROKER_TOPICS))
-        self._seen_topics &= set(topics)
-        self.context.keep_topics(topics)
-        if only is not None:
-            topics = [t for t in topics if t in only]
-        # Only a topic this pass handles counts as seen: one created while the pass ran is
-        # picked up by the next /brokers/topics trigger.
-        self._seen_topics.update(topics)
-        for topic in topics:
-            if topic not in self._topic_watches:
-                self._topic_watches[topic] = await self.coord.watch_data(
-                    zl.topic_path(topic), self._trigger(_TOPIC + topic, skip_first=True)
-                )
-        read: set[str] = set()
-
-        async def read_topic(topic: str) -> None:
-            try:
-                data, stat = await self.coord.get(zl.topic_path(topic))
-                assignment = zl.decode_topic(topic, data)
-            except NoNodeError:
-                return
-            except zl.LayoutError as exc:
-                log.warning("ignoring topic %s: %s", topic, exc)
-                return
-            unclean = await self._unclean(topic)
-            self.context.set_topic(topic, TopicEntry(assignment, stat.version, unclean))
-            read.add(topic)
-
-        await self._raise(_each(topics, read_topic))
-        return [t for t in topics if t in read]
-
-    def _urgent(
-        self, key: PartitionKey, preferred: Collection[PartitionKey], failed: Collection[int]
-    ) -> bool:
-        """Whether the broker's mirror (a hint only: the pass reads the state znode) shows the
-        partition needing a new leader."""
-        if key in preferred:
-            return True
-        entry = self.member.cache.state(*key)
-        if entry is None:
-            return True
-        leader = entry[0].leader
-        return (
-            leader not in self.context.live
-            or leader in failed
-            or (leader in self.context.shutting_down)
-        )
-
-    async def _read_state(
-        self, key: PartitionKey, *, into: set[PartitionKey] | None = None
-    ) -> None:
-        """Read a partition's state into the context (forgotten when it cannot be read);
-        `into` collects the partitions read."""
-        topic, index = key
-        self.context.forget_state(topic, index)
-        try:
-            data, stat = await self.coord.get(zl.state_path(topic, index))
-            entry = StateEntry(zl.decode_partition_state(topic, index, data), stat.version)
-        except NoNodeError:
-            entry = StateEntry(None)
-        self.context.set_state(topic, index, entry)
-        if into is not None:
-            into.add(key)
-
-    async def _unclean(self, topic: str) -> bool:
-        try:
-            data, _stat = await self.coord.get(zl.topic_config_path(topic))
-            value = zl.decode_topic_config(topic, data).get("unclean.leader.election.enable")
-        except (NoNodeError, zl.LayoutError):
-            value = None
-        if value is None:
-            config = self.member.config
-            value = config.raw("unclean.leader.election.enable") if config else None
-        return (value or "false").lower() == "true"
-
-    async def _write_state(self, write: StateWrite) -> None:
-        topic, index = write.key
-        path = zl.state_path(topic, index)
-        if write.version < 0:
-            await self.coord.ensure_path(zl.partition_path(topic, index))
-            await self._write(Create(path, _encoded(write)))
-        else:
-            await self._write(SetData(path, _encoded(write), write.version))
-        self.context.wrote(write)
-        self._log_write(write)
+                await self._reassignments.advance(topic, self.context.live)
+            except TransactionError as exc:
+                log.info("%s: reassignment write raced (%s); reading it again", topic, exc)
+                self._send.send_nowait(_TOPIC + topic)
 
     def _log_write(self, write: StateWrite) -> None:
         log.info(
@@ -596,9 +505,7 @@ class ZkController:
         for path in (zl.topic_path(topic), zl.topic_config_path(topic)):
             with contextlib.suppress(NoNodeError):
                 await self.coord.delete(path, recursive=True)
-        watch = self._topic_watches.pop(topic, None)
-        if watch is not None:
-            watch.cancel()
+        self._forget_topic(topic)
         with contextlib.suppress(NoNodeError):
             await self.coord.delete(f"{zl.ADMIN_DELETE_TOPICS}/{topic}")
 

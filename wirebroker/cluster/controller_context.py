@@ -4,14 +4,16 @@ decisions of its PartitionStateMachine / KafkaController.onBrokerFailure, onBrok
 controlled shutdown, preferred and auto-rebalance elections, as KRaft's QuorumController
 returns records in a ControllerResult).
 
-No I/O, no trio, no clock: `ZkController` (the runtime) reads ZooKeeper when a watch fires,
-feeds what it read into the context (live brokers and their epochs, the brokers in controlled
-shutdown, each topic's assignment and unclean-election setting, each partition's state and
-state znode version), asks `plan` for the writes, applies each as a multi fenced by the
-controller epoch (`ControllerContext.epoch_version`) and conditional on the state znode's
-version (`StateWrite.version`), and records what it wrote (`ControllerContext.wrote`). A write
-that fails its version check leaves the context as it was: the runtime reads again and plans
-again (another pass).
+No I/O, no trio, no clock. The context lives as long as the controller: `ZkController` (the
+runtime) loads it whole once when its broker becomes controller, then feeds it only what a
+watch says changed (live brokers and their epochs, the brokers in controlled shutdown, a
+topic's assignment and unclean-election setting, the states and state znode versions of the
+partitions an ISR change notification names; `controller_reads.ContextReader`), asks `plan`
+for the writes, applies each as a multi fenced by the controller epoch
+(`ControllerContext.epoch_version`) and conditional on the state znode's version
+(`StateWrite.version`), and records what it wrote (`ControllerContext.wrote`). A write that
+fails its version check leaves the context as it was: the runtime reads only that partition
+again and plans it again.
 
 The rules (facts: shared/reference/replication.md section 2; per partition `elections.decide`):
 
@@ -65,6 +67,7 @@ __all__ = [
     "imbalanced",
     "plan",
     "plan_reassignment",
+    "unclean_candidates",
 ]
 
 PartitionKey = tuple[str, int]
@@ -214,6 +217,24 @@ def plan(context: ControllerContext, event: Reconcile) -> list[StateWrite]:
         write = StateWrite(topic, partition, new, known.version, known.state)
         (elections if write.election else isr_changes).append(write)
     return elections + isr_changes
+
+
+def unclean_candidates(
+    context: ControllerContext, keys: Iterable[PartitionKey], failed: Collection[int] = ()
+) -> set[str]:
+    """The topics of `keys` with a partition whose leader is not live (or `failed`) and whose
+    ISR has no live member: only there does unclean.leader.election.enable decide anything,
+    so the runtime reads those topics' setting just before planning (as Kafka's controller
+    reads the topic config for an offline partition without a live ISR member)."""
+    live = context.live - set(failed)
+    out: set[str] = set()
+    for topic, partition in keys:
+        known = context.states.get((topic, partition))
+        if topic in out or known is None or known.state is None:
+            continue
+        if known.state.leader not in live and not live.intersection(known.state.isr):
+            out.add(topic)
+    return out
 
 
 def imbalanced(

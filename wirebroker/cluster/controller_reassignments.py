@@ -11,7 +11,8 @@ For each such partition, each pass:
     start     once per reassignment (per assignment znode version): leader epoch + 1, same
               leader and ISR (Kafka's step A3; wirebroker's brokers take the new replica set
               from the assignment, with or without a new state: `ReplicaManager.make_leader`);
-              the controller watches the partition's state from then on
+              the controller watches the partition's state from then on (a change re-reads
+              that state into its context and plans the partition again)
     wait      until every target replica is in the ISR (`elections.reassignment_complete`;
               the leader adds a caught-up replica; its state write triggers the next pass)
     complete  one multi for the topic (Kafka's steps B3-B6 at once, as KRaft's single
@@ -32,6 +33,7 @@ pass decides again from what is there then.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Collection
 
@@ -52,12 +54,13 @@ class Reassignments:
         coord: Coordination,
         context: ControllerContext,
         write: Callable[[list[Op]], Awaitable[None]],
-        trigger: Callable[[str], Callable[..., None]],
+        trigger: Callable[[str, int], Callable[..., None]],
     ) -> None:
         self.coord = coord
         self.context = context
         self._write = write  # one multi of the ops, fenced by the controller epoch
-        self._trigger = trigger  # topic -> a watch callback asking for a pass over it
+        #: (topic, partition) -> a watch callback asking to read that state and plan again
+        self._trigger = trigger
         self._state_watches: dict[tuple[str, int], Watch] = {}
 
     def cancel(self) -> None:
@@ -65,9 +68,15 @@ class Reassignments:
             watch.cancel()
         self._state_watches.clear()
 
+    def forget(self, topic: str) -> None:
+        """Stop watching the states of `topic` (deleted)."""
+        for key in [k for k in self._state_watches if k[0] == topic]:
+            self._state_watches.pop(key).cancel()
+
     async def advance(self, topic: str, live: Collection[int]) -> None:
         """Start, or complete, the reassignments of `topic`'s partitions, from the assignment
-        and states the context holds (read by this pass)."""
+        and states the context holds. Each successful write updates the context (the state, or
+        the assignment, at its znode's next version); a refused one raises TransactionError."""
         entry = self.context.topics.get(topic)
         if entry is None:
             return
@@ -76,7 +85,7 @@ class Reassignments:
             key = (topic, index)
             if key not in self._state_watches:
                 self._state_watches[key] = await self.coord.watch_data(
-                    zl.state_path(topic, index), self._trigger(topic)
+                    zl.state_path(topic, index), self._trigger(topic, index)
                 )
         step = plan_reassignment(self.context, topic, live)
         for key, start in step.starts:
@@ -101,6 +110,9 @@ class Reassignments:
             path = zl.state_path(topic, write.partition)
             ops.append(SetData(path, zl.encode_partition_state(write.new), write.version))
         await self._write(ops)
+        self.context.set_topic(
+            topic, dataclasses.replace(entry, assignment=done.assignment, version=done.version + 1)
+        )
         for write in done.states:
             self.context.wrote(write)
             log.info(

@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 async def each(
     items: Iterable[T],
-    job: Callable[[T], Awaitable[None]],
+    job: Callable[[T], Awaitable[object]],
     *,
     limit: int,
     catch: tuple[type[Exception], ...] = (Exception,),
@@ -69,7 +69,7 @@ def raise_first(
 
 async def each_or_raise(
     items: Iterable[T],
-    job: Callable[[T], Awaitable[None]],
+    job: Callable[[T], Awaitable[object]],
     *,
     limit: int,
     catch: tuple[type[Exception], ...] = (Exception,),

@@ -1,8 +1,12 @@
 """The ISR writer: a leader's ISR changes stored in ZooKeeper (Kafka's AlterPartitionManager).
 
 `IsrWriter` is the ReplicaManager's `IsrChangeListener` (through `ClusterMember.propose_isr`):
-each proposal is one conditional setData of the partition's state znode (version = the
-partition epoch it was made at, leader epoch unchanged), run as a task of the member.
+each proposal is one multi: a conditional setData of the partition's state znode (version =
+the partition epoch it was made at, leader epoch unchanged) and a sequential ISR change
+notification naming the partition (/isr_change_notification/isr_change_<seq>, which the
+controller reads to refresh that partition's state in its context, then deletes; Kafka's
+leader writes the notification separately, batched: here it lands with the change or not at
+all, so the controller never misses one), run as a task of the member.
 Success -> `isr_committed` with the znode's new version, also mirrored; a stale version ->
 `isr_rejected` (a zombie leader cannot shrink the ISR, so it can never acknowledge acks=all
 alone); an unknown outcome (connection lost) is retried, see `IsrWriter._set_state`.
@@ -26,8 +30,11 @@ from wirebroker.coordination.api import (
     BadVersionError,
     Coordination,
     CoordinationError,
+    Create,
     NoNodeError,
+    SetData,
     Stat,
+    TransactionError,
 )
 from wirebroker.metadata.partition_state import PartitionState
 
@@ -80,11 +87,33 @@ class IsrWriter:
             mirror.set_state(index, state, stat)
         self.replicas.isr_committed(topic, index, isr=isr, partition_epoch=stat.version)
 
+    async def _write(self, topic: str, index: int, data: bytes, version: int) -> Stat:
+        """One multi: the state znode's setData at `version` and the ISR change notification.
+        BadVersionError / NoNodeError: the state moved on; any other CoordinationError: not
+        written, or unknown (a missing /isr_change_notification is created first)."""
+        notification = Create(
+            zl.ISR_CHANGE_PREFIX, zl.encode_preferred_election([(topic, index)]), sequential=True
+        )
+        try:
+            results = await self.coord.multi(
+                [SetData(zl.state_path(topic, index), data, version), notification]
+            )
+        except TransactionError as exc:
+            if exc.index == 0 and isinstance(exc.cause, (BadVersionError, NoNodeError)):
+                raise exc.cause from exc
+            if exc.index == 1 and isinstance(exc.cause, NoNodeError):
+                await self.coord.ensure_path(zl.ISR_CHANGE_NOTIFICATION)
+            raise
+        stat = results[0]
+        assert isinstance(stat, Stat)
+        return stat
+
     async def _set_state(
         self, topic: str, index: int, state: PartitionState, partition_epoch: int
     ) -> Stat | None:
-        """The ISR write: setData of the state znode at version `partition_epoch`. Returns its
-        Stat, or None after telling the ReplicaManager (or when nobody needs telling).
+        """The ISR write (`_write`: the state znode at version `partition_epoch`, with its
+        notification). Returns its Stat, or None after telling the ReplicaManager (or when
+        nobody needs telling).
 
         A refused write (BADVERSION, NONODE: the state moved on) is `isr_rejected`, unless the
         znode already holds exactly this state: an earlier attempt landed and only its answer
@@ -101,7 +130,7 @@ class IsrWriter:
         delay = ISR_RETRY_MIN_S
         while True:
             try:
-                return await self.coord.set(path, data, partition_epoch)
+                return await self._write(topic, index, data, partition_epoch)
             except (BadVersionError, NoNodeError):
                 pass
             except CoordinationError as exc:

@@ -73,6 +73,8 @@ __all__ = [
     "CONTROLLED_SHUTDOWN",
     "CONTROLLER",
     "CONTROLLER_EPOCH",
+    "ISR_CHANGE_NOTIFICATION",
+    "ISR_CHANGE_PREFIX",
     "PERSISTENT_PATHS",
     "PREFERRED_REPLICA_ELECTION",
     "UNCLEAN_LEADER_ELECTION",
@@ -124,6 +126,9 @@ ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 UNCLEAN_LEADER_ELECTION = "/wirebroker/unclean_leader_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+#: An ISR change notification: a sequential child whose data names the partitions (the format
+#: of `encode_preferred_election`); Kafka's IsrChangeNotificationSequenceZNode.
+ISR_CHANGE_PREFIX = f"{ISR_CHANGE_NOTIFICATION}/isr_change_"
 CONTROLLED_SHUTDOWN = "/wirebroker/controlled_shutdown"
 
 #: Created at start-up when missing (Kafka's ZkData.PersistentZkPaths, plus ours).

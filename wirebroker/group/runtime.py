@@ -24,9 +24,7 @@ Ownership (`wirebroker.coordinator.ownership`, its table): the coordinator serve
 of `p` (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), `on_resigned(p)` unloads it
 (parked requests NOT_COORDINATOR, later requests NOT_COORDINATOR). Loads run one at a time in
 the shared runtime's task, in the order they were scheduled; a stale load is discarded. Every
-broker (a single one too) passes `leads_every_partition=False` and follows the leaderships its
-cluster layer reports; with the default (True: the unit tests, without a cluster layer) it
-leads every partition at epoch 0 from the start: `run` -> `load` loads them all, in order.
+broker (a single one too) follows the leaderships its cluster layer reports.
 `__consumer_offsets` is created on the first FindCoordinator (or append). Details, limits and
 Kafka differences: docs/groups.md.
 """
@@ -114,9 +112,7 @@ class GroupCoordinatorRuntime:
     """Runs a `GroupCoordinatorCore` for the broker (see the module docstring); the
     `CoordinatorShard` of its `CoordinatorRuntime`.
 
-    `leads_every_partition`: no cluster layer (unit tests: it loads every partition at start);
-    every `Broker` passes False, its cluster layer reporting leaderships (`on_became_leader`,
-    `on_resigned`).
+    The broker's cluster layer reports the leaderships (`on_became_leader`, `on_resigned`).
     `offsets_replication_factor`: of `__consumer_offsets` when this broker creates it (a
     cluster passes offsets.topic.replication.factor). `replication_waiter`: see
     `ReplicationWaiter` (default `replicated_at_once`).
@@ -130,7 +126,6 @@ class GroupCoordinatorRuntime:
         admin: TopicAdmin,
         clock: Callable[[], int],
         member_id_suffix: Callable[[], str] | None = None,
-        leads_every_partition: bool = True,
         offsets_replication_factor: int = 1,
         replication_waiter: ReplicationWaiter = replicated_at_once,
     ) -> None:
@@ -151,7 +146,6 @@ class GroupCoordinatorRuntime:
         self.core = GroupCoordinatorCore(group_config, member_id_suffix=member_id_suffix)
         self.segment_bytes = config.get_int("offsets.topic.segment.bytes")
         self.commit_timeout_ms = config.get_int("offsets.commit.timeout.ms")
-        self.leads_every_partition = leads_every_partition
         self.offsets_replication_factor = offsets_replication_factor
         self.runtime = CoordinatorRuntime(
             topic=OFFSETS_TOPIC,
@@ -169,7 +163,6 @@ class GroupCoordinatorRuntime:
         self._recovering = False
         #: markers written to a partition while its load runs (the load may not read them)
         self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
-        self.loaded = trio.Event()
 
     @property
     def ownership(self) -> Ownership:
@@ -178,37 +171,12 @@ class GroupCoordinatorRuntime:
 
     # == lifetime ==========================================================================
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Become active (a single broker: load every partition first), report started, then
-        run the timers and the loads scheduled by `on_became_leader` until cancelled."""
+        """Become active, report started, then run the timers and the loads scheduled by
+        `on_became_leader` until cancelled."""
         await self.runtime.run(self._start, task_status=task_status)
 
     async def _start(self) -> None:
-        if self.leads_every_partition:
-            await self.load()
-        else:
-            self._activate()
-            self.loaded.set()
-
-    async def load(self) -> None:
-        """Single broker: lead every partition of `__consumer_offsets` at epoch 0 and load
-        them in partition order (the module docstring)."""
         self._activate()
-        partitions = range(self.core.config.num_partitions)
-        for p in partitions:
-            self.runtime.on_became_leader(p, 0)
-        exists = self.admin.describe(OFFSETS_TOPIC) is not None
-        started = self.clock()
-        total = sum(n or 0 for n in await self.runtime.load_scheduled())
-        if exists:
-            log.info(
-                "loaded %s (%d partitions, %d live records) in %d ms: %d group(s)",
-                OFFSETS_TOPIC,
-                len(partitions),
-                total,
-                self.clock() - started,
-                len(self.core.group_ids()),
-            )
-        self.loaded.set()
 
     def shutdown(self) -> None:
         """Unload everything: parked requests get NOT_COORDINATOR, later ones

@@ -21,17 +21,16 @@ replica_events.py; ISR proposals and their answers are the `IsrManager`'s, isr_m
                      (ZooKeeper CAS, asynchronously) and answers `isr_committed` or
                      `isr_rejected`. None: a change is committed at once, locally.
 
-Two modes. Unreplicated (`replicated=False`, the default; no `Broker` builds one any more: the
-unit tests' synchronous fixtures): every partition is built as the leader of replicas [this
-broker] and stays so. Replicated (`replicated=True`; every `Broker`: a cluster member, and a
-single broker, which runs the cluster code over its in-process ZooKeeper and is made leader of
-every partition, each with replicas = ISR = [itself], so `single_replica` keeps its appends on
-the same fast path): `load` builds a partition for each log on disk of a topic
-the store knows (a missing log is not created: the partition may live on other brokers), in
-role NONE with the high watermark of `replication-offset-checkpoint`; they wait for the cluster
-layer's `make_leader` / `make_follower` / `stop_replica` (after `ensure_partition`, which also
-creates a missing log). `checkpoint_high_watermarks` writes that file (the broker runs it every
-replica.high.watermark.checkpoint.interval.ms and at shutdown).
+Every `Broker` (a cluster member, and a single broker, which runs the cluster code over its
+in-process ZooKeeper and is made leader of every partition, each with replicas = ISR =
+[itself], so `single_replica` keeps its appends on the same fast path) drives it the same way:
+`load` builds a partition for each log on disk of a topic the store knows (a missing log is
+not created: the partition may live on other brokers), in role NONE with the high watermark of
+`replication-offset-checkpoint`; they wait for the cluster layer's `make_leader` /
+`make_follower` / `stop_replica` (after `ensure_partition`, which also creates a missing log).
+`checkpoint_high_watermarks` writes that file (the broker runs it every
+replica.high.watermark.checkpoint.interval.ms and at shutdown). Unit tests without a cluster
+layer make it lead through the same calls (tests/unit/local_metadata.py).
 
 Leader side: `record_follower_fetch` (the Fetch handler, per follower partition), then ISR
 expansion when the follower may join; `maybe_shrink_isr(now_ms)` (every
@@ -47,8 +46,8 @@ waiters), `on_topic_configs_changed`.
 
 `load` (start-up) reconciles the logs with the store: logs of a topic the store does not know
 are deleted, unless the store was created by this process (a missing store must never wipe
-data; those logs are left and logged). A partition the store knows without a log gets an
-empty log (unreplicated mode here; replicated: `ensure_partition` once it has a role), and a
+data; those logs are left and logged). A partition the store knows without a log gets its
+log from `ensure_partition` once it has a role, and a
 `partition.metadata` that is missing or does not hold
 the store's topic id (it is written without fsync) is rewritten.
 """
@@ -89,13 +88,11 @@ class ReplicaManager:
         *,
         node_id: int,
         on_data: DataListener | None = None,
-        replicated: bool = False,
     ) -> None:
         self.config = config
         self.logs = logs
         self.topics = topics
         self.node_id = node_id
-        self.replicated = replicated
         self.lag_ms = config.get_int("replica.lag.time.max.ms")
         #: a quiet session partition's caught-up time is refreshed at most this often
         #: (`touch_quiet_follower`): lag_ms / 20, at most 100 ms
@@ -122,16 +119,10 @@ class ReplicaManager:
             log_dirs, node_id=self.node_id, cluster_id=self.topics.cluster_id, fs=self.topics.fs
         )
         self.logs.load(self.log_config, now_ms)
-        if self.replicated:
-            self._hw_checkpoint = self.logs.read_high_watermarks()
+        self._hw_checkpoint = self.logs.read_high_watermarks()
         self._delete_stray_logs()
         self._partitions.clear()
         for info in self.topics.all():
-            config = self.log_config(info.name)
-            missing = [i for i in range(info.partitions) if self.logs.get(info.name, i) is None]
-            if missing and not self.replicated:
-                log.warning("%s: creating %d missing partition log(s)", info.name, len(missing))
-                self.logs.create_many(info.name, missing, config, now_ms, info.topic_id)
             plogs = []
             for index in range(info.partitions):
                 plog = self.logs.get(info.name, index)
@@ -168,12 +159,11 @@ class ReplicaManager:
         return [Path(d).expanduser() for d in self.config.log_dirs]
 
     def _build(self, info: TopicInfo, plog: PartitionLog, min_isr: int) -> Partition:
-        """Unreplicated: the leader of [this broker] at epoch 0; replicated: role NONE."""
-        if self.replicated:
-            # a replica waiting for its role: its HW is the checkpointed one, never its log end
-            plog.high_watermark = self._hw_checkpoint.get(
-                (info.name, plog.partition), plog.log_start_offset
-            )
+        """A replica waiting for its role (NONE): its HW is the checkpointed one, never its
+        log end."""
+        plog.high_watermark = self._hw_checkpoint.get(
+            (info.name, plog.partition), plog.log_start_offset
+        )
         return Partition(
             info.name,
             plog.partition,
@@ -181,8 +171,8 @@ class ReplicaManager:
             node_id=self.node_id,
             topic_id=info.topic_id,
             min_insync_replicas=min_isr,
-            role=Role.NONE if self.replicated else Role.LEADER,
-            leader_epoch=-1 if self.replicated else 0,
+            role=Role.NONE,
+            leader_epoch=-1,
             lag_ms=self.lag_ms,
         )
 
@@ -234,8 +224,8 @@ class ReplicaManager:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def ensure_partition(self, info: TopicInfo, index: int, *, now_ms: int) -> Partition:
-        """The partition `index` of `info`, hosted from now on: built (role NONE in
-        multi-broker mode) over its log, which is created empty when missing. StorageError
+        """The partition `index` of `info`, hosted from now on: built (role NONE) over
+        its log, which is created empty when missing. StorageError
         when the log cannot be created."""
         self._last_now_ms = max(self._last_now_ms, now_ms)
         part = self.partition(info.name, index)

@@ -29,7 +29,6 @@ coordinator epoch; PrepareCommit/PrepareAbort transactions found there get their
 again. Loads run one at a time, in the order scheduled (Kafka's transaction-log-manager
 thread). A new leader epoch without a leadership lost in between (the controller changed the
 ISR) is no new election: no reload, the coordinator epoch stays (`on_became_leader`).
-`leads_every_partition` (unit tests without a cluster layer) loads every partition at epoch 0.
 `__transaction_state` is created on the first FindCoordinator for a transactional id
 (`transaction.state.log.num.partitions`, replication factor
 `transaction.state.log.replication.factor` capped by the live brokers, min.insync.replicas
@@ -104,7 +103,6 @@ class TxnCoordinatorRuntime:
         producer_ids: ProducerIdManager,
         clock: Callable[[], int],
         live_brokers: Callable[[], int] = lambda: 1,
-        leads_every_partition: bool = False,
         replication_factor: int | None = None,
         replication_waiter: ReplicationWaiter = replicated_at_once,
         markers: MarkerSink | None = None,
@@ -128,7 +126,6 @@ class TxnCoordinatorRuntime:
         self.min_isr = config.get_int("transaction.state.log.min.isr")
         self.segment_bytes = config.get_int("transaction.state.log.segment.bytes")
         self.append_timeout_s = config.get_int("request.timeout.ms") / 1000
-        self.leads_every_partition = leads_every_partition
         self.markers: MarkerSink | None = markers
         self.runtime = CoordinatorRuntime(
             topic=TXN_TOPIC,
@@ -151,9 +148,6 @@ class TxnCoordinatorRuntime:
         await self.runtime.run(self._start, task_status=task_status)
 
     async def _start(self) -> None:
-        if self.leads_every_partition:
-            for p in range(self.core.config.num_partitions):
-                self.on_became_leader(p, 0)
         now = self.clock()
         self._next_abort = now + max(self.core.config.abort_check_interval_ms, 1)
         self._next_expire = now + max(self.core.config.expire_check_interval_ms, 1)
@@ -419,11 +413,9 @@ class TxnCoordinatorRuntime:
         """Append the record now: what to wait for, or the raw error."""
         now = self.clock()
         batch = build_batch([(append.key, append.value)], base_timestamp=now)
-        leading = None
-        if not self.leads_every_partition:
 
-            def leading(part: Partition) -> bool:
-                return self._still_leading(part, append.coordinator_epoch)
+        def leading(part: Partition) -> bool:
+            return self._still_leading(part, append.coordinator_epoch)
 
         return self.runtime.append(append.partition, batch, now, leading=leading)
 
@@ -448,7 +440,7 @@ class TxnCoordinatorRuntime:
             if (
                 error is ErrorCode.NOT_LEADER_OR_FOLLOWER
                 and part.leader_epoch != epoch
-                and (self.leads_every_partition or self._still_leading(part, coordinator_epoch))
+                and self._still_leading(part, coordinator_epoch)
             ):
                 continue
             return None if error is ErrorCode.NONE else error

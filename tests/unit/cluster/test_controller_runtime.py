@@ -22,10 +22,6 @@ class Member:
         self.coord = coord
         self.config: BrokerConfig | None = None
         self.changed = trio.Event()
-        self.cache = self
-
-    def state(self, topic: str, index: int) -> tuple[PartitionState, int] | None:
-        return None  # no hints: every partition is read as urgent
 
 
 async def settle() -> None:

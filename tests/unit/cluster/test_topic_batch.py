@@ -140,7 +140,7 @@ def test_ensure_partitions_builds_the_batch_over_new_logs(tmp_path: Path) -> Non
     store = TopicStore.open(tmp_path)
     fs = CountingFileSystem()
     logs = LogManager([tmp_path], fs=fs)
-    rm = ReplicaManager(config, logs, store, node_id=1, replicated=True)
+    rm = ReplicaManager(config, logs, store, node_id=1)
     rm.load(NOW)
     infos = [_info(f"t{i}") for i in range(4)]
     store.put_many(infos)

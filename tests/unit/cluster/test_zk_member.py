@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -19,7 +20,7 @@ from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.zk_member import REGISTRATION_MARGIN_S, BrokerIdTakenError, ClusterMember
 from wirebroker.cluster.zk_topic_admin import ZkTopicAdmin
 from wirebroker.config import BrokerConfig
-from wirebroker.coordination.api import CoordinationError, Stat
+from wirebroker.coordination.api import CoordinationError, Op, SetData, Stat
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 from wirebroker.metadata.partition_state import PartitionState
 from wirebroker.metadata.topic_admin import NewTopic
@@ -289,18 +290,20 @@ async def test_isr_write_with_an_unknown_outcome_is_retried_not_fenced(
     committed at that version, not rejected. (Found by the deterministic simulation, seed 449.)"""
     async with trio.open_nursery() as nursery:
         nodes, leader, st, stat = await _two_brokers_one_partition(nursery, tmp_path)
-        real_set = leader.coord.set
+        real_multi = leader.coord.multi
         calls: list[int] = []
 
-        async def flaky_set(path: str, data: bytes, version: int = -1) -> Stat:
-            calls.append(version)
+        async def flaky_multi(ops: Sequence[Op]) -> list[str | Stat | None]:
+            write = ops[0]
+            assert isinstance(write, SetData)  # the ISR write, with its notification
+            calls.append(write.version)
             if len(calls) == 1:
                 if landed:
-                    await real_set(path, data, version)
+                    await real_multi(ops)
                 raise CoordinationError("connection loss")
-            return await real_set(path, data, version)
+            return await real_multi(ops)
 
-        leader.coord.set = flaky_set  # type: ignore[method-assign]
+        leader.coord.multi = flaky_multi  # type: ignore[method-assign]
         leader.member.propose_isr(
             "t", 0, leader_epoch=st.leader_epoch, partition_epoch=stat.version, isr=[st.leader]
         )

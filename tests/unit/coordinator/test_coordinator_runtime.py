@@ -15,7 +15,7 @@ import trio.testing
 
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
-from tests.unit.local_metadata import LocalTopicAdmin
+from tests.unit.local_metadata import Leader, LocalTopicAdmin, lead_every_partition
 from wirebroker.config import BrokerConfig
 from wirebroker.coordinator.errors import (
     COMMIT_APPEND_ERRORS,
@@ -94,8 +94,9 @@ class Node:
         self.logs = LogManager([data])
         self.replicas = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
         self.replicas.load(clock())
+        lead_every_partition(self.replicas, clock())
         self.admin = LocalTopicAdmin(
-            self.config, self.topics, self.logs, node_id=0, listener=self.replicas
+            self.config, self.topics, self.logs, node_id=0, listener=Leader(self.replicas, clock)
         )
         self.shard = Shard()
         self.runtime = CoordinatorRuntime(

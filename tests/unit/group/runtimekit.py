@@ -4,12 +4,13 @@ speaks the classic protocol through `GroupCoordinatorRuntime`.
 
     trio_ms()                       START_MS + trio.current_time() in ms (START_MS outside trio)
     Node(data_dir, runtime_options=None, **overrides)
-                                    TopicStore + LogManager + ReplicaManager + runtime (not run;
-                                    `runtime_options`: keyword arguments of the runtime, e.g.
-                                    leads_every_partition=False, replication_waiter=...)
-    running(data_dir, runtime_options=None, **overrides)
-                                    async context manager: a Node whose runtime is loaded and
-                                    running (timers); logs closed on exit
+                                    TopicStore + LogManager + ReplicaManager (leading every
+                                    partition) + runtime (not run; `runtime_options`: keyword
+                                    arguments of the runtime, e.g. replication_waiter=...)
+    running(data_dir, runtime_options=None, *, lead=True, **overrides)
+                                    async context manager: a Node whose runtime is running
+                                    (timers) and, with `lead`, leads and has loaded every
+                                    partition (as a single broker's); logs closed on exit
     Member(runtime, client_id)      join() (with the MEMBER_ID_REQUIRED handshake), sync(),
                                     heartbeat(), commit(), leave()
     commit / fetched / describe / listed / deleted   one request through the runtime, answered
@@ -28,7 +29,12 @@ from typing import Any
 import trio
 
 from protocol.errors import ErrorCode
-from tests.unit.local_metadata import LocalTopicAdmin
+from tests.unit.local_metadata import (
+    Leader,
+    LocalTopicAdmin,
+    coordinate_every_partition,
+    lead_every_partition,
+)
 from wirebroker.config import BrokerConfig
 from wirebroker.group.messages import (
     CommitPartition,
@@ -85,8 +91,9 @@ class Node:
         self.logs = LogManager([data_dir])
         self.replicas = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
         self.replicas.load(trio_ms())
+        lead_every_partition(self.replicas, trio_ms())
         self.admin = LocalTopicAdmin(
-            self.config, self.topics, self.logs, node_id=0, listener=self.replicas
+            self.config, self.topics, self.logs, node_id=0, listener=Leader(self.replicas, trio_ms)
         )
         counter = itertools.count(1)
         self.runtime = GroupCoordinatorRuntime(
@@ -107,12 +114,18 @@ class Node:
 
 @asynccontextmanager
 async def running(
-    data_dir: Path, runtime_options: dict[str, Any] | None = None, **overrides: str
+    data_dir: Path,
+    runtime_options: dict[str, Any] | None = None,
+    *,
+    lead: bool = True,
+    **overrides: str,
 ) -> AsyncIterator[Node]:
     node = Node(data_dir, runtime_options, **overrides)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(node.runtime.run)
+            if lead:
+                await coordinate_every_partition(node.runtime)
             yield node
             node.runtime.shutdown()
             nursery.cancel_scope.cancel()

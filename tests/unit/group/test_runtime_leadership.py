@@ -1,5 +1,5 @@
 """The coordinator follows the leadership of `__consumer_offsets` partitions (a cluster's
-runtime, `leads_every_partition=False`): nothing served before this broker leads, a partition
+runtime, `running(..., lead=False)`): nothing served before this broker leads, a partition
 loads when it is led (COORDINATOR_LOAD_IN_PROGRESS meanwhile), a resignation unloads it
 (NOT_COORDINATOR, parked requests answered), stale notifications and stale loads change
 nothing. MockClock, no sockets."""
@@ -25,7 +25,6 @@ from wirebroker.group.records import offset_commit_record
 from wirebroker.group.runtime import OFFSETS_TOPIC
 
 PARTITIONS = "4"
-CLUSTER = {"leads_every_partition": False}
 
 
 def group_in(partition: int, prefix: str = "g") -> str:
@@ -53,7 +52,9 @@ async def committed_alone(data: Path) -> None:
 async def test_nothing_is_served_before_this_broker_leads(
     tmp_path: Path, autojump_clock: object
 ) -> None:
-    async with running(tmp_path, CLUSTER, **{"offsets.topic.num.partitions": PARTITIONS}) as node:
+    async with running(
+        tmp_path, lead=False, **{"offsets.topic.num.partitions": PARTITIONS}
+    ) as node:
         node.create_topic("t")
         rt = node.runtime
         assert rt.find_coordinator(G) == E.NONE  # the handler asks who leads the partition
@@ -71,7 +72,7 @@ async def test_a_led_partition_loads_while_its_groups_wait(
     tmp_path: Path, autojump_clock: object
 ) -> None:
     await committed_alone(tmp_path)
-    async with running(tmp_path, CLUSTER) as node:
+    async with running(tmp_path, lead=False) as node:
         rt = node.runtime
         assert rt.core.config.num_partitions == 4  # the existing topic's count
         rt.on_became_leader(1, 3)
@@ -100,7 +101,9 @@ async def test_a_led_partition_loads_while_its_groups_wait(
 async def test_resignation_answers_parked_requests_and_drops_the_groups(
     tmp_path: Path, autojump_clock: object
 ) -> None:
-    async with running(tmp_path, CLUSTER, **{"offsets.topic.num.partitions": PARTITIONS}) as node:
+    async with running(
+        tmp_path, lead=False, **{"offsets.topic.num.partitions": PARTITIONS}
+    ) as node:
         node.create_topic("t")
         rt = node.runtime
         assert rt.ensure_offsets_topic() == E.NONE
@@ -140,7 +143,7 @@ async def test_stale_and_repeated_notifications_change_nothing(
     tmp_path: Path, autojump_clock: object
 ) -> None:
     await committed_alone(tmp_path)
-    async with running(tmp_path, CLUSTER) as node:
+    async with running(tmp_path, lead=False) as node:
         rt = node.runtime
         rt.on_became_leader(1, 5)
         await trio.testing.wait_all_tasks_blocked()
@@ -164,7 +167,7 @@ async def test_a_stale_load_does_not_install_its_result(
     tmp_path: Path, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await committed_alone(tmp_path)
-    async with running(tmp_path, CLUSTER) as node:
+    async with running(tmp_path, lead=False) as node:
         rt = node.runtime
         part = node.replicas.partition(OFFSETS_TOPIC, 1)
         assert part is not None
@@ -220,7 +223,9 @@ async def test_a_single_broker_leads_every_partition_from_the_start(
 
 
 async def test_shutdown_ignores_later_leadership(tmp_path: Path, autojump_clock: object) -> None:
-    async with running(tmp_path, CLUSTER, **{"offsets.topic.num.partitions": PARTITIONS}) as node:
+    async with running(
+        tmp_path, lead=False, **{"offsets.topic.num.partitions": PARTITIONS}
+    ) as node:
         rt = node.runtime
         rt.on_became_leader(1, 0)
         await trio.testing.wait_all_tasks_blocked()

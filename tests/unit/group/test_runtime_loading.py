@@ -13,6 +13,7 @@ from runtimekit import Member, Node, commit, deleted, describe, fetched, listed,
 
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
+from tests.unit.local_metadata import coordinator_loaded, lead_coordinator
 from wirebroker.group.messages import TopicPartitions
 from wirebroker.group.partitioning import partition_for
 from wirebroker.group.runtime import OFFSETS_TOPIC
@@ -123,7 +124,8 @@ async def test_requests_while_loading(
 
         monkeypatch.setattr(rt.runtime, "load_partition", gated)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(rt.run)
+            await nursery.start(rt.run)
+            lead_coordinator(rt)
             await trio.testing.wait_all_tasks_blocked()
             # every partition but the last is served; the last one is loading
             assert fetched(rt, early) == (E.NONE, {("t", 0): 1})
@@ -138,7 +140,7 @@ async def test_requests_while_loading(
                 resp["topics"][0]["partitions"][0]["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
             )
             gate.set()
-            await rt.loaded.wait()
+            await coordinator_loaded(rt)
             assert fetched(rt, late) == (E.NONE, {("t", 0): 2})
             assert listed(rt)["error_code"] == E.NONE
             nursery.cancel_scope.cancel()

@@ -150,8 +150,8 @@ async def test_leadership_lost_while_waiting_answers_not_coordinator(
     tmp_path: Path, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waiter = SlowReplication()
-    options = {"replication_waiter": waiter, "leads_every_partition": False}
-    async with running(tmp_path, options) as node:
+    options = {"replication_waiter": waiter}
+    async with running(tmp_path, options, lead=False) as node:
         node.create_topic("t")
         rt = node.runtime
         lagging_followers(node, monkeypatch)

@@ -170,7 +170,7 @@ async def test_marker_while_the_partition_loads(
     async with running(tmp_path, **overrides) as node:
         node.create_topic("t")
         assert errors(await node.runtime.txn_commit_offsets(txn_request(group, 8))) == [E.NONE]
-    async with running(tmp_path, {"leads_every_partition": False}, **overrides) as node:
+    async with running(tmp_path, lead=False, **overrides) as node:
         rt = node.runtime
         part = node.replicas.partition(OFFSETS_TOPIC, 1)
         assert part is not None

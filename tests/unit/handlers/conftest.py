@@ -36,7 +36,13 @@ import pytest
 from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.headers import RequestHeader
 from protocol.records import build_batch
-from tests.unit.local_metadata import LocalBrokerConfigs, LocalClusterView, LocalTopicAdmin
+from tests.unit.local_metadata import (
+    Leader,
+    LocalBrokerConfigs,
+    LocalClusterView,
+    LocalTopicAdmin,
+    lead_every_partition,
+)
 from wirebroker.config import BrokerConfig
 from wirebroker.handlers.context import RequestContext, Services
 from wirebroker.handlers.registry import HANDLERS, Later
@@ -75,7 +81,10 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
     logs = LogManager(log_dirs)
     replicas = ReplicaManager(config, logs, topics, node_id=config.node_id)
     replicas.load(clock())
-    admin = LocalTopicAdmin(config, topics, logs, node_id=config.node_id, listener=replicas)
+    lead_every_partition(replicas, clock())
+    admin = LocalTopicAdmin(
+        config, topics, logs, node_id=config.node_id, listener=Leader(replicas, clock)
+    )
     waiters = FetchWaiters()
     replicas.add_data_listener(waiters.notify)
     replicas.add_hw_listener(waiters.notify_hw)

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 import trio
 
+from tests.unit.local_metadata import coordinate_every_partition
 from wirebroker.group.runtime import GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
 
@@ -38,5 +39,6 @@ async def running_group_coordinator(
     )
     services.group_coordinator = runtime
     await nursery.start(runtime.run)
+    await coordinate_every_partition(runtime)
     yield runtime
     runtime.shutdown()

@@ -19,7 +19,7 @@ import wirebroker.handlers.produce  # noqa: F401  (registers the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
-from tests.unit.local_metadata import LocalClusterView
+from tests.unit.local_metadata import LocalClusterView, coordinate_every_partition
 from wirebroker.group.partitioning import partition_for
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
@@ -132,7 +132,9 @@ async def test_share_and_unknown_key_types(call: Any, coordinator: object) -> No
     assert old.error_code == E.INVALID_REQUEST and old.node_id == -1
 
 
-async def test_without_an_active_coordinator(call: Any, services: Services) -> None:
+async def test_without_an_active_coordinator(
+    call: Any, services: Services, nursery: trio.Nursery
+) -> None:
     resp = await call(FIND, 0, {"key": "g"})
     assert resp.error_code == E.COORDINATOR_NOT_AVAILABLE  # no coordinator at all
     runtime = GroupCoordinatorRuntime(
@@ -142,7 +144,8 @@ async def test_without_an_active_coordinator(call: Any, services: Services) -> N
     resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": ["g"]})
     assert resp.coordinators[0].error_code == E.COORDINATOR_NOT_AVAILABLE
     assert services.cluster.topic(OFFSETS_TOPIC) is None
-    await runtime.load()
+    await nursery.start(runtime.run)
+    await coordinate_every_partition(runtime)
     resp = await call(FIND, 6, {"key_type": 0, "coordinator_keys": ["g"]})
     assert resp.coordinators[0].error_code == 0
 
@@ -203,7 +206,6 @@ async def test_group_requests_where_this_broker_does_not_lead(
         services.replicas,
         admin=services.admin,
         clock=trio_ms,
-        leads_every_partition=False,
     )
     services.group_coordinator = runtime
     await nursery.start(runtime.run)

@@ -46,7 +46,11 @@ async def test_end_offset_for_current_epoch(call, services, version):
 
 async def test_unknown_epochs(call, services):
     services.admin.create_topic("t", 1, now_ms=services.clock())
-    p = await one(call, 4, body("t", [(0, 0)]))  # empty log: no epoch known
+    # an empty log whose leader recorded epoch 0 from offset 0 (as Kafka's makeLeader)
+    p = await one(call, 4, body("t", [(0, 0)]))
+    assert (p.error_code, p.leader_epoch, p.end_offset) == (ErrorCode.NONE, 0, 0)
+    services.replicas.partition("t", 0).log.truncate_fully_and_start_at(0)  # epochs forgotten
+    p = await one(call, 4, body("t", [(0, 0)]))  # no epoch known
     assert (p.error_code, p.leader_epoch, p.end_offset) == (ErrorCode.NONE, -1, -1)
 
 

@@ -20,6 +20,7 @@ import wirebroker.handlers.init_producer_id
 import wirebroker.handlers.list_transactions  # noqa: F401  (register the handlers)
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
+from tests.unit.local_metadata import lead_coordinator
 from wirebroker.group.partitioning import partition_for
 from wirebroker.handlers.context import Services
 from wirebroker.metadata.topic_admin import NewTopic
@@ -52,7 +53,6 @@ def _runtime(services: Services) -> TxnCoordinatorRuntime:
         admin=services.admin,
         producer_ids=services.producer_ids,
         clock=services.clock,
-        leads_every_partition=True,
         markers=Sink(),
     )
     services.txn_coordinator = rt
@@ -65,6 +65,7 @@ async def txn(services: Services) -> AsyncIterator[TxnCoordinatorRuntime]:
     rt = _runtime(services)
     async with trio.open_nursery() as nursery:
         await nursery.start(rt.run)
+        lead_coordinator(rt)
         await trio.testing.wait_all_tasks_blocked()
         yield rt
         nursery.cancel_scope.cancel()
@@ -296,6 +297,7 @@ async def test_end_txn_v5_below_transaction_version_2_is_v4(
     rt = _runtime(services)
     async with trio.open_nursery() as nursery:
         await nursery.start(rt.run)
+        lead_coordinator(rt)
         rt.ensure_topic()
         await trio.testing.wait_all_tasks_blocked()
         init = await call_with(

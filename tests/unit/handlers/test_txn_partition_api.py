@@ -21,7 +21,7 @@ import wirebroker.handlers.write_txn_markers  # noqa: F401  (registers the handl
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch
-from tests.unit.local_metadata import LocalClusterView
+from tests.unit.local_metadata import LocalClusterView, coordinate_every_partition
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
 from wirebroker.handlers.context import Services
 from wirebroker.replication.txn_verify import TxnOperation, TxnVerifier, producer_answer
@@ -405,6 +405,7 @@ async def test_txn_offsets_replayed_at_load(call, services, coordinator, nursery
     )
     services.group_coordinator = reloaded
     await nursery.start(reloaded.run)
+    await coordinate_every_partition(reloaded)
     assert await fetch(call, stable=False) == (5, 0)
     assert await fetch(call, stable=True) == (-1, E.UNSTABLE_OFFSET_COMMIT)
     await call(

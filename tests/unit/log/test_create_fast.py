@@ -28,7 +28,7 @@ from crash_fs import Crash, CrashingFileSystem
 from logtest_helpers import NOW, NoSyncFileSystem
 
 from protocol.records import build_batch, iter_batches
-from tests.unit.local_metadata import LocalTopicAdmin
+from tests.unit.local_metadata import Leader, LocalTopicAdmin, lead_every_partition
 from wirebroker.config import BrokerConfig
 from wirebroker.log import LogConfig, LogManager, StorageError
 from wirebroker.log.checkpoint import read_partition_metadata
@@ -66,8 +66,9 @@ class Broker:
         self.logs = LogManager(dirs, fs=fs or NoSyncFileSystem())
         self.rm = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
         self.rm.load(NOW)
+        lead_every_partition(self.rm, NOW)
         self.admin = LocalTopicAdmin(
-            self.config, self.topics, self.logs, node_id=0, listener=self.rm
+            self.config, self.topics, self.logs, node_id=0, listener=Leader(self.rm, lambda: NOW)
         )
 
 

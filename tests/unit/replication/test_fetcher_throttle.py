@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from protocol.records import build_batch
-from tests.unit.local_metadata import LocalTopicAdmin
+from tests.unit.local_metadata import Leader, LocalTopicAdmin, lead_every_partition
 from wirebroker.config import BrokerConfig
 from wirebroker.log.log_manager import LogManager
 from wirebroker.metadata.topic_store import TopicStore
@@ -41,7 +41,8 @@ def env(tmp_path: Path) -> Iterator[tuple[ReplicaManager, LeaderFetcherEnv]]:
     logs = LogManager([tmp_path])
     rm = ReplicaManager(config, logs, topics, node_id=0)
     rm.load(NOW)
-    admin = LocalTopicAdmin(config, topics, logs, node_id=0, listener=rm)
+    lead_every_partition(rm, NOW)
+    admin = LocalTopicAdmin(config, topics, logs, node_id=0, listener=Leader(rm, lambda: NOW))
     clock = Clock()
     manager = ReplicaFetcherManager(
         rm,

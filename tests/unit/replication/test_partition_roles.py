@@ -1,7 +1,7 @@
 """Leader / follower partitions in multi-broker mode: transitions, follower state, high
 watermark, ISR proposals (commit, reject, zombie), follower appends, the HW checkpoint.
 
-A real ReplicaManager over a LogManager in tmp_path, `replicated=True`, node 0; the time is
+A real ReplicaManager over a LogManager in tmp_path, node 0; the time is
 passed in (`now_ms`), nothing sleeps.
 """
 
@@ -69,7 +69,6 @@ class Env:
             self.topics,
             node_id=0,
             on_data=lambda t, i: self.data_events.append((t, i)),
-            replicated=True,
         )
         self.rm.add_hw_listener(lambda t, i: self.hw_events.append((t, i)))
         self.rm.add_role_listener(lambda p: self.roles.append((f"{p.topic}-{p.index}", p.role)))

@@ -9,7 +9,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from tests.unit.local_metadata import LocalTopicAdmin
+from tests.unit.local_metadata import Leader, LocalTopicAdmin, lead_every_partition
 from wirebroker.config import BrokerConfig
 from wirebroker.log.config import LogConfig
 from wirebroker.log.log_manager import LogManager
@@ -52,8 +52,9 @@ class Env:
             on_data=lambda t, i: self.events.append((t, i)),
         )
         self.rm.load(NOW)
+        lead_every_partition(self.rm, NOW)
         self.admin = LocalTopicAdmin(
-            self.config, self.topics, self.logs, node_id=0, listener=self.rm
+            self.config, self.topics, self.logs, node_id=0, listener=Leader(self.rm, lambda: NOW)
         )
 
     def reopen(self) -> None:
@@ -281,6 +282,7 @@ def test_delete_topic_removes_logs_and_metadata_and_wakes(env: Env) -> None:
 
 def test_append_advances_high_watermark_and_notifies(env: Env) -> None:
     env.admin.create_topic("t", 1, now_ms=NOW)
+    env.events.clear()  # the partition became leader
     p = env.rm.partition("t", 0)
     assert p is not None
     assert (p.high_watermark, p.log_end_offset, p.last_stable_offset) == (0, 0, 0)
@@ -360,6 +362,8 @@ def test_load_repairs_interrupted_create_and_delete(env: Env) -> None:
     )
     env.reopen()
     assert env.logs.get("stray", 0) is None
+    # The partition without a log is built once it has a role (ensure_partition creates the
+    # log: `lead_every_partition`, as the single broker's cluster layer does at start).
     assert [p.index for p in env.rm.partitions_of("keep")] == [0, 1]
     assert env.logs.get("keep", 1) is not None
 

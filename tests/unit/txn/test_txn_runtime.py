@@ -13,7 +13,12 @@ import trio
 
 from protocol.errors import ErrorCode as E
 from protocol.txn_records import decode_key, decode_value
-from tests.unit.local_metadata import LocalTopicAdmin
+from tests.unit.local_metadata import (
+    Leader,
+    LocalTopicAdmin,
+    lead_coordinator,
+    lead_every_partition,
+)
 from wirebroker.config import BrokerConfig
 from wirebroker.coordinator.log_reader import keyed_records
 from wirebroker.log.log_manager import LogManager
@@ -63,8 +68,13 @@ class Env:
         self.logs = LogManager([data])
         self.replicas = ReplicaManager(self.config, self.logs, self.topics, node_id=0)
         self.replicas.load(self.clock())
+        lead_every_partition(self.replicas, self.clock())
         self.admin = LocalTopicAdmin(
-            self.config, self.topics, self.logs, node_id=0, listener=self.replicas
+            self.config,
+            self.topics,
+            self.logs,
+            node_id=0,
+            listener=Leader(self.replicas, self.clock),
         )
         self.sink = FakeSink()
 
@@ -75,7 +85,6 @@ class Env:
             admin=self.admin,
             producer_ids=ProducerIdManager(self.topics),
             clock=self.clock,
-            leads_every_partition=True,
             markers=self.sink,
         )
 
@@ -114,6 +123,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
 
 async def _started(rt: TxnCoordinatorRuntime, nursery: trio.Nursery) -> TxnCoordinatorRuntime:
     await nursery.start(rt.run)
+    lead_coordinator(rt)
     await trio.testing.wait_all_tasks_blocked()
     assert rt.ensure_topic() is E.NONE
     return rt
@@ -270,6 +280,7 @@ async def test_no_state_topic_answers_coordinator_not_available(env: Env) -> Non
     async with trio.open_nursery() as nursery:
         rt = env.runtime()
         await nursery.start(rt.run)
+        lead_coordinator(rt)
         await _settle()
         init = await rt.init_producer_id("tx", 60_000, None)
         assert init.error is E.COORDINATOR_NOT_AVAILABLE
@@ -356,6 +367,7 @@ class Replicated:
             markers=env.sink,
         )
         env.replicas.add_role_listener(self._role)
+        env.admin.listener = env.replicas  # the partitions' roles come from `lead` only
         self.partition_epoch = 0
 
     def _role(self, part: Partition) -> None:

@@ -1,0 +1,137 @@
+"""The controller reads ZooKeeper once when it starts, then only what changed (Kafka's
+ZooKeeper-mode controller keeps its ControllerContext in memory): the reads of each pass,
+counted through the in-memory ZooKeeper's client."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+from test_controller_runtime import Member, settle, setup, state
+
+from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.controller import ZkController
+from wirebroker.coordination.api import Create, SetData, Stat
+from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
+from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
+
+PARTITIONS = 6
+
+
+class Reads:
+    """The paths a client reads (get, exists, get_children), in order."""
+
+    def __init__(self, coord: MemoryCoordination) -> None:
+        self.paths: list[str] = []
+        for name in ("get", "exists", "get_children"):
+            real = getattr(coord, name)
+
+            async def recorded(path: str, *args: object, _real: object = real) -> object:
+                self.paths.append(path)
+                return await _real(path, *args)  # type: ignore[operator]
+
+            setattr(coord, name, recorded)
+
+    def take(self) -> list[str]:
+        out, self.paths = self.paths, []
+        return out
+
+
+def states_read(paths: list[str]) -> list[str]:
+    return [p for p in paths if p.endswith("/state")]
+
+
+async def isr_change(coord: MemoryCoordination, index: int, isr: tuple[int, ...]) -> None:
+    """What a leader's `IsrWriter` writes: the state at its version and, in the same multi,
+    the ISR change notification."""
+    data, stat = await coord.get(zl.state_path("t", index))
+    old = zl.decode_partition_state("t", index, data)
+    new = PartitionState(old.leader, old.leader_epoch, isr, old.controller_epoch)
+    [written, _created] = await coord.multi(
+        [
+            SetData(zl.state_path("t", index), zl.encode_partition_state(new), stat.version),
+            Create(zl.ISR_CHANGE_PREFIX, zl.encode_preferred_election([("t", index)]), True),
+        ]
+    )
+    assert isinstance(written, Stat)
+
+
+async def test_after_the_first_load_a_pass_reads_only_what_changed() -> None:
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        admin, brokers = MemoryCoordination(server), MemoryCoordination(server)
+        controller_coord = MemoryCoordination(server)
+        one = MemoryCoordination(server)  # broker 1 alone in its session: it can die
+        for coord in (admin, brokers, controller_coord, one):
+            await nursery.start(coord.run)
+        version = await setup(admin, [])
+        await brokers.create(zl.broker_path(2), b"{}", ephemeral=True)
+        await brokers.create(zl.broker_path(3), b"{}", ephemeral=True)
+        await one.create(zl.broker_path(1), b"{}", ephemeral=True)
+        replicas = {i: (1, 2, 3) for i in range(PARTITIONS)}
+        await admin.create(zl.topic_path("t"), zl.encode_topic(TopicAssignment(replicas)))
+        reads = Reads(controller_coord)
+        controller = ZkController(Member(controller_coord), 2, version)
+        nursery.start_soon(controller.run)
+        await settle()
+        # Becoming controller: one load of everything (the states created here were written
+        # by the controller itself: recorded, not read back).
+        first = reads.take()
+        assert zl.topic_path("t") in first and zl.BROKER_TOPICS in first
+        assert controller.context.states[("t", 0)].state == PartitionState(1, 0, (1, 2, 3), 2)
+
+        # A leader's ISR change: the pass reads that notification and that partition only.
+        await isr_change(admin, 4, (1, 2))
+        await settle()
+        paths = reads.take()
+        assert states_read(paths) == [zl.state_path("t", 4)], paths
+        assert [p for p in paths if not p.endswith("/state")] == [
+            p for p in paths if p.startswith(zl.ISR_CHANGE_PREFIX)
+        ], paths
+        assert len([p for p in paths if p.startswith(zl.ISR_CHANGE_PREFIX)]) == 1
+        assert await admin.get_children(zl.ISR_CHANGE_NOTIFICATION) == []  # deleted once read
+        assert controller.context.states[("t", 4)].state == PartitionState(1, 0, (1, 2), 2)
+
+        # A broker failure: /brokers/ids re-read, no topic and no state read; the elections
+        # use the ISR the notification brought (t-4: 3 is out of it).
+        server.expire_session(one.session_id)
+        await settle()
+        paths = reads.take()
+        assert states_read(paths) == [] and zl.topic_path("t") not in paths, paths
+        assert zl.BROKER_IDS in paths
+        assert await state(admin, "t", 4) == PartitionState(2, 1, (2,), 2)
+        for index in (0, 1, 2, 3, 5):
+            assert await state(admin, "t", index) == PartitionState(2, 1, (2, 3), 2)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_write_refused_by_its_version_reads_that_partition_again() -> None:
+    """A state changed behind the controller's back (no notification): its conditional write
+    is refused, the controller reads only that partition again and decides again."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        admin, brokers = MemoryCoordination(server), MemoryCoordination(server)
+        controller_coord, one = MemoryCoordination(server), MemoryCoordination(server)
+        for coord in (admin, brokers, controller_coord, one):
+            await nursery.start(coord.run)
+        version = await setup(admin, [])
+        await brokers.create(zl.broker_path(2), b"{}", ephemeral=True)
+        await brokers.create(zl.broker_path(3), b"{}", ephemeral=True)
+        await one.create(zl.broker_path(1), b"{}", ephemeral=True)
+        replicas = {i: (1, 2, 3) for i in range(PARTITIONS)}
+        await admin.create(zl.topic_path("t"), zl.encode_topic(TopicAssignment(replicas)))
+        reads = Reads(controller_coord)
+        controller = ZkController(Member(controller_coord), 2, version)
+        nursery.start_soon(controller.run)
+        await settle()
+        reads.take()
+        _data, stat = await admin.get(zl.state_path("t", 3))
+        behind = PartitionState(1, 0, (1, 3), 2)  # 2 left the ISR; nobody told the controller
+        await admin.set(zl.state_path("t", 3), zl.encode_partition_state(behind), stat.version)
+        server.expire_session(one.session_id)
+        await settle()
+        paths = reads.take()
+        assert states_read(paths) == [zl.state_path("t", 3)], paths
+        assert await state(admin, "t", 3) == PartitionState(3, 1, (3,), 2)  # from the re-read
+        assert controller.context.states[("t", 3)].state == PartitionState(3, 1, (3,), 2)
+        assert await state(admin, "t", 0) == PartitionState(2, 1, (2, 3), 2)
+        nursery.cancel_scope.cancel()

@@ -10,7 +10,8 @@ from offset 0 (assign, no group). Reports the median of the rounds, records/s an
 (10^6 bytes), and SSL / PLAINTEXT. TLS 1.3 (the client's and the broker's default), an
 EC P-256 certificate.
 
-    python tools/bench/bench_tls.py [--rounds 3] [--count 200000] [--size 100] [--size2 10240]
+    python tools/bench/bench_tls.py [--rounds 3] [--count 200000] [--size 100]
+                                    [--count2 20000] [--size2 10240]
 """
 
 from __future__ import annotations
@@ -86,10 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=200_000, help="records of --size per run")
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--size2", type=int, default=10_240, help="a second size (0: none)")
+    ap.add_argument("--count2", type=int, default=20_000, help="records of --size2 per run")
     args = ap.parse_args(argv)
     sizes = [(args.count, args.size)]
     if args.size2:
-        sizes.append((max(1, args.count * args.size // args.size2), args.size2))
+        sizes.append((args.count2, args.size2))
     handle = BrokerHandle(security="SSL").start()
     try:
         assert handle.secured is not None and handle.secured.ca is not None

@@ -1,6 +1,7 @@
-"""librdkafka's own test 0081 (tests/0081-admin.c), its SCRAM part (`do_test_UserScramCredentials`),
-as confluent-kafka's AdminClient exercises it: the same steps and assertions, written here in
-Python against a wirebroker (compat/librdkafka-0081/FINDINGS.md says what of 0081 is covered).
+"""librdkafka's own test 0081 (tests/0081-admin.c), its SCRAM part
+(`do_test_UserScramCredentials`), as confluent-kafka's AdminClient exercises it: the same steps
+and assertions, written here in Python, against a wirebroker and against Apache Kafka 4.4, the
+oracle (compat/librdkafka-0081/FINDINGS.md says what of 0081 is covered).
 
 The steps, run three times in 0081 (main queue, temp queue, and with NUL bytes inside the
 password and salt; here: plain and NUL bytes): describe an unknown user -> one description, its
@@ -29,8 +30,13 @@ from wirebroker.testing import running
 TIMEOUT_S = 30
 
 
-@pytest.fixture(scope="module")
-def admin() -> Iterator[AdminClient]:
+@pytest.fixture(scope="module", params=["wirebroker", "kafka"])
+def admin(request: pytest.FixtureRequest) -> Iterator[AdminClient]:
+    """An AdminClient of a wirebroker, and of Apache Kafka 4.4 (the oracle: the same
+    assertions hold there, as 0081 expects of a Kafka >= 2.7)."""
+    if request.param == "kafka":
+        yield AdminClient({"bootstrap.servers": request.getfixturevalue("apache_kafka")})
+        return
     with running() as broker:
         yield AdminClient({"bootstrap.servers": broker.bootstrap})
 

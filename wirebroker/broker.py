@@ -92,6 +92,7 @@ from wirebroker.admin.listen import parse_admin_listeners
 from wirebroker.admin.routes import Routes
 from wirebroker.cluster.controller import ZkController
 from wirebroker.cluster.local_cluster import LocalCluster
+from wirebroker.cluster.zk_acls import ZkAcls
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
@@ -123,12 +124,15 @@ from wirebroker.net.endpoints import BrokerEndpoints
 from wirebroker.net.server import KafkaServer
 from wirebroker.replication.broker_client import SECURITY as PEER_SECURITY
 from wirebroker.replication.delayed_produce import ProduceWaiters
+from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.fetcher import ReplicaFetcherManager
 from wirebroker.replication.partition import Partition, Role
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
 from wirebroker.replication.txn_verify import TxnVerifier
+from wirebroker.security.acls import Authorizer, NoAuthorizer
+from wirebroker.security.authorizer import authorizer_from_config
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
@@ -324,6 +328,8 @@ class Broker:
             txn_coordinator=self.txn_coordinator,
             broker_configs=_broker_configs(self, config, node_id),
             scram_users=_scram_users(self),
+            authorizer=_authorizer(self, config),
+            fetch_sessions=FetchSessions.from_config(config),
         )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
@@ -517,6 +523,8 @@ class Broker:
                     if self.member is not None:
                         await nursery.start(_run_in, member_scope, self.member.run)
                     await nursery.start(self.services.scram_users.run)  # before any login
+                    if isinstance(self.services.authorizer, ZkAcls):
+                        await nursery.start(self.services.authorizer.run)  # before any request
                     self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
@@ -532,6 +540,8 @@ class Broker:
                     log.info("shutting down")
                     member_scope.cancel()
                     self.services.scram_users.close()
+                    if isinstance(self.services.authorizer, ZkAcls):
+                        self.services.authorizer.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
@@ -669,6 +679,22 @@ def _scram_users(broker: Broker) -> ScramUsers:
         return LocalScramUsers()
     store = broker.topics if broker.local_cluster is not None else None
     return ZkScramUsers(broker.coordination, store=store)
+
+
+def _authorizer(broker: Broker, config: BrokerConfig) -> Authorizer:
+    """`authorizer.class.name` (Kafka's names, docs/security.md): none (every check passes,
+    the ACL APIs SECURITY_DISABLED), else an `AclAuthorizer` kept in ZooKeeper
+    (wirebroker.cluster.zk_acls: a single broker's in-process one, kept in its topic store)."""
+    try:
+        acls = authorizer_from_config(config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if acls is None:
+        return NoAuthorizer()
+    if broker.coordination is None:
+        return acls
+    store = broker.topics if broker.local_cluster is not None else None
+    return ZkAcls(broker.coordination, acls, store=store)
 
 
 def _sasl_asks_scram_users(endpoints: BrokerEndpoints, users: ScramUsers) -> None:

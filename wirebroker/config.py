@@ -431,6 +431,24 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # incremental fetch sessions (KIP-227): wirebroker.replication.fetch_sessions
+        ConfigDef(
+            "max.incremental.fetch.session.cache.slots",
+            _T.INT,
+            "1000",
+            "fetch sessions the broker keeps (8 shards of slots // 8 each: fewer than 8, none)",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef(
+            "min.incremental.fetch.session.eviction.ms",
+            _T.LONG,
+            "120000",
+            "how long a session is safe from eviction after its creation and before it is "
+            "stale (wirebroker's: Kafka fixes it at 120000)",
+            minimum=0,
+            read_only=True,
+        ),
         # replication throttles (KIP-73): the windows their byte rates are measured over
         ConfigDef(
             "replication.quota.window.num",
@@ -815,8 +833,9 @@ class BrokerConfig:
         return self.get_int("socket.request.max.bytes")
 
 
-#: The listener and security settings read by wirebroker/listeners.py, wirebroker/net/endpoints.py
-#: and wirebroker/security/tls.py (docs/security.md), straight from the static values.
+#: The listener and security settings read by wirebroker/listeners.py, wirebroker/net/endpoints.py,
+#: wirebroker/security/tls.py and wirebroker/security/authorizer.py (docs/security.md),
+#: straight from the static values.
 _SECURITY_KEYS = frozenset(
     {
         "listener.security.protocol.map",
@@ -825,6 +844,9 @@ _SECURITY_KEYS = frozenset(
         "controller.listener.names",
         "connections.max.reauth.ms",
         "connection.failed.authentication.delay.ms",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
     }
 )
 

@@ -95,15 +95,6 @@ _PRODUCE_REASONS = (
 
 _FETCH_REASONS = (
     Reason(
-        "fetch-sessions",
-        "not-built",
-        "Consumer fetch sessions (KIP-227): Kafka gives a session id to a Fetch with session "
-        "epoch 0 and serves the incremental fetch that follows; wirebroker makes sessions for "
-        "follower brokers only, answers session_id 0 and FETCH_SESSION_ID_NOT_FOUND (issue 35).",
-        steps="fetch.session_*",
-        api=FETCH,
-    ),
-    Reason(
         "fetch-before-marker",
         "kafka",
         "A fetch from offset 0 of a partition holding a transaction's batch and then its "
@@ -234,8 +225,9 @@ _CONFIG_REASONS = (
         "not-built",
         "Broker configs Kafka has and wirebroker does not (KRaft, SASL/SSL, quotas, share and "
         "streams groups, tiered storage's broker side, thread pools and the rest: about 260); "
-        "and the 8 wirebroker has and Kafka 4.4 does not (ZooKeeper, admin.listeners, "
-        "cluster.id, transaction.version...). Every topic config of Kafka 4.4 is there.",
+        "and the 9 wirebroker has and Kafka 4.4 does not (ZooKeeper, admin.listeners, "
+        "cluster.id, transaction.version, min.incremental.fetch.session.eviction.ms...). "
+        "Every topic config of Kafka 4.4 is there.",
         path=r"re:.*\.configs\[name=[^\]]*\]",
         steps="configs.broker_*",
         api=DESCRIBE_CONFIGS,

@@ -470,12 +470,27 @@ async def test_followers_fetch_in_a_session_naming_only_what_moved(
         assert any(TOPIC in named for named in incremental), sent
         # the leader loses every session: the follower's next Fetch is refused, a new one opens
         old = fetcher.session_id
-        cluster.nodes[0].broker.services.fetch_sessions._sessions.clear()
+        cluster.nodes[0].broker.services.fetch_sessions.clear()
         with trio.fail_after(DEADLINE_S):
             assert await produce(cluster, 0, [b"after"]) == (ErrorCode.NONE, 3)
         await eventually(lambda: fetcher.session_id not in (0, old), "a new fetch session")
         await eventually(lambda: part(cluster, 2).high_watermark == 4, "follower HW")
         assert committed_bytes(part(cluster, 2)) == committed_bytes(part(cluster, 0))
+        assert (0, 0) in {(s, e) for s, e, _n in sent[-3:]}  # NOT_FOUND: nothing to close
+        # a session the leader still holds but at another epoch: INVALID_FETCH_SESSION_EPOCH,
+        # then the full Fetch names it (epoch 0) and the leader closes it (Kafka's
+        # nextCloseExisting): sessions are bound to their id only, none is left behind
+        sessions = cluster.nodes[0].broker.services.fetch_sessions
+        old = fetcher.session_id
+        held = sessions.get(old)
+        assert held is not None
+        held.epoch += 7
+        with trio.fail_after(DEADLINE_S):
+            assert await produce(cluster, 0, [b"again"]) == (ErrorCode.NONE, 4)
+        await eventually(lambda: fetcher.session_id not in (0, old), "another fetch session")
+        assert (old, 0) in {(s, e) for s, e, _n in sent}
+        assert sessions.get(old) is None
+        await eventually(lambda: part(cluster, 2).high_watermark == 5, "follower HW")
 
 
 async def test_a_fetch_past_its_timeout_is_dropped_and_replication_goes_on(

@@ -1,8 +1,9 @@
 """An ACL authorizer as Apache Kafka 4.4's StandardAuthorizer: the same ACL requests and the
 same assertions against a Kafka started with it (`authorizer.class.name`, super.users=User:admin,
 allow.everyone.if.no.acl.found=true, so that its own PLAINTEXT traffic, User:ANONYMOUS, keeps
-working) and against wirebroker's `AclAuthorizer` (wirebroker/security/authorizer.py, driven
-directly until a broker is configured with it; the broker joins `acl_api` then).
+working), against wirebroker's `AclAuthorizer` (wirebroker/security/authorizer.py) driven
+directly, and against a wirebroker with the same settings (its ACLs in ZooKeeper, the
+handlers' checks).
 
 - CreateAcls: Kafka's checks in its order and texts (CLUSTER name, empty name, unknown codes,
   principal, host, CIDR); a creation with an ANY/MATCH code fails the whole request,
@@ -29,6 +30,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.security.acls import AclBinding, AclBindingFilter, AclOperation
 from wirebroker.security.authorizer import AclAuthorizer
+from wirebroker.testing import running
 
 SETTINGS = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -217,10 +219,18 @@ def kafka_with_authorizer() -> Iterator[str]:
         yield kafka.bootstrap
 
 
-@pytest.fixture(params=["apache-kafka", "core"])
+@pytest.fixture(scope="module")
+def wirebroker_with_authorizer() -> Iterator[str]:
+    with running(overrides=SETTINGS) as broker:
+        yield broker.bootstrap
+
+
+@pytest.fixture(params=["apache-kafka", "core", "wirebroker"])
 def acl_api(request: pytest.FixtureRequest) -> AclApi:
     if request.param == "core":
         return CoreAcls()
+    if request.param == "wirebroker":
+        return KafkaAcls(str(request.getfixturevalue("wirebroker_with_authorizer")))
     return KafkaAcls(str(request.getfixturevalue("kafka_with_authorizer")))
 
 
@@ -391,7 +401,7 @@ def test_decisions_on_a_topic(
     acl_api: AclApi, unique: str, acls: list[dict[str, Any]], expected: set[int]
 ) -> None:
     topic = f"d{unique}"
-    if isinstance(acl_api, KafkaAcls):
+    if isinstance(acl_api, KafkaAcls):  # Kafka or a wirebroker
         with Wire(acl_api.bootstrap) as wire:
             wire.create_topic(topic)
     made = []

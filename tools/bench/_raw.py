@@ -269,3 +269,58 @@ def create_until_led(port: int, topic: str, partitions: int, timeout: float = 12
                 return time.perf_counter() - t0
             time.sleep(0.002)
     raise RuntimeError(f"{topic}: not every partition led within {timeout:.0f} s")
+
+
+def create_until_writable(port: int, topic: str, partitions: int, timeout: float = 120.0) -> float:
+    """Seconds from sending CreateTopics (as `create_until_led`) until every partition has
+    acknowledged a Produce (acks=1, one 100 B record each; one request names every partition
+    not yet written, sent again at once for those refused): when the topic takes writes. A
+    KRaft Kafka shows leaders before its broker has made the logs (`create_until_led`); a
+    Produce waits for them."""
+    from protocol.codec import decode_response, encode_request
+    from protocol.records import build_batch
+
+    batch = build_batch([(None, b"x" * 100)])
+    create = {
+        "topics": [
+            {
+                "name": topic,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        "timeout_ms": int(timeout * 1000),
+        "validate_only": False,
+    }
+    pending = set(range(partitions))
+    with socket.create_connection(("127.0.0.1", port), timeout) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        t0 = time.perf_counter()
+        sock.sendall(encode_request(19, 7, 1, "bench-create", create))
+        (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+        _cid, resp = decode_response(19, 7, _recv_exact(sock, size))
+        if resp.topics[0].error_code != 0:
+            raise RuntimeError(f"CreateTopics {topic}: error {resp.topics[0].error_code}")
+        cid = 1
+        while pending and time.perf_counter() - t0 < timeout:
+            cid += 1
+            parts = [{"index": p, "records": batch} for p in sorted(pending)]
+            body = {
+                "acks": 1,
+                "timeout_ms": 30000,
+                "topic_data": [{"name": topic, "partition_data": parts}],
+            }
+            sock.sendall(encode_request(0, 9, cid, "bench-create", body))
+            (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+            _cid, produced = decode_response(0, 9, _recv_exact(sock, size))
+            for topic_resp in produced.responses:
+                for part in topic_resp.partition_responses:
+                    if part.error_code == 0:
+                        pending.discard(part.index)
+            if pending:
+                time.sleep(0.002)
+        if pending:
+            raise RuntimeError(f"{topic}: {len(pending)} partitions took no write in {timeout} s")
+        return time.perf_counter() - t0

@@ -189,6 +189,7 @@ def measures(sizes: Sizes) -> list[Measure]:
         Measure("raw_f_cpu", "... broker CPU per MB", "ms", False),
         Measure("wide_create", f"create a {sizes.partitions:,}-partition topic", "s", False),
         Measure("wide_led", "... and another until each partition has a leader (3)", "s", False),
+        Measure("wide_writable", "... and a third until each takes a produce (3)", "s", False),
         Measure("wide_rss", "RSS after it", "MB", False),
         Measure("wide_meta", "Metadata of that topic", "ms", False),
         Measure("conn_open", f"open {sizes.connections:,} idle connections", "s", False),
@@ -340,6 +341,7 @@ def run_round(broker: AnyBroker, sizes: Sizes, record: Callable[[str, float], No
     record("wide_rss", broker.rss() / 1e6)
     record("wide_meta", metadata_latency(broker.port, "wide") * 1000)
     record("wide_led", _raw.create_until_led(broker.port, "wide2", sizes.partitions))
+    record("wide_writable", _raw.create_until_writable(broker.port, "wide3", sizes.partitions))
 
     seconds, socks = open_idle_connections(broker.port, sizes.connections)
     try:
@@ -454,7 +456,9 @@ def render(
         "raw CreateTopics v7 of a second such topic until the broker's Metadata shows every "
         "partition with a leader (`_raw.create_until_led`): a KRaft Kafka answers CreateTopics "
         "once its controller has committed the topic, before its broker has created the "
-        "logs; wirebroker answers once the logs exist and are durable.",
+        "logs; wirebroker answers once the logs exist and are durable. The third row "
+        "(`_raw.create_until_writable`) waits until every partition has acknowledged a "
+        "produce: the logs exist on both brokers then.",
     ]
     ready = samples.get("ready_line", {}).get("wirebroker", [])
     if ready:

@@ -32,6 +32,12 @@ Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base uni
     wirebroker_successful_authentications_total{listener,mechanism} counter (Kafka's
     wirebroker_failed_authentications_total{listener,mechanism}     successful- / failed-
                                                                     authentication-total; SASL)
+    wirebroker_fetch_sessions                                       gauge (Kafka's
+                                                                    NumIncrementalFetchSessions)
+    wirebroker_fetch_session_partitions_cached                      gauge (Kafka's NumIncremental-
+                                                                    FetchPartitionsCached)
+    wirebroker_fetch_session_evictions_total                        counter (Kafka's Incremental-
+                                                                    FetchSessionEvictionsPerSec)
 
 Internal topics (`__consumer_offsets`: 50 partitions) get the topic-level series only; their
 partitions count in the under-replicated and offline totals. Listed partition by partition
@@ -61,6 +67,7 @@ from wirebroker.admin.routes import Request, Response
 from wirebroker.admin.state import AdminSources, snapshot
 from wirebroker.handlers.registry import api_name
 from wirebroker.handlers.stats import LATENCY_BOUNDS_S, RequestStats
+from wirebroker.replication.fetch_sessions import FetchSessions
 
 __all__ = ["CONTENT_TYPE", "BrokerCollector", "metrics_registry", "metrics_route"]
 
@@ -82,13 +89,37 @@ def _error_name(code: int) -> str:
 class BrokerCollector(Collector):
     """Yields the metric families of one snapshot (see the module docstring)."""
 
-    def __init__(self, state: Callable[[], dict[str, Any]], stats: RequestStats) -> None:
+    def __init__(
+        self,
+        state: Callable[[], dict[str, Any]],
+        stats: RequestStats,
+        sessions: FetchSessions | None = None,
+    ) -> None:
         self.state = state
         self.stats = stats
+        self.sessions = sessions
 
     def collect(self) -> Iterator[Metric]:
         yield from self._requests()
         yield from self._from_state(self.state())
+        if self.sessions is not None:
+            yield from self._fetch_sessions(self.sessions)
+
+    def _fetch_sessions(self, sessions: FetchSessions) -> Iterator[Metric]:
+        """The fetch-session cache (KIP-227, wirebroker.replication.fetch_sessions)."""
+        yield GaugeMetricFamily(
+            "wirebroker_fetch_sessions", "Incremental fetch sessions cached", len(sessions)
+        )
+        yield GaugeMetricFamily(
+            "wirebroker_fetch_session_partitions_cached",
+            "Partitions of the cached fetch sessions (their sizes when last used)",
+            sessions.partitions_cached,
+        )
+        yield CounterMetricFamily(
+            "wirebroker_fetch_session_evictions",
+            "Fetch sessions evicted to make room for new ones",
+            sessions.evictions,
+        )
 
     def _requests(self) -> Iterator[Metric]:
         stats = self.stats
@@ -269,7 +300,10 @@ def _bound(bound: float) -> str:
 def metrics_registry(sources: AdminSources, *, process: bool = True) -> CollectorRegistry:
     """A registry of its own: the broker's collector (+ the process collector)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(lambda: snapshot(sources), sources.services.stats))
+    services = sources.services
+    registry.register(
+        BrokerCollector(lambda: snapshot(sources), services.stats, services.fetch_sessions)
+    )
     if process:
         ProcessCollector(registry=registry)
     return registry

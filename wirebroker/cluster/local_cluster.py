@@ -24,6 +24,9 @@ fails the start)::
                                                   (wirebroker.dynamic_configs), when set
     /config/users/<user>                          the store's user configs (SCRAM credentials,
                                                   wirebroker.cluster.zk_scram_users), when set
+    /kafka-acl/..., /kafka-acl-extended/prefixed/...
+                                                  the store's ACL nodes
+                                                  (wirebroker.cluster.zk_acls), when set
 
 So the member finds every topic with a leader and the controller finds nothing to elect:
 nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
@@ -61,6 +64,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.zk_acls import acl_node_parents
 from wirebroker.cluster.zk_metadata_cache import mirrored_info
 from wirebroker.coordination.api import Create, Op
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
@@ -98,6 +102,7 @@ def seed_ops(
     epoch_of: Callable[[str, int], int],
     broker_configs: Mapping[str, Mapping[str, str]] | None = None,
     user_configs: Mapping[str, Mapping[str, str]] | None = None,
+    acl_nodes: Mapping[str, str] | None = None,
 ) -> Iterator[Op]:
     """The creates of the tree described in the module docstring, parents first (made as
     they are consumed). `epoch_of(topic, partition)`: the latest leader epoch of the
@@ -113,6 +118,11 @@ def seed_ops(
         yield Create(zl.CONFIG_USERS)
         for user, configs in sorted(user_configs.items()):
             yield Create(zl.user_config_path(user), user_node(configs))
+    if acl_nodes:
+        for parent in acl_node_parents(acl_nodes):
+            yield Create(parent)
+        for path, data in sorted(acl_nodes.items()):
+            yield Create(path, data.encode())
     yield Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
@@ -163,6 +173,7 @@ class LocalCluster:
             epoch_of,
             store.broker_configs(),
             store.user_configs(),
+            store.acl_nodes(),
         )
         # In bounded transactions, made as they go: all at once would keep every op and undo
         # record alive together, long enough for the garbage collector to walk them again

@@ -5,6 +5,7 @@
     wirebroker group list|describe|reset-offsets|delete ...
     wirebroker cluster info
     wirebroker user list|scram-set|scram-delete ...
+    wirebroker acl list|add|remove ...
     wirebroker dump-log DIR
     wirebroker data path|reset
 
@@ -23,9 +24,10 @@ Logs of the client library are silenced unless `--debug`.
 
 Layout: this module only builds the argparse subcommands (cheap: nothing heavy is imported, so
 `wirebroker serve` starts as fast as before); `run()` imports the implementing module
-(`topic`, `records`, `group`, `user`, `info`, `data`, `dump_log`) when the command runs, and those
-import kafka-python and rich. `_kafka` holds the client plumbing (bootstrap, error text),
-`_output` the table/JSON rendering, `CliError` the one-line failure.
+(`topic`, `records`, `group`, `user`, `acl`, `info`, `data`, `dump_log`) when the command
+runs, and those import kafka-python and rich. `_kafka` holds the client plumbing (bootstrap,
+`--command-config`, error text), `_output` the table/JSON rendering, `CliError` the one-line
+failure.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WIREBROKER_BOOTSTRAP"
 
 #: The top-level commands this package adds (cli.py routes them here).
-COMMANDS = ("topic", "produce", "consume", "group", "user", "dump-log", "data")
+COMMANDS = ("topic", "produce", "consume", "group", "user", "acl", "dump-log", "data")
 
 _Subparsers = argparse._SubParsersAction
 
@@ -71,6 +73,12 @@ def _client_options(*, output: bool = True) -> argparse.ArgumentParser:
         default=10.0,
         metavar="S",
         help="seconds to wait for the bootstrap and for each request (default 10)",
+    )
+    group.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client properties, as Kafka's tools take them: security.protocol, "
+        "sasl.mechanism, sasl.jaas.config (username, password), ssl.truststore.location (PEM)",
     )
     if output:
         group.add_argument(
@@ -123,6 +131,7 @@ def add_parsers(commands: _Subparsers) -> None:
     _add_consume(commands)
     _add_group(commands, client)
     _add_user(commands, client)
+    _add_acl(commands, client)
     _add_dump_log(commands)
     _add_data(commands)
 
@@ -479,6 +488,43 @@ def _add_user(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
     delete.add_argument("user", metavar="USER")
     delete.add_argument("-m", "--mechanism", choices=mechanisms, default="SCRAM-SHA-256")
     delete.set_defaults(handler="user:scram_delete")
+
+
+def _acl_resource_options(parser: argparse.ArgumentParser, *, patterns: tuple[str, ...]) -> None:
+    which = parser.add_argument_group("resource (one of)")
+    which.add_argument("--topic", metavar="T")
+    which.add_argument("--group", metavar="G")
+    which.add_argument("--transactional-id", metavar="X")
+    which.add_argument("--cluster", action="store_true", help="the cluster (kafka-cluster)")
+    parser.add_argument("--resource-pattern-type", choices=patterns, type=str.lower)
+
+
+def _add_acl(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
+    acl = commands.add_parser(
+        "acl", help="ACLs: list, add and remove them (Kafka's ACL APIs, kafka-acls' options)"
+    )
+    sub = acl.add_subparsers(dest="acl_command", metavar="ACTION", required=True)
+    lst = sub.add_parser("list", parents=[client], help="ACLs (all, or of one resource)")
+    _acl_resource_options(lst, patterns=("any", "match", "literal", "prefixed"))
+    lst.add_argument("--principal", help="only this principal's (User:alice)")
+    lst.set_defaults(handler="acl:list_acls")
+    for name, verb, handler in (
+        ("add", "add ACLs: each principal x each operation on the resource", "acl:add"),
+        ("remove", "remove the matching ACLs", "acl:remove"),
+    ):
+        action = sub.add_parser(name, parents=[client], help=verb, description=verb)
+        _acl_resource_options(action, patterns=("literal", "prefixed"))
+        action.add_argument("--allow-principal", action="append", metavar="P")
+        action.add_argument("--deny-principal", action="append", metavar="P")
+        action.add_argument("--host", default="*", help="the client host (default *)")
+        action.add_argument(
+            "--operation",
+            action="append",
+            metavar="OP",
+            help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
+            "DescribeConfigs, AlterConfigs, IdempotentWrite, All (repeatable; add: All)",
+        )
+        action.set_defaults(handler=handler)
 
 
 def _add_dump_log(commands: _Subparsers) -> None:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from wirebroker.ctl import CliError
@@ -26,12 +28,44 @@ def _ms(args: argparse.Namespace) -> int:
 
 
 def common_config(args: argparse.Namespace) -> dict[str, Any]:
-    return {
+    config = {
         "bootstrap_servers": [s.strip() for s in args.bootstrap.split(",") if s.strip()],
         "client_id": "wirebroker-cli",
         "bootstrap_timeout_ms": _ms(args),
         "request_timeout_ms": _ms(args),
     }
+    path = getattr(args, "command_config", None)
+    if path:
+        config.update(security_config(path))
+    return config
+
+
+_JAAS_VALUE = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+
+
+def security_config(path: str) -> dict[str, Any]:
+    """kafka-python's security arguments from a Kafka client properties file (`--command-
+    config`): security.protocol, sasl.mechanism, sasl.jaas.config's username and password,
+    ssl.truststore.location (a PEM file)."""
+    from wirebroker.config import parse_properties
+
+    try:
+        props = parse_properties(Path(path).expanduser().read_text())
+    except OSError as exc:
+        raise CliError(f"--command-config {path}: {exc.strerror}") from None
+    out: dict[str, Any] = {}
+    if "security.protocol" in props:
+        out["security_protocol"] = props["security.protocol"].strip().upper()
+    if "sasl.mechanism" in props:
+        out["sasl_mechanism"] = props["sasl.mechanism"].strip().upper()
+    jaas = dict(_JAAS_VALUE.findall(props.get("sasl.jaas.config", "")))
+    if "username" in jaas:
+        out["sasl_plain_username"] = jaas["username"]
+    if "password" in jaas:
+        out["sasl_plain_password"] = jaas["password"]
+    if props.get("ssl.truststore.location"):
+        out["ssl_cafile"] = props["ssl.truststore.location"]
+    return out
 
 
 @contextmanager

@@ -61,10 +61,10 @@ def binding(fields: Mapping[str, Any]) -> AclBinding:
     )
 
 
-def error_fields(error: AclError | None) -> dict[str, Any]:
-    """`error_code` and `error_message` of an outcome (None: NONE, no message)."""
+def error_fields(error: AclError | None, success: str | None = None) -> dict[str, Any]:
+    """`error_code` and `error_message` of an outcome (None: NONE with `success` as text)."""
     if error is None:
-        return {"error_code": 0, "error_message": None}
+        return {"error_code": 0, "error_message": success}
     return {"error_code": int(error.code), "error_message": error.message}
 
 

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn.effects import for_version
 
 if TYPE_CHECKING:
@@ -30,7 +32,11 @@ __all__ = ["handle"]
 @handler(ApiKey.ADD_OFFSETS_TO_TXN)
 async def handle(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     coordinator = ctx.services.txn_coordinator
-    if coordinator is None:
+    if not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, str(req["transactional_id"])):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not _authz.allowed(ctx, ResourceType.GROUP, str(req["group_id"])):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
         error = await coordinator.add_offsets(

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn.effects import for_version
 from wirebroker.txn.metadata import TopicPartition
 
@@ -69,6 +71,27 @@ def _unknown(ctx: RequestContext, partitions: list[TopicPartition]) -> set[Topic
     return {tp for tp in partitions if cluster.partition(tp.topic, tp.partition) is None}
 
 
+def _refused(
+    ctx: RequestContext, transactional_id: str, partitions: list[TopicPartition]
+) -> dict[TopicPartition, ErrorCode] | None:
+    """A client's request: WRITE on the transactional id (else every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic (else its partitions
+    TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED)."""
+    if not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    denied = _authz.denied_names(ctx, ResourceType.TOPIC, (tp[0] for tp in partitions))
+    if not denied:
+        return None
+    return {
+        tp: (
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if tp[0] in denied
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
+        )
+        for tp in partitions
+    }
+
+
 async def _add(
     ctx: RequestContext,
     transactional_id: str,
@@ -79,6 +102,9 @@ async def _add(
     client_tv: int | None,
 ) -> dict[TopicPartition, ErrorCode]:
     coordinator = ctx.services.txn_coordinator
+    refused = None if verify_only else _refused(ctx, transactional_id, partitions)
+    if refused is not None:  # a client's request: its authorization first, as Kafka
+        return refused
     if coordinator is None:
         return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if verify_only:
@@ -116,6 +142,9 @@ async def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPart
         )
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(errors)}
     results: list[AddPartitionsToTxnResult] = []
+    if not _authz.cluster(ctx):  # brokers' batched requests (v4+): CLUSTER_ACTION
+        denied = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return {"throttle_time_ms": 0, "error_code": denied, "results_by_transaction": []}
     for txn in req.get("transactions") or []:
         errors = await _add(
             ctx,

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._broker_configs import legacy_compute
 from wirebroker.handlers._configs import (
     RESOURCE_BROKER,
@@ -83,13 +84,23 @@ async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_o
     )
 
 
+async def _authorized_alter(
+    ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool
+) -> None:
+    """`_alter`, once the principal may ALTER_CONFIGS the resource."""
+    refusal = _authz.config_refusal(ctx, int(resource["resource_type"]), resource["resource_name"])
+    if refusal is not None:
+        raise ConfigRequestError(*refusal)
+    await _alter(ctx, resource, validate_only)
+
+
 @handler(ApiKey.ALTER_CONFIGS)
 async def handle(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
     validate_only = bool(req["validate_only"])
     response = await alter_resources(
         req["resources"],
         validate_only,
-        lambda resource, validate_only: _alter(ctx, resource, validate_only),
+        lambda resource, validate_only: _authorized_alter(ctx, resource, validate_only),
     )
     if not validate_only:
         await settle_topic_changes(ctx.services.admin, response)

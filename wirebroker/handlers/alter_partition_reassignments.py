@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.reassignment import check_target, unknown_partition
@@ -60,6 +61,28 @@ async def handle(
     ctx: RequestContext, req: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse:
     allow_rf = bool(req.get("allow_replication_factor_change", True))
+    if not _authz.cluster(ctx):  # ALTER
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return {
+            "throttle_time_ms": 0,
+            "allow_replication_factor_change": allow_rf,
+            "error_code": denied,
+            "error_message": _authz.CLUSTER_DENIED,
+            "responses": [
+                {
+                    "name": topic["name"],
+                    "partitions": [
+                        {
+                            "partition_index": part["partition_index"],
+                            "error_code": denied,
+                            "error_message": _authz.CLUSTER_DENIED,
+                        }
+                        for part in topic["partitions"]
+                    ],
+                }
+                for topic in req["topics"]
+            ],
+        }
     changes = [
         (
             topic["name"],

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -48,13 +49,16 @@ async def handle(
     logs = ctx.services.logs
     hosted = logs.all_logs()
     results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+    allowed = _authz.cluster(ctx)  # ALTER
     for entry in req["dirs"]:
         target = _abs(entry["path"])
         for topic in entry["topics"]:
             out = results.setdefault(topic["name"], [])
             for index in topic["partitions"]:
                 key = (topic["name"], index)
-                if target not in dirs:
+                if not allowed:
+                    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                elif target not in dirs:
                     code = ErrorCode.LOG_DIR_NOT_FOUND
                 elif key in hosted and _abs(logs.log_dir_of(*key)) != target:
                     code = ErrorCode.KAFKA_STORAGE_ERROR  # would need a move

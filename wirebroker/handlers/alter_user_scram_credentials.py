@@ -11,10 +11,8 @@ ServerKey at once; no password or salted password is kept. When the store cannot
 (ZooKeeper unreachable, not applied in time) every user of the request gets that error
 (UNKNOWN_SERVER_ERROR, REQUEST_TIMED_OUT) with its message.
 
-Not checked yet: authorization (Kafka asks ALTER on the CLUSTER resource and answers
-CLUSTER_AUTHORIZATION_FAILED for every user; there is no ACL authorizer in the request path
-until issue 34's authorization is wired, as in a Kafka without an authorizer). Skipped:
-throttling (throttle_time_ms 0).
+Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+for every user, nothing stored. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations
@@ -22,6 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
 from wirebroker.security.credentials import ScramDeletion, ScramUpsertion, UserAlterResult
 from wirebroker.security.scram_users import ScramStoreError
@@ -49,10 +49,12 @@ async def handle(
         )
         for u in req["upsertions"]
     ]
+    names = dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions])
     try:
+        if not _authz.cluster(ctx):  # ALTER
+            raise ScramStoreError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _authz.CLUSTER_DENIED)
         results = await ctx.services.scram_users.alter(deletions, upsertions)
     except ScramStoreError as exc:
-        names = dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions])
         results = [UserAlterResult(name, exc.code, exc.message) for name in names]
     return {
         "throttle_time_ms": 0,

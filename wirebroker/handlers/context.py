@@ -80,7 +80,7 @@ class Services:
     txn_coordinator: TxnCoordinatorRuntime | None = None
     #: request, error and byte counters (wirebroker/handlers/stats.py; read by /metrics)
     stats: RequestStats = field(default_factory=RequestStats)
-    #: followers' incremental fetch sessions (KIP-227), see handlers/fetch.py
+    #: incremental fetch sessions (KIP-227) of consumers and followers, see handlers/fetch.py
     fetch_sessions: FetchSessions = field(default_factory=FetchSessions)
     #: the dynamic broker configs (wirebroker.dynamic_configs; None: every broker config is
     #: read-only and AlterConfigs on a BROKER resource is refused as for a read-only key)

@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, NewPartitions
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.create_partitions import (
@@ -96,6 +98,10 @@ async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePar
             )
         return {"throttle_time_ms": 0, "results": results}
     for topic in unique:
+        if not _authz.allowed(ctx, ResourceType.TOPIC, topic["name"]):  # ALTER
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append({"name": topic["name"], "error_code": denied, "error_message": None})
+            continue
         try:
             _grow(ctx, topic, validate_only)
         except ConfigRequestError as exc:

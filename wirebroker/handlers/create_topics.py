@@ -57,12 +57,14 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.config import BrokerConfig
+from wirebroker.handlers import _authz
 from wirebroker.handlers._configs import describe_topic_configs
 from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
 from wirebroker.metadata.topic_store import TopicInfo
+from wirebroker.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.create_topics import (
@@ -134,7 +136,20 @@ def _new_topic(topic: CreatableTopic) -> NewTopic:
     )
 
 
-def _created(config: BrokerConfig, info: TopicInfo) -> CreatableTopicResult:
+def _created(config: BrokerConfig, info: TopicInfo, shown: bool = True) -> CreatableTopicResult:
+    """A created topic's result; without `shown` (the principal may not DESCRIBE_CONFIGS it)
+    Kafka 4.4's: TOPIC_AUTHORIZATION_FAILED as topic_config_error_code, counts -1, no configs."""
+    if not shown:
+        return {
+            "name": info.name,
+            "topic_id": info.topic_id,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "topic_config_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": [],
+        }
     return {
         "name": info.name,
         "topic_id": info.topic_id,
@@ -145,6 +160,10 @@ def _created(config: BrokerConfig, info: TopicInfo) -> CreatableTopicResult:
         "replication_factor": info.replication_factor,
         "configs": [e.creatable_dict() for e in describe_topic_configs(config, info.configs)],
     }
+
+
+def _configs_shown(ctx: RequestContext, info: TopicInfo) -> bool:
+    return _authz.allowed(ctx, ResourceType.TOPIC, info.name, AclOperation.DESCRIBE_CONFIGS)
 
 
 def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
@@ -169,8 +188,15 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
     counts = Counter(t["name"] for t in topics)
     validate_only = bool(req.get("validate_only", False))
     wanted = [t for t in topics if counts[t["name"]] == 1]
+    denied: set[str] = set()
+    if _authz.enabled(ctx) and not _authz.cluster(ctx):  # CREATE on the cluster, or the topic
+        denied = _authz.denied_names(ctx, ResourceType.TOPIC, (t["name"] for t in wanted))
     created = ctx.services.admin.create_topics(
-        [_new_topic(t) for t in wanted if t["name"] != CLUSTER_METADATA_TOPIC],
+        [
+            _new_topic(t)
+            for t in wanted
+            if t["name"] != CLUSTER_METADATA_TOPIC and t["name"] not in denied
+        ],
         now_ms=ctx.now_ms(),
         validate_only=validate_only,
     )
@@ -183,6 +209,13 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
     outcomes = iter(created)
     results: list[CreatableTopicResult] = []
     for topic in wanted:
+        if topic["name"] in denied:
+            results.append(
+                _failed(
+                    topic["name"], ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+                )
+            )
+            continue
         if topic["name"] == CLUSTER_METADATA_TOPIC:
             message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
             results.append(_failed(topic["name"], ErrorCode.INVALID_REQUEST, message))
@@ -193,7 +226,7 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
                 _failed(outcome.name, ErrorCode.REQUEST_TIMED_OUT, problems[outcome.name])
             )
         elif isinstance(outcome, TopicInfo):
-            results.append(_created(ctx.services.config, outcome))
+            results.append(_created(ctx.services.config, outcome, _configs_shown(ctx, outcome)))
         else:
             results.append(_failed(topic["name"], outcome.error_code, str(outcome) or None))
     for name, count in counts.items():

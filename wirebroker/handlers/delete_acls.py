@@ -4,8 +4,9 @@ Each filter (`handlers._acls.acl_filter`: an UNKNOWN code closes the connection,
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls), which answers
 each one: the ACLs it deleted (NONE, message null, each deleted ACL with NONE) or a refusal
 with no matching ACLs. Without an authorizer (`NoAuthorizer`, Kafka's default) every filter
-gets SECURITY_DISABLED "No Authorizer is configured."; no filters, no results. Skipped:
-throttling (throttle_time_ms 0).
+gets SECURITY_DISABLED "No Authorizer is configured."; no filters, no results. With an
+authorizer the principal needs ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for
+each filter. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._acls import acl_fields, acl_filter, error_fields
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import AclDeleteResult, AclError
 
 if TYPE_CHECKING:
     from protocol.messages.delete_acls import (
@@ -46,5 +50,11 @@ def _result(outcome: AclDeleteResult) -> DeleteAclsFilterResult:
 @handler(ApiKey.DELETE_ACLS)
 async def handle(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = [acl_filter(f) for f in req.get("filters") or []]
-    outcomes = await ctx.services.authorizer.delete_acls(filters)
+    if not _authz.cluster(ctx):  # ALTER
+        denied = AclDeleteResult(
+            AclError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _authz.CLUSTER_DENIED)
+        )
+        outcomes = [denied] * len(filters)
+    else:
+        outcomes = await ctx.services.authorizer.delete_acls(filters)
     return {"throttle_time_ms": 0, "filter_results": [_result(o) for o in outcomes]}

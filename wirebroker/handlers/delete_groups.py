@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import DeleteGroupsResult
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.delete_groups import (
@@ -49,4 +51,11 @@ async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsR
                 for g in group_ids
             ],
         }
-    return delete_groups_response(await coordinator.delete_groups(group_ids))
+    denied = _authz.denied_names(ctx, ResourceType.GROUP, group_ids)
+    result = await coordinator.delete_groups([g for g in group_ids if g not in denied])
+    codes = {r.group_id: int(r.error) for r in result.results}
+    refused = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": codes.get(g, refused)} for g in group_ids],
+    }

@@ -44,10 +44,12 @@ import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._configs import error_of
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.names import is_internal
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.delete_records import (
@@ -122,8 +124,12 @@ async def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecord
     topics: list[DeleteRecordsTopicResult] = []
     for name, partitions in grouped.items():
         results: list[DeleteRecordsPartitionResult] = []
+        denied = not _authz.allowed(ctx, ResourceType.TOPIC, name)  # DELETE
         for index, offset in partitions.items():
-            code, low = await _answer(ctx, name, index, offset, deadline)
+            if denied:
+                code, low = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
+            else:
+                code, low = await _answer(ctx, name, index, offset, deadline)
             results.append({"partition_index": index, "low_watermark": low, "error_code": code})
         topics.append({"name": name, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}

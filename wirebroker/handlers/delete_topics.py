@@ -35,10 +35,12 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._configs import error_of
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.delete_topics import (
@@ -144,7 +146,11 @@ async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsR
 
     results: list[DeletableTopicResult] = []
     names, ids = _sort_requested(requested, results)
+    any_topic = _authz.cluster(ctx)  # DELETE on the cluster (Kafka's controller), else each
     for tid, name in _resolve(services.cluster, names, ids, results).items():
+        if not any_topic and not _authz.allowed(ctx, ResourceType.TOPIC, name):
+            results.append(_result(name, tid, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         try:
             services.admin.delete_topic(name)
         except Exception as exc:

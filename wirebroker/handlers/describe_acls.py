@@ -4,7 +4,9 @@ The filter (`handlers._acls.acl_filter`: an UNKNOWN code closes the connection, 
 to the broker's authorizer (`Services.authorizer`, wirebroker.security.acls). Without one
 (`NoAuthorizer`, Kafka's default) the answer is SECURITY_DISABLED "No Authorizer is configured
 on the broker" with no resources; an authorizer's bindings are answered grouped by resource
-pattern, error_code NONE and error_message null. Skipped: throttling (throttle_time_ms 0).
+pattern, error_code NONE and error_message "" (as Kafka 4.4 sends it). With an authorizer the
+principal needs DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED with no
+resources. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._acls import acl_filter, resources
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import AclError
@@ -28,6 +32,13 @@ if TYPE_CHECKING:
 @handler(ApiKey.DESCRIBE_ACLS)
 async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     wanted = acl_filter(req)
+    if not _authz.cluster(ctx):  # DESCRIBE
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            "error_message": _authz.CLUSTER_DENIED,
+            "resources": [],
+        }
     try:
         bindings = await ctx.services.authorizer.describe_acls(wanted)
     except AclError as exc:
@@ -40,6 +51,6 @@ async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsR
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
-        "error_message": None,
+        "error_message": "",  # Kafka 4.4 sends "" (tests/oracle/test_acl_authorizer.py)
         "resources": cast("list[DescribeAclsResource]", resources(bindings)),
     }

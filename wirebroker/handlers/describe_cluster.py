@@ -27,8 +27,11 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
+from wirebroker.security.authorizer import CLUSTER_NAME
 
 if TYPE_CHECKING:
     from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -76,11 +79,13 @@ async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeCl
             "controller_id": -1,
             "brokers": [],
         }
-    operations = (
-        CLUSTER_AUTHORIZED_OPERATIONS
-        if req["include_cluster_authorized_operations"]
-        else AUTHORIZED_OPERATIONS_OMITTED
-    )
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if req["include_cluster_authorized_operations"]:  # 0 unless it may DESCRIBE the cluster
+        operations = 0
+        if _authz.cluster(ctx):
+            operations = _authz.operations_bits(
+                ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_AUTHORIZED_OPERATIONS
+            )
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._broker_configs import describe_broker_configs, describe_default_configs
 from wirebroker.handlers._configs import (
     INVALID_REQUEST_MESSAGE,
@@ -110,6 +111,11 @@ async def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeCo
     for resource in resources:
         configs: list[DescribeConfigsResourceResult] = []
         try:
+            refusal = _authz.config_refusal(
+                ctx, int(resource["resource_type"]), resource["resource_name"]
+            )
+            if refusal is not None:
+                raise ConfigRequestError(*refusal)
             entries = filter_entries(_entries(ctx, resource), resource["configuration_keys"])
         except ConfigRequestError as exc:
             code, message = exc.error_code, exc.message or ""

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import DescribedGroup
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.describe_groups import (
@@ -90,9 +92,18 @@ async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGro
             DescribedGroup(g, error=ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in group_ids
         ]
         return describe_groups_response(version, unavailable)
-    answer = describe_groups_response(version, coordinator.describe_groups(group_ids=group_ids))
+    denied = _authz.denied_names(ctx, ResourceType.GROUP, group_ids)
+    described = {
+        g.group_id: g
+        for g in coordinator.describe_groups(group_ids=[g for g in group_ids if g not in denied])
+    }
+    refused = DescribedGroup("", error=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    groups = [described.get(g) or refused._replace(group_id=g) for g in group_ids]
+    answer = describe_groups_response(version, groups)
     if version >= 3 and req.get("include_authorized_operations"):
         for group in answer["groups"]:
             if group["error_code"] == 0:
-                group["authorized_operations"] = GROUP_ALL_OPERATIONS
+                group["authorized_operations"] = _authz.operations_bits(
+                    ctx, ResourceType.GROUP, group["group_id"], GROUP_ALL_OPERATIONS
+                )
     return answer

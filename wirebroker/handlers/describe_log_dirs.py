@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -66,6 +67,9 @@ def _space(directory: str) -> tuple[int, int]:
 
 @handler(ApiKey.DESCRIBE_LOG_DIRS)
 async def handle(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not _authz.cluster(ctx):  # DESCRIBE
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return {"throttle_time_ms": 0, "error_code": denied, "results": []}
     logs_service = ctx.services.logs
     all_logs = logs_service.all_logs()
     selected = _selected(ctx, req["topics"])

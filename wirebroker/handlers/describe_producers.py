@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.describe_producers import (
@@ -30,6 +32,9 @@ __all__ = ["handle"]
 
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
+    if not _authz.allowed(ctx, ResourceType.TOPIC, topic):  # READ
+        denied = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return {"partition_index": index, "error_code": denied, "active_producers": []}
     replicas = ctx.services.replicas
     part = replicas.partition(topic, index)
     if part is None:

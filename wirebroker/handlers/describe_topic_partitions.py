@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.metadata import TOPIC_ALL_OPERATIONS
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.describe_topic_partitions import (
@@ -68,6 +70,9 @@ async def handle(
     view = ctx.services.cluster
     requested = [t["name"] for t in req["topics"]]
     names = sorted(set(requested)) if requested else sorted(info.name for info in view.all_topics())
+    denied = _authz.denied_names(ctx, ResourceType.TOPIC, names)  # DESCRIBE
+    if not requested:  # every topic: only those it may describe
+        names = [n for n in names if n not in denied]
     limit = int(req["response_partition_limit"])
     limit = MAX_PARTITIONS_PER_RESPONSE if limit < 1 else min(limit, MAX_PARTITIONS_PER_RESPONSE)
     cursor = req.get("cursor")
@@ -85,6 +90,11 @@ async def handle(
     next_cursor: DescribeTopicPartitionsResponseCursor | None = None
     for name in names:
         info = view.topic(name)
+        if name in denied:
+            topics.append(
+                _error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _OPERATIONS_NOT_PROVIDED)
+            )
+            continue
         if info is None:
             topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn.coordinator import TxnDescription
 
 if TYPE_CHECKING:
@@ -55,7 +57,9 @@ async def handle(
     coordinator = ctx.services.txn_coordinator
     states: list[TransactionState] = []
     for tid in req.get("transactional_ids") or []:
-        if coordinator is None:
+        if not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, str(tid)):  # DESCRIBE
+            d = TxnDescription(str(tid), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif coordinator is None:
             d = TxnDescription(str(tid), ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
             d = coordinator.describe(str(tid))

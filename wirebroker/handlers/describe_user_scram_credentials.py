@@ -8,17 +8,17 @@ twice DUPLICATE_RESOURCE, with Kafka's texts (wirebroker.security.credentials, h
 oracle by tests/oracle/test_scram_credentials.py). The top-level error is NONE with an empty
 message, as Kafka sends it.
 
-Not checked yet: authorization (Kafka asks DESCRIBE on the CLUSTER resource and answers
-CLUSTER_AUTHORIZATION_FAILED; there is no ACL authorizer in the request path until issue 34's
-authorization is wired, as in a Kafka without an authorizer). Skipped: throttling
-(throttle_time_ms 0).
+Authorization (with an authorizer): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+at the top and for each user asked. Skipped: throttling (throttle_time_ms 0).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -29,11 +29,32 @@ if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
 
+def _denied(users: list[Any] | None) -> DescribeUserScramCredentialsResponse:
+    """Without DESCRIBE on the cluster: the error at the top and for each user asked."""
+    code = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": _authz.CLUSTER_DENIED,
+        "results": [
+            {
+                "user": u["name"],
+                "error_code": code,
+                "error_message": _authz.CLUSTER_DENIED,
+                "credential_infos": [],
+            }
+            for u in users or []
+        ],
+    }
+
+
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def handle(
     ctx: RequestContext, req: DescribeUserScramCredentialsRequest
 ) -> DescribeUserScramCredentialsResponse:
     users = req["users"]
+    if not _authz.cluster(ctx):  # DESCRIBE
+        return _denied(users)
     described = ctx.services.scram_users.describe(
         None if users is None else [u["name"] for u in users]
     )

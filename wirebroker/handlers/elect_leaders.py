@@ -28,10 +28,11 @@ wait for).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -93,11 +94,32 @@ def _every_partition(elected: dict[tuple[str, int], Outcome]) -> list[ReplicaEle
     return results
 
 
+def _denied(req: ElectLeadersRequest) -> ElectLeadersResponse:
+    """Without ALTER on the cluster: the error at the top and for every partition named."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    results = [
+        {
+            "topic": entry["topic"],
+            "partition_result": [
+                {"partition_id": int(i), "error_code": code, "error_message": None}
+                for i in entry["partitions"]
+            ],
+        }
+        for entry in req["topic_partitions"] or []
+    ]
+    return cast(
+        "ElectLeadersResponse",
+        {"throttle_time_ms": 0, "error_code": code, "replica_election_results": results},
+    )
+
+
 @handler(ApiKey.ELECT_LEADERS)
 async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     election_type = int(req.get("election_type", PREFERRED)) if ctx.api_version >= 1 else 0
     if election_type not in (PREFERRED, UNCLEAN):
         return _unknown_type(req, election_type)
+    if not _authz.cluster(ctx):  # ALTER
+        return _denied(req)
     view = ctx.services.cluster
     asked = [
         (entry["topic"], int(index))

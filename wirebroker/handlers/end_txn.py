@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn import version as txn_version
 from wirebroker.txn.effects import for_version
 
@@ -40,7 +42,9 @@ __all__ = ["handle"]
 async def handle(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
     coordinator = ctx.services.txn_coordinator
     pid, epoch = -1, -1
-    if coordinator is None:
+    if not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, str(req["transactional_id"])):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif (
         ctx.api_version >= txn_version.TV2_END_TXN_VERSION

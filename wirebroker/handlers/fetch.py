@@ -1,26 +1,24 @@
 """Fetch (API key 1): serves v4-18.
 
-Fetch sessions (KIP-227, v7+) exist for follower fetches only
-(`wirebroker.replication.fetch_sessions`): a follower's INITIAL fetch (epoch 0) opens one and
-gets all its partitions with the new session_id; an incremental one (epoch > 0) names only
-partitions whose fetch data changed (plus forgotten_topics_data), every partition of the
-session is read and the follower's position recorded for each, and the answer carries only
-partitions with records, an error, a diverging epoch or a changed high watermark / log start /
-last stable offset. A quiet partition (the follower in the ISR and at the log end, the high
-watermark there too, `Partition.quiet_follower_stamp`) whose stamp has not changed since the
-last read and whose HW, log start and LSO the follower has been sent (`_Cached.is_quiet`) is
-not read again: nothing could be answered for it and its position could move neither the HW
-nor the ISR, so only the follower's caught-up time is refreshed
-(`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds ~17 idle
-partitions beside a busy one (docs/replication.md, "Quiet session partitions"). An unknown
-session or a wrong epoch is a top-level FETCH_SESSION_ID_NOT_FOUND /
-INVALID_FETCH_SESSION_EPOCH with no partitions. A consumer's fetch is served sessionless, as
-before: by its (session_id, session_epoch), as Kafka's FetchManager when it creates no
-session:
-    epoch -1 (FINAL) or 0 (INITIAL)   a full fetch, session_id 0 in the answer (clients then
-                                      keep sending full fetches)
-    any other epoch                   top-level FETCH_SESSION_ID_NOT_FOUND, no partitions; the
-                                      client then starts over with a full fetch
+Fetch sessions (KIP-227, v7+) serve consumers and followers alike, as Kafka's FetchManager
+(`wirebroker.replication.fetch_sessions`; docs/replication.md, "Fetch sessions"): an INITIAL
+fetch (epoch 0) closes the session it names and opens one of its partitions when the cache
+admits it (a follower's privileged, a consumer's not; else session_id 0 in the answer, a full
+fetch); FINAL (-1) closes the session it names and is served sessionless. An incremental one
+(epoch > 0) names only partitions whose fetch data changed (plus forgotten_topics_data; a
+session left empty is closed and the request served sessionless), every partition of the
+session is read, and the answer carries only partitions with records, an error, a diverging
+epoch, a preferred read replica or a changed high watermark / log start; those that sent
+records move to the end of the session's order. A follower's quiet partition (the follower in
+the ISR and at the log end, the high watermark there too, `Partition.quiet_follower_stamp`)
+whose stamp has not changed since the last read and whose HW, log start and LSO the follower
+has been sent (`_Cached.is_quiet`) is not read again: nothing could be answered for it and its
+position could move neither the HW nor the ISR, so only the follower's caught-up time is
+refreshed (`ReplicaManager.touch_quiet_follower`): with `__consumer_offsets` a session holds
+~17 idle partitions beside a busy one (docs/replication.md, "Quiet session partitions"). An
+unknown session, a wrong epoch or a request naming topics otherwise than its session is a
+top-level FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH /
+FETCH_SESSION_TOPIC_ID_ERROR with no partitions and session_id 0; the session does not move.
 rack_id, cluster_id, replica_directory_id and the follower high_watermark (v18) are ignored.
 replica_state.replica_epoch (v15+, the follower's broker epoch): older than the broker's
 current registration (ClusterView.broker_epoch) -> served, but the fetch is not recorded, so it
@@ -36,6 +34,11 @@ current_leader and the answer the node_endpoints of those leaders (KIP-951,
 
 Who fetches: replica_id (v4-14) or replica_state.replica_id (v15+) >= 0 is a follower broker,
 else a consumer. Both read only from the leader (no KIP-392 follower fetching).
+
+Authorization (with an authorizer, wirebroker.handlers._authz), as Kafka's KafkaApis: a
+follower needs CLUSTER_ACTION on the cluster, else every partition it asked is answered
+TOPIC_AUTHORIZATION_FAILED (no session is made); a consumer needs READ on each topic, else
+its partitions TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID, before an unknown name).
 
 Per partition, in this order:
     current_leader_epoch (v9+)   > ours UNKNOWN_LEADER_EPOCH, < ours FENCED_LEADER_EPOCH,
@@ -103,6 +106,7 @@ import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._leader_hints import FETCH_HINT_CODES, LeaderHints
 from wirebroker.handlers._topics import resolve_entry
 from wirebroker.handlers.registry import handler
@@ -115,6 +119,7 @@ from wirebroker.replication.fetch_sessions import (
     Key,
 )
 from wirebroker.replication.partition import READ_COMMITTED
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.fetch import (
@@ -137,7 +142,13 @@ _INT32_MAX = 2**31 - 1
 
 #: Errors Kafka decides before its replica manager reads (the topic or partition is not in its
 #: metadata): the partition's answer has an empty aborted_transactions list, not null.
-_UNKNOWN_CODES = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
+_UNKNOWN_CODES = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    }
+)
 
 
 def _failed(index: int, code: ErrorCode) -> PartitionData:
@@ -153,10 +164,13 @@ def _failed(index: int, code: ErrorCode) -> PartitionData:
     }
 
 
+_TOPIC = ResourceType.TOPIC
+
+
 class _Plan:
     """The request resolved against the cluster view once: (response key, partitions)."""
 
-    def __init__(self, ctx: RequestContext, req: FetchRequest) -> None:
+    def __init__(self, ctx: RequestContext, req: FetchRequest, *, follower: bool) -> None:
         version = ctx.api_version
         self.topics: list[
             tuple[FetchableTopicResponse, str | None, ErrorCode, list[FetchPartition]]
@@ -168,14 +182,12 @@ class _Plan:
                 view, ftopic, by_id=version >= 13, name_key="topic"
             )
             key = cast("FetchableTopicResponse", {**naming, "partitions": []})
-            self.topics.append(
-                (
-                    key,
-                    info.name if info is not None else None,
-                    missing,
-                    list(ftopic.get("partitions") or []),
-                )
-            )
+            name = info.name if info is not None else None
+            asked = name if version >= 13 else str(ftopic.get("topic"))
+            # a follower (checked for CLUSTER_ACTION already) reads any topic
+            if not follower and asked is not None and not _authz.allowed(ctx, _TOPIC, asked):
+                name, missing = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            self.topics.append((key, name, missing, list(ftopic.get("partitions") or [])))
 
     def watch_keys(self) -> list[tuple[str, int]]:
         return [
@@ -293,9 +305,9 @@ def _read_all(
                 continue
             cached = cache.get((tkey, index)) if cache is not None else None
             if skip_quiet and cached is not None and cached.quiet is not None:
-                stamp = part.quiet_follower_stamp(replica_id)
+                stamp = _quiet_stamp(part, replica_id, isolation, pdata)
                 if stamp is not None and cached.is_quiet(part, stamp):
-                    if first and cached.recorded_ms <= touch_before:
+                    if replica_id >= 0 and first and cached.recorded_ms <= touch_before:
                         replicas.touch_quiet_follower(part, replica_id, now_ms)
                         cached.recorded_ms = now_ms
                     continue
@@ -315,7 +327,8 @@ def _read_all(
                 if cached is not None:
                     cached.recorded_ms = now_ms
             if cached is not None:
-                stamp = None if done or presp["records"] else part.quiet_follower_stamp(replica_id)
+                quiet = not done and not presp["records"]
+                stamp = _quiet_stamp(part, replica_id, isolation, pdata) if quiet else None
                 cached.quiet = None if stamp is None else (part, stamp)
             complete = complete or done
             size = len(presp["records"] or b"")
@@ -324,6 +337,16 @@ def _read_all(
             out.append(presp)
         responses.append({**key, "partitions": out})
     return responses, total, complete
+
+
+def _quiet_stamp(
+    part: Partition, replica_id: int, isolation: int, pdata: FetchPartition
+) -> tuple[int, int, int, int] | None:
+    """The partition's quiet stamp for this fetcher (None: not quiet): a follower's
+    (`Partition.quiet_follower_stamp`) or a consumer's (`Partition.quiet_consumer_stamp`)."""
+    if replica_id >= 0:
+        return part.quiet_follower_stamp(replica_id)
+    return part.quiet_consumer_stamp(int(pdata.get("fetch_offset")), isolation)
 
 
 def _throttled(quota: ReplicationQuota, part: Partition, replica_id: int, now_ms: int) -> bool:
@@ -373,29 +396,36 @@ def _named(req: FetchRequest, topic_field: str) -> list[tuple[Key, FetchPartitio
 def _session_for(
     ctx: RequestContext, req: FetchRequest, replica_id: int
 ) -> tuple[FetchSession | None, bool, FetchRequest]:
-    """A follower's fetch session (replication/fetch_sessions.py): (session or None, whether
-    the answer is incremental, the request to serve: for an incremental fetch, every
-    partition of the session). Raises FetchSessionError when no session can serve it."""
+    """The request's fetch session (replication/fetch_sessions.py), as Kafka's
+    FetchManager.newContext: (the session or None, whether the answer is incremental, the
+    request to serve: for an incremental fetch, every partition of the session). A full fetch
+    (INITIAL or FINAL) closes the session it names, and INITIAL makes a new one of its
+    partitions (a follower's privileged) when the cache admits it; an incremental one that
+    leaves its session empty closes it and is served sessionless. Raises FetchSessionError
+    when no session can serve it."""
     sessions = ctx.services.fetch_sessions
     version = ctx.api_version
     topic_field = _topic_field(version)
     session_id = int(req.get("session_id", 0))
     epoch = int(req.get("session_epoch", FINAL_EPOCH))
     now_ms = ctx.now_ms()
-    if epoch == INITIAL_EPOCH:
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if session_id != 0:
+            sessions.close(session_id)
+        if epoch == FINAL_EPOCH:
+            return None, False, req
         named = _named(req, topic_field)
-        return sessions.create(replica_id, version >= 13, named, now_ms), False, req
-    if epoch == FINAL_EPOCH:
-        sessions.close(session_id)
-        return None, False, req
+        return sessions.maybe_create(replica_id >= 0, version >= 13, named, now_ms), False, req
     forgotten = [
         (topic.get(topic_field), int(index))
         for topic in req.get("forgotten_topics_data") or []
         for index in topic.get("partitions") or []
     ]
     session = sessions.update(
-        session_id, epoch, replica_id, version >= 13, _named(req, topic_field), forgotten, now_ms
+        session_id, epoch, version >= 13, _named(req, topic_field), forgotten, now_ms
     )
+    if session is None:
+        return None, False, req
     full = cast("FetchRequest", {**req, "topics": session.request_topics(topic_field)})
     return session, True, full
 
@@ -404,42 +434,56 @@ def _session_answer(
     session: FetchSession, incremental: bool, responses: list[FetchableTopicResponse], field: str
 ) -> list[FetchableTopicResponse]:
     """The partitions the answer carries: all of them (recorded as sent) for a full fetch,
-    for an incremental one only those `FetchSession.must_answer` keeps."""
+    for an incremental one only those `FetchSession.must_answer` keeps, those with records
+    moved to the end of the session's order, runs of one topic made one entry (as Kafka)."""
+    if not incremental:
+        for topic in responses:
+            key = topic.get(field)
+            for p in topic["partitions"]:
+                session.must_answer((key, p["partition_index"]), p)
+        return responses
     out: list[FetchableTopicResponse] = []
     for topic in responses:
         key = topic.get(field)
-        kept = [
-            p for p in topic["partitions"] if session.must_answer((key, p["partition_index"]), p)
-        ]
-        if not incremental:
-            out.append(topic)
-        elif kept:
+        kept = []
+        for p in topic["partitions"]:
+            pkey = (key, p["partition_index"])
+            if session.must_answer(pkey, p):
+                kept.append(p)
+                if p["records"]:
+                    session.move_to_end(pkey)
+        if not kept:
+            continue
+        if out and out[-1].get(field) == key:
+            out[-1]["partitions"].extend(kept)
+        else:
             out.append({**topic, "partitions": kept})
     return out
+
+
+def _replica(req: FetchRequest, version: int) -> tuple[int, int]:
+    """(replica_id, replica_epoch) of the fetcher: -1s for a consumer."""
+    if version >= 15:
+        state = req.get("replica_state")
+        if state is None:
+            return -1, -1
+        return int(state["replica_id"]), int(state["replica_epoch"])
+    return int(req.get("replica_id", -1)), -1
 
 
 @handler(ApiKey.FETCH)
 async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     version = ctx.api_version
-    replica_epoch = -1
-    if version >= 15:
-        state = req.get("replica_state")
-        replica_id = int(state["replica_id"]) if state is not None else -1
-        replica_epoch = int(state["replica_epoch"]) if state is not None else -1
-    else:
-        replica_id = int(req.get("replica_id", -1))
+    replica_id, replica_epoch = _replica(req, version)
     session: FetchSession | None = None
     incremental = False
-    if version >= 7 and replica_id >= 0:
+    if replica_id >= 0 and not _authz.cluster(ctx):
+        return _follower_refused(ctx, req, replica_id)
+    if version >= 7:
         try:
             session, incremental, req = _session_for(ctx, req, replica_id)
         except FetchSessionError as exc:
             return _session_error(exc.code)
-    elif version >= 7 and int(req.get("session_epoch", FINAL_EPOCH)) not in (
-        FINAL_EPOCH,
-        INITIAL_EPOCH,
-    ):
-        return _session_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     # KIP-903: a follower fetching with an older broker epoch than its registration (a process
     # whose session expired, or an older incarnation) is served but not counted: its position
     # does not move the high watermark and cannot bring it back into the ISR.
@@ -449,7 +493,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
     min_bytes = int(req.get("min_bytes", 0))
     max_wait_ms = int(req.get("max_wait_ms", 0))
 
-    plan = _Plan(ctx, req)
+    plan = _Plan(ctx, req, follower=replica_id >= 0)
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     waiters = ctx.services.fetch_waiters
     first = not stale
@@ -484,20 +528,45 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
         if replica_id >= 0:
             _record_throttled(ctx, plan, responses)
     endpoints = _leader_hints(ctx, plan, responses) if complete and version >= 16 else None
-    body: FetchResponse
-    if session is None:
-        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
-    else:
-        field = _topic_field(version)
-        body = {
-            "throttle_time_ms": 0,
-            "error_code": 0,
-            "session_id": session.session_id,
-            "responses": _session_answer(session, incremental, responses, field),
-        }
+    field = _topic_field(version)
+    body: FetchResponse = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0 if session is None else session.session_id,
+        "responses": (
+            responses
+            if session is None
+            else _session_answer(session, incremental, responses, field)
+        ),
+    }
     if endpoints:
         body["node_endpoints"] = endpoints  # type: ignore[typeddict-item]
     return body
+
+
+def _follower_refused(ctx: RequestContext, req: FetchRequest, replica_id: int) -> FetchResponse:
+    """A follower fetch without CLUSTER_ACTION on the cluster: every partition asked
+    TOPIC_AUTHORIZATION_FAILED, no session (Kafka's KafkaApis.handleFetchRequest)."""
+    field = _topic_field(ctx.api_version)
+    log.info(
+        "follower fetch of replica %d refused: %s may not CLUSTER_ACTION the cluster",
+        replica_id,
+        ctx.session.principal,
+    )
+    responses = [
+        cast(
+            "FetchableTopicResponse",
+            {
+                field: topic.get(field),
+                "partitions": [
+                    _failed(int(p.get("partition")), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    for p in topic.get("partitions") or []
+                ],
+            },
+        )
+        for topic in req.get("topics") or []
+    ]
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
 
 
 def _leader_hints(

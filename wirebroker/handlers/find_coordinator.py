@@ -50,7 +50,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
@@ -72,6 +74,8 @@ _BATCHED_VERSION = 4
 _MESSAGES = {
     ErrorCode.NONE: "NONE",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
     ErrorCode.INVALID_REQUEST: (
         "This most likely occurs because of a request being malformed by the client library "
         "or the message was sent to an incompatible broker. See the broker logs for more "
@@ -114,6 +118,9 @@ async def _lookup(
     and the coordinator's (node id, host, port); -1, "", -1 with an error."""
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
         return ErrorCode.INVALID_REQUEST, _NO_NODE
+    rtype = ResourceType.GROUP if key_type == KEY_TYPE_GROUP else ResourceType.TRANSACTIONAL_ID
+    if not _authz.allowed(ctx, rtype, key):  # DESCRIBE
+        return _authz.denied_code(rtype), _NO_NODE
     error, topic, partition = _coordinator_partition(ctx, key_type, key)
     if error is not ErrorCode.NONE:
         return error, _NO_NODE

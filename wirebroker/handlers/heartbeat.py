@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import HeartbeatRequest
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages import heartbeat as wire
@@ -30,6 +32,8 @@ async def handle(ctx: RequestContext, req: wire.HeartbeatRequest) -> wire.Heartb
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
+    if not _authz.allowed(ctx, ResourceType.GROUP, str(req.get("group_id") or "")):
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     error = coordinator.heartbeat(
         HeartbeatRequest(
             group_id=str(req.get("group_id") or ""),

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import AclOperation, ResourceType
 from wirebroker.txn.effects import for_version
 
 if TYPE_CHECKING:
@@ -61,6 +63,9 @@ async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProduce
     transactional_id = req.get("transactional_id")
     producer_id = int(req.get("producer_id", _NO_PRODUCER_ID))
     producer_epoch = int(req.get("producer_epoch", _NO_PRODUCER_EPOCH))
+    refusal = _refusal(ctx, transactional_id)
+    if refusal is not None:
+        return _response(refusal)
     if (producer_id == _NO_PRODUCER_ID) != (producer_epoch == _NO_PRODUCER_EPOCH):
         return _response(ErrorCode.INVALID_REQUEST)
     if transactional_id is not None:
@@ -73,6 +78,18 @@ async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProduce
         log.exception("allocating a producer id failed")
         return _response(ErrorCode.UNKNOWN)
     return _response(ErrorCode.NONE, new_id, 0)
+
+
+def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    """Kafka's checks, before any other: WRITE on the transactional id; an idempotent
+    producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679)."""
+    if transactional_id is not None:
+        if not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return None
+    if _authz.cluster(ctx) or _authz.allowed_by_type(ctx, ResourceType.TOPIC, AclOperation.WRITE):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 async def _transactional(

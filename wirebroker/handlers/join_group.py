@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, cast
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import JoinRequest, JoinResult
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.join_group import (
@@ -78,6 +80,10 @@ async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRespons
     if coordinator is None:
         return join_response(
             version, JoinResult(error=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
+        )
+    if not _authz.allowed(ctx, ResourceType.GROUP, str(req.get("group_id") or "")):
+        return join_response(
+            version, JoinResult(error=ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id="")
         )
     protocols = tuple(
         (str(p.get("name") or ""), bytes(p.get("metadata") or b""))

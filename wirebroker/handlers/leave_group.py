@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import LeaveMember, LeaveResult
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.leave_group import (
@@ -59,6 +61,12 @@ async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupRespo
         return {
             "throttle_time_ms": 0,
             "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            "members": [],
+        }
+    if not _authz.allowed(ctx, ResourceType.GROUP, str(req.get("group_id") or "")):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
             "members": [],
         }
     if version >= _BATCH_VERSION:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, cast
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import ListGroupsResult
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.list_groups import (
@@ -46,4 +48,10 @@ async def handle(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsRespo
     version = ctx.api_version
     states = [str(s) for s in req.get("states_filter") or []] if version >= 4 else []
     types = [str(t) for t in req.get("types_filter") or []] if version >= 5 else []
-    return list_groups_response(coordinator.list_groups(states_filter=states, types_filter=types))
+    result = coordinator.list_groups(states_filter=states, types_filter=types)
+    if _authz.enabled(ctx) and not _authz.cluster(ctx):  # DESCRIBE the cluster: every group
+        allowed = tuple(
+            g for g in result.groups if _authz.allowed(ctx, ResourceType.GROUP, g.group_id)
+        )
+        result = result._replace(groups=allowed)
+    return list_groups_response(result)

@@ -42,9 +42,11 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import answer_partition
 from wirebroker.handlers.registry import handler
 from wirebroker.replication.partition import READ_COMMITTED
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.list_offsets import (
@@ -159,6 +161,7 @@ async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsRes
         target = int(pdata.get("timestamp"))
         return _lookup(part, target, isolation=isolation, from_client=from_client)
 
+    denied = _authz.denied_names(ctx, ResourceType.TOPIC, (t.get("name") for t in topics_in))
     by_name: dict[str, list[ListOffsetsPartitionResponse]] = {}
     answered: set[tuple[str, int]] = set()
     for topic in topics_in:
@@ -169,7 +172,9 @@ async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsRes
             if (name, index) in answered:
                 continue
             answered.add((name, index))
-            if seen[(name, index)] > 1:
+            if name in denied:
+                partitions_out.append(_answer(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif seen[(name, index)] > 1:
                 partitions_out.append(_answer(index, ErrorCode.INVALID_REQUEST))
             elif not spec_known(int(pdata.get("timestamp")), version):
                 partitions_out.append(_answer(index, ErrorCode.UNSUPPORTED_VERSION))

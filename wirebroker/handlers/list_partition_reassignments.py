@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -33,6 +34,13 @@ if TYPE_CHECKING:
 async def handle(
     ctx: RequestContext, req: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse:
+    if not _authz.cluster(ctx):  # DESCRIBE
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": _authz.CLUSTER_DENIED,
+            "topics": [],
+        }
     ongoing = ctx.services.admin.reassignments() or {}
     wanted = req.get("topics")
     if wanted is not None:

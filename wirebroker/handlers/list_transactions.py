@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.list_transactions import (
@@ -66,7 +68,8 @@ async def handle(ctx: RequestContext, req: ListTransactionsRequest) -> ListTrans
             "transaction_state": t.state,
         }
         for t in result.transactions
-        if regex is None or regex.fullmatch(t.transactional_id)
+        if (regex is None or regex.fullmatch(t.transactional_id))
+        and _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, t.transactional_id)
     ]
     return {
         "throttle_time_ms": 0,

@@ -36,7 +36,15 @@ tests/oracle/test_metadata_auto_create.py):
 
 Topic fields: error_code, name, topic_id (v10+), is_internal, partitions (error NONE,
 partition_index, leader_id, leader_epoch (v7+), replica_nodes, isr_nodes, offline_replicas).
-Authorized operations (v8+): there are no ACLs, so everything is allowed. When asked for
+Authorization (with an authorizer, wirebroker.handlers._authz, as Kafka's KafkaApis): "all
+topics" lists only those the principal may DESCRIBE; a named topic it may not describe is
+answered TOPIC_AUTHORIZATION_FAILED whether it exists or not (no partitions, topic id zero,
+is_internal false; asked by id: the id, a null name); a missing name the principal may
+describe but not create (CREATE on the cluster or the topic) when auto-creation is on:
+TOPIC_AUTHORIZATION_FAILED (is_internal of the name), nothing created. Authorized operations
+are those of the resource's operations the principal may do; the cluster's (v8-10) 0 unless
+it may DESCRIBE the cluster.
+Authorized operations (v8+) without an authorizer: everything is allowed. When asked for
 (include_topic_authorized_operations / include_cluster_authorized_operations v8-10) the answer
 is the bit set of every operation Kafka defines for the resource (bit n = AclOperation code n):
 topic READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS; cluster
@@ -55,12 +63,15 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.errors import ClusterError, TopicExistsError
 from wirebroker.metadata.names import is_internal, validate_topic_name
 from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.metadata.topic_store import TopicInfo
+from wirebroker.security.acls import AclOperation, ResourceType
+from wirebroker.security.authorizer import CLUSTER_NAME
 from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
@@ -179,24 +190,21 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
     services = ctx.services
     view = services.cluster
     config = services.config
-    topic_ops = (
-        TOPIC_ALL_OPERATIONS
-        if req.get("include_topic_authorized_operations")
-        else AUTHORIZED_OPERATIONS_OMITTED
-    )
-    cluster_ops = (
-        CLUSTER_ALL_OPERATIONS
-        if req.get("include_cluster_authorized_operations")
-        else AUTHORIZED_OPERATIONS_OMITTED
-    )
+    want_topic_ops = bool(req.get("include_topic_authorized_operations"))
     allow_create = config.auto_create_topics and (
         version < 4 or bool(req.get("allow_auto_topic_creation", True))
     )
 
+    def entry(info: TopicInfo) -> MetadataResponseTopic:
+        ops = AUTHORIZED_OPERATIONS_OMITTED
+        if want_topic_ops:
+            ops = _authz.operations_bits(ctx, _TOPIC, info.name, TOPIC_ALL_OPERATIONS)
+        return _topic_entry(ctx, info, ops)
+
     requested = req.get("topics")
     topics_out: list[MetadataResponseTopic] = []
     if requested is None or (version == 0 and not requested):
-        topics_out = [_topic_entry(ctx, info, topic_ops) for info in view.all_topics()]
+        topics_out = [entry(info) for info in view.all_topics() if _describable(ctx, info.name)]
     else:
         ids = [tid for t in requested if (tid := t.get("topic_id")) is not None and tid != NIL_UUID]
         if ids:
@@ -206,14 +214,22 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
                     topics_out.append(
                         _missing(None if version >= 12 else "", missing, topic_id=topic_id)
                     )
+                elif not _describable(ctx, info.name):
+                    topics_out.append(
+                        _missing(None if version >= 12 else "", _DENIED, topic_id=topic_id)
+                    )
                 else:
-                    topics_out.append(_topic_entry(ctx, info, topic_ops))
+                    topics_out.append(entry(info))
         else:
             names = [name for t in requested if (name := t.get("name")) is not None]
             for name in dict.fromkeys(names):
                 info, _missing_code = resolve_topic(view, by_id=False, name=name)
-                if info is not None:
-                    topics_out.append(_topic_entry(ctx, info, topic_ops))
+                if not _describable(ctx, name):
+                    topics_out.append(_missing(name, _DENIED))
+                elif info is not None:
+                    topics_out.append(entry(info))
+                elif allow_create and not _may_create(ctx, name):
+                    topics_out.append(_missing(name, _DENIED, internal=is_internal(name)))
                 else:
                     topics_out.append(_unknown_name(ctx, name, allow_create=allow_create))
 
@@ -226,6 +242,30 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse 
         "cluster_id": services.cluster_id,
         "controller_id": services.cluster.controller_id(),
         "topics": topics_out,
-        "cluster_authorized_operations": cluster_ops,
+        "cluster_authorized_operations": _cluster_ops(ctx, req),
         "error_code": 0,
     }
+
+
+_TOPIC = ResourceType.TOPIC
+_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def _describable(ctx: RequestContext, name: str) -> bool:
+    return _authz.allowed(ctx, _TOPIC, name, AclOperation.DESCRIBE)
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic."""
+    return _authz.cluster(ctx, AclOperation.CREATE) or _authz.allowed(
+        ctx, _TOPIC, name, AclOperation.CREATE
+    )
+
+
+def _cluster_ops(ctx: RequestContext, req: MetadataRequest) -> int:
+    """v8-10's cluster authorized operations: 0 unless the principal may DESCRIBE it."""
+    if not req.get("include_cluster_authorized_operations"):
+        return AUTHORIZED_OPERATIONS_OMITTED
+    if not _authz.cluster(ctx, AclOperation.DESCRIBE):
+        return 0
+    return _authz.operations_bits(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_ALL_OPERATIONS)

@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import CommitPartition, CommitRequest, CommitResult, CommitTopic
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.offset_commit import (
@@ -74,16 +76,23 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
     valid: list[CommitTopic] = []
     names: list[str | None] = []
     request_topics = list(req.get("topics") or [])
+    group_denied = not _authz.allowed(ctx, ResourceType.GROUP, str(req.get("group_id") or ""))
     for i, topic in enumerate(request_topics):
         partitions = list(topic.get("partitions") or [])
         info, missing = resolve_topic(
             view, by_id=by_id, name=topic.get("name"), topic_id=topic.get("topic_id")
         )
         names.append(info.name if info is not None else None)
+        asked = info.name if info is not None else (None if by_id else str(topic.get("name")))
+        topic_denied = asked is not None and not _authz.allowed(ctx, ResourceType.TOPIC, asked)
         ok = []
         for p in partitions:
             index = int(p.get("partition_index"))
-            if info is None:
+            if group_denied:
+                errors[(i, index)] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            elif topic_denied:
+                errors[(i, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None:
                 errors[(i, index)] = missing
             elif not 0 <= index < info.partitions:
                 errors[(i, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import TopicPartitions
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.offset_delete import (
@@ -41,6 +43,12 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
             "throttle_time_ms": 0,
             "topics": [],
         }
+    if not _authz.allowed(ctx, ResourceType.GROUP, str(req.get("group_id") or "")):
+        return {
+            "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            "throttle_time_ms": 0,
+            "topics": [],
+        }
     view = ctx.services.cluster
     request_topics = list(req.get("topics") or [])
     local: dict[tuple[str, int], ErrorCode] = {}
@@ -48,10 +56,13 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
     for t in request_topics:
         name = str(t.get("name") or "")
         info = view.topic(name)
+        denied = not _authz.allowed(ctx, ResourceType.TOPIC, name)
         ok = []
         for p in t.get("partitions") or []:
             index = int(p.get("partition_index"))
-            if info is None or not 0 <= index < info.partitions:
+            if denied:
+                local[(name, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= index < info.partitions:
                 local[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 ok.append(index)

@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import FetchedPartition, OffsetFetchResult, TopicPartitions
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.offset_fetch import (
@@ -100,9 +102,17 @@ def _fetch_group(
             "topics": [],
             "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
         }
+    if not _authz.allowed(ctx, ResourceType.GROUP, group_id):
+        return {
+            "group_id": group_id,
+            "topics": [],
+            "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        }
     view = ctx.services.cluster
     requested: list[TopicPartitions] | None = None
     unknown_ids: list[OffsetFetchResponseTopics] = []
+    denied: list[OffsetFetchResponseTopics] = []  # topics it may not DESCRIBE
+    denied_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if topics is not None:
         requested = []
         for t in topics:
@@ -118,10 +128,26 @@ def _fetch_group(
                         }
                     )
                     continue
+                if not _authz.allowed(ctx, ResourceType.TOPIC, info.name):
+                    refused = [_partition(i, denied_code) for i in indexes]
+                    denied.append({"topic_id": topic_id, "partitions": refused})
+                    continue
                 requested.append(TopicPartitions(info.name, indexes))
             else:
-                requested.append(TopicPartitions(str(t.get("name") or ""), indexes))
+                name = str(t.get("name") or "")
+                if not _authz.allowed(ctx, ResourceType.TOPIC, name):
+                    refused = [_partition(i, denied_code) for i in indexes]
+                    denied.append({"name": name, "partitions": refused})
+                    continue
+                requested.append(TopicPartitions(name, indexes))
     answer = fetch_group_response(coordinator.fetch_offsets(group_id=group_id, topics=requested))
+    if topics is None and _authz.enabled(ctx):  # every topic: only those it may DESCRIBE
+        kept = [
+            t
+            for t in answer["topics"]
+            if _authz.allowed(ctx, ResourceType.TOPIC, t.get("name", ""))
+        ]
+        answer = {**answer, "topics": kept}
     if require_stable and answer["error_code"] == 0:
         for answered in answer["topics"]:
             topic = answered.get("name", "")
@@ -135,6 +161,8 @@ def _fetch_group(
             if info is not None:
                 out.append({"topic_id": info.topic_id, "partitions": answered["partitions"]})
         answer = {**answer, "topics": out + unknown_ids}
+    if denied and answer["error_code"] == 0:
+        answer = {**answer, "topics": [*answer["topics"], *denied]}
     return answer
 
 

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import answer_partition
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.offset_for_leader_epoch import (
@@ -57,11 +59,17 @@ async def handle(
 ) -> OffsetForLeaderEpochResponse | None:
     replicas = ctx.services.replicas
     topics_out: list[OffsetForLeaderTopicResult] = []
+    # a broker with CLUSTER_ACTION may ask of any topic; a consumer (KIP-320) DESCRIBE each
+    follower = _authz.enabled(ctx) and _authz.cluster(ctx)
     for topic in req.get("topics") or []:
         name = topic.get("topic")
+        denied = not follower and not _authz.allowed(ctx, ResourceType.TOPIC, name)
         partitions_out: list[EpochEndOffset] = []
         for pdata in topic.get("partitions") or []:
             index = int(pdata.get("partition"))
+            if denied:
+                partitions_out.append(_answer(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             epoch = int(pdata.get("current_leader_epoch", -1))
             partitions_out.append(
                 answer_partition(replicas, name, index, epoch, pdata, end_offset_for_epoch, _answer)

@@ -17,6 +17,12 @@ Per request
                     acks=0 gets no response; if any partition failed, the connection is closed
                     (raise `ProduceWithoutAckFailed`), as Kafka does, so the producer notices and
                     refreshes its metadata.
+    authorization   with an authorizer (wirebroker.handlers._authz): a transactional batch
+                    needs WRITE on the transactional id, else every partition
+                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE, else its
+                    partitions TOPIC_AUTHORIZATION_FAILED (before any other check, so an
+                    unknown topic's existence is not revealed; not IDEMPOTENT_WRITE, which
+                    Kafka 3+ no longer asks here).
     transactions    a request holding a transactional batch without a transactional_id gets
                     TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
                     answer). Otherwise transactional batches are appended like any other; the
@@ -101,6 +107,7 @@ import trio
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
+from wirebroker.handlers import _authz
 from wirebroker.handlers._leader_hints import (
     PRODUCE_HINT_CODES,
     PRODUCE_HINTS_MIN_VERSION,
@@ -113,6 +120,7 @@ from wirebroker.log.errors import LogError
 from wirebroker.metadata.names import is_internal
 from wirebroker.replication.partition import NotEnoughReplicasError, NotLeaderOrFollowerError
 from wirebroker.replication.txn_verify import TxnOperation, producer_answer
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
@@ -328,6 +336,25 @@ async def _verify(
     return refused
 
 
+def _request_error(
+    ctx: RequestContext,
+    acks: int,
+    transactional_id: str | None,
+    topic_data: list[TopicProduceData],
+    parsed: dict[int, _Parsed],
+) -> ErrorCode | None:
+    """The error of every partition, if any: bad acks; a transactional batch without a
+    transactional id the principal may WRITE."""
+    if acks not in (-1, 0, 1):
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    if _has_transactional_batch(topic_data, parsed) and (
+        transactional_id is None
+        or not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return None
+
+
 def _topic_info(ctx: RequestContext, topic: TopicProduceData) -> str | None:
     """The name of a request topic (by name, or by id from v13), None when unknown."""
     _naming, info, _missing = resolve_entry(
@@ -381,11 +408,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     client_id = getattr(ctx.header, "client_id", None)
 
     parsed: dict[int, _Parsed] = {}
-    request_error: ErrorCode | None = None
-    if acks not in (-1, 0, 1):
-        request_error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif req.get("transactional_id") is None and _has_transactional_batch(topic_data, parsed):
-        request_error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    request_error = _request_error(ctx, acks, req.get("transactional_id"), topic_data, parsed)
     verify_errors: dict[tuple[str, int], _Refusal] = {}
     if request_error is None and req.get("transactional_id") is not None:
         verify_errors = await _verify(ctx, str(req.get("transactional_id")), topic_data, parsed)
@@ -402,11 +425,14 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
         )
         out_topic = cast("TopicProduceResponse", {**naming, "partition_responses": []})
         name = info.name if info is not None else None
+        denied = not _authz.allowed(ctx, ResourceType.TOPIC, name or str(naming.get("name")))
         partition_responses = []
         for pdata in topic.get("partition_data") or []:
             index = int(pdata.get("index"))
             if request_error is not None:
                 presp = _failed(index, request_error)
+            elif denied and (name is not None or version < 13):
+                presp = _failed(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif info is None or name is None:
                 presp = _failed(index, missing_code)
             elif (part := replicas.partition(name, index)) is None:

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import SyncRequest, SyncResult
+from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
+from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
     from protocol.messages.sync_group import (
@@ -57,6 +59,8 @@ async def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupRespons
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return sync_response(SyncResult(error=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    if not _authz.allowed(ctx, ResourceType.GROUP, str(req.get("group_id") or "")):
+        return sync_response(SyncResult(error=ErrorCode.GROUP_AUTHORIZATION_FAILED))
     protocol_type = req.get("protocol_type") if version >= _PROTOCOL_VERSION else None
     protocol_name = req.get("protocol_name") if version >= _PROTOCOL_VERSION else None
     if missing_protocol(version, protocol_type, protocol_name):

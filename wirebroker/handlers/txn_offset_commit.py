@@ -39,9 +39,11 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.messages import CommitPartition, CommitTopic, TxnCommitRequest
 from wirebroker.group.runtime import OFFSETS_TOPIC
+from wirebroker.handlers import _authz
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.registry import handler
 from wirebroker.replication.txn_verify import TxnOperation
+from wirebroker.security.acls import ResourceType
 from wirebroker.txn import version as txn_version
 
 if TYPE_CHECKING:
@@ -144,6 +146,15 @@ def _key(topic: Mapping[str, Any]) -> Any:
     return topic["topic_id"] if "topic_id" in topic else topic["name"]
 
 
+def _refusal(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode | None:
+    """WRITE on the transactional id, then READ on the group, else every partition's error."""
+    if not _authz.allowed(ctx, ResourceType.TRANSACTIONAL_ID, str(req["transactional_id"])):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not _authz.allowed(ctx, ResourceType.GROUP, str(req["group_id"])):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None
+
+
 def _resolve(ctx: RequestContext, req: TxnOffsetCommitRequest, answer: _Answer) -> list[_Topic]:
     """The request's topics resolved (v6 by id, before by name): the partitions to commit, in
     request order; unknown topics and partitions are answered into `answer`."""
@@ -161,6 +172,8 @@ def _resolve(ctx: RequestContext, req: TxnOffsetCommitRequest, answer: _Answer) 
             index = int(p["partition_index"])
             if info is None:
                 answer.add(naming, index, missing)
+            elif not _authz.allowed(ctx, ResourceType.TOPIC, info.name):  # READ
+                answer.add(naming, index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif not 0 <= index < info.partitions:
                 answer.add(naming, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             else:
@@ -222,6 +235,17 @@ async def _coordinator_answer(
 @handler(ApiKey.TXN_OFFSET_COMMIT)
 async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     answer = _Answer()
+    refusal = _refusal(ctx, req)
+    if refusal is not None:
+        for t in req.get("topics") or []:
+            naming: Naming = (
+                {"topic_id": t.get("topic_id") or NIL_UUID}
+                if ctx.api_version >= _TOPIC_IDS_VERSION
+                else {"name": t["name"]}
+            )
+            for p in t.get("partitions") or []:
+                answer.add(naming, int(p["partition_index"]), refusal)
+        return {"throttle_time_ms": 0, "topics": answer.topics}
     topics = _resolve(ctx, req, answer)
     if topics:
         answer.merge(await _coordinator_answer(ctx, req, topics))

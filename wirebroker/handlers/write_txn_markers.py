@@ -28,13 +28,14 @@ Skipped: authorization (CLUSTER_ACTION).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
+from wirebroker.handlers import _authz
 from wirebroker.handlers._replication import await_replication
 from wirebroker.handlers.registry import Later, handler
 from wirebroker.log.errors import LogError
@@ -106,12 +107,20 @@ async def handle(
 ) -> WriteTxnMarkersResponse | Later:
     results: list[WritableTxnMarkerResult] = []
     waiting: list[_Waiting] = []
+    allowed = _authz.cluster(ctx)  # CLUSTER_ACTION, else every partition refused
+    denied = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     for marker in req.get("markers") or []:
         topics: list[WritableTxnMarkerTopicResult] = []
         for t in marker.get("topics") or []:
             name = str(t["name"])
             partitions = [
-                _write(ctx, marker, name, int(i), waiting) for i in t["partition_indexes"]
+                _write(ctx, marker, name, int(i), waiting)
+                if allowed
+                else cast(
+                    "WritableTxnMarkerPartitionResult",
+                    {"partition_index": int(i), "error_code": denied},
+                )
+                for i in t["partition_indexes"]
             ]
             topics.append({"name": name, "partitions": partitions})
         results.append({"producer_id": int(marker["producer_id"]), "topics": topics})

@@ -147,7 +147,9 @@ class LogAppender:
             if leader_epoch >= 0:
                 plog._epochs.assign(leader_epoch, first_offset)
             if plog._epochs.changed:  # also an entry `assign_epoch_start_offset` deferred
-                plog._write_epoch_checkpoint()
+                # unsynced: recovery reassigns epochs above the recovery point from the
+                # batches (`PartitionLog.sync_epoch_checkpoint`)
+                plog._write_epoch_checkpoint(durable=False)
             seg = plog._local.maybe_roll(len(buf), max_ts, last_offset, now_ms, plog._take_snapshot)
         plog._local.append(seg, buf, list(stamped), now_ms)
         return seg
@@ -253,8 +255,8 @@ class LogAppender:
             txn = plog._producers.apply(h, marker)
             if txn is not None and txn.aborted:
                 self._index_aborted(seg, txn)
-        if plog._epochs.changed:
+        if plog._epochs.changed:  # unsynced, as a leader's (`_write_leader`)
             with plog._io("leader epoch checkpoint", offline_on_error=True):
-                plog._write_epoch_checkpoint()
+                plog._write_epoch_checkpoint(durable=False)
         plog._local.maybe_flush_messages(now_ms)
         return AppendResult(first, last_offset, -1, plog.log_start_offset)

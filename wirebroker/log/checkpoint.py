@@ -31,7 +31,13 @@ import base64
 import uuid
 from pathlib import Path
 
-from wirebroker.log.fs import FileSystem, read_file, write_file, write_file_atomic
+from wirebroker.log.fs import (
+    FileSystem,
+    read_file,
+    write_file,
+    write_file_atomic,
+    write_file_replace,
+)
 
 __all__ = [
     "CheckpointError",
@@ -127,9 +133,19 @@ def read_epoch_checkpoint(fs: FileSystem, path: Path) -> list[tuple[int, int]] |
     return out
 
 
-def write_epoch_checkpoint(fs: FileSystem, path: Path, entries: list[tuple[int, int]]) -> None:
+def write_epoch_checkpoint(
+    fs: FileSystem, path: Path, entries: list[tuple[int, int]], *, durable: bool = True
+) -> None:
+    """Replace the checkpoint atomically; `durable`: fsynced too (`write_file_atomic`),
+    else renamed into place without an fsync (`write_file_replace`): after a crash the old
+    checkpoint, the new one or a malformed one may be found, and the loader copes with each
+    (see `PartitionLog.sync_epoch_checkpoint`)."""
     lines = [str(_VERSION), str(len(entries))] + [f"{e} {o}" for e, o in entries]
-    write_file_atomic(fs, path, ("\n".join(lines) + "\n").encode())
+    data = ("\n".join(lines) + "\n").encode()
+    if durable:
+        write_file_atomic(fs, path, data)
+    else:
+        write_file_replace(fs, path, data)
 
 
 def format_topic_id(topic_id: uuid.UUID) -> str:

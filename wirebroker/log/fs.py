@@ -193,6 +193,20 @@ def write_file(fs: FileSystem, path: Path, data: Buffer) -> None:
         fs.close(fd)
 
 
+def write_file_replace(fs: FileSystem, path: Path, data: Buffer) -> None:
+    """Replace `path` with `data` atomically but not durably (tmp + rename, no fsync): a
+    reader sees the old content or the new, never a mix; after a crash the old content, the
+    new or an empty or partial file may be found. A failed write removes the temporary file."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        write_file(fs, tmp, data)
+    except OSError:
+        with suppress(OSError):
+            fs.unlink(tmp)
+        raise
+    fs.rename(tmp, path)
+
+
 def write_file_atomic(fs: FileSystem, path: Path, data: Buffer) -> None:
     """Replace `path` with `data` atomically and durably (tmp + fsync + rename + dir fsync).
 

@@ -79,9 +79,12 @@ class LoadedLog:
     topic_id: uuid.UUID | None
 
 
-def save_epochs(fs: FileSystem, directory: Path, epochs: LeaderEpochCache) -> None:
-    """Write the leader-epoch checkpoint; the cache is no longer `changed`."""
-    write_epoch_checkpoint(fs, directory / LEADER_EPOCH_FILE, epochs.entries)
+def save_epochs(
+    fs: FileSystem, directory: Path, epochs: LeaderEpochCache, *, durable: bool = True
+) -> None:
+    """Write the leader-epoch checkpoint (`durable`: fsynced); the cache is no longer
+    `changed`."""
+    write_epoch_checkpoint(fs, directory / LEADER_EPOCH_FILE, epochs.entries, durable=durable)
     epochs.changed = False
 
 

@@ -60,6 +60,9 @@ class LocalLog:
         self.offline = False
         self.closed = False
         self.last_flush_ms = 0
+        #: called before the recovery point moves up: what recovery will not rebuild from
+        #: the batches above it must be durable first (the owner's leader-epoch checkpoint)
+        self.before_recovery_point_moves: Callable[[], None] = _nothing
 
     @property
     def log_end_offset(self) -> int:
@@ -173,12 +176,14 @@ class LocalLog:
     def flush_segments(self, up_to: int) -> None:
         """fsync every segment below `up_to`; the recovery point moves there."""
         self.segments.flush_below(up_to)
+        self.before_recovery_point_moves()
         self.recovery_point = max(self.recovery_point, min(up_to, self.log_end_offset))
 
     def flush(self) -> None:
         """fsync data and indexes of every segment; the recovery point becomes the log end."""
         with self.io("flush", offline_on_error=True):
             self.segments.flush()
+            self.before_recovery_point_moves()
             self.recovery_point = self.log_end_offset
 
     def maybe_flush(self, now_ms: int) -> None:
@@ -278,3 +283,7 @@ class LocalLog:
                 self.segments.replace(new, old)
             except ValueError as exc:
                 raise ValueError(f"{self.name}: {exc}") from None
+
+
+def _nothing() -> None:
+    return None

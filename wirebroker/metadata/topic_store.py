@@ -12,13 +12,15 @@ it ends in `.json`)::
                  "replication_factor": 1, "configs": {"retention.ms": "1000"},
                  "is_internal": false}, ...],
      "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}},
-     "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}}}
+     "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}},
+     "acl_nodes": {"/kafka-acl/Topic/t": "{\"version\":1,\"acls\":[...]}"}}
 
 `broker_configs` (absent when none are set) holds a single broker's dynamic broker configs
 (wirebroker.dynamic_configs): the cluster default and this broker's, by ZooKeeper entity name.
 `user_configs` (absent when none are set) holds a single broker's `/config/users/<user>`
 configs by user name: its SCRAM users' credentials (salted keys, never passwords;
-wirebroker.cluster.zk_scram_users).
+wirebroker.cluster.zk_scram_users). `acl_nodes` (absent when there are none) holds a single
+broker's ACL znodes by path, as ZooKeeper holds them (wirebroker.cluster.zk_acls).
 
 Every mutation rewrites the whole document atomically before returning
 (`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
@@ -272,6 +274,7 @@ class TopicStore:
         self._next_producer_id = next_producer_id
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._user_configs: dict[str, dict[str, str]] = {}
+        self._acl_nodes: dict[str, str] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
 
@@ -325,6 +328,7 @@ class TopicStore:
                 str(user): {str(k): str(v) for k, v in configs.items()}
                 for user, configs in doc.get("user_configs", {}).items()
             }
+            acl_nodes = {str(p): str(d) for p, d in doc.get("acl_nodes", {}).items()}
         except TopicStoreError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -337,6 +341,7 @@ class TopicStore:
         store = cls(file, stored_cluster, {t.name: t for t in topics}, next_pid, fs=fs)
         store._broker_configs = broker_configs
         store._user_configs = user_configs
+        store._acl_nodes = acl_nodes
         return store
 
     # -- reads ------------------------------------------------------------------------------
@@ -368,7 +373,23 @@ class TopicStore:
         """The users' configs kept here (`/config/users/<user>`): user name -> configs."""
         return {user: dict(configs) for user, configs in self._user_configs.items()}
 
+    def acl_nodes(self) -> dict[str, str]:
+        """The ACL znodes kept here (`/kafka-acl...` path -> node data)."""
+        return dict(self._acl_nodes)
+
     # -- mutations (durable on return) ---------------------------------------------------------
+    def set_acl_nodes(self, nodes: Mapping[str, str]) -> None:
+        """Replace the ACL znodes kept here (written only when they changed)."""
+        old = self._acl_nodes
+        if dict(nodes) == old:
+            return
+        self._acl_nodes = dict(nodes)
+        try:
+            self._save()
+        except BaseException:
+            self._acl_nodes = old
+            raise
+
     def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
         """Replace one entity's dynamic broker configs (an empty mapping removes it)."""
         self._set_configs(self._broker_configs, entity, configs)
@@ -457,5 +478,7 @@ class TopicStore:
             doc["broker_configs"] = self._broker_configs
         if self._user_configs:
             doc["user_configs"] = self._user_configs
+        if self._acl_nodes:
+            doc["acl_nodes"] = self._acl_nodes
         data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
         write_file_atomic(self.fs, self.path, data)

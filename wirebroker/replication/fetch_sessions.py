@@ -1,38 +1,53 @@
-"""Incremental fetch sessions (KIP-227) between brokers: the leader's cache (pure, no I/O).
+"""Incremental fetch sessions (KIP-227): the broker's session cache (pure, no I/O; `now_ms`
+is always passed in).
 
-Without a session every replica Fetch names every partition its follower replicates from this
-leader and every answer carries all of them, idle or not: with `__consumer_offsets` (50
-partitions) a follower's Fetch carries ~17 idle partitions beside a busy one, each decoded,
-read, recorded and answered per round. With a session, as Kafka's followers do it
-(`FetchSessionHandler` / `FetchManager`):
+Without a session every Fetch names every partition its fetcher reads and every answer carries
+all of them, idle or not. With a session, as Kafka 4.4's `FetchManager` / `FetchSessionCache`
+serve them, to followers (privileged sessions) and to consumers (unprivileged) alike:
 
-    request (session_id, session_epoch)    leader
-    (0 or any, 0 = INITIAL)                a full fetch; a new session holds its partitions
-                                           (one per follower: an older one of the same
-                                           replica is dropped); the answer carries all of
-                                           them and the new session_id
-    (S, -1 = FINAL)                        session S closed; a full fetch, session_id 0
-    (S, E > 0)                             incremental: S must exist and belong to this
-                                           replica (else FETCH_SESSION_ID_NOT_FOUND) and E be
-                                           the epoch it expects (else
-                                           INVALID_FETCH_SESSION_EPOCH); the partitions named
-                                           replace their cached fetch data (or join), the
-                                           forgotten ones leave; every partition of the session
-                                           is read (and the follower's position recorded for
-                                           each) with its cached data, except quiet ones
-                                           (`_Cached.is_quiet`, handlers/fetch.py); the
-                                           answer carries only those with records, an
-                                           error, a diverging epoch or a high watermark /
-                                           log start / last stable offset that changed
-                                           since the session last sent them; the expected
-                                           epoch becomes E + 1 (INT32_MAX -> 1)
+    request (session_id, session_epoch)    broker
+    (S, 0 = INITIAL)                       S (if not 0) is closed; a full fetch; a new
+                                           session holding every partition answered is made
+                                           when the cache admits it (`maybe_create`): the
+                                           answer carries its id, else 0 (a full fetch again
+                                           next time, which KIP-227 allows)
+    (S, -1 = FINAL)                        S (if not 0) is closed; a full fetch, session_id 0
+    (S, E > 0)                             incremental: S must exist (else
+                                           FETCH_SESSION_ID_NOT_FOUND), E be the epoch it
+                                           expects (else INVALID_FETCH_SESSION_EPOCH) and the
+                                           request name its topics as the session does (ids
+                                           from v13, else FETCH_SESSION_TOPIC_ID_ERROR); the
+                                           partitions named replace their cached fetch data
+                                           (or join), then the forgotten ones leave; a session
+                                           left empty is closed and the request served
+                                           sessionless (session_id 0); else every partition
+                                           of the session is read, the answer carries only
+                                           those with records, an error, a diverging epoch or
+                                           a high watermark / log start that changed since the
+                                           session last sent them (`must_answer`), and those
+                                           that had records move to the end of the session's
+                                           order (the next read starts with the others); the
+                                           expected epoch becomes E + 1 (INT32_MAX -> 1)
 
-Only follower fetches get sessions here; a consumer's Fetch stays sessionless (session_id 0
-in the answer: clients then keep sending full fetches, which KIP-227 allows). At most
-`max_sessions` (Kafka's max.incremental.fetch.session.cache.slots, 1,000) sessions exist; a
-new one beyond that evicts the least recently used. Topics are keyed as the session's requests
-name them: by topic id (Fetch v13+) or by name (v7-12); a request naming them the other way
-is FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka.
+A session is found by its id alone: as in Kafka it is bound neither to a connection nor to the
+fetcher that made it (a consumer reconnecting keeps its session). Topics are keyed as the
+session's requests name them: by topic id (Fetch v13+) or by name (v7-12).
+
+The cache, as Kafka's: `shards` shards (Kafka: 8), each holding at most
+`max.incremental.fetch.session.cache.slots` // shards sessions (so fewer than 8 slots: no
+session at all) and its own range of session ids; a new session goes to the next shard in
+turn. A slot is a session, whatever its size; the partitions cached are counted for the
+metrics only. When the shard is full a new session of `size` partitions is admitted only by
+evicting one (`_Shard.try_evict`, Kafka's `FetchSessionCacheShard.tryEvict`):
+  1. the least recently used session, if unused for more than `eviction_ms`
+     (`min.incremental.fetch.session.eviction.ms`, Kafka's fixed 120,000) — whoever asks;
+  2. else the least valuable evictable session, if not more valuable than the newcomer
+     (value: privileged first, then more partitions, then the higher id). Evictable, as decided
+     when the session was last used (`touch`): by a privileged newcomer, an unprivileged session
+     or one created more than `eviction_ms` before; by an unprivileged newcomer, only one
+     created more than `eviction_ms` before.
+So a follower's session takes the place of a consumer's, a bigger session that of a smaller
+one that is not new, and a session in use is safe for `eviction_ms` after its creation.
 """
 
 from __future__ import annotations
@@ -44,6 +59,9 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 __all__ = [
+    "DEFAULT_EVICTION_MS",
+    "DEFAULT_SHARDS",
+    "DEFAULT_SLOTS",
     "FINAL_EPOCH",
     "INITIAL_EPOCH",
     "FetchSession",
@@ -56,6 +74,9 @@ __all__ = [
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 _INT32_MAX = 2**31 - 1
+DEFAULT_SLOTS = 1000
+DEFAULT_EVICTION_MS = 120_000
+DEFAULT_SHARDS = 8
 
 #: (topic id or name, partition index)
 Key = tuple[object, int]
@@ -81,10 +102,11 @@ class _Cached:
     fetch: Any  # the request's FetchPartition (a mapping)
     high_watermark: int | None = None
     log_start_offset: int | None = None
+    #: the last stable offset last read (not an answer trigger, as in Kafka: see must_answer)
     last_stable_offset: int | None = None
     #: (partition, its quiet stamp) from the last read that found the follower quiet there
     #: (`Partition.quiet_follower_stamp`), None when unknown. Set by the Fetch handler;
-    #: cleared whenever the follower names the partition again.
+    #: cleared whenever the follower names the partition again. Follower sessions only.
     quiet: Any = None
     #: when the follower's fetch of this partition was last recorded (ms; -1: never)
     recorded_ms: int = -1
@@ -92,9 +114,9 @@ class _Cached:
     def is_quiet(self, part: Any, stamp: tuple[int, int, int, int]) -> bool:
         """Whether the partition may be skipped: `part` and its current `stamp` (leader epoch,
         log end = high watermark, log start, last stable offset) are those of the last read
-        that found it quiet, and the follower has been sent that high watermark, log start
-        and last stable offset (an answer built from a long poll's first read is not always
-        the one sent)."""
+        that found it quiet, and the follower has been sent that high watermark and log start
+        (an answer built from a long poll's first read is not always the one sent) and the
+        last read saw that last stable offset."""
         quiet = self.quiet
         return (
             quiet is not None
@@ -109,95 +131,226 @@ class _Cached:
 @dataclass
 class FetchSession:
     session_id: int
-    replica_id: int
+    #: a follower's (Kafka's privileged session)
+    privileged: bool
     by_id: bool
     #: the epoch the next request must carry
     epoch: int
-    partitions: dict[Key, _Cached] = field(default_factory=dict)
+    creation_ms: int = 0
     last_used_ms: int = 0
+    #: in session order: the order partitions are read and answered in
+    partitions: dict[Key, _Cached] = field(default_factory=dict)
+    #: the size when last touched (what the cache counts; -1: not in the cache)
+    cached_size: int = -1
+    #: whether a privileged / any newcomer may evict it, as decided when last touched
+    evictable_by_privileged: bool = False
+    evictable_by_all: bool = False
+
+    def evictable_key(self) -> tuple[bool, int, int]:
+        """Kafka's EvictableKey: the least valuable session sorts first."""
+        return (self.privileged, self.cached_size, self.session_id)
 
     def must_answer(self, key: Key, answer: Any) -> bool:
         """Whether partition `key`'s `answer` (a PartitionData mapping) goes into an
-        incremental answer; records what it carries as sent (Kafka's
-        `CachedPartition.maybeUpdateResponseData`)."""
+        incremental answer, recording what it carries as sent (Kafka's
+        `CachedPartition.maybeUpdateResponseData`): records, a high watermark or log start
+        other than the last sent, a preferred read replica, an error (the cached high
+        watermark then becomes -1, so the partition is sent again once the error is gone) or a
+        diverging epoch. A change of the last stable offset alone is not sent, as in Kafka."""
         cached = self.partitions.get(key)
         if cached is None:
-            return True
+            return False  # not in the session (forgotten meanwhile), as Kafka
         hw = answer.get("high_watermark")
         log_start = answer.get("log_start_offset")
-        lso = answer.get("last_stable_offset")
-        changed = (
-            hw != cached.high_watermark
-            or log_start != cached.log_start_offset
-            or lso != cached.last_stable_offset
-        )
-        if changed:
-            cached.high_watermark, cached.log_start_offset = hw, log_start
-            cached.last_stable_offset = lso
-        return (
-            changed
-            or int(answer.get("error_code", 0)) != ErrorCode.NONE
-            or answer.get("diverging_epoch") is not None
-            or len(answer.get("records") or b"") > 0
-        )
+        cached.last_stable_offset = answer.get("last_stable_offset")
+        must = len(answer.get("records") or b"") > 0
+        if hw != cached.high_watermark:
+            cached.high_watermark, must = hw, True
+        if log_start != cached.log_start_offset:
+            cached.log_start_offset, must = log_start, True
+        if int(answer.get("preferred_read_replica", -1)) >= 0:
+            must = True
+        if int(answer.get("error_code", 0)) != ErrorCode.NONE:
+            cached.high_watermark, must = -1, True
+        return must or answer.get("diverging_epoch") is not None
+
+    def move_to_end(self, key: Key) -> None:
+        """A partition that sent records goes last in the session's order (Kafka's round
+        robin: the next fetch's byte budget goes to the others first)."""
+        cached = self.partitions.pop(key, None)
+        if cached is not None:
+            self.partitions[key] = cached
 
     def request_topics(self, topic_field: str) -> list[dict[str, Any]]:
-        """Every partition of the session as a request's `topics` (its cached fetch data)."""
-        topics: dict[object, list[Any]] = {}
+        """Every partition of the session as a request's `topics`, in session order: one
+        entry per run of consecutive partitions of a topic (as Kafka groups them)."""
+        topics: list[dict[str, Any]] = []
+        last: object = object()
         for (topic, _index), cached in self.partitions.items():
-            topics.setdefault(topic, []).append(cached.fetch)
-        return [{topic_field: t, "partitions": ps} for t, ps in topics.items()]
+            if topic != last or not topics:
+                topics.append({topic_field: topic, "partitions": []})
+                last = topic
+            topics[-1]["partitions"].append(cached.fetch)
+        return topics
+
+
+class _Shard:
+    """One shard of the cache: its sessions, at most `max_entries`, with ids in [lo, hi)."""
+
+    def __init__(self, max_entries: int, eviction_ms: int, lo: int, hi: int) -> None:
+        self.max_entries = max_entries
+        self.eviction_ms = eviction_ms
+        self.lo, self.hi = lo, hi
+        self.sessions: dict[int, FetchSession] = {}
+        self.num_partitions = 0
+        self.evictions = 0
+
+    def new_id(self, rng: Any) -> int:
+        while True:
+            sid = int(rng.randrange(self.lo, self.hi))
+            if sid != 0 and sid not in self.sessions:
+                return sid
+
+    def touch(self, session: FetchSession, now_ms: int) -> None:
+        """The session was used: its last use, cached size and evictability (Kafka's touch)."""
+        session.last_used_ms = now_ms
+        if session.cached_size >= 0:
+            self.num_partitions -= session.cached_size
+        session.cached_size = len(session.partitions)
+        self.num_partitions += session.cached_size
+        old = now_ms - session.creation_ms > self.eviction_ms
+        session.evictable_by_privileged = old or not session.privileged
+        session.evictable_by_all = old
+
+    def remove(self, session_id: int) -> FetchSession | None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            self.num_partitions -= session.cached_size
+            session.cached_size = -1
+        return session
+
+    def try_evict(self, privileged: bool, size: int, now_ms: int) -> bool:
+        """Make room for a newcomer (see the module doc); whether a session was evicted."""
+        if not self.sessions:
+            return False
+        lru = min(self.sessions.values(), key=lambda s: (s.last_used_ms, s.session_id))
+        if now_ms - lru.last_used_ms > self.eviction_ms:
+            victim: FetchSession | None = lru
+        else:
+            candidates = [
+                s
+                for s in self.sessions.values()
+                if (s.evictable_by_privileged if privileged else s.evictable_by_all)
+            ]
+            victim = min(candidates, key=FetchSession.evictable_key) if candidates else None
+            if victim is not None and (privileged, size, 0) < victim.evictable_key():
+                victim = None
+        if victim is None:
+            return False
+        self.remove(victim.session_id)
+        self.evictions += 1
+        return True
 
 
 class FetchSessions:
-    """The leader's sessions, by id (see the module doc)."""
+    """The broker's sessions (see the module doc)."""
 
-    def __init__(self, max_sessions: int = 1000, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        max_sessions: int = DEFAULT_SLOTS,
+        eviction_ms: int = DEFAULT_EVICTION_MS,
+        shards: int = DEFAULT_SHARDS,
+        rng: random.Random | None = None,
+    ) -> None:
         self.max_sessions = max_sessions
+        self.eviction_ms = eviction_ms
         self._rng = rng  # None: the `random` module's (a simulation seeds it)
-        self._sessions: dict[int, FetchSession] = {}
+        span = _INT32_MAX // shards
+        self._span = span
+        self._shards = [
+            _Shard(max_sessions // shards, eviction_ms, max(1, n * span), (n + 1) * span)
+            for n in range(shards)
+        ]
+        self._next_shard = 0
+
+    @classmethod
+    def from_config(cls, config: Any) -> FetchSessions:
+        """The cache a broker config asks for (a BrokerConfig: `get_int`)."""
+        return cls(
+            config.get_int("max.incremental.fetch.session.cache.slots"),
+            config.get_int("min.incremental.fetch.session.eviction.ms"),
+        )
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return sum(len(s.sessions) for s in self._shards)
+
+    @property
+    def partitions_cached(self) -> int:
+        """Kafka's NumIncrementalFetchPartitionsCached: the sessions' sizes when last used."""
+        return sum(s.num_partitions for s in self._shards)
+
+    @property
+    def evictions(self) -> int:
+        """Sessions evicted so far (Kafka's IncrementalFetchSessionEvictionsPerSec counts)."""
+        return sum(s.evictions for s in self._shards)
+
+    def _shard(self, session_id: int) -> _Shard | None:
+        index = session_id // self._span
+        return self._shards[index] if session_id > 0 and index < len(self._shards) else None
 
     def get(self, session_id: int) -> FetchSession | None:
-        return self._sessions.get(session_id)
-
-    def create(
-        self, replica_id: int, by_id: bool, named: list[tuple[Key, Any]], now_ms: int
-    ) -> FetchSession:
-        """A new session holding the partitions `named` ((key, fetch data) pairs)."""
-        for sid in [s.session_id for s in self._sessions.values() if s.replica_id == replica_id]:
-            del self._sessions[sid]
-        if len(self._sessions) >= self.max_sessions:
-            oldest = min(self._sessions.values(), key=lambda s: s.last_used_ms)
-            del self._sessions[oldest.session_id]
-        draw = (self._rng or random).randint
-        session_id = 0
-        while session_id == 0 or session_id in self._sessions:
-            session_id = draw(1, _INT32_MAX)
-        session = FetchSession(session_id, replica_id, by_id, next_epoch(INITIAL_EPOCH))
-        session.partitions = {key: _Cached(fetch) for key, fetch in named}
-        session.last_used_ms = now_ms
-        self._sessions[session_id] = session
-        return session
+        shard = self._shard(session_id)
+        return shard.sessions.get(session_id) if shard is not None else None
 
     def close(self, session_id: int) -> None:
-        self._sessions.pop(session_id, None)
+        shard = self._shard(session_id)
+        if shard is not None:
+            shard.remove(session_id)
+
+    def clear(self) -> None:
+        """Forget every session (as a restart does)."""
+        for shard in self._shards:
+            for session_id in list(shard.sessions):
+                shard.remove(session_id)
+
+    def maybe_create(
+        self, privileged: bool, by_id: bool, named: list[tuple[Key, Any]], now_ms: int
+    ) -> FetchSession | None:
+        """A new session holding the partitions `named` ((key, fetch data) pairs, in order),
+        or None when the next shard is full and evicts nothing for it."""
+        shard = self._shards[self._next_shard]
+        self._next_shard = (self._next_shard + 1) % len(self._shards)
+        size = len(dict(named))
+        if len(shard.sessions) >= shard.max_entries and not shard.try_evict(
+            privileged, size, now_ms
+        ):
+            return None
+        session = FetchSession(
+            shard.new_id(self._rng or random),
+            privileged,
+            by_id,
+            next_epoch(INITIAL_EPOCH),
+            creation_ms=now_ms,
+        )
+        session.partitions = {key: _Cached(fetch) for key, fetch in named}
+        shard.sessions[session.session_id] = session
+        shard.touch(session, now_ms)
+        return session
 
     def update(
         self,
         session_id: int,
         epoch: int,
-        replica_id: int,
         by_id: bool,
         named: list[tuple[Key, Any]],
         forgotten: list[Key],
         now_ms: int,
-    ) -> FetchSession:
-        """Apply an incremental request to its session (raises FetchSessionError)."""
-        session = self._sessions.get(session_id)
-        if session is None or session.replica_id != replica_id:
+    ) -> FetchSession | None:
+        """Apply an incremental request to its session (raises FetchSessionError); None when
+        that left the session empty: it is closed and the request is served sessionless."""
+        shard = self._shard(session_id)
+        session = shard.sessions.get(session_id) if shard is not None else None
+        if shard is None or session is None:
             raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if epoch != session.epoch:
             raise FetchSessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
@@ -212,6 +365,9 @@ class FetchSessions:
                 cached.quiet = None
         for key in forgotten:  # after the named ones, as Kafka: named and forgotten leaves
             session.partitions.pop(key, None)
+        if not session.partitions:
+            shard.remove(session_id)
+            return None
+        shard.touch(session, now_ms)
         session.epoch = next_epoch(epoch)
-        session.last_used_ms = now_ms
         return session

@@ -38,7 +38,11 @@ The request:
     Fetch is a full one again, when the connection is closed (an abandoned or failed Fetch
     may or may not have moved it), on any top-level error (FETCH_SESSION_ID_NOT_FOUND,
     INVALID_FETCH_SESSION_EPOCH: the leader restarted or evicted it; retried at once) or an
-    answer with session id 0 (a leader that makes none: full Fetches each time).
+    answer with session id 0 (a leader that makes none: full Fetches each time). That full
+    Fetch names the old session (epoch 0), so that the leader closes it, except after
+    FETCH_SESSION_ID_NOT_FOUND or an answer with session id 0 (Kafka's FetchSessionHandler:
+    nextCloseExisting / INITIAL): the leader binds a session to nothing but its id, so one
+    left behind would hold a slot of its cache until evicted.
 and handles each partition of the answer, unless the partition changed meanwhile (role, leader,
 epoch, or log end moved):
     records          whole batches appended as they are (`append_as_follower`, a trailing
@@ -256,9 +260,11 @@ class _LeaderFetcher:
         self.session_by_id = False
         self.session_parts: dict[tuple[object, int], tuple[int, ...]] = {}
 
-    def _reset_session(self) -> None:
-        """Forget the session: the next Fetch is a full one (INITIAL)."""
-        self.session_id = 0
+    def _reset_session(self, *, close: bool = True) -> None:
+        """Forget the session: the next Fetch is a full one (INITIAL). `close`: it names the
+        old session so that the leader closes it (else the leader knows none)."""
+        if not close:
+            self.session_id = 0
         self.session_epoch = INITIAL_EPOCH
         self.session_parts = {}
 
@@ -409,7 +415,7 @@ class _LeaderFetcher:
             # the leader lost or moved past our session (a restart, an eviction): a full
             # Fetch at once starts a new one
             log.info("fetch from broker %d: %s; new fetch session", self.leader_id, _name(code))
-            self._reset_session()
+            self._reset_session(close=code != ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
             return
         if code != ErrorCode.NONE:
             log.warning("fetch from broker %d: %s", self.leader_id, _name(code))
@@ -418,7 +424,7 @@ class _LeaderFetcher:
             return
         session_id = int(response.get("session_id", 0))
         if session_id == 0:
-            self._reset_session()  # none made (or it ended): full Fetches
+            self._reset_session(close=False)  # none made (or it ended): full Fetches
         else:
             if int(body["session_epoch"]) == INITIAL_EPOCH:
                 self.session_id = session_id
@@ -456,7 +462,11 @@ class _LeaderFetcher:
         m = self.m
         by_id = all(_has_id(f.part.topic_id) for f in ready)
         version = FETCH_VERSION_BY_ID if by_id else FETCH_VERSION_BY_NAME
-        incremental = self.session_id != 0 and self.session_by_id == by_id
+        incremental = (
+            self.session_id != 0
+            and self.session_epoch != INITIAL_EPOCH
+            and self.session_by_id == by_id
+        )
         topics: dict[object, list[dict[str, Any]]] = {}
         sent: dict[tuple[object, int], tuple[_Follow, int]] = {}
         parts: dict[tuple[object, int], tuple[int, ...]] = {}
@@ -499,7 +509,7 @@ class _LeaderFetcher:
             "min_bytes": m.min_bytes,
             "max_bytes": m.response_max_bytes,
             "isolation_level": 0,
-            "session_id": self.session_id if incremental else 0,
+            "session_id": self.session_id,  # a full Fetch (INITIAL) closes the one it names
             "session_epoch": self.session_epoch if incremental else INITIAL_EPOCH,
             "topics": [{field: t, "partitions": ps} for t, ps in topics.items()],
             "forgotten_topics_data": [{field: t, "partitions": ps} for t, ps in forgotten.items()],

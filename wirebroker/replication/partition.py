@@ -385,6 +385,20 @@ class Partition(LogView):
             return None
         return (self.leader_epoch, leo, log.log_start_offset, log.last_stable_offset)
 
+    def quiet_consumer_stamp(
+        self, fetch_offset: int, isolation_level: int
+    ) -> tuple[int, int, int, int] | None:
+        """(leader epoch, high watermark, log start, last stable offset) when a consumer
+        fetching from `fetch_offset` is at the end of what it may read here (this broker
+        leads, the offset is the high watermark, or the last stable offset for
+        read_committed); else None. While the stamp stays the same such a fetch reads nothing
+        and answers nothing new: what a consumer's fetch session relies on to skip its idle
+        partitions (handlers/fetch.py)."""
+        if self.role is not Role.LEADER or fetch_offset != self.fetch_upper_bound(isolation_level):
+            return None
+        log = self.log
+        return (self.leader_epoch, log.high_watermark, log.log_start_offset, log.last_stable_offset)
+
     def touch_quiet_follower(self, replica_id: int, now_ms: int) -> None:
         """Record a fetch at the log end by a follower whose `quiet_follower_stamp` has not
         changed: the state `record_follower_fetch` would leave, without the HW and ISR checks

@@ -8,8 +8,10 @@ Kafka's checks of them and encoding the answers are the handlers' (wirebroker/ha
 describe_acls.py, create_acls.py, delete_acls.py); an `Authorizer` answers with bindings or
 `AclError`s.
 
-`NoAuthorizer` is the broker's authorizer today: Apache Kafka 4.4 without
-`authorizer.class.name` (its default) serves the three APIs and refuses each ask with
+`NoAuthorizer` is the broker's authorizer unless `authorizer.class.name` is set (then
+wirebroker.security.authorizer.AclAuthorizer, kept in ZooKeeper by
+wirebroker.cluster.zk_acls.ZkAcls). Apache Kafka 4.4 without `authorizer.class.name` (its
+default) serves the three APIs and refuses each ask with
 SECURITY_DISABLED, in the texts it uses (asked of Kafka 4.4, the oracle:
 tests/oracle/test_acls_without_authorizer.py):
 
@@ -133,7 +135,22 @@ class AclDeleteResult:
 
 
 class Authorizer(Protocol):
-    """What the ACL APIs ask (Kafka's Authorizer plug-in, its ACL half)."""
+    """What the ACL APIs and the handlers' checks ask (Kafka's Authorizer plug-in)."""
+
+    #: False: no authorizer configured (every check passes; the ACL APIs SECURITY_DISABLED)
+    enabled: bool
+
+    def authorize(
+        self, principal: str, host: str, operation: int, resource_type: int, resource_name: str
+    ) -> bool:
+        """May `principal`, connected from `host`, do `operation` on the resource?"""
+        ...
+
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: int, resource_type: int
+    ) -> bool:
+        """KIP-679: may it do `operation` on some resource of the type?"""
+        ...
 
     async def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         """The ACLs matching `acl_filter`; raises AclError to refuse the whole request."""
@@ -154,7 +171,20 @@ NO_AUTHORIZER = "No Authorizer is configured."
 
 
 class NoAuthorizer:
-    """A broker without an authorizer: every ACL request is refused SECURITY_DISABLED."""
+    """A broker without an authorizer: every check passes, every ACL request is refused
+    SECURITY_DISABLED."""
+
+    enabled = False
+
+    def authorize(
+        self, principal: str, host: str, operation: int, resource_type: int, resource_name: str
+    ) -> bool:
+        return True
+
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: int, resource_type: int
+    ) -> bool:
+        return True
 
     async def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         raise AclError(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER_DESCRIBE)

@@ -42,6 +42,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 from urllib.parse import quote, unquote
 
 from protocol.errors import ErrorCode
@@ -57,18 +58,27 @@ from wirebroker.security.acls import (
 )
 
 __all__ = [
+    "AUTHORIZER_CLASS_NAMES",
     "CLUSTER_NAME",
     "WILDCARD",
     "WILDCARD_PRINCIPAL",
     "AclAuthorizer",
+    "AuthorizerConfigError",
     "acl_node_path",
+    "authorizer_from_config",
     "binding_matches",
     "creation_error",
     "decode_acl_node",
     "encode_acl_node",
     "parse_acl_node_path",
     "parse_super_users",
+    "resource_type_name",
 ]
+
+
+class _RawConfig(Protocol):
+    def raw(self, name: str) -> str | None: ...
+
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -88,6 +98,46 @@ _CODES: dict[type, frozenset[int]] = {
     enum_type: frozenset(int(m) for m in enum_type if m != 0)  # 0 is UNKNOWN
     for enum_type in (ResourceType, PatternType, AclOperation, AclPermissionType)
 }
+
+
+#: `authorizer.class.name` values that mean this authorizer (Kafka's, and ours).
+AUTHORIZER_CLASS_NAMES = frozenset(
+    {
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "kafka.security.authorizer.AclAuthorizer",
+        "kafka.security.auth.SimpleAclAuthorizer",
+        "AclAuthorizer",
+        "AuthorizerConfigError",
+        "authorizer_from_config",
+        "StandardAuthorizer",
+        "wirebroker.security.authorizer.AclAuthorizer",
+    }
+)
+
+
+class AuthorizerConfigError(ValueError):
+    """An `authorizer.class.name` or `allow.everyone.if.no.acl.found` the broker refuses."""
+
+
+def authorizer_from_config(config: _RawConfig) -> AclAuthorizer | None:
+    """The authorizer a broker's settings ask for: None without `authorizer.class.name`
+    (Kafka's default), else an empty AclAuthorizer with `super.users` and
+    `allow.everyone.if.no.acl.found` (AuthorizerConfigError for values Kafka refuses)."""
+    name = (config.raw("authorizer.class.name") or "").strip()
+    if not name:
+        return None
+    if name not in AUTHORIZER_CLASS_NAMES:
+        raise AuthorizerConfigError(
+            f"authorizer.class.name={name}: not supported (use "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer)"
+        )
+    allow = (config.raw("allow.everyone.if.no.acl.found") or "false").strip().lower()
+    if allow not in ("true", "false"):
+        raise AuthorizerConfigError(f"allow.everyone.if.no.acl.found={allow}: not a boolean")
+    return AclAuthorizer(
+        super_users=parse_super_users(config.raw("super.users")),
+        allow_everyone_if_no_acl_found=allow == "true",
+    )
 
 
 def parse_super_users(value: str | None) -> frozenset[str]:
@@ -248,6 +298,8 @@ def _entry_result(binding: AclBinding, principal: str, host: str, operation: int
 class AclAuthorizer:
     """ACLs in memory and Kafka's decisions over them (see the module's docstring)."""
 
+    enabled = True
+
     def __init__(
         self,
         acls: Iterable[AclBinding] = (),
@@ -274,6 +326,11 @@ class AclAuthorizer:
                 entries.discard(b)
                 if not entries:
                     del self._acls[key]
+
+    def replace(self, bindings: Iterable[AclBinding]) -> None:
+        """Hold exactly `bindings` (a mirror's reload)."""
+        self._acls = {}
+        self.add(bindings)
 
     def bindings(self) -> list[AclBinding]:
         """Every ACL, grouped by resource pattern."""
@@ -438,6 +495,11 @@ _OPERATION_NAMES = {o.value: _camel(o.name) for o in AclOperation if o.value > A
 _OPERATIONS_BY_NAME = {name: code for code, name in _OPERATION_NAMES.items()}
 _PERMISSION_NAMES = {AclPermissionType.DENY: "Deny", AclPermissionType.ALLOW: "Allow"}
 _PERMISSIONS_BY_NAME = {name: int(code) for code, name in _PERMISSION_NAMES.items()}
+
+
+def resource_type_name(resource_type: int) -> str:
+    """Kafka's name of a resource type in ZooKeeper paths ("Topic", "TransactionalId")."""
+    return _TYPE_NAMES[resource_type]
 
 
 def _encode_name(name: str) -> str:

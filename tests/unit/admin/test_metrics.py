@@ -11,6 +11,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.admin.metrics import BrokerCollector
 from wirebroker.handlers.stats import LATENCY_BOUNDS_S, RequestStats
+from wirebroker.replication.fetch_sessions import FetchSessions
 
 
 def part(index: int, leader: int, replicas: list[int], isr: list[int], hosted: bool) -> Any:
@@ -99,10 +100,10 @@ def fake_state() -> dict[str, Any]:
 
 
 def scrape(
-    stats: RequestStats | None = None,
+    stats: RequestStats | None = None, sessions: FetchSessions | None = None
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(fake_state, stats or RequestStats()))
+    registry.register(BrokerCollector(fake_state, stats or RequestStats(), sessions))
     text = generate_latest(registry).decode()
     samples = {}
     for family in text_string_to_metric_families(text):
@@ -183,9 +184,25 @@ def test_request_counters_errors_and_histogram() -> None:
     assert len(LATENCY_BOUNDS_S) == 14
 
 
+def test_fetch_session_cache_figures() -> None:
+    """Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and the
+    evictions its IncrementalFetchSessionEvictionsPerSec meters."""
+    sessions = FetchSessions(1, 10, shards=1)
+    first = sessions.maybe_create(False, False, [(("t", i), {}) for i in range(3)], 0)
+    assert first is not None
+    m = scrape(sessions=sessions)
+    assert m[("wirebroker_fetch_sessions", ())] == 1
+    assert m[("wirebroker_fetch_session_partitions_cached", ())] == 3
+    assert m[("wirebroker_fetch_session_evictions_total", ())] == 0
+    assert sessions.maybe_create(True, False, [(("t", 0), {})], 1) is not None  # evicts first
+    m = scrape(sessions=sessions)
+    assert m[("wirebroker_fetch_session_partitions_cached", ())] == 1
+    assert m[("wirebroker_fetch_session_evictions_total", ())] == 1
+
+
 def test_names_follow_prometheus_conventions() -> None:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(fake_state, RequestStats()))
+    registry.register(BrokerCollector(fake_state, RequestStats(), FetchSessions()))
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         assert family.name.startswith("wirebroker_")
         if family.type == "counter":

@@ -43,6 +43,7 @@ from wirebroker.handlers.registry import HANDLERS, Later
 from wirebroker.log.log_manager import LogManager
 from wirebroker.metadata.topic_store import TopicStore
 from wirebroker.replication.delayed_produce import ProduceWaiters
+from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.replication.fetch_waiters import FetchWaiters
 from wirebroker.replication.producer_ids import ProducerIdManager
 from wirebroker.replication.replica_manager import ReplicaManager
@@ -94,6 +95,7 @@ def build_services(data_dir: Path, clock: FakeClock, overrides: dict[str, str]) 
         advertised_port=9092,
         clock=clock,
         produce_waiters=produce_waiters,
+        fetch_sessions=FetchSessions.from_config(config),
     )
 
     def configs_changed(_keys: set[str]) -> None:  # as the broker's _apply_dynamic_change

@@ -197,7 +197,8 @@ async def test_sessions(call, services, session_id, epoch, error):
         KEY, 12, fetch_body(services, "t", {0: 0}, session_id=session_id, session_epoch=epoch)
     )
     assert resp.error_code == error
-    assert resp.session_id == 0
+    # INITIAL makes a session (closing the one it names), FINAL none
+    assert (resp.session_id != 0) == (epoch == 0)
     if error == ErrorCode.NONE:
         assert by_index(resp)[0].records
     else:
@@ -394,7 +395,7 @@ async def test_a_follower_fetch_session_answers_only_what_changed(call, services
     """KIP-227 between brokers: an INITIAL follower Fetch opens a session (all partitions in
     the answer); incremental ones name only what moved and get only partitions with records
     or a changed high watermark; forgotten partitions leave; a wrong epoch or session, or a
-    closed one, is refused; a consumer gets no session."""
+    closed one, is refused."""
     services.admin.create_topic("t", 3, now_ms=services.clock())
     for i in range(3):
         services.replicas.make_leader(
@@ -433,7 +434,7 @@ async def test_a_follower_fetch_session_answers_only_what_changed(call, services
     append(services, "t", 2, 1)
     fifth = await follower({}, sid, 5)
     assert set(by_index(fifth)) == {2}
-    # a stale epoch, another session id, another replica's use of it: refused, nothing moves
+    # a stale epoch, another session id: refused, nothing moves
     for body_sid, epoch in ((sid, 5), (sid + 1, 6)):
         bad = await follower({}, body_sid, epoch)
         code = (
@@ -447,9 +448,103 @@ async def test_a_follower_fetch_session_answers_only_what_changed(call, services
     final = await follower({0: 2}, sid, -1)
     assert (final.error_code, final.session_id, set(by_index(final))) == (0, 0, {0})
     assert (await follower({}, sid, 7)).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    # consumers get no session
+    # consumers get sessions too (unprivileged: tests/unit/replication/test_fetch_sessions.py)
     consumer = await call(KEY, 12, fetch_body(services, "t", {0: 0}, session_epoch=0))
-    assert consumer.error_code == ErrorCode.NONE and consumer.session_id == 0
+    assert consumer.error_code == ErrorCode.NONE and consumer.session_id not in (0, sid)
+
+
+async def test_a_consumer_fetch_session(call, services):
+    """KIP-227 for consumers (Kafka's FetchManager): INITIAL opens a session; incremental
+    fetches get only partitions with records or a changed high watermark, those that sent
+    records go to the end of the session's order; forgetting every partition closes the
+    session (a sessionless answer); FINAL closes it; a full cache makes none."""
+    services.admin.create_topic("t", 3, now_ms=services.clock())
+    for i in range(3):
+        append(services, "t", i, 1)
+
+    async def consumer(parts: dict[int, int], sid: int, epoch: int, forget=(), **kw) -> Any:
+        body = fetch_body(services, "t", parts, session_id=sid, session_epoch=epoch, **kw)
+        if not parts:
+            body["topics"] = []
+        body["forgotten_topics_data"] = (
+            [{"topic": "t", "partitions": list(forget)}] if forget else []
+        )
+        return await call(KEY, 12, body)
+
+    first = await consumer({0: 0, 1: 0, 2: 0}, 0, 0)
+    sid = first.session_id
+    assert sid != 0 and [p.partition_index for p in first.responses[0].partitions] == [0, 1, 2]
+    # the consumer moved past the records it got: named, nothing new to answer
+    second = await consumer({0: 1, 1: 1, 2: 1}, sid, 1)
+    assert (second.error_code, second.session_id, second.responses) == (0, sid, [])
+    # records on partitions 0 and 1, a budget for one (max_bytes 1: the first partition with
+    # records gets its first batch, later ones nothing): 0 sends records and goes last, 1 is
+    # answered for its new high watermark
+    append(services, "t", 1, 1)
+    append(services, "t", 0, 1)
+    third = await consumer({}, sid, 2, max_bytes=1)
+    assert list(by_index(third)) == [0, 1] and by_index(third)[0].records
+    assert not by_index(third)[1].records and by_index(third)[1].high_watermark == 2
+    fourth = await consumer({0: 2}, sid, 3, max_bytes=1)
+    assert list(by_index(fourth)) == [1] and by_index(fourth)[1].records
+    assert list(services.fetch_sessions.get(sid).partitions) == [("t", 2), ("t", 0), ("t", 1)]
+    # a session left empty is closed; the request is served sessionless
+    gone = await consumer({}, sid, 4, forget=[0, 1, 2])
+    assert (gone.error_code, gone.session_id, gone.responses) == (0, 0, [])
+    assert (await consumer({}, sid, 5)).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    # FINAL with a session: closed, a full sessionless answer
+    sid = (await consumer({0: 0}, 0, 0)).session_id
+    final = await consumer({0: 0}, sid, -1)
+    assert (final.session_id, list(by_index(final))) == (0, [0])
+    assert services.fetch_sessions.get(sid) is None
+
+
+async def test_a_consumer_session_skips_partitions_read_to_their_end(call, services):
+    """In a consumer's incremental fetch, a partition whose fetch offset was the high
+    watermark at the last read, with nothing changed since (leader epoch, HW, log start,
+    LSO) and that HW and log start sent, is not read again (the read would answer nothing);
+    new records or naming it again end that."""
+    services.admin.create_topic("t", 3, now_ms=services.clock())
+    append(services, "t", 0, 2)
+    parts = [services.replicas.partition("t", i) for i in range(3)]
+    reads: list[int] = []
+    for part in parts:
+        real = part.read
+
+        def counted(*args: Any, _real: Any = real, _i: int = part.index, **kwargs: Any) -> Any:
+            reads.append(_i)
+            return _real(*args, **kwargs)
+
+        part.read = counted  # type: ignore[method-assign]
+
+    async def consumer(named: dict[int, int], sid: int, epoch: int) -> Any:
+        body = fetch_body(services, "t", named, session_id=sid, session_epoch=epoch)
+        if not named:
+            body["topics"] = []
+        return await call(KEY, 12, body)
+
+    sid = (await consumer({0: 0, 1: 0, 2: 0}, 0, 0)).session_id
+    assert sorted(reads) == [0, 1, 2]
+    reads.clear()
+    # 1 and 2 were read at their end: skipped; 0 is named at its new position: read
+    assert (await consumer({0: 2}, sid, 1)).responses == []
+    assert reads == [0]
+    reads.clear()
+    assert (await consumer({}, sid, 2)).responses == [] and reads == []  # all quiet
+    append(services, "t", 2, 1)  # records on 2: its HW moves, it is read and answered
+    assert list(by_index(await consumer({}, sid, 3))) == [2] and reads == [2]
+    reads.clear()
+    assert (await consumer({2: 1}, sid, 4)).responses == [] and reads == [2]
+    reads.clear()
+    assert (await consumer({}, sid, 5)).responses == [] and reads == []
+
+
+async def test_no_session_when_the_cache_has_no_slot(make_services, call_with):
+    services = make_services(**{"max.incremental.fetch.session.cache.slots": "0"})
+    services.admin.create_topic("t", 1, now_ms=services.clock())
+    body = fetch_body(services, "t", {0: 0}, session_epoch=0)
+    resp = await call_with(services, KEY, 12, body)
+    assert (resp.error_code, resp.session_id, len(resp.responses)) == (0, 0, 1)
 
 
 async def test_a_quiet_session_partition_is_not_read_again(call, services, clock):

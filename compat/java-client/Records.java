@@ -6,8 +6,11 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
@@ -72,11 +75,29 @@ final class Records {
         return out;
     }
 
+    /** Extra client settings per bootstrap string (security: `configure`), for every client
+     * made for that bootstrap afterwards. A bootstrap may end in `#label` (not sent to Kafka),
+     * so one broker can be reached with several settings (users, mechanisms) in one driver. */
+    private static final Map<String, Map<String, String>> EXTRA = new ConcurrentHashMap<>();
+
+    /** `configure` {bootstrap, settings}: every later client of `bootstrap` gets `settings`
+     * (security.protocol, sasl.*, ssl.*, ...), as an application's properties file would. */
+    static Object configure(JsonNode a) {
+        Map<String, String> settings = new HashMap<>();
+        for (Map.Entry<String, JsonNode> e : a.path("settings").properties()) {
+            settings.put(e.getKey(), e.getValue().asText());
+        }
+        EXTRA.put(a.path("bootstrap").asText(), Map.copyOf(settings));
+        return true;
+    }
+
     /** The settings every client of the driver shares. */
     static Properties base(String bootstrap, String clientId) {
         Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        int label = bootstrap.indexOf('#');
+        p.put("bootstrap.servers", label < 0 ? bootstrap : bootstrap.substring(0, label));
         p.put("client.id", clientId);
+        p.putAll(EXTRA.getOrDefault(bootstrap, Map.of()));
         return p;
     }
 }

@@ -26,7 +26,8 @@ if __package__ in (None, ""):  # `python compat/java-client/adapter.py`: the bui
 
 from compat.oracle import kafka as oracle
 from compat.oracle.javac import compile_java
-from compat.scenarios.jsonlines import Driver, JsonLinesAdapter
+from compat.scenarios.api import Rec
+from compat.scenarios.jsonlines import Driver, JsonLinesAdapter, record_in
 
 HERE = Path(__file__).resolve().parent
 START_TIMEOUT = 60.0
@@ -102,6 +103,25 @@ class JavaClientAdapter(JsonLinesAdapter):
             label="java-client driver",
             start_timeout=START_TIMEOUT,
         )
+
+    def configure(self, bootstrap: str, settings: dict[str, str]) -> None:
+        """Every client the driver makes for `bootstrap` from now on gets `settings` too (the
+        security ones: `security.protocol`, `sasl.jaas.config`, `ssl.truststore.*`, ...)."""
+        self._driver.call("configure", bootstrap=bootstrap, settings=settings)
+
+    def read(self, bootstrap: str, topic: str, count: int, timeout_s: float = 30.0) -> list[Rec]:
+        """`count` records of `topic`-0 from offset 0 through `bootstrap` (assign + seek)."""
+        got = self._call(
+            "consume",
+            bootstrap=bootstrap,
+            topic=topic,
+            partition=0,
+            start=0,
+            count=count,
+            timeoutMs=int(timeout_s * 1000),
+            readCommitted=False,
+        )
+        return [record_in(r) for r in got]
 
 
 ADAPTER = JavaClientAdapter

@@ -13,9 +13,12 @@ Steps:
    release whose ApiVersions wirebroker's equal; see KAFKA_VERSION), KAFKA_ROOT=<an empty
    dir> (the fixtures insist it exists; with KAFKA_URI nothing is run from it),
    pytest-timeout per test, a JUnit XML report.
+4b. `test/integration/test_sasl_integration.py` again, without KAFKA_URI and with the plugin
+   `sasl_shim.py` (a secured wirebroker per test fixture; see its docstring): its outcomes
+   replace the first run's (skipped there by the suite itself).
 5. Classify every test: passed, failed (failed or errored), skipped by the suite itself
    (its own version conditions), or excluded: a test listed in `excluded.txt` needs
-   ZooKeeper, SASL, SSL or several brokers, which an external single broker cannot offer; it
+   ZooKeeper, SSL or several brokers, which an external single broker cannot offer; it
    is reported with that reason and not counted as a failure.
 6. Write compat/results/kafka-python-suite.json; check the ratchet `passing.txt` (every test
    listed there must pass; exit code 1 otherwise). `--update-passing` adds newly passing tests.
@@ -48,6 +51,8 @@ KAFKA_VERSION = "4.3.0"
 TEST_TIMEOUT = 90  # seconds per test (pytest-timeout, signal method: the run goes on)
 CACHE = COMPAT / ".cache"
 RESULTS = COMPAT / "results" / "kafka-python-suite.json"
+#: run a second time, against secured brokers (`run_sasl_tests`, `sasl_shim.py`)
+SASL_TESTS = "test/integration/test_sasl_integration.py"
 
 
 def sdist() -> Path:
@@ -130,6 +135,62 @@ def parse_junit(path: Path) -> dict[str, tuple[str, str]]:
     return out
 
 
+def pytest_cmd(target: str, junit: Path) -> list[str]:
+    """The suite's pytest command for `target`, writing a JUnit report to `junit`."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        target,
+        "-o",
+        "addopts=",
+        "-o",
+        "log_level=WARNING",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rN",
+        "--tb=line",
+        f"--junitxml={junit}",
+        f"--timeout={TEST_TIMEOUT}",
+        "--timeout-method=signal",
+        "-W",
+        "ignore::DeprecationWarning",
+        "-W",
+        "ignore::pytest.PytestUnraisableExceptionWarning",
+    ]
+
+
+def run_sasl_tests(
+    root: Path, env: dict[str, str], work: Path, k: str | None
+) -> dict[str, tuple[str, str]]:
+    """kafka-python's SASL tests, a second pytest run without KAFKA_URI and with `sasl_shim.py`
+    (see its docstring): each test gets a wirebroker with the SASL mechanism it asks for.
+    Their outcomes by test id (none when -k selects none of them)."""
+    junit = work / "junit-sasl.xml"
+    cmd = [*pytest_cmd(SASL_TESTS, junit), "-p", "sasl_shim"]
+    if k:
+        cmd += ["-k", k]
+    sasl_env = {key: v for key, v in env.items() if key != "KAFKA_URI"}
+    sasl_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(HERE), str(COMPAT.parent)])
+    print(f"== kafka-python {VERSION} SASL tests against secured wirebrokers", flush=True)
+    proc = subprocess.run(
+        cmd,
+        cwd=root,
+        env=sasl_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    (work / "pytest-sasl.out").write_text(proc.stdout + proc.stderr)
+    if not junit.exists():
+        print(proc.stdout[-3000:], proc.stderr[-3000:])
+        return {}
+    return parse_junit(junit)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update-passing", action="store_true")
@@ -152,28 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         PYTHONPATH=str(root),
         PYTHONDONTWRITEBYTECODE="1",
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "test/integration",
-        "-o",
-        "addopts=",
-        "-o",
-        "log_level=WARNING",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "-rN",
-        "--tb=line",
-        f"--junitxml={junit}",
-        f"--timeout={TEST_TIMEOUT}",
-        "--timeout-method=signal",
-        "-W",
-        "ignore::DeprecationWarning",
-        "-W",
-        "ignore::pytest.PytestUnraisableExceptionWarning",
-    ]
+    cmd = pytest_cmd("test/integration", junit)
     if args.k:
         cmd += ["-k", args.k]
     print(
@@ -197,10 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         print(proc.stdout[-3000:], proc.stderr[-3000:])
         print("kafka-python-suite: pytest wrote no report")
         return 1
+    outcomes = parse_junit(junit) | run_sasl_tests(root, env, work, args.k)
 
     excluded = read_list(HERE / "excluded.txt")
     results = {}
-    for test_id, (outcome, message) in sorted(parse_junit(junit).items()):
+    for test_id, (outcome, message) in sorted(outcomes.items()):
         reason = excluded_reason(test_id, excluded)
         status = outcome
         if reason is not None:

@@ -275,6 +275,7 @@ class ConfluentConsumerStream(_ConsumerStream):
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         super().__init__(topic, partitions)
+        from _client_env import librdkafka_extra  # tests/integration, on the path by _cluster
         from confluent_kafka import Consumer
 
         self.consumer = Consumer(
@@ -287,6 +288,7 @@ class ConfluentConsumerStream(_ConsumerStream):
                 "topic.metadata.refresh.interval.ms": 2_000,
                 "reconnect.backoff.max.ms": 500,
             }
+            | librdkafka_extra()
         )
 
     def _run(self) -> None:

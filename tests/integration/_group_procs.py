@@ -393,6 +393,7 @@ def _librdkafka_generation(cgmd: bytes) -> int:
 
 
 def _confluent_member(args: Any, stop: threading.Event) -> None:
+    from _client_env import librdkafka_extra
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer(
@@ -407,6 +408,7 @@ def _confluent_member(args: Any, stop: threading.Event) -> None:
             "fetch.wait.max.ms": 100,
             "socket.timeout.ms": 10_000,
         }
+        | librdkafka_extra()
     )
     state: dict[str, int] = {"gen": -1}
 

@@ -84,6 +84,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from _broker import BrokerProcess
+from _client_env import librdkafka_extra
 from _group_procs import GroupWorker
 
 TOPIC = "chaos"
@@ -231,6 +232,7 @@ class ProducerThread(threading.Thread):
             "log_level": 0,  # the kills make librdkafka log every refused reconnect
         }
         conf.update(self.conf)
+        conf.update(librdkafka_extra())
         return Producer(conf)
 
     def _on_error(self, err: Any) -> None:
@@ -323,7 +325,9 @@ class ProducerThread(threading.Thread):
 def _admin(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10_000})
+    return AdminClient(
+        {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10_000} | librdkafka_extra()
+    )
 
 
 def create_topic(bootstrap: str, partitions: int = PARTITIONS) -> None:
@@ -359,6 +363,7 @@ def read_log(bootstrap: str, partitions: int = PARTITIONS) -> dict[int, list[tup
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 100,
         }
+        | librdkafka_extra()
     )
     try:
         ends = {

@@ -76,12 +76,24 @@ reader as tools/dump_log.py), then every partition is read back from offset 0 an
 `check_log` (lost, misplaced, duplicates, reorders, gaps; plain-1 losses apart),
 `check_reads` (every offset a consumer read holds the same record in the read-back: the
 group's and the plain consumer's reads), `check_commits` (acknowledged commits never go back).
+
+Secured (`security="SASL_SSL"`, `cluster_chaos.py --security SASL_SSL`): every broker gets
+two listeners, INTERNAL (PLAINTEXT, first: the one `--port` and the ready line name, and the
+harness's own `_wire` probes use) and SASL_SSL on a port fixed across restarts, behind the
+proxy, advertised as the proxy, and the inter-broker listener (follower fetches, controller
+requests, markers); settings from `wirebroker.testing._security.secured` (a throwaway CA in
+the work dir, SCRAM-SHA-256 between brokers, user alice). Every librdkafka client of the
+workload (producers, the plain consumer, the group's member processes, the read-back) gets
+security.protocol=SASL_SSL, the CA and SCRAM-SHA-256 through `_client_env` (the environment,
+so child processes too).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import socket
 import sys
 import threading
 import time
@@ -96,11 +108,13 @@ sys.path[:0] = [str(_HERE), str(_HERE.parent / "cluster"), str(_HERE.parent / "i
 import _chaos  # noqa: E402
 import _wire  # noqa: E402
 from _chaos import PARTITIONS, TOPIC, ChaosReport  # noqa: E402
+from _client_env import ENV as CLIENT_ENV  # noqa: E402
 from _cluster import ClusterProcesses, segment_batches, wait_until  # noqa: E402
 from _streams import ConfluentConsumerStream  # noqa: E402
 from _tcp_proxy import ProxySet  # noqa: E402
 
 from wirebroker.coordination.zk_server import ZooKeeperEnsemble  # noqa: E402
+from wirebroker.testing._security import secured  # noqa: E402
 
 SESSION_MS = 3000
 LAG_MS = 2000
@@ -239,8 +253,13 @@ class ChaosCluster:
         log: Callable[[str], None] = lambda _line: None,
         rolling_restarts: int = 5,
         heal_timeout: float = 40.0,
+        security: str | None = None,
     ) -> None:
         self.workdir, self.rng, self.log = workdir, rng, log
+        #: SASL_SSL: clients and peers on a SASL_SSL listener (SCRAM-SHA-256), module doc
+        self.security = security
+        #: broker -> the port of its SASL_SSL listener (fixed across restarts), when secured
+        self.secure_ports: dict[int, int] = {}
         self.topic, self.partitions = topic, partitions
         self.rolling_restarts = rolling_restarts
         self.heal_timeout = heal_timeout
@@ -258,12 +277,22 @@ class ChaosCluster:
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
         self.ensemble.start()
+        config = self.config | (self._secure() if self.security else {})
         self.cluster = ClusterProcesses(
-            self.ensemble.connect_string, self.workdir, brokers=3, base_overrides=self.config
+            self.ensemble.connect_string, self.workdir, brokers=3, base_overrides=config
         )
         for i, broker in enumerate(self.cluster.brokers):
             proxy = self.proxies.add(i)
-            broker.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
+            if self.security:
+                self.secure_ports[i] = _free_port()
+                broker.overrides["listeners"] = (
+                    f"INTERNAL://127.0.0.1:0,{self.security}://127.0.0.1:{self.secure_ports[i]}"
+                )
+                broker.overrides["advertised.listeners"] = (
+                    f"{self.security}://127.0.0.1:{proxy.port}"
+                )
+            else:
+                broker.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
             self.quota_files[i] = self.workdir / f"quota-{i}"
             self._set_quota(i, UNLIMITED)
             _under_quota(broker, self.quota_files[i])
@@ -277,9 +306,21 @@ class ChaosCluster:
         self.cluster.controller()
         self.cluster.wait_metadata_brokers()
 
+    def _secure(self) -> dict[str, str]:
+        """The brokers' settings for `security` (a throwaway CA, SCRAM users), and every
+        librdkafka client's, through the environment (`_client_env`, child processes too).
+        The harness's own requests (`_wire`) use the INTERNAL PLAINTEXT listener, first so
+        that it is the one `--port` and the ready line name."""
+        settings = secured(self.security or "", "SCRAM-SHA-256", self.workdir / "tls", "", 0)
+        client = settings.client_config("")
+        del client["bootstrap.servers"]
+        os.environ[CLIENT_ENV] = json.dumps(client)
+        return settings.overrides
+
     def _track(self, i: int) -> None:
         broker = self.cluster.brokers[i]
-        self.proxies.proxies[i].target = ("127.0.0.1", broker.port)
+        port = self.secure_ports.get(i, broker.port)  # what clients and peers reach
+        self.proxies.proxies[i].target = ("127.0.0.1", port)
         if broker.pid is not None:
             self.proxies.owner_pids[i] = broker.pid
 
@@ -296,6 +337,7 @@ class ChaosCluster:
                 self.cluster.sigcont(i)
             self.cluster.close()
         finally:
+            os.environ.pop(CLIENT_ENV, None)
             self.proxies.close()
             self.ensemble.stop()
 
@@ -554,6 +596,14 @@ ENOSPC_MARK = "No space left on device (quota)"
 _QUOTA_LAUNCHER = _HERE / "quota_broker.py"
 
 
+def _free_port() -> int:
+    """A port free now on loopback (the secured listener's, kept across restarts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
 def _under_quota(broker: Any, quota_file: Path) -> None:
     """Run `broker` (a BrokerProcess) through quota_broker.py: its storage writes obey the
     byte quota in `quota_file` (re-read at every write)."""
@@ -625,14 +675,14 @@ def run_cluster_chaos(
     rate: float = 100.0,
     rolling_restarts: int = 5,
     log: Callable[[str], None] = lambda _line: None,
+    security: str | None = None,
 ) -> ClusterChaosReport:
     """Run the workload under `faults` faults; returns the checked report (module doc)."""
     rng = random.Random(seed)
     plan = schedule(rng, faults, kinds)
-    check = ChaosReport(seed=seed)
-    report = ClusterChaosReport(check)
+    report = ClusterChaosReport(check := ChaosReport(seed=seed))
     t0 = time.monotonic()
-    h = ChaosCluster(workdir, rng, log=log, rolling_restarts=rolling_restarts)
+    h = ChaosCluster(workdir, rng, log=log, rolling_restarts=rolling_restarts, security=security)
     producers: list[_chaos.ProducerThread] = []
     group: _chaos.Group | None = None
     plain: ConfluentConsumerStream | None = None

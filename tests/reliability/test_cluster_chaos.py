@@ -42,6 +42,26 @@ def test_short_fault_mix_loses_nothing(tmp_path: Path, reliability_seed: int) ->
     assert report.ok
 
 
+def test_sasl_ssl_cluster_under_faults_loses_nothing(tmp_path: Path, reliability_seed: int) -> None:
+    """The same workload on a cluster whose clients and inter-broker traffic use SASL_SSL
+    (SCRAM-SHA-256; `tools/reliability/cluster_chaos.py --security SASL_SSL` runs the full mix):
+    three faults that make followers and clients reconnect (and re-authenticate) through it."""
+    require_zookeeper()
+    kinds = ("kill_leader", "partition", "kill_follower")
+    report = cc.run_cluster_chaos(
+        tmp_path, reliability_seed, 3, kinds=kinds, min_gap=0.3, max_gap=1.0, security="SASL_SSL"
+    )
+    c = report.check
+    print("\n".join(cc.fault_lines(report)) + f"\n{c.summary()}")
+    assert len(report.faults) == 3 and not c.not_healed, c.summary()
+    assert c.acked > 300, c.summary()
+    assert c.lost == 0 and c.misplaced == 0 and c.duplicates == 0, c.summary()
+    assert c.divergent == 0 and c.replicas_compared == 6, c.summary()
+    assert report.ok
+    logs = "".join((tmp_path / f"broker-{i}.log").read_text(errors="replace") for i in range(3))
+    assert "authenticated User:alice on listener SASL_SSL" in logs  # peers and clients did
+
+
 def test_negative_control_unclean_election_loses_acked_records(
     tmp_path: Path, reliability_seed: int
 ) -> None:

@@ -54,6 +54,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 _BATCH_BYTES = 1_000_000
 
 
+def _client_config() -> dict[str, Any]:
+    """Settings for every client of this process (`BENCH_CLIENT_CONFIG`, a JSON object, e.g.
+    security.protocol=SSL and ssl.ca.location: bench_tls.py)."""
+    extra: dict[str, Any] = json.loads(os.environ.get("BENCH_CLIENT_CONFIG") or "{}")
+    return extra
+
+
 def _producer(bootstrap: str, acks: str, linger_ms: int) -> tuple[Producer, list[str]]:
     """A producer and the list its failed deliveries and fatal errors are appended to (only
     failures are reported: a callback per record would cost the client, not the broker)."""
@@ -81,11 +88,12 @@ def _producer(bootstrap: str, acks: str, linger_ms: int) -> tuple[Producer, list
         "on_delivery": on_delivery,
         "delivery.report.only.error": True,
     }
+    conf.update(_client_config())
     return Producer(conf), errors
 
 
 def create(args: argparse.Namespace) -> dict[str, Any]:
-    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    admin = AdminClient({"bootstrap.servers": args.bootstrap} | _client_config())
     t0 = time.perf_counter()
     configs = dict(item.split("=", 1) for item in args.config)
     topic = NewTopic(args.topic, args.partitions, args.replication_factor, config=configs)
@@ -135,6 +143,7 @@ def _consumer(bootstrap: str, extra: dict[str, Any] | None = None) -> Consumer:
         "auto.offset.reset": "earliest",
     }
     conf.update(extra or {})
+    conf.update(_client_config())
     conf.update(json.loads(os.environ.get("BENCH_CONSUMER_CONFIG", "{}")))
     return Consumer(conf)
 

@@ -4,6 +4,7 @@ under load, then the history checker; prints the figures per fault kind.
 
     python tools/reliability/cluster_chaos.py [--faults 50] [--seed N] [--kinds a,b,...]
                                               [--rolling-restarts 5] [--json FILE]
+                                              [--security SASL_SSL]
 
 The harness, the fault kinds and the checks are described in tests/reliability/_cluster_chaos.py
 (the CI short mix is tests/reliability/test_cluster_chaos.py). Prints the seed (replay with
@@ -14,6 +15,11 @@ summary. Exit status 1 on any violation: an acknowledged acks=all record lost or
 duplicate, a gap, an offset that changed its record, divergent replicas, an epoch or committed
 offset going backwards, a fault not healed, an ISR shrink slower than 1.5 x
 replica.lag.time.max.ms (+0.5 s of measurement slack). acks=1 losses are printed apart.
+
+--security SASL_SSL: every broker's clients (producers, consumers, group members, the final
+read-back) and its peers (follower fetches, controller requests, markers) use a SASL_SSL
+listener with SCRAM-SHA-256 and a throwaway CA, through the proxies; only the harness's own
+probes (Metadata, ListOffsets, CreateTopics) use a second, PLAINTEXT listener.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rolling-restarts", type=int, default=5)
     ap.add_argument("--rate", type=float, default=100.0, help="records/s per producer")
     ap.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
+    ap.add_argument(
+        "--security",
+        choices=["PLAINTEXT", "SASL_SSL"],
+        default="PLAINTEXT",
+        help="SASL_SSL: clients and inter-broker traffic over SASL_SSL (SCRAM-SHA-256)",
+    )
     args = ap.parse_args(argv)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     unknown = set(kinds) - set(cc.KINDS)
@@ -54,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             rate=args.rate,
             rolling_restarts=args.rolling_restarts,
             log=lambda s: print(s, flush=True),
+            security=None if args.security == "PLAINTEXT" else args.security,
         )
     for line in cc.fault_lines(r):
         print(line)

@@ -6,8 +6,9 @@ transaction runs), producer id and epoch, the partitions grouped by topic. Per-i
 TRANSACTIONAL_ID_NOT_FOUND (unknown or being expired), NOT_COORDINATOR (another broker's
 partition), COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (no coordinator),
 INVALID_REQUEST (empty id); with an error, state "", timeout, start time, producer id and
-epoch 0, as Kafka answers. Skipped: authorization (Kafka answers
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED without DESCRIBE on the id).
+epoch 0, as Kafka answers. With an authorizer (Kafka's KafkaApis): an id the principal may
+not DESCRIBE is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and of a described transaction only the
+partitions of topics it may DESCRIBE are listed.
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ if TYPE_CHECKING:
 __all__ = ["handle"]
 
 
-def _state(d: TxnDescription) -> TransactionState:
+def _state(ctx: RequestContext, d: TxnDescription) -> TransactionState:
     topics: dict[str, list[int]] = {}
     for tp in d.partitions:
         topics.setdefault(tp.topic, []).append(tp.partition)
-    data: list[TopicData] = [{"topic": t, "partitions": ps} for t, ps in topics.items()]
+    data: list[TopicData] = [
+        {"topic": t, "partitions": ps}
+        for t, ps in topics.items()
+        if _authz.allowed(ctx, ResourceType.TOPIC, t)  # DESCRIBE
+    ]
     return {
         "error_code": int(d.error),
         "transactional_id": d.transactional_id,
@@ -63,5 +68,5 @@ async def handle(
             d = TxnDescription(str(tid), ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
             d = coordinator.describe(str(tid))
-        states.append(_state(d))
+        states.append(_state(ctx, d))
     return {"throttle_time_ms": 0, "transaction_states": states}

@@ -24,6 +24,15 @@ from tests.unit.local_metadata import lead_coordinator
 from wirebroker.group.partitioning import partition_for
 from wirebroker.handlers.context import Services
 from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    NoAuthorizer,
+    PatternType,
+    ResourceType,
+)
+from wirebroker.security.authorizer import AclAuthorizer
 from wirebroker.txn.effects import MarkerRequest
 from wirebroker.txn.metadata import TopicPartition
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
@@ -112,7 +121,9 @@ async def test_find_coordinator_for_a_transactional_id(
     assert info is not None and info.partitions == 3
 
 
-async def test_transaction_through_the_handlers(call: Any, txn: TxnCoordinatorRuntime) -> None:
+async def test_transaction_through_the_handlers(
+    call: Any, txn: TxnCoordinatorRuntime, services: Services
+) -> None:
     txn.ensure_topic()
     init = await _init(call)
     pid, epoch = init.producer_id, init.producer_epoch
@@ -131,6 +142,18 @@ async def test_transaction_through_the_handlers(call: Any, txn: TxnCoordinatorRu
         ("__consumer_offsets", (group_partition,)),
     }
     assert missing.error_code == E.TRANSACTIONAL_ID_NOT_FOUND
+    # under an authorizer only the partitions of topics the principal may describe are listed
+    services.authorizer = AclAuthorizer()
+    services.authorizer.add(
+        AclBinding(int(rtype), name, int(PatternType.LITERAL), "User:ANONYMOUS", "*",
+                   int(AclOperation.DESCRIBE), int(AclPermissionType.ALLOW))
+        for rtype, name in ((ResourceType.TRANSACTIONAL_ID, "tx"), (ResourceType.TOPIC, "t"))
+    )  # fmt: skip
+    limited = await call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["tx"]})
+    assert [(t.topic, list(t.partitions)) for t in limited.transaction_states[0].topics] == [
+        ("t", [0, 1])
+    ]
+    services.authorizer = NoAuthorizer()
     # Kafka 4.4 answers an unknown id with zeroes, not -1 (tests/oracle/test_kafka_answers.py)
     assert (
         missing.transaction_state,

@@ -77,7 +77,6 @@ async def test_a_single_broker_runs_the_cluster_code(tmp_path: Path) -> None:
     async with running(tmp_path / "d") as broker:
         assert isinstance(broker.member, ClusterMember)
         assert isinstance(broker.admin, ZkTopicAdmin)
-        assert broker.replicas.replicated
         assert broker.member.is_controller
         assert broker.services.cluster is broker.member.cache
         assert [b.node_id for b in broker.services.cluster.live_brokers()] == [NODE]

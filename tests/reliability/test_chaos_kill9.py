@@ -14,7 +14,7 @@ from pathlib import Path
 import _chaos
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.compat]
+pytestmark = [pytest.mark.slow, pytest.mark.compat, pytest.mark.exclusive]
 
 KILLS = 5
 

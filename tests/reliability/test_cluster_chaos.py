@@ -16,7 +16,7 @@ import _cluster_chaos as cc
 import pytest
 from zk_fixtures import require_zookeeper
 
-pytestmark = [pytest.mark.slow, pytest.mark.compat]
+pytestmark = [pytest.mark.slow, pytest.mark.compat, pytest.mark.exclusive]
 
 FAULTS = 10  # every kind once, one kind twice (the schedule cycles the kinds shuffled)
 

@@ -25,7 +25,7 @@ import _eos
 import pytest
 from zk_fixtures import require_zookeeper
 
-pytestmark = [pytest.mark.slow, pytest.mark.compat]
+pytestmark = [pytest.mark.slow, pytest.mark.compat, pytest.mark.exclusive]
 
 
 def _assert_exactly_once(report: _eos.EosReport, kills: int) -> None:

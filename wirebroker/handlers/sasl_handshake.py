@@ -4,8 +4,9 @@ Advertised by ApiVersions on every listener, as Kafka does. Before authenticatio
 listener's connection never reaches a handler: `wirebroker.net.sasl` (over
 `wirebroker.security.sasl_server`) serves the handshake. What reaches this handler is a
 handshake on a PLAINTEXT / SSL listener, or on an authenticated SASL connection without
-re-authentication (`connections.max.reauth.ms` 0): Kafka answers ILLEGAL_SASL_STATE with no
-mechanisms, and so does this.
+re-authentication (`connections.max.reauth.ms` 0) or within a second of its last
+re-authentication's start (Kafka's limit): Kafka answers ILLEGAL_SASL_STATE with no mechanisms,
+and so does this.
 """
 
 from __future__ import annotations

@@ -20,6 +20,14 @@ Security: `SECURITY`, the inter-broker listener's client side (`security.client`
 transport's `ContextVar`): over TLS the stream is wrapped and the handshake done at `open`;
 with SASL, `open` authenticates (SaslHandshake v1, then SaslAuthenticate v2 per token) before
 the first request. A refused authentication is a `BrokerConnectionError`.
+
+Re-authentication (KIP-368), as Kafka's own clients do it: when the peer answers a session
+lifetime (`connections.max.reauth.ms`, an OAUTHBEARER token's expiry), the connection
+authenticates again on itself (the same exchange) before its first request sent after
+REAUTH_FRACTION of that lifetime (trio's clock), so the peer, which closes a connection whose
+session expired at its next request, never closes a replica fetcher's or a marker sender's
+connection. A connection idle past the whole lifetime re-authenticates just the same (a
+SaslHandshake on an expired session starts a re-authentication, in Kafka too).
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ __all__ = ["BrokerConnection", "BrokerConnectionError"]
 
 _RECEIVE_MAX = 1 << 20
 
+#: Re-authenticate after this fraction of the session lifetime (librdkafka's 90%).
+REAUTH_FRACTION = 0.9
+
 #: The inter-broker listener's security, client side (None: PLAINTEXT); see the docstring.
 SECURITY: ContextVar[ClientSecurity | None] = ContextVar("wirebroker_peer_security", default=None)
 
@@ -67,6 +78,11 @@ class BrokerConnection:
         self._decoder = FrameDecoder(max_frame_bytes)
         self._ids = itertools.count(1)
         self.closed = False
+        self._security: ClientSecurity | None = None
+        #: trio time after which the next request re-authenticates first (None: never)
+        self.reauthenticate_at: float | None = None
+        #: authentications done on this connection (the first one included)
+        self.authentications = 0
 
     @classmethod
     async def open(
@@ -94,6 +110,7 @@ class BrokerConnection:
     async def _authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake v1 + SaslAuthenticate v2 per token; BrokerConnectionError if refused."""
         mechanism = security.sasl_mechanism
+        self._security, self.reauthenticate_at = security, None
         answer = await self.request(int(ApiKey.SASL_HANDSHAKE), 1, {"mechanism": mechanism})
         if answer.error_code:
             await self.aclose()
@@ -113,6 +130,10 @@ class BrokerConnection:
                     )
                 token = tokens.send(bytes(answer.auth_bytes))
         except StopIteration:
+            self.authentications += 1
+            lifetime_ms = int(answer.session_lifetime_ms)
+            if lifetime_ms > 0:
+                self.reauthenticate_at = trio.current_time() + REAUTH_FRACTION * lifetime_ms / 1000
             return
         except (BrokerConnectionError, ValueError) as exc:
             await self.aclose()
@@ -122,6 +143,9 @@ class BrokerConnection:
         """Send one request and return its decoded response body."""
         if self.closed:
             raise BrokerConnectionError("connection closed")
+        due = self.reauthenticate_at
+        if due is not None and self._security is not None and trio.current_time() >= due:
+            await self._authenticate(self._security)  # KIP-368: the session is ending
         correlation_id = next(self._ids) & 0x7FFFFFFF
         frame = encode_request(api_key, version, correlation_id, self.client_id, body)
         try:

@@ -12,6 +12,9 @@ States (Kafka's names)::
                             each answer a size-prefixed raw token, as Kafka serves old clients
     COMPLETE                authenticated: every frame goes to the dispatcher (`FORWARD`),
                             but a SaslHandshake, which starts a re-authentication (KIP-368)
+    REAUTH_BAD_MECHANISM    a re-authentication's handshake named another (enabled)
+                            mechanism: answered as any handshake, then the next frame fails
+                            without an answer (Kafka's state of that name)
     FAILED                  nothing more is read
 
 Any other request before COMPLETE ("Metadata before authentication") is refused as Kafka does:
@@ -30,9 +33,15 @@ principal is "User:" + the authenticated name. A success's error_message is "" (
 Re-authentication (KIP-368), as Kafka's ReauthInfo: SaslAuthenticate v1+ answers
 session_lifetime_ms, the least of `connections.max.reauth.ms` (when > 0) and the credential's
 remaining lifetime (an OAUTHBEARER token's exp; even with connections.max.reauth.ms unset);
-the session expires at authentication + lifetime, and a SaslHandshake then starts a
-re-authentication; `expired(now_ms)` tells the runtime to close the connection at the next
-request that is not a re-authentication. Without either, 0 and no expiry.
+the session expires at authentication + lifetime, and a SaslHandshake (even after the expiry)
+starts a re-authentication; `expired(now_ms)` tells the runtime to close the connection at the
+next request that is not a re-authentication. Without either, 0 and no expiry. As Kafka's
+KafkaChannel: a re-authentication may start at most once a second (MIN_REAUTH_INTERVAL_MS
+after the previous one started), a handshake sooner is forwarded (the handler answers
+ILLEGAL_SASL_STATE, as without re-authentication) and the session goes on; the principal may
+not change ("Cannot change principals during re-authentication from User.alice: User.bob",
+SASL_AUTHENTICATION_FAILED) nor the mechanism (the handshake is answered, the next frame fails
+without an answer: REAUTH_BAD_MECHANISM); both close the connection.
 """
 
 from __future__ import annotations
@@ -55,6 +64,9 @@ from wirebroker.security.scram import ScramCredential, ScramError, ScramMechanis
 
 #: Kafka's sasl.server.max.receive.size: the frame cap before authentication.
 MAX_RECEIVE_SIZE = 524288
+
+#: Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS, in ms.
+MIN_REAUTH_INTERVAL_MS = 1000
 
 PLAIN = "PLAIN"
 SUPPORTED_MECHANISMS = (PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER)
@@ -111,6 +123,7 @@ class _State(enum.Enum):
     HANDSHAKE = "HANDSHAKE"
     AUTHENTICATE = "AUTHENTICATE"
     COMPLETE = "COMPLETE"
+    REAUTH_BAD_MECHANISM = "REAUTH_BAD_MECHANISM"
     FAILED = "FAILED"
 
 
@@ -157,6 +170,8 @@ class SaslServerSession:
         self._mechanism = ""
         self._server: PlainServer | ScramServer | OAuthBearerServer | None = None
         self._reauthenticating = False
+        self._reauth_started_ms: int | None = None
+        self._bad_mechanism = ""  # REAUTH_BAD_MECHANISM: Kafka's text, for the log
         #: "User:<name>" once authenticated
         self.principal: str | None = None
         #: when the session expires (KIP-368), None: never
@@ -184,6 +199,9 @@ class SaslServerSession:
         state = self._state
         if state is _State.AUTHENTICATE and self._raw_tokens:
             return self._token(bytes(frame), None, now_ms)
+        if state is _State.REAUTH_BAD_MECHANISM:
+            self._state = _State.FAILED
+            return SaslStep(StepKind.FAIL, None, reason=self._bad_mechanism)
         try:
             header, body = decode_request(frame, max_decoded_bytes=_DECODE_BUDGET)
         except UnsupportedVersion as exc:
@@ -194,11 +212,10 @@ class SaslServerSession:
             return self._closed(f"invalid request during SASL {self._phase()}: {exc}")
         key = int(header.api_key)
         if state is _State.COMPLETE:
-            if key == ApiKey.SASL_HANDSHAKE and self.expires_at_ms is not None:
-                self._reauthenticating = True
-                self._state = _State.HANDSHAKE
-            else:
+            if key != ApiKey.SASL_HANDSHAKE or not self._may_reauthenticate(now_ms):
                 return SaslStep(StepKind.FORWARD)
+            self._reauthenticating, self._reauth_started_ms = True, now_ms
+            self._state = _State.HANDSHAKE
         if key == ApiKey.API_VERSIONS and self._state is _State.HANDSHAKE_OR_VERSIONS:
             self._state = _State.HANDSHAKE
             return SaslStep(StepKind.FORWARD)
@@ -212,6 +229,14 @@ class SaslServerSession:
         name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
         return self._closed(f"Unexpected Kafka request of type {name} during SASL {self._phase()}.")
 
+    def _may_reauthenticate(self, now_ms: int) -> bool:
+        """A session with a lifetime, and no re-authentication started within the last second
+        (Kafka's KafkaChannel.maybeBeginServerReauthentication)."""
+        if self.expires_at_ms is None:
+            return False
+        last = self._reauth_started_ms
+        return last is None or now_ms - last >= MIN_REAUTH_INTERVAL_MS
+
     def _phase(self) -> str:
         return "authentication" if self._state is _State.AUTHENTICATE else "handshake"
 
@@ -222,12 +247,7 @@ class SaslServerSession:
     def _handshake(self, header: RequestHeader, mechanism: str) -> SaslStep:
         version, correlation = int(header.api_version), int(header.correlation_id)
         enabled = list(self.config.mechanisms)
-        if self._reauthenticating and mechanism != self._mechanism:
-            error = ErrorCode.ILLEGAL_SASL_STATE
-        elif mechanism in enabled:
-            error = ErrorCode.NONE
-        else:
-            error = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        error = ErrorCode.NONE if mechanism in enabled else ErrorCode.UNSUPPORTED_SASL_MECHANISM
         response = _encode(
             ApiKey.SASL_HANDSHAKE,
             version,
@@ -241,6 +261,13 @@ class SaslServerSession:
                 response,
                 reason=f"Unsupported SASL mechanism {mechanism} (enabled: {', '.join(enabled)})",
             )
+        if self._reauthenticating and mechanism != self._mechanism:
+            self._state = _State.REAUTH_BAD_MECHANISM
+            self._bad_mechanism = (
+                f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{self._mechanism}'"
+            )
+            return SaslStep(StepKind.REPLY, response)
         self._mechanism = mechanism
         self._raw_tokens = version == 0
         self._server = self._mechanism_server(mechanism)
@@ -285,7 +312,10 @@ class SaslServerSession:
             name = server.authorization_id
             if self._reauthenticating and self.principal != f"User:{name}":
                 self._state = _State.FAILED
-                reason = f"re-authentication as User:{name} on a connection of {self.principal}"
+                reason = (
+                    "Cannot change principals during re-authentication from "
+                    f"{(self.principal or '').replace(':', '.', 1)}: User.{name}"
+                )
                 response = None
                 if header is not None:
                     response = self._authenticate_response(

@@ -135,3 +135,49 @@ def test_reauthentication_as_another_user_fails() -> None:
     assert step.kind is StepKind.FAIL
     body = _answer(ApiKey.SASL_AUTHENTICATE, 1, step.response)
     assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert body.error_message == (  # Kafka's text
+        "Cannot change principals during re-authentication from User.alice: User.admin"
+    )
+
+
+def _authenticated(mechanisms: list[str], reauth_ms: int = 1000) -> SaslServerSession:
+    s = SaslServerSession(
+        SaslServerConfig(mechanisms, plain_users=jaas_users(JAAS), max_reauth_ms=reauth_ms)
+    )
+    s.on_frame(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), 0)
+    step = s.on_frame(
+        _frame(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": _plain("alice", 'a"b')}), 0
+    )
+    assert step.reason == "User:alice" and s.authenticated
+    return s
+
+
+def test_reauthentication_with_another_mechanism_fails_at_the_next_frame() -> None:
+    """As Kafka (REAUTH_BAD_MECHANISM): the handshake is answered as any other, the next
+    frame fails without an answer, with Kafka's text in the log."""
+    s = _authenticated(["PLAIN", "SCRAM-SHA-256"])
+    step = s.on_frame(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}), 500)
+    assert step.kind is StepKind.REPLY
+    body = _answer(ApiKey.SASL_HANDSHAKE, 1, step.response)
+    assert (body.error_code, body.mechanisms) == (0, ["PLAIN", "SCRAM-SHA-256"])
+    step = s.on_frame(_frame(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"n,,n=alice,r=x"}), 500)
+    assert (step.kind, step.response) == (StepKind.FAIL, None)
+    assert step.reason == (
+        "SASL mechanism 'SCRAM-SHA-256' requested by client is not supported for "
+        "re-authentication of mechanism 'PLAIN'"
+    )
+
+
+def test_reauthentication_starts_at_most_once_a_second() -> None:
+    """Kafka's KafkaChannel: a handshake within a second of the last re-authentication's
+    start is served as without re-authentication (the handler's ILLEGAL_SASL_STATE); the
+    session goes on."""
+    s = _authenticated(["PLAIN"])
+    shake = _frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    auth = _frame(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": _plain("alice", 'a"b')})
+    assert s.on_frame(shake, 100).kind is StepKind.REPLY  # the first: no earlier one
+    assert s.on_frame(auth, 100).reason == "User:alice"
+    assert s.on_frame(shake, 1099).kind is StepKind.FORWARD  # 999 ms after the last start
+    assert s.authenticated and not s.expired(1099)
+    assert s.on_frame(shake, 1100).kind is StepKind.REPLY  # a second after it
+    assert s.on_frame(auth, 1100).reason == "User:alice" and s.expires_at_ms == 2100

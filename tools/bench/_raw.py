@@ -235,28 +235,10 @@ def create_until_led(port: int, topic: str, partitions: int, timeout: float = 12
     its broker has created the logs; wirebroker answers with the logs created)."""
     from protocol.codec import decode_response, encode_request
 
-    create = {
-        "topics": [
-            {
-                "name": topic,
-                "num_partitions": partitions,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            }
-        ],
-        "timeout_ms": int(timeout * 1000),
-        "validate_only": False,
-    }
     meta = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
     with socket.create_connection(("127.0.0.1", port), timeout) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        t0 = time.perf_counter()
-        sock.sendall(encode_request(19, 7, 1, "bench-create", create))
-        (size,) = _SIZE.unpack(_recv_exact(sock, 4))
-        _cid, resp = decode_response(19, 7, _recv_exact(sock, size))
-        if resp.topics[0].error_code != 0:
-            raise RuntimeError(f"CreateTopics {topic}: error {resp.topics[0].error_code}")
+        t0 = _create(sock, topic, partitions, timeout)
         cid = 1
         while time.perf_counter() - t0 < timeout:
             cid += 1
@@ -281,28 +263,10 @@ def create_until_writable(port: int, topic: str, partitions: int, timeout: float
     from protocol.records import build_batch
 
     batch = build_batch([(None, b"x" * 100)])
-    create = {
-        "topics": [
-            {
-                "name": topic,
-                "num_partitions": partitions,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            }
-        ],
-        "timeout_ms": int(timeout * 1000),
-        "validate_only": False,
-    }
     pending = set(range(partitions))
     with socket.create_connection(("127.0.0.1", port), timeout) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        t0 = time.perf_counter()
-        sock.sendall(encode_request(19, 7, 1, "bench-create", create))
-        (size,) = _SIZE.unpack(_recv_exact(sock, 4))
-        _cid, resp = decode_response(19, 7, _recv_exact(sock, size))
-        if resp.topics[0].error_code != 0:
-            raise RuntimeError(f"CreateTopics {topic}: error {resp.topics[0].error_code}")
+        t0 = _create(sock, topic, partitions, timeout)
         cid = 1
         while pending and time.perf_counter() - t0 < timeout:
             cid += 1
@@ -324,3 +288,30 @@ def create_until_writable(port: int, topic: str, partitions: int, timeout: float
         if pending:
             raise RuntimeError(f"{topic}: {len(pending)} partitions took no write in {timeout} s")
         return time.perf_counter() - t0
+
+
+def _create(sock: socket.socket, topic: str, partitions: int, timeout: float) -> float:
+    """Send CreateTopics v7 (`partitions` partitions, replication factor 1) and read its
+    answer (RuntimeError unless created); -> `time.perf_counter()` when it was sent."""
+    from protocol.codec import decode_response, encode_request
+
+    create = {
+        "topics": [
+            {
+                "name": topic,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        "timeout_ms": int(timeout * 1000),
+        "validate_only": False,
+    }
+    t0 = time.perf_counter()
+    sock.sendall(encode_request(19, 7, 1, "bench-create", create))
+    (size,) = _SIZE.unpack(_recv_exact(sock, 4))
+    _cid, resp = decode_response(19, 7, _recv_exact(sock, size))
+    if resp.topics[0].error_code != 0:
+        raise RuntimeError(f"CreateTopics {topic}: error {resp.topics[0].error_code}")
+    return t0

@@ -41,6 +41,7 @@ import trio
 
 from protocol.errors import ErrorCode
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.zk_events import AppliedNodes
 from wirebroker.coordination.api import (
     BadVersionError,
     CoordinationError,
@@ -142,8 +143,7 @@ class ZkClientQuotas:
         self.quotas = QuotaStore()
         self._children: dict[str, Watch] = {}  # parent path -> its children watch
         self._data: dict[str, Watch] = {}  # entity node path -> its data watch
-        self._seen: dict[str, tuple[int, int]] = {}  # node path -> (czxid, version) applied
-        self._applied = trio.Event()
+        self._applied = AppliedNodes()  # by node path
         self._scope = trio.CancelScope()
         self._events_send, self._events = trio.open_memory_channel[tuple[str, list[str]]](math.inf)
 
@@ -212,9 +212,7 @@ class ZkClientQuotas:
         rel = path.removeprefix("/config/")
         if self.topic_store is not None and not _is_user_node(rel):
             self.topic_store.set_quota_configs(rel, configs)
-        self._seen[path] = (stat.czxid, stat.version) if stat is not None else (0, -1)
-        self._applied.set()
-        self._applied = trio.Event()
+        self._applied.mark(path, stat)
 
     # -- alterations ---------------------------------------------------------------------------
     async def alter(
@@ -225,9 +223,7 @@ class ZkClientQuotas:
         try:
             with trio.fail_after(self.timeout_s):
                 results, written = await self._write(entries, validate_only)
-                for path, stat in written.items():
-                    while not self._has_seen(path, stat):
-                        await self._applied.wait()
+                await self._applied.wait_for(written)
                 return results
         except trio.TooSlowError:
             raise QuotaStoreError(
@@ -296,10 +292,6 @@ class ZkClientQuotas:
         except ValueError as exc:
             log.warning("overwriting %s: %s", path, exc)
             return {}, stat
-
-    def _has_seen(self, path: str, written: Stat) -> bool:
-        czxid, version = self._seen.get(path, (0, -1))
-        return (czxid == written.czxid and version >= written.version) or czxid > written.czxid
 
 
 def _is_user_node(rel: str) -> bool:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import trio
 
-from wirebroker.coordination.api import CoordinationError
+from wirebroker.coordination.api import CoordinationError, Stat
 
-__all__ = ["Event", "EventQueue"]
+__all__ = ["AppliedNodes", "Event", "EventQueue"]
 
 log = logging.getLogger("wirebroker.cluster")
 
@@ -77,3 +77,29 @@ class EventQueue:
         """Wake whoever waits for a change (`changed`)."""
         self.changed.set()
         self.changed = trio.Event()
+
+
+class AppliedNodes:
+    """Which version of each mirrored znode this broker has applied (its creation zxid and
+    version), so a writer answers once its own write shows here (the SCRAM users' and client
+    quotas' mirrors: `mark` from the watch, `wait_for` after the write)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[int, int]] = {}  # key -> (czxid, version) applied
+        self._applied = trio.Event()
+
+    def mark(self, key: str, stat: Stat | None) -> None:
+        """`key`'s node applied as read with `stat` (None: it does not exist)."""
+        self._seen[key] = (stat.czxid, stat.version) if stat is not None else (0, -1)
+        self._applied.set()
+        self._applied = trio.Event()
+
+    def has_seen(self, key: str, written: Stat) -> bool:
+        czxid, version = self._seen.get(key, (0, -1))
+        return (czxid == written.czxid and version >= written.version) or czxid > written.czxid
+
+    async def wait_for(self, written: Mapping[str, Stat]) -> None:
+        """Until every node in `written` (key -> the stat the write left) is applied here."""
+        for key, stat in written.items():
+            while not self.has_seen(key, stat):
+                await self._applied.wait()

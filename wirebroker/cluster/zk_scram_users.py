@@ -35,6 +35,7 @@ import trio
 
 from protocol.errors import ErrorCode
 from wirebroker.cluster import zk_layout as zl
+from wirebroker.cluster.zk_events import AppliedNodes
 from wirebroker.coordination.api import (
     BadVersionError,
     CoordinationError,
@@ -105,8 +106,7 @@ class ZkScramUsers(ScramUsers):
         self.timeout_s = timeout_s
         self._store = CredentialStore()
         self._watches: dict[str, Watch] = {}
-        self._seen: dict[str, tuple[int, int]] = {}  # user -> (czxid, version) applied
-        self._applied = trio.Event()
+        self._applied = AppliedNodes()  # by user
         self._scope = trio.CancelScope()
         self._children_send, self._children_receive = trio.open_memory_channel[list[str]](math.inf)
 
@@ -174,9 +174,7 @@ class ZkScramUsers(ScramUsers):
         )
         if self.topic_store is not None:
             self.topic_store.set_user_configs(user, configs)
-        self._seen[user] = (stat.czxid, stat.version) if stat is not None else (0, -1)
-        self._applied.set()
-        self._applied = trio.Event()
+        self._applied.mark(user, stat)
 
     # -- alterations ---------------------------------------------------------------------------
     async def alter(
@@ -185,9 +183,7 @@ class ZkScramUsers(ScramUsers):
         try:
             with trio.fail_after(self.timeout_s):
                 results, written = await self._write(deletions, upsertions)
-                for user, stat in written.items():
-                    while not self._has_seen(user, stat):
-                        await self._applied.wait()
+                await self._applied.wait_for(written)
                 return results
         except trio.TooSlowError:
             raise ScramStoreError(
@@ -236,10 +232,6 @@ class ZkScramUsers(ScramUsers):
         except ValueError as exc:
             log.warning("overwriting %s: %s", zl.user_config_path(user), exc)
             return user, {}, stat
-
-    def _has_seen(self, user: str, written: Stat) -> bool:
-        czxid, version = self._seen.get(user, (0, -1))
-        return (czxid == written.czxid and version >= written.version) or czxid > written.czxid
 
 
 def _write_ops(reads: Sequence[_Read], changes: Sequence[CredentialChange]) -> list[Op]:

@@ -26,7 +26,10 @@ The decisions are pure (`controller_context.plan`); this runtime keeps a long-li
     /isr_change_notification
                          a leader changed an ISR (`zk_isr.IsrWriter` writes the notification in
                          the multi of its state write): re-read only the partitions named,
-                         delete the notifications
+                         delete the notifications; last in a pass, PARALLEL notifications at a
+                         time, and a broker gone or stopping (`_URGENT`) waiting in the queue
+                         stops it between two of those (the rest is queued again): moving a
+                         leadership never waits behind ISR bookkeeping
     /admin/delete_topics, /admin/preferred_replica_election, /wirebroker/
     unclean_leader_election
                          read that request; plan only the partitions named
@@ -47,6 +50,7 @@ Triggers that queue up during a pass are handled together by the next one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import math
@@ -67,7 +71,7 @@ from wirebroker.cluster.controller_context import (
     plan,
     unclean_candidates,
 )
-from wirebroker.cluster.controller_reads import ContextReader, each
+from wirebroker.cluster.controller_reads import PARALLEL, ContextReader, each
 from wirebroker.cluster.controller_reassignments import Reassignments
 from wirebroker.coordination.api import (
     Check,
@@ -97,6 +101,9 @@ _STATE = "state:"  # trigger prefix: one partition's state must be read ("state:
 _STATES_PER_MULTI = 500
 #: Passes over partitions whose conditional write was refused before they wait for a trigger.
 _STALE_ROUNDS = 3
+#: Triggers that the reading of ISR change notifications yields to: a broker gone or stopping
+#: (its leaderships move now; a leader's ISR growing can wait).
+_URGENT = frozenset({zl.BROKER_IDS, zl.CONTROLLED_SHUTDOWN})
 
 
 class ControllerMember(Protocol):
@@ -138,6 +145,7 @@ class ZkController:
         self.loaded = False  # the context was loaded and kept current since
         self._moved = False  # a write inside a batch found a newer controller epoch
         self._send, self._recv = trio.open_memory_channel[str](math.inf)
+        self._pending: set[str] = set()  # triggers received, for the next pass
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
         self._isr_children: list[str] = []
@@ -207,12 +215,10 @@ class ZkController:
     async def _loop(self) -> None:
         """Passes until a write finds a newer controller epoch."""
         while True:
-            whys = {await self._recv.receive()}
-            while True:  # collapse a burst of triggers into one pass
-                try:
-                    whys.add(self._recv.receive_nowait())
-                except trio.WouldBlock:
-                    break
+            if not self._pending:
+                self._pending.add(await self._recv.receive())
+            self._drain()  # a burst of triggers: one pass
+            whys, self._pending = self._pending, set()
             try:
                 await self._handle(whys)
             except _Resign:
@@ -225,6 +231,18 @@ class ZkController:
                 self._send.send_nowait(RELOAD)
             self.member.changed.set()
 
+    def _drain(self) -> None:
+        """Move the triggers queued meanwhile into `_pending`."""
+        while True:
+            try:
+                self._pending.add(self._recv.receive_nowait())
+            except trio.WouldBlock:
+                return
+
+    def _urgent_waiting(self) -> bool:
+        self._drain()
+        return bool(self._pending & _URGENT)
+
     # -- one pass ------------------------------------------------------------------------------
     async def _handle(self, whys: set[str]) -> None:
         """Read what the triggers say changed into the context, plan, write (see the module
@@ -233,7 +251,8 @@ class ZkController:
         keys: set[PartitionKey] = set()
         everything = False
         bounced: set[int] = set()
-        if not self.loaded:
+        loading = not self.loaded
+        if loading:
             bounced = await self.reader.load()
             self.loaded = True
             everything = True
@@ -248,10 +267,6 @@ class ZkController:
             if zl.CONTROLLED_SHUTDOWN in whys:
                 await self.reader.shutting_down()
                 everything = True
-            if zl.ISR_CHANGE_NOTIFICATION in whys:
-                changed = await self.reader.isr_changes(self._isr_children)
-                await self.reader.states(changed)
-                keys |= changed
             keys |= await self._partition_triggers(whys)
         if zl.BROKER_TOPICS in whys:
             keys |= await self._topics_changed()
@@ -282,6 +297,22 @@ class ZkController:
             if done:
                 with contextlib.suppress(NoNodeError):
                     await self.coord.delete(path)
+        if zl.ISR_CHANGE_NOTIFICATION in whys and not loading:
+            await self._isr_changes()
+
+    async def _isr_changes(self) -> None:
+        """Re-read and plan the partitions that the ISR change notifications name, PARALLEL
+        notifications at a time (each deleted once read); an `_URGENT` trigger waiting after
+        one such step ends this pass and queues the rest."""
+        names = sorted(self._isr_children)
+        for start in range(0, len(names), PARALLEL):
+            if start and self._urgent_waiting():
+                self._pending.add(zl.ISR_CHANGE_NOTIFICATION)
+                return
+            changed = await self.reader.isr_changes(names[start : start + PARALLEL])
+            await self.reader.states(changed)
+            await self._reconcile(sorted(changed))
+            await self._advance_reassignments({topic for topic, _p in changed})
 
     async def _partition_triggers(self, whys: set[str]) -> set[PartitionKey]:
         """Re-read what the topic and state triggers name: the partitions to plan."""
@@ -376,27 +407,34 @@ class ZkController:
         unclean: Collection[PartitionKey] = frozenset(),
         failed: Collection[int] = frozenset(),
     ) -> None:
-        """Plan `keys` and write the result: new leaders first (PARALLEL at a time), then the
-        ISR-only changes, so a dead leader's partitions are served again before the controller
-        spends time on ISRs it only shrinks (Kafka's onBrokerFailure elects the offline
-        partitions before it moves the dead replicas to OfflineReplica). A partition whose
-        write was refused (its znode changed) is read again and planned again, up to
-        _STALE_ROUNDS times; then a trigger for it waits in the queue."""
-        todo = list(keys)
-        for _round in range(_STALE_ROUNDS):
-            await self.reader.unclean(unclean_candidates(self.context, todo, failed))
-            writes = plan(self.context, Reconcile(todo, preferred, unclean, failed))
-            stale: set[PartitionKey] = set()
-            elections = [w for w in writes if w.election]
-            for batch in (elections, [w for w in writes if not w.election]):
-                await each(batch, functools.partial(self._write_state, stale=stale))
+        """Plan `keys` and write the result in two phases: the new leaders (PARALLEL at a
+        time), then, planned again from the context those writes updated, the ISR-only
+        changes; so a dead or stopping leader's partitions are served again before the
+        controller spends time on ISRs it only shrinks (Kafka's onBrokerFailure elects the
+        offline partitions before it moves the dead replicas to OfflineReplica). In each
+        phase a partition whose write was refused (its znode changed: an ISR change not yet
+        read) is read again and planned again, up to _STALE_ROUNDS times, before the next
+        phase; then it is left to a trigger of its own, queued."""
+        event = Reconcile(list(keys), preferred, unclean, failed)
+        await self.reader.unclean(unclean_candidates(self.context, event.partitions, failed))
+        for elections_only in (True, False):
+            todo = list(keys)
+            for _round in range(_STALE_ROUNDS):
+                writes = plan(self.context, dataclasses.replace(event, partitions=todo))
+                if elections_only:
+                    writes = [w for w in writes if w.election]
+                stale: set[PartitionKey] = set()
+                await each(writes, functools.partial(self._write_state, stale=stale))
                 self._resign_if_moved()
-            if not stale:
-                return
-            await self.reader.states(stale)
-            todo = [k for k in todo if k in stale]
-        for key in todo:
-            self._send.send_nowait(state_trigger(*key))
+                if not stale:
+                    break
+                await self.reader.states(stale)
+                todo = [k for k in todo if k in stale]
+                await self.reader.unclean(unclean_candidates(self.context, todo, failed))
+            else:  # still refused: left to a trigger of its own
+                for key in todo:
+                    self._send.send_nowait(state_trigger(*key))
+                keys = [k for k in keys if k not in todo]
 
     async def _write_all(self, ops: list[Op]) -> None:
         """One multi of `ops` fenced by the controller epoch (TransactionError.index counts

@@ -10,7 +10,8 @@ from test_controller_runtime import Member, settle, setup, state
 
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.controller import ZkController
-from wirebroker.coordination.api import Create, SetData, Stat
+from wirebroker.cluster.controller_reads import PARALLEL
+from wirebroker.coordination.api import Create, Op, SetData, Stat
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
 from wirebroker.metadata.partition_state import PartitionState, TopicAssignment
 
@@ -135,3 +136,105 @@ async def test_a_write_refused_by_its_version_reads_that_partition_again() -> No
         assert controller.context.states[("t", 3)].state == PartitionState(3, 1, (3,), 2)
         assert await state(admin, "t", 0) == PartitionState(2, 1, (2, 3), 2)
         nursery.cancel_scope.cancel()
+
+
+async def test_a_broker_failure_does_not_wait_behind_isr_change_notifications() -> None:
+    """Many ISR change notifications and a broker failure queued together: the controller
+    reads the notifications PARALLEL at a time and, between two such steps, yields to the
+    failure (its elections are written before the rest of the notifications is read), then
+    reads the rest."""
+    partitions = 3 * PARALLEL
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        admin, brokers = MemoryCoordination(server), MemoryCoordination(server)
+        controller_coord, one = MemoryCoordination(server), MemoryCoordination(server)
+        for coord in (admin, brokers, controller_coord, one):
+            await nursery.start(coord.run)
+        version = await setup(admin, [])
+        await brokers.create(zl.broker_path(2), b"{}", ephemeral=True)
+        await brokers.create(zl.broker_path(3), b"{}", ephemeral=True)
+        await one.create(zl.broker_path(1), b"{}", ephemeral=True)
+        replicas = {i: (1, 2, 3) for i in range(partitions)}
+        await admin.create(zl.topic_path("t"), zl.encode_topic(TopicAssignment(replicas)))
+        controller = ZkController(Member(controller_coord), 2, version)
+        nursery.start_soon(controller.run)
+        await settle()
+        order = Writes(controller_coord)
+
+        # Leader 1 drops 3 from every ISR (one multi: the notifications all at once), and
+        # broker 1 dies before the controller ran.
+        ops: list[Op] = []
+        for index in range(partitions):
+            _data, stat = await admin.get(zl.state_path("t", index))
+            shrunk = zl.encode_partition_state(PartitionState(1, 0, (1, 2), 2))
+            ops.append(SetData(zl.state_path("t", index), shrunk, stat.version))
+            notification = zl.encode_preferred_election([("t", index)])
+            ops.append(Create(zl.ISR_CHANGE_PREFIX, notification, sequential=True))
+        await admin.multi(ops)
+        server.expire_session(one.session_id)
+        await settle()
+
+        deletes = [i for i, (kind, _p) in enumerate(order.ops) if kind == "delete"]
+        elections = [i for i, (kind, _p) in enumerate(order.ops) if kind == "multi"]
+        assert len(deletes) == partitions and elections, order.ops
+        assert elections[0] < deletes[PARALLEL], order.ops  # after one step of notifications
+        assert await admin.get_children(zl.ISR_CHANGE_NOTIFICATION) == []
+        for index in range(partitions):
+            assert await state(admin, "t", index) == PartitionState(2, 1, (2,), 2)
+        nursery.cancel_scope.cancel()
+
+
+async def test_new_leaders_are_written_before_isr_shrinks_even_when_one_is_refused() -> None:
+    """A broker fails while the controller's copy of one of its partitions is stale (an ISR
+    change it has not read): that election is refused, read again and written again before
+    any ISR-only change of the partitions the broker only followed."""
+    server = MemoryZooKeeper()
+    async with trio.open_nursery() as nursery:
+        admin, brokers = MemoryCoordination(server), MemoryCoordination(server)
+        controller_coord, one = MemoryCoordination(server), MemoryCoordination(server)
+        for coord in (admin, brokers, controller_coord, one):
+            await nursery.start(coord.run)
+        version = await setup(admin, [])
+        await brokers.create(zl.broker_path(2), b"{}", ephemeral=True)
+        await brokers.create(zl.broker_path(3), b"{}", ephemeral=True)
+        await one.create(zl.broker_path(1), b"{}", ephemeral=True)
+        replicas = {i: (1, 2, 3) if i % 2 == 0 else (2, 1, 3) for i in range(PARTITIONS)}
+        await admin.create(zl.topic_path("t"), zl.encode_topic(TopicAssignment(replicas)))
+        controller = ZkController(Member(controller_coord), 2, version)
+        nursery.start_soon(controller.run)
+        await settle()
+        data, stat = await admin.get(zl.state_path("t", 0))
+        await admin.set(zl.state_path("t", 0), data, stat.version)  # unseen by the controller
+        order = Writes(controller_coord)
+        server.expire_session(one.session_id)
+        await settle()
+
+        written = [path for kind, path in order.ops if kind == "multi"]
+        led = [zl.state_path("t", i) for i in range(0, PARTITIONS, 2)]
+        followed = [zl.state_path("t", i) for i in range(1, PARTITIONS, 2)]
+        assert written.count(led[0]) == 2, written  # refused once, then written
+        last_election = max(i for i, path in enumerate(written) if path in led)
+        assert last_election < min(map(written.index, followed)), written
+        for index in range(PARTITIONS):
+            after = await state(admin, "t", index)
+            assert after.leader == 2 and after.isr == (2, 3), (index, after)
+        nursery.cancel_scope.cancel()
+
+
+class Writes:
+    """The writes a client makes (multi: its first path; delete), in order."""
+
+    def __init__(self, coord: MemoryCoordination) -> None:
+        self.ops: list[tuple[str, str]] = []
+        real_multi, real_delete = coord.multi, coord.delete
+
+        async def multi(ops: list[Op]) -> object:
+            self.ops.append(("multi", ops[-1].path))
+            return await real_multi(ops)
+
+        async def delete(path: str, *args: object) -> object:
+            self.ops.append(("delete", path))
+            return await real_delete(path, *args)  # type: ignore[arg-type]
+
+        coord.multi = multi  # type: ignore[method-assign]
+        coord.delete = delete  # type: ignore[method-assign]

@@ -205,6 +205,30 @@ async def test_sessions(call, services, session_id, epoch, error):
         assert resp.responses == []
 
 
+@pytest.mark.parametrize(("version", "epoch"), [(4, -1), (12, -1), (12, 0), (17, 0)])
+async def test_a_partition_named_twice_is_read_once(call, services, version, epoch):
+    """As Kafka 4.4 (a map of topic-partitions; no error): a full or sessionless fetch naming
+    a partition twice answers it once, in its first place, from its last fetch offset;
+    consecutive entries of a topic are one entry of the answer."""
+    services.admin.create_topic("t", 2, now_ms=services.clock())
+    append(services, "t", 0, 1, b"a")
+    append(services, "t", 0, 1, b"b")
+    body = fetch_body(services, "t", {0: 0}, version=version, session_epoch=epoch)
+    entry = body["topics"][0]
+    later = {**entry["partitions"][0], "fetch_offset": 1}
+    entry["partitions"].append({**later, "partition": 1, "fetch_offset": 0})
+    body["topics"].append({**entry, "partitions": [later]})
+    resp = await call(KEY, version, body)
+    assert len(resp.responses) == 1
+    answered = [(p.partition_index, p.records) for p in resp.responses[0].partitions]
+    assert [index for index, _records in answered] == [0, 1]
+    assert [h.base_offset for _pos, h in iter_batches(answered[0][1])] == [1]
+    if epoch == 0:
+        session = services.fetch_sessions.get(resp.session_id)
+        cached = [(k[1], c.fetch["fetch_offset"]) for k, c in session.partitions.items()]
+        assert cached == [(0, 1), (1, 0)]
+
+
 async def test_max_bytes_kip74(call, services):
     services.admin.create_topic("t", 2, now_ms=services.clock())
     append(services, "t", 0, 5, b"first-partition-")

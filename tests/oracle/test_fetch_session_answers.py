@@ -210,6 +210,22 @@ def offsets_shape(resp: Any, sid: int) -> tuple[Any, ...]:
     return resp.get("error_code", 0), session, entries
 
 
+def two_topics(
+    wire: Wire, unique: Callable[[str], str], version: int
+) -> tuple[Consumer, tuple[str, Any], tuple[str, Any]]:
+    """Topics t (2 partitions; 3 one-record batches in partition 0, offsets 0, 1, 2) and u (1
+    partition, empty): a consumer of t, then each topic's (name, how answers name it)."""
+    t, u = unique("fsess-dup"), unique("fsess-dup-u")
+    wire.create_topic(t, 2)
+    wire.create_topic(u, 1)
+    for value in (b"a", b"b", b"c"):
+        wire.produce(t, 0, [(None, value)])
+    c = Consumer(wire, t)
+    if version < 13:
+        return c, (t, t), (u, u)
+    return c, (t, c.naming(t, version)["topic_id"]), (u, c.naming(u, version)["topic_id"])
+
+
 @pytest.mark.parametrize("version", [4, 12, 17])
 def test_a_partition_named_twice_is_read_once_with_its_last_fetch_data(
     wire: Wire, unique: Callable[[str], str], version: int
@@ -217,17 +233,7 @@ def test_a_partition_named_twice_is_read_once_with_its_last_fetch_data(
     """No error: a partition named twice (in one entry or two of its topic) is answered once,
     where it was first named, from the offset it was last named with; consecutive entries of
     a topic are one entry of the answer."""
-    t, u = unique("fsess-dup"), unique("fsess-dup-u")
-    wire.create_topic(t, 2)
-    wire.create_topic(u, 1)
-    for value in (b"a", b"b", b"c"):
-        wire.produce(t, 0, [(None, value)])
-    c = Consumer(wire, t)
-    tn, un = (
-        (t, u)
-        if version < 13
-        else (c.naming(t, version)["topic_id"], c.naming(u, version)["topic_id"])
-    )
+    c, (t, tn), (u, un) = two_topics(wire, unique, version)
     sessionless = -1 if version >= 7 else 0
 
     def full(entries: list[tuple[str, Parts]]) -> tuple[Any, ...]:
@@ -253,17 +259,7 @@ def test_a_session_counts_a_partition_named_twice_once(
 ) -> None:
     """INITIAL, incremental and forgotten lists naming a partition twice: one cached entry
     with the last fetch data, answered once; forgetting it twice forgets it."""
-    t, u = unique("fsess-dup"), unique("fsess-dup-u")
-    wire.create_topic(t, 2)
-    wire.create_topic(u, 1)
-    for value in (b"a", b"b", b"c"):
-        wire.produce(t, 0, [(None, value)])
-    c = Consumer(wire, t)
-    tn, un = (
-        (t, u)
-        if version < 13
-        else (c.naming(t, version)["topic_id"], c.naming(u, version)["topic_id"])
-    )
+    c, (t, tn), (u, un) = two_topics(wire, unique, version)
     first = c.fetch_entries(
         0, 0, [(t, [(0, 0)]), (u, [(0, 0)]), (t, [(1, 0), (0, 1)])], version=version
     )

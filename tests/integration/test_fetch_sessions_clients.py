@@ -62,16 +62,21 @@ def _consume(
             got[tp.partition].extend(r.value for r in records)
 
 
+def _topic_with_records(broker: BrokerProcess, topic: str) -> tuple[str, str]:
+    """`topic` created with PER_PARTITION records in each busy partition: (bootstrap, the
+    admin listener's URL)."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    admin.close()
+    _produce(broker.bootstrap, topic, 0, PER_PARTITION)
+    return broker.bootstrap, admin_url(broker.stdout_lines)
+
+
 def test_a_kafka_python_consumer_gets_an_incremental_session(
     admin_broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     topic = "fsess"
-    bootstrap = admin_broker.bootstrap
-    url = admin_url(admin_broker.stdout_lines)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    admin.close()
-    _produce(bootstrap, topic, 0, PER_PARTITION)
+    bootstrap, url = _topic_with_records(admin_broker, topic)
 
     answers: list[tuple[int, int, set[int]]] = []  # (request epoch, session id, partitions)
     real = Fetcher._handle_fetch_response
@@ -122,12 +127,7 @@ def test_librdkafka_consumes_everything_without_a_session(admin_broker: BrokerPr
     from confluent_kafka import TopicPartition as CTopicPartition
 
     topic = "fsess-rd"
-    bootstrap = admin_broker.bootstrap
-    url = admin_url(admin_broker.stdout_lines)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    admin.close()
-    _produce(bootstrap, topic, 0, PER_PARTITION)
+    bootstrap, url = _topic_with_records(admin_broker, topic)
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "fsess-rd", "enable.auto.commit": False}
     )

@@ -8,6 +8,9 @@ makes the same assertions, so an assertion that Kafka itself fails is found at o
     wirebroker_module one wirebroker for the module (`wirebroker.testing.running`)
     unique            unique("prefix") -> a topic name no earlier test or run has used (the
                       oracle is shared by a whole test run and keeps its topics)
+    kafka_with_authorizer, wirebroker_with_authorizer
+                      a Kafka of its own and a wirebroker, both with the StandardAuthorizer
+                      settings of _oracle_acls.py (per module)
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from _oracle_acls import SETTINGS as ACL_SETTINGS
 
+from compat.oracle.kafka import ApacheKafka
 from wirebroker.testing import running
 
 _SINGLE = ["wirebroker", "apache-kafka"]
@@ -49,3 +54,15 @@ def single_broker(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def unique() -> Callable[[str], str]:
     return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def kafka_with_authorizer() -> Iterator[str]:
+    with ApacheKafka(overrides=ACL_SETTINGS) as kafka:
+        yield kafka.bootstrap
+
+
+@pytest.fixture(scope="module")
+def wirebroker_with_authorizer() -> Iterator[str]:
+    with running(overrides=ACL_SETTINGS) as broker:
+        yield broker.bootstrap

@@ -19,25 +19,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import pytest
+from _oracle_acls import ACL_FIELDS, ANONYMOUS
 
-from compat.oracle.kafka import ApacheKafka
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.security.acls import AclBinding, AclBindingFilter, AclOperation
 from wirebroker.security.authorizer import AclAuthorizer
-from wirebroker.testing import running
 
-SETTINGS = {
-    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "allow.everyone.if.no.acl.found": "true",
-    "super.users": "User:admin",
-}
-ANONYMOUS = "User:ANONYMOUS"
 TOPIC_OPS = [
     AclOperation.READ,
     AclOperation.WRITE,
@@ -105,16 +98,7 @@ class KafkaAcls:
             return wire.call(api, version, body)
 
     def create(self, acls: Sequence[Acl]) -> list[tuple[int, str | None]]:
-        keys = (
-            "resource_type",
-            "resource_name",
-            "resource_pattern_type",
-            "principal",
-            "host",
-            "operation",
-            "permission_type",
-        )
-        body = {"creations": [dict(zip(keys, a, strict=True)) for a in acls]}
+        body = {"creations": [dict(zip(ACL_FIELDS, a, strict=True)) for a in acls]}
         results = self._call(ApiKey.CREATE_ACLS, body).results
         return [(r.error_code, r.error_message or None) for r in results]
 
@@ -211,18 +195,6 @@ def _acl(b: AclBinding) -> Acl:
         b.operation,
         b.permission_type,
     )
-
-
-@pytest.fixture(scope="module")
-def kafka_with_authorizer() -> Iterator[str]:
-    with ApacheKafka(overrides=SETTINGS) as kafka:
-        yield kafka.bootstrap
-
-
-@pytest.fixture(scope="module")
-def wirebroker_with_authorizer() -> Iterator[str]:
-    with running(overrides=SETTINGS) as broker:
-        yield broker.bootstrap
 
 
 @pytest.fixture(params=["apache-kafka", "core", "wirebroker"])
@@ -421,21 +393,8 @@ def test_kafka_sends_an_empty_text_for_a_created_acl(
 ) -> None:
     """Kafka's CreateAcls answers a creation with error_message "" (not null); DeleteAcls
     answers null (the adapters above compare texts with "" as None)."""
-    body = dict(
-        zip(
-            (
-                "resource_type",
-                "resource_name",
-                "resource_pattern_type",
-                "principal",
-                "host",
-                "operation",
-                "permission_type",
-            ),
-            creation(name=f"e{unique}", principal=f"User:e{unique}"),
-            strict=True,
-        )
-    )
+    creation_fields = creation(name=f"e{unique}", principal=f"User:e{unique}")
+    body = dict(zip(ACL_FIELDS, creation_fields, strict=True))
     with Wire(kafka_with_authorizer) as wire:
         (created,) = wire.call(ApiKey.CREATE_ACLS, 3, {"creations": [body]}).results
         assert (created.error_code, created.error_message) == (0, "")

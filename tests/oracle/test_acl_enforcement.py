@@ -12,38 +12,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _oracle_acls import ANONYMOUS
 
-from compat.oracle.kafka import ApacheKafka
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from protocol.records import build_batch
-from wirebroker.testing import running
 
-SETTINGS = {
-    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "allow.everyone.if.no.acl.found": "true",
-    "super.users": "User:admin",
-}
-ANONYMOUS = "User:ANONYMOUS"
 TOPIC, GROUP, TXN_ID = 2, 3, 5
 LITERAL, ALL, READ, WRITE, DENY = 3, 2, 3, 4, 2
 NIL = uuid.UUID(int=0)
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[str]:
-    with ApacheKafka(overrides=SETTINGS) as oracle:
-        yield oracle.bootstrap
-
-
-@pytest.fixture(scope="module")
-def wirebroker() -> Iterator[str]:
-    with running(overrides=SETTINGS) as broker:
-        yield broker.bootstrap
 
 
 def call(bootstrap: str, api: ApiKey, version: int, body: dict[str, Any]) -> Any:
@@ -109,7 +89,8 @@ class Denied:
 
 @pytest.fixture(scope="module", params=["apache-kafka", "wirebroker"])
 def denied(request: pytest.FixtureRequest) -> Denied:
-    return Denied(str(request.getfixturevalue(request.param.replace("apache-", ""))))
+    fixture = "kafka" if request.param == "apache-kafka" else "wirebroker"
+    return Denied(str(request.getfixturevalue(f"{fixture}_with_authorizer")))
 
 
 def test_produce_to_a_denied_topic(denied: Denied) -> None:

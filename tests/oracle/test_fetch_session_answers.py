@@ -22,6 +22,7 @@ import pytest
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from protocol.records import iter_batches
 
 PARTS = 3
 
@@ -45,33 +46,64 @@ def topic_id(wire: Wire, topic: str) -> Any:
     return resp.topics[0].topic_id
 
 
+Parts = dict[int, int] | list[tuple[int, int]]
+
+
 class Consumer:
-    """Raw Fetch requests of one consumer (replica -1) on one topic."""
+    """Raw Fetch requests of one consumer (replica -1) on one topic (or several: `entries`)."""
 
     def __init__(self, wire: Wire, topic: str) -> None:
         self.wire, self.topic = wire, topic
-        self.tid = topic_id(wire, topic)
+        self.ids = {topic: topic_id(wire, topic)}
+
+    def naming(self, topic: str, version: int) -> dict[str, Any]:
+        if version < 13:
+            return {"topic": topic}
+        if topic not in self.ids:
+            self.ids[topic] = topic_id(self.wire, topic)
+        return {"topic_id": self.ids[topic]}
 
     def fetch(
         self,
         sid: int,
         epoch: int,
-        parts: dict[int, int],
+        parts: Parts,
         *,
         version: int = 12,
         forget: tuple[int, ...] = (),
     ) -> Any:
-        naming: dict[str, Any] = {"topic_id": self.tid} if version >= 13 else {"topic": self.topic}
-        partitions = [
+        """A Fetch of `parts` (partition -> offset, or (partition, offset) pairs, a partition
+        possibly twice) of the topic, forgetting `forget`."""
+        entries = [(self.topic, parts)] if parts else []
+        forgotten = [(self.topic, forget)] if forget else []
+        return self.fetch_entries(sid, epoch, entries, version=version, forget=forgotten)
+
+    def fetch_entries(
+        self,
+        sid: int,
+        epoch: int,
+        entries: list[tuple[str, Parts]],
+        *,
+        version: int = 12,
+        forget: list[tuple[str, tuple[int, ...]]] | None = None,
+    ) -> Any:
+        """A Fetch whose `topics` are `entries` as given (a topic possibly in two entries)."""
+        topics = [
             {
-                "partition": i,
-                "current_leader_epoch": -1,
-                "fetch_offset": offset,
-                "last_fetched_epoch": -1,
-                "log_start_offset": -1,
-                "partition_max_bytes": 1 << 20,
+                **self.naming(topic, version),
+                "partitions": [
+                    {
+                        "partition": i,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                    for i, offset in (parts.items() if isinstance(parts, dict) else parts)
+                ],
             }
-            for i, offset in parts.items()
+            for topic, parts in entries
         ]
         body: dict[str, Any] = {
             "replica_id": -1,
@@ -81,8 +113,11 @@ class Consumer:
             "isolation_level": 0,
             "session_id": sid,
             "session_epoch": epoch,
-            "topics": [{**naming, "partitions": partitions}] if parts else [],
-            "forgotten_topics_data": [{**naming, "partitions": list(forget)}] if forget else [],
+            "topics": topics,
+            "forgotten_topics_data": [
+                {**self.naming(topic, version), "partitions": list(indexes)}
+                for topic, indexes in forget or []
+            ],
             "rack_id": "",
         }
         if version >= 15:
@@ -156,3 +191,100 @@ def test_forgetting_every_partition_closes_the_session(
     again = c.fetch(sid, 0, {0: 0}, version=version)
     assert again.session_id not in (0, sid)
     assert shape(c.fetch(sid, 1, {}, version=version), sid) == not_found
+
+
+def offsets_shape(resp: Any, sid: int) -> tuple[Any, ...]:
+    """The error, the session (as `shape`), and per topic entry (its name or id, then per
+    partition: error, base offset of the first batch answered or None)."""
+    got = resp.get("session_id", 0)  # none before v7
+    session = "none" if got == 0 else "same" if got == sid else "new"
+    entries = []
+    for t in resp.responses:
+        parts = []
+        for p in t.partitions:
+            batches = list(iter_batches(p.records or b""))
+            parts.append(
+                (p.partition_index, p.error_code, batches[0][1].base_offset if batches else None)
+            )
+        entries.append((t.get("topic") or t.get("topic_id"), parts))
+    return resp.get("error_code", 0), session, entries
+
+
+def two_topics(
+    wire: Wire, unique: Callable[[str], str], version: int
+) -> tuple[Consumer, tuple[str, Any], tuple[str, Any]]:
+    """Topics t (2 partitions; 3 one-record batches in partition 0, offsets 0, 1, 2) and u (1
+    partition, empty): a consumer of t, then each topic's (name, how answers name it)."""
+    t, u = unique("fsess-dup"), unique("fsess-dup-u")
+    wire.create_topic(t, 2)
+    wire.create_topic(u, 1)
+    for value in (b"a", b"b", b"c"):
+        wire.produce(t, 0, [(None, value)])
+    c = Consumer(wire, t)
+    if version < 13:
+        return c, (t, t), (u, u)
+    return c, (t, c.naming(t, version)["topic_id"]), (u, c.naming(u, version)["topic_id"])
+
+
+@pytest.mark.parametrize("version", [4, 12, 17])
+def test_a_partition_named_twice_is_read_once_with_its_last_fetch_data(
+    wire: Wire, unique: Callable[[str], str], version: int
+) -> None:
+    """No error: a partition named twice (in one entry or two of its topic) is answered once,
+    where it was first named, from the offset it was last named with; consecutive entries of
+    a topic are one entry of the answer."""
+    c, (t, tn), (u, un) = two_topics(wire, unique, version)
+    sessionless = -1 if version >= 7 else 0
+
+    def full(entries: list[tuple[str, Parts]]) -> tuple[Any, ...]:
+        return offsets_shape(c.fetch_entries(0, sessionless, entries, version=version), 0)
+
+    assert full([(t, [(0, 0), (0, 2)])]) == (0, "none", [(tn, [(0, 0, 2)])])
+    assert full([(t, [(0, 2), (1, 0)]), (u, [(0, 0)]), (t, [(0, 1)])]) == (
+        0,
+        "none",
+        [(tn, [(0, 0, 1), (1, 0, None)]), (un, [(0, 0, None)])],
+    )
+    assert full([(t, [(0, 0)]), (t, [(1, 0)])]) == (0, "none", [(tn, [(0, 0, 0), (1, 0, None)])])
+    assert full([(t, [(0, 0)]), (u, [(0, 0)]), (t, [(1, 0)])]) == (
+        0,
+        "none",
+        [(tn, [(0, 0, 0)]), (un, [(0, 0, None)]), (tn, [(1, 0, None)])],
+    )
+
+
+@pytest.mark.parametrize("version", [12, 17])
+def test_a_session_counts_a_partition_named_twice_once(
+    wire: Wire, unique: Callable[[str], str], version: int
+) -> None:
+    """INITIAL, incremental and forgotten lists naming a partition twice: one cached entry
+    with the last fetch data, answered once; forgetting it twice forgets it."""
+    c, (t, tn), (u, un) = two_topics(wire, unique, version)
+    first = c.fetch_entries(
+        0, 0, [(t, [(0, 0)]), (u, [(0, 0)]), (t, [(1, 0), (0, 1)])], version=version
+    )
+    sid = first.session_id
+    assert sid != 0
+    assert offsets_shape(first, sid) == (
+        0,
+        "same",
+        [(tn, [(0, 0, 1)]), (un, [(0, 0, None)]), (tn, [(1, 0, None)])],
+    )
+    # 0@0 then 0@3 (its end): the last counts, nothing to answer
+    assert offsets_shape(c.fetch(sid, 1, [(0, 0), (0, 3)], version=version), sid) == (0, "same", [])
+    assert offsets_shape(c.fetch(sid, 2, {}, version=version), sid) == (0, "same", [])
+    # 0@3 then 0@2: the batch at 2 comes back, and again next time (the session holds 2)
+    again = (0, "same", [(tn, [(0, 0, 2)])])
+    assert offsets_shape(c.fetch(sid, 3, [(0, 3), (0, 2)], version=version), sid) == again
+    assert offsets_shape(c.fetch(sid, 4, {}, version=version), sid) == again
+    # forgotten twice: gone once; the session goes on until its last partition is forgotten
+    forget_twice = [(t, (1, 1)), (u, (0,)), (u, (0,))]
+    assert offsets_shape(
+        c.fetch_entries(sid, 5, [(t, [(0, 3)])], version=version, forget=forget_twice), sid
+    ) == (
+        0,
+        "same",
+        [],
+    )
+    gone = c.fetch_entries(sid, 6, [], version=version, forget=[(t, (0, 0))])
+    assert offsets_shape(gone, sid) == (0, "none", [])

@@ -21,13 +21,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _oracle_sasl import kafka_with_sasl, wire_opener, wirebroker_with_sasl
 
-from compat.oracle.kafka import ApacheKafka, free_ports
-from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.security.oauthbearer import initial_response, unsecured_token
-from wirebroker.testing import BrokerHandle
 
 JAAS = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
@@ -52,26 +50,14 @@ def _listener_settings() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def kafka_oauth() -> Iterator[str]:
-    port, controller, sasl = free_ports(3)
-    overrides = _listener_settings() | {
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-        f"CONTROLLER://127.0.0.1:{controller}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
-        "SASL_PLAINTEXT:SASL_PLAINTEXT",
-    }
-    with ApacheKafka(overrides=overrides, ports=(port, controller)):
-        yield f"127.0.0.1:{sasl}"
+    with kafka_with_sasl(_listener_settings()) as (address, _kafka):
+        yield address
 
 
 @pytest.fixture(scope="module")
 def wirebroker_oauth() -> Iterator[str]:
-    (sasl,) = free_ports(1)
-    overrides = _listener_settings() | {
-        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl}",
-    }
-    with BrokerHandle(overrides=overrides, admin=False):
-        yield f"127.0.0.1:{sasl}"
+    with wirebroker_with_sasl(_listener_settings()) as (address, _handle):
+        yield address
 
 
 Send = Callable[[bytes], tuple[int, str | None, bytes, int]]
@@ -80,25 +66,20 @@ Send = Callable[[bytes], tuple[int, str | None, bytes, int]]
 @pytest.fixture(params=["apache-kafka", "wirebroker"])
 def exchange(request: pytest.FixtureRequest) -> Iterator[Callable[[], Send]]:
     fixture = "kafka_oauth" if request.param == "apache-kafka" else "wirebroker_oauth"
-    address = str(request.getfixturevalue(fixture))
-    wires: list[Wire] = []
+    with wire_opener(str(request.getfixturevalue(fixture))) as open_wire:
 
-    def open_exchange() -> Send:
-        wire = Wire(address)
-        wire.__enter__()
-        wires.append(wire)
-        answer = wire.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})
-        assert (answer.error_code, list(answer.mechanisms)) == (0, ["OAUTHBEARER"])
+        def open_exchange() -> Send:
+            wire = open_wire()
+            answer = wire.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})
+            assert (answer.error_code, list(answer.mechanisms)) == (0, ["OAUTHBEARER"])
 
-        def send(message: bytes) -> tuple[int, str | None, bytes, int]:
-            a = wire.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message})
-            return a.error_code, a.error_message, bytes(a.auth_bytes), a.session_lifetime_ms
+            def send(message: bytes) -> tuple[int, str | None, bytes, int]:
+                a = wire.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message})
+                return a.error_code, a.error_message, bytes(a.auth_bytes), a.session_lifetime_ms
 
-        return send
+            return send
 
-    yield open_exchange
-    for wire in wires:
-        wire.__exit__(None, None, None)
+        yield open_exchange
 
 
 def _token(**claims: Any) -> str:

@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _oracle_sasl import kafka_with_sasl, wirebroker_with_sasl
 
-from compat.oracle.kafka import ApacheKafka, free_ports
 from protocol.api import ApiKey
 from protocol.codec import decode_response, encode_request
 from protocol.errors import ErrorCode
@@ -62,26 +62,14 @@ def _settings() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def kafka_reauth() -> Iterator[str]:
-    port, controller, sasl = free_ports(3)
-    overrides = _settings() | {
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-        f"CONTROLLER://127.0.0.1:{controller}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
-        "SASL_PLAINTEXT:SASL_PLAINTEXT",
-    }
-    with ApacheKafka(overrides=overrides, ports=(port, controller)):
-        yield f"127.0.0.1:{sasl}"
+    with kafka_with_sasl(_settings()) as (address, _kafka):
+        yield address
 
 
 @pytest.fixture(scope="module")
 def wirebroker_reauth() -> Iterator[tuple[str, BrokerHandle]]:
-    (sasl,) = free_ports(1)
-    listeners = f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl}"
-    with BrokerHandle(
-        overrides=_settings() | {"listeners": listeners}, admin=False, log_level="INFO"
-    ) as handle:
-        yield f"127.0.0.1:{sasl}", handle
+    with wirebroker_with_sasl(_settings(), log_level="INFO") as broker:
+        yield broker
 
 
 @pytest.fixture(params=["apache-kafka", "wirebroker"])

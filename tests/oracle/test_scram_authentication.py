@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
+from _oracle_sasl import kafka_with_sasl, wire_opener
 
-from compat.oracle.kafka import ApacheKafka, free_ports
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -82,32 +82,25 @@ def users() -> list[ScramUpsertion]:
 
 @pytest.fixture(scope="module")
 def kafka_with_scram(users: list[ScramUpsertion]) -> Iterator[str]:
-    port, controller, sasl = free_ports(3)
     jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-    overrides = {
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-        f"CONTROLLER://127.0.0.1:{controller}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
-        "SASL_PLAINTEXT:SASL_PLAINTEXT",
+    settings = {
         "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": jaas,
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas,
     }
-    with ApacheKafka(overrides=overrides, ports=(port, controller)) as kafka:
-        with Wire(kafka.bootstrap) as wire:
-            for u in users:  # one user per request: Kafka refuses a user named twice
-                upsertion = {
-                    "name": u.name,
-                    "mechanism": u.mechanism,
-                    "iterations": u.iterations,
-                    "salt": u.salt,
-                    "salted_password": u.salted_password,
-                }
-                body = {"deletions": [], "upsertions": [upsertion]}
-                answer = wire.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
-                assert [r.error_code for r in answer.results] == [0]
-        yield f"127.0.0.1:{sasl}"
+    with kafka_with_sasl(settings) as (address, kafka), Wire(kafka.bootstrap) as wire:
+        for u in users:  # one user per request: Kafka refuses a user named twice
+            upsertion = {
+                "name": u.name,
+                "mechanism": u.mechanism,
+                "iterations": u.iterations,
+                "salt": u.salt,
+                "salted_password": u.salted_password,
+            }
+            body = {"deletions": [], "upsertions": [upsertion]}
+            answer = wire.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
+            assert [r.error_code for r in answer.results] == [0]
+        yield address
 
 
 @pytest.fixture(params=["apache-kafka", "core"])
@@ -118,18 +111,8 @@ def open_exchange(request: pytest.FixtureRequest, users: list[ScramUpsertion]) -
             assert store.alter([], [u])[0].error_code == 0
         yield lambda m: CoreExchange(ScramServer(m, store.lookup(m)))
         return
-    address = str(request.getfixturevalue("kafka_with_scram"))
-    wires: list[Wire] = []
-
-    def opener(m: ScramMechanism) -> Exchange:
-        wire = Wire(address)
-        wire.__enter__()
-        wires.append(wire)
-        return KafkaExchange(wire, m.mechanism_name)
-
-    yield opener
-    for wire in wires:
-        wire.__exit__(None, None, None)
+    with wire_opener(str(request.getfixturevalue("kafka_with_scram"))) as open_wire:
+        yield lambda m: KafkaExchange(open_wire(), m.mechanism_name)
 
 
 def final(

@@ -26,7 +26,11 @@ neither moves the high watermark nor brings the follower back into the ISR (KIP-
 
 Topics are named (v4-12) or addressed by topic_id (v13+): an unknown id gives UNKNOWN_TOPIC_ID
 for each of its partitions, an unknown name or partition UNKNOWN_TOPIC_OR_PARTITION, a partition
-of a known topic that this broker does not host NOT_LEADER_OR_FOLLOWER.
+of a known topic that this broker does not host NOT_LEADER_OR_FOLLOWER. A partition named
+twice (in one entry or two entries of its topic; in the forgotten list) is read and answered
+once, in the place of its first naming with the fetch data of its last, and consecutive
+entries of one topic are answered as one, as Kafka 4.4 reads a Fetch (a map of
+topic-partitions; no error): `_named_once`, `fetch_sessions.named_once`.
 
 From v16 a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries
 current_leader and the answer the node_endpoints of those leaders (KIP-951,
@@ -117,6 +121,8 @@ from wirebroker.replication.fetch_sessions import (
     FetchSession,
     FetchSessionError,
     Key,
+    group_topics,
+    named_once,
 )
 from wirebroker.replication.partition import READ_COMMITTED
 from wirebroker.security.acls import ResourceType
@@ -393,6 +399,23 @@ def _named(req: FetchRequest, topic_field: str) -> list[tuple[Key, FetchPartitio
     ]
 
 
+def _named_once(req: FetchRequest, version: int) -> FetchRequest:
+    """A full or sessionless request as Kafka 4.4 reads it (a map of topic-partitions): a
+    partition named twice is read and answered once, in the place of its first naming with
+    the fetch data of its last, and consecutive entries of one topic are one entry
+    (`named_once`, `group_topics`)."""
+    field = _topic_field(version)
+    asked = req.get("topics") or []
+    if len({t.get(field) for t in asked}) == len(asked) and all(
+        len({p["partition"] for p in parts}) == len(parts)
+        for parts in (t.get("partitions") or () for t in asked)
+    ):
+        return req  # each topic and partition once: the usual case, checked in ~40 us per 1,000
+    return cast(
+        "FetchRequest", {**req, "topics": group_topics(named_once(_named(req, field)), field)}
+    )
+
+
 def _session_for(
     ctx: RequestContext, req: FetchRequest, replica_id: int
 ) -> tuple[FetchSession | None, bool, FetchRequest]:
@@ -484,6 +507,8 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None
             session, incremental, req = _session_for(ctx, req, replica_id)
         except FetchSessionError as exc:
             return _session_error(exc.code)
+    if not incremental:
+        req = _named_once(req, version)
     # KIP-903: a follower fetching with an older broker epoch than its registration (a process
     # whose session expired, or an older incarnation) is served but not counted: its position
     # does not move the high watermark and cannot bring it back into the ISR.

@@ -29,6 +29,10 @@ serve them, to followers (privileged sessions) and to consumers (unprivileged) a
                                            order (the next read starts with the others); the
                                            expected epoch becomes E + 1 (INT32_MAX -> 1)
 
+A partition named twice in one request (in one topic entry, in two entries of its topic, or in
+the forgotten list) counts once, as Kafka 4.4 reads a Fetch into a map: it keeps the place of
+its first naming and the fetch data of its last (`named_once`); no error is answered.
+
 A session is found by its id alone: as in Kafka it is bound neither to a connection nor to the
 fetcher that made it (a consumer reconnecting keeps its session). Topics are keyed as the
 session's requests name them: by topic id (Fetch v13+) or by name (v7-12).
@@ -68,6 +72,8 @@ __all__ = [
     "FetchSessionError",
     "FetchSessions",
     "Key",
+    "group_topics",
+    "named_once",
     "next_epoch",
 ]
 
@@ -80,6 +86,27 @@ DEFAULT_SHARDS = 8
 
 #: (topic id or name, partition index)
 Key = tuple[object, int]
+
+
+def named_once(named: list[tuple[Key, Any]]) -> dict[Key, Any]:
+    """A request's partitions ((key, fetch data) pairs, in request order), each once: a
+    partition named twice (in one topic entry or in two entries of its topic) keeps the place
+    of its first naming and the fetch data of its last, as Kafka 4.4 reads a Fetch (a map of
+    topic-partitions, in full, incremental and sessionless fetches alike)."""
+    return dict(named)
+
+
+def group_topics(partitions: dict[Key, Any], topic_field: str) -> list[dict[str, Any]]:
+    """Partitions (key -> fetch data, in order) as a request's `topics`: one entry per run of
+    consecutive partitions of a topic (as Kafka groups them)."""
+    topics: list[dict[str, Any]] = []
+    last: object = object()
+    for (topic, _index), fetch in partitions.items():
+        if topic != last or not topics:
+            topics.append({topic_field: topic, "partitions": []})
+            last = topic
+        topics[-1]["partitions"].append(fetch)
+    return topics
 
 
 def next_epoch(epoch: int) -> int:
@@ -182,16 +209,11 @@ class FetchSession:
             self.partitions[key] = cached
 
     def request_topics(self, topic_field: str) -> list[dict[str, Any]]:
-        """Every partition of the session as a request's `topics`, in session order: one
-        entry per run of consecutive partitions of a topic (as Kafka groups them)."""
-        topics: list[dict[str, Any]] = []
-        last: object = object()
-        for (topic, _index), cached in self.partitions.items():
-            if topic != last or not topics:
-                topics.append({topic_field: topic, "partitions": []})
-                last = topic
-            topics[-1]["partitions"].append(cached.fetch)
-        return topics
+        """Every partition of the session as a request's `topics`, in session order
+        (`group_topics`)."""
+        return group_topics(
+            {key: cached.fetch for key, cached in self.partitions.items()}, topic_field
+        )
 
 
 class _Shard:
@@ -320,7 +342,8 @@ class FetchSessions:
         or None when the next shard is full and evicts nothing for it."""
         shard = self._shards[self._next_shard]
         self._next_shard = (self._next_shard + 1) % len(self._shards)
-        size = len(dict(named))
+        once = named_once(named)
+        size = len(once)
         if len(shard.sessions) >= shard.max_entries and not shard.try_evict(
             privileged, size, now_ms
         ):
@@ -332,7 +355,7 @@ class FetchSessions:
             next_epoch(INITIAL_EPOCH),
             creation_ms=now_ms,
         )
-        session.partitions = {key: _Cached(fetch) for key, fetch in named}
+        session.partitions = {key: _Cached(fetch) for key, fetch in once.items()}
         shard.sessions[session.session_id] = session
         shard.touch(session, now_ms)
         return session
@@ -356,7 +379,7 @@ class FetchSessions:
             raise FetchSessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         if by_id != session.by_id:
             raise FetchSessionError(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
-        for key, fetch in named:
+        for key, fetch in named_once(named).items():
             cached = session.partitions.get(key)
             if cached is None:
                 session.partitions[key] = _Cached(fetch)

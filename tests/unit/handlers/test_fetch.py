@@ -34,7 +34,10 @@ def fetch_body(
     session_id: int = 0,
     session_epoch: int = -1,
     last_fetched_epoch: int = -1,
+    forget: tuple[int, ...] = (),
 ) -> dict[str, Any]:
+    """A Fetch of `partitions` (index -> offset) of `topic` (no topic entry when empty),
+    forgetting the partitions in `forget`."""
     entry: dict[str, Any] = {
         "partitions": [
             {
@@ -60,8 +63,8 @@ def fetch_body(
         "isolation_level": isolation_level,
         "session_id": session_id,
         "session_epoch": session_epoch,
-        "topics": [entry],
-        "forgotten_topics_data": [],
+        "topics": [entry] if partitions else [],
+        "forgotten_topics_data": [{**entry, "partitions": list(forget)}] if forget else [],
         "rack_id": "",
     }
     if version >= 15:
@@ -92,6 +95,50 @@ def append(services: Any, topic: str, index: int, n: int, tag: bytes = b"v") -> 
         make_batch(services, n, tag=tag),
         now_ms=services.clock(),
     )
+
+
+def session_fetcher(call: Any, services: Any, topic: str = "t", **fixed: Any) -> Any:
+    """fetch(named, session_id, epoch, forget=(), **more): a Fetch v12 of `topic` in a
+    session, with `fixed` (and `more`) fetch_body arguments, e.g. replica_id=1."""
+
+    async def fetch(
+        named: dict[int, int], sid: int, epoch: int, forget: tuple[int, ...] = (), **more: Any
+    ) -> Any:
+        body = fetch_body(
+            services,
+            topic,
+            named,
+            session_id=sid,
+            session_epoch=epoch,
+            forget=forget,
+            **fixed | more,
+        )
+        return await call(KEY, 12, body)
+
+    return fetch
+
+
+def follower_leads(services: Any, topic: str, partitions: int) -> None:
+    """This broker (0) leads each partition of `topic`, follower 1 in the ISR."""
+    for i in range(partitions):
+        services.replicas.make_leader(
+            topic, i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
+        )
+
+
+def count_reads(services: Any, topic: str, partitions: int) -> list[int]:
+    """The indexes of `topic`'s partitions read from now on, in order, one per read."""
+    reads: list[int] = []
+    for i in range(partitions):
+        part = services.replicas.partition(topic, i)
+        real = part.read
+
+        def counted(*args: Any, _real: Any = real, _i: int = i, **kwargs: Any) -> Any:
+            reads.append(_i)
+            return _real(*args, **kwargs)
+
+        part.read = counted
+    return reads
 
 
 @pytest.mark.parametrize("version", range(4, 19))
@@ -203,6 +250,30 @@ async def test_sessions(call, services, session_id, epoch, error):
         assert by_index(resp)[0].records
     else:
         assert resp.responses == []
+
+
+@pytest.mark.parametrize(("version", "epoch"), [(4, -1), (12, -1), (12, 0), (17, 0)])
+async def test_a_partition_named_twice_is_read_once(call, services, version, epoch):
+    """As Kafka 4.4 (a map of topic-partitions; no error): a full or sessionless fetch naming
+    a partition twice answers it once, in its first place, from its last fetch offset;
+    consecutive entries of a topic are one entry of the answer."""
+    services.admin.create_topic("t", 2, now_ms=services.clock())
+    append(services, "t", 0, 1, b"a")
+    append(services, "t", 0, 1, b"b")
+    body = fetch_body(services, "t", {0: 0}, version=version, session_epoch=epoch)
+    entry = body["topics"][0]
+    later = {**entry["partitions"][0], "fetch_offset": 1}
+    entry["partitions"].append({**later, "partition": 1, "fetch_offset": 0})
+    body["topics"].append({**entry, "partitions": [later]})
+    resp = await call(KEY, version, body)
+    assert len(resp.responses) == 1
+    answered = [(p.partition_index, p.records) for p in resp.responses[0].partitions]
+    assert [index for index, _records in answered] == [0, 1]
+    assert [h.base_offset for _pos, h in iter_batches(answered[0][1])] == [1]
+    if epoch == 0:
+        session = services.fetch_sessions.get(resp.session_id)
+        cached = [(k[1], c.fetch["fetch_offset"]) for k, c in session.partitions.items()]
+        assert cached == [(0, 1), (1, 0)]
 
 
 async def test_max_bytes_kip74(call, services):
@@ -397,20 +468,10 @@ async def test_a_follower_fetch_session_answers_only_what_changed(call, services
     or a changed high watermark; forgotten partitions leave; a wrong epoch or session, or a
     closed one, is refused."""
     services.admin.create_topic("t", 3, now_ms=services.clock())
-    for i in range(3):
-        services.replicas.make_leader(
-            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
-        )
+    follower_leads(services, "t", 3)
     append(services, "t", 0, 2)
 
-    async def follower(parts: dict[int, int], sid: int, epoch: int, forget=()) -> Any:
-        body = fetch_body(services, "t", parts, replica_id=1, session_id=sid, session_epoch=epoch)
-        if not parts:
-            body["topics"] = []
-        body["forgotten_topics_data"] = (
-            [{"topic": "t", "partitions": list(forget)}] if forget else []
-        )
-        return await call(KEY, 12, body)
+    follower = session_fetcher(call, services, replica_id=1)
 
     first = await follower({0: 0, 1: 0, 2: 0}, 0, 0)
     sid = first.session_id
@@ -462,14 +523,7 @@ async def test_a_consumer_fetch_session(call, services):
     for i in range(3):
         append(services, "t", i, 1)
 
-    async def consumer(parts: dict[int, int], sid: int, epoch: int, forget=(), **kw) -> Any:
-        body = fetch_body(services, "t", parts, session_id=sid, session_epoch=epoch, **kw)
-        if not parts:
-            body["topics"] = []
-        body["forgotten_topics_data"] = (
-            [{"topic": "t", "partitions": list(forget)}] if forget else []
-        )
-        return await call(KEY, 12, body)
+    consumer = session_fetcher(call, services)
 
     first = await consumer({0: 0, 1: 0, 2: 0}, 0, 0)
     sid = first.session_id
@@ -506,22 +560,9 @@ async def test_a_consumer_session_skips_partitions_read_to_their_end(call, servi
     new records or naming it again end that."""
     services.admin.create_topic("t", 3, now_ms=services.clock())
     append(services, "t", 0, 2)
-    parts = [services.replicas.partition("t", i) for i in range(3)]
-    reads: list[int] = []
-    for part in parts:
-        real = part.read
+    reads = count_reads(services, "t", 3)
 
-        def counted(*args: Any, _real: Any = real, _i: int = part.index, **kwargs: Any) -> Any:
-            reads.append(_i)
-            return _real(*args, **kwargs)
-
-        part.read = counted  # type: ignore[method-assign]
-
-    async def consumer(named: dict[int, int], sid: int, epoch: int) -> Any:
-        body = fetch_body(services, "t", named, session_id=sid, session_epoch=epoch)
-        if not named:
-            body["topics"] = []
-        return await call(KEY, 12, body)
+    consumer = session_fetcher(call, services)
 
     sid = (await consumer({0: 0, 1: 0, 2: 0}, 0, 0)).session_id
     assert sorted(reads) == [0, 1, 2]
@@ -552,27 +593,12 @@ async def test_a_quiet_session_partition_is_not_read_again(call, services, clock
     the log end with the HW there too, as when last answered, is not read again: its
     follower's caught-up time moves, nothing is answered; new records on it end that."""
     services.admin.create_topic("t", 3, now_ms=services.clock())
-    for i in range(3):
-        services.replicas.make_leader(
-            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
-        )
+    follower_leads(services, "t", 3)
     append(services, "t", 0, 2)
     parts = [services.replicas.partition("t", i) for i in range(3)]
-    reads: list[int] = []
-    for part in parts:
-        real = part.read
+    reads = count_reads(services, "t", 3)
 
-        def counted(*args: Any, _real: Any = real, _i: int = part.index, **kwargs: Any) -> Any:
-            reads.append(_i)
-            return _real(*args, **kwargs)
-
-        part.read = counted  # type: ignore[method-assign]
-
-    async def follower(named: dict[int, int], sid: int, epoch: int) -> Any:
-        body = fetch_body(services, "t", named, replica_id=1, session_id=sid, session_epoch=epoch)
-        if not named:
-            body["topics"] = []
-        return await call(KEY, 12, body)
+    follower = session_fetcher(call, services, replica_id=1)
 
     first = await follower({0: 0, 1: 0, 2: 0}, 0, 0)
     sid = first.session_id
@@ -606,19 +632,12 @@ async def test_a_quiet_partitions_caught_up_time_moves_at_most_every_quiet_touch
     `ReplicaManager.quiet_touch_ms` (not on every fetch): within it the recorded time stays,
     after it the next fetch moves it."""
     services.admin.create_topic("t", 2, now_ms=services.clock())
-    for i in range(2):
-        services.replicas.make_leader(
-            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
-        )
+    follower_leads(services, "t", 2)
     quiet = services.replicas.partition("t", 1)
     interval = services.replicas.quiet_touch_ms
     assert 1 <= interval <= 100
 
-    async def follower(named: dict[int, int], sid: int, epoch: int) -> Any:
-        body = fetch_body(services, "t", named, replica_id=1, session_id=sid, session_epoch=epoch)
-        if not named:
-            body["topics"] = []
-        return await call(KEY, 12, body)
+    follower = session_fetcher(call, services, replica_id=1)
 
     first = await follower({0: 0, 1: 0}, 0, 0)
     sid = first.session_id
@@ -640,26 +659,10 @@ async def test_a_quiet_partition_keeps_an_hw_the_follower_has_not_been_sent(
     after the wake-up, so the answer sent then carries that HW (before, it was left out of
     that answer and skipped ever after: the follower never learned the HW)."""
     services.admin.create_topic("t", 2, now_ms=services.clock())
-    for i in range(2):
-        services.replicas.make_leader(
-            "t", i, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
-        )
+    follower_leads(services, "t", 2)
     append(services, "t", 0, 2)
 
-    async def follower(named: dict[int, int], sid: int, epoch: int, wait: int = 0) -> Any:
-        body = fetch_body(
-            services,
-            "t",
-            named,
-            replica_id=1,
-            session_id=sid,
-            session_epoch=epoch,
-            max_wait_ms=wait,
-            min_bytes=1,
-        )
-        if not named:
-            body["topics"] = []
-        return await call(KEY, 12, body)
+    follower = session_fetcher(call, services, replica_id=1, min_bytes=1)
 
     sid = (await follower({0: 0, 1: 0}, 0, 0)).session_id
     # at the log end of 0: its HW moves to 2 only after this answer (HW 0) was built
@@ -668,7 +671,7 @@ async def test_a_quiet_partition_keeps_an_hw_the_follower_has_not_been_sent(
     result: list[Any] = []
 
     async def parked() -> None:  # 0 is read at HW 2 (quiet), then parks; 1's data wakes it
-        result.append(await follower({}, sid, 2, wait=5000))
+        result.append(await follower({}, sid, 2, max_wait_ms=5000))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(parked)

@@ -11,6 +11,8 @@ from protocol.errors import ErrorCode
 from wirebroker.replication.fetch_sessions import (
     FetchSessionError,
     FetchSessions,
+    group_topics,
+    named_once,
     next_epoch,
 )
 
@@ -85,6 +87,45 @@ def test_update_replaces_adds_and_forgets_and_moves_the_epoch() -> None:
         ("id", 0): 3,
         ("id", 2): 9,
     }
+    assert cache.partitions_cached == 2
+
+
+def test_a_partition_named_twice_counts_once_in_its_first_place_with_its_last_data() -> None:
+    named = [(("a", 0), fetch(0)), (("a", 1), fetch(1)), (("b", 0), fetch(2)), (("a", 0), fetch(5))]
+    once = named_once(named)
+    assert [(k, f["fetch_offset"]) for k, f in once.items()] == [
+        (("a", 0), 5),
+        (("a", 1), 1),
+        (("b", 0), 2),
+    ]
+    # consecutive partitions of a topic are one entry, a topic coming back another
+    grouped = group_topics({**once, ("a", 2): fetch(7)}, "topic")
+    assert [(t["topic"], [f["fetch_offset"] for f in t["partitions"]]) for t in grouped] == [
+        ("a", [5, 1]),
+        ("b", [2]),
+        ("a", [7]),
+    ]
+
+
+def test_a_session_holds_a_partition_named_twice_once() -> None:
+    """INITIAL and incremental requests naming a partition twice: one cached entry, the last
+    fetch data, the size counted once; forgotten twice it is forgotten."""
+    cache = FetchSessions()
+    s = cache.maybe_create(
+        False, False, [(("t", 0), fetch(0)), (("t", 1), fetch(0)), (("t", 0), fetch(4))], 0
+    )
+    assert s is not None
+    assert [(k, c.fetch["fetch_offset"]) for k, c in s.partitions.items()] == [
+        (("t", 0), 4),
+        (("t", 1), 0),
+    ]
+    assert cache.partitions_cached == 2
+    named = [(("t", 2), fetch(1)), (("t", 2), fetch(3)), (("t", 0), fetch(6))]
+    cache.update(s.session_id, 1, False, named, [("t", 1), ("t", 1)], 1)
+    assert [(k, c.fetch["fetch_offset"]) for k, c in s.partitions.items()] == [
+        (("t", 0), 6),
+        (("t", 2), 3),
+    ]
     assert cache.partitions_cached == 2
 
 

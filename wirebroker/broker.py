@@ -335,6 +335,8 @@ class Broker:
                 quota_configs.quotas,
                 samples=config.get_int("quota.window.num"),
                 window_s=config.get_int("quota.window.size.seconds"),
+                controller_samples=config.get_int("controller.quota.window.num"),
+                controller_window_s=config.get_int("controller.quota.window.size.seconds"),
             ),
         )
 

@@ -483,6 +483,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # controller mutation quotas (KIP-599): the token bucket's burst is num x size x quota
+        ConfigDef(
+            "controller.quota.window.num",
+            _T.INT,
+            "11",
+            "samples of a controller mutation quota (its bucket holds num x size x quota)",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "controller.quota.window.size.seconds",
+            _T.INT,
+            "1",
+            "the time span of each sample of a controller mutation quota",
+            minimum=1,
+            read_only=True,
+        ),
     ]
 }
 

@@ -215,7 +215,8 @@ class BrokerCollector(Collector):
         recorded = family(
             CounterMetricFamily,
             "recorded",
-            "What the quota measured: bytes (produce, fetch), percent-seconds (request)",
+            "What the quota measured: bytes (produce, fetch), percent-seconds (request), "
+            "partitions mutated (controller_mutation)",
         )
         rate = family(GaugeMetricFamily, "rate", "The measured rate (per second)")
         bound = family(GaugeMetricFamily, "bound", "The quota (per second)")

@@ -194,6 +194,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         ConfigDef(
+            "max.connection.creation.rate",
+            _T.INT,
+            str(INT_MAX),
+            "new connections per second, broker-wide (not the inter-broker listener; per "
+            "listener: listener.name.<l>.max.connection.creation.rate); over it the acceptor "
+            "waits (KIP-612)",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef(
             "compression.type",
             _T.STRING,
             "producer",

@@ -1,13 +1,14 @@
-"""Controller mutation quotas (KIP-599): the same sequences and the same assertions against
-Apache Kafka 4.4 (the oracle) and a wirebroker. A client id gets `controller_mutation_rate=1`
+"""Controller mutation quotas (KIP-599): the same sequences and the same assertions against Apache
+Kafka 4.4 (the oracle), a wirebroker and a 3-broker wirebroker cluster (each of its brokers
+keeps its own buckets; the client talks to one). A client id gets `controller_mutation_rate=1`
 (AlterClientQuotas; a bucket of 11 partitions that refills at one a second), then creates,
 grows and deletes topics: strict versions (CreateTopics v7, CreatePartitions v3, DeleteTopics
 v6) take a topic's partitions into the negative with throttle 0, then refuse the next topics
 THROTTLING_QUOTA_EXCEEDED (no message) with the time the bucket needs to be back at zero;
 permissive versions (CreateTopics v5, DeleteTopics v4) accept and throttle; validate_only
-takes; topics refused for another reason take nothing; the connection is muted for the
-throttle time. Times are the oracle's, within the milliseconds a request takes; which topics
-of a DeleteTopics meet the exhausted quota is not asserted (Kafka deletes in hash order)."""
+takes; topics refused for another reason take nothing; the connection is muted for the throttle
+time. Times are the oracle's, within the milliseconds a request takes; which topics of a
+DeleteTopics meet the exhausted quota is not asserted (Kafka deletes in hash order)."""
 
 from __future__ import annotations
 
@@ -108,9 +109,9 @@ class Client:
 
 
 @pytest.fixture
-def quota_client(single_broker: str) -> Iterator[Client]:
+def quota_client(any_broker: str) -> Iterator[Client]:
     """A client whose client id has controller_mutation_rate=1, seen by the broker."""
-    client = Client(single_broker, f"cmq-{uuid.uuid4().hex[:10]}")
+    client = Client(any_broker, f"cmq-{uuid.uuid4().hex[:10]}")
     entry = {
         "entity": [{"entity_type": "client-id", "entity_name": client.client_id}],
         "ops": [{"key": "controller_mutation_rate", "value": 1.0, "remove": False}],
@@ -127,9 +128,9 @@ def quota_client(single_broker: str) -> Iterator[Client]:
 
 
 @pytest.fixture
-def admin(single_broker: str) -> Iterator[Client]:
+def admin(any_broker: str) -> Iterator[Client]:
     """A client without a quota, to set the stage."""
-    client = Client(single_broker, f"free-{uuid.uuid4().hex[:10]}")
+    client = Client(any_broker, f"free-{uuid.uuid4().hex[:10]}")
     yield client
     client.close()
 

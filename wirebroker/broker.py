@@ -764,6 +764,7 @@ def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:
     broker.server.set_connection_limits(
         config.get_int("max.connections"), config.get_int("max.connections.per.ip")
     )
+    broker.server.connection_rates.broker_rate = config.get_int("max.connection.creation.rate")
     verifier = broker.services.txn_verifier
     if verifier is not None:
         verifier.enabled = config.get_bool("transaction.partition.verification.enable")

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.oracle.test_connection_rate_quota import _alter, _api_versions
+from protocol.api import ApiKey
+from tests.oracle.test_connection_rate_quota import _alter, _api_versions, _call
 from wirebroker.testing import BrokerHandle
 
 
@@ -70,3 +71,44 @@ def test_over_the_ip_rate_a_connection_is_closed_unanswered(broker: BrokerHandle
     assert 'wirebroker_throttled_connections_total{listener="PLAINTEXT",reason="ip"} 1.0' in (
         _metrics(broker)
     )
+
+
+def test_the_broker_wide_rate_is_a_dynamic_config() -> None:
+    """max.connection.creation.rate set at run time (IncrementalAlterConfigs) delays the next
+    connections on the client listener; the inter-broker listener is exempt, as in Kafka."""
+    overrides = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "quota.window.num": "2",
+    }
+    with BrokerHandle(overrides=overrides, log_level="INFO").start() as handle:
+        with _connect(handle) as sock:
+            set_rate = {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": "",
+                        "configs": [
+                            {
+                                "name": "max.connection.creation.rate",
+                                "config_operation": 0,
+                                "value": "2",
+                            }
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            }
+            answer = _call(sock, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, set_rate)
+            assert [r.error_code for r in answer.responses] == [0]  # type: ignore[attr-defined]
+        waits = []
+        for _ in range(4):
+            start = time.monotonic()
+            with _connect(handle) as sock:
+                assert _api_versions(sock) == 0
+            waits.append(time.monotonic() - start)
+        assert max(waits) >= 0.3, waits
+        assert 'wirebroker_throttled_connections_total{listener="PLAINTEXT",reason="broker"}' in (
+            _metrics(handle)
+        )

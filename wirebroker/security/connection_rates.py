@@ -92,8 +92,11 @@ class ConnectionRates:
         value = rate.rate(now_ms)
         if value <= bound:
             return 0
+        longest = self.samples * self.window_ms  # (a limit of 0: every connection waits this)
+        if bound <= 0:
+            return longest
         size = rate.window_size_ms(now_ms)
-        return int(min(round((value - bound) / bound * size), self.samples * self.window_ms))
+        return int(min(round((value - bound) / bound * size), longest))
 
     def accept_delay_ms(self, listener: str, now_ms: int) -> int:
         """Count a connection accepted on `listener` against the broker-wide and listener

@@ -70,3 +70,8 @@ def test_changed_quotas_apply_to_the_next_connection() -> None:
     assert rates.ip_quota("10.0.0.7") == 1
     store.alter([AlterEntry((("ip", "10.0.0.7"),), (("connection_creation_rate", 0, True),))])
     assert rates.ip_quota("10.0.0.7") is None
+
+
+def test_a_limit_of_zero_waits_the_longest_and_never_divides_by_zero() -> None:
+    rates = ConnectionRates(broker_rate=0, samples=3)
+    assert rates.accept_delay_ms("PLAINTEXT", T0) == 3000

@@ -333,7 +333,11 @@ class KafkaServer:
     async def _creation_rate_delay(self, ep: Endpoint) -> None:
         """Wait out the broker-wide / listener connection creation rate (KIP-612)."""
         now = self.clock_ms()
-        delay = self.connection_rates.accept_delay_ms(ep.name, now)
+        try:
+            delay = self.connection_rates.accept_delay_ms(ep.name, now)
+        except Exception:  # a bug here must not stop the accept loop
+            log.exception("connection creation rate check failed; accepting at once")
+            return
         if delay > 0:
             log.log(
                 self._episode(f"listener:{ep.name}", now, delay),
@@ -354,7 +358,11 @@ class KafkaServer:
         """True when the address is over its connection_creation_rate: the connection is
         not served, and closed after the throttle time (Kafka's delayed close)."""
         now = self.clock_ms()
-        throttle = self.connection_rates.ip_throttle_ms(peer[0], now, ep.name)
+        try:
+            throttle = self.connection_rates.ip_throttle_ms(peer[0], now, ep.name)
+        except Exception:  # a bug here must not stop the accept loop
+            log.exception("connection creation rate check failed; serving the connection")
+            return False
         if throttle <= 0:
             return False
         log.log(

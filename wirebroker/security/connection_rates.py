@@ -19,8 +19,8 @@ ten windows), each violation answered with (rate - limit) / limit x the window's
   default `ip` entity, else none): over it, the connection is not counted (Kafka unrecords
   it), not served, and closed once the throttle time has passed (Kafka's delayed close:
   the client sees its connection accepted, nothing answered, then closed). Its connections
-  during that time meet the same rate, so they close at about the same moment, when the
-  rate is back at the limit (asked of Kafka 4.4: tests/oracle/test_connection_rate_quota.py).
+  during that time meet the same rate and are throttled the same way (asked of Kafka 4.4:
+  tests/oracle/test_connection_rate_quota.py).
 
 `throttled` counts the throttled connections per (listener, reason: "ip", "listener",
 "broker") for /metrics.

@@ -135,6 +135,7 @@ from wirebroker.replication.txn_verify import TxnVerifier
 from wirebroker.security.acls import Authorizer, NoAuthorizer
 from wirebroker.security.authorizer import authorizer_from_config
 from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
+from wirebroker.security.connection_rates import ConnectionRates
 from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.txn.markers import MarkerSender
@@ -335,6 +336,8 @@ class Broker:
                 quota_configs.quotas,
                 samples=config.get_int("quota.window.num"),
                 window_s=config.get_int("quota.window.size.seconds"),
+                controller_samples=config.get_int("controller.quota.window.num"),
+                controller_window_s=config.get_int("controller.quota.window.size.seconds"),
             ),
         )
 
@@ -357,6 +360,7 @@ class Broker:
             hold_requests=True,
             failed_authentication_delay_ms=self.endpoints.failed_authentication_delay_ms,
             clock_ms=clock,
+            connection_rates=_connection_rates(self, config),
         )
         self.fault_control = FaultControl(
             self.faults,
@@ -380,6 +384,7 @@ class Broker:
                 connections=lambda: len(self.server.connections),
                 zookeeper_state=lambda: self.zookeeper_state,
                 authentications=self.server.authentications.rows,
+                throttled_connections=lambda: list(self.server.connection_rates.rows()),
                 version=__version__,
             ),
         )
@@ -705,6 +710,30 @@ def _authorizer(broker: Broker, config: BrokerConfig) -> Authorizer:
     return ZkAcls(broker.coordination, acls, store=store)
 
 
+def _connection_rates(broker: Broker, config: BrokerConfig) -> ConnectionRates:
+    """KIP-612's limits: max.connection.creation.rate (broker-wide and per listener, the
+    inter-broker listener exempt from the former) and the ip client quotas' rates."""
+    listener_rates: dict[str, float] = {}
+    for spec in broker.endpoints.listeners:
+        raw = config.values.get(f"listener.name.{spec.name.lower()}.max.connection.creation.rate")
+        if raw is not None:
+            try:
+                listener_rates[spec.name] = float(int(str(raw).strip()))
+            except ValueError as exc:
+                raise ConfigError(
+                    f"listener.name.{spec.name.lower()}.max.connection.creation.rate={raw!r}: "
+                    "not an integer"
+                ) from exc
+    return ConnectionRates(
+        broker.services.quota_configs.quotas,
+        samples=config.get_int("quota.window.num"),
+        window_ms=config.get_int("quota.window.size.seconds") * 1000,
+        broker_rate=config.get_int("max.connection.creation.rate"),
+        listener_rates=listener_rates,
+        protected=broker.endpoints.inter_broker.name,
+    )
+
+
 def _quota_configs(broker: Broker) -> QuotaConfigs:
     """Client quota configs (wirebroker.cluster.zk_client_quotas): in ZooKeeper (a single
     broker's in-process one, kept in its topic store), else in memory."""
@@ -735,6 +764,7 @@ def _apply_dynamic_change(broker: Broker, keys: set[str]) -> None:
     broker.server.set_connection_limits(
         config.get_int("max.connections"), config.get_int("max.connections.per.ip")
     )
+    broker.server.connection_rates.broker_rate = config.get_int("max.connection.creation.rate")
     verifier = broker.services.txn_verifier
     if verifier is not None:
         verifier.enabled = config.get_bool("transaction.partition.verification.enable")

@@ -194,6 +194,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         ConfigDef(
+            "max.connection.creation.rate",
+            _T.INT,
+            str(INT_MAX),
+            "new connections per second, broker-wide (not the inter-broker listener; per "
+            "listener: listener.name.<l>.max.connection.creation.rate); over it the acceptor "
+            "waits (KIP-612)",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef(
             "compression.type",
             _T.STRING,
             "producer",
@@ -480,6 +490,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             _T.INT,
             "1",
             "the time span of each sample of a client quota",
+            minimum=1,
+            read_only=True,
+        ),
+        # controller mutation quotas (KIP-599): the token bucket's burst is num x size x quota
+        ConfigDef(
+            "controller.quota.window.num",
+            _T.INT,
+            "11",
+            "samples of a controller mutation quota (its bucket holds num x size x quota)",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "controller.quota.window.size.seconds",
+            _T.INT,
+            "1",
+            "the time span of each sample of a controller mutation quota",
             minimum=1,
             read_only=True,
         ),

@@ -23,8 +23,9 @@ dynamically: [k]"):
         override the key takes the new value at once (`ReplicaManager.on_topic_configs_changed`);
         a cluster's controller reads unclean.leader.election.enable at each election
     log.cleaner.backoff.ms             the cleaner's next pause
-    max.connections, max.connections.per.ip
-                                       the listener's quotas (existing connections stay)
+    max.connections, max.connections.per.ip, max.connection.creation.rate
+                                       the listener's quotas (existing connections stay; the
+                                       rate: broker-wide, the next connection)
     transaction.partition.verification.enable
                                        the next transactional produce
     leader.replication.throttled.rate, follower.replication.throttled.rate
@@ -99,6 +100,7 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "log.roll.ms",
         "log.segment.bytes",
         "log.segment.delete.delay.ms",
+        "max.connection.creation.rate",
         "max.connections",
         "max.connections.per.ip",
         "max.decompressed.message.bytes",

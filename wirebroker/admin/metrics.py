@@ -32,6 +32,10 @@ Names (Prometheus conventions: `wirebroker_` prefix, `_total` counters, base uni
     wirebroker_successful_authentications_total{listener,mechanism} counter (Kafka's
     wirebroker_failed_authentications_total{listener,mechanism}     successful- / failed-
                                                                     authentication-total; SASL)
+    wirebroker_throttled_connections_total{listener,reason}         counter: connections
+                                                                    throttled by a connection
+                                                                    creation rate (KIP-612;
+                                                                    reason ip, listener, broker)
     wirebroker_fetch_sessions                                       gauge (Kafka's
                                                                     NumIncrementalFetchSessions)
     wirebroker_fetch_session_partitions_cached                      gauge (Kafka's NumIncremental-
@@ -182,6 +186,7 @@ class BrokerCollector(Collector):
         yield from self._topics(snap["topics"], broker["node_id"])
         yield from self._groups(snap["groups"])
         yield from self._authentications(snap.get("authentications", []))
+        yield from self._throttled_connections(snap.get("throttled_connections", []))
         yield from self._quotas(snap.get("quotas", []))
 
     def _authentications(self, rows: list[dict[str, Any]]) -> Iterator[Metric]:
@@ -202,6 +207,17 @@ class BrokerCollector(Collector):
         yield ok
         yield failed
 
+    def _throttled_connections(self, rows: list[dict[str, Any]]) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "wirebroker_throttled_connections",
+            "Connections throttled by a connection creation rate (KIP-612): delayed (listener, "
+            "broker) or closed unserved (ip)",
+            labels=["listener", "reason"],
+        )
+        for row in rows:
+            family.add_metric([row["listener"], row["reason"]], row["throttled"])
+        yield family
+
     def _quotas(self, quotas: list[dict[str, Any]]) -> Iterator[Metric]:
         labels = ["kind", "user", "client_id"]
 
@@ -215,7 +231,8 @@ class BrokerCollector(Collector):
         recorded = family(
             CounterMetricFamily,
             "recorded",
-            "What the quota measured: bytes (produce, fetch), percent-seconds (request)",
+            "What the quota measured: bytes (produce, fetch), percent-seconds (request), "
+            "partitions mutated (controller_mutation)",
         )
         rate = family(GaugeMetricFamily, "rate", "The measured rate (per second)")
         bound = family(GaugeMetricFamily, "bound", "The quota (per second)")

@@ -20,6 +20,9 @@ Both renderings come from it: the Prometheus collector (metrics.py) and the web 
     authentications  per SASL listener and mechanism: successful and failed authentications
                  (wirebroker.security.auth_stats; a mechanism no listener enables is
                  "unsupported")
+    throttled_connections  per listener and reason (ip, listener, broker): connections
+                 throttled by a connection creation rate (KIP-612;
+                 wirebroker.security.connection_rates)
 
 Under-replicated (`under_replicated`): the partition's ISR is smaller than its replica set, as
 this broker's view of the cluster shows it (the web view flags those); the metrics count, as
@@ -60,6 +63,8 @@ class AdminSources:
     zookeeper_state: Callable[[], str] = field(default=_connected)
     #: `AuthenticationStats.rows` of the Kafka listeners
     authentications: Callable[[], list[dict[str, Any]]] = field(default=_no_authentications)
+    #: `ConnectionRates.rows` of the Kafka listeners
+    throttled_connections: Callable[[], list[dict[str, Any]]] = field(default=_no_authentications)
     version: str = ""
 
 
@@ -128,6 +133,7 @@ def snapshot(sources: AdminSources) -> dict[str, Any]:
         "topics": topics,
         "groups": _groups(services, high_watermarks),
         "authentications": sources.authentications(),
+        "throttled_connections": sources.throttled_connections(),
         "quotas": _quotas(services),
     }
 

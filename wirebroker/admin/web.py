@@ -47,13 +47,14 @@ _HEAD = {
     "authentications": ["listener", "mechanism", "successful", "failed"],
     "quotas": ["quota", "user", "client id", "bound /s", "rate /s", "recorded", "throttled",
                "throttle ms", "last throttle ms"],
+    "throttled_connections": ["listener", "reason", "connections"],
 }  # fmt: skip
 
 # The same rendering as the Python functions below, for the refresh.
 _JS = """
 const NUM = new Set(["partition","leader","epoch","log start","log end","high watermark",
   "size","generation","committed","lag","successful","failed","bound /s","rate /s",
-  "recorded","throttled","throttle ms","last throttle ms"]);
+  "recorded","throttled","throttle ms","last throttle ms","connections"]);
 const esc = s => String(s ?? "-").replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",
   ">":"&gt;",'"':"&quot;"}[c]));
 function size(n){ if(n==null) return "-"; const u=["B","KiB","MiB","GiB"]; let i=0;
@@ -93,6 +94,8 @@ function render(s){
   table("quotas", HEAD.quotas, (s.quotas||[]).map(q=>[q.kind, q.user||"-",
     q.client_id||"-", q.quota, q.rate, q.recorded, q.throttled, q.throttle_time_ms,
     q.last_throttle_ms]));
+  table("throttled_connections", HEAD.throttled_connections,
+    (s.throttled_connections||[]).map(t=>[t.listener, t.reason, t.throttled]));
 }
 function internal(topics){
   const t = topics.filter(t=>t.internal);
@@ -205,6 +208,9 @@ def render_page(snap: dict[str, Any]) -> str:
          q["recorded"], q["throttled"], q["throttle_time_ms"], q["last_throttle_ms"]]
         for q in snap.get("quotas", [])
     ]  # fmt: skip
+    throttled = [
+        [t["listener"], t["reason"], t["throttled"]] for t in snap.get("throttled_connections", [])
+    ]
     broker_line = (
         f"node {b['node_id']} · cluster {b['cluster_id']} · controller {b['controller_id']} · "
         f"{b['connections']} connection(s) · ZooKeeper {b['zookeeper_session']} · {b['version']}"
@@ -225,6 +231,7 @@ def render_page(snap: dict[str, Any]) -> str:
 <h2>Committed offsets and lag</h2>{_table("lag", lag)}
 <h2>Authentications (SASL)</h2>{_table("authentications", authentications)}
 <h2>Client quotas (throttling)</h2>{_table("quotas", quotas)}
+<h2>Throttled connections (KIP-612)</h2>{_table("throttled_connections", throttled)}
 <script>{head_js}{_JS}</script>
 </body></html>
 """

@@ -27,7 +27,7 @@ from wirebroker.handlers.stats import RequestStats
 from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.security.acls import Authorizer, NoAuthorizer
 from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
-from wirebroker.security.quota_manager import ClientQuotas
+from wirebroker.security.quota_manager import ClientQuotas, MutationPermit
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.security.session import ConnectionSession
 
@@ -117,6 +117,9 @@ class RequestContext:
     #: seconds the handler spent parked by design (a long-poll Fetch): not handling time
     #: for the request quota
     parked_s: float = 0.0
+    #: the request's controller mutation quota (CreateTopics, CreatePartitions, DeleteTopics:
+    #: handlers/throttle.py `mutation_permit`); its throttle time is answered
+    mutation: MutationPermit | None = None
 
     def address(self, node: BrokerNode) -> tuple[str, int] | None:
         """`node`'s address on the listener this request came in on (Kafka answers each

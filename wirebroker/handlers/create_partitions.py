@@ -17,12 +17,17 @@ ReplicationControlManager.createPartitions), per topic:
                                   registered brokers (this node), no repeats, as many replicas
                                   as the topic's replication factor
 
+Last, the controller mutation quota (KIP-599, as in create_topics.py): a topic that passed
+every check takes its new partitions from the `controller_mutation_rate` of (user, client
+id); v3 (strict): refused THROTTLING_QUOTA_EXCEEDED (no message) once the quota is exhausted;
+v0-2: grown, and throttled. `validate_only` counts too (Kafka 4.4).
+
 `validate_only` checks everything and changes nothing. Results: `name`, `error_code`,
 `error_message` (null on success). Duplicated names come first, as in Kafka.
 
 The checks are `wirebroker.metadata.TopicAdmin.create_partitions`'s; this handler maps them.
 
-Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeout_ms`.
+Skipped: `timeout_ms`.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from wirebroker.handlers import _authz
 from wirebroker.handlers._configs import ConfigRequestError, as_request_error
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.handlers.throttle import mutation_permit
 from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, NewPartitions
 from wirebroker.security.acls import ResourceType
 
@@ -46,6 +52,7 @@ if TYPE_CHECKING:
         CreatePartitionsTopic,
         CreatePartitionsTopicResult,
     )
+    from wirebroker.security.quota_manager import MutationPermit
 
 
 _TOO_MANY = "Excessively large number of additional partitions per request."
@@ -61,15 +68,22 @@ def _additional(ctx: RequestContext, topics: list[CreatePartitionsTopic]) -> int
     return total
 
 
-def _grow(ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool) -> None:
+def _grow(
+    ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool, permit: MutationPermit
+) -> None:
+    """Check, count against the mutation quota (a refusal raises), then grow."""
     given = topic["assignments"]
     with as_request_error():
         replicas = None if given is None else [[int(b) for b in a["broker_ids"]] for a in given]
-        ctx.services.admin.create_partitions(
-            NewPartitions(topic["name"], int(topic["count"]), replicas),
-            now_ms=ctx.now_ms(),
-            validate_only=validate_only,
-        )
+        wanted = NewPartitions(topic["name"], int(topic["count"]), replicas)
+        now = ctx.now_ms()
+        if permit.sensor is not None:
+            ctx.services.admin.create_partitions(wanted, now_ms=now, validate_only=True)
+            info = ctx.services.cluster.topic(topic["name"])
+            added = int(topic["count"]) - (info.partitions if info is not None else 0)
+            if not permit.record(added, now):
+                raise ConfigRequestError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
+        ctx.services.admin.create_partitions(wanted, now_ms=now, validate_only=validate_only)
 
 
 @handler(ApiKey.CREATE_PARTITIONS)
@@ -97,13 +111,14 @@ async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePar
                 }
             )
         return {"throttle_time_ms": 0, "results": results}
+    permit = mutation_permit(ctx)
     for topic in unique:
         if not _authz.allowed(ctx, ResourceType.TOPIC, topic["name"]):  # ALTER
             denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             results.append({"name": topic["name"], "error_code": denied, "error_message": None})
             continue
         try:
-            _grow(ctx, topic, validate_only)
+            _grow(ctx, topic, validate_only, permit)
         except ConfigRequestError as exc:
             results.append(
                 {"name": topic["name"], "error_code": exc.error_code, "error_message": exc.message}

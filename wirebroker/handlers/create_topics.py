@@ -42,11 +42,18 @@ also `num_partitions`, `replication_factor`, `configs` (every topic config with 
 read_only, config_source, is_sensitive; sorted by name) and `topic_config_error_code` 0; v7
 `topic_id`. Failed topics keep the defaults (-1, -1, [], zero uuid).
 
+Last, the controller mutation quota (KIP-599; wirebroker.security.quota_manager): a topic
+that passed every check takes its partitions from the `controller_mutation_rate` of (user,
+client id); v6+ (strict): a topic met by an exhausted quota is THROTTLING_QUOTA_EXCEEDED (no
+message) and not created; v2-5 (permissive): created; either way `throttle_time_ms` says how
+long until the quota has room (the Dispatcher answers it and mutes the connection that
+long). `validate_only` takes from the quota too, as Kafka 4.4's controller does. With a quota,
+the request's topics are checked (validate_only) before they are counted and created.
+
 Every check is `wirebroker.metadata.TopicAdmin`'s (one `create_topics` call for the request);
 this handler only builds the request's `NewTopic`s and maps errors to codes.
 
-Skipped: authorization (every principal may create), CreateTopicPolicy, controller mutation
-quotas (throttle_time_ms is always 0), `timeout_ms` (creation is synchronous).
+Skipped: CreateTopicPolicy, `timeout_ms` (creation is synchronous).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ from wirebroker.handlers._configs import describe_topic_configs
 from wirebroker.handlers._topics import NIL_UUID
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.handlers.throttle import mutation_permit
 from wirebroker.metadata.topic_admin import MAX_PARTITIONS_PER_REQUEST, CreateTopicResult, NewTopic
 from wirebroker.metadata.topic_store import TopicInfo
 from wirebroker.security.acls import AclOperation, ResourceType
@@ -178,6 +186,19 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> CreatableTopicRe
     }
 
 
+def _over_quota(ctx: RequestContext, asked: list[NewTopic]) -> set[str]:
+    """Record the topics that pass every check against the controller mutation quota, in
+    request order; the names it refuses (strict versions only)."""
+    permit = mutation_permit(ctx)
+    if permit.sensor is None or not asked:
+        return set()
+    now = ctx.now_ms()
+    checked = ctx.services.admin.create_topics(asked, now_ms=now, validate_only=True)
+    return {
+        o.name for o in checked if isinstance(o, TopicInfo) and not permit.record(o.partitions, now)
+    }
+
+
 @handler(ApiKey.CREATE_TOPICS)
 async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     topics = list(req["topics"] or [])
@@ -191,12 +212,14 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
     denied: set[str] = set()
     if _authz.enabled(ctx) and not _authz.cluster(ctx):  # CREATE on the cluster, or the topic
         denied = _authz.denied_names(ctx, ResourceType.TOPIC, (t["name"] for t in wanted))
+    asked = [
+        _new_topic(t)
+        for t in wanted
+        if t["name"] != CLUSTER_METADATA_TOPIC and t["name"] not in denied
+    ]
+    throttled = _over_quota(ctx, asked)
     created = ctx.services.admin.create_topics(
-        [
-            _new_topic(t)
-            for t in wanted
-            if t["name"] != CLUSTER_METADATA_TOPIC and t["name"] not in denied
-        ],
+        [t for t in asked if t.name not in throttled],
         now_ms=ctx.now_ms(),
         validate_only=validate_only,
     )
@@ -219,6 +242,9 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
         if topic["name"] == CLUSTER_METADATA_TOPIC:
             message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
             results.append(_failed(topic["name"], ErrorCode.INVALID_REQUEST, message))
+            continue
+        if topic["name"] in throttled:
+            results.append(_failed(topic["name"], ErrorCode.THROTTLING_QUOTA_EXCEEDED, None))
             continue
         outcome = next(outcomes)
         if isinstance(outcome, TopicInfo) and outcome.name in problems:

@@ -23,8 +23,13 @@ Results carry `name`, `topic_id` (v6; the zero uuid when unknown), `error_code` 
 `error_message` (v5+). Deletion is synchronous: the topic is gone from metadata and disk when
 the response is sent.
 
-Skipped: authorization, controller mutation quotas (throttle_time_ms 0), `timeout_ms`; Kafka
-shuffles the results, wirebroker keeps them in a stable order.
+Last, the controller mutation quota (KIP-599, as in create_topics.py): each topic found and
+allowed takes its partitions from the `controller_mutation_rate` of (user, client id); v5+
+(strict): refused THROTTLING_QUOTA_EXCEEDED (no message) once the quota is exhausted; v1-4:
+deleted, and throttled.
+
+Skipped: `timeout_ms`; Kafka shuffles the results (and so which topics of a request meet an
+exhausted quota), wirebroker keeps them (and counts them) in a stable order.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from wirebroker.handlers._configs import error_of
 from wirebroker.handlers._topics import NIL_UUID, resolve_topic
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
+from wirebroker.handlers.throttle import mutation_permit
 from wirebroker.security.acls import ResourceType
 
 if TYPE_CHECKING:
@@ -147,9 +153,15 @@ async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsR
     results: list[DeletableTopicResult] = []
     names, ids = _sort_requested(requested, results)
     any_topic = _authz.cluster(ctx)  # DELETE on the cluster (Kafka's controller), else each
+    permit = mutation_permit(ctx)
     for tid, name in _resolve(services.cluster, names, ids, results).items():
         if not any_topic and not _authz.allowed(ctx, ResourceType.TOPIC, name):
             results.append(_result(name, tid, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        info = services.cluster.topic(name)
+        partitions = info.partitions if info is not None else 0
+        if not permit.record(partitions, ctx.now_ms()):
+            results.append(_result(name, tid, ErrorCode.THROTTLING_QUOTA_EXCEEDED))
             continue
         try:
             services.admin.delete_topic(name)

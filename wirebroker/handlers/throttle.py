@@ -21,6 +21,11 @@ The throttle time is the largest of those, written into the answer's `throttle_t
 long (net/connection.py): after sending the answer for clients new enough to back off
 themselves (KIP-219: `KIP219_FROM`), before sending it for older ones (the answer is
 delayed, as Kafka did before KIP-219).
+- CreateTopics, CreatePartitions, DeleteTopics: the partitions they create, add or delete,
+  recorded by the handler against controller_mutation_rate (`mutation_permit`; strict from
+  `STRICT_MUTATION_FROM`: a topic over the quota is answered THROTTLING_QUOTA_EXCEEDED) and
+  its throttle time answered here (Kafka's ControllerMutationQuotaManager; the bucket is
+  wirebroker.security.quota_manager's MutationQuotas).
 The user is the principal's name (`ANONYMOUS` without authentication), as Kafka's sanitized
 user; the client id the request header's.
 """
@@ -31,11 +36,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
+from wirebroker.security.quota_manager import MutationPermit
 
 if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
 
-__all__ = ["KIP219_FROM", "client_throttles_itself", "prepare", "throttle"]
+__all__ = [
+    "KIP219_FROM",
+    "STRICT_MUTATION_FROM",
+    "client_throttles_itself",
+    "mutation_permit",
+    "prepare",
+    "throttle",
+]
 
 _INT32_MAX = 2**31 - 1
 
@@ -69,6 +82,31 @@ _EXEMPT = frozenset(
         int(ApiKey.WRITE_TXN_MARKERS),
     }
 )
+
+
+#: The first version of each mutating API that knows THROTTLING_QUOTA_EXCEEDED: its
+#: controller mutation quota is strict (Kafka's `newQuotaFor(request, strictSinceVersion)`);
+#: older versions are permissive (accepted, then throttled).
+STRICT_MUTATION_FROM: dict[int, int] = {
+    int(ApiKey.CREATE_TOPICS): 6,
+    int(ApiKey.CREATE_PARTITIONS): 3,
+    int(ApiKey.DELETE_TOPICS): 5,
+}
+
+
+def mutation_permit(ctx: RequestContext) -> MutationPermit:
+    """The controller mutation quota of this request (CreateTopics, CreatePartitions,
+    DeleteTopics), kept in `ctx` so that `throttle` answers its throttle time; unbounded
+    (`.sensor` None) when no controller_mutation_rate applies."""
+    api = int(ctx.header.api_key)
+    strict = ctx.api_version >= STRICT_MUTATION_FROM.get(api, 0)
+    quotas = ctx.services.client_quotas
+    if quotas is None or not quotas.store:
+        permit = MutationPermit(None, strict)
+    else:
+        permit = quotas.mutation.permit(_user(ctx), ctx.header.client_id or "", strict=strict)
+    ctx.mutation = permit
+    return permit
 
 
 def client_throttles_itself(api_key: int, version: int) -> bool:
@@ -138,6 +176,8 @@ def throttle(
         ms = quotas.fetch.record(user, client_id, fetched, now)
     busy = max(0.0, elapsed_s - ctx.parked_s)
     ms = max(ms, quotas.request.record(user, client_id, quotas.percent_seconds(busy), now))
+    if ctx.mutation is not None:
+        ms = max(ms, ctx.mutation.throttle_ms(now))
     if ms > 0 and api == ApiKey.FETCH and body is not None:
         # Kafka's throttled fetch (for either quota): answered empty, its bytes not counted
         if fetched:

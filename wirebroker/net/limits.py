@@ -11,8 +11,8 @@ it around `accept`. Kafka's semantics (core `SocketServer.ConnectionQuotas`):
                              <ip>, address already has the configured maximum of <n>
                              connections") without reading a byte from it.
 
-Not implemented: `max.connections.per.ip.overrides`, per-listener `max.connections`,
-`max.connection.creation.rate` (connection-rate throttling).
+Not implemented: `max.connections.per.ip.overrides`, per-listener `max.connections`.
+Connection creation rates (KIP-612): wirebroker.security.connection_rates.
 
 `raise_nofile_limit` raises the soft RLIMIT_NOFILE to the hard limit at start-up (what the JVM
 does for Kafka by default, -XX:+MaxFDLimit), so a broker started from a shell with the usual

@@ -33,8 +33,17 @@ Accepting (one loop per listener, Kafka's `Acceptor`)::
     accept                     EMFILE/ENFILE/ENOBUFS/ENOMEM: log, wait 100 ms, accept again
     max.connections reached    hold the accepted socket and stop accepting until a connection
                                closes (newer clients wait in the listen backlog), as Kafka does
+    connection creation rate   broker-wide / listener limit (KIP-612) exceeded: wait the
+                               throttle time before taking the connection (newer clients wait
+                               in the listen backlog), as Kafka's acceptor blocks
+    ip connection_creation_rate  over the client address's quota: do not serve it; close it
+                               when the throttle time has passed (Kafka's delayed close)
     max.connections.per.ip     over the quota: close the socket at once (one info line)
     otherwise                  start a `Connection` task; its slot is released when it ends
+
+The rates are `wirebroker.security.connection_rates.ConnectionRates` (pure); each throttling
+episode is one INFO line (the connections throttled meanwhile: DEBUG), and counted per
+listener and reason (`connection_rates.rows()`, /metrics).
 
 Listeners and accepted streams come from `wirebroker.transport.current()`: trio's TCP, except
 inside a deterministic simulation (tests/sim), which substitutes its in-memory network.
@@ -62,6 +71,7 @@ from wirebroker.net.dispatch import RequestDispatcher
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
 from wirebroker.net.sasl import SaslGate
 from wirebroker.security.auth_stats import AuthenticationStats
+from wirebroker.security.connection_rates import ConnectionRates
 from wirebroker.security.sasl_server import SaslServerConfig, SaslServerSession
 from wirebroker.security.session import ConnectionSession
 from wirebroker.security.tls import principal_from_certificate
@@ -98,6 +108,14 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+async def _close_after(stream: trio.abc.Stream, delay_s: float) -> None:
+    """Close a throttled connection, unread, after `delay_s` (at shutdown: at once)."""
+    try:
+        await trio.sleep(delay_s)
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
 class KafkaServer:
     """Serves the Kafka protocol on one or more TCP listeners."""
 
@@ -114,8 +132,13 @@ class KafkaServer:
         tls_handshake_timeout_s: float = 10.0,
         failed_authentication_delay_ms: int = 100,
         clock_ms: Callable[[], int] = _wall_clock_ms,
+        connection_rates: ConnectionRates | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: connection creation rate limits (KIP-612); read by the admin plane
+        self.connection_rates = connection_rates or ConnectionRates()
+        #: the end of the current throttling episode per address / listener (for the log)
+        self._throttled_until: dict[str, int] = {}
         self.tls_handshake_timeout_s = tls_handshake_timeout_s
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self.clock_ms = clock_ms
@@ -280,7 +303,14 @@ class KafkaServer:
                 except BaseException:
                     await trio.aclose_forcefully(stream)
                     raise
+                try:
+                    await self._creation_rate_delay(ep)
+                except BaseException:
+                    await trio.aclose_forcefully(stream)
+                    raise
                 peer = current_transport().peer_address(stream)
+                if self._ip_throttled(stream, peer, ep, connections):
+                    continue
                 if not self.quotas.try_acquire(peer[0]):
                     log.info(
                         "Rejected connection from %s, address already has the configured "
@@ -291,6 +321,61 @@ class KafkaServer:
                     await trio.aclose_forcefully(stream)
                     continue
                 connections.start_soon(self._serve_connection, stream, peer, connections, ep)
+
+    def _episode(self, key: str, now: int, throttle_ms: int) -> int:
+        """The log level of a throttling of `key`: INFO when it starts an episode."""
+        level = logging.DEBUG if now < self._throttled_until.get(key, 0) else logging.INFO
+        self._throttled_until[key] = max(self._throttled_until.get(key, 0), now + throttle_ms)
+        if len(self._throttled_until) > 10000:
+            self._throttled_until = {k: t for k, t in self._throttled_until.items() if t > now}
+        return level
+
+    async def _creation_rate_delay(self, ep: Endpoint) -> None:
+        """Wait out the broker-wide / listener connection creation rate (KIP-612)."""
+        now = self.clock_ms()
+        try:
+            delay = self.connection_rates.accept_delay_ms(ep.name, now)
+        except Exception:  # a bug here must not stop the accept loop
+            log.exception("connection creation rate check failed; accepting at once")
+            return
+        if delay > 0:
+            log.log(
+                self._episode(f"listener:{ep.name}", now, delay),
+                "listener %s: max.connection.creation.rate exceeded; accepting the next "
+                "connection in %d ms",
+                ep.name,
+                delay,
+            )
+            await trio.sleep(delay / 1000)
+
+    def _ip_throttled(
+        self,
+        stream: trio.abc.Stream,
+        peer: tuple[str, int],
+        ep: Endpoint,
+        connections: trio.Nursery,
+    ) -> bool:
+        """True when the address is over its connection_creation_rate: the connection is
+        not served, and closed after the throttle time (Kafka's delayed close)."""
+        now = self.clock_ms()
+        try:
+            throttle = self.connection_rates.ip_throttle_ms(peer[0], now, ep.name)
+        except Exception:  # a bug here must not stop the accept loop
+            log.exception("connection creation rate check failed; serving the connection")
+            return False
+        if throttle <= 0:
+            return False
+        log.log(
+            self._episode(f"ip:{peer[0]}", now, throttle),
+            "connection from %s on listener %s throttled: connection_creation_rate of %g/s "
+            "exceeded; closing it unserved in %d ms",
+            peer[0],
+            ep.name,
+            self.connection_rates.ip_quota(peer[0]) or 0,
+            throttle,
+        )
+        connections.start_soon(_close_after, stream, throttle / 1000)
+        return True
 
     def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
         """New max.connections / max.connections.per.ip (a dynamic broker config change):

@@ -41,6 +41,42 @@ Kafka's ClientRequestQuotaManager does with its request-thread time.
 Every sensor (per quota kind and tags) also keeps the throttle time and bytes it recorded, for
 /metrics and the web view (`snapshot`); sensors idle for an hour are dropped (Kafka's
 inactive-sensor expiry).
+
+Controller mutation quotas (KIP-599, `quotas.mutation`) as Apache Kafka 4.4 enforces them:
+the partitions a CreateTopics, CreatePartitions or DeleteTopics request creates, adds or
+deletes, counted against the `controller_mutation_rate` of (user, client id) (the handlers
+record through handlers/throttle.py's `mutation_permit`, the Dispatcher answers the throttle
+time and mutes, as for the other quotas).
+
+    permit = quotas.mutation.permit(user, client_id, strict=version >= 6)
+    if not permit.record(partitions, now_ms):      # strict only: refused, nothing taken
+        ... THROTTLING_QUOTA_EXCEEDED
+    permit.throttle_ms(now_ms)                     # the answer's throttle_time_ms
+
+Which quota applies is the client quotas' order (quota_manager.resolve); without one, a permit
+takes nothing and never throttles.
+
+The measure is a token bucket (Kafka's TokenBucket stat), not a rate: a bucket holds up to
+`burst = samples x window (s) x quota` tokens (11 x 1 s x quota with Kafka's defaults
+`controller.quota.window.num` 11 and `controller.quota.window.size.seconds` 1), starts full,
+refills at `quota` tokens a second and loses one per partition mutated; it may go negative.
+
+Two ways to take (asked of Kafka 4.4: tests/oracle/test_controller_mutation_quota.py):
+
+    strict      (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: versions that know
+                THROTTLING_QUOTA_EXCEEDED) a topic is refused, and nothing taken, when the
+                bucket is already below zero; else its partitions are all taken, even into
+                the negative, and that request is not throttled for it: a topic of 12
+                partitions under a bucket of 11 is created with throttle 0, the next topic (in
+                the same request or a later one) is refused with throttle_time_ms = the time
+                the bucket needs to be back at zero (-tokens / quota x 1000, rounded)
+    permissive  (older versions) every topic is accepted and taken; if the bucket is then
+                below zero, the answer carries the time it needs to be back at zero
+
+The throttle time answered is the one computed at the last violation, less the time since
+(Kafka's AbstractControllerMutationQuota.throttleTime). Topics refused for other reasons
+(unknown, exists, bad config, not authorized) take nothing; `validate_only` takes as a real
+request does (Kafka 4.4's controller counts them).
 """
 
 from __future__ import annotations
@@ -51,6 +87,7 @@ from dataclasses import dataclass, field
 from wirebroker.security.client_quotas import (
     CLIENT_ID,
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
@@ -58,7 +95,17 @@ from wirebroker.security.client_quotas import (
     QuotaStore,
 )
 
-__all__ = ["ClientQuotas", "QuotaKind", "QuotaSensor", "Rate", "SensorView", "resolve"]
+__all__ = [
+    "ClientQuotas",
+    "MutationPermit",
+    "MutationQuotas",
+    "QuotaKind",
+    "QuotaSensor",
+    "Rate",
+    "SensorView",
+    "TokenBucket",
+    "resolve",
+]
 
 #: Kafka's inactive sensor expiry (ClientQuotaManager's InactiveSensorExpirationTimeSeconds).
 SENSOR_EXPIRY_MS = 3600 * 1000
@@ -183,7 +230,7 @@ class QuotaKind:
     def max_throttle_ms(self) -> int:
         return self.samples * self.window_ms
 
-    def _quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
+    def quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         if self._generation != self.store.generation:
             self._cache.clear()
             self._generation = self.store.generation
@@ -199,7 +246,7 @@ class QuotaKind:
         the quota, or no quota)."""
         if not self.store:
             return 0
-        found = self._quota(user, client_id)
+        found = self.quota(user, client_id)
         if found is None:
             return 0
         tags, bound = found
@@ -227,7 +274,7 @@ class QuotaKind:
     def max_in_window(self, user: str, client_id: str) -> int | None:
         """What the quota allows over its windows (quota x (samples - 1) x window), None:
         no quota (Kafka's getMaxValueInQuotaWindow, the cap of a consumer Fetch's bytes)."""
-        found = self._quota(user, client_id) if self.store else None
+        found = self.quota(user, client_id) if self.store else None
         if found is None:
             return None
         return int(min(found[1] * (self.samples - 1) * self.window_ms / 1000, 2**31 - 1))
@@ -235,7 +282,7 @@ class QuotaKind:
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back `value` recorded at `now_ms` (a throttled fetch answered without its
         records, as Kafka's unrecordQuotaSensor)."""
-        found = self._quota(user, client_id) if self.store else None
+        found = self.quota(user, client_id) if self.store else None
         sensor = self.sensors.get(found[0]) if found is not None else None
         if sensor is not None:
             sensor.rate.record(-value, now_ms)
@@ -261,22 +308,171 @@ class QuotaKind:
             )
 
 
-class ClientQuotas:
-    """The broker's three client quota kinds over one QuotaStore."""
+class TokenBucket:
+    """Kafka's TokenBucket stat for one quota (the bound given per call, as it may change)."""
 
-    def __init__(self, store: QuotaStore | None = None, *, samples: int = 11, window_s: int = 1):
+    def __init__(self, samples: int, window_ms: int) -> None:
+        self.samples = max(1, samples)
+        self.window_ms = max(1, window_ms)
+        self.tokens: float | None = None  # None: full (a new bucket)
+        self.last_ms = 0
+
+    def burst(self, bound: float) -> float:
+        return self.samples * self.window_ms / 1000 * bound
+
+    def level(self, bound: float, now_ms: int) -> float:
+        """The tokens at `now_ms`, refilled at `bound` a second up to the burst."""
+        burst = self.burst(bound)
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            refill = bound * max(0, now_ms - self.last_ms) / 1000
+            self.tokens = min(burst, self.tokens + refill)
+        self.last_ms = max(self.last_ms, now_ms)
+        return self.tokens
+
+    def take(self, bound: float, value: float, now_ms: int) -> float:
+        """Take `value` tokens (the level may go negative); the level after."""
+        self.tokens = min(self.burst(bound), self.level(bound, now_ms) - value)
+        return self.tokens
+
+
+@dataclass
+class MutationSensor:
+    """One bucket, for the clients one quota entity covers (as the client quotas' sensors)."""
+
+    bucket: TokenBucket
+    bound: float
+    rate: Rate
+    last_ms: int = 0
+    total: float = 0.0
+    throttled: int = 0
+    throttle_ms_total: int = 0
+    last_throttle_ms: int = 0
+
+
+@dataclass
+class MutationPermit:
+    """One request's use of its quota (Kafka's Strict / Permissive ControllerMutationQuota;
+    without a sensor, unbounded)."""
+
+    sensor: MutationSensor | None
+    strict: bool
+    _throttle_ms: int = 0
+    _at_ms: int = 0
+
+    def record(self, partitions: int, now_ms: int) -> bool:
+        """Count `partitions` mutations; False: refused (strict, the bucket below zero), the
+        topic is answered THROTTLING_QUOTA_EXCEEDED and nothing was taken."""
+        sensor = self.sensor
+        if sensor is None:
+            return True
+        bucket, bound = sensor.bucket, sensor.bound
+        sensor.last_ms = now_ms
+        if self.strict:
+            level = bucket.level(bound, now_ms)
+            if level < 0:
+                self._violated(sensor, level, now_ms)
+                return False
+        level = bucket.take(bound, partitions, now_ms)
+        sensor.rate.record(partitions, now_ms)
+        sensor.total += partitions
+        if not self.strict and level < 0:
+            self._violated(sensor, level, now_ms)
+        return True
+
+    def _violated(self, sensor: MutationSensor, level: float, now_ms: int) -> None:
+        self._throttle_ms = round(-level / sensor.bound * 1000)
+        self._at_ms = now_ms
+        sensor.throttled += 1
+        sensor.throttle_ms_total += self._throttle_ms
+        sensor.last_throttle_ms = self._throttle_ms
+
+    def throttle_ms(self, now_ms: int) -> int:
+        """The throttle time to answer: the last violation's, less the time since."""
+        return max(0, self._throttle_ms - max(0, now_ms - self._at_ms))
+
+
+@dataclass
+class MutationQuotas:
+    """The broker's controller mutation quotas over one QuotaStore."""
+
+    store: QuotaStore
+    samples: int = 11
+    window_ms: int = 1000
+    sensors: dict[tuple[str, str], MutationSensor] = field(default_factory=dict)
+    _lookup: QuotaKind = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._lookup = QuotaKind(
+            "controller_mutation",
+            CONTROLLER_MUTATION_RATE,
+            self.store,
+            self.samples,
+            self.window_ms,
+        )
+
+    def permit(self, user: str, client_id: str, *, strict: bool) -> MutationPermit:
+        """The permit of one request of (user, client id)."""
+        found = self._lookup.quota(user, client_id) if self.store else None
+        if found is None:
+            return MutationPermit(None, strict)
+        if len(self.sensors) > 10000:  # idle ones (Kafka expires sensors idle for an hour)
+            self.sensors = {t: s for t, s in self.sensors.items() if s.throttled or s.total}
+        tags, bound = found
+        sensor = self.sensors.get(tags)
+        if sensor is None:
+            bucket = TokenBucket(self.samples, self.window_ms)
+            rate = Rate(self.samples, self.window_ms)
+            sensor = self.sensors[tags] = MutationSensor(bucket, bound, rate)
+        sensor.bound = bound
+        return MutationPermit(sensor, strict)
+
+    def views(self, now_ms: int) -> Iterator[SensorView]:
+        for (user, client_id), s in sorted(self.sensors.items()):
+            yield SensorView(
+                "controller_mutation",
+                user,
+                client_id,
+                s.bound,
+                s.rate.rate(now_ms),
+                s.total,
+                s.throttled,
+                s.throttle_ms_total,
+                s.last_throttle_ms,
+            )
+
+
+class ClientQuotas:
+    """The broker's client quota kinds over one QuotaStore: three rates and the controller
+    mutation buckets (`controller_samples`, `controller_window_s`: Kafka's
+    controller.quota.window.num and .size.seconds)."""
+
+    def __init__(
+        self,
+        store: QuotaStore | None = None,
+        *,
+        samples: int = 11,
+        window_s: int = 1,
+        controller_samples: int = 11,
+        controller_window_s: int = 1,
+    ):
         self.store = store if store is not None else QuotaStore()
         window_ms = max(1, window_s) * 1000
         self.produce = QuotaKind("produce", PRODUCER_BYTE_RATE, self.store, samples, window_ms)
         self.fetch = QuotaKind("fetch", CONSUMER_BYTE_RATE, self.store, samples, window_ms)
         self.request = QuotaKind("request", REQUEST_PERCENTAGE, self.store, samples, window_ms)
+        self.mutation = MutationQuotas(
+            self.store, controller_samples, max(1, controller_window_s) * 1000
+        )
 
     @property
     def kinds(self) -> tuple[QuotaKind, QuotaKind, QuotaKind]:
         return self.produce, self.fetch, self.request
 
     def snapshot(self, now_ms: int) -> list[SensorView]:
-        return [view for kind in self.kinds for view in kind.views(now_ms)]
+        views = [view for kind in self.kinds for view in kind.views(now_ms)]
+        return views + list(self.mutation.views(now_ms))
 
     @staticmethod
     def percent_seconds(elapsed_s: float) -> float:

@@ -1,21 +1,26 @@
 """TLS for SSL and SASL_SSL listeners: `ssl.SSLContext`s from Kafka's settings, and the
 principal of a client certificate. Standard library `ssl` (no I/O beyond reading the
-files named in the config, once at start); `cryptography` reads PKCS12 stores.
+files named in the config, once at start); `cryptography` reads PKCS12 stores, security/jks.py
+JKS stores.
 
 Settings (each also as `listener.name.<listener>.<key>`, which wins, as in Kafka):
 
-    ssl.keystore.type                PEM or PKCS12 (Kafka's JKS is refused: convert it with
-                                     `keytool -importkeystore -deststoretype PKCS12`)
+    ssl.keystore.type                PEM, PKCS12 or JKS (JCEKS and BKS are refused)
     ssl.keystore.location            a PEM file with the private key and the certificate chain,
-                                     or a PKCS12 file with the key and its chain
-    ssl.keystore.password            the PKCS12 keystore's password (its key's too: one
-                                     password for the whole file, as keytool makes them)
+                                     or a PKCS12 / JKS file with the key and its chain (JKS: a
+                                     PKCS12 file is read too, as Java's JKS keystore does)
+    ssl.keystore.password            the PKCS12 / JKS keystore's password (PKCS12: its key's
+                                     too, one password for the whole file, as keytool makes
+                                     them; JKS: the key's is ssl.key.password, else this)
     ssl.keystore.certificate.chain   ... or both inline (PEM text), as Kafka allows
     ssl.keystore.key
-    ssl.key.password                 the private key's password, if it is encrypted
-    ssl.truststore.type              PEM or PKCS12
-    ssl.truststore.location          PEM (or PKCS12) file of CA certificates trusted for peers
-    ssl.truststore.password          the PKCS12 truststore's password (none: no integrity check)
+    ssl.key.password                 the private key's password, if it is encrypted (PEM, JKS)
+    ssl.truststore.type              PEM, PKCS12 or JKS
+    ssl.truststore.location          PEM (or PKCS12, JKS) file of CA certificates trusted for
+                                     peers (a JKS store: its trusted certificates and its
+                                     keys' certificates, as Java's trust manager takes them)
+    ssl.truststore.password          the PKCS12 / JKS truststore's password (none: no
+                                     integrity check)
     ssl.truststore.certificates      ... or inline
     ssl.client.auth                  required | requested | none (default none)
     ssl.enabled.protocols            TLSv1.2,TLSv1.3 (default; nothing older is offered)
@@ -38,6 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from wirebroker.config import BrokerConfig, ConfigError
+from wirebroker.security import jks
 from wirebroker.security.session import ANONYMOUS
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -83,33 +89,55 @@ def _pem_files(chain: str, key: str) -> Iterator[tuple[str, str]]:
 
 def _store_type(config: BrokerConfig, listener: str, key: str) -> str:
     kind = (listener_setting(config, listener, key) or "PEM").strip().upper()
-    if kind not in ("PEM", "PKCS12"):
+    if kind not in ("PEM", "PKCS12", "JKS"):
         raise ConfigError(
-            f"{key}={kind}: only PEM and PKCS12 stores are supported (convert a JKS store with "
-            "keytool -importkeystore -deststoretype PKCS12)"
+            f"{key}={kind}: only PEM, PKCS12 and JKS stores are supported (convert another "
+            "with keytool -importkeystore -deststoretype PKCS12)"
         )
     return kind
 
 
-def _pkcs12(config: BrokerConfig, listener: str, store: str) -> tuple[str, str]:
-    """A PKCS12 keystore or truststore (`store`) as PEM text: (certificates, private key or
-    "")."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
+def _store(config: BrokerConfig, listener: str, store: str, kind: str) -> tuple[str, str]:
+    """A PKCS12 or JKS (`kind`) keystore or truststore (`store`) as PEM text: (certificates,
+    private key or ""). A JKS store that holds PKCS12 is read as PKCS12 (Java's JKS keystore
+    reads both)."""
     location = listener_setting(config, listener, f"ssl.{store}.location")
     if not location:
         raise ConfigError(
-            f"listener {listener}: ssl.{store}.type=PKCS12 needs ssl.{store}.location"
+            f"listener {listener}: ssl.{store}.type={kind} needs ssl.{store}.location"
         )
     password = listener_setting(config, listener, f"ssl.{store}.password")
     try:
         data = Path(location).expanduser().read_bytes()
-        key, cert, extra = pkcs12.load_key_and_certificates(
-            data, password.encode() if password else None
-        )
+        if kind == "JKS" and jks.is_jks(data):
+            key_password = None
+            if store == "keystore":
+                key_password = listener_setting(config, listener, "ssl.key.password")
+            return _jks_pem(jks.load(data, password, key_password), store)
+        return _pkcs12_pem(data, password)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"listener {listener}: cannot load the PKCS12 {store}: {exc}") from exc
+        raise ConfigError(f"listener {listener}: cannot load the {kind} {store}: {exc}") from exc
+
+
+def _jks_pem(found: jks.JksStore, store: str) -> tuple[str, str]:
+    """A keystore: its first key entry and chain; a truststore: every trusted certificate
+    and every key entry's own certificate."""
+    if store == "keystore":
+        if not found.keys:
+            return "", ""
+        entry = found.keys[0]
+        return jks.pem_certs(entry.chain), jks.pem_key(entry.pkcs8)
+    ders = [c.cert for c in found.certs] + [k.chain[0] for k in found.keys if k.chain]
+    return jks.pem_certs(ders), ""
+
+
+def _pkcs12_pem(data: bytes, password: str | None) -> tuple[str, str]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key, cert, extra = pkcs12.load_key_and_certificates(
+        data, password.encode() if password else None
+    )
     pem = serialization.Encoding.PEM
     certs = "".join(c.public_bytes(pem).decode() for c in [*([cert] if cert else []), *extra])
     key_pem = ""
@@ -120,10 +148,12 @@ def _pkcs12(config: BrokerConfig, listener: str, store: str) -> tuple[str, str]:
     return certs, key_pem
 
 
-def _load_pkcs12_keystore(ctx: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
-    certs, key_pem = _pkcs12(config, listener, "keystore")
+def _load_store_keystore(
+    ctx: ssl.SSLContext, config: BrokerConfig, listener: str, kind: str
+) -> None:
+    certs, key_pem = _store(config, listener, "keystore", kind)
     if not key_pem or not certs:
-        raise ConfigError(f"listener {listener}: the PKCS12 keystore holds no private key")
+        raise ConfigError(f"listener {listener}: the {kind} keystore holds no private key")
     try:
         with _pem_files(certs, key_pem) as (chain_path, key_path):
             ctx.load_cert_chain(chain_path, key_path)
@@ -134,8 +164,9 @@ def _load_pkcs12_keystore(ctx: ssl.SSLContext, config: BrokerConfig, listener: s
 def _load_keystore(
     ctx: ssl.SSLContext, config: BrokerConfig, listener: str, required: bool
 ) -> bool:
-    if _store_type(config, listener, "ssl.keystore.type") == "PKCS12":
-        _load_pkcs12_keystore(ctx, config, listener)
+    kind = _store_type(config, listener, "ssl.keystore.type")
+    if kind != "PEM":
+        _load_store_keystore(ctx, config, listener, kind)
         return True
     location = listener_setting(config, listener, "ssl.keystore.location")
     chain = listener_setting(config, listener, "ssl.keystore.certificate.chain")
@@ -160,10 +191,11 @@ def _load_keystore(
 
 
 def _load_truststore(ctx: ssl.SSLContext, config: BrokerConfig, listener: str) -> bool:
-    if _store_type(config, listener, "ssl.truststore.type") == "PKCS12":
-        certs, _ = _pkcs12(config, listener, "truststore")
+    kind = _store_type(config, listener, "ssl.truststore.type")
+    if kind != "PEM":
+        certs, _ = _store(config, listener, "truststore", kind)
         if not certs:
-            raise ConfigError(f"listener {listener}: the PKCS12 truststore holds no certificate")
+            raise ConfigError(f"listener {listener}: the {kind} truststore holds no certificate")
         try:
             ctx.load_verify_locations(cadata=certs)
         except ssl.SSLError as exc:

@@ -98,5 +98,5 @@ def test_wrong_passwords_and_a_truststore_as_keystore_are_refused(stores: Path) 
     as_keystore = _keystore(stores) | {"ssl.keystore.location": str(stores / "truststore.p12")}
     with pytest.raises(ConfigError, match="holds no private key"):
         server_context(BrokerConfig(as_keystore), "SSL")
-    with pytest.raises(ConfigError, match="only PEM and PKCS12"):
-        server_context(BrokerConfig({"ssl.keystore.type": "JKS"}), "SSL")
+    with pytest.raises(ConfigError, match="only PEM, PKCS12 and JKS"):
+        server_context(BrokerConfig({"ssl.keystore.type": "JCEKS"}), "SSL")

@@ -91,7 +91,9 @@ def test_inline_keystore_and_tls13_only(certs: Path) -> None:
 def test_bad_settings_are_config_errors(certs: Path) -> None:
     with pytest.raises(ConfigError, match=r"needs ssl\.keystore\.location"):
         server_context(BrokerConfig({}), "SSL")
-    with pytest.raises(ConfigError, match="only PEM and PKCS12"):
+    with pytest.raises(ConfigError, match="only PEM, PKCS12 and JKS"):
+        server_context(BrokerConfig({"ssl.keystore.type": "BKS"}), "SSL")
+    with pytest.raises(ConfigError, match=r"ssl\.keystore\.type=JKS needs ssl\.keystore\.location"):
         server_context(BrokerConfig({"ssl.keystore.type": "JKS"}), "SSL")
     with pytest.raises(ConfigError, match=r"TLSv1\.1"):
         server_context(BrokerConfig({"ssl.enabled.protocols": "TLSv1.1"}), "SSL")

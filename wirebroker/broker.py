@@ -95,6 +95,7 @@ from wirebroker.cluster.local_cluster import LocalCluster
 from wirebroker.cluster.zk_acls import ZkAcls
 from wirebroker.cluster.zk_broker_configs import ZkBrokerConfigs
 from wirebroker.cluster.zk_client_quotas import ZkClientQuotas
+from wirebroker.cluster.zk_group_configs import ZkGroupConfigs
 from wirebroker.cluster.zk_member import ClusterMember, resolve_cluster_id
 from wirebroker.cluster.zk_producer_ids import ZkProducerIdBlocks
 from wirebroker.cluster.zk_scram_users import ZkScramUsers
@@ -112,6 +113,7 @@ from wirebroker.handlers.registry import load_handlers
 from wirebroker.log.dir_lock import LogDirLocks
 from wirebroker.log.fs import FileSystem, OsFileSystem
 from wirebroker.log.log_manager import LogManager
+from wirebroker.metadata.group_config_store import GroupConfigs, LocalGroupConfigs
 from wirebroker.metadata.topic_admin import TopicAdmin
 from wirebroker.metadata.topic_store import (
     TopicStore,
@@ -332,6 +334,7 @@ class Broker:
             authorizer=_authorizer(self, config),
             fetch_sessions=FetchSessions.from_config(config),
             quota_configs=(quota_configs := _quota_configs(self)),
+            group_configs=_group_configs(self),
             client_quotas=ClientQuotas(
                 quota_configs.quotas,
                 samples=config.get_int("quota.window.num"),
@@ -537,6 +540,7 @@ class Broker:
                     if isinstance(self.services.authorizer, ZkAcls):
                         await nursery.start(self.services.authorizer.run)  # before any request
                     await nursery.start(self.services.quota_configs.run)
+                    await nursery.start(self.services.group_configs.run)
                     self.server.start_serving()  # registered, the cluster mirrored
                     task_status.started(self.bound)
                     with trio.CancelScope() as background:
@@ -555,6 +559,7 @@ class Broker:
                     if isinstance(self.services.authorizer, ZkAcls):
                         self.services.authorizer.close()
                     self.services.quota_configs.close()
+                    self.services.group_configs.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
                     self.server.shutdown()
@@ -732,6 +737,15 @@ def _connection_rates(broker: Broker, config: BrokerConfig) -> ConnectionRates:
         listener_rates=listener_rates,
         protected=broker.endpoints.inter_broker.name,
     )
+
+
+def _group_configs(broker: Broker) -> GroupConfigs:
+    """The GROUP config resource's overrides (wirebroker.cluster.zk_group_configs): in
+    ZooKeeper (a single broker's in-process one, kept in its topic store), else in memory."""
+    if broker.coordination is None:
+        return LocalGroupConfigs()
+    store = broker.topics if broker.local_cluster is not None else None
+    return ZkGroupConfigs(broker.coordination, store=store)
 
 
 def _quota_configs(broker: Broker) -> QuotaConfigs:

@@ -331,6 +331,75 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("group.min.session.timeout.ms", _T.INT, "6000", ""),
         ConfigDef("group.max.session.timeout.ms", _T.INT, "1800000", ""),
         ConfigDef("group.max.size", _T.INT, str(INT_MAX), "", minimum=1),
+        # KIP-848 / KIP-932 / KIP-1071 group settings: the GROUP config resource's defaults
+        # and bounds (wirebroker.metadata.group_configs)
+        ConfigDef(
+            "group.consumer.session.timeout.ms", _T.INT, "45000", "", minimum=1, read_only=True
+        ),
+        ConfigDef("group.consumer.min.session.timeout.ms", _T.INT, "45000", "", read_only=True),
+        ConfigDef("group.consumer.max.session.timeout.ms", _T.INT, "60000", "", read_only=True),
+        ConfigDef(
+            "group.consumer.heartbeat.interval.ms", _T.INT, "5000", "", minimum=1, read_only=True
+        ),
+        ConfigDef("group.consumer.min.heartbeat.interval.ms", _T.INT, "5000", "", read_only=True),
+        ConfigDef("group.consumer.max.heartbeat.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef("group.consumer.assignment.interval.ms", _T.INT, "1000", "", minimum=0),
+        ConfigDef("group.consumer.min.assignment.interval.ms", _T.INT, "0", "", read_only=True),
+        ConfigDef("group.consumer.max.assignment.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef("group.share.session.timeout.ms", _T.INT, "45000", "", minimum=1, read_only=True),
+        ConfigDef("group.share.min.session.timeout.ms", _T.INT, "45000", "", read_only=True),
+        ConfigDef("group.share.max.session.timeout.ms", _T.INT, "60000", "", read_only=True),
+        ConfigDef(
+            "group.share.heartbeat.interval.ms", _T.INT, "5000", "", minimum=1, read_only=True
+        ),
+        ConfigDef("group.share.min.heartbeat.interval.ms", _T.INT, "5000", "", read_only=True),
+        ConfigDef("group.share.max.heartbeat.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef(
+            "group.share.record.lock.duration.ms", _T.INT, "30000", "", minimum=1000, read_only=True
+        ),
+        ConfigDef("group.share.min.record.lock.duration.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef("group.share.max.record.lock.duration.ms", _T.INT, "60000", "", read_only=True),
+        ConfigDef("group.share.delivery.count.limit", _T.INT, "5", "", minimum=2, read_only=True),
+        ConfigDef("group.share.min.delivery.count.limit", _T.INT, "2", "", read_only=True),
+        ConfigDef("group.share.max.delivery.count.limit", _T.INT, "10", "", read_only=True),
+        ConfigDef(
+            "group.share.partition.max.record.locks",
+            _T.INT,
+            "2000",
+            "",
+            minimum=100,
+            read_only=True,
+        ),
+        ConfigDef("group.share.min.partition.max.record.locks", _T.INT, "100", "", read_only=True),
+        ConfigDef("group.share.max.partition.max.record.locks", _T.INT, "4000", "", read_only=True),
+        ConfigDef("group.share.assignment.interval.ms", _T.INT, "1000", "", minimum=0),
+        ConfigDef("group.share.min.assignment.interval.ms", _T.INT, "0", "", read_only=True),
+        ConfigDef("group.share.max.assignment.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef(
+            "group.streams.session.timeout.ms", _T.INT, "45000", "", minimum=1, read_only=True
+        ),
+        ConfigDef("group.streams.min.session.timeout.ms", _T.INT, "45000", "", read_only=True),
+        ConfigDef("group.streams.max.session.timeout.ms", _T.INT, "60000", "", read_only=True),
+        ConfigDef(
+            "group.streams.heartbeat.interval.ms", _T.INT, "5000", "", minimum=1, read_only=True
+        ),
+        ConfigDef("group.streams.min.heartbeat.interval.ms", _T.INT, "5000", "", read_only=True),
+        ConfigDef("group.streams.max.heartbeat.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef("group.streams.num.standby.replicas", _T.INT, "0", "", minimum=0, read_only=True),
+        ConfigDef("group.streams.max.standby.replicas", _T.INT, "2", "", read_only=True),
+        ConfigDef(
+            "group.streams.initial.rebalance.delay.ms",
+            _T.INT,
+            "3000",
+            "",
+            minimum=0,
+            read_only=True,
+        ),
+        ConfigDef("group.streams.assignment.interval.ms", _T.INT, "1000", "", minimum=0),
+        ConfigDef("group.streams.min.assignment.interval.ms", _T.INT, "0", "", read_only=True),
+        ConfigDef("group.streams.max.assignment.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef("group.streams.assignors", _T.LIST, "sticky", "", read_only=True),
+        ConfigDef("group.streams.rack.aware.assignment.tags", _T.LIST, "", "", read_only=True),
         ConfigDef("offsets.retention.check.interval.ms", _T.LONG, "600000", "", minimum=1),
         ConfigDef("offset.metadata.max.bytes", _T.INT, "4096", ""),
         ConfigDef(

@@ -31,6 +31,8 @@ fails the start)::
     /config/clients/<id>, /config/users/<user>/clients/<id>, /config/ips/<ip>
                                                   the store's other client quota nodes
                                                   (wirebroker.cluster.zk_client_quotas)
+    /config/groups/<group>                        the store's group config overrides
+                                                  (wirebroker.cluster.zk_group_configs)
 
 So the member finds every topic with a leader and the controller finds nothing to elect:
 nothing is created, nothing is re-elected, and the leader epoch of every partition is the one
@@ -69,6 +71,7 @@ from typing import TYPE_CHECKING
 
 from wirebroker.cluster import zk_layout as zl
 from wirebroker.cluster.zk_acls import acl_node_parents
+from wirebroker.cluster.zk_group_configs import seed_group_ops
 from wirebroker.cluster.zk_metadata_cache import mirrored_info
 from wirebroker.coordination.api import Create, Op
 from wirebroker.coordination.memory import MemoryCoordination, MemoryZooKeeper
@@ -108,6 +111,7 @@ def seed_ops(
     user_configs: Mapping[str, Mapping[str, str]] | None = None,
     acl_nodes: Mapping[str, str] | None = None,
     quota_configs: Mapping[str, Mapping[str, str]] | None = None,
+    group_configs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Iterator[Op]:
     """The creates of the tree described in the module docstring, parents first (made as
     they are consumed). `epoch_of(topic, partition)`: the latest leader epoch of the
@@ -130,6 +134,7 @@ def seed_ops(
             yield Create(path, data.encode())
     if quota_configs:
         yield from _quota_seed_ops(quota_configs, set(user_configs or ()))
+    yield from seed_group_ops(group_configs or {})
     yield Create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(0))
     states: dict[int, bytes] = {}  # leader epoch -> state document (they only differ by it)
     for info in topics:
@@ -200,6 +205,7 @@ class LocalCluster:
             store.user_configs(),
             store.acl_nodes(),
             store.quota_configs(),
+            store.group_configs(),
         )
         # In bounded transactions, made as they go: all at once would keep every op and undo
         # record alive together, long enough for the garbage collector to walk them again

@@ -68,6 +68,7 @@ __all__ = [
     "CLUSTER_ID",
     "CONFIG_BROKERS",
     "CONFIG_CHANGES",
+    "CONFIG_GROUPS",
     "CONFIG_TOPICS",
     "CONFIG_USERS",
     "CONTROLLED_SHUTDOWN",
@@ -87,6 +88,7 @@ __all__ = [
     "decode_cluster_id",
     "decode_controller",
     "decode_controller_epoch",
+    "decode_group_config",
     "decode_partition_state",
     "decode_preferred_election",
     "decode_topic",
@@ -99,10 +101,12 @@ __all__ = [
     "encode_controller",
     "encode_controller_epoch",
     "encode_entity_change",
+    "encode_group_config",
     "encode_partition_state",
     "encode_preferred_election",
     "encode_topic",
     "encode_topic_config",
+    "group_config_path",
     "partition_path",
     "partitions_path",
     "sanitize_user",
@@ -122,6 +126,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_USERS = "/config/users"
+CONFIG_GROUPS = "/config/groups"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 UNCLEAN_LEADER_ELECTION = "/wirebroker/unclean_leader_election"
@@ -482,6 +487,27 @@ def desanitize_user(name: str) -> str:
 
 def user_config_path(user: str) -> str:
     return f"{CONFIG_USERS}/{sanitize_user(user)}"
+
+
+# -- /config/groups/<group> (KIP-848 group configs) ---------------------------------------------
+def group_config_path(group: str) -> str:
+    """A group's config node (its name sanitized as a user's: "/" never splits the path)."""
+    return f"{CONFIG_GROUPS}/{sanitize_user(group)}"
+
+
+def encode_group_config(configs: Mapping[str, str]) -> bytes:
+    return encode_topic_config(configs)
+
+
+def decode_group_config(path: str, data: bytes | None) -> dict[str, str]:
+    """A group config node's configs ({} for an empty node); LayoutError when malformed."""
+    if not data:
+        return {}
+    obj = _load(data, path)
+    config = obj.get("config") or {}
+    if not isinstance(config, dict):
+        raise LayoutError(f"{path}: config must be an object")
+    return {str(k): str(v) for k, v in config.items()}
 
 
 # -- /admin/preferred_replica_election ----------------------------------------------------------

@@ -21,9 +21,13 @@ ConfigurationControlManager.legacyAlterConfigs and its validator):
                                   refused as Kafka refuses them (wirebroker.handlers.
                                   _broker_configs); applied to the running broker(s) before
                                   the answer (wirebroker.dynamic_configs).
+    GROUP (32)                    the configs given replace all the group's overrides
+                                  (wirebroker.handlers._group_configs; Kafka's checks and
+                                  texts); empty name: INVALID_REQUEST "Default group resources
+                                  are not allowed."
     any other type                INVALID_REQUEST "Unknown resource type 8" (legacy
-                                  AlterConfigs never served BROKER_LOGGER; GROUP and
-                                  CLIENT_METRICS configs do not exist in wirebroker)
+                                  AlterConfigs never served BROKER_LOGGER; CLIENT_METRICS
+                                  configs do not exist in wirebroker)
 
 `validate_only` checks everything and changes nothing. Applied topic configs take effect on
 the live logs at once (TopicAdmin.alter_topic_configs). Results: `error_code`,
@@ -42,6 +46,7 @@ from wirebroker.handlers import _authz
 from wirebroker.handlers._broker_configs import legacy_compute
 from wirebroker.handlers._configs import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ConfigRequestError,
     alter_resources,
@@ -52,6 +57,8 @@ from wirebroker.handlers._configs import (
     settle_topic_changes,
     update_broker_configs,
 )
+from wirebroker.handlers._group_configs import alter_group_configs, check_group_name
+from wirebroker.handlers._group_configs import legacy_compute as group_legacy_compute
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -75,6 +82,13 @@ async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_o
             services.config, {c["name"]: str(c["value"]) for c in configs}, name == ""
         )
         await update_broker_configs(services, name, compute, validate_only)
+        return
+    if rtype == RESOURCE_GROUP:
+        name = check_group_name(resource["resource_name"])
+        compute = group_legacy_compute(
+            services.config, {c["name"]: str(c["value"]) for c in configs}
+        )
+        await alter_group_configs(services, name, compute, validate_only)
         return
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")

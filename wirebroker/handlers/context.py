@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wirebroker.handlers.stats import RequestStats
+from wirebroker.metadata.group_config_store import GroupConfigs, LocalGroupConfigs
 from wirebroker.replication.fetch_sessions import FetchSessions
 from wirebroker.security.acls import Authorizer, NoAuthorizer
 from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
@@ -95,6 +96,9 @@ class Services:
     #: client quota configs (wirebroker.security.client_quotas): Describe/AlterClientQuotas
     #: (the broker's are in ZooKeeper: cluster/zk_client_quotas.py; default: in memory)
     quota_configs: QuotaConfigs = field(default_factory=LocalQuotaConfigs)
+    #: the GROUP config resource's overrides (wirebroker.metadata.group_config_store; the
+    #: broker's are in ZooKeeper: cluster/zk_group_configs.py; default: in memory)
+    group_configs: GroupConfigs = field(default_factory=LocalGroupConfigs)
     #: client quota enforcement over `quota_configs.quotas` (security/quota_manager.py; the
     #: Dispatcher records and answers throttle times; the broker builds it over the same store)
     client_quotas: ClientQuotas | None = None

@@ -12,17 +12,21 @@ computed by `wirebroker.handlers._configs`, whose docstring gives the rules):
     BROKER_LOGGER (8)  name = this node id: every logger with its level; "" : INVALID_REQUEST
                        "Broker id must not be empty"; another id: "Unexpected broker id,
                        expected 0 but received 5"
-    CLIENT_METRICS (16), GROUP (32)
-                       INVALID_REQUEST "Unsupported resource type: GROUP" (Kafka serves them;
-                       wirebroker has neither client-metrics subscriptions nor group configs)
+    GROUP (32)         any name, an existing group or not: every group config, the group's
+                       overrides with source DYNAMIC_GROUP_CONFIG (8), in Kafka's order (not
+                       sorted; wirebroker.handlers._group_configs); "": INVALID_REQUEST
+                       "Group name must not be empty"
+    CLIENT_METRICS (16)
+                       INVALID_REQUEST "Unsupported resource type: CLIENT_METRICS" (Kafka
+                       serves them; wirebroker has no client-metrics subscriptions)
     any other type     Kafka fails the whole request: every resource gets INVALID_REQUEST
                        with Kafka's generic message
 
 `configuration_keys` null or empty: every config; else only those named (unknown names are
 left out silently). `include_synonyms` adds the synonyms, `include_documentation` (v3+) the
-doc string; `config_type` is sent from v3. Entries are sorted by name. A result's
-error_message is Kafka's text of its error, "" when there is none (success, or an error such as
-UNKNOWN_TOPIC_OR_PARTITION that Kafka sends without a message).
+doc string; `config_type` is sent from v3. Entries are sorted by name (a group's: in Kafka's
+order). A result's error_message is Kafka's text of its error, "" when there is none (success,
+or an error such as UNKNOWN_TOPIC_OR_PARTITION that Kafka sends without a message).
 
 Skipped: authorization (everything is describable), throttling (throttle_time_ms 0).
 """
@@ -40,6 +44,7 @@ from wirebroker.handlers._configs import (
     KNOWN_RESOURCE_TYPES,
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     RESOURCE_TYPE_NAMES,
     ConfigEntry,
@@ -50,6 +55,7 @@ from wirebroker.handlers._configs import (
     describe_topic_configs,
     filter_entries,
 )
+from wirebroker.handlers._group_configs import describe_group_configs
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 from wirebroker.metadata.names import validate_topic_name
@@ -83,6 +89,8 @@ def _entries(ctx: RequestContext, resource: DescribeConfigsResource) -> list[Con
     if rtype == RESOURCE_BROKER_LOGGER:
         check_broker_resource_name(name, services.node_id, allow_empty=False, describe=True)
         return describe_loggers()
+    if rtype == RESOURCE_GROUP:
+        return describe_group_configs(services, name)
     raise ConfigRequestError(
         ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {RESOURCE_TYPE_NAMES[rtype]}"
     )

@@ -31,8 +31,13 @@ ConfigurationControlManager.incrementalAlterConfigs and its validator):
                                   for "root"); Python loggers stand in for log4j's. APPEND /
                                   SUBTRACT: INVALID_REQUEST. Unknown logger: INVALID_CONFIG
                                   "Logger x does not exist!".
-    GROUP (32), CLIENT_METRICS (16), other types
-                                  INVALID_REQUEST "Unknown resource type 32" (wirebroker has no
+    GROUP (32)                    a group's config overrides (wirebroker.handlers.
+                                  _group_configs): SET / DELETE, then the result is checked
+                                  (INVALID_CONFIG, Kafka's texts); APPEND / SUBTRACT refused;
+                                  empty name: INVALID_REQUEST "Default group resources are not
+                                  allowed."; applied on this broker before the answer.
+    CLIENT_METRICS (16), other types
+                                  INVALID_REQUEST "Unknown resource type 16" (wirebroker has no
                                   such configs; Kafka answers unknown types with
                                   UNSUPPORTED_VERSION once past its broker-side checks, which
                                   already refuse them with this message)
@@ -54,6 +59,7 @@ from wirebroker.handlers._broker_configs import incremental_compute
 from wirebroker.handlers._configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ConfigRequestError,
     alter_loggers,
@@ -66,6 +72,8 @@ from wirebroker.handlers._configs import (
     settle_topic_changes,
     update_broker_configs,
 )
+from wirebroker.handlers._group_configs import alter_group_configs, check_group_name
+from wirebroker.handlers._group_configs import incremental_compute as group_incremental_compute
 from wirebroker.handlers.context import RequestContext
 from wirebroker.handlers.registry import handler
 
@@ -92,6 +100,11 @@ async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_o
         check_broker_resource_name(name, services.node_id, allow_empty=True, describe=False)
         compute = incremental_compute(services.config, ops, name == "")
         await update_broker_configs(services, name, compute, validate_only)
+        return
+    if rtype == RESOURCE_GROUP:
+        name = check_group_name(name)
+        compute = group_incremental_compute(services.config, ops)
+        await alter_group_configs(services, name, compute, validate_only)
         return
     if rtype != RESOURCE_TOPIC:
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")

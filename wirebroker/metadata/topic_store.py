@@ -14,7 +14,8 @@ it ends in `.json`)::
      "broker_configs": {"<default>": {"log.retention.ms": "1000"}, "0": {...}},
      "user_configs": {"alice": {"SCRAM-SHA-256": "salt=..,stored_key=..,..."}},
      "acl_nodes": {"/kafka-acl/Topic/t": "{\"version\":1,\"acls\":[...]}"},
-     "quota_configs": {"clients/app-1": {"producer_byte_rate": "102400"}}}
+     "quota_configs": {"clients/app-1": {"producer_byte_rate": "102400"}},
+     "group_configs": {"g1": {"consumer.session.timeout.ms": "50000"}}}
 
 `broker_configs` (absent when none are set) holds a single broker's dynamic broker configs
 (wirebroker.dynamic_configs): the cluster default and this broker's, by ZooKeeper entity name.
@@ -26,6 +27,8 @@ ZooKeeper holds them (wirebroker.cluster.zk_acls).
 `quota_configs` (absent when none are set): the other client quota entities' nodes, by their
 path under `/config` (`clients/<id>`, `users/<user>/clients/<id>`, `ips/<ip>`, names
 sanitized, `<default>` the default; wirebroker.cluster.zk_client_quotas).
+`group_configs` (absent when none are set): a single broker's group config overrides by group
+name (`/config/groups/<group>`; wirebroker.cluster.zk_group_configs).
 
 Every mutation rewrites the whole document atomically before returning
 (`wirebroker.log.fs.write_file_atomic` through the `FileSystem` seam): write `<file>.tmp`,
@@ -281,6 +284,7 @@ class TopicStore:
         self._user_configs: dict[str, dict[str, str]] = {}
         self._acl_nodes: dict[str, str] = {}
         self._quota_configs: dict[str, dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
 
@@ -339,6 +343,10 @@ class TopicStore:
                 str(path): {str(k): str(v) for k, v in configs.items()}
                 for path, configs in doc.get("quota_configs", {}).items()
             }
+            group_configs = {
+                str(group): {str(k): str(v) for k, v in configs.items()}
+                for group, configs in doc.get("group_configs", {}).items()
+            }
         except TopicStoreError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -353,6 +361,7 @@ class TopicStore:
         store._user_configs = user_configs
         store._acl_nodes = acl_nodes
         store._quota_configs = quota_configs
+        store._group_configs = group_configs
         return store
 
     # -- reads ------------------------------------------------------------------------------
@@ -392,6 +401,10 @@ class TopicStore:
         """The client quota nodes kept here other than users' (path under /config -> configs)."""
         return {path: dict(configs) for path, configs in self._quota_configs.items()}
 
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        """The group config overrides kept here: group name -> configs."""
+        return {group: dict(configs) for group, configs in self._group_configs.items()}
+
     # -- mutations (durable on return) ---------------------------------------------------------
     def set_acl_nodes(self, nodes: Mapping[str, str]) -> None:
         """Replace the ACL znodes kept here (written only when they changed)."""
@@ -416,6 +429,10 @@ class TopicStore:
     def set_quota_configs(self, path: str, configs: Mapping[str, str]) -> None:
         """Replace one client quota node's configs (an empty mapping removes it)."""
         self._set_configs(self._quota_configs, path, configs)
+
+    def set_group_configs(self, group: str, configs: Mapping[str, str]) -> None:
+        """Replace one group's config overrides (an empty mapping removes the group)."""
+        self._set_configs(self._group_configs, group, configs)
 
     def _set_configs(
         self, table: dict[str, dict[str, str]], key: str, configs: Mapping[str, str]
@@ -501,5 +518,7 @@ class TopicStore:
             doc["acl_nodes"] = self._acl_nodes
         if self._quota_configs:
             doc["quota_configs"] = self._quota_configs
+        if self._group_configs:
+            doc["group_configs"] = self._group_configs
         data = json.dumps(doc, indent=1, sort_keys=True).encode("utf-8")
         write_file_atomic(self.fs, self.path, data)

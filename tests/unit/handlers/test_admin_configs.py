@@ -27,7 +27,7 @@ from wirebroker.metadata.errors import InvalidConfigError
 DESCRIBE = ApiKey.DESCRIBE_CONFIGS
 ALTER = ApiKey.ALTER_CONFIGS
 INCREMENTAL = ApiKey.INCREMENTAL_ALTER_CONFIGS
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -266,8 +266,11 @@ async def test_describe_broker_logger_documentation_is_empty(call, docs):
 
 
 async def test_describe_unsupported_and_unknown_types(call):
-    group = await describe(call, GROUP, "g")
-    assert group.error_code == ErrorCode.INVALID_REQUEST
+    metrics = await describe(call, CLIENT_METRICS, "m")
+    assert (metrics.error_code, metrics.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Unsupported resource type: CLIENT_METRICS",
+    )
     resp = await call(
         DESCRIBE,
         4,
@@ -474,8 +477,11 @@ async def test_incremental_broker(call):
     r = await incremental(call, BROKER, "0", [("num.partitions", APPEND, "2")])
     assert r.error_code == ErrorCode.INVALID_CONFIG
     assert r.error_message == "Config value append is not allowed for config key: num.partitions"
-    r = await incremental(call, GROUP, "g", [("x", SET, "1")])
-    assert r.error_code == ErrorCode.INVALID_REQUEST
+    r = await incremental(call, CLIENT_METRICS, "m", [("x", SET, "1")])
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Unknown resource type 16",
+    )
 
 
 async def test_incremental_broker_logger(call):

@@ -8,8 +8,9 @@ The config resources a client may describe, as Kafka 4.1+ lists them (KIP-1142):
                         version does not support fails the whole request with
                         UNSUPPORTED_VERSION and no resources.
     order               Kafka's: GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC
-    GROUP               groups with dynamic group configs: none here (GROUP config resources
-                        are not served, see handlers/_configs.py)
+    GROUP               every group with config overrides (existing as a group or not), by
+                        name (Kafka's order is its hash map's; kafka-configs --entity-type
+                        groups --describe looks a group up here)
     CLIENT_METRICS      client metrics subscriptions (KIP-714): none here
     BROKER_LOGGER,      each live broker's id (a single broker: itself), once per type
     BROKER
@@ -75,6 +76,7 @@ async def handle(
         RESOURCE_BROKER_LOGGER: brokers,
         RESOURCE_BROKER: brokers,
         RESOURCE_TOPIC: [info.name for info in services.cluster.all_topics()],
+        RESOURCE_GROUP: sorted(services.group_configs.all()),
     }
     return {
         "throttle_time_ms": 0,

@@ -169,3 +169,17 @@ async def test_group_configs_need_describe_or_alter_configs_on_the_group() -> No
     assert [(r.error_code, r.error_message) for r in altered.responses] == [
         (ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
     ]
+
+
+async def test_list_config_resources_lists_the_groups_with_overrides(call) -> None:
+    import wirebroker.handlers.list_config_resources  # noqa: F401
+
+    for group in ("zz", "aa", "gone"):
+        r = await incremental(call, GROUP, group, [(SESSION, SET, "50000")])
+        assert r.error_code == ErrorCode.NONE
+    await incremental(call, GROUP, "gone", [(SESSION, DELETE, None)])
+    resp = await call(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": [GROUP]})
+    assert [(r.resource_name, r.resource_type) for r in resp.config_resources] == [
+        ("aa", GROUP),
+        ("zz", GROUP),
+    ]

@@ -423,6 +423,29 @@ def test_quota_set_list_remove(run: Run, bootstrap: str, name: str) -> None:
     }
 
 
+def test_group_configs_and_alter_config(run: Run, bootstrap: str, name: str) -> None:
+    b = ("-b", bootstrap)
+    session = "consumer.session.timeout.ms"
+    done = run.json("group", "alter-config", name, "-s", f"{session}=50000", *b)
+    assert done == {"group": name, "set": {session: "50000"}, "deleted": []}
+    shown = run.json("group", "configs", name, *b)
+    assert shown == {
+        "group": name,
+        "configs": {session: {"value": "50000", "source": "DYNAMIC_GROUP_CONFIG"}},
+    }
+    every = run.json("group", "configs", name, "--all-configs", *b)["configs"]
+    assert len(every) == 21
+    assert every["share.isolation.level"] == {
+        "value": "read_uncommitted",
+        "source": "DEFAULT_CONFIG",
+    }
+    # the broker's refusals are one-line errors
+    code, _, err = run("group", "alter-config", name, "-s", f"{session}=1", *b)
+    assert code == 1 and "must be in the range 45000 to 60000 inclusive" in one_error_line(err)
+    assert run.json("group", "alter-config", name, "-d", session, *b)["deleted"] == [session]
+    assert run.json("group", "configs", name, *b)["configs"] == {}
+
+
 def test_cluster_info(run: Run, bootstrap: str) -> None:
     doc = run.json("cluster", "info", "-b", bootstrap)
     host, port = bootstrap.rsplit(":", 1)

@@ -2,7 +2,7 @@
 
     wirebroker topic create|list|describe|delete|alter-config|add-partitions ...
     wirebroker produce TOPIC / consume TOPIC
-    wirebroker group list|describe|reset-offsets|delete ...
+    wirebroker group list|describe|reset-offsets|delete|configs|alter-config ...
     wirebroker cluster info
     wirebroker user list|scram-set|scram-delete ...
     wirebroker acl list|add|remove ...
@@ -25,10 +25,10 @@ Logs of the client library are silenced unless `--debug`.
 
 Layout: this module only builds the argparse subcommands (cheap: nothing heavy is imported, so
 `wirebroker serve` starts as fast as before); `run()` imports the implementing module
-(`topic`, `records`, `group`, `user`, `acl`, `quota`, `info`, `data`, `dump_log`) when the
-command runs, and those import kafka-python and rich. `_kafka` holds the client plumbing
-(bootstrap, `--command-config`, error text), `_output` the table/JSON rendering, `CliError`
-the one-line failure.
+(`topic`, `records`, `group`, `group_config`, `user`, `acl`, `quota`, `info`, `data`,
+`dump_log`) when the command runs, and those import kafka-python and rich. `_kafka` holds the
+client plumbing (bootstrap, `--command-config`, error text), `_output` the table/JSON rendering,
+`CliError` the one-line failure.
 """
 
 from __future__ import annotations
@@ -463,6 +463,43 @@ def _add_group(commands: _Subparsers, client: argparse.ArgumentParser) -> None:
     delete = sub.add_parser("delete", parents=[client], help="delete groups (must be empty)")
     delete.add_argument("groups", nargs="+", metavar="GROUP")
     delete.set_defaults(handler="group:delete")
+    _add_group_configs(sub, client)
+
+
+def _add_group_configs(sub: _Subparsers, client: argparse.ArgumentParser) -> None:
+    """`group configs` and `group alter-config` (the GROUP config resource, KIP-848)."""
+    configs = sub.add_parser(
+        "configs",
+        parents=[client],
+        help="a group's configs (as kafka-configs --entity-type groups)",
+    )
+    configs.add_argument("group", metavar="GROUP")
+    configs.add_argument(
+        "--all-configs",
+        action="store_true",
+        help="every group config, defaults included (default: the ones set on the group)",
+    )
+    configs.set_defaults(handler="group_config:configs")
+    alter = sub.add_parser("alter-config", parents=[client], help="set or remove a group's configs")
+    alter.add_argument("group", metavar="GROUP")
+    alter.add_argument(
+        "-s",
+        "--set",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config (repeatable), e.g. -s consumer.session.timeout.ms=50000",
+    )
+    alter.add_argument(
+        "-d",
+        "--delete",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="remove a config, back to the broker default (repeatable)",
+    )
+    alter.set_defaults(handler="group_config:alter_config")
 
 
 def _add_user(commands: _Subparsers, client: argparse.ArgumentParser) -> None:

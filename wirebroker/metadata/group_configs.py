@@ -32,10 +32,11 @@ INVALID_CONFIG), in this order:
        must be greater than h"; unreachable with Kafka's default bounds, text as Kafka 3.9's).
 
 Describe (`describe`): value = the override when the group sets it (source
-DYNAMIC_GROUP_CONFIG 8, synonyms [the override, the broker default]), else the broker's
-effective value with the broker's source (DEFAULT_CONFIG 5 unless set in server.properties or
-dynamically); values normalised as Kafka prints them (ints without spaces, booleans lower case).
-read_only false, never sensitive.
+DYNAMIC_GROUP_CONFIG 8), else the broker's effective value with the broker's source
+(DEFAULT_CONFIG 5 unless set in server.properties or dynamically); synonyms: the override, then
+the broker config in every layer that sets it (dynamic per broker, cluster default, static),
+then its built-in default; values normalised as Kafka prints them (ints without spaces,
+booleans lower case). read_only false, never sensitive.
 """
 
 from __future__ import annotations
@@ -475,13 +476,30 @@ def describe(config: BrokerConfig, overrides: Mapping[str, str]) -> list[GroupSe
     out = []
     for name, d in GROUP_CONFIGS.items():
         default, default_source = broker_default(config, d)
-        synonyms = [(d.broker_key or name, default, int(default_source))]
+        synonyms = _broker_synonyms(config, d)
         if name in overrides:
             value, source = normalize(name, overrides[name]), DYNAMIC_GROUP_CONFIG
             synonyms.insert(0, (name, value, source))
         else:
             value, source = default, int(default_source)
         out.append(GroupSetting(name, value, source, d.type, d.doc, tuple(synonyms)))
+    return out
+
+
+def _broker_synonyms(config: BrokerConfig, d: GroupConfigDef) -> list[tuple[str, str, int]]:
+    """The default's synonyms: the broker config in every layer that sets it (this broker's
+    dynamic, the cluster default, server.properties), then its built-in default."""
+    if d.broker_key is None:
+        return [(d.name, d.default or "", int(ConfigSource.DEFAULT_CONFIG))]
+    key = d.broker_key
+    out = [
+        (key, normalize(d.name, layer[key]), int(source))
+        for source, layer in config.layers()
+        if layer.get(key) is not None
+    ]
+    bd = BROKER_CONFIGS.get(key)
+    if bd is not None and bd.default is not None:
+        out.append((key, bd.default, int(ConfigSource.DEFAULT_CONFIG)))
     return out
 
 

@@ -129,6 +129,20 @@ def test_a_broker_setting_is_the_default_with_its_source() -> None:
     assert (hb.value, hb.source) == ("6000", ConfigSource.STATIC_BROKER_CONFIG)
     assert hb.synonyms == (
         ("group.consumer.heartbeat.interval.ms", "6000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("group.consumer.heartbeat.interval.ms", "5000", ConfigSource.DEFAULT_CONFIG),
+    )
+    # a dynamic cluster default (Kafka 4.4: the assignment intervals are dynamic broker configs)
+    config.set_dynamic(default={"group.consumer.assignment.interval.ms": "2000"})
+    overrides = {"consumer.assignment.interval.ms": "3000"}
+    (interval,) = [s for s in describe(config, overrides) if s.name.startswith("consumer.assign")]
+    assert interval.synonyms == (
+        ("consumer.assignment.interval.ms", "3000", DYNAMIC_GROUP_CONFIG),
+        (
+            "group.consumer.assignment.interval.ms",
+            "2000",
+            ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ),
+        ("group.consumer.assignment.interval.ms", "1000", ConfigSource.DEFAULT_CONFIG),
     )
 
 

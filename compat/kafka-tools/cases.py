@@ -42,6 +42,7 @@ CASES = [
     Case("kafka-configs.topic", tp.configs_topic),
     Case("kafka-configs.broker_describe", tp.configs_broker_describe),
     Case("kafka-configs.broker_alter", tp.configs_broker_alter),
+    Case("kafka-configs.groups", tp.configs_groups),
     Case("kafka-consumer-groups.list_describe", gr.groups_list_describe),
     Case("kafka-consumer-groups.reset_offsets", gr.groups_reset_offsets),
     Case("kafka-consumer-groups.delete", gr.groups_delete),

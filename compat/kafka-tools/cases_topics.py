@@ -7,6 +7,7 @@ import re
 
 from target import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     Target,
     config_lines,
     describe_configs,
@@ -256,4 +257,51 @@ def configs_broker_alter(t: Target) -> str:
         f"--alter --add-config {LOGGER_FREE_KEY} for one broker (DYNAMIC_BROKER_CONFIG) and "
         "--entity-default (DYNAMIC_DEFAULT_BROKER_CONFIG; the broker's own value wins), both "
         "read back by DescribeConfigs; --delete-config restores the default"
+    )
+
+
+def configs_groups(t: Target) -> str:
+    """kafka-configs --entity-type groups: KIP-848's group configs."""
+    group = t.name("cfg-group")
+    base = ["--bootstrap-server", t.bootstrap, "--entity-type", "groups", "--entity-name", group]
+    add = "consumer.session.timeout.ms=50000,share.delivery.count.limit=3"
+    done = t.tool("kafka-configs", *base, "--alter", "--add-config", add).expect(0)
+    assert done.lines == [f"Completed updating config for group {group}."], done.out
+    described: dict = {}
+
+    def applied() -> None:
+        with t.wire() as w:
+            described.update(describe_configs(w, RESOURCE_GROUP, group))
+        assert described["consumer.session.timeout.ms"] == ("50000", "DYNAMIC_GROUP_CONFIG")
+        assert described["share.delivery.count.limit"] == ("3", "DYNAMIC_GROUP_CONFIG")
+
+    eventually(applied)
+    dynamic = config_lines(t.tool("kafka-configs", *base, "--describe").expect(0).out)
+    assert set(dynamic) == {"consumer.session.timeout.ms", "share.delivery.count.limit"}, dynamic
+    assert dynamic["consumer.session.timeout.ms"] == (
+        "50000",
+        "DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, "
+        "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000",
+    ), dynamic
+    every = config_lines(t.tool("kafka-configs", *base, "--describe", "--all").expect(0).out)
+    assert {k: v[0] for k, v in every.items()} == {k: v[0] for k, v in described.items()}
+    refused = t.tool(
+        "kafka-configs", *base, "--alter", "--add-config", "share.delivery.count.limit=11"
+    )
+    refused.expect(1)
+    assert "share.delivery.count.limit must be in the range 2 to 10 inclusive." in refused.err
+    t.tool("kafka-configs", *base, "--alter", "--delete-config", "share.delivery.count.limit")
+    described.clear()
+
+    def deleted() -> None:
+        with t.wire() as w:
+            described.update(describe_configs(w, RESOURCE_GROUP, group))
+        assert described["share.delivery.count.limit"] == ("5", "DEFAULT_CONFIG"), described
+
+    eventually(deleted)
+    return (
+        "--alter --add-config (two keys) on a group is described as DYNAMIC_GROUP_CONFIG; "
+        "--describe lists exactly the overrides with their synonyms, --describe --all equals "
+        "DescribeConfigs; an out-of-range value is refused with Kafka's text; --delete-config "
+        "restores the default"
     )

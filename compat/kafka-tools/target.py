@@ -52,6 +52,7 @@ SOURCES = {
 }
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
 
 
 class ToolFailed(AssertionError):

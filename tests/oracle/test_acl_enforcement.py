@@ -370,3 +370,55 @@ def test_create_topics_hides_configs_it_may_not_describe(denied: Denied) -> None
     assert (created.error_code, created.topic_config_error_code) == (0, 29)
     assert (created.num_partitions, created.replication_factor, created.configs) == (-1, -1, [])
     assert created.topic_id != NIL
+
+
+def test_group_configs_of_a_denied_group(denied: Denied) -> None:
+    """The GROUP config resource (type 32): DESCRIBE_CONFIGS / ALTER_CONFIGS on the group,
+    refused on a group whose ACLs allow neither."""
+    described = denied.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {"resource_type": 32, "resource_name": denied.group, "configuration_keys": None}
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    (result,) = described.results
+    assert (result.error_code, result.error_message, result.configs) == (
+        30,
+        "Group authorization failed.",
+        [],
+    )
+    session = {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}
+    altered = denied.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {"resource_type": 32, "resource_name": denied.group, "configs": [session]}
+            ],
+            "validate_only": True,
+        },
+    )
+    (one,) = altered.responses
+    assert (one.error_code, one.error_message) == (30, "Group authorization failed.")
+    # another group (no ACL: allow.everyone.if.no.acl.found) is described
+    other = denied.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {
+                    "resource_type": 32,
+                    "resource_name": f"{denied.group}-x",
+                    "configuration_keys": None,
+                }
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    assert (other.results[0].error_code, len(other.results[0].configs)) == (0, 21)

@@ -55,7 +55,9 @@ __all__ = [
     "GroupSetting",
     "check_overrides",
     "describe",
+    "effective_values",
     "normalize",
+    "parse_value",
 ]
 
 #: DescribeConfigs ConfigSource of a group's override.
@@ -500,6 +502,25 @@ def _broker_synonyms(config: BrokerConfig, d: GroupConfigDef) -> list[tuple[str,
     bd = BROKER_CONFIGS.get(key)
     if bd is not None and bd.default is not None:
         out.append((key, bd.default, int(ConfigSource.DEFAULT_CONFIG)))
+    return out
+
+
+def effective_values(config: BrokerConfig, overrides: Mapping[str, str]) -> dict[str, object]:
+    """Every group config's value for a group with these overrides, parsed (int, bool, str,
+    list of str): the override, else the broker's default (what the group coordinator reads:
+    e.g. `effective_values(config, group_configs.get(g))["consumer.session.timeout.ms"]`).
+    An override that does not parse (written by another tool) gives way to the default; a
+    default that does not parse either is left out."""
+    out: dict[str, object] = {}
+    for name, d in GROUP_CONFIGS.items():
+        candidates = [overrides[name]] if name in overrides else []
+        candidates.append(broker_default(config, d)[0])
+        for text in candidates:
+            try:
+                out[name] = parse_value(d, text)
+            except GroupConfigError:
+                continue
+            break
     return out
 
 

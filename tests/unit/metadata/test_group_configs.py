@@ -13,6 +13,7 @@ from wirebroker.metadata.group_configs import (
     GroupConfigError,
     check_overrides,
     describe,
+    effective_values,
     normalize,
 )
 
@@ -297,3 +298,23 @@ def test_every_synonym_is_a_broker_config_or_the_config_itself() -> None:
             assert d.default is not None
         for key in d.bounds or ():
             assert key is None or key in BROKER_CONFIGS, key
+
+
+def test_effective_values_for_the_group_coordinator() -> None:
+    config = BrokerConfig({"group.consumer.heartbeat.interval.ms": "6000"})
+    values = effective_values(
+        config,
+        {
+            "consumer.session.timeout.ms": " 50000 ",
+            "share.renew.acknowledge.enable": "FALSE",
+            "streams.rack.aware.assignment.tags": "a,b",
+            "share.delivery.count.limit": "bad",  # another tool's: the default instead
+        },
+    )
+    assert values["consumer.session.timeout.ms"] == 50000
+    assert values["consumer.heartbeat.interval.ms"] == 6000
+    assert values["share.renew.acknowledge.enable"] is False
+    assert values["streams.rack.aware.assignment.tags"] == ["a", "b"]
+    assert values["share.delivery.count.limit"] == 5
+    assert values["share.auto.offset.reset"] == "latest"
+    assert set(values) == set(GROUP_CONFIGS)

@@ -6,8 +6,9 @@ BROKER_LOGGER resource.
 
 Resource types (DescribeConfigs/AlterConfigs `resource_type`, Kafka's ConfigResource.Type)
     TOPIC (2), BROKER (4), BROKER_LOGGER (8), CLIENT_METRICS (16), GROUP (32); anything else
-    is UNKNOWN. wirebroker serves TOPIC, BROKER and BROKER_LOGGER; CLIENT_METRICS and GROUP
-    resources are answered with INVALID_REQUEST by the handlers (Kafka serves them).
+    is UNKNOWN. wirebroker serves TOPIC, BROKER, BROKER_LOGGER and GROUP (the group configs:
+    wirebroker.handlers._group_configs); CLIENT_METRICS resources are answered with
+    INVALID_REQUEST by the handlers (Kafka serves them).
 
 Topic config values (`describe_topic_configs`), as Kafka's ConfigHelper computes them
     value     the topic override when set, else the broker value for it

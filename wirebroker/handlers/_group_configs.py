@@ -13,8 +13,10 @@ in `services.group_configs` (wirebroker.metadata.group_config_store; ZooKeeper o
                              the group's overrides, then the result is checked; APPEND and
                              SUBTRACT are refused for every group config, LIST-typed or not
                              (INVALID_CONFIG "Can't APPEND to key k because its type is not
-                             LIST.", as Kafka); an unknown operation: UNKNOWN_SERVER_ERROR
-                             without a message (Kafka's answer)
+                             LIST.", as Kafka); an unknown operation: INVALID_REQUEST
+                             "Unknown operation type 7", as for a topic (Kafka 4.4's controller
+                             fails on it with a NullPointerException, renounces its leadership
+                             and answers UNKNOWN_SERVER_ERROR: not imitated)
     both alters              empty name: INVALID_REQUEST "Default group resources are not
                              allowed." (before anything else); a refused result:
                              INVALID_CONFIG with Kafka's text; `validate_only` checks and keeps
@@ -101,7 +103,7 @@ def incremental_compute(
                 f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.",
             )
         if op not in (OP_SET, OP_DELETE):
-            raise ConfigRequestError(ErrorCode.UNKNOWN, None)
+            raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op}")
 
     def compute(current: Mapping[str, str]) -> dict[str, str]:
         new = dict(current)

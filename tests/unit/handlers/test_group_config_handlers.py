@@ -100,7 +100,7 @@ async def test_validate_only_keeps_nothing(call, services) -> None:
             40,
             "Can't SUBTRACT to key consumer.session.timeout.ms because its type is not LIST.",
         ),
-        ([(SESSION, 7, "1")], -1, None),
+        ([(SESSION, 7, "1")], 42, "Unknown operation type 7"),  # Kafka: a controller fault
         ([(SESSION, SET, None)], 42, "Null value not supported for : consumer.session.timeout.ms"),
         (
             [(SESSION, SET, "50000"), (SESSION, SET, "50000")],

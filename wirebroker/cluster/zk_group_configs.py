@@ -165,8 +165,8 @@ class ZkGroupConfigs(GroupConfigs):
         while True:
             current, stat = await self._read(path)
             new = compute(current)
-            if validate_only or (stat is not None and new == current):
-                return None
+            if validate_only or (new == current and (stat is not None or not new)):
+                return None  # nothing to write (no node made for a group without configs)
             data = zl.encode_group_config(new)
             ops: list[Op] = [
                 Create(path, data) if stat is None else SetData(path, data, stat.version),

@@ -104,6 +104,7 @@ async def test_refusals_and_validate_only_write_nothing() -> None:
         with pytest.raises(GroupConfigError):
             await one.update("g", refuse, validate_only=False)
         await one.update("g", setting(consumer_session_timeout_ms="50000"), validate_only=True)
+        await one.update("g", setting(consumer_session_timeout_ms=None), validate_only=False)
         assert await one.coord.exists("/config/groups/g") is None
         assert one.get("g") == {}
 

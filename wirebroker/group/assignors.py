@@ -258,25 +258,38 @@ class _UniformHeterogeneous:
             heapq.heappush(heap, (load + 1, rank, chosen))
 
     def _balance(self, topic_id: TopicKey) -> int:
-        """Move this topic's partitions from its most to its least loaded subscriber while they
-        differ by more than one; returns how many moved."""
+        """Move this topic's partitions from its most loaded holder (then the higher index) to
+        its least loaded subscriber (then the lower index) while they differ by more than one;
+        returns how many moved. Two heaps with stale entries skipped: O(moves x log members)."""
         owners = self.owner[topic_id]
         subscribers = self.subscribers[topic_id]
+        load = self.load
         held: dict[int, list[int]] = {i: [] for i in subscribers}
         for partition, index in enumerate(owners):
             held[index].append(partition)
+        donors = [(-load[i], -i) for i in subscribers if held[i]]
+        takers = [(load[i], i) for i in subscribers]
+        heapq.heapify(donors)
+        heapq.heapify(takers)
         moves = 0
         while True:
-            donor = max((i for i in subscribers if held[i]), key=lambda i: (self.load[i], i))
-            taker = min(subscribers, key=lambda i: (self.load[i], i))
-            if self.load[donor] - self.load[taker] <= 1:
+            while -donors[0][0] != load[-donors[0][1]] or not held[-donors[0][1]]:
+                heapq.heappop(donors)  # stale: its load changed or it holds nothing here now
+            while takers[0][0] != load[takers[0][1]]:
+                heapq.heappop(takers)
+            donor, taker = -donors[0][1], takers[0][1]
+            if load[donor] - load[taker] <= 1:
                 return moves
             partition = held[donor].pop()
             held[taker].append(partition)
             owners[partition] = taker
-            self.load[donor] -= 1
-            self.load[taker] += 1
+            load[donor] -= 1
+            load[taker] += 1
             moves += 1
+            for i in (donor, taker):
+                heapq.heappush(takers, (load[i], i))
+                if held[i]:
+                    heapq.heappush(donors, (-load[i], -i))
 
 
 class RangeAssignor:

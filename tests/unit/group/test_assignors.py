@@ -529,3 +529,20 @@ def test_uniform_the_larger_quotas_go_to_members_that_hold_more() -> None:
         "D": {T1: fs(8, 9)},
         "E": {T1: fs(7, 10)},
     }
+
+
+def test_uniform_heterogeneous_spreads_a_topic_one_member_held_alone() -> None:
+    # 1,000 members, each on a topic of its own and on a shared one of 10,000 partitions that
+    # one member holds: the shared partitions spread out (moves pick members from heaps).
+    big = uuid.UUID(int=10**6)
+    topics = {big: TopicSpec(10_000)}
+    members = {}
+    for i in range(1000):
+        own = uuid.UUID(int=10**6 + 1 + i)
+        topics[own] = TopicSpec(1)
+        held = {big: frozenset(range(10_000))} if i == 0 else {}
+        members[f"m{i:04d}"] = member(big, own, assigned=held)
+    result = UNIFORM.assign(members, topics)
+    check_valid(members, topics, result)
+    assert set(sizes(result).values()) == {11}
+    assert result["m0000"][big] == frozenset(range(10))  # it keeps its lowest ten

@@ -97,3 +97,39 @@ def test_resolver_caches_by_pattern_until_the_metadata_changes() -> None:
     with pytest.raises(InvalidRegularExpression):
         resolver.resolve("(", TOPICS, 2)
     assert len(resolver) == 1
+
+
+@pytest.mark.parametrize(
+    ("pattern", "description"),
+    [
+        ("a{1001}", "invalid repeat count"),
+        ("a++", "invalid nested repetition operator"),
+        ("*a", "missing argument to repetition operator"),
+        ("[a", "missing closing ]"),
+        ("(a", "missing closing )"),
+        ("a)", "regexp/syntax: internal error"),  # RE2/J's words for a stray ")"
+        ("\\", "trailing backslash at end of expression"),
+        ("(?P<>a)", "invalid named capture"),
+        ("a(?=b)", "invalid or unsupported Perl syntax"),
+        ("(?<=a)b", "invalid named capture"),  # RE2/J reads "(?<" as a named group
+        ("(a)\\1", "invalid escape sequence"),
+        ("[z-a]", "invalid character class range"),
+        # accepted by RE2, refused by RE2/J (and so by Kafka)
+        ("a\\C", "invalid escape sequence"),
+        ("(?P<n>a)(?<n>b)", "duplicate capture group name"),
+    ],
+)
+def test_refusals_carry_re2js_descriptions(pattern: str, description: str) -> None:
+    with pytest.raises(InvalidRegularExpression) as caught:
+        compile_subscription(pattern)
+    assert caught.value.description == description
+    assert str(caught.value) == (
+        f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {description}."
+    )
+
+
+@pytest.mark.parametrize(
+    "pattern", ["\\Q\\C\\E", "\\\\C", "[\\]C]+", "[]C]+", "[[:alpha:]C]+", "(?P<a>x)(?P<b>y)"]
+)
+def test_what_only_looks_like_re2j_refusals_is_accepted(pattern: str) -> None:
+    compile_subscription(pattern)

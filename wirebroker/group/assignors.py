@@ -338,19 +338,33 @@ _KAFKA_CLASS_NAMES = {
 
 
 def assignors_from_config(names: Sequence[str]) -> list[Assignor]:
-    """`group.consumer.assignors`: the first is the group's default.
+    """`group.consumer.assignors` (the list, split at its commas): the first is the default.
 
     As Kafka 4.4, an entry is a built-in assignor's name (`uniform`, `range`) or a class name;
-    only Kafka's own two classes are known here. Unknown -> ValueError (Kafka: ConfigException);
-    an empty list -> ValueError (there would be no default); a repeated name counts once."""
+    of class names only Kafka's own two are known here. Refused with ValueError carrying Kafka's
+    ConfigException text (checked on Kafka's GroupCoordinatorConfig): an empty list or entry, an
+    unknown class, two different entries for one assignor (`uniform` and Kafka's UniformAssignor
+    class); the same entry twice counts once, as Kafka's list parsing has it."""
+    config = "group.consumer.assignors"
+    stripped = [raw.strip() for raw in names]
+    if not stripped:
+        raise ValueError(
+            f"Configuration '{config}' must not be empty. Valid values include: any non-empty value"
+        )
+    if "" in stripped:
+        raise ValueError(f"Configuration '{config}' values must not be empty.")
     result: list[Assignor] = []
-    for raw in names:
-        name = raw.strip()
+    for name in dict.fromkeys(stripped):  # an entry repeated counts once (Kafka: the same)
         assignor = ASSIGNORS.get(_KAFKA_CLASS_NAMES.get(name, name))
         if assignor is None:
-            raise ValueError(f"group.consumer.assignors: unknown assignor {raw!r}")
-        if assignor not in result:
-            result.append(assignor)
-    if not result:
-        raise ValueError("group.consumer.assignors: at least one assignor is needed")
+            raise ValueError(
+                f"Invalid value {name} for configuration {config}: Class cannot be found"
+            )
+        if assignor in result:
+            raise ValueError(
+                f"Invalid value {name} for configuration {config}: Assignor name "
+                f"'{assignor.name}' is already registered by another configured assignor. "
+                "Assignor names, whether built-in or custom, must be unique"
+            )
+        result.append(assignor)
     return result

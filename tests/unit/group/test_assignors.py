@@ -368,13 +368,39 @@ def test_assignors_from_config() -> None:
     assert assignors_from_config(DEFAULT_ASSIGNORS) == [UNIFORM, RANGE]
     assert assignors_from_config(["range"]) == [RANGE]
     assert assignors_from_config(
-        [" org.apache.kafka.coordinator.group.assignor.RangeAssignor", "uniform", "range"]
+        [" org.apache.kafka.coordinator.group.assignor.RangeAssignor", "uniform"]
     ) == [RANGE, UNIFORM]
+    assert assignors_from_config(["range", "range"]) == [RANGE]  # as Kafka 4.4
     assert ASSIGNORS == {"uniform": UNIFORM, "range": RANGE}
-    with pytest.raises(ValueError, match="sticky"):
-        assignors_from_config(["uniform", "sticky"])
-    with pytest.raises(ValueError):
-        assignors_from_config([])
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [  # Kafka 4.4's ConfigException texts (seen from its GroupCoordinatorConfig)
+        (
+            [],
+            "Configuration 'group.consumer.assignors' must not be empty. "
+            "Valid values include: any non-empty value",
+        ),
+        (["uniform", " "], "Configuration 'group.consumer.assignors' values must not be empty."),
+        (
+            ["uniform", "sticky"],
+            "Invalid value sticky for configuration group.consumer.assignors: "
+            "Class cannot be found",
+        ),
+        (
+            ["uniform", "org.apache.kafka.coordinator.group.assignor.UniformAssignor"],
+            "Invalid value org.apache.kafka.coordinator.group.assignor.UniformAssignor for "
+            "configuration group.consumer.assignors: Assignor name "
+            "'uniform' is already registered by another configured assignor. Assignor names, "
+            "whether built-in or custom, must be unique",
+        ),
+    ],
+)
+def test_assignors_from_config_refusals(names: list[str], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        assignors_from_config(names)
+    assert str(caught.value) == message
 
 
 # --- properties -------------------------------------------------------------------------------

@@ -110,9 +110,12 @@ def evolve(rng: random.Random, assignor: Assignor) -> Iterator[Step]:
         return frozenset(rng.sample(topic_ids, rng.randint(0, len(topic_ids))))
 
     def instance() -> str | None:
-        return f"{rng.choice('az')}{rng.randint(0, 99)}" if rng.random() < 0.3 else None
+        return name() if rng.random() < 0.3 else None
 
-    subs = {f"m{rng.randint(0, 99):02d}": (subscription(), instance()) for _ in range(8)}
+    def name() -> str:  # a few past U+FFFF and near it: Java orders strings by UTF-16 units
+        return rng.choice(["m", "n", "\U0001f600", "\uffff"]) + str(rng.randint(0, 99))
+
+    subs = {name(): (subscription(), instance()) for _ in range(8)}
     subs = dict(list(subs.items())[: rng.randint(1, 8)])
     previous: Assignment = {}
     for _ in range(7):
@@ -124,7 +127,7 @@ def evolve(rng: random.Random, assignor: Assignor) -> Iterator[Step]:
         previous = assignor.assign(members, topics)
         op = rng.choice(["join", "leave", "subscribe", "grow"])
         if op == "join":
-            subs[f"n{rng.randint(0, 999):03d}"] = (subscription(), instance())
+            subs[name()] = (subscription(), instance())
         elif op == "leave" and len(subs) > 1:
             subs.pop(rng.choice(sorted(subs)))
         elif op == "subscribe":

@@ -21,8 +21,8 @@ Semantics (Kafka's `org.apache.kafka.coordinator.group.assignor`, written anew h
   first P % K one more. Not sticky beyond that order (Kafka's is not either): a static member
   that rejoins under a new member id keeps its range.
 - Racks are not used (Kafka 4.4's server-side assignors ignore them too).
-- Ties are broken by member id and topic id (ordered as Kafka's `Uuid.compareTo`), so the same
-  input always gives the same output.
+- Ties are broken by member id (ordered as Java's `String.compareTo`) and topic id (as Kafka's
+  `Uuid.compareTo`), so the same input always gives the same output.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ __all__ = [
     "TopicSpec",
     "UniformAssignor",
     "assignors_from_config",
+    "java_string_order",
     "kafka_uuid_order",
 ]
 
@@ -125,6 +126,12 @@ def _current_owners(
     return kept
 
 
+def java_string_order(text: str) -> bytes:
+    """Java's `String.compareTo` order (UTF-16 code units; Python compares code points, which
+    differs only between characters past U+FFFF and those from U+E000 to U+FFFF)."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
 def kafka_uuid_order(topic_id: TopicKey) -> tuple[int, int]:
     """Kafka's `Uuid.compareTo`: the high, then the low 64 bits, each as a signed Java long."""
     high, low = topic_id.int >> 64, topic_id.int & (1 << 64) - 1
@@ -153,7 +160,7 @@ class UniformAssignor:
     def assign(
         self, members: Mapping[str, MemberSpec], topics: Mapping[TopicKey, TopicSpec]
     ) -> Assignment:
-        member_ids = sorted(members)
+        member_ids = sorted(members, key=java_string_order)
         subscriptions = _subscriptions(members, topics)
         kept = _current_owners(member_ids, members, subscriptions, topics)
         if len(set(subscriptions.values())) <= 1:
@@ -176,7 +183,7 @@ def _uniform_homogeneous(
     total = sum(topics[t].partitions for t in subscribed)
     minimum, extra = divmod(total, len(member_ids))
     # The larger quotas go to the members that hold the most already: fewest moves.
-    by_holding = sorted(member_ids, key=lambda m: (-len(kept[m]), m))
+    by_holding = sorted(member_ids, key=lambda m: -len(kept[m]))  # stable: then member order
     quota = {m: minimum + (1 if i < extra else 0) for i, m in enumerate(by_holding)}
     owned = {m: kept[m][: quota[m]] for m in member_ids}
     taken = {tp for m in member_ids for tp in owned[m]}
@@ -314,14 +321,14 @@ class RangeAssignor:
                 end = start + minimum + (1 if i < extra else 0)
                 owned[member_id].extend((topic_id, p) for p in range(start, end))
                 start = end
-        return _to_assignment(sorted(members), owned)
+        return _to_assignment(sorted(members, key=java_string_order), owned)
 
 
-def _range_order(member_id: str, spec: MemberSpec) -> tuple[int, str, str]:
+def _range_order(member_id: str, spec: MemberSpec) -> tuple[int, bytes, bytes]:
     """Static members first by instance id, then dynamic ones by member id (Kafka's order)."""
     if spec.instance_id is not None:
-        return (0, spec.instance_id, member_id)
-    return (1, member_id, "")
+        return (0, java_string_order(spec.instance_id), java_string_order(member_id))
+    return (1, java_string_order(member_id), b"")
 
 
 UNIFORM: Assignor = UniformAssignor()

@@ -354,6 +354,14 @@ def test_a_partition_claimed_twice_stays_with_one_member() -> None:
         assert sorted(p for a in result.values() for p in a.get(T1, ())) == [0, 1]
 
 
+def test_members_are_ordered_as_java_strings() -> None:
+    # Java compares UTF-16 code units: U+1F600 (D83D DE00) sorts before U+FFFF.
+    topics = {T1: TopicSpec(3)}
+    members = {"\uffff": member(T1), "\U0001f600": member(T1)}
+    assert RANGE.assign(members, topics) == {"\U0001f600": {T1: fs(0, 1)}, "\uffff": {T1: fs(2)}}
+    assert UNIFORM.assign(members, topics) == {"\U0001f600": {T1: fs(0, 1)}, "\uffff": {T1: fs(2)}}
+
+
 def test_kafka_uuid_order_is_signed() -> None:
     high = uuid.UUID("80000000-0000-0000-0000-000000000000")
     low = uuid.UUID("00000000-0000-0000-0000-000000000001")

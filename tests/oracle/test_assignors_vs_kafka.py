@@ -4,13 +4,14 @@ compiled against Kafka's jars; no broker needed).
 
 Random groups evolve over a few steps (members join, leave, change subscriptions, topics grow);
 at each step both assignors get wirebroker's previous assignment as the current one, so moves
-are counted from the same state. Asserted:
+are counted from the same state, and Kafka gets the members in member id order (a TreeMap; a
+Kafka broker walks them in its hash map's order, which no client sees). Asserted:
 - `range`: the very same assignment as Kafka's;
-- `uniform`, homogeneous groups: the same partition counts per member (as a multiset: which
-  member gets a larger quota is Kafka's hash order) and never more partitions moved than Kafka
-  moves from the same state;
-- `uniform`, heterogeneous groups: the very same assignment in 9 steps of 10 at least, and
-  within 1% of Kafka's moves over all steps (tie orders differ now and then, both ways).
+- `uniform`, heterogeneous groups (members subscribed to different topics): the very same
+  assignment;
+- `uniform`, homogeneous groups: the same partition counts per member and the same number of
+  partitions moved (Kafka fills the partitions nobody holds in its HashSet's order of topic
+  ids, wirebroker in topic id order, so the assignment itself differs now and then).
 """
 
 from __future__ import annotations
@@ -167,25 +168,22 @@ def test_range_is_kafkas(kafka_assign: Any) -> None:
         assert RANGE.assign(members, topics) == kafka, (members, topics)
 
 
-def test_uniform_balances_and_moves_as_kafka(kafka_assign: Any) -> None:
+def test_uniform_is_kafkas_but_for_the_topic_order_of_homogeneous_groups(
+    kafka_assign: Any,
+) -> None:
     steps = scenarios(UNIFORM)
     theirs = kafka_assign([case("uniform", members, topics) for members, topics, _ in steps])
     same = {True: 0, False: 0}
     total = {True: 0, False: 0}
-    moves = {"ours": 0, "kafka": 0}
-    for (members, topics, homogeneous), kafka in zip(steps, theirs, strict=True):
+    for (members, topics, _), kafka in zip(steps, theirs, strict=True):
         ours = UNIFORM.assign(members, topics)
+        homogeneous = len({s.subscribed for s in members.values()}) <= 1
+        if homogeneous:
+            # Kafka fills in its HashSet's order of topic ids, wirebroker in topic id order
+            assert counts(ours) == counts(kafka), (members, topics)
+            assert moved(members, ours) == moved(members, kafka), (members, topics)
+        else:
+            assert ours == kafka, (members, topics)
         same[homogeneous] += ours == kafka
         total[homogeneous] += 1
-        if homogeneous:
-            assert counts(ours) == counts(kafka), (members, topics)
-            assert moved(members, ours) <= moved(members, kafka), (members, topics)
-        moves["ours"] += moved(members, ours)
-        moves["kafka"] += moved(members, kafka)
-    # Homogeneous: the same fill, in another topic order (Kafka's is its HashSet's), so the very
-    # same assignment about 6 times in 10. Heterogeneous: Kafka's order of moves between equally
-    # loaded members differs from ours now and then (about 3 steps in 100 at 3,000 scenarios,
-    # with more moves as often as fewer); both end locally balanced.
-    assert same[True] >= total[True] // 2, same
-    assert same[False] >= total[False] * 9 // 10, same
-    assert moves["ours"] <= moves["kafka"] * 101 // 100, moves
+    assert total[False] > len(steps) // 4 and same[True] > 0, (same, total)

@@ -9,13 +9,17 @@ Semantics (Kafka's `org.apache.kafka.coordinator.group.assignor`, written anew h
 - `uniform` (Kafka's `UniformAssignor`, the default). When every member subscribes to the same
   topics ("homogeneous"): the T partitions are split so that every member owns T // N or
   T // N + 1, and a member keeps as many of its current partitions as that allows (members that
-  already hold the most get the T % N larger quotas first; Kafka gives them to the first members
-  it iterates, a hash order). Otherwise ("heterogeneous"): a member keeps its current partitions
-  of the topics it still subscribes to, the remaining partitions go one at a time to the least
-  loaded subscriber (topics with the most partitions per subscriber first, as Kafka orders them),
-  then partitions move from the most to the least loaded subscriber of a topic until no
-  subscriber of any topic has two more than another (Kafka stops after 16 rounds; this one runs
-  until no move helps, which always ends: each move lowers the sum of squared loads).
+  already hold the most get the T % N larger quotas; Kafka 4.4 hands them out walking its
+  members and takes one back from a member that cannot fill it: the same counts and moves in
+  every case tests/oracle tried). The partitions nobody keeps fill the others in topic id order
+  (Kafka: its HashSet's order of topic ids). Otherwise ("heterogeneous"), as Kafka 4.4's
+  builder, step for step: a member keeps its current partitions of the topics it still
+  subscribes to; the other partitions go, a topic at a time (most partitions per subscriber
+  first, then fewer subscribers, then topic id), to the least loaded subscribers level by level;
+  then partitions move from a topic's most loaded holders to its least loaded subscribers, round
+  after round over the topics, until a round moves nothing (Kafka stops after 16 rounds; each
+  move lowers the sum of squared loads, so this ends). The oracle test finds the very same
+  assignments as Kafka's.
 - `range` (Kafka's `RangeAssignor`): per topic, its subscribers (static members first, by
   instance id, then the others by member id) get contiguous ranges of P // K partitions, the
   first P % K one more. Not sticky beyond that order (Kafka's is not either): a static member
@@ -236,17 +240,24 @@ class _UniformHeterogeneous:
         order = self._topic_order()
         for topic_id in order:
             self._fill(topic_id)
-        moved = True
-        while moved:
-            moved = False
-            for topic_id in order:
-                if len(self.subscribers[topic_id]) > 1 and self._balance(topic_id):
-                    moved = True
+        self._balance_all([t for t in order if len(self.subscribers[t]) > 1])
         owned: dict[str, list[TopicPartition]] = {m: [] for m in self.member_ids}
         for topic_id in sorted(self.owner, key=kafka_uuid_order):
             for partition, index in enumerate(self.owner[topic_id]):
                 owned[self.member_ids[index]].append((topic_id, partition))
         return owned
+
+    def _balance_all(self, order: Sequence[TopicKey]) -> None:
+        """Balance topic after topic, round after round, until a whole round moves nothing
+        (Kafka stops after 16 rounds; each move lowers the sum of squared loads, so this ends:
+        the bound below is only a guard)."""
+        last_moved = -1
+        for _ in range(16 + sum(self.load) ** 2 if order else 0):
+            for index, topic_id in enumerate(order):
+                if index == last_moved:
+                    return
+                if self._balance(topic_id) or last_moved == -1:
+                    last_moved = index
 
     def _fill(self, topic_id: TopicKey) -> None:
         """The topic's unowned partitions, each to its least loaded subscriber (then index)."""
@@ -265,38 +276,89 @@ class _UniformHeterogeneous:
             heapq.heappush(heap, (load + 1, rank, chosen))
 
     def _balance(self, topic_id: TopicKey) -> int:
-        """Move this topic's partitions from its most loaded holder (then the higher index) to
-        its least loaded subscriber (then the lower index) while they differ by more than one;
-        returns how many moved. Two heaps with stale entries skipped: O(moves x log members)."""
+        """Move this topic's partitions from its most loaded holders to its least loaded
+        subscribers until those differ by one at most (Kafka's level-by-level order: takers
+        round-robin from the least loaded up, givers from the most loaded down, a giver's
+        highest partition first); returns how many moved."""
         owners = self.owner[topic_id]
-        subscribers = self.subscribers[topic_id]
-        load = self.load
-        held: dict[int, list[int]] = {i: [] for i in subscribers}
+        levels = _Levels(self.load, self.subscribers[topic_id])
+        if levels.spread <= 1:
+            return 0
+        held: dict[int, list[int]] = {}
         for partition, index in enumerate(owners):
-            held[index].append(partition)
-        donors = [(-load[i], -i) for i in subscribers if held[i]]
-        takers = [(load[i], i) for i in subscribers]
-        heapq.heapify(donors)
-        heapq.heapify(takers)
+            held.setdefault(index, []).append(partition)
         moves = 0
-        while True:
-            while -donors[0][0] != load[-donors[0][1]] or not held[-donors[0][1]]:
-                heapq.heappop(donors)  # stale: its load changed or it holds nothing here now
-            while takers[0][0] != load[takers[0][1]]:
-                heapq.heappop(takers)
-            donor, taker = -donors[0][1], takers[0][1]
-            if load[donor] - load[taker] <= 1:
-                return moves
-            partition = held[donor].pop()
-            held[taker].append(partition)
+        while not levels.balanced():
+            giver = levels.next_most_loaded()
+            while giver != -1 and not held.get(giver):
+                levels.exclude_most_loaded()
+                giver = levels.next_most_loaded()
+            if giver == -1:
+                break
+            partition = held[giver].pop()
+            taker = levels.next_least_loaded()
+            if levels.balanced():
+                break
             owners[partition] = taker
-            load[donor] -= 1
-            load[taker] += 1
+            self.load[giver] -= 1
+            self.load[taker] += 1
             moves += 1
-            for i in (donor, taker):
-                heapq.heappush(takers, (load[i], i))
-                if held[i]:
-                    heapq.heappush(donors, (-load[i], -i))
+        return moves
+
+
+class _Levels:
+    """A topic's subscribers sorted by load (then index), with two ranges that grow inward: the
+    least loaded (handed partitions round-robin, a level at a time) and the most loaded (giving
+    them up, a level at a time). `load` is the shared, live list of member loads."""
+
+    def __init__(self, load: list[int], subscribers: Sequence[int]) -> None:
+        self.load = load
+        self.sorted = sorted(subscribers, key=lambda i: (load[i], i))
+        n = len(self.sorted)
+        self.spread = load[self.sorted[-1]] - load[self.sorted[0]]
+        self.least_end, self.least_level, self.next_least = 0, load[self.sorted[0]] - 1, 0
+        self.most_start, self.most_end = n, n
+        self.most_level, self.next_most = load[self.sorted[-1]] + 1, n - 1
+
+    def balanced(self) -> bool:
+        return self.most_level - self.least_level <= 1
+
+    def next_least_loaded(self) -> int:
+        if self.next_least >= self.least_end:
+            self.least_level += 1
+            while (
+                self.least_end < len(self.sorted)
+                and self.load[self.sorted[self.least_end]] == self.least_level
+            ):
+                self.least_end += 1
+            self.next_least = 0
+        chosen = self.sorted[self.next_least]
+        self.next_least += 1
+        return chosen
+
+    def next_most_loaded(self) -> int:
+        if self.next_most < self.most_start:
+            if self.most_end <= self.most_start and self.most_start > 0:
+                self.most_level = self.load[self.sorted[self.most_start - 1]]
+            else:
+                self.most_level -= 1
+            while (
+                self.most_start > 0
+                and self.load[self.sorted[self.most_start - 1]] == self.most_level
+            ):
+                self.most_start -= 1
+            self.next_most = self.most_end - 1
+        if self.next_most < 0:
+            return -1
+        chosen = self.sorted[self.next_most]
+        self.next_most -= 1
+        return chosen
+
+    def exclude_most_loaded(self) -> None:
+        """The member `next_most_loaded` just gave has nothing to give: out of the range."""
+        i, last = self.next_most + 1, self.most_end - 1
+        self.sorted[i], self.sorted[last] = self.sorted[last], self.sorted[i]
+        self.most_end -= 1
 
 
 class RangeAssignor:

@@ -547,7 +547,7 @@ def test_uniform_removing_a_member_moves_only_its_partitions(group: tuple, data:
 
 def test_uniform_the_larger_quotas_go_to_members_that_hold_more() -> None:
     # 11 partitions on A (2), B, C, D (3 each); E joins: quotas 3, 2, 2, 2, 2. The 3 goes to one
-    # of B, C, D (Kafka: to whichever it iterates first), so only E receives partitions.
+    # of B, C, D (Kafka 4.4 too), so only E receives partitions.
     topics = {T1: TopicSpec(11)}
     members = {
         "A": member(T1, assigned={T1: fs(0, 1)}),

@@ -327,3 +327,5 @@ class DescribedGroup(NamedTuple):
     protocol_type: str = ""
     protocol_data: str = ""
     members: tuple[DescribedMember, ...] = ()
+    #: v6+ text when `exists` is False (None: "Group <id> not found.")
+    error_message: str | None = None

@@ -153,6 +153,8 @@ class CommitRequest:
     member_id: str = ""
     group_instance_id: str | None = None
     retention_time_ms: int = -1
+    #: OffsetCommit v9+ (members of KIP-848 consumer groups must use it)
+    member_epoch_version: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from protocol.errors import ErrorCode
 from protocol.group_records import OffsetCommitValue
 from wirebroker.group.classic import ClassicGroup, GroupState
+from wirebroker.group.consumer.offsets import consumer_commit_error, consumer_fetch_error
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.messages import (
     CommitPartition,
@@ -125,7 +126,7 @@ class OffsetsManager:
             producer_id, lambda g: self.state.partition_for(g) == partition
         ):
             if commit:
-                if group not in self.state.groups:
+                if group not in self.state.groups and group not in self.state.consumer_groups:
                     self.state.groups[group] = ClassicGroup(group)
                 if value.newer_than(self.state.offsets.get(group, topic, p)):
                     self.state.offsets.put(group, topic, p, value)
@@ -143,6 +144,9 @@ class OffsetsManager:
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return err
+        consumer_group = self.state.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return consumer_commit_error(consumer_group, req, transactional=transactional)
         group = self.state.groups.get(group_id)
         if group is None:
             if req.generation_id >= 0:
@@ -162,16 +166,25 @@ class OffsetsManager:
 
     # == OffsetFetch =======================================================================
     def fetch_offsets(
-        self, *, group_id: str, topics: Sequence[TopicPartitions] | None
+        self,
+        *,
+        group_id: str,
+        topics: Sequence[TopicPartitions] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResult:
         """One group's committed offsets; `topics` None fetches every committed offset of
         the group. Partitions without a commit answer offset -1, leader epoch -1,
         metadata ""."""
         err = self.state.coordinator_error(group_id)
+        if err is ErrorCode.NONE:
+            err = consumer_fetch_error(self.state, group_id, member_id, member_epoch)
         if err is not ErrorCode.NONE:
             return OffsetFetchResult(group_id, err)
         group = self.state.groups.get(group_id)
-        known = group is not None and not group.is_in(GroupState.DEAD)
+        known = (
+            group is not None and not group.is_in(GroupState.DEAD)
+        ) or group_id in self.state.consumer_groups
         offsets = self.state.offsets
         if topics is None:
             out = tuple(

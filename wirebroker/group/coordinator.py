@@ -172,6 +172,9 @@ class GroupCoordinatorCore:
         state = self.state
         loaded = self.loader.take(parts)
         state.groups.update(loaded.groups)
+        state.consumer_groups.update(loaded.consumer_groups)
+        for consumer_group in loaded.consumer_groups.values():
+            self.consumer.on_loaded(consumer_group, now_ms)
         for gid, topics in loaded.offsets.items():
             state.offsets.set_group(gid, topics)
         state.txn_offsets.merge(loaded.pending)

@@ -44,7 +44,7 @@ from wirebroker.group.consumer.model import (
     freeze,
 )
 from wirebroker.group.consumer.reconciliation import reconcile
-from wirebroker.group.consumer.records import ConsumerRecords
+from wirebroker.group.consumer.records import ConsumerRecords, metadata_hash
 from wirebroker.group.consumer.validation import check_heartbeat
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.state import CoordinatorState
@@ -128,9 +128,10 @@ class ConsumerGroupManager:
         if updated != member or not known:
             group.put_member(updated)
             self.records.member(fx, group, updated)
-        metadata = _metadata(group, topics)
-        if bump or metadata != group.metadata:
-            group.metadata = metadata
+        group.metadata = _metadata(group, topics)
+        digest = metadata_hash(group.metadata)
+        if bump or digest != group.metadata_hash:
+            group.metadata_hash = digest
             self._bump(group, fx)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, fx)
@@ -141,7 +142,7 @@ class ConsumerGroupManager:
             req.owned,
             group.owner_of,
         )
-        if reconciled != updated:
+        if reconciled != updated or not known:
             group.put_member(reconciled)
             self.records.current(fx, group, reconciled)
         self._schedule(now_ms, group, updated, reconciled)
@@ -319,6 +320,12 @@ class ConsumerGroupManager:
 
         return expire
 
+    def on_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
+        """A group just loaded: each member's session starts now (Kafka's onLoaded), and
+        a member still revoking gets its rebalance timeout again."""
+        for member in group.members.values():
+            self._schedule(now_ms, group, ConsumerMember(member.member_id), member)
+
     # == epochs and the target assignment ==================================================
     def _bump(self, group: ConsumerGroup, fx: Effects) -> None:
         group.group_epoch += 1
@@ -352,9 +359,11 @@ class ConsumerGroupManager:
                 ErrorCode.UNKNOWN,
                 f"Failed to compute a new target assignment for epoch {group.group_epoch}: {e}",
             ) from e
+        before = group.target
         group.target = {mid: freeze(result.get(mid, {})) for mid in members}
         group.assignment_epoch = group.group_epoch
-        self.records.target(fx, group)
+        changed = [m for m, a in group.target.items() if before.get(m) != a]
+        self.records.target(fx, group, changed)
 
     # == ConsumerGroupDescribe =============================================================
     def describe(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:

@@ -82,8 +82,10 @@ class ConsumerGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     #: (topic id, partition) -> the member owning it (assigned or pending revocation)
     owners: dict[tuple[TopicKey, int], str] = field(default_factory=dict)
-    #: subscribed topic name -> (id, partition count) when the group epoch last moved
+    #: subscribed topic name -> (id, partition count) at the last heartbeat
     metadata: dict[str, tuple[TopicKey, int]] = field(default_factory=dict)
+    #: the hash of `metadata` when the group epoch last moved (records.metadata_hash)
+    metadata_hash: int = 0
     #: instance id -> member id (static members)
     static_members: dict[str, str] = field(default_factory=dict)
 

@@ -29,6 +29,9 @@ from _group_procs import GroupWorker, create_topic, produce, wait_until
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from compat.scenarios.wire import Wire
+from protocol.api import ApiKey
+
 pytestmark = pytest.mark.compat
 
 SESSION_TIMEOUT_MS = 6000
@@ -80,11 +83,16 @@ class Members:
         self.bootstrap, self.group, self.topic = bootstrap, group, topic
         self.consumers: dict[str, Any] = {}
         self.records: dict[str, list[tuple[int, int]]] = {}
+        self.revoked: list[tuple[str, list[int]]] = []
         self.polls = 0
 
     def add(self, name: str) -> Any:
         c = _consumer(self.bootstrap, self.group, name)
-        c.subscribe([self.topic])
+
+        def revoke(_c: Any, parts: list[Any]) -> None:
+            self.revoked.append((name, sorted(tp.partition for tp in parts)))
+
+        c.subscribe([self.topic], on_revoke=revoke, on_lost=revoke)
         self.consumers[name] = c
         self.records[name] = []
         return c
@@ -196,6 +204,45 @@ def test_admin_describes_and_lists_a_consumer_group(wirebroker: BrokerProcess) -
         listed = admin.list_consumer_groups(request_timeout=15).result(15)
         (mine,) = [g for g in listed.valid if g.group_id == group]
         assert "CONSUMER" in str(mine.type), mine.type
+    finally:
+        members.close_all()
+
+
+def _group_epoch(bootstrap: str, group: str) -> tuple[int, list[str]]:
+    """ConsumerGroupDescribe v1: the group epoch and the member ids."""
+    with Wire(bootstrap) as w:
+        answer = w.call(
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            1,
+            {"group_ids": [group], "include_authorized_operations": False},
+        )
+    (g,) = answer["groups"]
+    assert g["error_code"] == 0, g
+    return g["group_epoch"], sorted(m["member_id"] for m in g["members"])
+
+
+def test_broker_restart_keeps_the_group_without_a_rebalance(wirebroker: BrokerProcess) -> None:
+    """The group's records are reloaded: after a restart on the same data dir the members
+    go on with their epochs and partitions (nothing revoked, the group epoch unchanged)."""
+    bootstrap = wirebroker.bootstrap
+    topic, group = _unique("k848-restart"), _unique("k848-restart-g")
+    create_topic(bootstrap, topic, PARTITIONS)
+    members = Members(bootstrap, group, topic)
+    try:
+        members.add("c1")
+        members.add("c2")
+        members.until(_split(3, 3), 60)
+        members.until(lambda _o: _group_epoch(bootstrap, group)[0] > 0, 10)
+        epoch, ids = _group_epoch(bootstrap, group)
+        owned = members.owned()
+        revoked_before = list(members.revoked)
+        assert wirebroker.restart(same_port=True) == bootstrap
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # members heartbeat against the reloaded group
+            members.poll_round()
+        assert members.owned() == owned
+        assert members.revoked == revoked_before
+        assert _group_epoch(bootstrap, group) == (epoch, ids)
     finally:
         members.close_all()
 

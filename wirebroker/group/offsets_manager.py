@@ -17,6 +17,7 @@ from protocol.errors import ErrorCode
 from protocol.group_records import OffsetCommitValue
 from wirebroker.group.classic import ClassicGroup, GroupState
 from wirebroker.group.consumer.offsets import consumer_commit_error, consumer_fetch_error
+from wirebroker.group.consumer.records import consumer_group_tombstones
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.messages import (
     CommitPartition,
@@ -248,7 +249,9 @@ class OffsetsManager:
         results = []
         for gid in group_ids:
             err = self.state.coordinator_error(gid)
-            if err is ErrorCode.NONE:
+            if err is ErrorCode.NONE and gid in self.state.consumer_groups:
+                err = self._delete_consumer_group(gid, fx)
+            elif err is ErrorCode.NONE:
                 group = self.state.groups.get(gid)
                 if group is None or group.is_in(GroupState.DEAD):
                     err = ErrorCode.GROUP_ID_NOT_FOUND
@@ -260,6 +263,18 @@ class OffsetsManager:
                     self._remove_group(group, fx, now_ms)
             results.append(DeletedGroup(gid, err))
         return fx.result(DeleteGroupsResult(tuple(results)))
+
+    def _delete_consumer_group(self, gid: str, fx: Effects) -> ErrorCode:
+        """A KIP-848 group: deleted when it has no members (its offsets, then its records)."""
+        group = self.state.consumer_groups[gid]
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        for topic, partition, _ in self.state.offsets.entries(gid):
+            self._offset_tombstone(gid, topic, partition, fx)
+        fx.records.extend(consumer_group_tombstones(self.state.partition_for(gid), group))
+        del self.state.consumer_groups[gid]
+        self.state.cancel_group_timers(gid)
+        return ErrorCode.NONE
 
     def _remove_group(self, group: ClassicGroup, fx: Effects, now_ms: int) -> None:
         gid = group.group_id

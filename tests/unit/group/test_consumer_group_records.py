@@ -138,3 +138,18 @@ def test_offsets_of_a_consumer_group_do_not_make_a_classic_group() -> None:
     assert core.group("cg") is None
     assert core.committed_offsets("cg")[("t", 0)].committed_offset == 5
     assert "cg" in core.state.consumer_groups
+
+
+def test_delete_groups_deletes_an_empty_consumer_group_only() -> None:
+    from protocol.errors import ErrorCode
+
+    k = CKit()
+    k.hb("m1", 0)
+    (refused,) = k.core.delete_groups(0, group_ids=["cg"]).response.results  # type: ignore[union-attr]
+    assert refused.error is ErrorCode.NON_EMPTY_GROUP
+    k.hb("m1", -1)
+    result = k.core.delete_groups(0, group_ids=["cg"])
+    assert result.response is not None and result.response.results[0].error is ErrorCode.NONE
+    k.records.extend(result.records)
+    assert "cg" not in k.core.state.consumer_groups
+    assert "cg" not in _reload(k).state.consumer_groups

@@ -11,7 +11,10 @@ What passing proves, Kafka's behaviour being the spec:
 - a member process killed with kill -9 loses its partitions to the survivor once the group's
   session timeout (`group.consumer.session.timeout.ms`, 6 s here) has passed, not before;
 - the admin client's describe (which uses ConsumerGroupDescribe when it is advertised) shows
-  the group, its state and its members' assignments; list shows its type.
+  the group, its state and its members' assignments; list shows its type; Kafka's
+  kafka-consumer-groups tool describes a consumer and a classic group side by side;
+- a restart of the broker on its data dir keeps the group (its records are reloaded): the
+  members go on, nothing revoked, the group epoch unchanged.
 """
 
 from __future__ import annotations
@@ -295,3 +298,45 @@ def test_killed_member_loses_its_partitions_after_the_session_timeout(
     finally:
         for w in workers:
             w.close()
+
+
+def test_kafka_consumer_groups_tool_describes_both_group_types(wirebroker: BrokerProcess) -> None:
+    """Kafka's kafka-consumer-groups (ConsumerGroupCommand, Java admin: ConsumerGroupDescribe
+    for a consumer group, DescribeGroups after GROUP_ID_NOT_FOUND for a classic one)."""
+    from compat.oracle.kafka import run_tool
+
+    bootstrap = wirebroker.bootstrap
+    topic = _unique("k848-tool")
+    new, old = _unique("k848-tool-new"), _unique("k848-tool-old")
+    create_topic(bootstrap, topic, PARTITIONS)
+    members = Members(bootstrap, new, topic)
+    classic = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": old, "group.protocol": "classic"}
+        | librdkafka_extra()
+    )
+    classic.subscribe([topic])
+
+    def tool(*args: str) -> str:
+        done = run_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            ["--bootstrap-server", bootstrap, *args],
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    try:
+        members.add("c1")
+        members.until(
+            lambda o: _split(6)(o) and bool(classic.poll(0.05) or classic.assignment()), 60
+        )
+        state = tool("--describe", "--group", new, "--state")
+        assert "uniform" in state and "Stable" in state, state
+        rows = [line.split() for line in tool("--describe", "--group", new).splitlines()]
+        assert sorted(int(r[2]) for r in rows if r and r[0] == new) == list(range(PARTITIONS))
+        rows = [line.split() for line in tool("--describe", "--group", old).splitlines()]
+        assert sorted(int(r[2]) for r in rows if r and r[0] == old) == list(range(PARTITIONS))
+        listed = {tuple(line.split()) for line in tool("--list", "--type").splitlines()}
+        assert {(new, "Consumer"), (old, "Classic")} <= listed, listed
+    finally:
+        classic.close()
+        members.close_all()

@@ -17,9 +17,9 @@ def two_members() -> CKit:
     k = CKit()
     k.hb("m1", 0)
     k.hb("m2", 0)
-    k.hb("m1", 1, owned={T: ALL})
-    k.hb("m1", 1, owned={T: frozenset({0, 1})})
-    k.hb("m2", 2, owned={})
+    k.hb("m1", 2, owned={T: ALL})
+    k.hb("m1", 2, owned={T: frozenset({0, 1})})
+    k.hb("m2", 3, owned={})
     return k
 
 
@@ -61,28 +61,28 @@ def test_one_member_gets_every_partition() -> None:
     k = CKit()
     r = k.hb("m1", 0, client_id="c", client_host="/h")
     assert r.error is ErrorCode.NONE
-    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms) == ("m1", 1, 5000)
+    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms) == ("m1", 2, 5000)
     assert parts(r) == set(ALL)
-    again = k.hb("m1", 1)
-    assert (again.error, again.member_epoch, again.assignment) == (ErrorCode.NONE, 1, None)
+    again = k.hb("m1", 2)
+    assert (again.error, again.member_epoch, again.assignment) == (ErrorCode.NONE, 2, None)
     g = k.group()
-    assert (g.group_epoch, g.assignment_epoch, str(g.group_state())) == (1, 1, "Stable")
+    assert (g.group_epoch, g.assignment_epoch, str(g.group_state())) == (2, 2, "Stable")
 
 
 def test_second_member_gets_partitions_only_after_they_are_revoked() -> None:
     k = CKit()
     k.hb("m1", 0)
     r2 = k.hb("m2", 0)
-    assert (r2.member_epoch, parts(r2)) == (2, set())  # 2 and 3 still owned by m1
+    assert (r2.member_epoch, parts(r2)) == (3, set())  # 2 and 3 still owned by m1
     assert str(k.group().group_state()) == "Reconciling"
-    r1 = k.hb("m1", 1, owned={T: ALL})
-    assert (r1.member_epoch, parts(r1)) == (1, {0, 1})  # revoke 2,3 first, same epoch
+    r1 = k.hb("m1", 2, owned={T: ALL})
+    assert (r1.member_epoch, parts(r1)) == (2, {0, 1})  # revoke 2,3 first, same epoch
     assert k.group().members["m1"].pending_revocation == {T: frozenset({2, 3})}
-    assert k.hb("m2", 2).assignment is None  # nothing free yet
-    r1 = k.hb("m1", 1, owned={T: frozenset({0, 1})})
-    assert r1.member_epoch == 2
-    r2 = k.hb("m2", 2)
-    assert (r2.member_epoch, parts(r2)) == (2, {2, 3})
+    assert k.hb("m2", 3).assignment is None  # nothing free yet
+    r1 = k.hb("m1", 2, owned={T: frozenset({0, 1})})
+    assert r1.member_epoch == 3
+    r2 = k.hb("m2", 3)
+    assert (r2.member_epoch, parts(r2)) == (3, {2, 3})
     assert str(k.group().group_state()) == "Stable"
 
 
@@ -109,11 +109,11 @@ def test_no_partition_is_ever_owned_twice() -> None:
 
 def test_epoch_fencing() -> None:
     k = two_members()
-    assert k.hb("m1", 3).error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert k.hb("m1", 0 + 1, owned={T: frozenset({0, 1})}).error is ErrorCode.NONE  # previous
-    assert k.hb("m1", 1, owned={T: frozenset({0, 1, 2})}).error is ErrorCode.FENCED_MEMBER_EPOCH
-    r = k.hb("m1", 1, owned={T: frozenset({0, 1, 2})})
-    assert r.error_message is not None and "smaller member epoch (1)" in r.error_message
+    assert k.hb("m1", 4).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert k.hb("m1", 0 + 2, owned={T: frozenset({0, 1})}).error is ErrorCode.NONE  # previous
+    assert k.hb("m1", 2, owned={T: frozenset({0, 1, 2})}).error is ErrorCode.FENCED_MEMBER_EPOCH
+    r = k.hb("m1", 2, owned={T: frozenset({0, 1, 2})})
+    assert r.error_message is not None and "smaller member epoch (2)" in r.error_message
     assert (r.member_id, r.member_epoch) == (None, 0)
 
 
@@ -126,7 +126,7 @@ def test_unknown_member_and_unknown_group() -> None:
     )
     assert k.hb("m1", -1).error_message == "Group cg not found."
     k.hb("m1", 0)
-    r = k.hb("zz", 1)
+    r = k.hb("zz", 2)
     assert (r.error, r.error_message) == (
         ErrorCode.UNKNOWN_MEMBER_ID,
         "Member zz is not a member of group cg.",
@@ -142,61 +142,72 @@ def test_leave_moves_the_group_epoch_and_frees_the_partitions() -> None:
         -1,
         0,
     )
-    assert k.group().group_epoch == 3
-    r1 = k.hb("m1", 2)
-    assert (r1.member_epoch, parts(r1)) == (3, set(ALL))
+    assert k.group().group_epoch == 4
+    r1 = k.hb("m1", 3)
+    assert (r1.member_epoch, parts(r1)) == (4, set(ALL))
     assert k.hb("m2", -1).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_group_epoch_moves_as_kafka_4_4_moves_it() -> None:
+    """A new group goes to epoch 1, then one more when the member's subscription is not
+    empty; a member joining with no topics does not move it (answers of Kafka 4.4)."""
+    k = CKit()
+    assert k.hb("a", 0, topics=()).member_epoch == 1
+    assert k.hb("b", 0, topics=()).member_epoch == 1
+    assert k.hb("a", 1, topics=("t",)).member_epoch == 2
+    assert k.hb("c", 0, topics=("nope",)).member_epoch == 3  # a new name: epoch moves
+    assert k.group().group_epoch == 3
 
 
 def test_subscription_change_and_new_topic_move_the_group_epoch() -> None:
     k = CKit()
     k.hb("m1", 0)
-    r = k.hb("m1", 1, topics=("t", "u"))
-    assert r.member_epoch == 2 and parts(r, U) == {0, 1}
+    r = k.hb("m1", 2, topics=("t", "u"))
+    assert r.member_epoch == 3 and parts(r, U) == {0, 1}
     k.topics["u"] = (U, 3)  # partitions added
-    r = k.hb("m1", 2)
-    assert r.member_epoch == 3 and parts(r, U) == {0, 1, 2}
+    r = k.hb("m1", 3)
+    assert r.member_epoch == 4 and parts(r, U) == {0, 1, 2}
 
 
 def test_session_timeout_fences_a_silent_member() -> None:
     k = two_members()
     k.tick(SESSION - 1)
-    k.hb("m1", 2)
+    k.hb("m1", 3)
     k.tick(1)
     assert set(k.group().members) == {"m1"}
-    assert k.group().group_epoch == 3
-    r = k.hb("m1", 2)
-    assert (r.member_epoch, parts(r)) == (3, set(ALL))
+    assert k.group().group_epoch == 4
+    r = k.hb("m1", 3)
+    assert (r.member_epoch, parts(r)) == (4, set(ALL))
 
 
 def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     k = CKit()
     k.hb("m1", 0)
     k.hb("m2", 0)
-    k.hb("m1", 1, owned={T: ALL})  # told to revoke 2,3
+    k.hb("m1", 2, owned={T: ALL})  # told to revoke 2,3
     k.tick(REBALANCE - 1)
-    k.hb("m1", 1, owned={T: ALL})  # still holds them
-    k.hb("m2", 2)
+    k.hb("m1", 2, owned={T: ALL})  # still holds them
+    k.hb("m2", 3)
     assert "m1" in k.group().members
     k.tick(1)
     assert set(k.group().members) == {"m2"}
-    r2 = k.hb("m2", 2)
-    assert (r2.member_epoch, parts(r2)) == (3, set(ALL))
+    r2 = k.hb("m2", 3)
+    assert (r2.member_epoch, parts(r2)) == (4, set(ALL))
 
 
 def test_static_member_leaves_and_comes_back_without_a_rebalance() -> None:
     k = CKit()
     k.hb("s1", 0, instance_id="i1")
     k.hb("m2", 0)
-    k.hb("s1", 1, instance_id="i1", owned={T: ALL})
-    k.hb("s1", 1, instance_id="i1", owned={T: frozenset({0, 1})})
+    k.hb("s1", 2, instance_id="i1", owned={T: ALL})
+    k.hb("s1", 2, instance_id="i1", owned={T: frozenset({0, 1})})
     epoch = k.group().group_epoch
     r = k.hb("s1", -2, instance_id="i1")
     assert (r.error, r.member_epoch) == (ErrorCode.NONE, -2)
     assert k.group().group_epoch == epoch
     assert k.hb("s9", -2, instance_id="i9").error_message == "Instance id i9 is unknown."
     r = k.hb("s1b", 0, instance_id="i1")
-    assert (r.error, r.member_epoch, parts(r)) == (ErrorCode.NONE, 2, {0, 1})
+    assert (r.error, r.member_epoch, parts(r)) == (ErrorCode.NONE, 3, {0, 1})
     assert k.group().group_epoch == epoch
     r = k.hb("s1c", 0, instance_id="i1")
     assert r.error is ErrorCode.UNRELEASED_INSTANCE_ID
@@ -226,6 +237,12 @@ def test_request_validation() -> None:
         ErrorCode.UNSUPPORTED_ASSIGNOR,
         "ServerAssignor x is not supported. Supported assignors: uniform, range.",
     )
+    r = k.hb("m", 0, subscribed_topic_regex="[")
+    assert r.error is ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert r.error_message is not None
+    assert r.error_message.startswith(
+        "SubscribedTopicRegex `[` is not a valid regular expression: "
+    )
     generated = k.hb("", 0, member_id_required=False)  # v0: the coordinator names it
     assert generated.error is ErrorCode.NONE and generated.member_id
 
@@ -240,8 +257,8 @@ def test_list_and_describe_show_the_group_type() -> None:
     (d,) = k.core.consumer_group_describe(["cg"])
     assert (d.state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (
         "Stable",
-        2,
-        2,
+        3,
+        3,
         "uniform",
     )
     assert {m.member_id: m.assignment for m in d.members} == {

@@ -63,7 +63,7 @@ def test_what_a_join_and_a_leave_write() -> None:
         cr.CURRENT_ASSIGNMENT,
     ]
     n = len(k.records)
-    k.hb("m1", 1)
+    k.hb("m1", 2)
     assert len(k.records) == n  # a plain heartbeat writes nothing
     k.hb("m1", -1)
     assert _types(k, n) == [
@@ -93,7 +93,7 @@ def test_reload_gives_back_the_groups_and_members_continue() -> None:
     k = CKit()
     k.hb("m1", 0, instance_id="i1")
     k.hb("m2", 0)
-    k.hb("m1", 1, instance_id="i1", owned={T: ALL})  # m1 revoking 2,3
+    k.hb("m1", 2, instance_id="i1", owned={T: ALL})  # m1 revoking 2,3
     before = k.group()
     core = _reload(k)
     after = core.state.consumer_groups["cg"]
@@ -107,11 +107,11 @@ def test_reload_gives_back_the_groups_and_members_continue() -> None:
     assert after.owners == before.owners
     assert after.static_members == {"i1": "m1"}
     k.core = core  # the members go on against the reloaded coordinator
-    r1 = k.hb("m1", 1, instance_id="i1", owned={T: frozenset({0, 1})})
-    assert r1.member_epoch == 2
-    r2 = k.hb("m2", 2)
-    assert (r2.member_epoch, parts(r2)) == (2, {2, 3})
-    assert k.group().group_epoch == 2  # no rebalance
+    r1 = k.hb("m1", 2, instance_id="i1", owned={T: frozenset({0, 1})})
+    assert r1.member_epoch == 3
+    r2 = k.hb("m2", 3)
+    assert (r2.member_epoch, parts(r2)) == (3, {2, 3})
+    assert k.group().group_epoch == 3  # no rebalance
 
 
 def test_loaded_members_time_out_without_heartbeats() -> None:
@@ -120,7 +120,7 @@ def test_loaded_members_time_out_without_heartbeats() -> None:
     k.core = _reload(k)
     k.tick(SESSION)
     assert k.group().members == {}
-    assert k.group().group_epoch == 2
+    assert k.group().group_epoch == 3
 
 
 def test_offsets_of_a_consumer_group_do_not_make_a_classic_group() -> None:
@@ -130,7 +130,7 @@ def test_offsets_of_a_consumer_group_do_not_make_a_classic_group() -> None:
     k.hb("m1", 0)
     result = k.core.commit_offsets(
         0,
-        CommitRequest("cg", [CommitTopic("t", [CommitPartition(0, 5)])], 1, "m1"),
+        CommitRequest("cg", [CommitTopic("t", [CommitPartition(0, 5)])], 2, "m1"),
     )
     assert result.response is not None
     k.records.extend(result.records)

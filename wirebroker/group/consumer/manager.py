@@ -124,15 +124,21 @@ class ConsumerGroupManager:
         member = self._member(group, req, fx)
         updated = _with_request(member, req)
         known = updated.member_id in group.members
-        bump = (not known and member.member_epoch == 0) or _changes_assignment(member, updated)
         if updated != member or not known:
             group.put_member(updated)
             self.records.member(fx, group, updated)
+        # Kafka 4.4: a new group moves to epoch 1, then one more for a subscription that
+        # changed (a new member's non-empty one) or subscribed topics' metadata that did
+        epoch = group.group_epoch
+        if epoch == 0:
+            group.group_epoch = 1
         group.metadata = _metadata(group, topics)
         digest = metadata_hash(group.metadata)
-        if bump or digest != group.metadata_hash:
+        if _subscription_changed(member, updated) or digest != group.metadata_hash:
             group.metadata_hash = digest
-            self._bump(group, fx)
+            group.group_epoch += 1
+        if group.group_epoch != epoch:
+            self.records.group_epoch(fx, group)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, fx)
         reconciled = reconcile(
@@ -424,12 +430,10 @@ def _with_request(member: ConsumerMember, req: ConsumerHeartbeatRequest) -> Cons
     return member.with_(**changes) if changes else member
 
 
-def _changes_assignment(before: ConsumerMember, after: ConsumerMember) -> bool:
+def _subscription_changed(before: ConsumerMember, after: ConsumerMember) -> bool:
     return (
         before.subscribed_topic_names != after.subscribed_topic_names
         or before.subscribed_topic_regex != after.subscribed_topic_regex
-        or before.rack_id != after.rack_id
-        or before.server_assignor != after.server_assignor
     )
 
 

@@ -12,6 +12,7 @@ from wirebroker.group.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 )
+from wirebroker.group.regex import InvalidRegularExpression, compile_subscription
 
 Invalid = tuple[ErrorCode, str]
 
@@ -47,6 +48,11 @@ def check_heartbeat(req: ConsumerHeartbeatRequest, assignors: Collection[str]) -
             return _bad("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         return _bad("MemberEpoch is invalid.")
+    if req.subscribed_topic_regex:
+        try:
+            compile_subscription(req.subscribed_topic_regex)
+        except InvalidRegularExpression as e:
+            return ErrorCode.INVALID_REGULAR_EXPRESSION, str(e)
     if req.server_assignor is not None and req.server_assignor not in assignors:
         return (
             ErrorCode.UNSUPPORTED_ASSIGNOR,

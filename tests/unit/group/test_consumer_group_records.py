@@ -71,6 +71,7 @@ def test_what_a_join_and_a_leave_write() -> None:
         cr.TARGET_MEMBER,
         cr.MEMBER_METADATA,
         cr.GROUP_METADATA,
+        cr.TARGET_METADATA,  # the assignment epoch follows at once
     ]
     assert [r.value for r in k.records[n : n + 3]] == [None, None, None]
 

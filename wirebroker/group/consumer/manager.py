@@ -23,6 +23,7 @@ either fences it (removed, the group epoch moves).
 from __future__ import annotations
 
 import collections
+import contextlib
 from collections.abc import Callable, Sequence
 
 from protocol.errors import ErrorCode
@@ -278,9 +279,16 @@ class ConsumerGroupManager:
         return ConsumerHeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch)
 
     def remove_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
-        """Fence or remove a member: its partitions are free, the group epoch moves."""
+        """Fence or remove a member: its partitions are free, the group epoch moves and the
+        others' target assignment is computed at once (as Kafka 4.4: the assignment epoch
+        follows, also when the group is left empty)."""
         self._drop_member(group, member_id, fx)
+        names = group.subscribed_topic_names()
+        group.metadata = {n: v for n, v in group.metadata.items() if n in names}
+        group.metadata_hash = metadata_hash(group.metadata)
         self._bump(group, fx)
+        with contextlib.suppress(HeartbeatError):  # the assignor failed: the next heartbeat
+            self._assign(group, fx)
 
     def _drop_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
         group.remove_member(member_id)

@@ -13,6 +13,8 @@ What passing proves, Kafka's behaviour being the spec:
 - the admin client's describe (which uses ConsumerGroupDescribe when it is advertised) shows
   the group, its state and its members' assignments; list shows its type; Kafka's
   kafka-consumer-groups tool describes a consumer and a classic group side by side;
+- a regular-expression subscription (librdkafka sends it to the broker) takes the matching
+  topics, and a matching topic created later (both brokers);
 - a restart of the broker on its data dir keeps the group (its records are reloaded): the
   members go on, nothing revoked, the group epoch unchanged.
 """
@@ -340,3 +342,35 @@ def test_kafka_consumer_groups_tool_describes_both_group_types(wirebroker: Broke
     finally:
         classic.close()
         members.close_all()
+
+
+def test_regex_subscription_follows_new_topics(bootstrap: str) -> None:
+    """librdkafka sends a `^` subscription as SubscribedTopicRegex; the broker matches it
+    against every topic, a topic created later joins the assignment."""
+    prefix = _unique("k848rx")
+    first, second = f"{prefix}-a", f"{prefix}-b"
+    create_topic(bootstrap, first, 2)
+    create_topic(bootstrap, f"{prefix}x-other", 2)  # does not match
+    group = _unique("k848-rx-g")
+    c = _consumer(bootstrap, group, "rx")
+    try:
+        c.subscribe([f"^{prefix}-.*"])
+
+        def assigned() -> set[tuple[str, int]]:
+            c.poll(0.1)
+            return {(tp.topic, tp.partition) for tp in c.assignment()}
+
+        wait_until(lambda: assigned() == {(first, 0), (first, 1)}, 60, lambda: str(assigned()))
+        with Wire(bootstrap) as w:
+            answer = w.call(
+                ApiKey.CONSUMER_GROUP_DESCRIBE,
+                1,
+                {"group_ids": [group], "include_authorized_operations": False},
+            )
+        (member,) = answer["groups"][0]["members"]
+        assert member["subscribed_topic_regex"] == f"(^{prefix}-.*)", member  # librdkafka wraps it
+        create_topic(bootstrap, second, 1)
+        want = {(first, 0), (first, 1), (second, 0)}
+        wait_until(lambda: assigned() == want, 90, lambda: str(assigned()))
+    finally:
+        c.close()

@@ -54,6 +54,7 @@ from wirebroker.group.consumer.messages import (
     ConsumerHeartbeatResult,
     DescribedConsumerGroup,
     TopicLookup,
+    TopicNames,
 )
 from wirebroker.group.coordinator import GroupCoordinatorCore
 from wirebroker.group.effects import (
@@ -326,11 +327,14 @@ class GroupCoordinatorRuntime:
         return await self._call(lambda now: self.core.delete_groups(now, group_ids=group_ids))
 
     async def consumer_group_heartbeat(
-        self, req: ConsumerHeartbeatRequest, topics: TopicLookup
+        self, req: ConsumerHeartbeatRequest, topics: TopicLookup, topic_names: TopicNames
     ) -> ConsumerHeartbeatResult:
         """ConsumerGroupHeartbeat (KIP-848, `wirebroker.group.consumer.manager`); `topics`
-        looks a subscribed topic name up (id, partition count)."""
-        return await self._call(lambda now: self.core.consumer_group_heartbeat(now, req, topics))
+        looks a subscribed topic name up (id, partition count), `topic_names` lists them all
+        (for regular-expression subscriptions)."""
+        return await self._call(
+            lambda now: self.core.consumer_group_heartbeat(now, req, topics, topic_names)
+        )
 
     def consumer_group_describe(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
         return self.core.consumer_group_describe(group_ids)

@@ -6,7 +6,8 @@ empty one at epoch 0 gets one from the coordinator); `GroupCoordinatorRuntime
 Subscribed topic names are looked up in the cluster view (id, partition count). The
 assignment is sent only when Kafka sends it (a join, a full request, a changed assignment).
 An error answer carries Kafka's text, no member id and epoch 0. Regular-expression
-subscriptions (v1 `subscribed_topic_regex`) are accepted but match nothing yet.
+subscriptions (v1 `subscribed_topic_regex`) are matched against every topic's whole name at
+each heartbeat.
 No group coordinator: COORDINATOR_NOT_AVAILABLE. GROUP READ is checked (Kafka also checks
 DESCRIBE on the subscribed topics: skipped).
 """
@@ -94,5 +95,8 @@ async def handle(
         info = view.topic(name)
         return None if info is None else (info.topic_id, info.partitions)
 
-    result = await coordinator.consumer_group_heartbeat(heartbeat_request(ctx, req), lookup)
+    def names() -> list[str]:
+        return [t.name for t in view.all_topics()]
+
+    result = await coordinator.consumer_group_heartbeat(heartbeat_request(ctx, req), lookup, names)
     return heartbeat_response(result)

@@ -48,7 +48,9 @@ class CKit:
             owned=owned,
             **kw,
         )
-        result = self.core.consumer_group_heartbeat(self.now, req, self.topics.get)
+        result = self.core.consumer_group_heartbeat(
+            self.now, req, self.topics.get, lambda: list(self.topics)
+        )
         self.records.extend(result.records)
         assert result.response is not None
         return result.response

@@ -3,6 +3,8 @@ fencing, leaving, static members, session and rebalance timeouts, validation, li
 
 from __future__ import annotations
 
+import uuid
+
 from protocol.errors import ErrorCode
 from tests.unit.group.consumerkit import REBALANCE, SESSION, CKit, T, U, parts
 from wirebroker.group import GroupConfig
@@ -289,3 +291,23 @@ def test_config_reads_the_consumer_settings() -> None:
     assert cfg.consumer_session_timeout_ms == 6000
     assert cfg.consumer_heartbeat_interval_ms == 500
     assert cfg.consumer_assignors == ("range", "uniform")
+
+
+def test_regex_subscription_matches_whole_topic_names() -> None:
+    k = CKit()
+    k.topics["tt"] = (uuid.UUID(int=7), 1)
+    r = k.hb("m1", 0, topics=(), subscribed_topic_regex="t|u")  # not "tt"
+    assert r.error is ErrorCode.NONE
+    assert r.assignment is not None and set(r.assignment) == {T, U}
+    k.topics["u2"] = (uuid.UUID(int=8), 1)
+    r = k.hb("m1", r.member_epoch)
+    assert r.assignment is None  # "u2" does not match "t|u"
+    r = k.hb("m1", r.member_epoch, subscribed_topic_regex="u.*")
+    assert r.assignment == {U: frozenset({0, 1})}  # t revoked first
+    r = k.hb("m1", r.member_epoch, owned={U: frozenset({0, 1})})
+    assert r.assignment is not None and set(r.assignment) == {U, uuid.UUID(int=8)}
+    k.topics["u3"] = (uuid.UUID(int=9), 2)  # a new matching topic moves the epoch
+    epoch = k.group().group_epoch
+    r = k.hb("m1", r.member_epoch)
+    assert k.group().group_epoch == epoch + 1
+    assert r.assignment is not None and r.assignment[uuid.UUID(int=9)] == frozenset({0, 1})

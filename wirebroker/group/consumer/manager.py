@@ -34,6 +34,7 @@ from wirebroker.group.consumer.messages import (
     DescribedConsumerGroup,
     DescribedConsumerMember,
     TopicLookup,
+    TopicNames,
 )
 from wirebroker.group.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -48,6 +49,7 @@ from wirebroker.group.consumer.reconciliation import reconcile
 from wirebroker.group.consumer.records import ConsumerRecords, metadata_hash
 from wirebroker.group.consumer.validation import check_heartbeat
 from wirebroker.group.effects import Effects, Result
+from wirebroker.group.regex import compile_subscription
 from wirebroker.group.state import CoordinatorState
 
 SESSION = "cg-session"
@@ -80,8 +82,14 @@ class ConsumerGroupManager:
 
     # == ConsumerGroupHeartbeat ============================================================
     def heartbeat(
-        self, now_ms: int, req: ConsumerHeartbeatRequest, topics: TopicLookup
+        self,
+        now_ms: int,
+        req: ConsumerHeartbeatRequest,
+        topics: TopicLookup,
+        topic_names: TopicNames = tuple,
     ) -> Result[ConsumerHeartbeatResult]:
+        """`topics` looks a subscribed name up; `topic_names` lists every topic (regular
+        expression subscriptions are matched against them at each heartbeat)."""
         fx = Effects()
         bad = check_heartbeat(req, list(self.assignors))
         if bad is not None:
@@ -92,7 +100,7 @@ class ConsumerGroupManager:
         try:
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return fx.result(self._leave(now_ms, req, fx))
-            return fx.result(self._heartbeat(now_ms, req, topics, fx))
+            return fx.result(self._heartbeat(now_ms, req, (topics, topic_names), fx))
         except HeartbeatError as e:
             return fx.result(ConsumerHeartbeatResult(error=e.error, error_message=e.message))
 
@@ -119,7 +127,11 @@ class ConsumerGroupManager:
         return group
 
     def _heartbeat(
-        self, now_ms: int, req: ConsumerHeartbeatRequest, topics: TopicLookup, fx: Effects
+        self,
+        now_ms: int,
+        req: ConsumerHeartbeatRequest,
+        topics: tuple[TopicLookup, TopicNames],
+        fx: Effects,
     ) -> ConsumerHeartbeatResult:
         group = self._group(req, fx)
         member = self._member(group, req, fx)
@@ -133,7 +145,8 @@ class ConsumerGroupManager:
         epoch = group.group_epoch
         if epoch == 0:
             group.group_epoch = 1
-        group.metadata = _metadata(group, topics)
+        _resolve_regexes(group, topics[1])
+        group.metadata = _metadata(group, topics[0])
         digest = metadata_hash(group.metadata)
         if _subscription_changed(member, updated) or digest != group.metadata_hash:
             group.metadata_hash = digest
@@ -358,7 +371,7 @@ class ConsumerGroupManager:
         members = {
             mid: MemberSpec(
                 subscribed=frozenset(
-                    group.metadata[n][0] for n in m.subscribed_topic_names if n in group.metadata
+                    group.metadata[n][0] for n in group.member_topics(m) if n in group.metadata
                 ),
                 rack=m.rack_id,
                 instance_id=m.instance_id,
@@ -443,6 +456,20 @@ def _subscription_changed(before: ConsumerMember, after: ConsumerMember) -> bool
         before.subscribed_topic_names != after.subscribed_topic_names
         or before.subscribed_topic_regex != after.subscribed_topic_regex
     )
+
+
+def _resolve_regexes(group: ConsumerGroup, topic_names: TopicNames) -> None:
+    """Match every subscription regex of the group against the topics (whole names,
+    internal topics included, as Kafka 4.4's TopicRegexResolver)."""
+    patterns = {m.subscribed_topic_regex for m in group.members.values()}
+    patterns.discard(None)
+    if not patterns:
+        group.resolved = {}
+        return
+    names = list(topic_names())
+    group.resolved = {
+        p: compile_subscription(p).matching(names) for p in sorted(p for p in patterns if p)
+    }
 
 
 def _metadata(group: ConsumerGroup, topics: TopicLookup) -> dict[str, tuple]:

@@ -4,7 +4,7 @@ versions: the handlers map those)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
@@ -13,6 +13,8 @@ from wirebroker.group.messages import Failable
 
 #: topic name -> (topic id, partition count), or None when the topic does not exist
 TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
+#: every topic name (what a regular-expression subscription is matched against)
+TopicNames = Callable[[], Iterable[str]]
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,8 @@ class ConsumerGroup:
     metadata_hash: int = 0
     #: instance id -> member id (static members)
     static_members: dict[str, str] = field(default_factory=dict)
+    #: subscription regex -> the topic names it matched at the last heartbeat
+    resolved: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def group_state(self) -> GroupState:
         if not self.members:
@@ -134,5 +136,12 @@ class ConsumerGroup:
                     if self.owners.get((t, p)) == member.member_id:
                         del self.owners[(t, p)]
 
+    def member_topics(self, member: ConsumerMember) -> set[str]:
+        """The topic names `member` subscribes to: its names and what its regex matched."""
+        out = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            out |= self.resolved.get(member.subscribed_topic_regex, frozenset())
+        return out
+
     def subscribed_topic_names(self) -> set[str]:
-        return {n for m in self.members.values() for n in m.subscribed_topic_names}
+        return {n for m in self.members.values() for n in self.member_topics(m)}

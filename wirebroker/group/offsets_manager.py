@@ -300,6 +300,20 @@ class OffsetsManager:
             group = self.state.groups[gid]
             if self._expire_offsets(group, now_ms, fx) and group.is_in(GroupState.EMPTY):
                 self._remove_group(group, fx, now_ms)
+        for gid in list(self.state.consumer_groups):
+            if self.state.status(gid) is not PartitionStatus.ACTIVE:
+                continue
+            # KIP-848 groups (Kafka's ConsumerGroup): offsets of topics no member subscribes
+            # to expire from their commit; an empty group without offsets is deleted
+            consumer_group = self.state.consumer_groups[gid]
+            subscribed = consumer_group.subscribed_topic_names()
+            if (
+                self._expire_group_offsets(
+                    gid, subscribed.__contains__, lambda o: o.commit_timestamp_ms, now_ms, fx
+                )
+                and not consumer_group.members
+            ):
+                self._delete_consumer_group(gid, fx)
         self.schedule_expiration(now_ms)
 
     def _expire_offsets(self, group: ClassicGroup, now_ms: int, fx: Effects) -> bool:
@@ -310,10 +324,22 @@ class OffsetsManager:
         base = _expiration_base(group)
         if base is None:
             return False
+        return self._expire_group_offsets(gid, group.is_subscribed_to_topic, base, now_ms, fx)
+
+    def _expire_group_offsets(
+        self,
+        gid: str,
+        subscribed: Callable[[str], bool],
+        base: Callable[[OffsetAndMetadata], int],
+        now_ms: int,
+        fx: Effects,
+    ) -> bool:
+        """Tombstone the expired offsets of topics not `subscribed`; True when none are
+        left."""
         retention = self.state.config.offsets_retention_ms
         all_expired = True
         for topic, parts in list(self.state.offsets.topics(gid).items()):
-            if group.is_subscribed_to_topic(topic):
+            if subscribed(topic):
                 all_expired = False
                 continue
             for partition, value in list(parts.items()):

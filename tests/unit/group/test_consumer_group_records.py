@@ -154,3 +154,25 @@ def test_delete_groups_deletes_an_empty_consumer_group_only() -> None:
     k.records.extend(result.records)
     assert "cg" not in k.core.state.consumer_groups
     assert "cg" not in _reload(k).state.consumer_groups
+
+
+def test_offsets_of_an_empty_consumer_group_expire_then_the_group_goes() -> None:
+    from protocol.errors import ErrorCode
+    from wirebroker.group import CommitPartition, CommitRequest, CommitTopic
+
+    config = GroupConfig(
+        num_partitions=1, offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1000
+    )
+    k = CKit(config)
+    k.hb("m1", 0)
+    commit = CommitRequest("cg", [CommitTopic("t", [CommitPartition(0, 5)])], 2, "m1")
+    k.records.extend(k.core.commit_offsets(k.now, commit).records)
+    for _ in range(4):  # "t" is subscribed: kept while the member is there
+        k.tick(30_000)
+        assert k.hb("m1", 2).error is ErrorCode.NONE
+    assert ("t", 0) in k.core.committed_offsets("cg")
+    assert k.hb("m1", -1).error is ErrorCode.NONE
+    k.tick(1000)  # empty now: the offset (committed long ago) expires, the group goes
+    assert k.core.committed_offsets("cg") == {}
+    assert "cg" not in k.core.state.consumer_groups
+    assert "cg" not in _reload(k).state.consumer_groups

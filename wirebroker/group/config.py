@@ -12,6 +12,7 @@ offset.metadata.max.bytes               offset_metadata_max_bytes          4096
 group.consumer.session.timeout.ms       consumer_session_timeout_ms        45000
 group.consumer.heartbeat.interval.ms    consumer_heartbeat_interval_ms     5000
 group.consumer.assignors                consumer_assignors                 uniform,range
+group.consumer.max.size                 consumer_max_size                  2147483647
 (fixed in Kafka)                        new_member_join_timeout_ms         300000
 
 Keys that `wirebroker.config.BROKER_CONFIGS` does not declare (yet) are still honoured when
@@ -45,6 +46,7 @@ class GroupConfig:
     consumer_session_timeout_ms: int = _from("group.consumer.session.timeout.ms", 45_000)
     consumer_heartbeat_interval_ms: int = _from("group.consumer.heartbeat.interval.ms", 5_000)
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = _from("group.consumer.max.size", INT_MAX)
     new_member_join_timeout_ms: int = 300_000  # fixed in Kafka
 
     @classmethod

@@ -311,3 +311,15 @@ def test_regex_subscription_matches_whole_topic_names() -> None:
     r = k.hb("m1", r.member_epoch)
     assert k.group().group_epoch == epoch + 1
     assert r.assignment is not None and r.assignment[uuid.UUID(int=9)] == frozenset({0, 1})
+
+
+def test_group_consumer_max_size() -> None:
+    k = CKit(GroupConfig(num_partitions=1, consumer_max_size=2))
+    k.hb("m1", 0)
+    k.hb("m2", 0)
+    r = k.hb("m3", 0)
+    assert (r.error, r.error_message) == (
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+        "The consumer group has reached its maximum capacity of 2 members.",
+    )
+    assert k.hb("m2", 3).error is ErrorCode.NONE  # a member already in is served

@@ -134,6 +134,12 @@ class ConsumerGroupManager:
         fx: Effects,
     ) -> ConsumerHeartbeatResult:
         group = self._group(req, fx)
+        limit = self.state.config.consumer_max_size
+        if len(group.members) >= limit and req.member_id not in group.members:
+            raise HeartbeatError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {limit} members.",
+            )
         member = self._member(group, req, fx)
         updated = _with_request(member, req)
         known = updated.member_id in group.members

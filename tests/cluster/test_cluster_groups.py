@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import _wire
@@ -139,6 +138,12 @@ def _create_and_seed(cluster: ClusterProcesses) -> None:
         assert code == 0, f"seeding partition {p}: error {code}"
 
 
+def _consumer(client: str, bootstrap: str, group: str) -> Any:
+    if client == "kafka-python":
+        return _KafkaPython(bootstrap, group)
+    return _Confluent(bootstrap, group, kip848=client == "confluent-kip848")
+
+
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "confluent-kip848"])
 def test_group_keeps_consuming_across_a_coordinator_failover(
     cluster: ClusterProcesses, client: str
@@ -147,13 +152,7 @@ def test_group_keeps_consuming_across_a_coordinator_failover(
     from the replicated `__consumer_offsets` (the member goes on with its epoch)."""
     _create_and_seed(cluster)
     group = f"failover-{client}"
-    if client == "confluent-kip848":
-        consumer: Any = _Confluent(cluster.bootstrap, group, kip848=True)
-    else:
-        factory: Callable[[str, str], Any] = (
-            _KafkaPython if client == "kafka-python" else _Confluent
-        )
-        consumer = factory(cluster.bootstrap, group)
+    consumer = _consumer(client, cluster.bootstrap, group)
     seen: list[tuple[int, int]] = []
     positions: dict[int, int] = {}
     committed: dict[int, int] = {}

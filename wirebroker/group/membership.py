@@ -69,8 +69,9 @@ class GroupMembership:
             return fail(err)
         consumer_group = self.state.consumer_groups.get(group_id)
         if consumer_group is not None:
-            if consumer_group.members:  # no classic members in consumer groups (no migration)
-                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            if consumer_group.members:  # no classic members in consumer groups: as Kafka 4.4
+                # with group.consumer.migration.policy=disabled
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
             del self.state.consumer_groups[group_id]  # an empty one becomes a classic group
             fx.records.extend(
                 consumer_group_tombstones(self.state.partition_for(group_id), consumer_group)

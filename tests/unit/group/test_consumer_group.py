@@ -323,3 +323,25 @@ def test_group_consumer_max_size() -> None:
         "The consumer group has reached its maximum capacity of 2 members.",
     )
     assert k.hb("m2", 3).error is ErrorCode.NONE  # a member already in is served
+
+
+def test_classic_join_to_a_consumer_group() -> None:
+    """Non-empty: INCONSISTENT_GROUP_PROTOCOL, no member id (Kafka 4.4 with migration
+    disabled); empty: the consumer group goes (tombstones) and a classic group starts."""
+    from wirebroker.group import JoinRequest, JoinResult
+
+    def join(member: str) -> JoinResult:
+        req = JoinRequest("cg", member, "consumer", (("range", b""),), 10_000)
+        (done,) = k.core.join_group(("j", member), k.now, req).completions
+        assert isinstance(done.result, JoinResult)
+        return done.result
+
+    k = CKit()
+    k.hb("m1", 0)
+    refused = join("x")
+    assert (refused.error, refused.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+    k.hb("m1", -1)
+    assert join("").error is ErrorCode.MEMBER_ID_REQUIRED
+    assert "cg" not in k.core.state.consumer_groups and k.core.group("cg") is not None
+    r = k.hb("m2", 0)  # still empty (a pending member only): a consumer group again
+    assert r.error is ErrorCode.NONE and k.core.group("cg") is None

@@ -210,21 +210,27 @@ class OffsetsManager:
         self, now_ms: int, *, group_id: str, topics: Sequence[TopicPartitions]
     ) -> Result[DeleteOffsetsResult]:
         """OffsetDelete: only for Empty groups (or topics a `consumer` group does not
-        subscribe to)."""
+        subscribe to; a KIP-848 consumer group: topics no member subscribes to)."""
         del now_ms
         fx = Effects()
         err = self.state.request_error(group_id)
         group = self.state.groups.get(group_id)
-        if err is ErrorCode.NONE and (group is None or group.is_in(GroupState.DEAD)):
+        consumer_group = self.state.consumer_groups.get(group_id)
+        is_subscribed: Callable[[str], bool]
+        if err is ErrorCode.NONE and consumer_group is not None:
+            is_subscribed = consumer_group.subscribed_topic_names().__contains__
+        elif err is ErrorCode.NONE and (group is None or group.is_in(GroupState.DEAD)):
             err = ErrorCode.GROUP_ID_NOT_FOUND
-        if err is not ErrorCode.NONE or group is None:
+        elif err is ErrorCode.NONE and group is not None:
+            if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
+                err = ErrorCode.NON_EMPTY_GROUP
+            is_subscribed = group.is_subscribed_to_topic
+        if err is not ErrorCode.NONE:
             return fx.result(DeleteOffsetsResult(err))
-        if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
-            return fx.result(DeleteOffsetsResult(ErrorCode.NON_EMPTY_GROUP))
         out_topics = []
         for t in topics:
             parts = []
-            subscribed = group.is_subscribed_to_topic(t.name)
+            subscribed = is_subscribed(t.name)
             for p in t.partition_indexes:
                 if subscribed:
                     parts.append(PartitionError(p, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))

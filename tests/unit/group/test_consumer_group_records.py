@@ -176,3 +176,21 @@ def test_offsets_of_an_empty_consumer_group_expire_then_the_group_goes() -> None
     assert k.core.committed_offsets("cg") == {}
     assert "cg" not in k.core.state.consumer_groups
     assert "cg" not in _reload(k).state.consumer_groups
+
+
+def test_offset_delete_of_a_consumer_group() -> None:
+    from protocol.errors import ErrorCode
+    from wirebroker.group import CommitPartition, CommitRequest, CommitTopic, TopicPartitions
+
+    k = CKit()
+    k.hb("m1", 0)
+    topics = [CommitTopic(t, [CommitPartition(0, 5)]) for t in ("t", "u")]
+    k.core.commit_offsets(0, CommitRequest("cg", topics, 2, "m1"))
+    asked = [TopicPartitions("t", [0]), TopicPartitions("u", [0])]
+    result = k.core.delete_offsets(0, group_id="cg", topics=asked).response
+    assert result is not None and result.error is ErrorCode.NONE
+    assert [(t.name, [p.error for p in t.partitions]) for t in result.topics] == [
+        ("t", [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]),
+        ("u", [ErrorCode.NONE]),
+    ]
+    assert set(k.core.committed_offsets("cg")) == {("t", 0)}

@@ -5,19 +5,21 @@ call takes `now_ms` and returns a `Result` whose records the runtime appends fir
 A heartbeat, in Kafka's order: request checks (validation.py), the coordinator's own checks,
 then by member epoch:
     0    join (or rejoin): the member is created (a static member taking over its instance
-         id's departed member keeps that member's epoch and assignment); the group epoch moves
+         id's departed member keeps that member's epoch and assignment)
     >0   heartbeat: the member must exist (UNKNOWN_MEMBER_ID) at this epoch, or at its previous
          one owning a subset of its partitions (a lost response), else FENCED_MEMBER_EPOCH
     -1   leave: the member is removed, the group epoch moves
     -2   static leave: the member stays (epoch -2, its assignment kept) until its instance id
          rejoins or its session times out; the group epoch does not move
-The group epoch also moves when a member's subscription or rack changes, or the subscribed
-topics' metadata does (looked up at each heartbeat). Then, when the group epoch is above the
-assignment epoch, a new target assignment is computed by the server assignor (the one the
-most members name, else the first configured) and the member reconciles toward its target
+The group epoch moves as Kafka 4.4 moves it: a new group goes to 1, then one more when a
+member's subscription (names or regex; a new member's non-empty one) changes or the
+subscribed topics' metadata does (looked up at each heartbeat, regexes matched again), and
+one more when a member leaves or is fenced. When the group epoch is above the assignment
+epoch, a new target assignment is computed at once by the server assignor (the one the most
+members name, else the first configured) and the member reconciles toward its target
 (reconciliation.py). Timers: each member's session (group.consumer.session.timeout.ms,
 renewed by each heartbeat) and, while it holds partitions to revoke, its rebalance timeout;
-either fences it (removed, the group epoch moves).
+either fences it (removed, the group epoch moves, the others' target is computed).
 """
 
 from __future__ import annotations

@@ -149,10 +149,10 @@ _VERSIONS_REASONS = (
     Reason(
         "new-groups",
         "not-built",
-        "KIP-848 consumer groups, share groups (KIP-932) and streams groups (KIP-1071): Kafka "
-        "serves their APIs (and the share coordinator's state APIs) and finalizes "
-        "group.version, share.version and streams.version; wirebroker offers the classic "
-        "protocol only, does not advertise them and closes the connection (issue 35).",
+        "Share groups (KIP-932) and streams groups (KIP-1071): Kafka serves their APIs (and "
+        "the share coordinator's state APIs) and finalizes group.version, share.version and "
+        "streams.version; wirebroker does not advertise them and closes the connection "
+        "(issue 35). KIP-848 consumer groups are served, without the group.version feature.",
         steps="ApiVersions.* | cg-v* | share.* | share-state.* | st-v*",
         path="(reaction) | api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
         " | api_keys[api_key=77] | api_keys[api_key=78] | api_keys[api_key=79]"

@@ -6,13 +6,15 @@ a topic, committing after every poll, kills -9 that leader, and keeps consuming:
 must find the new coordinator by itself, its committed offsets must survive (they are
 replicated), no record may be skipped, and a record may be consumed twice only if it was not
 yet committed when the coordinator died (the uncommitted window).
+With `confluent-kip848` the group is a KIP-848 consumer group: the new coordinator loads its
+records from the replicated `__consumer_offsets` and the member goes on with its epoch (without
+them its next commit is UNKNOWN_MEMBER_ID and its heartbeat GROUP_ID_NOT_FOUND, fatal).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import _wire
@@ -64,22 +66,24 @@ class _KafkaPython:
 
 
 class _Confluent:
-    def __init__(self, bootstrap: str, group: str) -> None:
+    def __init__(self, bootstrap: str, group: str, *, kip848: bool = False) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": 10_000,
-                "heartbeat.interval.ms": 500,
-                "fetch.wait.max.ms": 200,
-                "topic.metadata.refresh.interval.ms": 2_000,
-                "reconnect.backoff.max.ms": 500,
-            }
-        )
+        settings: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 500,
+            "fetch.wait.max.ms": 200,
+            "topic.metadata.refresh.interval.ms": 2_000,
+            "reconnect.backoff.max.ms": 500,
+        }
+        if kip848:  # the consumer group protocol: the broker sets session and heartbeat
+            del settings["session.timeout.ms"], settings["heartbeat.interval.ms"]
+            settings["group.protocol"] = "consumer"
+        self.consumer = Consumer(settings)
         self.consumer.subscribe([TOPIC])
 
     def poll(self) -> list[tuple[int, int, bytes]]:
@@ -134,14 +138,21 @@ def _create_and_seed(cluster: ClusterProcesses) -> None:
         assert code == 0, f"seeding partition {p}: error {code}"
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+def _consumer(client: str, bootstrap: str, group: str) -> Any:
+    if client == "kafka-python":
+        return _KafkaPython(bootstrap, group)
+    return _Confluent(bootstrap, group, kip848=client == "confluent-kip848")
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "confluent-kip848"])
 def test_group_keeps_consuming_across_a_coordinator_failover(
     cluster: ClusterProcesses, client: str
 ) -> None:
+    """confluent-kip848: a KIP-848 consumer group, whose records the new coordinator loads
+    from the replicated `__consumer_offsets` (the member goes on with its epoch)."""
     _create_and_seed(cluster)
     group = f"failover-{client}"
-    factory: Callable[[str, str], Any] = _KafkaPython if client == "kafka-python" else _Confluent
-    consumer = factory(cluster.bootstrap, group)
+    consumer = _consumer(client, cluster.bootstrap, group)
     seen: list[tuple[int, int]] = []
     positions: dict[int, int] = {}
     committed: dict[int, int] = {}

@@ -301,7 +301,9 @@ def _parse_args(argv: list[str]) -> Any:
     import argparse
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--client", choices=("kafka-python", "confluent-kafka"), required=True)
+    parser.add_argument(
+        "--client", choices=("kafka-python", "confluent-kafka", "confluent-848"), required=True
+    )
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
@@ -396,20 +398,21 @@ def _confluent_member(args: Any, stop: threading.Event) -> None:
     from _client_env import librdkafka_extra
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "group.id": args.group,
-            "client.id": f"wb-{args.name}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": args.session_timeout_ms,
-            "heartbeat.interval.ms": args.heartbeat_interval_ms,
-            "fetch.wait.max.ms": 100,
-            "socket.timeout.ms": 10_000,
-        }
-        | librdkafka_extra()
-    )
+    settings: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": f"wb-{args.name}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": args.session_timeout_ms,
+        "heartbeat.interval.ms": args.heartbeat_interval_ms,
+        "fetch.wait.max.ms": 100,
+        "socket.timeout.ms": 10_000,
+    }
+    if args.client == "confluent-848":  # KIP-848: the broker sets session and heartbeat times
+        del settings["session.timeout.ms"], settings["heartbeat.interval.ms"]
+        settings["group.protocol"] = "consumer"
+    consumer = Consumer(settings | librdkafka_extra())
     state: dict[str, int] = {"gen": -1}
 
     def on_assign(c: Any, parts: list[Any]) -> None:

@@ -166,7 +166,8 @@ def _groups(services: Services, high_watermarks: dict[tuple[str, int], int]) -> 
         return []
     state = runtime.core.state
     out = []
-    for group_id in sorted(set(state.groups) | set(state.offsets.groups())):
+    groups = set(state.groups) | set(state.consumer_groups) | set(state.offsets.groups())
+    for group_id in sorted(groups):
         group = state.groups.get(group_id)
         offsets = []
         for topic, partition, committed in sorted(
@@ -183,6 +184,10 @@ def _groups(services: Services, high_watermarks: dict[tuple[str, int], int]) -> 
                     "lag": None if hw is None else max(0, hw - offset),
                 }
             )
+        consumer_group = state.consumer_groups.get(group_id)
+        if consumer_group is not None:  # KIP-848: the group epoch stands for the generation
+            out.append(_consumer_group(consumer_group, offsets))
+            continue
         out.append(
             {
                 "group_id": group_id,
@@ -204,3 +209,25 @@ def _groups(services: Services, high_watermarks: dict[tuple[str, int], int]) -> 
             }
         )
     return out
+
+
+def _consumer_group(group: Any, offsets: list[dict[str, Any]]) -> dict[str, Any]:
+    """A KIP-848 consumer group in the shape of the classic ones (generation: its epoch)."""
+    return {
+        "group_id": group.group_id,
+        "state": str(group.group_state()),
+        "generation": group.group_epoch,
+        "protocol_type": "consumer",
+        "protocol": None,
+        "leader": None,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "group_instance_id": m.instance_id,
+            }
+            for m in group.members.values()
+        ],
+        "offsets": offsets,
+    }

@@ -9,6 +9,10 @@ offsets.topic.num.partitions            num_partitions                     50
 offsets.retention.minutes               offsets_retention_ms (x 60000)     10080 (7 days)
 offsets.retention.check.interval.ms     offsets_retention_check_interval_ms 600000
 offset.metadata.max.bytes               offset_metadata_max_bytes          4096
+group.consumer.session.timeout.ms       consumer_session_timeout_ms        45000
+group.consumer.heartbeat.interval.ms    consumer_heartbeat_interval_ms     5000
+group.consumer.assignors                consumer_assignors                 uniform,range
+group.consumer.max.size                 consumer_max_size                  2147483647
 (fixed in Kafka)                        new_member_join_timeout_ms         300000
 
 Keys that `wirebroker.config.BROKER_CONFIGS` does not declare (yet) are still honoured when
@@ -39,6 +43,10 @@ class GroupConfig:
     offsets_retention_ms: int = _from("offsets.retention.minutes", 10080 * 60_000, unit=60_000)
     offsets_retention_check_interval_ms: int = _from("offsets.retention.check.interval.ms", 600_000)
     offset_metadata_max_bytes: int = _from("offset.metadata.max.bytes", 4096)
+    consumer_session_timeout_ms: int = _from("group.consumer.session.timeout.ms", 45_000)
+    consumer_heartbeat_interval_ms: int = _from("group.consumer.heartbeat.interval.ms", 5_000)
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = _from("group.consumer.max.size", INT_MAX)
     new_member_join_timeout_ms: int = 300_000  # fixed in Kafka
 
     @classmethod
@@ -50,9 +58,16 @@ class GroupConfig:
             raw = cfg.values.get(name)
             return default if raw is None else int(raw.strip())
 
-        values: dict[str, int] = {}
+        values: dict[str, object] = {}
         for f in fields(cls):
             if "key" in f.metadata:
                 unit = f.metadata["unit"]
                 values[f.name] = get(f.metadata["key"], f.default // unit) * unit
-        return cls(**values)
+        raw = cfg.values.get("group.consumer.assignors")
+        if raw is not None and raw.strip():
+            values["consumer_assignors"] = tuple(
+                n.strip().rsplit(".", 1)[-1].removesuffix("Assignor").lower()
+                for n in raw.split(",")
+                if n.strip()
+            )
+        return cls(**values)  # type: ignore[arg-type]

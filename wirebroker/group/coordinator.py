@@ -29,9 +29,11 @@ Where the core is not Kafka (on purpose):
 - Group state changes are applied when the call returns; the records are appended by the
   runtime before any response goes out (Kafka waits for the append, then applies). See
   `effects` for what to do when an append fails.
-- The new consumer protocol (KIP-848), share and streams groups are not implemented; their
-  records are skipped on replay. Transactional offsets (TxnOffsetCommit) stay pending
-  (`txn_offsets.py`) until `complete_txn` (a marker written to their partition).
+- KIP-848 consumer groups are `wirebroker.group.consumer` (ConsumerGroupHeartbeat /
+  ConsumerGroupDescribe, `consumer_group_heartbeat` here); share and streams groups are not
+  implemented, their records are skipped on replay.
+- Transactional offsets (TxnOffsetCommit) stay pending (`txn_offsets.py`) until
+  `complete_txn` (a marker written to their partition).
 - Topic existence (UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit) and authorization are the
   handlers' business; OffsetCommit/OffsetFetch v10 topic ids are mapped to names there too.
 """
@@ -42,8 +44,11 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 
 from protocol.errors import ErrorCode
+from wirebroker.group.assignors import assignors_from_config
 from wirebroker.group.classic import ClassicGroup, GroupState
 from wirebroker.group.config import GroupConfig
+from wirebroker.group.consumer.manager import ConsumerGroupManager
+from wirebroker.group.consumer.model import GROUP_TYPE_CONSUMER
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.loader import GroupLoader
 from wirebroker.group.membership import GroupMembership
@@ -76,6 +81,11 @@ class GroupCoordinatorCore:
         )
         self.offsets = OffsetsManager(self.state, self.rebalancer)
         self.loader = GroupLoader(self.state)
+        self.consumer = ConsumerGroupManager(
+            self.state,
+            assignors_from_config(self.config.consumer_assignors),
+            member_id_suffix or (lambda: str(uuid.uuid4())),
+        )
         # The request APIs are the parts' own (see their docstrings).
         self.join_group = self.membership.join_group
         self.sync_group = self.membership.sync_group
@@ -87,6 +97,8 @@ class GroupCoordinatorCore:
         self.delete_groups = self.offsets.delete_groups
         self.txn_commit_offsets = self.offsets.txn_commit_offsets
         self.has_pending_txn_offset = self.offsets.has_pending_txn_offset
+        self.consumer_group_heartbeat = self.consumer.heartbeat
+        self.consumer_group_describe = self.consumer.describe
 
     # == introspection =====================================================================
     def partition_for(self, group_id: str) -> int:
@@ -160,6 +172,9 @@ class GroupCoordinatorCore:
         state = self.state
         loaded = self.loader.take(parts)
         state.groups.update(loaded.groups)
+        state.consumer_groups.update(loaded.consumer_groups)
+        for consumer_group in loaded.consumer_groups.values():
+            self.consumer.on_loaded(consumer_group, now_ms)
         for gid, topics in loaded.offsets.items():
             state.offsets.set_group(gid, topics)
         state.txn_offsets.merge(loaded.pending)
@@ -202,6 +217,10 @@ class GroupCoordinatorCore:
                 group = state.groups.pop(group_id)
                 group.complete_all_parked(ErrorCode.NOT_COORDINATOR, fx.completions)
                 state.cancel_group_timers(group_id)
+        for group_id in list(state.consumer_groups):
+            if state.partition_for(group_id) in parts:
+                del state.consumer_groups[group_id]
+                state.cancel_group_timers(group_id)
         for group_id in state.offsets.groups():
             if state.partition_for(group_id) in parts:
                 state.offsets.remove_group(group_id)
@@ -220,8 +239,8 @@ class GroupCoordinatorCore:
     def list_groups(
         self, *, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()
     ) -> ListGroupsResult:
-        """States compared case-insensitively; types likewise (every group here is
-        "classic"; an unknown type matches nothing)."""
+        """States compared case-insensitively; types likewise ("classic" or "consumer"; an
+        unknown type matches nothing)."""
         state = self.state
         if not state.active:
             return ListGroupsResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -229,16 +248,21 @@ class GroupCoordinatorCore:
             return ListGroupsResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         states = {s.strip().lower() for s in states_filter}
         types = {t.strip().lower() for t in types_filter}
-        if types and GROUP_TYPE_CLASSIC not in types:
-            return ListGroupsResult(ErrorCode.NONE)
-        return ListGroupsResult(
-            ErrorCode.NONE,
-            tuple(
+        listed: list[ListedGroup] = []
+        if not types or GROUP_TYPE_CLASSIC in types:
+            listed.extend(
                 ListedGroup(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE_CLASSIC)
                 for g in state.groups.values()
                 if not states or str(g.state).lower() in states
-            ),
-        )
+            )
+        if not types or GROUP_TYPE_CONSUMER in types:
+            for cg in state.consumer_groups.values():
+                cg_state = str(cg.group_state())
+                if not states or cg_state.lower() in states:
+                    listed.append(
+                        ListedGroup(cg.group_id, "consumer", cg_state, GROUP_TYPE_CONSUMER)
+                    )
+        return ListGroupsResult(ErrorCode.NONE, tuple(listed))
 
     def describe_groups(self, *, group_ids: Sequence[str]) -> list[DescribedGroup]:
         """Unknown groups are Dead (`exists` False). Member metadata and the protocol name
@@ -250,6 +274,13 @@ class GroupCoordinatorCore:
         if err is not ErrorCode.NONE:
             return DescribedGroup(gid, error=err)
         group = self.state.groups.get(gid)
+        if gid in self.state.consumer_groups:
+            return DescribedGroup(
+                gid,
+                state=str(GroupState.DEAD),
+                exists=False,
+                error_message=f"Group {gid} is not a classic group.",
+            )
         if group is None or group.is_in(GroupState.DEAD):
             return DescribedGroup(gid, state=str(GroupState.DEAD), exists=False)
         stable = group.is_in(GroupState.STABLE)

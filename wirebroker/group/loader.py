@@ -9,8 +9,9 @@ or the group (a group tombstone keeps the group's offsets, as Kafka). Transactio
 commits whose marker is not in the log yet come through `replay_pending` and are handed over
 as pending again (`wirebroker.group.txn_offsets`); those of committed transactions come
 through `replay` (the runtime's fold applies a COMMIT marker's records at the marker, drops
-an ABORT's: `wirebroker.group.offsets_log`). Records of other types (KIP-848 groups) are
-skipped. Loaded groups start without timers;
+an ABORT's: `wirebroker.group.offsets_log`). KIP-848 consumer group records are
+replayed by `wirebroker.group.consumer.records.ConsumerGroupsFold`. Loaded groups start
+without timers;
 the core starts their session timers when it takes them.
 """
 
@@ -19,16 +20,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from protocol.consumer_group_records import decode_consumer_key
 from protocol.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     GroupRecordError,
     OffsetCommitKey,
+    UnknownKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
 )
 from wirebroker.group.classic import ClassicGroup, ClassicGroupMember, GroupState
+from wirebroker.group.consumer.model import ConsumerGroup
+from wirebroker.group.consumer.records import ConsumerGroupsFold
 from wirebroker.group.offsets import OffsetAndMetadata, OffsetStore
 from wirebroker.group.state import CoordinatorState, PartitionStatus
 from wirebroker.group.txn_offsets import PendingTxnOffsets
@@ -43,6 +48,7 @@ class LoadedState:
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
     offsets: dict[str, GroupOffsets] = field(default_factory=dict)
     pending: PendingTxnOffsets = field(default_factory=PendingTxnOffsets)
+    consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
 
 
 class GroupLoader:
@@ -51,6 +57,7 @@ class GroupLoader:
         self._groups: dict[str, ClassicGroup] = {}
         self._offsets = OffsetStore()
         self._pending = PendingTxnOffsets()
+        self._consumer = ConsumerGroupsFold()
 
     def replay(self, key: bytes, value: bytes | None, offset: int = -1) -> bool:
         """Apply one record (False: a record type the coordinator ignores); `offset`: its
@@ -78,6 +85,14 @@ class GroupLoader:
                 self._groups.pop(k.group, None)
             else:
                 self._groups[k.group] = load_group(k.group, decode_group_metadata_value(value))
+            return True
+        if isinstance(k, UnknownKey):
+            ck = decode_consumer_key(key)
+            if ck is None:
+                return False
+            if self._state.status(ck.group) is not PartitionStatus.LOADING:
+                raise RuntimeError(f"replay for group {ck.group!r} outside begin_loading")
+            self._consumer.replay(ck, value)
             return True
         return False
 
@@ -112,8 +127,12 @@ class GroupLoader:
         """Hand over (and forget) what was loaded for `partitions`."""
         parts = set(partitions)
         out = LoadedState()
+        out.consumer_groups = self._consumer.take(lambda g: self._state.partition_for(g) in parts)
         for gid in [g for g in self._groups if self._state.partition_for(g) in parts]:
-            out.groups[gid] = self._groups.pop(gid)
+            classic = self._groups.pop(gid)
+            if gid in out.consumer_groups and not classic.members:
+                continue  # the offsets of a consumer group, not a simple classic group
+            out.groups[gid] = classic
         for gid in self._offsets.groups():
             if self._state.partition_for(gid) in parts:
                 out.offsets[gid] = self._offsets.remove_group(gid)

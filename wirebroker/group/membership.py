@@ -20,6 +20,7 @@ from wirebroker.group.classic import (
     GroupState,
     protocol_names,
 )
+from wirebroker.group.consumer.records import consumer_group_tombstones
 from wirebroker.group.effects import Effects, Parked, Result
 from wirebroker.group.messages import (
     HeartbeatRequest,
@@ -66,6 +67,15 @@ class GroupMembership:
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return fail(err)
+        consumer_group = self.state.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:  # no classic members in consumer groups: as Kafka 4.4
+                # with group.consumer.migration.policy=disabled
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+            del self.state.consumer_groups[group_id]  # an empty one becomes a classic group
+            fx.records.extend(
+                consumer_group_tombstones(self.state.partition_for(group_id), consumer_group)
+            )
         parked = _Joining(Parked(key), req)
         is_unknown = req.member_id == ""
         group = self.state.groups.get(group_id)

@@ -153,6 +153,8 @@ class CommitRequest:
     member_id: str = ""
     group_instance_id: str | None = None
     retention_time_ms: int = -1
+    #: OffsetCommit v9+ (members of KIP-848 consumer groups must use it)
+    member_epoch_version: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -327,3 +329,5 @@ class DescribedGroup(NamedTuple):
     protocol_type: str = ""
     protocol_data: str = ""
     members: tuple[DescribedMember, ...] = ()
+    #: v6+ text when `exists` is False (None: "Group <id> not found.")
+    error_message: str | None = None

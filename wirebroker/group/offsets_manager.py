@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from protocol.errors import ErrorCode
 from protocol.group_records import OffsetCommitValue
 from wirebroker.group.classic import ClassicGroup, GroupState
+from wirebroker.group.consumer.offsets import consumer_commit_error, consumer_fetch_error
+from wirebroker.group.consumer.records import consumer_group_tombstones
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.messages import (
     CommitPartition,
@@ -125,7 +127,7 @@ class OffsetsManager:
             producer_id, lambda g: self.state.partition_for(g) == partition
         ):
             if commit:
-                if group not in self.state.groups:
+                if group not in self.state.groups and group not in self.state.consumer_groups:
                     self.state.groups[group] = ClassicGroup(group)
                 if value.newer_than(self.state.offsets.get(group, topic, p)):
                     self.state.offsets.put(group, topic, p, value)
@@ -143,6 +145,9 @@ class OffsetsManager:
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return err
+        consumer_group = self.state.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return consumer_commit_error(consumer_group, req, transactional=transactional)
         group = self.state.groups.get(group_id)
         if group is None:
             if req.generation_id >= 0:
@@ -162,16 +167,25 @@ class OffsetsManager:
 
     # == OffsetFetch =======================================================================
     def fetch_offsets(
-        self, *, group_id: str, topics: Sequence[TopicPartitions] | None
+        self,
+        *,
+        group_id: str,
+        topics: Sequence[TopicPartitions] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResult:
         """One group's committed offsets; `topics` None fetches every committed offset of
         the group. Partitions without a commit answer offset -1, leader epoch -1,
         metadata ""."""
         err = self.state.coordinator_error(group_id)
+        if err is ErrorCode.NONE:
+            err = consumer_fetch_error(self.state, group_id, member_id, member_epoch)
         if err is not ErrorCode.NONE:
             return OffsetFetchResult(group_id, err)
         group = self.state.groups.get(group_id)
-        known = group is not None and not group.is_in(GroupState.DEAD)
+        known = (
+            group is not None and not group.is_in(GroupState.DEAD)
+        ) or group_id in self.state.consumer_groups
         offsets = self.state.offsets
         if topics is None:
             out = tuple(
@@ -196,21 +210,27 @@ class OffsetsManager:
         self, now_ms: int, *, group_id: str, topics: Sequence[TopicPartitions]
     ) -> Result[DeleteOffsetsResult]:
         """OffsetDelete: only for Empty groups (or topics a `consumer` group does not
-        subscribe to)."""
+        subscribe to; a KIP-848 consumer group: topics no member subscribes to)."""
         del now_ms
         fx = Effects()
         err = self.state.request_error(group_id)
         group = self.state.groups.get(group_id)
-        if err is ErrorCode.NONE and (group is None or group.is_in(GroupState.DEAD)):
+        consumer_group = self.state.consumer_groups.get(group_id)
+        is_subscribed: Callable[[str], bool]
+        if err is ErrorCode.NONE and consumer_group is not None:
+            is_subscribed = consumer_group.subscribed_topic_names().__contains__
+        elif err is ErrorCode.NONE and (group is None or group.is_in(GroupState.DEAD)):
             err = ErrorCode.GROUP_ID_NOT_FOUND
-        if err is not ErrorCode.NONE or group is None:
+        elif err is ErrorCode.NONE and group is not None:
+            if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
+                err = ErrorCode.NON_EMPTY_GROUP
+            is_subscribed = group.is_subscribed_to_topic
+        if err is not ErrorCode.NONE:
             return fx.result(DeleteOffsetsResult(err))
-        if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
-            return fx.result(DeleteOffsetsResult(ErrorCode.NON_EMPTY_GROUP))
         out_topics = []
         for t in topics:
             parts = []
-            subscribed = group.is_subscribed_to_topic(t.name)
+            subscribed = is_subscribed(t.name)
             for p in t.partition_indexes:
                 if subscribed:
                     parts.append(PartitionError(p, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
@@ -235,7 +255,9 @@ class OffsetsManager:
         results = []
         for gid in group_ids:
             err = self.state.coordinator_error(gid)
-            if err is ErrorCode.NONE:
+            if err is ErrorCode.NONE and gid in self.state.consumer_groups:
+                err = self._delete_consumer_group(gid, fx)
+            elif err is ErrorCode.NONE:
                 group = self.state.groups.get(gid)
                 if group is None or group.is_in(GroupState.DEAD):
                     err = ErrorCode.GROUP_ID_NOT_FOUND
@@ -247,6 +269,18 @@ class OffsetsManager:
                     self._remove_group(group, fx, now_ms)
             results.append(DeletedGroup(gid, err))
         return fx.result(DeleteGroupsResult(tuple(results)))
+
+    def _delete_consumer_group(self, gid: str, fx: Effects) -> ErrorCode:
+        """A KIP-848 group: deleted when it has no members (its offsets, then its records)."""
+        group = self.state.consumer_groups[gid]
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        for topic, partition, _ in self.state.offsets.entries(gid):
+            self._offset_tombstone(gid, topic, partition, fx)
+        fx.records.extend(consumer_group_tombstones(self.state.partition_for(gid), group))
+        del self.state.consumer_groups[gid]
+        self.state.cancel_group_timers(gid)
+        return ErrorCode.NONE
 
     def _remove_group(self, group: ClassicGroup, fx: Effects, now_ms: int) -> None:
         gid = group.group_id
@@ -272,6 +306,20 @@ class OffsetsManager:
             group = self.state.groups[gid]
             if self._expire_offsets(group, now_ms, fx) and group.is_in(GroupState.EMPTY):
                 self._remove_group(group, fx, now_ms)
+        for gid in list(self.state.consumer_groups):
+            if self.state.status(gid) is not PartitionStatus.ACTIVE:
+                continue
+            # KIP-848 groups (Kafka's ConsumerGroup): offsets of topics no member subscribes
+            # to expire from their commit; an empty group without offsets is deleted
+            consumer_group = self.state.consumer_groups[gid]
+            subscribed = consumer_group.subscribed_topic_names()
+            if (
+                self._expire_group_offsets(
+                    gid, subscribed.__contains__, lambda o: o.commit_timestamp_ms, now_ms, fx
+                )
+                and not consumer_group.members
+            ):
+                self._delete_consumer_group(gid, fx)
         self.schedule_expiration(now_ms)
 
     def _expire_offsets(self, group: ClassicGroup, now_ms: int, fx: Effects) -> bool:
@@ -282,10 +330,22 @@ class OffsetsManager:
         base = _expiration_base(group)
         if base is None:
             return False
+        return self._expire_group_offsets(gid, group.is_subscribed_to_topic, base, now_ms, fx)
+
+    def _expire_group_offsets(
+        self,
+        gid: str,
+        subscribed: Callable[[str], bool],
+        base: Callable[[OffsetAndMetadata], int],
+        now_ms: int,
+        fx: Effects,
+    ) -> bool:
+        """Tombstone the expired offsets of topics not `subscribed`; True when none are
+        left."""
         retention = self.state.config.offsets_retention_ms
         all_expired = True
         for topic, parts in list(self.state.offsets.topics(gid).items()):
-            if group.is_subscribed_to_topic(topic):
+            if subscribed(topic):
                 all_expired = False
                 continue
             for partition, value in list(parts.items()):

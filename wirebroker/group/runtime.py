@@ -49,6 +49,13 @@ from wirebroker.coordinator.runtime import (
     replicated_at_once,
 )
 from wirebroker.group.config import GroupConfig
+from wirebroker.group.consumer.messages import (
+    ConsumerHeartbeatRequest,
+    ConsumerHeartbeatResult,
+    DescribedConsumerGroup,
+    TopicLookup,
+    TopicNames,
+)
 from wirebroker.group.coordinator import GroupCoordinatorCore
 from wirebroker.group.effects import (
     Completion,
@@ -319,10 +326,30 @@ class GroupCoordinatorRuntime:
     async def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
         return await self._call(lambda now: self.core.delete_groups(now, group_ids=group_ids))
 
+    async def consumer_group_heartbeat(
+        self, req: ConsumerHeartbeatRequest, topics: TopicLookup, topic_names: TopicNames
+    ) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat (KIP-848, `wirebroker.group.consumer.manager`); `topics`
+        looks a subscribed topic name up (id, partition count), `topic_names` lists them all
+        (for regular-expression subscriptions)."""
+        return await self._call(
+            lambda now: self.core.consumer_group_heartbeat(now, req, topics, topic_names)
+        )
+
+    def consumer_group_describe(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
+        return self.core.consumer_group_describe(group_ids)
+
     def fetch_offsets(
-        self, *, group_id: str, topics: Sequence[TopicPartitions] | None
+        self,
+        *,
+        group_id: str,
+        topics: Sequence[TopicPartitions] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResult:
-        return self.core.fetch_offsets(group_id=group_id, topics=topics)
+        return self.core.fetch_offsets(
+            group_id=group_id, topics=topics, member_id=member_id, member_epoch=member_epoch
+        )
 
     def list_groups(
         self, *, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()

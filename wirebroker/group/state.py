@@ -16,6 +16,7 @@ from collections.abc import Callable
 from protocol.errors import ErrorCode
 from wirebroker.group.classic import ClassicGroup
 from wirebroker.group.config import GroupConfig
+from wirebroker.group.consumer.model import ConsumerGroup
 from wirebroker.group.effects import Effects
 from wirebroker.group.offsets import OffsetStore
 from wirebroker.group.partitioning import partition_for
@@ -34,6 +35,8 @@ class CoordinatorState:
     def __init__(self, config: GroupConfig) -> None:
         self.config = config
         self.groups: dict[str, ClassicGroup] = {}
+        #: KIP-848 consumer groups by id (a group id is in one of the two dicts at most)
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.offsets = OffsetStore()
         #: transactional offset commits waiting for their marker (txn_offsets.py)
         self.txn_offsets = PendingTxnOffsets()

@@ -4,7 +4,8 @@ One entry per requested group id, in request order (`GroupCoordinatorRuntime.des
 the core's rules): group_state, protocol_type, protocol_data (the selected protocol, Stable
 groups only), members (member_id, group_instance_id (v4+), client_id, client_host "/<ip>",
 member_metadata (Stable groups only) and member_assignment). An unknown group is described as
-Dead with no members; v6+ adds GROUP_ID_NOT_FOUND and "Group <id> not found.". Group-level
+Dead with no members; v6+ adds GROUP_ID_NOT_FOUND and "Group <id> not found." (a KIP-848
+consumer group: "Group <id> is not a classic group.", as Kafka 4.4). Group-level
 errors: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
 
 authorized_operations (v3+): -2147483648 ("not provided") unless include_authorized_operations
@@ -52,7 +53,8 @@ _NOT_FOUND_VERSION = 6
 def _described(version: int, g: DescribedGroup) -> DescribedGroupEntry:
     error, message = g.error, None
     if not g.exists and version >= _NOT_FOUND_VERSION:
-        error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
+        error = ErrorCode.GROUP_ID_NOT_FOUND
+        message = g.error_message or f"Group {g.group_id} not found."
     return {
         "error_code": int(error),
         "error_message": message,

@@ -120,6 +120,7 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
                 member_id=str(req.get("member_id") or ""),
                 group_instance_id=req.get("group_instance_id") if version >= 7 else None,
                 retention_time_ms=int(req.get("retention_time_ms", -1)) if version <= 4 else -1,
+                member_epoch_version=version >= 9,
             )
         )
         results = commit_errors(version, result)

@@ -5,9 +5,10 @@ Requests
             require_stable (v7+): a partition with a pending transactional offset (a
             TxnOffsetCommit whose marker has not arrived) answers UNSTABLE_OFFSET_COMMIT,
             offset -1 (the client retries); without it the last committed offset is given.
-    v8+     `groups`, each with group_id, topics (null = all), member_id / member_epoch (v9+,
-            ignored: they matter only for the consumer protocol, KIP-848); topics by name
-            (v8-9) or by topic_id (v10).
+    v8+     `groups`, each with group_id, topics (null = all), member_id / member_epoch (v9+:
+            checked for KIP-848 consumer groups: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, as
+            Kafka 4.4; member_id null skips the check); topics by name (v8-9) or by topic_id
+            (v10).
 Per group (`GroupCoordinatorRuntime.fetch_offsets`, the core's rules): a partition without a
 commit (or of an unknown topic) answers offset -1, leader epoch -1, metadata "", error NONE;
 group-level errors are COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
@@ -26,7 +27,7 @@ Skipped: authorization (TOPIC_AUTHORIZATION_FAILED filtering), throttling.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
@@ -47,10 +48,12 @@ if TYPE_CHECKING:
         OffsetFetchResponseTopics,
     )
     from wirebroker.handlers.context import RequestContext
+    from wirebroker.metadata.view import ClusterView
 
 __all__ = ["fetch_group_response", "handle"]
 
 _GROUPS_VERSION = 8
+_MEMBER_EPOCH_VERSION = 9
 _TOPIC_IDS_VERSION = 10
 
 
@@ -93,6 +96,7 @@ def _fetch_group(
     topics: list[OffsetFetchRequestTopics] | None,
     require_stable: bool,
     by_id: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> OffsetFetchResponseGroup:
     """One group's answer in the v8+ shape (topics by name, or by id when `by_id`)."""
     coordinator = ctx.services.group_coordinator
@@ -140,7 +144,11 @@ def _fetch_group(
                     denied.append({"name": name, "partitions": refused})
                     continue
                 requested.append(TopicPartitions(name, indexes))
-    answer = fetch_group_response(coordinator.fetch_offsets(group_id=group_id, topics=requested))
+    answer = fetch_group_response(
+        coordinator.fetch_offsets(
+            group_id=group_id, topics=requested, member_id=member[0], member_epoch=member[1]
+        )
+    )  # member: v9+ (member id, epoch), checked for KIP-848 consumer groups
     if topics is None and _authz.enabled(ctx):  # every topic: only those it may DESCRIBE
         kept = [
             t
@@ -155,15 +163,20 @@ def _fetch_group(
                 if coordinator.has_pending_txn_offset(group_id, topic, p["partition_index"]):
                     p.update(_partition(p["partition_index"], ErrorCode.UNSTABLE_OFFSET_COMMIT))
     if by_id and answer["error_code"] == 0:
-        out: list[OffsetFetchResponseTopics] = []
-        for answered in answer["topics"]:
-            info = view.topic(answered.get("name", ""))
-            if info is not None:
-                out.append({"topic_id": info.topic_id, "partitions": answered["partitions"]})
-        answer = {**answer, "topics": out + unknown_ids}
+        answer = {**answer, "topics": _by_id(view, answer["topics"]) + unknown_ids}
     if denied and answer["error_code"] == 0:
         answer = {**answer, "topics": [*answer["topics"], *denied]}
     return answer
+
+
+def _by_id(view: ClusterView, topics: Any) -> list[OffsetFetchResponseTopics]:
+    """Answered topics named by id (v10); topics that no longer exist are left out."""
+    out: list[OffsetFetchResponseTopics] = []
+    for answered in topics:
+        info = view.topic(answered.get("name", ""))
+        if info is not None:
+            out.append({"topic_id": info.topic_id, "partitions": answered["partitions"]})
+    return out
 
 
 @handler(ApiKey.OFFSET_FETCH)
@@ -182,6 +195,9 @@ async def handle(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchRes
                     None if topics is None else list(topics),
                     require_stable,
                     by_id,
+                    (g.get("member_id"), int(g.get("member_epoch", -1)))
+                    if version >= _MEMBER_EPOCH_VERSION
+                    else (None, -1),
                 )
             )
         return {"throttle_time_ms": 0, "groups": groups}

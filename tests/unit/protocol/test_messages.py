@@ -672,8 +672,10 @@ _KP_CASES = [
 ]
 #: What kafka-python 3.0.12 lacks of the API versions wirebroker serves: versions new in
 #: Kafka 4.4 (ApiVersions v5, TxnOffsetCommit v6, DeleteGroups v3), compared with Apache
-#: Kafka itself instead (tests/oracle/test_new_versions.py).
-KP_LACKS = {(18, 5), (28, 6), (42, 3)}
+#: Kafka itself instead (tests/oracle/test_new_versions.py); and the KIP-848 APIs
+#: (ConsumerGroupHeartbeat, ConsumerGroupDescribe v0-1), compared with Kafka field by field
+#: by compat/conformance (`cg-v*`) and tests/oracle/test_consumer_group_answers.py.
+KP_LACKS = {(18, 5), (28, 6), (42, 3), (68, 0), (68, 1), (69, 0), (69, 1)}
 
 
 @pytest.fixture(scope="module")

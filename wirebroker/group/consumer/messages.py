@@ -1,0 +1,73 @@
+"""Typed inputs and results of ConsumerGroupHeartbeat / ConsumerGroupDescribe (no wire
+versions: the handlers map those)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from protocol.errors import ErrorCode
+from wirebroker.group.consumer.model import Assignment
+from wirebroker.group.messages import Failable
+
+#: topic name -> (topic id, partition count), or None when the topic does not exist
+TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
+#: every topic name (what a regular-expression subscription is matched against)
+TopicNames = Callable[[], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class ConsumerHeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    #: what the member says it owns (None: not sent)
+    owned: Mapping[uuid.UUID, frozenset[int]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    #: v1+: the client generates its member id (an empty one is INVALID_REQUEST)
+    member_id_required: bool = True
+
+
+@dataclass(frozen=True)
+class ConsumerHeartbeatResult(Failable):
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    #: None: not sent (unchanged)
+    assignment: Assignment | None = None
+
+
+@dataclass(frozen=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+
+
+@dataclass(frozen=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()

@@ -343,6 +343,7 @@ class Broker:
                 controller_window_s=config.get_int("controller.quota.window.size.seconds"),
             ),
         )
+        self.group_coordinator.follow_group_configs(self.services.group_configs)
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         """The handlers, the Dispatcher, the KafkaServer and the fault control."""

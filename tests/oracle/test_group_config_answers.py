@@ -7,6 +7,7 @@ the empty name, the legacy API replacing every override, ListConfigResources."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -228,3 +229,36 @@ def test_list_config_resources_names_a_group_with_overrides(
     answer = groups.wire.call(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": [GROUP]})
     assert answer.error_code == 0
     assert (group, GROUP) in [(r.resource_name, r.resource_type) for r in answer.config_resources]
+
+
+def test_a_groups_heartbeat_interval_reaches_its_members(
+    single_broker: str, unique: Callable
+) -> None:
+    """consumer.heartbeat.interval.ms set on a group is what its members' ConsumerGroupHeartbeat
+    answers carry (another group keeps the broker's 5000)."""
+    with Wire(single_broker) as wire:
+        wire.ensure_offsets_topic()
+        groups = Groups(wire)
+        group, other = unique("g-hb"), unique("g-hb-other")
+        interval = "consumer.heartbeat.interval.ms"
+        assert groups.incremental(group, [(interval, SET, "6000")]) == (0, None)
+        assert groups.settled(group, {interval: "6000"}) == {interval: "6000"}
+        for name, expected in ((group, 6000), (other, 5000)):
+            member = uuid.uuid4().hex
+            body: dict[str, Any] = {
+                "group_id": name,
+                "member_id": member,
+                "member_epoch": 0,
+                "instance_id": None,
+                "rack_id": None,
+                "rebalance_timeout_ms": 30000,
+                "subscribed_topic_names": [unique("t")],
+                "subscribed_topic_regex": None,
+                "server_assignor": None,
+                "topic_partitions": [],
+            }
+            joined = wire.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, body)
+            assert (joined.error_code, joined.heartbeat_interval_ms) == (0, expected), joined
+            body.update(member_epoch=-1, rebalance_timeout_ms=-1, topic_partitions=None)
+            body.update(subscribed_topic_names=None)
+            assert wire.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, body).error_code == 0

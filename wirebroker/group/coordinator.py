@@ -61,7 +61,7 @@ from wirebroker.group.messages import (
 from wirebroker.group.offsets import OffsetAndMetadata
 from wirebroker.group.offsets_manager import EXPIRE_KEY, OffsetsManager
 from wirebroker.group.rebalance import Rebalancer
-from wirebroker.group.state import CoordinatorState, PartitionStatus
+from wirebroker.group.state import CoordinatorState, GroupOverrides, PartitionStatus
 
 GROUP_TYPE_CLASSIC = "classic"
 
@@ -201,6 +201,14 @@ class GroupCoordinatorCore:
         for p in parts:
             self.state.partitions.pop(p, None)
         return fx.result()
+
+    def set_group_configs(self, group_id: str, overrides: GroupOverrides | None) -> None:
+        """The group's GROUP config overrides changed (None: it has none): its members'
+        session timeout and heartbeat interval from their next heartbeat on."""
+        if overrides is None or overrides == GroupOverrides():
+            self.state.group_configs.pop(group_id, None)
+        else:
+            self.state.group_configs[group_id] = overrides
 
     def shutdown(self) -> Result[None]:
         """Unload everything; later requests get COORDINATOR_NOT_AVAILABLE."""

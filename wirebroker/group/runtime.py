@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -85,11 +85,14 @@ from wirebroker.group.messages import (
     TxnCommitRequest,
 )
 from wirebroker.group.offsets_log import OffsetsFold, record_chunks
+from wirebroker.group.state import GroupOverrides
+from wirebroker.metadata.group_configs import GROUP_CONFIGS, GroupConfigError, parse_value
 from wirebroker.metadata.topic_admin import NewTopic
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.coordinator.ownership import Ownership
+    from wirebroker.metadata.group_config_store import GroupConfigs
     from wirebroker.metadata.topic_admin import TopicAdmin
     from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -170,6 +173,17 @@ class GroupCoordinatorRuntime:
         self._recovering = False
         #: markers written to a partition while its load runs (the load may not read them)
         self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
+
+    def follow_group_configs(self, configs: GroupConfigs) -> None:
+        """Apply the GROUP config resource's overrides to the groups coordinated here: those
+        held now, then every change this broker applies (`GroupConfigs.add_listener`)."""
+
+        def apply(group: str, overrides: Mapping[str, str]) -> None:
+            self.core.set_group_configs(group, group_overrides(overrides))
+
+        for group, overrides in configs.all().items():
+            apply(group, overrides)
+        configs.add_listener(apply)
 
     @property
     def ownership(self) -> Ownership:
@@ -565,3 +579,24 @@ def _failed_response(
     elif isinstance(response, Failable):
         out = response.failed(append_error_to_response_error(next(iter(failed.values()))))
     return out
+
+
+def group_overrides(overrides: Mapping[str, str]) -> GroupOverrides:
+    """What a group's overrides change for its coordinator (an override that does not parse,
+    written by another tool, leaves the broker's default)."""
+
+    def millis(name: str) -> int | None:
+        raw = overrides.get(name)
+        if raw is None:
+            return None
+        try:
+            value = parse_value(GROUP_CONFIGS[name], raw)
+        except GroupConfigError:
+            log.warning("ignoring the group config %s=%r: not a valid value", name, raw)
+            return None
+        return value if isinstance(value, int) else None
+
+    return GroupOverrides(
+        session_timeout_ms=millis("consumer.session.timeout.ms"),
+        heartbeat_interval_ms=millis("consumer.heartbeat.interval.ms"),
+    )

@@ -10,6 +10,7 @@ rebuilt by `wirebroker.group.loader`, unowned ones hold nothing).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable
 
@@ -31,6 +32,14 @@ class PartitionStatus(enum.Enum):
     ACTIVE = "active"
 
 
+@dataclasses.dataclass(frozen=True)
+class GroupOverrides:
+    """What a group's config overrides change for its coordinator (None: the broker's)."""
+
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+
+
 class CoordinatorState:
     def __init__(self, config: GroupConfig) -> None:
         self.config = config
@@ -45,6 +54,24 @@ class CoordinatorState:
         self.active = False
         #: the next `OffsetAndMetadata.record_seq` of a commit written here (offsets.py)
         self._next_record_seq = 0
+        #: per-group overrides of the GROUP config resource that the coordinator applies
+        #: (`GroupCoordinatorCore.set_group_configs`: the session timeout and heartbeat
+        #: interval of a KIP-848 group's members)
+        self.group_configs: dict[str, GroupOverrides] = {}
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        """consumer.session.timeout.ms of the group, else group.consumer.session.timeout.ms."""
+        found = self.group_configs.get(group_id)
+        if found is not None and found.session_timeout_ms is not None:
+            return found.session_timeout_ms
+        return self.config.consumer_session_timeout_ms
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        """consumer.heartbeat.interval.ms of the group, else the broker's default."""
+        found = self.group_configs.get(group_id)
+        if found is not None and found.heartbeat_interval_ms is not None:
+            return found.heartbeat_interval_ms
+        return self.config.consumer_heartbeat_interval_ms
 
     def take_record_seq(self) -> int:
         """The position of an offset commit record this coordinator is about to write."""

@@ -10,6 +10,7 @@ from tests.unit.group.consumerkit import REBALANCE, SESSION, CKit, T, U, parts
 from wirebroker.group import GroupConfig
 from wirebroker.group.consumer.model import ConsumerMember, MemberState
 from wirebroker.group.consumer.reconciliation import reconcile
+from wirebroker.group.state import GroupOverrides
 
 ALL = frozenset(range(4))
 
@@ -180,6 +181,24 @@ def test_session_timeout_fences_a_silent_member() -> None:
     assert k.group().group_epoch == 4
     r = k.hb("m1", 3)
     assert (r.member_epoch, parts(r)) == (4, set(ALL))
+
+
+def test_group_config_overrides_set_the_session_timeout_and_heartbeat_interval() -> None:
+    """The GROUP config resource's consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+    of a group (GroupCoordinatorCore.set_group_configs) apply from its members' next
+    heartbeat; other groups keep the broker's; removing them restores the broker's."""
+    k = CKit()
+    k.core.set_group_configs(
+        "cg", GroupOverrides(session_timeout_ms=50_000, heartbeat_interval_ms=7_000)
+    )
+    assert k.hb("m1", 0).heartbeat_interval_ms == 7_000
+    assert k.hb("o1", 0, group="other").heartbeat_interval_ms == 5_000
+    k.tick(SESSION)  # past the broker's session timeout, within the group's
+    assert set(k.group().members) == {"m1"}
+    k.tick(50_000 - SESSION)
+    assert k.group().members == {}
+    k.core.set_group_configs("cg", None)
+    assert k.hb("m2", 0).heartbeat_interval_ms == 5_000
 
 
 def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:

@@ -183,7 +183,7 @@ class ConsumerGroupManager:
         return ConsumerHeartbeatResult(
             member_id=reconciled.member_id,
             member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.state.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.state.consumer_heartbeat_interval_ms(group.group_id),
             assignment=dict(reconciled.assigned) if send else None,
         )
 
@@ -322,7 +322,7 @@ class ConsumerGroupManager:
     ) -> None:
         gid, mid = group.group_id, after.member_id
         timers = self.state.timers
-        timeout = self.state.config.consumer_session_timeout_ms
+        timeout = self.state.consumer_session_timeout_ms(gid)
         timers.schedule((SESSION, gid, mid), now_ms + timeout, self._expire_action(gid, mid))
         key = (REVOKE, gid, mid)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:

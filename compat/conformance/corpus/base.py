@@ -465,12 +465,11 @@ def group_configs(api: int, group: str, configs: Mapping[str, str]) -> Do:
     Kafka batches a group's assignment updates (group.*.assignment.interval.ms, 1 s) and waits
     group.streams.initial.rebalance.delay.ms (3 s) before a new streams group's first
     assignment: a scenario sets its own group's interval and delay to 0, so that each answer
-    holds the assignment the request caused, the same from run to run. wirebroker has no
-    group configs and needs none: its consumer groups assign at once (docs/groups.md)."""
+    holds the assignment the request caused, the same from run to run. wirebroker's consumer
+    groups assign at once (docs/groups.md); it stores the same configs, so both sides list and
+    describe the same groups."""
 
     def run(ctx: Ctx) -> None:
-        if ctx.side.label == "wirebroker":
-            return
         _alter_group_configs(ctx, group, configs)
         body = {
             "resources": [
@@ -505,7 +504,7 @@ def forget_group(api: int, group: str, configs: Iterable[str] = ()) -> Do:
         code = answer.results[0].error_code
         if code:
             raise HarnessError(f"DeleteGroups {group}: error {code}")
-        if not keys or ctx.side.label == "wirebroker":  # no group configs there
+        if not keys:
             return
         _alter_group_configs(ctx, group, dict.fromkeys(keys))
         listing = {"resource_types": [GROUP_RESOURCE]}

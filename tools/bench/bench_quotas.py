@@ -162,14 +162,22 @@ def one_broker(
         broker.stop()
 
 
-def _start_wirebroker(workdir: Path) -> Any:
-    return start_wirebroker(workdir, [])
+def _starters(args: argparse.Namespace) -> dict[str, Callable[[Path], Any]]:
+    """How each broker is started: with `--window-num`, both with that quota.window.num."""
+    settings = {} if args.window_num is None else {"quota.window.num": str(args.window_num)}
+    out: dict[str, Callable[[Path], Any]] = {
+        "wirebroker": lambda w: start_wirebroker(w, [f"{k}={v}" for k, v in settings.items()])
+    }
+    if args.kafka:
+        out["Apache Kafka"] = lambda w: start_kafka(w, settings or None)
+    return out
 
 
 def render(results: dict[str, list[dict[str, dict[str, float]]]], args: argparse.Namespace) -> str:
+    window = "" if args.window_num is None else f" --window-num {args.window_num}"
     lines = [
         f"`python tools/bench/bench_quotas.py --rounds {args.rounds} --seconds {args.seconds:g}"
-        f" --quota {args.quota}`{'' if args.kafka else ' --no-kafka'}  ",
+        f" --quota {args.quota}{window}{'' if args.kafka else ' --no-kafka'}`  ",
         f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ",
         f"Machine: {machine_line()}  ",
     ]
@@ -206,10 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--quota", type=int, default=1 << 20, help="bytes/s (default 1 MiB)")
     parser.add_argument("--no-kafka", dest="kafka", action="store_false")
+    parser.add_argument(
+        "--window-num", type=int, help="quota.window.num of both brokers (default: theirs, 11)"
+    )
     args = parser.parse_args(argv)
-    brokers: dict[str, Callable[[Path], Any]] = {"wirebroker": _start_wirebroker}
-    if args.kafka:
-        brokers["Apache Kafka"] = start_kafka
+    brokers = _starters(args)
     results: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in brokers}
     with tempfile.TemporaryDirectory(prefix="bench-quotas-") as tmp:
         for r in range(args.rounds):

@@ -207,7 +207,9 @@ def test_bad_credentials_fail_with_one_log_line(
         "sasl_plain_password": password,
     }
     with pytest.raises(KafkaError):
-        KafkaProducer(**config, request_timeout_ms=5000, max_block_ms=5000)
+        KafkaProducer(
+            **config, request_timeout_ms=5000, max_block_ms=5000, bootstrap_timeout_ms=5000
+        )
     log = _wait_log(handle, "Failed authentication with", before + 1)
     failed = [line for line in log.splitlines() if "Failed authentication with" in line]
     assert failed[before:] and "Invalid username or password" in failed[before]

@@ -929,7 +929,29 @@ class SimClient:
                     sim.note(f"read p{p} {records[0][0]}..{records[-1][0]}")
                 pos[p] = nxt
             await self.commit(pos)
+            if self.rng.random() < 0.3:
+                await self.check_committed()
             await trio.sleep(self.rng.uniform(0.05, 0.3))
+
+    async def check_committed(self) -> None:
+        """One OffsetFetch from whoever answers FindCoordinator now: a committed offset below
+        an acknowledged commit is a regression (a coordinator serving stale offsets), as a
+        consumer that takes over a partition would start from there."""
+        sim = self.sim
+        fetched = await self.fetch_committed_once()
+        if fetched is None:
+            return
+        node, offsets = fetched
+        high = check_commits(sim.commits, ChaosReport(seed=sim.seed))
+        sim.note(f"committed {offsets} at b{node}")
+        for p, h in high.items():
+            sim.report.commit_checks += 1
+            if offsets.get(p, -1) < h:
+                sim.report.commit_regressions += 1
+                sim.report.examples.append(
+                    f"t={trio.current_time():.3f}: b{node} answered committed p{p} "
+                    f"{offsets.get(p)} < acknowledged {h}"
+                )
 
     async def coordinator(self) -> int | None:
         node = self.rng.randrange(self.sim.cfg.brokers)
@@ -969,21 +991,29 @@ class SimClient:
             self.sim.commits.append({"t": trio.current_time(), "offsets": ok})
             self.sim.note(f"commit {ok} at b{node}")
 
-    async def fetch_committed(self) -> dict[int, int]:
+    async def fetch_committed_once(self) -> tuple[int, dict[int, int]] | None:
+        """(node, committed offsets) from one OffsetFetch answered NONE, else None."""
         body = {
             "group_id": GROUP,
             "topics": [{"name": TOPIC, "partition_indexes": list(range(self.sim.cfg.partitions))}],
         }
+        node = await self.coordinator()
+        if node is None:
+            return None
+        resp = await self.request(node, ApiKey.OFFSET_FETCH, 7, body)
+        if resp is None or resp.error_code != ErrorCode.NONE:
+            return None
+        return node, {
+            int(p.partition_index): int(p.committed_offset)
+            for p in resp.topics[0].partitions
+            if p.committed_offset >= 0 and p.error_code == ErrorCode.NONE
+        }
+
+    async def fetch_committed(self) -> dict[int, int]:
         for _ in range(100):
-            node = await self.coordinator()
-            if node is not None:
-                resp = await self.request(node, ApiKey.OFFSET_FETCH, 7, body)
-                if resp is not None and resp.error_code == ErrorCode.NONE:
-                    return {
-                        int(p.partition_index): int(p.committed_offset)
-                        for p in resp.topics[0].partitions
-                        if p.committed_offset >= 0
-                    }
+            fetched = await self.fetch_committed_once()
+            if fetched is not None:
+                return fetched[1]
             await self.backoff()
         self.sim.report.examples.append("final OffsetFetch failed")
         return {}

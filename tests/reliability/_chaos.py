@@ -540,6 +540,45 @@ def check_commits(events: list[dict[str, Any]], report: ChaosReport) -> dict[int
     return high
 
 
+def partition_story(members: list[tuple[str, list[dict[str, Any]]]], p: int) -> list[str]:
+    """What the members did with partition `p`, in time order (for a failure report): each
+    assignment or revocation naming it, each run of records read from it (first..last
+    offset within one generation), each commit of it. `members`: (name, events)."""
+    lines: list[tuple[float, str]] = []
+    for name, events in members:
+        run: list[Any] | None = None  # [t0, first, last, gen]
+        for e in events:
+            ev = e["ev"]
+            if ev == "records":
+                offs = [int(r[1]) for r in e["records"] if int(r[0]) == p]
+                if not offs:
+                    continue
+                if run is not None and run[3] == e["gen"] and min(offs) == run[2] + 1:
+                    run[2] = max(offs)
+                    continue
+                if run is not None:
+                    lines.append((run[0], f"{name} gen {run[3]} read {run[1]}..{run[2]}"))
+                run = [e["t"], min(offs), max(offs), e["gen"]]
+            elif ev in ("assigned", "revoked") and p in e["partitions"]:
+                lines.append((e["t"], f"{name} gen {e['gen']} {ev} {e['partitions']}"))
+            elif ev == "commit" and str(p) in e["offsets"]:
+                lines.append((e["t"], f"{name} gen {e['gen']} commit {e['offsets'][str(p)]}"))
+        if run is not None:
+            lines.append((run[0], f"{name} gen {run[3]} read {run[1]}..{run[2]}"))
+    lines.sort(key=lambda x: x[0])
+    t0 = lines[0][0] if lines else 0.0
+    out: list[str] = []
+    last = ""
+    for t, text in lines:
+        line = f"+{t - t0:.2f}s {text}"
+        if " commit " in text and text.split(" commit ")[0] == last.split(" commit ")[0]:
+            out[-1] = line  # consecutive commits of one member: the last one
+        else:
+            out.append(line)
+        last = text
+    return out
+
+
 class Group:
     """Two member processes; a member that died is replaced (and counted)."""
 
@@ -571,6 +610,10 @@ class Group:
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         return [e for w in self.workers + self.retired for e in w.snapshot(kind)]
+
+    def story(self, p: int) -> list[str]:
+        """`partition_story` of partition `p` over every member, current and retired."""
+        return partition_story([(w.name, w.snapshot()) for w in self.workers + self.retired], p)
 
     def close(self) -> None:
         for w in self.workers:

@@ -744,7 +744,11 @@ def run_cluster_chaos(
                 break
             time.sleep(0.2)
         group.close()
+        before = len(check.examples)
         _chaos.check_commits(group.events("commit"), check)
+        for example in check.examples[before : before + 1]:  # the first regression's story
+            p = int(example.split()[1][1:])
+            check.examples.append(f"p{p} in the group:\n  " + "\n  ".join(group.story(p)[-60:]))
         check.member_restarts = group.restarts
         reads: list[tuple[int, int, str]] = [
             (int(r[0]), int(r[1]), _chaos.ident_of(bytes.fromhex(r[3])))

@@ -78,3 +78,29 @@ def test_checker_counts_commit_regressions() -> None:
     report = _chaos.ChaosReport(seed=0)
     assert _chaos.check_commits(events, report) == {0: 7, 1: 3}
     assert (report.commits, report.commit_regressions) == (4, 1)
+
+
+def test_partition_story_shows_who_read_and_committed_what() -> None:
+    m0 = [
+        {"ev": "assigned", "t": 1.0, "gen": 1, "partitions": [0, 1]},
+        {"ev": "records", "t": 1.5, "gen": 1, "records": [[1, 0, None, ""], [1, 1, None, ""]]},
+        {"ev": "commit", "t": 1.6, "gen": 1, "offsets": {"1": 2}},
+        {"ev": "records", "t": 1.7, "gen": 1, "records": [[1, 2, None, ""], [0, 9, None, ""]]},
+        {"ev": "commit", "t": 1.8, "gen": 1, "offsets": {"1": 3}},
+        {"ev": "revoked", "t": 2.0, "gen": 1, "partitions": [0, 1]},
+    ]
+    m1 = [
+        {"ev": "assigned", "t": 2.5, "gen": 2, "partitions": [1]},
+        {"ev": "records", "t": 3.0, "gen": 2, "records": [[1, 0, None, ""]]},
+        {"ev": "commit", "t": 3.1, "gen": 2, "offsets": {"1": 1}},
+    ]
+    story = _chaos.partition_story([("m0", m0), ("m1", m1)], 1)
+    assert story == [
+        "+0.00s m0 gen 1 assigned [0, 1]",
+        "+0.50s m0 gen 1 read 0..2",
+        "+0.80s m0 gen 1 commit 3",
+        "+1.00s m0 gen 1 revoked [0, 1]",
+        "+1.50s m1 gen 2 assigned [1]",
+        "+2.00s m1 gen 2 read 0..0",
+        "+2.10s m1 gen 2 commit 1",
+    ]

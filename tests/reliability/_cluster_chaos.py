@@ -654,6 +654,16 @@ def _charge(
     return out
 
 
+def _check_commits(group: _chaos.Group, check: ChaosReport) -> None:
+    """`check_commits` over the group's commits; the first regression comes with its
+    partition's story (who was assigned it, read what, committed what)."""
+    before = len(check.examples)
+    _chaos.check_commits(group.events("commit"), check)
+    for example in check.examples[before : before + 1]:
+        p = int(example.split()[1][1:])
+        check.examples.append(f"p{p} in the group:\n  " + "\n  ".join(group.story(p)[-60:]))
+
+
 def schedule(rng: random.Random, faults: int, kinds: tuple[str, ...]) -> list[str]:
     """The fault kinds in order: `kinds` shuffled, repeated (each round reshuffled)."""
     out: list[str] = []
@@ -744,11 +754,7 @@ def run_cluster_chaos(
                 break
             time.sleep(0.2)
         group.close()
-        before = len(check.examples)
-        _chaos.check_commits(group.events("commit"), check)
-        for example in check.examples[before : before + 1]:  # the first regression's story
-            p = int(example.split()[1][1:])
-            check.examples.append(f"p{p} in the group:\n  " + "\n  ".join(group.story(p)[-60:]))
+        _check_commits(group, check)
         check.member_restarts = group.restarts
         reads: list[tuple[int, int, str]] = [
             (int(r[0]), int(r[1]), _chaos.ident_of(bytes.fromhex(r[3])))

@@ -81,3 +81,18 @@ def test_crc32c_extension_is_the_package_function() -> None:
     assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     assert crc32c(data) == package.crc32c(data)
     assert crc32c(data[100:], crc32c(data[:100])) == crc32c(data)
+
+
+def test_serve_turns_the_collector_back_on_when_the_start_fails(tmp_path: Path) -> None:
+    """The collector is off while the broker is built (cli.serve); a start that fails (here:
+    a data directory that is a file) returns with it on again."""
+    import gc
+
+    from wirebroker.cli import serve
+    from wirebroker.config import BrokerConfig
+
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    assert gc.isenabled()
+    assert serve(BrokerConfig({"log.dirs": str(not_a_dir), "listeners": "PLAINTEXT://:0"})) == 1
+    assert gc.isenabled()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from wirebroker.config import BrokerConfig, ConfigError
 from wirebroker.listeners import (
@@ -38,17 +39,18 @@ from wirebroker.listeners import (
     inter_broker_listener,
 )
 from wirebroker.net.server import Endpoint
-from wirebroker.security.client import ClientSecurity, inter_broker_security
-from wirebroker.security.oauthbearer import MECHANISM as OAUTHBEARER
-from wirebroker.security.oauthbearer import UnsecuredOptions, UnsecuredValidator
-from wirebroker.security.sasl_server import (
-    SUPPORTED_MECHANISMS,
-    SaslServerConfig,
-    jaas_users,
-    parse_jaas_options,
-)
-from wirebroker.security.scram import ScramCredential, ScramMechanism, credential_from_password
-from wirebroker.security.tls import listener_setting, server_context
+
+if TYPE_CHECKING:
+    import ssl
+
+    from wirebroker.security.client import ClientSecurity
+    from wirebroker.security.oauthbearer import UnsecuredValidator
+    from wirebroker.security.sasl_server import SaslServerConfig
+    from wirebroker.security.scram import ScramCredential, ScramMechanism
+
+#: Protocols whose listener needs `wirebroker.security` (TLS contexts, SASL mechanisms): only
+#: a broker with one imports it (~30 ms of a PLAINTEXT broker's start otherwise).
+_SECURED = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _int_setting(config: BrokerConfig, key: str, default: int) -> int:
@@ -60,6 +62,8 @@ def _int_setting(config: BrokerConfig, key: str, default: int) -> int:
 
 
 def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> str:
+    from wirebroker.security.tls import listener_setting
+
     return (
         config.values.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
         or listener_setting(config, listener, "sasl.jaas.config")
@@ -69,6 +73,12 @@ def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> str:
 
 def sasl_config(config: BrokerConfig, listener: str) -> SaslServerConfig:
     """What a SASL listener accepts (see the module docstring)."""
+    from wirebroker.security.oauthbearer import MECHANISM as OAUTHBEARER
+    from wirebroker.security.oauthbearer import UnsecuredValidator
+    from wirebroker.security.sasl_server import SUPPORTED_MECHANISMS, SaslServerConfig, jaas_users
+    from wirebroker.security.scram import ScramMechanism, credential_from_password
+    from wirebroker.security.tls import listener_setting
+
     raw = listener_setting(config, listener, "sasl.enabled.mechanisms") or "GSSAPI"
     mechanisms = [m.strip() for m in raw.split(",") if m.strip()]
     unsupported = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
@@ -108,6 +118,10 @@ _UNSECURED_HANDLER = (
 
 
 def _oauthbearer_validator(config: BrokerConfig, listener: str) -> UnsecuredValidator:
+    from wirebroker.security.oauthbearer import MECHANISM as OAUTHBEARER
+    from wirebroker.security.oauthbearer import UnsecuredOptions, UnsecuredValidator
+    from wirebroker.security.sasl_server import parse_jaas_options
+
     key = f"listener.name.{listener.lower()}.oauthbearer.sasl.server.callback.handler.class"
     handler = (config.values.get(key) or "").strip()
     if handler and handler != _UNSECURED_HANDLER:
@@ -120,6 +134,12 @@ def _oauthbearer_validator(config: BrokerConfig, listener: str) -> UnsecuredVali
         return UnsecuredValidator(UnsecuredOptions.from_jaas(options))
     except ValueError as e:
         raise ConfigError(f"listener {listener}: oauthbearer.sasl.jaas.config: {e}") from None
+
+
+def _server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+    from wirebroker.security.tls import server_context
+
+    return server_context(config, listener)
 
 
 @dataclass
@@ -139,17 +159,21 @@ class BrokerEndpoints:
         config = self.config
         self.listeners = broker_listeners(config)
         self.inter_broker = inter_broker_listener(config, self.listeners)
-        #: how this broker connects to its peers' inter-broker listener
-        self.peer_security = inter_broker_security(
-            config, self.inter_broker.name, self.inter_broker.protocol
-        )
+        #: how this broker connects to its peers' inter-broker listener (None: PLAINTEXT)
+        self.peer_security = None
+        if self.inter_broker.protocol in _SECURED:
+            from wirebroker.security.client import inter_broker_security
+
+            self.peer_security = inter_broker_security(
+                config, self.inter_broker.name, self.inter_broker.protocol
+            )
         self.endpoints = [
             Endpoint(
                 spec.name,
                 spec.host,
                 spec.port,
                 spec.protocol,
-                ssl_context=server_context(config, spec.name) if spec.uses_tls else None,
+                ssl_context=_server_context(config, spec.name) if spec.uses_tls else None,
                 sasl=sasl_config(config, spec.name) if spec.uses_sasl else None,
             )
             for spec in self.listeners

@@ -63,20 +63,21 @@ import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
 from wirebroker.net.connection import Connection
 from wirebroker.net.dispatch import RequestDispatcher
 from wirebroker.net.limits import ConnectionQuotas, raise_nofile_limit
-from wirebroker.net.sasl import SaslGate
 from wirebroker.security.auth_stats import AuthenticationStats
 from wirebroker.security.connection_rates import ConnectionRates
-from wirebroker.security.sasl_server import SaslServerConfig, SaslServerSession
 from wirebroker.security.session import ConnectionSession
-from wirebroker.security.tls import principal_from_certificate
 from wirebroker.transport import Listener
 from wirebroker.transport import current as current_transport
+
+if TYPE_CHECKING:
+    from wirebroker.security.sasl_server import SaslServerConfig
 
 log = logging.getLogger("wirebroker.net")
 
@@ -418,6 +419,8 @@ class KafkaServer:
                     self._release_slot(peer[0])
                     return
                 stream = tls
+                from wirebroker.security.tls import principal_from_certificate  # TLS only
+
                 der = tls.getpeercert(binary_form=True)
                 session.principal = principal_from_certificate(der)
                 if der:
@@ -432,7 +435,10 @@ class KafkaServer:
             raise
         dispatcher: RequestDispatcher = self.dispatcher
         frame_limit = None
-        if ep.sasl is not None:
+        if ep.sasl is not None:  # SASL's modules only for a SASL listener (start-up)
+            from wirebroker.net.sasl import SaslGate
+            from wirebroker.security.sasl_server import SaslServerSession
+
             gate = SaslGate(
                 self.dispatcher,
                 SaslServerSession(ep.sasl),

@@ -19,7 +19,8 @@ Security: `SECURITY`, the inter-broker listener's client side (`security.client`
 `wirebroker.broker.Broker` sets in its task (trio copies it into every task it spawns, as the
 transport's `ContextVar`): over TLS the stream is wrapped and the handshake done at `open`;
 with SASL, `open` authenticates (SaslHandshake v1, then SaslAuthenticate v2 per token) before
-the first request. A refused authentication is a `BrokerConnectionError`.
+the first request. A refused authentication is a `BrokerConnectionError`. `security.client`
+(TLS contexts, JKS, SASL mechanisms: ~15 ms) is imported only when a SASL peer is met.
 
 Re-authentication (KIP-368), as Kafka's own clients do it: when the peer answers a session
 lifetime (`connections.max.reauth.ms`, an OAUTHBEARER token's expiry), the connection
@@ -41,12 +42,13 @@ import trio
 from protocol.api import ApiKey
 from protocol.codec import decode_response, encode_request
 from protocol.framing import FrameDecoder
-from wirebroker.security.client import ClientSecurity, sasl_exchange
 from wirebroker.transport import current as current_transport
 from wirebroker.transport import receive_into
 
 if TYPE_CHECKING:
     from construct import Container
+
+    from wirebroker.security.client import ClientSecurity
 
 __all__ = ["BrokerConnection", "BrokerConnectionError"]
 
@@ -118,6 +120,8 @@ class BrokerConnection:
                 f"{self._peer()}: SASL mechanism {mechanism} refused "
                 f"(error {answer.error_code}, enabled {list(answer.mechanisms)})"
             )
+        from wirebroker.security.client import sasl_exchange  # SASL peers only (start-up)
+
         tokens = sasl_exchange(security)
         try:
             token = next(tokens)

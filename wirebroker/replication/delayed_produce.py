@@ -6,7 +6,7 @@ watermark reaches the append's last offset + 1 (`required_offset`), and then wit
 
     HW >= required, ISR >= min.insync.replicas   NONE
     HW >= required, ISR smaller                  NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    not leader any more (or another epoch)       NOT_LEADER_OR_FOLLOWER
+    not leader any more (or since the append)    NOT_LEADER_OR_FOLLOWER
     deadline (the request's timeout_ms) passed   REQUEST_TIMED_OUT
 
 `ProduceWaiters` is an hw listener of the `ReplicaManager` (`replicas.add_hw_listener(
@@ -57,7 +57,8 @@ class ProduceWaiters(PartitionEvents):
     ) -> ErrorCode:
         """Wait until `part`'s HW reaches `required_offset` (see the module doc for the
         answers). `leader_epoch`: the epoch the append was made in (default: the current
-        one), so a leadership lost and regained meanwhile answers NOT_LEADER_OR_FOLLOWER."""
+        one), so a leadership lost and regained meanwhile answers NOT_LEADER_OR_FOLLOWER (an
+        epoch bump while leading does not: `Partition.replication_status`)."""
         epoch = part.leader_epoch if leader_epoch is None else leader_epoch
         deadline = trio.current_time() + max(0.0, timeout_s)
         found = await self.wait_until(

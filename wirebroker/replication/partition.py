@@ -125,6 +125,9 @@ class Partition(LogView):
         self.node_id = node_id
         self.role = role
         self.leader_epoch = leader_epoch
+        #: the leader epoch this broker's current, uninterrupted leadership began at (an
+        #: epoch bump while leading, e.g. the controller shrinking the ISR, keeps it)
+        self.led_since_epoch = leader_epoch if role is Role.LEADER else -1
         self.partition_epoch = 0 if role is Role.LEADER else -1
         leading = role is Role.LEADER
         self.leader_id = node_id if leading else NO_LEADER
@@ -206,10 +209,13 @@ class Partition(LogView):
         """Where an acks=-1 append waiting for `required_offset` stands (Kafka's
         checkEnoughReplicasReachOffset): None while the HW is below it; NONE once reached with
         the ISR at min.insync.replicas, else NOT_ENOUGH_REPLICAS_AFTER_APPEND;
-        NOT_LEADER_OR_FOLLOWER once not leader (or leading another epoch than
-        `leader_epoch`, the one the append was made in)."""
+        NOT_LEADER_OR_FOLLOWER once not leader, or when the append's `leader_epoch` is older
+        than this leadership (it was made in a leadership lost since). A later epoch of the
+        same leadership (the controller changed the ISR, which bumps the leader epoch in
+        ZooKeeper mode) keeps the wait going, as Kafka's DelayedProduce does: the records
+        are in this leader's log and become committed as the followers catch up."""
         if self.role is not Role.LEADER or (
-            leader_epoch is not None and leader_epoch != self.leader_epoch
+            leader_epoch is not None and leader_epoch < self.led_since_epoch
         ):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
@@ -275,6 +281,8 @@ class Partition(LogView):
                 if entries and entries[-1][0] == leader_epoch
                 else self.log_end_offset
             )
+        if self.role is not Role.LEADER:
+            self.led_since_epoch = leader_epoch
         self.role = Role.LEADER
         self.leader_id = self.node_id
         self.leader_epoch = leader_epoch

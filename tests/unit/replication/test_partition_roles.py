@@ -622,3 +622,29 @@ def test_follower_follows_the_leaders_log_start(env: Env) -> None:
         part, b"", leader_high_watermark=20, leader_log_start_offset=99, now_ms=NOW
     )
     assert part.log_start_offset == 20  # never past its own log end
+
+
+def test_an_epoch_bump_while_leading_keeps_waiting_appends(env: Env) -> None:
+    """ZooKeeper mode: the controller removing a dead follower from the ISR bumps the leader
+    epoch of a leader that stays leader. Appends waiting for replication keep waiting and
+    complete (Kafka's DelayedProduce); only a leadership lost in between fails them."""
+    part = env.topic()
+    env.lead(part, epoch=1, isr=(0, 1, 2))
+    env.append(part, 2)
+    assert env.lead(part, epoch=2, isr=(0, 1), pe=2)  # broker 2 died: ISR shrunk, epoch 2
+    assert part.replication_status(2, leader_epoch=1) is None
+    fetch(env, part, 1, 2)
+    assert part.replication_status(2, leader_epoch=1) is ErrorCode.NONE
+    env.append(part, 1)
+    assert env.rm.make_follower(  # lost the leadership ...
+        "t",
+        0,
+        leader_id=1,
+        leader_epoch=3,
+        isr=[1, 0],
+        replicas=[0, 1, 2],
+        partition_epoch=3,
+        now_ms=NOW,
+    )
+    assert env.lead(part, epoch=5, isr=(0, 1), pe=4)  # ... and got it back
+    assert part.replication_status(3, leader_epoch=2) is ErrorCode.NOT_LEADER_OR_FOLLOWER

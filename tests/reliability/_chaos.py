@@ -579,14 +579,51 @@ def partition_story(members: list[tuple[str, list[dict[str, Any]]]], p: int) -> 
     return out
 
 
+def commit_start(bootstrap: str, partitions: int = PARTITIONS) -> None:
+    """Commit offset 0 of every partition for `GROUP` before its members start.
+
+    So that no member ever asks for a logical offset (auto.offset.reset): librdkafka 2.16
+    restarts the offset query of a partition that was unassigned while its ListOffsets was
+    in flight (`rd_kafka_toppar_handle_Offset` retries on an outdated answer whatever the
+    fetch state), the unassigned partition then fetches in the background from offset 0, and
+    when it is assigned again those stale records reach the application ahead of the
+    committed position (seen as a member committing offset 50 after 1876 was committed, with
+    `debug=cgrp,fetch`: "outdated offset response: (re)starting offset query timer", "changed
+    fetch state stopped -> offset-query"). A client race of the first rebalance, the same
+    against any broker; with committed offsets there is no offset query to race."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False}
+        | librdkafka_extra()
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(TOPIC, p, 0) for p in range(partitions)],
+                    asynchronous=False,
+                )
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
 class Group:
-    """Two member processes; a member that died is replaced (and counted)."""
+    """Two member processes; a member that died is replaced (and counted). The group's
+    offsets start committed at 0 (`commit_start`)."""
 
     def __init__(self, bootstrap: str, log_dir: Path, members: int = 2) -> None:
         self.bootstrap, self.log_dir = bootstrap, log_dir
         self.workers: list[GroupWorker] = []
         self.retired: list[GroupWorker] = []
         self.restarts = 0
+        commit_start(bootstrap)
         for i in range(members):
             self.workers.append(self._spawn(f"m{i}"))
 

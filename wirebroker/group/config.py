@@ -13,6 +13,7 @@ group.consumer.session.timeout.ms       consumer_session_timeout_ms        45000
 group.consumer.heartbeat.interval.ms    consumer_heartbeat_interval_ms     5000
 group.consumer.assignors                consumer_assignors                 uniform,range
 group.consumer.max.size                 consumer_max_size                  2147483647
+group.consumer.migration.policy         consumer_migration_policy          bidirectional
 (fixed in Kafka)                        new_member_join_timeout_ms         300000
 
 Keys that `wirebroker.config.BROKER_CONFIGS` does not declare (yet) are still honoured when
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from wirebroker.config import BROKER_CONFIGS, BrokerConfig
 
 INT_MAX = 2147483647
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
 
 
 def _from(key: str, default: int, unit: int = 1) -> int:
@@ -47,6 +49,8 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = _from("group.consumer.heartbeat.interval.ms", 5_000)
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_max_size: int = _from("group.consumer.max.size", INT_MAX)
+    #: disabled, downgrade, upgrade or bidirectional (wirebroker.group.consumer.migration)
+    consumer_migration_policy: str = "bidirectional"
     new_member_join_timeout_ms: int = 300_000  # fixed in Kafka
 
     @classmethod
@@ -70,4 +74,12 @@ class GroupConfig:
                 for n in raw.split(",")
                 if n.strip()
             )
+        policy = cfg.values.get("group.consumer.migration.policy")
+        if policy is not None and policy.strip():
+            value = policy.strip().lower()
+            if value not in MIGRATION_POLICIES:
+                raise ValueError(
+                    f"group.consumer.migration.policy: {policy!r} not in {MIGRATION_POLICIES}"
+                )
+            values["consumer_migration_policy"] = value
         return cls(**values)  # type: ignore[arg-type]

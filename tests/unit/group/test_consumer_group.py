@@ -346,7 +346,8 @@ def test_group_consumer_max_size() -> None:
 
 def test_classic_join_to_a_consumer_group() -> None:
     """Non-empty: INCONSISTENT_GROUP_PROTOCOL, no member id (Kafka 4.4 with migration
-    disabled); empty: the consumer group goes (tombstones) and a classic group starts."""
+    disabled; else the classic member joins it, test_group_migration.py); empty: the
+    consumer group goes (tombstones) and a classic group starts."""
     from wirebroker.group import JoinRequest, JoinResult
 
     def join(member: str) -> JoinResult:
@@ -355,7 +356,7 @@ def test_classic_join_to_a_consumer_group() -> None:
         assert isinstance(done.result, JoinResult)
         return done.result
 
-    k = CKit()
+    k = CKit(GroupConfig(num_partitions=1, consumer_migration_policy="disabled"))
     k.hb("m1", 0)
     refused = join("x")
     assert (refused.error, refused.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")

@@ -189,6 +189,16 @@ def test_classic_members_rejoin_and_the_new_member_gets_its_share() -> None:
     assert str(group.group_state()) == "Stable"
     described = k.core.consumer_group_describe(["g"])[0]
     assert described.state == "Stable" and len(described.members) == 3
+    assert {m.member_id: m.classic for m in described.members} == {
+        m1: True,
+        m2: True,
+        "c1": False,
+    }
+    from wirebroker.handlers.consumer_group_describe import describe_response
+
+    wire = describe_response([described], lambda tid: "t")
+    types = {m["member_id"]: m["member_type"] for m in wire["groups"][0]["members"]}
+    assert types == {m1: 0, m2: 0, "c1": 1}
 
 
 def test_upgrade_refused() -> None:

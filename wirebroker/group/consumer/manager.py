@@ -472,6 +472,7 @@ class ConsumerGroupManager:
                     m.subscribed_topic_regex,
                     m.assigned,
                     group.target.get(m.member_id, {}),
+                    m.uses_classic,
                 )
                 for m in group.members.values()
             ),

@@ -78,6 +78,8 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    #: a member using the classic protocol (KIP-848 online migration)
+    classic: bool = False
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,8 @@ def hb(k: Kit, member: str, epoch: int, **kw: Any) -> ConsumerHeartbeatResult:
     return result.response
 
 
-def rejoin(k: Kit, member: str, owned: tuple[int, ...] = ()) -> dict[str, Any]:
-    """A classic member's JoinGroup (subscription v1 saying what it owns) then SyncGroup."""
+def join_only(k: Kit, member: str, owned: tuple[int, ...] = ()) -> dict[str, Any]:
+    """A classic member's JoinGroup (subscription v1 saying what it owns)."""
     from protocol.messages import consumer_protocol_subscription as s
 
     body = s.schema(1).build(
@@ -87,6 +87,12 @@ def rejoin(k: Kit, member: str, owned: tuple[int, ...] = ()) -> dict[str, Any]:
     key = k.join(member, protocols=(("range", (1).to_bytes(2, "big") + bytes(body)),))
     joined = k.answer(key)
     assert joined is not None
+    return joined
+
+
+def rejoin(k: Kit, member: str, owned: tuple[int, ...] = ()) -> dict[str, Any]:
+    """A classic member's JoinGroup then SyncGroup."""
+    joined = join_only(k, member, owned)
     if joined["error_code"] != 0:
         return joined
     synced = k.answer(k.sync(member, joined["generation_id"]))
@@ -451,3 +457,97 @@ def test_leave_group_of_unknown_members_in_a_consumer_group() -> None:
         ErrorCode.UNKNOWN_MEMBER_ID,
         ErrorCode.UNKNOWN_MEMBER_ID,
     ]
+
+
+# == mixed membership, as clients behave ===================================================
+
+
+class _Sim:
+    """Consumer-protocol and classic (eager or cooperative) members driven as their clients
+    drive them; `held` is what each client believes it owns."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self.k = kit(consumer_migration_policy="upgrade")
+        self.held: dict[str, set[int]] = {}
+        self.kind: dict[str, str] = {}
+        self.gen: dict[str, int] = {}
+        self.syncing: set[str] = set()
+        self.n = 0
+
+    def check(self) -> None:
+        seen: dict[int, str] = {}
+        for name, parts in self.held.items():
+            for p in parts:
+                assert p not in seen, f"{p} held by {seen[p]} and {name}: {self.held}"
+                seen[p] = name
+
+    def add(self, kind: str) -> None:
+        self.n += 1
+        name = f"{kind[:3]}{self.n}"
+        self.kind[name], self.held[name] = kind, set()
+        if kind == "consumer":
+            r = hb(self.k, name, 0)
+            assert r.error is ErrorCode.NONE, r
+            self.gen[name] = r.member_epoch
+            self.held[name] = set((r.assignment or {}).get(T, ()))
+        else:
+            self.rejoin(name)
+
+    def rejoin(self, name: str) -> None:
+        """JoinGroup only: its SyncGroup is a later step, so others act in between."""
+        owned = tuple(sorted(self.held[name])) if self.kind[name] == "cooperative" else ()
+        if self.kind[name] == "eager":
+            self.held[name] = set()  # an eager client revokes everything before it joins
+        joined = join_only(self.k, name, owned)
+        assert joined["error_code"] == 0, joined
+        self.gen[name] = joined["generation_id"]
+        self.syncing.add(name)
+
+    def step(self, name: str) -> None:
+        if self.kind[name] == "consumer":
+            r = hb(self.k, name, self.gen[name], owned={T: frozenset(self.held[name])})
+            assert r.error is ErrorCode.NONE, r
+            self.gen[name] = r.member_epoch
+            if r.assignment is not None:
+                self.held[name] = set(r.assignment.get(T, ()))
+        elif name in self.syncing:
+            self.syncing.discard(name)
+            sync = self.k.answer(self.k.sync(name, self.gen[name]))
+            assert sync is not None
+            if sync["error_code"] == 0:
+                self.held[name] = set(decode_assignment(sync["assignment"]).get("t", ()))
+        elif self.k.heartbeat(name, self.gen[name]) is ErrorCode.REBALANCE_IN_PROGRESS:
+            self.rejoin(name)
+
+    def leave(self, name: str) -> None:
+        if self.kind[name] == "consumer":
+            hb(self.k, name, -1)
+        else:
+            self.k.leave(name)
+        del self.held[name], self.kind[name], self.gen[name]
+        self.syncing.discard(name)
+
+
+def test_mixed_members_never_hold_a_partition_twice() -> None:
+    for seed in range(25):
+        sim = _Sim(seed)
+        sim.add("consumer")
+        for _ in range(60):
+            roll = sim.rng.random()
+            names = sorted(sim.held)
+            if roll < 0.1 and len(names) < 5:
+                sim.add(sim.rng.choice(["consumer", "eager", "cooperative"]))
+            elif roll < 0.15 and len(names) > 1:
+                sim.leave(sim.rng.choice(names))
+            else:
+                sim.step(sim.rng.choice(names))
+            sim.check()
+        for _ in range(8):  # quiet: everyone heartbeats until the group is stable
+            for name in sorted(sim.held):
+                sim.step(name)
+                sim.check()
+        assert set().union(*sim.held.values()) == {0, 1, 2, 3}, (seed, sim.held)
+        assert str(cgroup(sim.k).group_state()) == "Stable", seed

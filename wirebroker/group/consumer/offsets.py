@@ -7,7 +7,8 @@ ConsumerGroup.validateOffsetCommit / validateOffsetFetch), as Kafka 4.4 answers 
             an epoch other than the member's: STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for
             TxnOffsetCommit and for a classic member, whose generation is its epoch).
     fetch   no member id (admin, v8 and older): served; else the member must exist at that
-            epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+            epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic
+            member).
 A commit is not a heartbeat for these members (KIP-848)."""
 
 from __future__ import annotations
@@ -56,5 +57,7 @@ def consumer_fetch_error(
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
+        if member.uses_classic:
+            return ErrorCode.ILLEGAL_GENERATION
         return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

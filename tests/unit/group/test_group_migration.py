@@ -208,33 +208,54 @@ def test_classic_members_rejoin_and_the_new_member_gets_its_share() -> None:
 
 
 def test_upgrade_refused() -> None:
-    """Policy disabled or downgrade-only, another protocol type, or a subscription that does
-    not decode: GROUP_ID_NOT_FOUND and the classic group stays (Kafka's texts)."""
-    for policy in ("disabled", "downgrade"):
-        k = kit(consumer_migration_policy=policy)
-        classic_group(k)
+    """The policy, another protocol type, a subscription that does not decode, an assignment
+    with user data (a custom assignor): GROUP_ID_NOT_FOUND with Kafka 4.4's texts, and the
+    classic group stays."""
+
+    def refused(k: Kit, why: str) -> None:
         r = hb(k, "c1", 0)
         assert (r.error, r.error_message) == (
             ErrorCode.GROUP_ID_NOT_FOUND,
-            "Group g is not a consumer group.",
+            f"Cannot upgrade classic group g to consumer group {why}",
         )
         assert k.core.group("g") is not None and "g" not in k.core.state.consumer_groups
+
+    for policy in ("disabled", "downgrade"):
+        k = kit(consumer_migration_policy=policy)
+        classic_group(k)
+        refused(k, "because online upgrade is disabled.")
     k = kit()
     key = k.join(protocol_type="connect", protocols=(("v1", b"x"),), version=3)
     k.tick()
     assert k.error(key) is ErrorCode.NONE
-    assert hb(k, "c1", 0).error is ErrorCode.GROUP_ID_NOT_FOUND
+    refused(k, "because the group does not use the consumer embedded protocol.")
+    k = kit(consumer_max_size=1)
+    classic_group(k)
+    refused(k, "because the group size exceeds the consumer group maximum size.")
     k = kit()
     key = k.join(protocols=(("range", b"\x00\x00\x00"),), version=3)
     k.tick()
-    r = hb(k, "c1", 0)
+    refused(k, "because the embedded consumer protocol is malformed.")
+    r = hb(k, "c1", 3)  # not a join: no upgrade
     assert (r.error, r.error_message) == (
         ErrorCode.GROUP_ID_NOT_FOUND,
-        "Cannot upgrade the classic group g to consumer group because the embedded consumer "
-        "protocol is malformed.",
+        "Group g is not a consumer group.",
     )
-    assert k.core.group("g") is not None
-    assert hb(k, "c1", 3).error is ErrorCode.GROUP_ID_NOT_FOUND  # not a join: no upgrade
+    k = kit()
+    key = k.join(protocols=(("custom", SUB),), version=3)
+    k.tick()
+    (answer,) = [a for a in k.answers.values() if a.get("leader")]
+    with_user_data = encode_assignment({"t": [0]}, 0)[:-4] + b"\x00\x00\x00\x01x"
+    k.sync(
+        answer["member_id"],
+        answer["generation_id"],
+        assignments=[(answer["member_id"], with_user_data)],
+    )
+    refused(
+        k,
+        "because an unsupported custom assignor is in use. Please refer to the documentation "
+        "or switch to a default assignor before re-attempting the upgrade.",
+    )
 
 
 def test_upgrade_answers_parked_requests_rebalance_in_progress() -> None:

@@ -15,7 +15,9 @@ members, target epoch, current assignments) and each member's session timer star
 classic session timeout. The heartbeat that triggered it then joins as usual: its subscription
 moves the group epoch and a new target is computed -- the rebalance; the classic members learn
 it from REBALANCE_IN_PROGRESS heartbeats (`classic_members.py`). A subscription or assignment
-that does not decode: GROUP_ID_NOT_FOUND, the group stays classic.
+that does not decode, an assignment with user data (a custom assignor's), another protocol
+type, too many members or the policy: GROUP_ID_NOT_FOUND "Cannot upgrade classic group <id>
+to consumer group because ..." (Kafka 4.4's texts), the group stays classic.
 
 Downgrade (`Migration.downgrade`, Kafka's convertToClassicGroup): when the members fenced or
 leaving are the last ones using the consumer protocol, others remain, the policy is downgrade
@@ -96,6 +98,11 @@ class MalformedProtocol(ValueError):
     """Embedded consumer protocol bytes that do not decode (Kafka's SchemaException)."""
 
 
+class CustomAssignorData(ValueError):
+    """An assignment carrying user data (a custom assignor's), which a consumer group would
+    lose: Kafka 4.4 refuses the upgrade."""
+
+
 # -- the embedded consumer protocol ---------------------------------------------------------
 
 
@@ -143,11 +150,14 @@ def subscription_version(metadata: bytes) -> int:
     return min(version, _MAX_VERSION)
 
 
-def decode_assignment(data: bytes) -> dict[str, frozenset[int]]:
-    """The partitions of a SyncGroup assignment by topic name (empty bytes: none)."""
+def decode_assignment(data: bytes, *, strict: bool = False) -> dict[str, frozenset[int]]:
+    """The partitions of a SyncGroup assignment by topic name (empty bytes: none);
+    `strict`: raise CustomAssignorData when it carries user data."""
     if not data:
         return {}
     _, parsed = _parse(wire_assignment.schema, data, "assignment")
+    if strict and parsed.user_data:
+        raise CustomAssignorData("userData from a custom assignor would be lost")
     out: dict[str, frozenset[int]] = {}
     for tp in parsed.assigned_partitions:
         out[str(tp.topic)] = out.get(str(tp.topic), frozenset()) | frozenset(tp.partitions)
@@ -195,7 +205,7 @@ def consumer_group_from_classic(classic: ClassicGroup, lookup: TopicLookup) -> C
     group = ConsumerGroup(classic.group_id, group_epoch=epoch, assignment_epoch=epoch)
     for cm in classic.members.values():
         subscription = decode_subscription(cm.metadata(classic.protocol_name))
-        assigned = to_ids(decode_assignment(cm.assignment), lookup)
+        assigned = to_ids(decode_assignment(cm.assignment, strict=True), lookup)
         member = ConsumerMember(
             cm.member_id,
             member_epoch=epoch,
@@ -276,22 +286,23 @@ class Migration:
     ) -> ConsumerGroup:
         """The consumer group `classic` becomes, or HeartbeatError(GROUP_ID_NOT_FOUND)."""
         gid = classic.group_id
-        if (
-            not self.policy.upgrade_enabled
-            or not classic.uses_consumer_protocol()
-            or len(classic.members) > self.state.config.consumer_max_size
-        ):
-            raise HeartbeatError(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."
-            )
-        try:
-            group = consumer_group_from_classic(classic, lookup)
-        except (MalformedProtocol, KeyError):
+        refusal = self._upgrade_refusal(classic)
+        if refusal is None:
+            try:
+                group = consumer_group_from_classic(classic, lookup)
+            except (MalformedProtocol, KeyError):
+                refusal = "because the embedded consumer protocol is malformed."
+            except CustomAssignorData:
+                refusal = (
+                    "because an unsupported custom assignor is in use. Please refer to the "
+                    "documentation or switch to a default assignor before re-attempting the "
+                    "upgrade."
+                )
+        if refusal is not None:
             raise HeartbeatError(
                 ErrorCode.GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade the classic group {gid} to consumer group because the "
-                "embedded consumer protocol is malformed.",
-            ) from None
+                f"Cannot upgrade classic group {gid} to consumer group {refusal}",
+            )
         classic.complete_all_parked(ErrorCode.REBALANCE_IN_PROGRESS, fx.completions)
         del self.state.groups[gid]
         self.state.cancel_group_timers(gid)
@@ -302,6 +313,16 @@ class Migration:
             self.start_session(now_ms, group, member)
         log.info("upgraded classic group %s to a consumer group (epoch %d)", gid, group.group_epoch)
         return group
+
+    def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
+        """Kafka 4.4's validateOnlineUpgrade, its reasons in its order."""
+        if not self.policy.upgrade_enabled:
+            return "because online upgrade is disabled."
+        if not classic.uses_consumer_protocol():
+            return "because the group does not use the consumer embedded protocol."
+        if len(classic.members) > self.state.config.consumer_max_size:
+            return "because the group size exceeds the consumer group maximum size."
+        return None
 
     def can_downgrade(self, group: ConsumerGroup, leaving: set[str]) -> bool:
         """Kafka's validateOnlineDowngradeWithFencedMembers."""

@@ -572,3 +572,29 @@ def test_mixed_members_never_hold_a_partition_twice() -> None:
                 sim.check()
         assert set().union(*sim.held.values()) == {0, 1, 2, 3}, (seed, sim.held)
         assert str(cgroup(sim.k).group_state()) == "Stable", seed
+
+
+def test_a_restarted_static_classic_member_takes_its_place() -> None:
+    """A static classic member rejoining with no member id (a restart) replaces its instance's
+    member: a new member id, the same partitions, no rebalance (the group epoch stays)."""
+    k = kit()
+    hb(k, "c1", 0)
+    key = k.join(protocols=(("range", SUB),), instance="i1")
+    first = k.answer(key)
+    assert first is not None and first["error_code"] == 0, first
+    old = first["member_id"]
+    c1 = hb(k, "c1", cgroup(k).members["c1"].member_epoch, owned={T: frozenset(range(4))})
+    hb(k, "c1", c1.member_epoch, owned=c1.assignment)
+    keep_alive(k, old)
+    keep_alive(k, old)
+    before = dict(cgroup(k).members[old].assigned)
+    epoch = cgroup(k).group_epoch
+    again = k.answer(k.join(protocols=(("range", SUB),), instance="i1"))
+    assert again is not None and again["error_code"] == 0, again
+    new = again["member_id"]
+    assert new != old and old not in cgroup(k).members
+    assert dict(cgroup(k).members[new].assigned) == before
+    assert cgroup(k).group_epoch == epoch
+    assert k.heartbeat(old, again["generation_id"], instance="i1") is (ErrorCode.FENCED_INSTANCE_ID)
+    stale = k.join(old, protocols=(("range", SUB),), instance="i1")
+    assert k.error(stale) is ErrorCode.FENCED_INSTANCE_ID

@@ -272,11 +272,17 @@ class ClassicMembers:
 
 
 def _validated(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
+    """The member a classic request names: by instance id when it has one (UNKNOWN_MEMBER_ID,
+    FENCED_INSTANCE_ID for another member id), else by member id (UNKNOWN_MEMBER_ID)."""
+    if instance_id is not None:
+        holder = group.static_members.get(instance_id)
+        if holder is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if holder != member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID)
     member = group.members.get(member_id)
     if member is None:
         raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if instance_id is not None and group.static_members.get(instance_id) != member_id:
-        raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID)
     return member
 
 

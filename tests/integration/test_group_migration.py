@@ -123,9 +123,9 @@ def _split(owned: dict[str, set[int]]) -> bool:
     return every == set(range(PARTITIONS)) and sorted(map(len, owned.values())) == [2, 2]
 
 
-def _observe(bootstrap: str, group: str) -> tuple[str, str, tuple[int, ...]]:
-    """(group type, state) from ListGroups and the member types ConsumerGroupDescribe gives
-    (() for a classic group)."""
+def _observe(bootstrap: str, group: str) -> tuple[Any, ...]:
+    """(group type, state) from ListGroups, the member types ConsumerGroupDescribe gives
+    (() for a classic group) and DescribeGroups v5's (error, state, protocol type)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     listed = admin.list_consumer_groups(request_timeout=15).result(15)
     (mine,) = [g for g in listed.valid if g.group_id == group]
@@ -137,11 +137,17 @@ def _observe(bootstrap: str, group: str) -> tuple[str, str, tuple[int, ...]]:
             1,
             {"group_ids": [group], "include_authorized_operations": False},
         )
+        (classic,) = w.call(
+            ApiKey.DESCRIBE_GROUPS,
+            5,
+            {"groups": [group], "include_authorized_operations": False},
+        )["groups"]
     (g,) = answer["groups"]
     types: tuple[int, ...] = ()
     if g["error_code"] == 0:
         types = tuple(sorted(m["member_type"] for m in g["members"]))
-    return kind, state, types
+    described = (classic["error_code"], classic["group_state"], classic["protocol_type"])
+    return kind, state, types, described
 
 
 def _settle(m: Migrating, bootstrap: str, group: str, want_types: tuple[int, ...]) -> Any:
@@ -197,18 +203,15 @@ def _migrate(bootstrap: str, start: str, then: str) -> list[Any]:
     return seen
 
 
-#: what each broker must show after each step: (group type, state, member types)
+#: what each broker must show after each step: (ListGroups type and state, the member
+#: types ConsumerGroupDescribe gives, DescribeGroups v5's error, state and protocol type --
+#: Dead for a consumer group, as Kafka 4.4 answers)
+CLASSIC = ("classic", "stable", (), (0, "Stable", "consumer"))
+MIXED = ("consumer", "stable", (0, 1), (0, "Dead", ""))
+MODERN = ("consumer", "stable", (1, 1), (0, "Dead", ""))
 EXPECTED = {
-    ("classic", "consumer"): [
-        ("classic", "stable", ()),
-        ("consumer", "stable", (0, 1)),
-        ("consumer", "stable", (1, 1)),
-    ],
-    ("consumer", "classic"): [
-        ("consumer", "stable", (1, 1)),
-        ("consumer", "stable", (0, 1)),
-        ("classic", "stable", ()),
-    ],
+    ("classic", "consumer"): [CLASSIC, MIXED, MODERN],
+    ("consumer", "classic"): [MODERN, MIXED, CLASSIC],
 }
 
 

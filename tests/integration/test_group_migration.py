@@ -3,7 +3,8 @@
 which must show the same group transitions.
 
 What passing proves, Kafka's behaviour being the spec:
-- upgrade: two classic consumers (`group.protocol=classic`, eager range) consume and commit;
+- upgrade: two classic consumers (`group.protocol=classic`, eager range or
+  cooperative-sticky) consume and commit;
   one is restarted with `group.protocol=consumer` (the group becomes a consumer group with a
   classic member), then the other (a consumer group of two consumer-protocol members). At
   every observed moment no partition is owned by two consumers; every record is consumed and
@@ -42,7 +43,7 @@ BROKER_SETTINGS = {
 STEP_TIMEOUT = 90.0
 
 
-def _consumer(bootstrap: str, group: str, name: str, protocol: str) -> Any:
+def _consumer(bootstrap: str, group: str, name: str, protocol: str, strategy: str = "range") -> Any:
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
@@ -57,7 +58,7 @@ def _consumer(bootstrap: str, group: str, name: str, protocol: str) -> Any:
         conf |= {
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 500,
-            "partition.assignment.strategy": "range",
+            "partition.assignment.strategy": strategy,
         }
     return Consumer(conf | librdkafka_extra())
 
@@ -66,14 +67,15 @@ class Migrating:
     """Consumers of one group polled in turn; each record is committed once processed and
     after every poll no partition has two owners."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, strategy: str) -> None:
         self.bootstrap, self.group, self.topic = bootstrap, group, topic
+        self.strategy = strategy
         self.consumers: dict[str, Any] = {}
         self.consumed: list[tuple[int, int]] = []
         self.commit_failures = 0
 
     def add(self, name: str, protocol: str) -> None:
-        c = _consumer(self.bootstrap, self.group, name, protocol)
+        c = _consumer(self.bootstrap, self.group, name, protocol, self.strategy)
         c.subscribe([self.topic])
         self.consumers[name] = c
 
@@ -171,12 +173,12 @@ def _committed(bootstrap: str, group: str, topic: str) -> list[tuple[int, int]]:
         c.close()
 
 
-def _migrate(bootstrap: str, start: str, then: str) -> list[Any]:
+def _migrate(bootstrap: str, start: str, then: str, strategy: str) -> list[Any]:
     """Two `start` consumers, restarted one at a time as `then`: the observed transitions."""
     topic, group = f"mig-{uuid.uuid4().hex[:8]}", f"mig-g-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, PARTITIONS)
     produce(bootstrap, topic, PARTITIONS, 0, 5)
-    m = Migrating(bootstrap, group, topic)
+    m = Migrating(bootstrap, group, topic, strategy)
     code = {"classic": 0, "consumer": 1}
     seen = []
     try:
@@ -222,7 +224,16 @@ def bootstrap(request: pytest.FixtureRequest, broker_factory: Any) -> str:
     return str(broker_factory(**BROKER_SETTINGS).bootstrap)
 
 
-@pytest.mark.parametrize(("start", "then"), list(EXPECTED))
-def test_online_migration(bootstrap: str, start: str, then: str) -> None:
-    """The same transitions on wirebroker and on Kafka 4.4 (the `kafka` parameter)."""
-    assert _migrate(bootstrap, start, then) == EXPECTED[(start, then)]
+@pytest.mark.parametrize(
+    ("start", "then", "strategy"),
+    [
+        ("classic", "consumer", "range"),
+        ("classic", "consumer", "cooperative-sticky"),
+        ("consumer", "classic", "range"),
+    ],
+)
+def test_online_migration(bootstrap: str, start: str, then: str, strategy: str) -> None:
+    """The same transitions on wirebroker and on Kafka 4.4 (the `kafka` parameter); the
+    classic consumers eager (range) or incremental (cooperative-sticky: they report what they
+    own and revoke only what moves)."""
+    assert _migrate(bootstrap, start, then, strategy) == EXPECTED[(start, then)]

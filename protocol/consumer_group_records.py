@@ -11,7 +11,10 @@ type  key fields            value (version 0)
 5     group, member         ConsumerGroupMemberMetadataValue: instance_id?, rack_id?,
                             client_id, client_host, subscribed_topic_names [string],
                             subscribed_topic_regex?, rebalance_timeout_ms int32,
-                            server_assignor?; tag 0: classic member metadata (not written)
+                            server_assignor?; tag 0: classic member metadata (a nullable
+                            struct: int8 1, session_timeout_ms int32, supported_protocols
+                            [name string, metadata bytes]), written for the members of a
+                            consumer group that use the classic protocol
 6     group                 ConsumerGroupTargetAssignmentMetadataValue: assignment_epoch
                             int32; tag 0: assignment_timestamp int64 (not written)
 7     group, member         ConsumerGroupTargetAssignmentMemberValue: [topic_id uuid,
@@ -19,9 +22,13 @@ type  key fields            value (version 0)
 8     group, member         ConsumerGroupCurrentMemberAssignmentValue: member_epoch int32,
                             previous_member_epoch int32, state int8, assigned_partitions
                             [topic_id, partitions], partitions_pending_revocation (same)
+16    group, regex          ConsumerGroupRegularExpressionValue: topics [string], version
+                            int64, timestamp int64 (the key's second string is carried in
+                            `ConsumerKey.member`)
 (4, ConsumerGroupPartitionMetadata, is no longer written by Kafka 4.4; decoding skips it.)
 A tombstone (null value) deletes what its key names. Tagged fields other than the epoch's
-metadata hash are skipped when read and not written. Malformed bytes raise `GroupRecordError`.
+metadata hash and the classic member metadata are skipped when read and not written.
+Malformed bytes raise `GroupRecordError`.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from protocol.exceptions import MalformedRequest
 from protocol.group_records import GroupRecordError
 from protocol.primitives import (
     read_exact,
+    rt_cbytes,
     rt_ccount,
     rt_cnstring,
     rt_cstring,
@@ -51,9 +59,19 @@ MEMBER_METADATA = 5
 TARGET_METADATA = 6
 TARGET_MEMBER = 7
 CURRENT_ASSIGNMENT = 8
+REGULAR_EXPRESSION = 16
 CONSUMER_RECORD_TYPES = frozenset(
-    {GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT}
+    {
+        GROUP_METADATA,
+        MEMBER_METADATA,
+        TARGET_METADATA,
+        TARGET_MEMBER,
+        CURRENT_ASSIGNMENT,
+        REGULAR_EXPRESSION,
+    }
 )
+#: the record types whose key has a second string (a member id; type 16: the regex)
+_TWO_STRING_KEYS = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION)
 
 Partitions = Mapping[uuid.UUID, frozenset[int]]
 
@@ -74,6 +92,22 @@ class GroupEpochValue:
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol inside a consumer group joined with."""
+
+    session_timeout_ms: int
+    #: (protocol name, its metadata) as the member's JoinGroup listed them
+    supported_protocols: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(frozen=True)
+class RegularExpressionValue:
+    topics: tuple[str, ...]
+    version: int = 0
+    timestamp: int = 0
+
+
+@dataclass(frozen=True)
 class MemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -83,6 +117,7 @@ class MemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +173,7 @@ def encode_key(key: ConsumerKey) -> bytes:
     out = _Out()
     out.raw(_I16, key.record_type)
     out.string(key.group)
-    if key.record_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
+    if key.record_type in _TWO_STRING_KEYS:
         assert key.member is not None
         out.string(key.member)
     return out.done()
@@ -172,6 +207,34 @@ def encode_member_metadata(value: MemberMetadataValue) -> bytes:
     out.cstring(value.subscribed_topic_regex)
     out.raw(_I32, value.rebalance_timeout_ms)
     out.cstring(value.server_assignor)
+    if value.classic is None:
+        out.no_tags()
+    else:
+        payload = _classic_metadata(value.classic)
+        out.parts.append(b"\x01\x00" + uvarint_bytes(len(payload)) + payload)
+    return out.done()
+
+
+def _classic_metadata(value: ClassicMemberMetadata) -> bytes:
+    out = _Out()
+    out.raw(_I8, 1)  # a nullable struct: present
+    out.raw(_I32, value.session_timeout_ms)
+    out.count(len(value.supported_protocols))
+    for name, metadata in value.supported_protocols:
+        out.cstring(name)
+        out.parts.append(uvarint_bytes(len(metadata) + 1) + metadata)
+        out.no_tags()
+    out.no_tags()
+    return out.done()
+
+
+def encode_regular_expression(value: RegularExpressionValue) -> bytes:
+    out = _value_start()
+    out.count(len(value.topics))
+    for name in value.topics:
+        out.cstring(name)
+    out.raw(_I64, value.version)
+    out.raw(_I64, value.timestamp)
     out.no_tags()
     return out.done()
 
@@ -240,7 +303,7 @@ def decode_consumer_key(data: bytes) -> ConsumerKey | None:
             return None
         group = rt_string(stream)
         member = None
-        if record_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
+        if record_type in _TWO_STRING_KEYS:
             member = rt_string(stream)
         return ConsumerKey(record_type, group, member)
     except MalformedRequest as exc:
@@ -269,10 +332,48 @@ def decode_member_metadata(data: bytes) -> MemberMetadataValue:
         regex = rt_cnstring(stream)
         rebalance_timeout = _int(_I32, stream)
         assignor = rt_cnstring(stream)
-        _skip_tags(stream)
+        raw = _skip_tags(stream).get(0)
         return MemberMetadataValue(
-            instance_id, rack_id, client_id, client_host, names, regex, rebalance_timeout, assignor
+            instance_id,
+            rack_id,
+            client_id,
+            client_host,
+            names,
+            regex,
+            rebalance_timeout,
+            assignor,
+            None if raw is None else _decode_classic_metadata(raw),
         )
+    except MalformedRequest as exc:
+        raise GroupRecordError(str(exc)) from None
+
+
+def _decode_classic_metadata(raw: bytes) -> ClassicMemberMetadata | None:
+    stream = io.BytesIO(raw)
+    marker = _int(_I8, stream)
+    if marker < 0:
+        return None
+    if marker != 1:  # written without the presence byte
+        stream.seek(0)
+    session_timeout = _int(_I32, stream)
+    protocols = []
+    for _ in range(rt_ccount(stream, 2)):
+        name = rt_cstring(stream)
+        metadata = rt_cbytes(stream)
+        _skip_tags(stream)
+        protocols.append((name, metadata))
+    _skip_tags(stream)
+    return ClassicMemberMetadata(session_timeout, tuple(protocols))
+
+
+def decode_regular_expression(data: bytes) -> RegularExpressionValue:
+    try:
+        stream = _value(data)
+        topics = tuple(rt_cstring(stream) for _ in range(rt_ccount(stream)))
+        version = _int(_I64, stream)
+        timestamp = _int(_I64, stream)
+        _skip_tags(stream)
+        return RegularExpressionValue(topics, version, timestamp)
     except MalformedRequest as exc:
         raise GroupRecordError(str(exc)) from None
 

@@ -344,6 +344,7 @@ class Broker:
             ),
         )
         self.group_coordinator.follow_group_configs(self.services.group_configs)
+        self.group_coordinator.follow_topics(cluster)
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         """The handlers, the Dispatcher, the KafkaServer and the fault control."""

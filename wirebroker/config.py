@@ -346,6 +346,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("group.consumer.assignment.interval.ms", _T.INT, "1000", "", minimum=0),
         ConfigDef("group.consumer.min.assignment.interval.ms", _T.INT, "0", "", read_only=True),
         ConfigDef("group.consumer.max.assignment.interval.ms", _T.INT, "15000", "", read_only=True),
+        ConfigDef(
+            "group.consumer.migration.policy",
+            _T.STRING,
+            "bidirectional",
+            "online migration between classic and consumer groups (any case)",
+            read_only=True,
+        ),
         ConfigDef("group.share.session.timeout.ms", _T.INT, "45000", "", minimum=1, read_only=True),
         ConfigDef("group.share.min.session.timeout.ms", _T.INT, "45000", "", read_only=True),
         ConfigDef("group.share.max.session.timeout.ms", _T.INT, "60000", "", read_only=True),

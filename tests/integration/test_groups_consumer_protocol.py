@@ -43,7 +43,9 @@ SESSION_TIMEOUT_MS = 6000
 PARTITIONS = 6
 BROKER_SETTINGS = {
     "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "group.consumer.min.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
 }
 
 

@@ -13,7 +13,12 @@ group.consumer.session.timeout.ms       consumer_session_timeout_ms        45000
 group.consumer.heartbeat.interval.ms    consumer_heartbeat_interval_ms     5000
 group.consumer.assignors                consumer_assignors                 uniform,range
 group.consumer.max.size                 consumer_max_size                  2147483647
+group.consumer.migration.policy         consumer_migration_policy          bidirectional
 (fixed in Kafka)                        new_member_join_timeout_ms         300000
+
+The KIP-848 session timeout and heartbeat interval must lie within their
+group.consumer.min/max.* bounds, the interval below the timeout, as Kafka 4.4 requires
+(`check_consumer_bounds`: ConfigError, the broker does not start).
 
 Keys that `wirebroker.config.BROKER_CONFIGS` does not declare (yet) are still honoured when
 present in the raw properties, so a Kafka server.properties keeps its meaning.
@@ -21,11 +26,13 @@ present in the raw properties, so a Kafka server.properties keeps its meaning.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
-from wirebroker.config import BROKER_CONFIGS, BrokerConfig
+from wirebroker.config import BROKER_CONFIGS, BrokerConfig, ConfigError
 
 INT_MAX = 2147483647
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
 
 
 def _from(key: str, default: int, unit: int = 1) -> int:
@@ -47,6 +54,8 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = _from("group.consumer.heartbeat.interval.ms", 5_000)
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_max_size: int = _from("group.consumer.max.size", INT_MAX)
+    #: disabled, downgrade, upgrade or bidirectional (wirebroker.group.consumer.migration)
+    consumer_migration_policy: str = "bidirectional"
     new_member_join_timeout_ms: int = 300_000  # fixed in Kafka
 
     @classmethod
@@ -70,4 +79,44 @@ class GroupConfig:
                 for n in raw.split(",")
                 if n.strip()
             )
+        policy = cfg.values.get("group.consumer.migration.policy")
+        if policy is not None and policy.strip():
+            value = policy.strip().lower()
+            if value not in MIGRATION_POLICIES:
+                raise ConfigError(
+                    f"group.consumer.migration.policy: {policy!r} not in {MIGRATION_POLICIES}"
+                )
+            values["consumer_migration_policy"] = value
+        check_consumer_bounds(lambda name: get(name, _DEFAULTS[name]))
         return cls(**values)  # type: ignore[arg-type]
+
+
+_DEFAULTS = {
+    "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.min.session.timeout.ms": 45_000,
+    "group.consumer.max.session.timeout.ms": 60_000,
+    "group.consumer.heartbeat.interval.ms": 5_000,
+    "group.consumer.min.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.heartbeat.interval.ms": 15_000,
+}
+
+
+def check_consumer_bounds(get: Callable[[str], int]) -> None:
+    """Kafka 4.4's GroupCoordinatorConfig checks of the KIP-848 session timeout and heartbeat
+    interval against their min/max bounds (ConfigError with Kafka's text, so the broker does
+    not start)."""
+    for what in ("heartbeat.interval.ms", "session.timeout.ms"):
+        value, low, high = (
+            f"group.consumer.{what}",
+            f"group.consumer.min.{what}",
+            f"group.consumer.max.{what}",
+        )
+        if get(high) < get(low):
+            raise ConfigError(f"{high} must be greater than or equal to {low}")
+        if get(value) < get(low):
+            raise ConfigError(f"{value} must be greater than or equal to {low}")
+        if get(value) > get(high):
+            raise ConfigError(f"{value} must be less than or equal to {high}")
+    heartbeat, session = "group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms"
+    if get(heartbeat) >= get(session):
+        raise ConfigError(f"{heartbeat} must be less than {session}")

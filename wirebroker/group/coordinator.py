@@ -48,6 +48,7 @@ from wirebroker.group.assignors import assignors_from_config
 from wirebroker.group.classic import ClassicGroup, GroupState
 from wirebroker.group.config import GroupConfig
 from wirebroker.group.consumer.manager import ConsumerGroupManager
+from wirebroker.group.consumer.messages import TopicResolver
 from wirebroker.group.consumer.model import GROUP_TYPE_CONSUMER
 from wirebroker.group.effects import Effects, Result
 from wirebroker.group.loader import GroupLoader
@@ -85,7 +86,9 @@ class GroupCoordinatorCore:
             self.state,
             assignors_from_config(self.config.consumer_assignors),
             member_id_suffix or (lambda: str(uuid.uuid4())),
+            self.rebalancer,
         )
+        self.membership.consumer_members = self.consumer.classic
         # The request APIs are the parts' own (see their docstrings).
         self.join_group = self.membership.join_group
         self.sync_group = self.membership.sync_group
@@ -201,6 +204,11 @@ class GroupCoordinatorCore:
         for p in parts:
             self.state.partitions.pop(p, None)
         return fx.result()
+
+    def set_topics(self, topics: TopicResolver) -> None:
+        """How the core sees the cluster's topics (names <-> ids): what the classic members of
+        consumer groups and the migrations between group types name partitions with."""
+        self.state.topics = topics
 
     def set_group_configs(self, group_id: str, overrides: GroupOverrides | None) -> None:
         """The group's GROUP config overrides changed (None: it has none): its members'

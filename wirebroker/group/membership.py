@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
 from wirebroker.group.classic import (
@@ -36,6 +37,10 @@ from wirebroker.group.rebalance import Rebalancer, generation_answer, hb_key
 from wirebroker.group.records import empty_group_metadata_record, group_metadata_record
 from wirebroker.group.state import CoordinatorState
 
+if TYPE_CHECKING:
+    from wirebroker.group.consumer.classic_members import ClassicMembers
+    from wirebroker.group.consumer.model import ConsumerGroup
+
 
 class GroupMembership:
     def __init__(
@@ -44,6 +49,8 @@ class GroupMembership:
         self.state = state
         self.rebalancer = rebalancer
         self._suffix = member_id_suffix
+        #: serves the classic members of non-empty KIP-848 consumer groups (set by the core)
+        self.consumer_members: ClassicMembers
 
     # == JoinGroup =========================================================================
     def join_group(self, key: Hashable, now_ms: int, req: JoinRequest) -> Result[None]:
@@ -69,9 +76,9 @@ class GroupMembership:
             return fail(err)
         consumer_group = self.state.consumer_groups.get(group_id)
         if consumer_group is not None:
-            if consumer_group.members:  # no classic members in consumer groups: as Kafka 4.4
-                # with group.consumer.migration.policy=disabled
-                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+            if consumer_group.members:  # a classic member of a consumer group (KIP-848)
+                self.consumer_members.join(key, now_ms, consumer_group, req, fx)
+                return fx.result()
             del self.state.consumer_groups[group_id]  # an empty one becomes a classic group
             fx.records.extend(
                 consumer_group_tombstones(self.state.partition_for(group_id), consumer_group)
@@ -243,11 +250,24 @@ class GroupMembership:
         else:
             self.rebalancer.maybe_complete_join_phase(group, fx, now_ms)
 
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The non-empty consumer group `group_id` names, served if this core serves it."""
+        group = self.state.consumer_groups.get(group_id)
+        if group is None or not group.members:
+            return None
+        if self.state.request_error(group_id) is not ErrorCode.NONE:
+            return None
+        return group
+
     # == SyncGroup =========================================================================
     def sync_group(self, key: Hashable, now_ms: int, req: SyncRequest) -> Result[None]:
         """SyncGroup. The answer comes as `Completion(key, SyncResult)`, possibly later."""
         fx = Effects()
         group_id, member_id = req.group_id, req.member_id
+        consumer_group = self._consumer_group(group_id)
+        if consumer_group is not None:
+            self.consumer_members.sync(key, now_ms, consumer_group, req, fx)
+            return fx.result()
         err = self._sync_error(req)
         group = self.state.groups.get(group_id)
         if err is not ErrorCode.NONE or group is None:
@@ -328,6 +348,9 @@ class GroupMembership:
             return ErrorCode.NONE  # Kafka answers blindly while loading
         if err is not ErrorCode.NONE:
             return err
+        consumer_group = self._consumer_group(group_id)
+        if consumer_group is not None:
+            return self.consumer_members.heartbeat(now_ms, consumer_group, req)
         group = self.state.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -351,6 +374,9 @@ class GroupMembership:
         err = self.state.request_error(group_id)
         if err is not ErrorCode.NONE:
             return fx.result(LeaveResult(err))
+        consumer_group = self._consumer_group(group_id)
+        if consumer_group is not None:
+            return fx.result(self.consumer_members.leave(now_ms, consumer_group, members, fx))
         group = self.state.groups.get(group_id)
         if group is None:
             return fx.result(

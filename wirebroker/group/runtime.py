@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +56,7 @@ from wirebroker.group.consumer.messages import (
     DescribedConsumerGroup,
     TopicLookup,
     TopicNames,
+    TopicResolver,
 )
 from wirebroker.group.coordinator import GroupCoordinatorCore
 from wirebroker.group.effects import (
@@ -94,6 +96,7 @@ if TYPE_CHECKING:
     from wirebroker.coordinator.ownership import Ownership
     from wirebroker.metadata.group_config_store import GroupConfigs
     from wirebroker.metadata.topic_admin import TopicAdmin
+    from wirebroker.metadata.view import ClusterView
     from wirebroker.replication.replica_manager import ReplicaManager
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinatorRuntime", "ReplicationWaiter", "replicated_at_once"]
@@ -173,6 +176,23 @@ class GroupCoordinatorRuntime:
         self._recovering = False
         #: markers written to a partition while its load runs (the load may not read them)
         self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
+
+    def follow_topics(self, view: ClusterView) -> None:
+        """Name <-> id lookups of the cluster's topics for the core (the classic members of
+        consumer groups and the migrations between group types need them)."""
+
+        def lookup(name: str) -> tuple[uuid.UUID, int] | None:
+            info = view.topic(name)
+            return None if info is None else (info.topic_id, info.partitions)
+
+        def name_of(topic_id: uuid.UUID) -> str | None:
+            info = view.topic_by_id(topic_id)
+            return None if info is None else info.name
+
+        def names() -> list[str]:
+            return [t.name for t in view.all_topics()]
+
+        self.core.set_topics(TopicResolver(lookup, name_of, names))
 
     def follow_group_configs(self, configs: GroupConfigs) -> None:
         """Apply the GROUP config resource's overrides to the groups coordinated here: those

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from protocol.errors import ErrorCode
 from wirebroker.group.classic import ClassicGroup
 from wirebroker.group.config import GroupConfig
+from wirebroker.group.consumer.messages import TopicResolver
 from wirebroker.group.consumer.model import ConsumerGroup
 from wirebroker.group.effects import Effects
 from wirebroker.group.offsets import OffsetStore
@@ -58,6 +59,9 @@ class CoordinatorState:
         #: (`GroupCoordinatorCore.set_group_configs`: the session timeout and heartbeat
         #: interval of a KIP-848 group's members)
         self.group_configs: dict[str, GroupOverrides] = {}
+        #: the cluster's topics (names <-> ids), for the classic members of consumer groups
+        #: and the conversions between group types (`GroupCoordinatorCore.set_topics`)
+        self.topics = TopicResolver()
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         """consumer.session.timeout.ms of the group, else group.consumer.session.timeout.ms."""

@@ -3,7 +3,7 @@
 One entry per requested group id (`GroupCoordinatorRuntime.consumer_group_describe`): state
 (Empty, Assigning, Reconciling, Stable), group and assignment epochs, the assignor, and each
 member with its epoch, client, subscription, current and target assignment (topic ids with
-their names; member_type v1+: 1, a consumer-protocol member). An unknown group:
+their names; member_type v1+: 1, a consumer-protocol member, 0 a classic one). An unknown group:
 GROUP_ID_NOT_FOUND "Group <id> not found."; a classic group: "Group <id> is not a consumer
 group." (librdkafka and the Java admin then fall back to DescribeGroups).
 authorized_operations: as DescribeGroups. No group coordinator: COORDINATOR_NOT_AVAILABLE.
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["describe_response", "handle"]
 
 #: the member type of a consumer-protocol member (v1+; 0 is a classic member)
+_CLASSIC_MEMBER = 0
 _CONSUMER_MEMBER = 1
 
 
@@ -67,7 +68,7 @@ def _group(g: DescribedConsumerGroup, name_of: Callable[[uuid.UUID], str]) -> di
                 "subscribed_topic_regex": m.subscribed_topic_regex or "",
                 "assignment": _assignment(m.assignment, name_of),
                 "target_assignment": _assignment(m.target_assignment, name_of),
-                "member_type": _CONSUMER_MEMBER,
+                "member_type": _CLASSIC_MEMBER if m.classic else _CONSUMER_MEMBER,
             }
             for m in g.members
         ],

@@ -302,14 +302,56 @@ def test_config_reads_the_consumer_settings() -> None:
         BrokerConfig(
             {
                 "group.consumer.session.timeout.ms": "6000",
+                "group.consumer.min.session.timeout.ms": "6000",
                 "group.consumer.heartbeat.interval.ms": "500",
+                "group.consumer.min.heartbeat.interval.ms": "500",
                 "group.consumer.assignors": "range,uniform",
+                "group.consumer.migration.policy": "UPGRADE",
             }
         )
     )
     assert cfg.consumer_session_timeout_ms == 6000
     assert cfg.consumer_heartbeat_interval_ms == 500
     assert cfg.consumer_assignors == ("range", "uniform")
+    assert cfg.consumer_migration_policy == "upgrade"
+
+
+def test_config_bounds_of_the_consumer_session_and_heartbeat() -> None:
+    """Kafka 4.4's GroupCoordinatorConfig requirements: the broker does not start."""
+    from wirebroker.config import BrokerConfig, ConfigError
+
+    def error(**settings: str) -> str | None:
+        props = {k.replace("_", "."): v for k, v in settings.items()}
+        try:
+            GroupConfig.from_broker_config(BrokerConfig(props))
+        except ConfigError as e:
+            return str(e)
+        return None
+
+    assert error() is None
+    assert error(group_consumer_session_timeout_ms="6000") == (
+        "group.consumer.session.timeout.ms must be greater than or equal to "
+        "group.consumer.min.session.timeout.ms"
+    )
+    assert error(group_consumer_session_timeout_ms="90000") == (
+        "group.consumer.session.timeout.ms must be less than or equal to "
+        "group.consumer.max.session.timeout.ms"
+    )
+    assert error(group_consumer_heartbeat_interval_ms="20000") == (
+        "group.consumer.heartbeat.interval.ms must be less than or equal to "
+        "group.consumer.max.heartbeat.interval.ms"
+    )
+    assert error(group_consumer_min_heartbeat_interval_ms="20000") == (
+        "group.consumer.max.heartbeat.interval.ms must be greater than or equal to "
+        "group.consumer.min.heartbeat.interval.ms"
+    )
+    assert error(
+        group_consumer_heartbeat_interval_ms="50000",
+        group_consumer_max_heartbeat_interval_ms="60000",
+    ) == (
+        "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
+    )
+    assert error(group_consumer_migration_policy="sideways") is not None
 
 
 def test_regex_subscription_matches_whole_topic_names() -> None:
@@ -346,7 +388,8 @@ def test_group_consumer_max_size() -> None:
 
 def test_classic_join_to_a_consumer_group() -> None:
     """Non-empty: INCONSISTENT_GROUP_PROTOCOL, no member id (Kafka 4.4 with migration
-    disabled); empty: the consumer group goes (tombstones) and a classic group starts."""
+    disabled; else the classic member joins it, test_group_migration.py); empty: the
+    consumer group goes (tombstones) and a classic group starts."""
     from wirebroker.group import JoinRequest, JoinResult
 
     def join(member: str) -> JoinResult:
@@ -355,7 +398,7 @@ def test_classic_join_to_a_consumer_group() -> None:
         assert isinstance(done.result, JoinResult)
         return done.result
 
-    k = CKit()
+    k = CKit(GroupConfig(num_partitions=1, consumer_migration_policy="disabled"))
     k.hb("m1", 0)
     refused = join("x")
     assert (refused.error, refused.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")

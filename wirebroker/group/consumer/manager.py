@@ -30,14 +30,17 @@ from collections.abc import Callable, Sequence
 
 from protocol.errors import ErrorCode
 from wirebroker.group.assignors import Assignor, AssignorError, MemberSpec, TopicSpec
+from wirebroker.group.consumer.classic_members import ClassicMembers
 from wirebroker.group.consumer.messages import (
     ConsumerHeartbeatRequest,
     ConsumerHeartbeatResult,
     DescribedConsumerGroup,
     DescribedConsumerMember,
+    HeartbeatError,
     TopicLookup,
     TopicNames,
 )
+from wirebroker.group.consumer.migration import Migration
 from wirebroker.group.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -51,18 +54,12 @@ from wirebroker.group.consumer.reconciliation import reconcile
 from wirebroker.group.consumer.records import ConsumerRecords, metadata_hash
 from wirebroker.group.consumer.validation import check_heartbeat
 from wirebroker.group.effects import Effects, Result
+from wirebroker.group.rebalance import Rebalancer
 from wirebroker.group.regex import compile_subscription
 from wirebroker.group.state import CoordinatorState
 
 SESSION = "cg-session"
 REVOKE = "cg-revoke"
-
-
-class HeartbeatError(Exception):
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
 
 
 class ConsumerGroupManager:
@@ -71,12 +68,17 @@ class ConsumerGroupManager:
         state: CoordinatorState,
         assignors: Sequence[Assignor],
         new_member_id: Callable[[], str],
+        rebalancer: Rebalancer | None = None,
     ) -> None:
         self.state = state
         self.assignors = {a.name: a for a in assignors}
         self.default_assignor = assignors[0]
         self.new_member_id = new_member_id
         self.records = ConsumerRecords(state.partition_for)
+        self.migration = Migration(
+            state, self.records, rebalancer or Rebalancer(state), self.start_session
+        )
+        self.classic = ClassicMembers(self)
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -106,14 +108,18 @@ class ConsumerGroupManager:
         except HeartbeatError as e:
             return fx.result(ConsumerHeartbeatResult(error=e.error, error_message=e.message))
 
-    def _group(self, req: ConsumerHeartbeatRequest, fx: Effects) -> ConsumerGroup:
+    def _group(
+        self, now_ms: int, req: ConsumerHeartbeatRequest, topics: TopicLookup, fx: Effects
+    ) -> ConsumerGroup:
         gid = req.group_id
         classic = self.state.groups.get(gid)
         if classic is not None:
-            if classic.members or req.member_epoch != 0:
+            if req.member_epoch != 0:
                 raise HeartbeatError(
                     ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."
                 )
+            if classic.members:  # online upgrade (migration.py)
+                return self.migration.upgrade(classic, topics, fx, now_ms)
             # an empty classic group becomes a consumer group (its offsets stay)
             del self.state.groups[gid]
             self.state.cancel_group_timers(gid)
@@ -135,7 +141,7 @@ class ConsumerGroupManager:
         topics: tuple[TopicLookup, TopicNames],
         fx: Effects,
     ) -> ConsumerHeartbeatResult:
-        group = self._group(req, fx)
+        group = self._group(now_ms, req, topics[0], fx)
         limit = self.state.config.consumer_max_size
         if len(group.members) >= limit and req.member_id not in group.members:
             raise HeartbeatError(
@@ -144,6 +150,33 @@ class ConsumerGroupManager:
             )
         member = self._member(group, req, fx)
         updated = _with_request(member, req)
+        reconciled = self.update_member(now_ms, group, member, updated, req.owned, topics, fx)
+        full = (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.owned is not None
+        )
+        send = req.member_epoch == 0 or full or reconciled.assigned != member.assigned
+        return ConsumerHeartbeatResult(
+            member_id=reconciled.member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.state.consumer_heartbeat_interval_ms(group.group_id),
+            assignment=dict(reconciled.assigned) if send else None,
+        )
+
+    def update_member(
+        self,
+        now_ms: int,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        updated: ConsumerMember,
+        owned: Assignment | None,
+        topics: tuple[TopicLookup, TopicNames],
+        fx: Effects,
+    ) -> ConsumerMember:
+        """Kafka's steps 1-3 of a heartbeat (or of a classic member's JoinGroup): store
+        `updated` (was `member`), move the group epoch, compute the target, reconcile the
+        member toward it (`owned`: what it says it owns) and restart its timers."""
         known = updated.member_id in group.members
         if updated != member or not known:
             group.put_member(updated)
@@ -153,7 +186,8 @@ class ConsumerGroupManager:
         epoch = group.group_epoch
         if epoch == 0:
             group.group_epoch = 1
-        _resolve_regexes(group, topics[1])
+        for pattern in _resolve_regexes(group, topics[1]):
+            self.records.regex(fx, group, pattern)
         group.metadata = _metadata(group, topics[0])
         digest = metadata_hash(group.metadata)
         if _subscription_changed(member, updated) or digest != group.metadata_hash:
@@ -167,25 +201,14 @@ class ConsumerGroupManager:
             updated,
             group.target.get(updated.member_id, {}),
             group.assignment_epoch,
-            req.owned,
+            owned,
             group.owner_of,
         )
         if reconciled != updated or not known:
             group.put_member(reconciled)
             self.records.current(fx, group, reconciled)
         self._schedule(now_ms, group, updated, reconciled)
-        full = (
-            req.rebalance_timeout_ms != -1
-            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
-            and req.owned is not None
-        )
-        send = req.member_epoch == 0 or full or reconciled.assigned != member.assigned
-        return ConsumerHeartbeatResult(
-            member_id=reconciled.member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.state.consumer_heartbeat_interval_ms(group.group_id),
-            assignment=dict(reconciled.assigned) if send else None,
-        )
+        return reconciled
 
     def _member(
         self, group: ConsumerGroup, req: ConsumerHeartbeatRequest, fx: Effects
@@ -255,7 +278,7 @@ class ConsumerGroupManager:
                 f"because the instance id is owned by {holder_id} member.",
             )
         target = group.target.get(holder_id, {})
-        self._drop_member(group, holder_id, fx)
+        self.drop_member(group, holder_id, fx)
         group.target[mid] = target
         self.records.target_member(fx, group, mid)
         return holder.with_(member_id=mid, member_epoch=holder.previous_member_epoch)
@@ -264,7 +287,6 @@ class ConsumerGroupManager:
     def _leave(
         self, now_ms: int, req: ConsumerHeartbeatRequest, fx: Effects
     ) -> ConsumerHeartbeatResult:
-        del now_ms
         gid = req.group_id
         group = self.groups.get(gid)
         if group is None:
@@ -296,14 +318,24 @@ class ConsumerGroupManager:
                     ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {req.member_id} is not a member of group {gid}.",
                 )
-            self.remove_member(group, req.member_id, fx)
+            self.fence(group, {req.member_id}, fx, now_ms)
         return ConsumerHeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch)
 
-    def remove_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
-        """Fence or remove a member: its partitions are free, the group epoch moves and the
-        others' target assignment is computed at once (as Kafka 4.4: the assignment epoch
-        follows, also when the group is left empty)."""
-        self._drop_member(group, member_id, fx)
+    def fence(self, group: ConsumerGroup, member_ids: set[str], fx: Effects, now_ms: int) -> None:
+        """Fence or remove members: when only classic members remain the group may become
+        a classic group (migration.py); else their partitions are free, the group epoch
+        moves and the others' target assignment is computed at once (as Kafka 4.4: the
+        assignment epoch follows, also when the group is left empty)."""
+        if self.migration.can_downgrade(group, member_ids) and self.migration.downgrade(
+            group, member_ids, fx, now_ms
+        ):
+            return
+        for member_id in sorted(member_ids):
+            self.drop_member(group, member_id, fx)
+        used = {m.subscribed_topic_regex for m in group.members.values()}
+        for pattern in [p for p in group.resolved if p not in used]:
+            del group.resolved[pattern]
+            self.records.regex(fx, group, pattern)
         names = group.subscribed_topic_names()
         group.metadata = {n: v for n, v in group.metadata.items() if n in names}
         group.metadata_hash = metadata_hash(group.metadata)
@@ -311,7 +343,7 @@ class ConsumerGroupManager:
         with contextlib.suppress(HeartbeatError):  # the assignor failed: the next heartbeat
             self._assign(group, fx)
 
-    def _drop_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
+    def drop_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
         group.remove_member(member_id)
         self.state.timers.cancel((SESSION, group.group_id, member_id))
         self.state.timers.cancel((REVOKE, group.group_id, member_id))
@@ -322,8 +354,7 @@ class ConsumerGroupManager:
     ) -> None:
         gid, mid = group.group_id, after.member_id
         timers = self.state.timers
-        timeout = self.state.consumer_session_timeout_ms(gid)
-        timers.schedule((SESSION, gid, mid), now_ms + timeout, self._expire_action(gid, mid))
+        self.start_session(now_ms, group, after)
         key = (REVOKE, gid, mid)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:
             timers.cancel(key)
@@ -341,7 +372,6 @@ class ConsumerGroupManager:
         self, gid: str, mid: str, revoking_epoch: int | None = None
     ) -> Callable[[int, Effects], None]:
         def expire(now_ms: int, fx: Effects) -> None:
-            del now_ms
             group = self.groups.get(gid)
             member = group.members.get(mid) if group is not None else None
             if group is None or member is None:
@@ -351,9 +381,19 @@ class ConsumerGroupManager:
                 or member.member_epoch != revoking_epoch
             ):
                 return
-            self.remove_member(group, mid, fx)
+            self.fence(group, {mid}, fx, now_ms)
 
         return expire
+
+    def start_session(self, now_ms: int, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """The member's session (re)starts now (a classic member's own session timeout)."""
+        gid, mid = group.group_id, member.member_id
+        timeout = self.state.consumer_session_timeout_ms(gid)
+        if member.classic is not None:
+            timeout = member.classic.session_timeout_ms
+        self.state.timers.schedule(
+            (SESSION, gid, mid), now_ms + timeout, self._expire_action(gid, mid)
+        )
 
     def on_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
         """A group just loaded: each member's session starts now (Kafka's onLoaded), and
@@ -432,6 +472,7 @@ class ConsumerGroupManager:
                     m.subscribed_topic_regex,
                     m.assigned,
                     group.target.get(m.member_id, {}),
+                    m.uses_classic,
                 )
                 for m in group.members.values()
             ),
@@ -466,18 +507,22 @@ def _subscription_changed(before: ConsumerMember, after: ConsumerMember) -> bool
     )
 
 
-def _resolve_regexes(group: ConsumerGroup, topic_names: TopicNames) -> None:
+def _resolve_regexes(group: ConsumerGroup, topic_names: TopicNames) -> list[str]:
     """Match every subscription regex of the group against the topics (whole names,
-    internal topics included, as Kafka 4.4's TopicRegexResolver)."""
+    internal topics included, as Kafka 4.4's TopicRegexResolver); the patterns whose
+    matches changed (or that no member uses any more)."""
+    before = group.resolved
     patterns = {m.subscribed_topic_regex for m in group.members.values()}
-    patterns.discard(None)
-    if not patterns:
+    if not any(patterns):
         group.resolved = {}
-        return
-    names = list(topic_names())
-    group.resolved = {
-        p: compile_subscription(p).matching(names) for p in sorted(p for p in patterns if p)
-    }
+    else:
+        names = list(topic_names())
+        group.resolved = {
+            p: compile_subscription(p).matching(names) for p in sorted(p for p in patterns if p)
+        }
+    return sorted(
+        p for p in set(before) | set(group.resolved) if before.get(p) != group.resolved.get(p)
+    )
 
 
 def _metadata(group: ConsumerGroup, topics: TopicLookup) -> dict[str, tuple]:

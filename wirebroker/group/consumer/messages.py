@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 from wirebroker.group.consumer.model import Assignment
@@ -15,6 +15,25 @@ from wirebroker.group.messages import Failable
 TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
 #: every topic name (what a regular-expression subscription is matched against)
 TopicNames = Callable[[], Iterable[str]]
+
+
+class HeartbeatError(Exception):
+    """A ConsumerGroupHeartbeat (or a classic request to a consumer group) answered with an
+    error and Kafka's message."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+@dataclass(frozen=True)
+class TopicResolver:
+    """The topics the coordinator sees (the broker installs its cluster view's)."""
+
+    lookup: TopicLookup = field(default=lambda name: None)
+    name_of: Callable[[uuid.UUID], str | None] = field(default=lambda topic_id: None)
+    names: TopicNames = field(default=tuple)
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,8 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    #: a member using the classic protocol (KIP-848 online migration)
+    classic: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,10 @@ A member's state (Kafka's `MemberState`):
 The group's state (`group_state`): Empty (no members), Assigning (group epoch above the
 assignment epoch), Reconciling (a member not yet stable at the assignment epoch), Stable.
 
+A member that joined with the classic protocol (JoinGroup/SyncGroup, `classic` set: its
+session timeout and the protocols of its JoinGroup) is a "classic member" of the consumer
+group (KIP-848 online migration, `classic_members.py`).
+
 `ConsumerGroup.owners` indexes which member owns each partition (assigned or pending
 revocation): a partition is given to a member only when no other member owns it.
 """
@@ -20,6 +24,8 @@ import enum
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from protocol.consumer_group_records import ClassicMemberMetadata
 
 TopicKey = uuid.UUID
 #: topic id -> partitions
@@ -67,6 +73,12 @@ class ConsumerMember:
     subscribed_topic_regex: str | None = None
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: set for a member using the classic protocol (JoinGroup/SyncGroup/Heartbeat)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def with_(self, **changes: object) -> ConsumerMember:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -142,6 +154,22 @@ class ConsumerGroup:
         if member.subscribed_topic_regex:
             out |= self.resolved.get(member.subscribed_topic_regex, frozenset())
         return out
+
+    def all_classic_except(self, member_ids: set[str]) -> bool:
+        """Whether every member but `member_ids` uses the classic protocol."""
+        return all(m.uses_classic for mid, m in self.members.items() if mid not in member_ids)
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """An UNRELEASED_PARTITIONS member some of whose target partitions another member
+        still owns (Kafka's waitingOnUnreleasedPartition)."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for t, ps in self.target.get(member.member_id, {}).items():
+            have = member.assigned.get(t, frozenset())
+            for p in ps - have:
+                if self.owners.get((t, p)) not in (None, member.member_id):
+                    return True
+        return False
 
     def subscribed_topic_names(self) -> set[str]:
         return {n for m in self.members.values() for n in self.member_topics(m)}

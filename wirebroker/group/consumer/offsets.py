@@ -5,9 +5,10 @@ ConsumerGroup.validateOffsetCommit / validateOffsetFetch), as Kafka 4.4 answers 
             an unknown member: UNKNOWN_MEMBER_ID;
             a consumer-protocol member below OffsetCommit v9: UNSUPPORTED_VERSION;
             an epoch other than the member's: STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for
-            TxnOffsetCommit).
+            TxnOffsetCommit and for a classic member, whose generation is its epoch).
     fetch   no member id (admin, v8 and older): served; else the member must exist at that
-            epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+            epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic
+            member).
 A commit is not a heartbeat for these members (KIP-848)."""
 
 from __future__ import annotations
@@ -33,10 +34,16 @@ def consumer_commit_error(
     member = group.members.get(req.member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if not transactional and not getattr(req, "member_epoch_version", True):
+    if (
+        not transactional
+        and not member.uses_classic
+        and not getattr(req, "member_epoch_version", True)
+    ):
         return ErrorCode.UNSUPPORTED_VERSION
     if epoch != member.member_epoch:
-        return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        if transactional or member.uses_classic:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
 
 
@@ -50,5 +57,7 @@ def consumer_fetch_error(
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
+        if member.uses_classic:
+            return ErrorCode.ILLEGAL_GENERATION
         return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

@@ -11,13 +11,24 @@ Written, as Kafka 4.4 writes them:
     a member's epoch/assignment/state changes               ConsumerGroupCurrentMemberAssignment
     a member leaves or is fenced                            tombstones: current assignment,
                                                             target member, member metadata
-    the group goes (becomes classic)                        tombstones: target metadata, group
+    the group goes (deleted or becomes classic)             tombstones: target metadata, group
+    a classic group is upgraded (migration.py)              member metadata (classic tag) of
+                                                            each member, group epoch, target
+                                                            members, target epoch, current
+                                                            assignments
+    a group is downgraded                                   tombstones: current assignments,
+                                                            target members, target epoch,
+                                                            member metadata, regexes, group
+    a subscription regex matches other topics               ConsumerGroupRegularExpression
+                                                            (its topics); a tombstone once no
+                                                            member subscribes with it
 The metadata hash is wirebroker's own (blake2b of the subscribed topics' names, ids and
 partition counts), not Kafka's: a group moved between the two rebalances once.
 
 `ConsumerGroupsFold` rebuilds groups from the latest record of each key, in any order (the
 runtime's fold hands over the latest value per key): a group exists once its
-ConsumerGroupMetadata does; members are those with member metadata.
+ConsumerGroupMetadata does; members are those with member metadata; the regular
+expression records give `ConsumerGroup.resolved` (matched again at the next heartbeat).
 """
 
 from __future__ import annotations
@@ -78,6 +89,7 @@ class ConsumerRecords:
             subscribed_topic_regex=member.subscribed_topic_regex,
             rebalance_timeout_ms=member.rebalance_timeout_ms,
             server_assignor=member.server_assignor,
+            classic=member.classic,
         )
         key = _key(cr.MEMBER_METADATA, group.group_id, member.member_id)
         self._put(fx, group.group_id, key, cr.encode_member_metadata(value))
@@ -120,6 +132,37 @@ class ConsumerRecords:
     def classic_group_removed(self, fx: Effects, group_id: str) -> None:
         self._put(fx, group_id, encode_group_metadata_key(group_id), None)
 
+    def regex(self, fx: Effects, group: ConsumerGroup, pattern: str) -> None:
+        """The topics `pattern` matches now (a tombstone when no member uses it)."""
+        key = _key(cr.REGULAR_EXPRESSION, group.group_id, pattern)
+        topics = group.resolved.get(pattern)
+        value = None
+        if topics is not None:
+            value = cr.encode_regular_expression(cr.RegularExpressionValue(tuple(sorted(topics))))
+        self._put(fx, group.group_id, key, value)
+
+    def created(self, fx: Effects, group: ConsumerGroup) -> None:
+        """Every record of a group that replaces a classic one (Kafka's order)."""
+        for m in group.members.values():
+            self.member(fx, group, m)
+        self.group_epoch(fx, group)
+        self.target(fx, group)
+        for m in group.members.values():
+            self.current(fx, group, m)
+
+    def removed(self, fx: Effects, group: ConsumerGroup) -> None:
+        """Tombstones of every record of the group (it becomes a classic group)."""
+        gid = group.group_id
+        for record_type in (cr.CURRENT_ASSIGNMENT, cr.TARGET_MEMBER):
+            for mid in group.members:
+                self._put(fx, gid, _key(record_type, gid, mid), None)
+        self._put(fx, gid, _key(cr.TARGET_METADATA, gid), None)
+        for mid in group.members:
+            self._put(fx, gid, _key(cr.MEMBER_METADATA, gid, mid), None)
+        for pattern in sorted(group.resolved):
+            self._put(fx, gid, _key(cr.REGULAR_EXPRESSION, gid, pattern), None)
+        self._put(fx, gid, _key(cr.GROUP_METADATA, gid), None)
+
 
 def consumer_group_tombstones(partition: int, group: ConsumerGroup) -> list[Record]:
     """Tombstones of an empty consumer group's records (it is deleted or becomes classic)."""
@@ -139,6 +182,7 @@ class ConsumerGroupsFold:
         self.members: dict[tuple[str, str], cr.MemberMetadataValue] = {}
         self.targets: dict[tuple[str, str], dict[uuid.UUID, frozenset[int]]] = {}
         self.current: dict[tuple[str, str], cr.CurrentAssignmentValue] = {}
+        self.regexes: dict[tuple[str, str], cr.RegularExpressionValue] = {}
 
     def replay(self, key: cr.ConsumerKey, value: bytes | None) -> None:
         gid, mid = key.group, key.member or ""
@@ -149,6 +193,7 @@ class ConsumerGroupsFold:
             cr.MEMBER_METADATA: (self.members, (gid, mid), cr.decode_member_metadata),
             cr.TARGET_MEMBER: (self.targets, (gid, mid), cr.decode_target_member),
             cr.CURRENT_ASSIGNMENT: (self.current, (gid, mid), cr.decode_current_assignment),
+            cr.REGULAR_EXPRESSION: (self.regexes, (gid, mid), cr.decode_regular_expression),
         }
         table, k, decode = tables[t]
         if value is None:
@@ -177,6 +222,9 @@ class ConsumerGroupsFold:
         for (gid, mid), current in _take(self.current, wanted):
             if gid in out:
                 _apply_current(out[gid], mid, current)
+        for (gid, pattern), regex in _take(self.regexes, wanted):
+            if gid in out:
+                out[gid].resolved[pattern] = frozenset(regex.topics)
         for gid in [g for g in self.target_epochs if wanted(g)]:
             del self.target_epochs[gid]
         for group in out.values():  # a target of a member that is gone is dropped
@@ -202,6 +250,7 @@ def _member(member_id: str, v: cr.MemberMetadataValue) -> ConsumerMember:
         server_assignor=v.server_assignor,
         subscribed_topic_names=v.subscribed_topic_names,
         subscribed_topic_regex=v.subscribed_topic_regex,
+        classic=v.classic,
     )
 
 

@@ -196,7 +196,9 @@ _CONFIG_REASONS = (
         path="*[name=node.id].* | *[name=broker.id].* | *[name=advertised.listeners].*"
         " | *[name=num.partitions].* | *[name=offsets.topic.replication.factor].*"
         " | *[name=transaction.state.log.replication.factor].*"
-        " | *[name=transaction.state.log.min.isr].*",
+        " | *[name=transaction.state.log.min.isr].*"
+        " | *[name=share.coordinator.state.topic.replication.factor].*"
+        " | *[name=share.coordinator.state.topic.min.isr].*",
         api=DESCRIBE_CONFIGS,
     ),
     Reason(

@@ -10,8 +10,9 @@
 
 `__share_group_state` is created with cleanup.policy=delete and retention.ms=-1, as Kafka
 does (ShareCoordinatorService's topic configs): its records are never compacted or expired;
-Kafka prunes them with DeleteRecords below the oldest snapshot still needed (not done here,
-see docs/share-groups.md).
+every `prune_interval_ms` (Kafka's internal share.coordinator.state.topic.prune.interval.ms,
+300000) the coordinator deletes the records below the oldest snapshot still needed
+(`ShardState.redundant_offset`), as Kafka prunes them with DeleteRecords.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class ShareCoordinatorConfig:
     segment_bytes: int = 104857600
     updates_per_snapshot: int = 500
     write_timeout_ms: int = 5000
+    #: Kafka's internal share.coordinator.state.topic.prune.interval.ms (not a broker config)
+    prune_interval_ms: int = 300_000
 
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> ShareCoordinatorConfig:

@@ -153,12 +153,13 @@ class ShareCoordinatorCore:
             self.loading.discard(p)
             self.partitions.pop(p, None)
 
-    def apply(self, partition: int, records: Iterable[Record]) -> None:
-        """Fold appended records into `partition`'s state (dropped when it is not loaded)."""
+    def apply(self, partition: int, records: Iterable[Record], base_offset: int = -1) -> None:
+        """Fold appended records (the first at `base_offset`, -1: unknown) into `partition`'s
+        state (dropped when it is not loaded)."""
         shard = self.partitions.get(partition)
         if shard is not None:
-            for key, value in records:
-                shard.replay(key, value)
+            for i, (key, value) in enumerate(records):
+                shard.replay(key, value, -1 if base_offset < 0 else base_offset + i)
 
     def _shard(self, key: SharePartitionKey) -> tuple[int, ShardState | Outcome]:
         p = self.partition_for(key)

@@ -21,7 +21,9 @@ order: updates accumulate, so no compaction-style fold). `__share_group_state` i
 the first FindCoordinator(key type 2) or persister call (`ensure_topic`): 50 partitions,
 replication factor share.coordinator.state.topic.replication.factor capped by the live
 brokers, min.insync.replicas share.coordinator.state.topic.min.isr, cleanup.policy=delete,
-retention.ms=-1, segment.bytes share.coordinator.state.topic.segment.bytes.
+retention.ms=-1, segment.bytes share.coordinator.state.topic.segment.bytes. Every
+`prune_interval_ms` (the shared runtime's timer) each loaded partition's records below its
+redundant offset are deleted (`prune`; Kafka's DeleteRecords-based prune job).
 """
 
 from __future__ import annotations
@@ -64,13 +66,13 @@ _APPEND_ERRORS = AppendErrors()
 
 
 class _Fold:
-    """A load's fold: every keyed record of the partition, in log order."""
+    """A load's fold: every keyed record of the partition (key, value, offset), in log order."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes | None]] = []
+        self.records: list[tuple[bytes, bytes | None, int]] = []
 
     def add(self, entries: Iterable[Entry]) -> None:
-        self.records.extend((e.key, e.value) for e in entries if e.key is not None)
+        self.records.extend((e.key, e.value, e.offset) for e in entries if e.key is not None)
 
 
 class ShareCoordinatorRuntime:
@@ -110,13 +112,17 @@ class ShareCoordinatorRuntime:
             replication_waiter=replication_waiter,
             role="share coordinator",
         )
+        #: the clock's ms of the next prune (None: not running yet)
+        self._next_prune: int | None = None
 
     # == lifetime ==========================================================================
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled: loads (no timers)."""
+        """Serve until cancelled: loads, the prune timer."""
         await self.runtime.run(self._start, task_status=task_status)
 
     async def _start(self) -> None:
+        self._next_prune = self.clock() + max(self.config.prune_interval_ms, 1)
+        self.runtime.run_due_timers()
         await trio.lowlevel.checkpoint()
 
     def shutdown(self) -> None:
@@ -145,8 +151,8 @@ class ShareCoordinatorRuntime:
     def replay(self, partition: int, fold: _Fold) -> ShardState:
         del partition
         shard = self.core.new_shard()
-        for key, value in fold.records:
-            shard.replay(key, value)
+        for key, value, offset in fold.records:
+            shard.replay(key, value, offset)
         return shard
 
     def complete_loading(
@@ -167,10 +173,29 @@ class ShareCoordinatorRuntime:
         self.core.unload(partitions)
 
     def next_deadline(self) -> int | None:
-        return None
+        return self._next_prune
 
     def fire_timers(self, now_ms: int) -> None:
-        del now_ms
+        self._next_prune = now_ms + max(self.config.prune_interval_ms, 1)
+        self.prune()
+
+    def prune(self) -> None:
+        """Delete the records of each loaded partition below its redundant offset (Kafka's
+        prune job), up to the high watermark."""
+        for partition, shard in list(self.core.partitions.items()):
+            offset = shard.redundant_offset()
+            part = self.runtime.replicas.partition(SHARE_STATE_TOPIC, partition)
+            if offset is None or part is None or not part.is_leader:
+                continue
+            target = min(offset, part.high_watermark)
+            if target <= part.log_start_offset:
+                continue
+            try:
+                part.delete_records_before(target)
+            except Exception:
+                log.exception("pruning %s-%d below %d failed", SHARE_STATE_TOPIC, partition, target)
+                continue
+            log.info("pruned %s-%d below offset %d", SHARE_STATE_TOPIC, partition, target)
 
     # == topic =============================================================================
     def partition_for(self, key: SharePartitionKey) -> int:
@@ -246,7 +271,7 @@ class ShareCoordinatorRuntime:
         appended = self.runtime.append(partition, batch, now, leading=leading)
         if not isinstance(appended, Appended):
             return Outcome.failed(_APPEND_ERRORS(appended))
-        self.core.apply(partition, outcome.records)
+        self.core.apply(partition, outcome.records, appended.end_offset - len(outcome.records))
         error = await self.runtime.wait_replicated(appended, self.config.write_timeout_ms / 1000)
         if error is not ErrorCode.NONE:
             return Outcome.failed(_APPEND_ERRORS(error))

@@ -15,6 +15,11 @@ leader epoch and state epoch seen, and the number of updates since the last snap
                            (the first update of a key without a snapshot becomes its state)
 
 Records whose type is unknown are skipped (Kafka's replay ignores them).
+
+Pruning (Kafka's ShareCoordinatorOffsetsManager): given each record's log offset, the fold keeps
+the offset of every key's latest snapshot; `redundant_offset()` is the first offset still
+needed -- the oldest of those snapshots (a key's state is rebuilt from its latest snapshot on),
+or past the last record when no key has state -- and every record below it may be deleted.
 """
 
 from __future__ import annotations
@@ -83,8 +88,13 @@ class ShardState:
     leader_epochs: dict[SharePartitionKey, int] = field(default_factory=dict)
     state_epochs: dict[SharePartitionKey, int] = field(default_factory=dict)
     update_counts: dict[SharePartitionKey, int] = field(default_factory=dict)
+    #: the log offset of each key's latest snapshot, and of the last record replayed
+    snapshot_offsets: dict[SharePartitionKey, int] = field(default_factory=dict)
+    last_offset: int = -1
 
-    def replay(self, key_bytes: bytes, value: bytes | None) -> None:
+    def replay(self, key_bytes: bytes, value: bytes | None, offset: int = -1) -> None:
+        """Fold one record (`offset`: its log offset, -1 when unknown)."""
+        self.last_offset = max(self.last_offset, offset)
         key = decode_key(key_bytes)
         if key is None:
             return
@@ -92,10 +102,19 @@ class ShardState:
         if key.record_type == SHARE_SNAPSHOT:
             if value is None:
                 self.forget(spk)
+                self.snapshot_offsets.pop(spk, None)
             else:
                 self.replay_snapshot(spk, decode_snapshot(value))
+                if offset >= 0:
+                    self.snapshot_offsets[spk] = offset
         elif value is not None:
             self.replay_update(spk, decode_update(value))
+
+    def redundant_offset(self) -> int | None:
+        """Records below this offset are no longer needed (None: nothing known)."""
+        if self.snapshot_offsets:
+            return min(self.snapshot_offsets.values())
+        return None if self.last_offset < 0 else self.last_offset + 1
 
     def forget(self, key: SharePartitionKey) -> None:
         self.states.pop(key, None)

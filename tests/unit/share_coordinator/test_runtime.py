@@ -202,3 +202,41 @@ async def test_persister_without_a_leader_gives_up(rt: ShareCoordinatorRuntime, 
     got = await persister.read_state("g", env.topic("t", 1), 0, 0)
     assert got is E.COORDINATOR_NOT_AVAILABLE
     await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_prune_deletes_below_the_oldest_needed_snapshot(env: Env) -> None:
+    topic = env.topic("t", 2)
+    a = SharePartitionKey("a", topic, 0)
+    pa = a.state_partition(NUM_PARTITIONS)
+    b = next(
+        k
+        for k in (SharePartitionKey(f"b{i}", topic, 1) for i in range(50))
+        if k.state_partition(NUM_PARTITIONS) != pa
+    )
+    async with trio.open_nursery() as nursery:
+        rt = env.runtime()
+        await _started(rt, nursery)
+        for key in (a, b):
+            assert (await rt.initialize(key, 0, 0)).error is E.NONE
+        for i in range(4):  # a: snapshot (offset 0), 3 updates, snapshot (offset 4; limit 2)
+            assert (await rt.write(a, WriteRequest(0, 0, i, (B(i, i, 2, 1),)))).error is E.NONE
+        shard = rt.core.partitions[pa]
+        assert (shard.snapshot_offsets[a], shard.redundant_offset()) == (4, 4)
+        state = (await rt.read(a, 0)).state
+        rt.fire_timers(env.clock())
+        part = env.replicas.partition(SHARE_STATE_TOPIC, pa)
+        assert part is not None and part.log_start_offset == 4
+        # deleting every key of the partition makes all of it redundant
+        assert (await rt.delete(a)).error is E.NONE
+        rt.fire_timers(env.clock())
+        assert part.log_start_offset == part.log_end_offset == 6
+        rt.shutdown()
+        nursery.cancel_scope.cancel()
+    env.reopen()
+    async with trio.open_nursery() as nursery:
+        rt2 = env.runtime()
+        await _started(rt2, nursery)
+        assert (await rt2.read(a, 0)).error is E.INVALID_REQUEST  # deleted
+        assert (await rt2.read(b, 0)).state is not None
+        nursery.cancel_scope.cancel()
+    assert state is not None and state.start_offset == 3

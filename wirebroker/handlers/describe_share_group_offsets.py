@@ -3,10 +3,11 @@
 Per group, in request order (`wirebroker.share_coordinator.offsets_admin.describe_group`):
 listed topics are read with ReadShareGroupStateSummary through the share persister (an unknown
 topic: topic id zero, start offset -1 per partition); topics null: the group's initialised
-partitions (`Services.share_groups`; unknown group: GROUP_ID_NOT_FOUND). No persister:
-COORDINATOR_NOT_AVAILABLE for every group. With an authorizer: a group the principal may not
-DESCRIBE answers GROUP_AUTHORIZATION_FAILED, topics it may not DESCRIBE are left out. Lag is
--1 (not computed). Skipped: throttling.
+partitions (`Services.share_groups`; an unknown group has none). Lag (v1): the partition's high
+watermark where this broker leads it, minus the start offset and the delivery-complete count
+(-1 otherwise). No persister: COORDINATOR_NOT_AVAILABLE for every group. With an authorizer: a
+group the principal may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED, topics it may not
+DESCRIBE are left out. Skipped: throttling.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers import _authz
-from wirebroker.handlers._share_offsets import topic_by_name, topic_name
+from wirebroker.handlers._share_offsets import end_offset, topic_by_name, topic_name
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import ResourceType
 from wirebroker.share_coordinator.offsets_admin import describe_group, message
@@ -60,6 +61,7 @@ async def handle(
             group,
             lambda name: topic_by_name(ctx, name),
             lambda topic_id: topic_name(ctx, topic_id),
+            lambda topic_id, p: end_offset(ctx, topic_id, p),
         )
         entry["topics"] = [
             t for t in entry["topics"] if _authz.allowed(ctx, ResourceType.TOPIC, t["topic_name"])

@@ -40,7 +40,7 @@ class SharePartitionKey(NamedTuple):
 def parse_coordinator_key(key: str) -> SharePartitionKey | None:
     """ "groupId:topicId:partition" (the group id may hold ':'); None when malformed."""
     parts = key.rsplit(":", 2)
-    if len(parts) != 3 or not parts[0]:
+    if len(parts) != 3 or not parts[0].strip():
         return None
     group, topic, partition = parts
     try:

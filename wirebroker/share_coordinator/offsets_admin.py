@@ -19,8 +19,12 @@ Rules (Kafka 4.4's GroupCoordinatorService / GroupMetadataManager):
     Describe, topics listed   per topic name: unknown topic -> topic id zero, each partition
                               start offset -1, no error; else ReadShareGroupStateSummary per
                               partition: start offset (-1: never initialised), leader epoch,
-                              or the persister's error. The group is not looked up.
-    Describe, topics null     the group's initialised partitions (lookup; its error for the
+                              lag (v1) = end offset - start offset - delivery-complete count
+                              when all three are known (else -1); a persister error gives start
+                              offset -1, leader epoch 0, no error (Kafka does not pass it on).
+                              The group is not looked up.
+    Describe, topics null     the group's initialised partitions (lookup: an unknown group has
+                              none, no error, as Kafka answers; other lookup errors for the
                               whole group)
     Alter                     empty group id: INVALID_GROUP_ID; lookup errors; a group with
                               members: NON_EMPTY_GROUP (top level); per topic: unknown topic or
@@ -31,8 +35,8 @@ Rules (Kafka 4.4's GroupCoordinatorService / GroupMetadataManager):
                               DeleteShareGroupState for each of its partitions (the first error
                               is the topic's)
 
-Lag (DescribeShareGroupOffsets v1) is answered -1 (unknown): computing it needs each partition's
-high watermark from its leader (Kafka asks with ListOffsets); not done here.
+The end offset of the lag is the partition's high watermark where this broker leads it
+(`EndOffsets`; Kafka asks every partition's leader with ListOffsets); elsewhere the lag is -1.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ ZERO_UUID = uuid.UUID(int=0)
 TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
 #: topic id -> topic name, None: unknown
 TopicNames = Callable[[uuid.UUID], "str | None"]
+#: (topic id, partition) -> its end offset (high watermark), None: not known here
+EndOffsets = Callable[[uuid.UUID, int], "int | None"]
 
 _GROUP_MESSAGES = {
     ErrorCode.INVALID_GROUP_ID: "The group id is invalid.",
@@ -124,15 +130,24 @@ def _partition(index: int, error: ErrorCode, start: int = -1, leader: int = 0) -
 
 
 async def _summaries(
-    persister: StatePersister, group_id: str, topic_id: uuid.UUID, partitions: list[int]
+    persister: StatePersister,
+    group_id: str,
+    topic_id: uuid.UUID,
+    partitions: list[int],
+    end_offset: EndOffsets,
 ) -> list[dict[str, Any]]:
     out = []
     for p in partitions:
         summary = await persister.read_summary(group_id, topic_id, p, 0)
         if isinstance(summary, ErrorCode):
-            out.append(_partition(p, summary, start=0))
-        else:
-            out.append(_partition(p, ErrorCode.NONE, summary.start_offset, summary.leader_epoch))
+            out.append(_partition(p, ErrorCode.NONE))
+            continue
+        row = _partition(p, ErrorCode.NONE, summary.start_offset, summary.leader_epoch)
+        dcc = getattr(summary, "delivery_complete_count", -1)
+        end = end_offset(topic_id, p)
+        if summary.start_offset != -1 and dcc != -1 and end is not None:
+            row["lag"] = end - summary.start_offset - dcc
+        out.append(row)
     return out
 
 
@@ -142,6 +157,7 @@ async def describe_group(
     group: Mapping[str, Any],
     topics: TopicLookup,
     names: TopicNames,
+    end_offset: EndOffsets,
 ) -> dict[str, Any]:
     """One DescribeShareGroupOffsets group entry (see the module docstring)."""
     group_id = str(group.get("group_id") or "")
@@ -149,12 +165,14 @@ async def describe_group(
     out: list[dict[str, Any]] = []
     if wanted is None:
         view = ErrorCode.GROUP_ID_NOT_FOUND if groups is None else groups.lookup(group_id)
+        if view is ErrorCode.GROUP_ID_NOT_FOUND:
+            view = ShareGroupView(group_id, empty=True)
         if isinstance(view, ErrorCode):
             return {"group_id": group_id, "topics": [], **_error(view)}
         for topic_id, parts in sorted(view.partitions.items(), key=lambda kv: str(kv[0])):
             name = names(topic_id)
             if name is not None:
-                rows = await _summaries(persister, group_id, topic_id, sorted(parts))
+                rows = await _summaries(persister, group_id, topic_id, sorted(parts), end_offset)
                 out.append({"topic_name": name, "topic_id": topic_id, "partitions": rows})
         return {"group_id": group_id, "topics": out, **_error(ErrorCode.NONE)}
     for topic in wanted:
@@ -165,7 +183,7 @@ async def describe_group(
             rows = [_partition(p, ErrorCode.NONE) for p in indexes]
             out.append({"topic_name": name, "topic_id": ZERO_UUID, "partitions": rows})
             continue
-        rows = await _summaries(persister, group_id, found[0], indexes)
+        rows = await _summaries(persister, group_id, found[0], indexes, end_offset)
         out.append({"topic_name": name, "topic_id": found[0], "partitions": rows})
     return {"group_id": group_id, "topics": out, **_error(ErrorCode.NONE)}
 

@@ -71,6 +71,8 @@ class PartitionState:
     start_offset: int
     leader_epoch: int
     batches: tuple[StateBatch, ...]
+    #: read_summary only (ReadShareGroupStateSummary v1; -1: unknown); not in the shared shape
+    delivery_complete_count: int = -1
 
 
 def _state(outcome: Outcome, leader_epoch: int) -> PartitionState:
@@ -209,7 +211,9 @@ class CoordinatorPersister:
         if outcome.error is not ErrorCode.NONE:
             return outcome.error
         state = _state(outcome, -1)
-        return PartitionState(state.state_epoch, state.start_offset, state.leader_epoch, ())
+        assert outcome.state is not None
+        dcc = outcome.state.delivery_complete_count
+        return PartitionState(state.state_epoch, state.start_offset, state.leader_epoch, (), dcc)
 
     async def delete_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ErrorCode:
         key = SharePartitionKey(group_id, topic_id, partition)
@@ -323,6 +327,7 @@ def _outcome(api: ApiKey, response: Any) -> Outcome:
             state_epoch=result.state_epoch,
             leader_epoch=result.leader_epoch,
             start_offset=result.start_offset,
+            delivery_complete_count=int(getattr(result, "delivery_complete_count", -1)),
         )
         return Outcome(state=state)
     return Outcome()

@@ -158,7 +158,10 @@ async def test_find_coordinator_share_key(call: Any, topic: uuid.UUID) -> None:
     assert old.coordinators[0].error_code == E.INVALID_REQUEST
 
 
-async def test_share_group_offsets(call: Any, services: Services, topic: uuid.UUID) -> None:
+async def test_share_group_offsets(
+    call: Any, services: Services, topic: uuid.UUID, produce: Any
+) -> None:
+    produce(services, "t", 0, n=5)
     groups = services.share_groups
     assert isinstance(groups, Groups)
     alter = {
@@ -185,13 +188,23 @@ async def test_share_group_offsets(call: Any, services: Services, topic: uuid.UU
     describe = {"groups": [{"group_id": "sg", "topics": wanted}]}
     [group] = (await call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, describe)).groups
     [t] = group.topics
+    # lag: high watermark 5 - start offset 3 - 0 delivered; never initialised: -1
     assert [(p.partition_index, p.start_offset, p.error_code, p.lag) for p in t.partitions] == [
-        (0, 3, 0, -1),
+        (0, 3, 0, 2),
         (1, -1, 0, -1),
     ]
     unknown = {"groups": [{"group_id": "zz", "topics": None}]}
     [nothing] = (await call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, unknown)).groups
-    assert nothing.error_code == E.GROUP_ID_NOT_FOUND
+    assert (nothing.error_code, list(nothing.topics)) == (0, [])  # Kafka's answer
+    groups.views["sg"] = ShareGroupView("sg", empty=True, partitions={topic: frozenset({0})})
+    [every] = (
+        await call(
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": "sg", "topics": None}]}
+        )
+    ).groups
+    assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in every.topics] == [
+        ("t", [3])
+    ]
     delete = {"group_id": "sg", "topics": [{"topic_name": "t"}]}
     deleted = await call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, delete)
     assert (deleted.error_code, deleted.responses[0].error_code) == (0, 0)

@@ -12,7 +12,9 @@
 does (ShareCoordinatorService's topic configs): its records are never compacted or expired;
 every `prune_interval_ms` (Kafka's internal share.coordinator.state.topic.prune.interval.ms,
 300000) the coordinator deletes the records below the oldest snapshot still needed
-(`ShardState.redundant_offset`), as Kafka prunes them with DeleteRecords.
+(`ShardState.redundant_offset`), as Kafka prunes them with DeleteRecords; every
+`cold_snapshot_interval_ms` (Kafka's internal share.coordinator.cold.partition.snapshot.interval.ms,
+300000) states whose last snapshot is that old get a new one, so pruning moves on.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class ShareCoordinatorConfig:
     write_timeout_ms: int = 5000
     #: Kafka's internal share.coordinator.state.topic.prune.interval.ms (not a broker config)
     prune_interval_ms: int = 300_000
+    #: Kafka's internal share.coordinator.cold.partition.snapshot.interval.ms
+    cold_snapshot_interval_ms: int = 300_000
 
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> ShareCoordinatorConfig:

@@ -38,13 +38,17 @@ Records (Kafka's `generate*Record`):
     read         with a leader epoch other than the recorded one, the same record as a write
                  with no batches and that leader epoch (KIP-932: a new leader reads first)
     delete       a ShareSnapshot tombstone
+    cold         (a timer) a ShareSnapshot of every state whose last snapshot is
+                 `cold_interval_ms` old or older: the state as it is, snapshot epoch + 1,
+                 written now (Kafka's snapshotColdPartitions; it lets pruning move on), unless
+                 every state was already snapshotted so
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from protocol.errors import ErrorCode
 from protocol.share_state_records import (
@@ -280,6 +284,22 @@ class ShareCoordinatorCore:
             return Outcome(partition=p)
         k = ShareStateKey(SHARE_SNAPSHOT, key.group_id, key.topic_id, key.partition)
         return Outcome(records=((encode_key(k), None),), partition=p)
+
+    def cold_snapshots(self, now_ms: int, cold_interval_ms: int) -> dict[int, list[Record]]:
+        """The cold snapshots to append, per loaded partition (see the module docstring)."""
+        out: dict[int, list[Record]] = {}
+        for p, shard in self.partitions.items():
+            states = shard.states
+            if all(s.create_ms != s.write_ms for s in states.values()):
+                continue
+            records = [
+                _snapshot(key, replace(s, snapshot_epoch=s.snapshot_epoch + 1, write_ms=now_ms))
+                for key, s in states.items()
+                if now_ms - s.write_ms >= cold_interval_ms
+            ]
+            if records:
+                out[p] = records
+        return out
 
     # == records ===========================================================================
     def _state_record(

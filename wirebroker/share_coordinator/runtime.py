@@ -23,7 +23,9 @@ replication factor share.coordinator.state.topic.replication.factor capped by th
 brokers, min.insync.replicas share.coordinator.state.topic.min.isr, cleanup.policy=delete,
 retention.ms=-1, segment.bytes share.coordinator.state.topic.segment.bytes. Every
 `prune_interval_ms` (the shared runtime's timer) each loaded partition's records below its
-redundant offset are deleted (`prune`; Kafka's DeleteRecords-based prune job).
+redundant offset are deleted (`prune`; Kafka's DeleteRecords-based prune job); every
+`cold_snapshot_interval_ms` states not snapshotted for that long get a snapshot
+(`snapshot_cold`, appended in the background).
 """
 
 from __future__ import annotations
@@ -112,16 +114,18 @@ class ShareCoordinatorRuntime:
             replication_waiter=replication_waiter,
             role="share coordinator",
         )
-        #: the clock's ms of the next prune (None: not running yet)
+        #: the clock's ms of the next prune / cold snapshots (None: not running yet)
         self._next_prune: int | None = None
+        self._next_cold: int | None = None
 
     # == lifetime ==========================================================================
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled: loads, the prune timer."""
+        """Serve until cancelled: loads, the prune and cold-snapshot timers."""
         await self.runtime.run(self._start, task_status=task_status)
 
     async def _start(self) -> None:
         self._next_prune = self.clock() + max(self.config.prune_interval_ms, 1)
+        self._next_cold = self.clock() + max(self.config.cold_snapshot_interval_ms, 1)
         self.runtime.run_due_timers()
         await trio.lowlevel.checkpoint()
 
@@ -173,11 +177,25 @@ class ShareCoordinatorRuntime:
         self.core.unload(partitions)
 
     def next_deadline(self) -> int | None:
-        return self._next_prune
+        if self._next_prune is None or self._next_cold is None:
+            return None
+        return min(self._next_prune, self._next_cold)
 
     def fire_timers(self, now_ms: int) -> None:
-        self._next_prune = now_ms + max(self.config.prune_interval_ms, 1)
-        self.prune()
+        assert self._next_prune is not None and self._next_cold is not None
+        if now_ms >= self._next_cold:
+            self._next_cold = now_ms + max(self.config.cold_snapshot_interval_ms, 1)
+            self.snapshot_cold(now_ms)
+        if now_ms >= self._next_prune:
+            self._next_prune = now_ms + max(self.config.prune_interval_ms, 1)
+            self.prune()
+
+    def snapshot_cold(self, now_ms: int) -> None:
+        """Append the core's cold snapshots (background appends, one per partition)."""
+        cold = self.core.cold_snapshots(now_ms, self.config.cold_snapshot_interval_ms)
+        for partition, records in cold.items():
+            outcome = Outcome(records=tuple(records), partition=partition)
+            self.runtime.spawn(self._commit, outcome)
 
     def prune(self) -> None:
         """Delete the records of each loaded partition below its redundant offset (Kafka's

@@ -193,3 +193,20 @@ def test_update_start_offset_minus_one_keeps_it(start: int) -> None:
     _commit(core, core.write(KEY, WriteRequest(0, 0, start), NOW))
     state = core.read(KEY, 0, NOW).state
     assert state is not None and state.start_offset == max(start, 4)
+
+
+def test_cold_snapshots() -> None:
+    core = _core()
+    _commit(core, core.initialize(KEY, 1, 0, NOW))
+    _commit(core, core.write(KEY, WriteRequest(1, 0, 2, (B(2, 5, 2, 1),)), NOW))
+    assert core.cold_snapshots(NOW + 999, 1000) == {}  # not old enough
+    cold = core.cold_snapshots(NOW + 1000, 1000)
+    [(p, records)] = cold.items()
+    assert p == core.partition_for(KEY)
+    [(_key, value)] = records
+    snap = decode_snapshot(value or b"")
+    assert (snap.snapshot_epoch, snap.start_offset, snap.write_timestamp) == (1, 2, NOW + 1000)
+    assert snap.create_timestamp == NOW and len(snap.state_batches) == 1
+    core.apply(p, records)
+    # every state of the partition was cold-snapshotted: nothing more (Kafka's rule)
+    assert core.cold_snapshots(NOW + 5000, 1000) == {}

@@ -223,12 +223,12 @@ async def test_prune_deletes_below_the_oldest_needed_snapshot(env: Env) -> None:
         shard = rt.core.partitions[pa]
         assert (shard.snapshot_offsets[a], shard.redundant_offset()) == (4, 4)
         state = (await rt.read(a, 0)).state
-        rt.fire_timers(env.clock())
+        rt.prune()
         part = env.replicas.partition(SHARE_STATE_TOPIC, pa)
         assert part is not None and part.log_start_offset == 4
         # deleting every key of the partition makes all of it redundant
         assert (await rt.delete(a)).error is E.NONE
-        rt.fire_timers(env.clock())
+        rt.prune()
         assert part.log_start_offset == part.log_end_offset == 6
         rt.shutdown()
         nursery.cancel_scope.cancel()
@@ -240,3 +240,22 @@ async def test_prune_deletes_below_the_oldest_needed_snapshot(env: Env) -> None:
         assert (await rt2.read(b, 0)).state is not None
         nursery.cancel_scope.cancel()
     assert state is not None and state.start_offset == 3
+
+
+async def test_timers_snapshot_cold_states_then_prune(
+    rt: ShareCoordinatorRuntime, env: Env
+) -> None:
+    key = SharePartitionKey("c", env.topic("t", 1), 0)
+    assert (await rt.initialize(key, 0, 0)).error is E.NONE
+    assert (await rt.write(key, WriteRequest(0, 0, 1, (B(1, 2, 2, 1),)))).error is E.NONE
+    assert env.record_types() == [SHARE_SNAPSHOT, SHARE_UPDATE]
+    env.now += 300_000
+    rt.runtime.run_due_timers()  # both timers are due: cold snapshot (background), prune
+    await trio.testing.wait_all_tasks_blocked()
+    assert env.record_types() == [SHARE_SNAPSHOT, SHARE_UPDATE, SHARE_SNAPSHOT]
+    assert rt.next_deadline() == env.now + 300_000
+    rt.prune()  # the cold snapshot (offset 2) is now the oldest needed
+    part = env.replicas.partition(SHARE_STATE_TOPIC, rt.partition_for(key))
+    assert part is not None and part.log_start_offset == 2
+    state = (await rt.read(key, 0)).state
+    assert state is not None and state.batches == (B(1, 2, 2, 1),)

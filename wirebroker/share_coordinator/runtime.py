@@ -236,11 +236,6 @@ class ShareCoordinatorRuntime:
         }
         return NewTopic(SHARE_STATE_TOPIC, self.config.num_partitions, factor, configs)
 
-    def leads(self, key: SharePartitionKey) -> bool:
-        """This broker serves `key` (its partition is loaded or loading here)."""
-        p = self.partition_for(key)
-        return p in self.core.partitions or p in self.core.loading
-
     # == requests ==========================================================================
     async def initialize(
         self, key: SharePartitionKey, state_epoch: int, start_offset: int

@@ -10,7 +10,7 @@ leader epoch and state epoch seen, and the number of updates since the last snap
     ShareSnapshot, null    (a tombstone, DeleteShareGroupState) the key is forgotten
     ShareUpdate            folded into the state: start offset and leader epoch when not -1,
                            its batches combined with the state's (`batches.combine`, pruned
-                           at the new start offset), the delivery-complete count when not -1;
+                           at the new start offset), its delivery-complete count as written;
                            the leader epoch only rises; one more update since the snapshot
                            (the first update of a key without a snapshot becomes its state)
 
@@ -159,11 +159,7 @@ class ShardState:
             start_offset=start,
             leader_epoch=current.leader_epoch if value.leader_epoch == -1 else value.leader_epoch,
             batches=tuple(combine(current.batches, new_batches, start)),
-            delivery_complete_count=(
-                current.delivery_complete_count
-                if value.delivery_complete_count == -1
-                else value.delivery_complete_count
-            ),
+            delivery_complete_count=value.delivery_complete_count,
         )
         self.update_counts[key] = self.update_counts.get(key, -1) + 1
 

@@ -149,15 +149,16 @@ _VERSIONS_REASONS = (
     Reason(
         "new-groups",
         "not-built",
-        "Share groups (KIP-932) and streams groups (KIP-1071): Kafka serves their APIs (and "
-        "the share coordinator's state APIs) and finalizes group.version, share.version and "
-        "streams.version; wirebroker does not advertise them and closes the connection "
-        "(issue 35). KIP-848 consumer groups are served, without the group.version feature.",
-        steps="ApiVersions.* | cg-v* | share.* | share-state.* | st-v*",
+        "Share groups (KIP-932) and streams groups (KIP-1071): Kafka serves their APIs and "
+        "finalizes group.version, share.version and streams.version; wirebroker does not "
+        "advertise them and closes the connection (issue 35); it serves the share "
+        "coordinator's state APIs (identical) and the share group offsets APIs, which answer "
+        "as for a group that is not a share group. KIP-848 consumer groups are served, "
+        "without the group.version feature.",
+        steps="ApiVersions.* | cg-v* | share.* | st-v*",
         path="(reaction) | api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
         " | api_keys[api_key=77] | api_keys[api_key=78] | api_keys[api_key=79]"
-        " | api_keys[api_key=83] | api_keys[api_key=84] | api_keys[api_key=85]"
-        " | api_keys[api_key=86] | api_keys[api_key=87] | api_keys[api_key=88]"
+        " | api_keys[api_key=88]"
         " | api_keys[api_key=89] | api_keys[api_key=90] | api_keys[api_key=91]"
         " | api_keys[api_key=92] | api_keys[api_key=93] | *[name=group.version]"
         " | *[name=share.version] | *[name=streams.version]",

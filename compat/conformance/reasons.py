@@ -164,6 +164,15 @@ _VERSIONS_REASONS = (
         " | *[name=share.version] | *[name=streams.version]",
     ),
     Reason(
+        "share-offsets-without-share-groups",
+        "not-built",
+        "The share group offsets APIs (Describe / Alter / DeleteShareGroupOffsets) are served, "
+        "but wirebroker has no share groups yet (ShareGroupHeartbeat, issue 35): the group of "
+        "these steps does not exist there, so Alter and Delete answer GROUP_ID_NOT_FOUND and "
+        "Describe finds no initialised partition (start offset -1, lag -1).",
+        steps="share.offsets_v* | share.alter_* | share.delete_offsets_*",
+    ),
+    Reason(
         "kraft-apis",
         "deliberate",
         "KRaft's APIs: DescribeQuorum (the metadata quorum), UpdateFeatures, UnregisterBroker, "

@@ -121,3 +121,23 @@ def test_describe_offsets_of_an_unknown_group(wire: Wire, unique: Callable[[str]
         -1,
         0,
     )
+
+
+def test_metadata_creates_the_share_state_topic(wire: Wire) -> None:
+    """Metadata with auto-creation makes `__share_group_state` through the share coordinator
+    (Kafka's AutoTopicCreationManager): internal, 50 partitions."""
+    body = {
+        "topics": [{"name": "__share_group_state", "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": True,
+        "include_topic_authorized_operations": False,
+    }
+    deadline = time.monotonic() + 60
+    while True:
+        [topic] = wire.call(ApiKey.METADATA, 12, body).topics
+        assert topic.is_internal
+        if topic.error_code == 0 and topic.partitions:
+            break
+        assert topic.error_code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.LEADER_NOT_AVAILABLE), topic
+        assert time.monotonic() < deadline, topic
+        time.sleep(0.1)
+    assert len(topic.partitions) == 50

@@ -81,6 +81,7 @@ wirebroker checks every min(that, 1000) ms so a topic-level `flush.ms` takes eff
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -140,6 +141,9 @@ from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
 from wirebroker.security.connection_rates import ConnectionRates
 from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
+from wirebroker.share_coordinator.config import SHARE_STATE_TOPIC
+from wirebroker.share_coordinator.persister import CoordinatorPersister
+from wirebroker.share_coordinator.runtime import ShareCoordinatorRuntime
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
@@ -224,6 +228,9 @@ class Broker:
         self._build_waiters(config, clock)
         self._build_group_coordinator(config, clock)
         self._build_txn_coordinator(config, clock, cluster)
+        self.share_coordinator, self.share_persister = _share_coordinator(
+            self, config, clock, cluster
+        )
         self._build_services(config, clock, cluster)
         _sasl_asks_scram_users(self.endpoints, self.services.scram_users)
         self._build_server(config, clock, grace_s)
@@ -329,6 +336,8 @@ class Broker:
                 enabled=config.get_bool("transaction.partition.verification.enable"),
             ),
             txn_coordinator=self.txn_coordinator,
+            share_coordinator=self.share_coordinator,
+            share_persister=self.share_persister,
             broker_configs=_broker_configs(self, config, node_id),
             scram_users=_scram_users(self),
             authorizer=_authorizer(self, config),
@@ -564,6 +573,7 @@ class Broker:
                     self.services.group_configs.close()
                     self.group_coordinator.shutdown()
                     self.txn_coordinator.shutdown()
+                    self.share_coordinator.shutdown()
                     self.server.shutdown()
                     if self.admin_http is not None:
                         self.admin_http.shutdown()
@@ -589,6 +599,8 @@ class Broker:
         nursery.start_soon(self.group_coordinator.run)
         nursery.start_soon(self.txn_coordinator.run)
         nursery.start_soon(self.txn_markers.run)
+        nursery.start_soon(self.share_coordinator.run)
+        nursery.start_soon(self.share_persister.run)
         self._start_replication(nursery)
 
     # -- replication ------------------------------------------------------------------------
@@ -673,6 +685,50 @@ async def _set_when_cancelled(event: trio.Event) -> None:
         await trio.sleep_forever()
     finally:
         event.set()
+
+
+def _share_coordinator(
+    broker: Broker, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView
+) -> tuple[ShareCoordinatorRuntime, CoordinatorPersister]:
+    """The KIP-932 share coordinator, which follows the leadership of `__share_group_state`
+    partitions, and the persister over it (it reaches other brokers' coordinators over the
+    wire)."""
+
+    def partition_count(topic_id: uuid.UUID) -> int | None:
+        info = cluster.topic_by_id(topic_id)
+        return None if info is None else info.partitions
+
+    coordinator = ShareCoordinatorRuntime(
+        config,
+        broker.replicas,
+        admin=broker.admin,
+        clock=clock,
+        partition_count=partition_count,
+        live_brokers=lambda: len(cluster.live_brokers()),
+        replication_waiter=broker.produce_waiters.wait,
+    )
+
+    def leader_of(partition: int) -> tuple[int, str, int] | None:
+        node = cluster.leader(SHARE_STATE_TOPIC, partition)
+        return None if node is None else (node.node_id, node.host, node.port)
+
+    def leadership(part: Partition) -> None:
+        if part.topic != SHARE_STATE_TOPIC:
+            return
+        if part.role is Role.LEADER:
+            coordinator.on_became_leader(part.index, part.leader_epoch)
+        else:
+            coordinator.on_resigned(part.index, part.leader_epoch)
+
+    broker.replicas.add_role_listener(leadership)
+    persister = CoordinatorPersister(
+        coordinator,
+        leader_of,
+        node_id=config.node_id,
+        client_id=f"wirebroker-{config.node_id}-share-persister",
+        max_frame_bytes=config.socket_request_max_bytes,
+    )
+    return coordinator, persister
 
 
 def _broker_configs(broker: Broker, config: BrokerConfig, node_id: int) -> BrokerConfigUpdates:

@@ -444,6 +444,51 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             minimum=1,
             read_only=True,
         ),
+        # share coordinator (KIP-932; wirebroker.share_coordinator.config)
+        ConfigDef(
+            "share.coordinator.state.topic.num.partitions",
+            _T.INT,
+            "50",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "share.coordinator.state.topic.replication.factor",
+            _T.SHORT,
+            "1",
+            "wirebroker: 1 (Kafka: 3), capped by the live brokers at creation",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "share.coordinator.state.topic.min.isr",
+            _T.SHORT,
+            "1",
+            "wirebroker: 1 (Kafka: 2)",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "share.coordinator.state.topic.segment.bytes",
+            _T.INT,
+            "104857600",
+            "",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "share.coordinator.snapshot.update.records.per.snapshot",
+            _T.INT,
+            "500",
+            "",
+            minimum=0,
+            maximum=500,
+            read_only=True,
+        ),
+        ConfigDef(
+            "share.coordinator.write.timeout.ms", _T.INT, "5000", "", minimum=1, read_only=True
+        ),
         ConfigDef("transaction.max.timeout.ms", _T.INT, "900000", "", minimum=1, read_only=True),
         ConfigDef(
             "transactional.id.expiration.ms", _T.INT, "604800000", "", minimum=1, read_only=True

@@ -149,18 +149,28 @@ _VERSIONS_REASONS = (
     Reason(
         "new-groups",
         "not-built",
-        "Share groups (KIP-932) and streams groups (KIP-1071): Kafka serves their APIs (and "
-        "the share coordinator's state APIs) and finalizes group.version, share.version and "
-        "streams.version; wirebroker does not advertise them and closes the connection "
-        "(issue 35). KIP-848 consumer groups are served, without the group.version feature.",
-        steps="ApiVersions.* | cg-v* | share.* | share-state.* | st-v*",
+        "Share groups (KIP-932) and streams groups (KIP-1071): Kafka serves their APIs and "
+        "finalizes group.version, share.version and streams.version; wirebroker does not "
+        "advertise them and closes the connection (issue 35); it serves the share "
+        "coordinator's state APIs (identical) and the share group offsets APIs, which answer "
+        "as for a group that is not a share group. KIP-848 consumer groups are served, "
+        "without the group.version feature.",
+        steps="ApiVersions.* | cg-v* | share.* | st-v*",
         path="(reaction) | api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
         " | api_keys[api_key=77] | api_keys[api_key=78] | api_keys[api_key=79]"
-        " | api_keys[api_key=83] | api_keys[api_key=84] | api_keys[api_key=85]"
-        " | api_keys[api_key=86] | api_keys[api_key=87] | api_keys[api_key=88]"
+        " | api_keys[api_key=88]"
         " | api_keys[api_key=89] | api_keys[api_key=90] | api_keys[api_key=91]"
         " | api_keys[api_key=92] | api_keys[api_key=93] | *[name=group.version]"
         " | *[name=share.version] | *[name=streams.version]",
+    ),
+    Reason(
+        "share-offsets-without-share-groups",
+        "not-built",
+        "The share group offsets APIs (Describe / Alter / DeleteShareGroupOffsets) are served, "
+        "but wirebroker has no share groups yet (ShareGroupHeartbeat, issue 35): the group of "
+        "these steps does not exist there, so Alter and Delete answer GROUP_ID_NOT_FOUND and "
+        "Describe finds no initialised partition (start offset -1, lag -1).",
+        steps="share.offsets_v* | share.alter_* | share.delete_offsets_*",
     ),
     Reason(
         "kraft-apis",
@@ -196,7 +206,9 @@ _CONFIG_REASONS = (
         path="*[name=node.id].* | *[name=broker.id].* | *[name=advertised.listeners].*"
         " | *[name=num.partitions].* | *[name=offsets.topic.replication.factor].*"
         " | *[name=transaction.state.log.replication.factor].*"
-        " | *[name=transaction.state.log.min.isr].*",
+        " | *[name=transaction.state.log.min.isr].*"
+        " | *[name=share.coordinator.state.topic.replication.factor].*"
+        " | *[name=share.coordinator.state.topic.min.isr].*",
         api=DESCRIBE_CONFIGS,
     ),
     Reason(

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
     from wirebroker.replication.txn_verify import TxnVerifier
+    from wirebroker.share_coordinator.offsets_admin import ShareGroups
+    from wirebroker.share_coordinator.persister import CoordinatorPersister
+    from wirebroker.share_coordinator.runtime import ShareCoordinatorRuntime
     from wirebroker.txn.runtime import TxnCoordinatorRuntime
 
 
@@ -81,6 +84,12 @@ class Services:
     txn_verifier: TxnVerifier | None = None
     #: The transaction coordinator (None: transactional APIs answer COORDINATOR_NOT_AVAILABLE).
     txn_coordinator: TxnCoordinatorRuntime | None = None
+    #: The KIP-932 share coordinator (None: the share-state APIs answer
+    #: COORDINATOR_NOT_AVAILABLE), the persister over it, and what the share group offsets
+    #: APIs ask the group coordinator about a share group (None: GROUP_ID_NOT_FOUND)
+    share_coordinator: ShareCoordinatorRuntime | None = None
+    share_persister: CoordinatorPersister | None = None
+    share_groups: ShareGroups | None = None
     #: request, error and byte counters (wirebroker/handlers/stats.py; read by /metrics)
     stats: RequestStats = field(default_factory=RequestStats)
     #: incremental fetch sessions (KIP-227) of consumers and followers, see handlers/fetch.py

@@ -32,8 +32,12 @@ Per key
                             request; `partition_for` picks the partition). No transaction
                             coordinator: COORDINATOR_NOT_AVAILABLE. The empty id is hashed like
                             any other (the transactional APIs answer INVALID_REQUEST for it).
-    key_type 2 (share)      INVALID_REQUEST (Kafka's answer without a share coordinator, and
-                            before v6).
+    key_type 2 (share)      (v6 only) the key "groupId:topicId:partition" of a share partition
+                            (`wirebroker.share_coordinator.keys`): the leader of its
+                            `__share_group_state` partition, created on the first request
+                            (`ShareCoordinatorRuntime.ensure_topic`); a malformed key, a
+                            version below 6 or no share coordinator: INVALID_REQUEST (Kafka's
+                            answers).
     any other key type      INVALID_REQUEST for every key (Kafka fails the whole request).
 
 Errors answer node_id -1, host "", port -1. error_message (v1-3) is Kafka's text of the error,
@@ -52,7 +56,9 @@ from protocol.errors import ErrorCode
 from wirebroker.group.runtime import OFFSETS_TOPIC
 from wirebroker.handlers import _authz
 from wirebroker.handlers.registry import handler
-from wirebroker.security.acls import ResourceType
+from wirebroker.security.acls import AclOperation, ResourceType
+from wirebroker.share_coordinator.config import SHARE_STATE_TOPIC
+from wirebroker.share_coordinator.keys import parse_coordinator_key
 from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
@@ -69,6 +75,7 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2
 _BATCHED_VERSION = 4
+_SHARE_VERSION = 6
 
 #: Kafka's `Errors.X.message()` for the errors this handler returns.
 _MESSAGES = {
@@ -100,6 +107,12 @@ def _coordinator_partition(
     ctx: RequestContext, key_type: int, key: str
 ) -> tuple[ErrorCode, str, int]:
     """The error so far, the coordinator's topic and the key's partition there."""
+    if key_type == KEY_TYPE_SHARE:
+        share = ctx.services.share_coordinator
+        spk = parse_coordinator_key(key)
+        if share is None or spk is None:
+            return ErrorCode.INVALID_REQUEST, SHARE_STATE_TOPIC, -1
+        return share.ensure_topic(), SHARE_STATE_TOPIC, share.partition_for(spk)
     if key_type == KEY_TYPE_TRANSACTION:
         txn = ctx.services.txn_coordinator
         if txn is None:
@@ -114,13 +127,19 @@ def _coordinator_partition(
 async def _lookup(
     ctx: RequestContext, key_type: int, key: str
 ) -> tuple[ErrorCode, tuple[int, str, int]]:
-    """The error for one key (INVALID_REQUEST for every key type but group and transaction)
-    and the coordinator's (node id, host, port); -1, "", -1 with an error."""
-    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+    """The error for one key (INVALID_REQUEST for an unknown key type, and for share keys
+    before v6) and the coordinator's (node id, host, port); -1, "", -1 with an error."""
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE):
         return ErrorCode.INVALID_REQUEST, _NO_NODE
-    rtype = ResourceType.GROUP if key_type == KEY_TYPE_GROUP else ResourceType.TRANSACTIONAL_ID
-    if not _authz.allowed(ctx, rtype, key):  # DESCRIBE
-        return _authz.denied_code(rtype), _NO_NODE
+    if key_type == KEY_TYPE_SHARE:
+        if ctx.api_version < _SHARE_VERSION:
+            return ErrorCode.INVALID_REQUEST, _NO_NODE
+        if not _authz.cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _NO_NODE
+    else:
+        rtype = ResourceType.GROUP if key_type == KEY_TYPE_GROUP else ResourceType.TRANSACTIONAL_ID
+        if not _authz.allowed(ctx, rtype, key):  # DESCRIBE
+            return _authz.denied_code(rtype), _NO_NODE
     error, topic, partition = _coordinator_partition(ctx, key_type, key)
     if error is not ErrorCode.NONE:
         return error, _NO_NODE

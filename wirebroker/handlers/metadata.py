@@ -20,10 +20,11 @@ tests/oracle/test_metadata_auto_create.py):
                                                 partitions: the topic shows in the next Metadata
                                                 once it exists (clients retry on this error).
                                                 An ordinary name gets num.partitions and
-                                                default.replication.factor; __consumer_offsets
-                                                and __transaction_state are made by their
-                                                coordinators, with their own partition counts and
-                                                configs. A creation refused (a name colliding
+                                                default.replication.factor; __consumer_offsets,
+                                                __transaction_state and __share_group_state are
+                                                made by their coordinators, with their own
+                                                partition counts and configs. A creation
+                                                refused (a name colliding
                                                 once '.' and '_' are unified, a replication
                                                 factor above the live brokers, a creation
                                                 already under way) is only logged: the answer
@@ -31,8 +32,6 @@ tests/oracle/test_metadata_auto_create.py):
                                                 controller refuses it after the answer.
     otherwise                                   UNKNOWN_TOPIC_OR_PARTITION
     is_internal is Kafka's `Topic.isInternal` of the name in each of these answers.
-    Deviation: __share_group_state (internal in Kafka) is never auto-created: there are no
-    share groups here.
 
 Topic fields: error_code, name, topic_id (v10+), is_internal, partitions (error NONE,
 partition_index, leader_id, leader_epoch (v7+), replica_nodes, isr_nodes, offline_replicas).
@@ -72,6 +71,7 @@ from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.metadata.topic_store import TopicInfo
 from wirebroker.security.acls import AclOperation, ResourceType
 from wirebroker.security.authorizer import CLUSTER_NAME
+from wirebroker.share_coordinator.config import SHARE_STATE_TOPIC
 from wirebroker.txn.runtime import TXN_TOPIC
 
 if TYPE_CHECKING:
@@ -171,8 +171,12 @@ def _auto_create(ctx: RequestContext, name: str) -> None:
         if services.txn_coordinator is not None:
             services.txn_coordinator.ensure_topic()
         return
+    if name == SHARE_STATE_TOPIC:
+        if services.share_coordinator is not None:
+            services.share_coordinator.ensure_topic()
+        return
     if is_internal(name):
-        return  # __share_group_state: no share groups here
+        return
     try:
         [created] = services.admin.create_topics([NewTopic(name)], now_ms=ctx.now_ms())
     except Exception:

@@ -140,6 +140,7 @@ from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
 from wirebroker.security.connection_rates import ConnectionRates
 from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
+from wirebroker.share.manager import SharePartitionManager
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
@@ -344,6 +345,13 @@ class Broker:
             ),
         )
         self.group_coordinator.follow_group_configs(self.services.group_configs)
+        self.services.share_partitions = SharePartitionManager(
+            config,
+            self.services.share_persister,
+            self.services.group_configs,
+            clock=clock,
+            wake=self.fetch_waiters.notify,
+        )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         """The handlers, the Dispatcher, the KafkaServer and the fault control."""
@@ -586,6 +594,8 @@ class Broker:
         if self.config.get_bool("log.cleaner.enable"):
             nursery.start_soon(self._clean_logs)
         nursery.start_soon(self.group_coordinator.run)
+        if self.services.share_partitions is not None:
+            nursery.start_soon(self.services.share_partitions.run)
         nursery.start_soon(self.txn_coordinator.run)
         nursery.start_soon(self.txn_markers.run)
         self._start_replication(nursery)

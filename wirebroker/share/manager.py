@@ -1,0 +1,336 @@
+"""This broker's share partitions (trio runtime; Kafka's SharePartitionManager).
+
+Owns the pure `SharePartition`s (one per share group and topic partition this broker leads),
+the share session cache (`sessions.ShareSessions`) and the persister I/O; the ShareFetch and
+ShareAcknowledge handlers call it. Rules:
+
+- A share partition is made on first use: its state is read through the persister with the
+  partition's leader epoch (`read_state`) and the window built from it
+  (`SharePartition.initialize`; start offset -1: share.auto.offset.reset, latest = the high
+  watermark, earliest = the log start). A new leader epoch reads the state again. Persister
+  errors answer the partition: FENCED_LEADER_EPOCH as NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR
+  and COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE, the others as they are
+  (UNKNOWN_TOPIC_OR_PARTITION: the group coordinator has not initialised the state yet).
+- One operation at a time per share partition (a trio.Lock held across the persister
+  write): an acknowledgement, a release or lock timeouts are written (`write_state`) and
+  applied only once written (a refused write answers its error and changes nothing);
+  acquisition applies at once and writes only the aborted data it archived.
+- Acquisition locks run out on the broker's clock (`Services.clock`): checked at every use of
+  a share partition and by `run`, which sweeps them at the next deadline (at most every
+  second). Records that become AVAILABLE again wake long-polling share fetches of the
+  partition (`wake`, the fetch waiters' `notify`).
+- Group settings are read per request from the GROUP config resource (share.* group configs
+  over the broker's group.share.* defaults: `metadata.group_configs.effective_values`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.records import BatchHeader, InvalidBatch, iter_batches
+from wirebroker.log.errors import LogError
+from wirebroker.metadata.group_configs import effective_values
+from wirebroker.replication.partition import READ_COMMITTED, READ_UNCOMMITTED
+from wirebroker.share.partition import (
+    AckBatch,
+    Acquired,
+    LogBatch,
+    PendingChange,
+    ShareError,
+    SharePartition,
+    SharePartitionConfig,
+)
+from wirebroker.share.persister import PartitionState, Persister
+from wirebroker.share.sessions import ShareSession, ShareSessions
+
+if TYPE_CHECKING:
+    from wirebroker.config import BrokerConfig
+    from wirebroker.metadata.group_config_store import GroupConfigs
+    from wirebroker.replication.partition import Partition
+
+__all__ = ["FetchedPartition", "GroupSettings", "SharePartitionManager"]
+
+log = logging.getLogger(__name__)
+
+#: (group id, topic id, partition)
+_Key = tuple[str, uuid.UUID, int]
+
+_PERSISTER_ERRORS = {
+    ErrorCode.FENCED_LEADER_EPOCH: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
+_SWEEP_MAX_S = 1.0
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    partition: SharePartitionConfig
+    read_committed: bool
+
+
+@dataclass
+class FetchedPartition:
+    """One partition's share fetch: its error, the record batches and the acquired ranges."""
+
+    error: ErrorCode = ErrorCode.NONE
+    records: bytes = b""
+    acquired: list[Acquired] = field(default_factory=list)
+
+
+class SharePartitionManager:
+    """The share partitions of this broker (module docstring)."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        persister: Persister,
+        group_configs: GroupConfigs,
+        *,
+        clock: Callable[[], int],
+        wake: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.persister = persister
+        self.group_configs = group_configs
+        self.clock = clock
+        self.wake = wake
+        self.sessions = ShareSessions(
+            max_sessions=_config_int(config, "group.share.max.share.sessions", 2_000)
+        )
+        self._partitions: dict[_Key, SharePartition] = {}
+        self._topics: dict[_Key, Partition] = {}
+        self._locks: dict[_Key, trio.Lock] = {}
+
+    # -- settings --------------------------------------------------------------------------
+    def settings(self, group_id: str) -> GroupSettings:
+        values = effective_values(self.config, self.group_configs.get(group_id))
+        reset = str(values.get("share.auto.offset.reset", "latest"))
+        return GroupSettings(
+            SharePartitionConfig(
+                lock_duration_ms=int(cast("int", values["share.record.lock.duration.ms"])),
+                delivery_count_limit=int(cast("int", values["share.delivery.count.limit"])),
+                max_record_locks=int(cast("int", values["share.partition.max.record.locks"])),
+                auto_offset_reset="earliest" if reset == "earliest" else "latest",
+            ),
+            read_committed=values.get("share.isolation.level") == "read_committed",
+        )
+
+    def partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
+        """A loaded share partition (tests, the admin view)."""
+        return self._partitions.get((group_id, topic_id, index))
+
+    # -- fetch -----------------------------------------------------------------------------
+    async def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        part: Partition,
+        *,
+        max_bytes: int,
+        max_records: int,
+        record_limit: bool,
+        settings: GroupSettings,
+    ) -> FetchedPartition:
+        """Acquire records of `part` for `member_id`: what ShareFetch answers for it."""
+        key = (group_id, topic_id, part.index)
+        async with self._lock(key):
+            sp = await self._load(key, part, settings)
+            if isinstance(sp, ErrorCode):
+                return FetchedPartition(sp)
+            now_ms = self.clock()
+            await self._expire(key, sp, now_ms)
+            moved = sp.advance_log_start(part.log_start_offset)
+            if moved is not None:
+                await self._write(key, moved)
+            if max_records <= 0 or not sp.can_acquire():
+                return FetchedPartition()
+            offset = sp.next_fetch_offset()
+            isolation = READ_COMMITTED if settings.read_committed else READ_UNCOMMITTED
+            try:
+                data = part.read(offset, max_bytes=max_bytes, isolation_level=isolation)
+            except LogError as exc:
+                return FetchedPartition(exc.error_code)
+            data = bytes(cast("bytes", data))
+            headers = _headers(data)
+            aborted = _aborted(part, offset, data, headers) if settings.read_committed else set()
+            batches = [
+                LogBatch(h.base_offset, h.last_offset, aborted=h.base_offset in aborted)
+                for _pos, h in headers
+            ]
+            acquired, archived = sp.acquire(
+                member_id, batches, max_records, now_ms, record_limit=record_limit
+            )
+            if archived is not None:
+                await self._write(key, archived)
+            return FetchedPartition(records=_slice(data, headers, acquired), acquired=acquired)
+
+    # -- acknowledge / release -------------------------------------------------------------
+    async def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        part: Partition,
+        batches: Sequence[AckBatch],
+        settings: GroupSettings,
+    ) -> tuple[ErrorCode, str | None]:
+        """Apply `member_id`'s acknowledgements of `part`: (error, message)."""
+        key = (group_id, topic_id, part.index)
+        async with self._lock(key):
+            sp = await self._load(key, part, settings)
+            if isinstance(sp, ErrorCode):
+                return sp, None
+            now_ms = self.clock()
+            await self._expire(key, sp, now_ms)
+            try:
+                change = sp.acknowledge(member_id, batches, now_ms)
+            except ShareError as exc:
+                return exc.code, exc.message
+            return await self._write(key, change), None
+
+    async def release_session(self, session: ShareSession) -> None:
+        """The member's share session closed: every record it holds in this group's share
+        partitions is released (AVAILABLE, or ARCHIVED at the delivery count limit)."""
+        for key in [k for k in self._partitions if k[0] == session.group_id]:
+            async with self._lock(key):
+                sp = self._partitions.get(key)
+                if sp is not None:
+                    await self._write(key, sp.release_member(session.member_id))
+
+    # -- lock timeouts ---------------------------------------------------------------------
+    async def expire_due(self, now_ms: int) -> None:
+        """Release every record whose acquisition lock ran out by `now_ms`."""
+        for key, sp in list(self._partitions.items()):
+            deadline = sp.next_lock_deadline()
+            if deadline is not None and deadline <= now_ms:
+                async with self._lock(key):
+                    if self._partitions.get(key) is sp:
+                        await self._expire(key, sp, now_ms)
+
+    async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        """Sweep acquisition locks at their deadlines (at most every second)."""
+        task_status.started()
+        while True:
+            now_ms = self.clock()
+            await self.expire_due(now_ms)
+            deadlines = [d for sp in self._partitions.values() if (d := sp.next_lock_deadline())]
+            wait_ms = min(deadlines, default=now_ms + 1_000) - now_ms
+            await trio.sleep(min(max(wait_ms, 1) / 1000.0, _SWEEP_MAX_S))
+
+    # -- internals -------------------------------------------------------------------------
+    def _lock(self, key: _Key) -> trio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = trio.Lock()
+        return lock
+
+    async def _load(
+        self, key: _Key, part: Partition, settings: GroupSettings
+    ) -> SharePartition | ErrorCode:
+        """The share partition of `key`, read from the persister when new (or when the leader
+        epoch moved on), with the group's current settings."""
+        sp = self._partitions.get(key)
+        if sp is None or sp.leader_epoch != part.leader_epoch:
+            group_id, topic_id, index = key
+            state = await self.persister.read_state(group_id, topic_id, index, part.leader_epoch)
+            if not isinstance(state, PartitionState):
+                self._partitions.pop(key, None)
+                return _PERSISTER_ERRORS.get(state, state)
+            sp = SharePartition(group_id, topic_id, index, settings.partition)
+            end = part.last_stable_offset if settings.read_committed else part.high_watermark
+            sp.initialize(
+                state, log_start=part.log_start_offset, log_end=end, leader_epoch=part.leader_epoch
+            )
+            self._partitions[key] = sp
+            self._topics[key] = part
+        sp.config = settings.partition
+        return sp
+
+    async def _expire(self, key: _Key, sp: SharePartition, now_ms: int) -> None:
+        deadline = sp.next_lock_deadline()
+        if deadline is not None and deadline <= now_ms:
+            change = sp.expire_locks(now_ms)
+            # a lock timeout stands even when its write fails (as Kafka): the record must
+            # become deliverable again
+            code = await self._write(key, change)
+            if code is not ErrorCode.NONE:
+                sp.commit(change)
+                self._woken(key, change)
+
+    async def _write(self, key: _Key, change: PendingChange) -> ErrorCode:
+        """Write `change`'s state, then apply it; the persister's error (mapped) otherwise."""
+        if change.state is not None:
+            group_id, topic_id, index = key
+            try:
+                code = await self.persister.write_state(group_id, topic_id, index, change.state)
+            except Exception:
+                log.exception("writing the share state of %s failed", key)
+                code = ErrorCode.UNKNOWN
+            if code is not ErrorCode.NONE:
+                log.warning("share state of %s not written: %s", key, code.name)
+                return _PERSISTER_ERRORS.get(code, code)
+        sp = self._partitions.get(key)
+        if sp is not None:
+            sp.commit(change)
+            self._woken(key, change)
+        return ErrorCode.NONE
+
+    def _woken(self, key: _Key, change: PendingChange) -> None:
+        part = self._topics.get(key)
+        if change.released and self.wake is not None and part is not None:
+            self.wake(part.topic, part.index)
+
+
+def _config_int(config: BrokerConfig, name: str, default: int) -> int:
+    try:
+        return config.get_int(name)
+    except (KeyError, ValueError):
+        return default
+
+
+def _headers(data: bytes) -> list[tuple[int, BatchHeader]]:
+    try:
+        return list(iter_batches(data))
+    except InvalidBatch:
+        log.exception("a share fetch read a malformed batch")
+        return []
+
+
+def _aborted(
+    part: Partition, offset: int, data: bytes, headers: list[tuple[int, BatchHeader]]
+) -> set[int]:
+    """Base offsets of the data batches of aborted transactions (read_committed), found as a
+    consumer finds them: from each aborted transaction's first offset up to its producer's
+    next control batch (the ABORT marker)."""
+    starts = sorted(part.aborted_transactions(offset, data), key=lambda t: t[1])
+    open_aborts: set[int] = set()
+    out: set[int] = set()
+    for _pos, h in headers:
+        while starts and starts[0][1] <= h.base_offset:
+            open_aborts.add(starts.pop(0)[0])
+        if h.is_control:
+            open_aborts.discard(h.producer_id)
+        elif h.is_transactional and h.producer_id in open_aborts:
+            out.add(h.base_offset)
+    return out
+
+
+def _slice(data: bytes, headers: list[tuple[int, BatchHeader]], acquired: list[Acquired]) -> bytes:
+    """The batches of `data` that hold an acquired offset (others are not the member's)."""
+    if not acquired:
+        return b""
+    keep = [
+        data[pos : pos + h.size]
+        for pos, h in headers
+        if any(a.first_offset <= h.last_offset and a.last_offset >= h.base_offset for a in acquired)
+    ]
+    return b"".join(keep)

@@ -350,3 +350,28 @@ async def test_the_answers_kafka_gave_in_the_conformance_flow(call, share, produ
     assert [(p.error_code, len(p.acquired_records)) for p in parts_of(resp).values()] == [(0, 0)]
     resp = await call(FETCH, 2, fetch_body(tid, {}, epoch=-1))  # share.fetch_close
     assert (resp.error_code, resp.acquisition_lock_timeout_ms, resp.responses) == (0, 30_000, [])
+
+
+async def test_follower_answers_not_leader_with_hints(call, share) -> None:
+    tid = await init(share, start=0)
+    share.replicas.make_follower(
+        "t",
+        0,
+        leader_id=1,
+        leader_epoch=2,
+        isr=[1, 0],
+        replicas=[0, 1],
+        partition_epoch=2,
+        now_ms=share.clock(),
+    )
+    resp = await call(FETCH, 2, fetch_body(tid, {0: [], 1: []}, epoch=0))
+    p = parts_of(resp)[0]
+    assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert dict(p.current_leader) == {"leader_id": 1, "leader_epoch": 2}
+    assert parts_of(resp)[1].error_code == 0
+    await call(FETCH, 2, fetch_body(tid, {}, epoch=1))
+    body = fetch_body(tid, {0: [(0, 0, [1])]}, epoch=2)
+    ack = {k: body[k] for k in ("group_id", "member_id", "share_session_epoch", "topics")}
+    resp = await call(ACK, 2, ack)
+    assert parts_of(resp)[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert dict(parts_of(resp)[0].current_leader) == {"leader_id": 1, "leader_epoch": 2}

@@ -11,7 +11,7 @@ struct's zero default {0, 0}, as Kafka 4.4 answers (compat/CONFORMANCE.md, share
 share.fetch_unknown_topic: the same for a served partition and an unknown topic id).
 
 Acknowledgement batches of one partition (Kafka's validateAcknowledgementBatches): each
-first_offset <= last_offset, after the previous batch's last offset, one type or one per
+first_offset <= last_offset, not below the previous batch's last offset, one type or one per
 offset, every type 0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT (4 RENEW from v2 when the request
 says is_renew_ack and the group's share.renew.acknowledge.enable is true); otherwise the
 partition's acknowledgement is INVALID_REQUEST and nothing of it is applied.
@@ -113,7 +113,7 @@ def ack_batches(raw: Iterable[Any], *, renew: bool) -> list[AckBatch] | None:
     for b in raw:
         first, final = int(b["first_offset"]), int(b["last_offset"])
         types = tuple(int(t) for t in b.get("acknowledge_types") or ())
-        if first > final or first <= last or first < 0:
+        if first > final or first < last:
             return None
         if len(types) != 1 and len(types) != final - first + 1:
             return None

@@ -167,7 +167,12 @@ class SharePartitionManager:
                 for _pos, h in headers
             ]
             acquired, archived = sp.acquire(
-                member_id, batches, max_records, now_ms, record_limit=record_limit
+                member_id,
+                batches,
+                max_records,
+                now_ms,
+                fetch_offset=offset,
+                record_limit=record_limit,
             )
             if archived is not None:
                 await self._write(key, archived)

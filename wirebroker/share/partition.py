@@ -27,10 +27,14 @@ AVAILABLE offset in the window, else `next_offset`) and passes the log batches i
 AVAILABLE in the window and new records after it are acquired, up to `max_records`, in
 batch-optimized mode rounded up to the end of the log batch holding the last one (Kafka's
 ShareAcquireMode BATCH_OPTIMIZED; RECORD_LIMIT stops exactly). New records are taken only while
-the window is below `max_record_locks` (share.partition.max.record.locks). Offsets between
-`next_offset` and a later batch (compacted away, a log start that moved) are acquired with the
-batch: the client acknowledges them as GAP. A batch flagged `aborted` (read_committed, an aborted
-transaction's data) is archived, never delivered.
+the window is below `max_record_locks` (share.partition.max.record.locks). Offsets the read
+skipped (between the fetch offset or `next_offset` and the next batch: compacted away) are
+archived, never delivered; offsets without a record inside a batch's range are delivered with
+it and the client acknowledges them as GAP. A batch flagged `aborted` (read_committed, an
+aborted transaction's data) is archived, never delivered. A record whose delivery count
+reached `throttle_limit()` (half the delivery count limit, at least 2) is delivered alone
+(Kafka's delivery throttling: one bad record does not take its neighbours to the limit).
+Releasing a member's records when its share session closes takes their delivery count back.
 
 Acknowledgement (`acknowledge`): all of a request's ranges for the partition or none. Each
 offset must be ACQUIRED by the member (else INVALID_RECORD_STATE); a range past `next_offset`
@@ -235,6 +239,12 @@ class SharePartition:
         return self._state(self.start_offset, self.records)
 
     # -- acquisition -----------------------------------------------------------------------
+    def throttle_limit(self) -> int:
+        """Delivery count from which records are delivered one at a time (Kafka: half the
+        delivery count limit rounded up, at least 2), so that one bad record does not take
+        its whole batch to the limit."""
+        return max(2, -(-self.config.delivery_count_limit // 2))
+
     def acquire(
         self,
         member_id: str,
@@ -242,23 +252,28 @@ class SharePartition:
         max_records: int,
         now_ms: int,
         *,
+        fetch_offset: int | None = None,
         record_limit: bool = False,
     ) -> tuple[list[Acquired], PendingChange | None]:
-        """Acquire for `member_id` from the log batches read (module docstring). Returns the
-        acquired ranges and, when aborted data was archived, the change to write (applied
-        already: nothing to roll back)."""
+        """Acquire for `member_id` from the log batches read from `fetch_offset` (module
+        docstring). Returns the acquired ranges and, when offsets were archived on the way
+        (aborted data, offsets the log no longer has), the change to write (applied already:
+        nothing to roll back)."""
         taken: list[int] = []
         archived: dict[int, InFlight] = {}
+        if batches and fetch_offset is not None:
+            self._archive_missing(fetch_offset, batches[0].first_offset, archived)
         lock_until = now_ms + self.config.lock_duration_ms
+        throttled = False
         for batch in batches:
-            if len(taken) >= max_records:
+            if len(taken) >= max_records or throttled:
                 break
+            if batch.first_offset > self.next_offset:
+                self._archive_missing(self.next_offset, batch.first_offset, archived)
             room = max_records - len(taken) if record_limit else None
             for offset in self._batch_offsets(batch, room):
                 rec = self.records.get(offset)
                 if rec is None:
-                    if offset != self.next_offset:
-                        break
                     rec = InFlight(RecordState.AVAILABLE, 0)
                     self.records[offset] = rec
                     self.next_offset = offset + 1
@@ -268,23 +283,44 @@ class SharePartition:
                     rec.state, rec.member_id = RecordState.ARCHIVED, ""
                     archived[offset] = rec
                     continue
+                if rec.delivery_count >= self.throttle_limit():
+                    throttled = True  # delivered alone, after what was taken so far
+                    if taken:
+                        break
                 rec.state, rec.member_id = RecordState.ACQUIRED, member_id
                 rec.delivery_count += 1
                 rec.lock_until_ms = lock_until
                 taken.append(offset)
+                if throttled:
+                    break
         change = None
         if archived:
             self._advance_start()
             change = PendingChange(self._state(self.start_offset, archived))
         return _acquired_ranges(taken, self.records), change
 
+    def _archive_missing(self, first: int, end: int, archived: dict[int, InFlight]) -> None:
+        """Offsets in [first, end) the log read skipped (compacted away, never written):
+        AVAILABLE ones of the window and new ones are archived, never delivered (Kafka
+        archives stale cached batches and does not acquire what the log lacks)."""
+        for offset in range(max(first, self.start_offset), end):
+            rec = self.records.get(offset)
+            if rec is None:
+                if offset != self.next_offset:
+                    return
+                rec = self.records[offset] = InFlight(RecordState.ARCHIVED, 0)
+                self.next_offset = offset + 1
+                archived[offset] = rec
+            elif rec.state is RecordState.AVAILABLE:
+                rec.state = RecordState.ARCHIVED
+                archived[offset] = rec
+
     def _batch_offsets(self, batch: LogBatch, room: int | None) -> Iterator[int]:
         """The offsets of `batch` acquisition may take: AVAILABLE ones in the window, then new
-        ones from `next_offset` (a gap before the batch included) while the window is under
-        the record-lock cap (checked at each new offset in record-limit mode, where `room`
-        bounds the count; at the batch's first new offset in batch mode, which then takes
-        the whole batch)."""
-        first = min(max(batch.first_offset, self.start_offset), self.next_offset)
+        ones from `next_offset` while the window is under the record-lock cap (checked at
+        each new offset in record-limit mode, where `room` bounds the count; at the batch's
+        first new offset in batch mode, which then takes the whole batch)."""
+        first = max(batch.first_offset, self.start_offset)
         cap = self.config.max_record_locks
         taking_new = False
         count = 0
@@ -344,10 +380,12 @@ class SharePartition:
         return InFlight(RecordState.AVAILABLE, rec.delivery_count)
 
     def release_member(self, member_id: str) -> PendingChange:
-        """Plan the release of every record `member_id` holds (its share session closed)."""
+        """Plan the release of every record `member_id` holds (its share session closed):
+        AVAILABLE with the delivery count taken back, as Kafka does (fetched, maybe never
+        handed to the application)."""
         return self._pending(
             {
-                offset: self._released(rec)
+                offset: InFlight(RecordState.AVAILABLE, max(0, rec.delivery_count - 1))
                 for offset, rec in self.records.items()
                 if rec.state is RecordState.ACQUIRED and rec.member_id == member_id
             }

@@ -83,12 +83,38 @@ def test_record_lock_cap_stops_new_records() -> None:
     assert acquire(sp, "m", (16, 20)) == [Acquired(16, 20, 1)]
 
 
-def test_gap_before_a_batch_is_acquired_with_it() -> None:
+def test_offsets_the_log_skipped_are_archived_not_delivered() -> None:
     sp = make()
     acquire(sp, "m", (0, 1))
-    assert acquire(sp, "m", (5, 6)) == [Acquired(2, 6, 1)]
-    ack(sp, "m", 0, 6, ACCEPT, ACCEPT, GAP, GAP, GAP, ACCEPT, ACCEPT)
-    assert (sp.start_offset, sp.records) == (7, {})
+    got, change = sp.acquire("m", [LogBatch(5, 6)], 500, 0, fetch_offset=2)
+    assert got == [Acquired(5, 6, 1)]
+    assert change is not None and change.state is not None
+    assert change.state.batches == (StateBatch(2, 4, 4, 0),)
+    ack(sp, "m", 0, 1, ACCEPT)
+    assert sp.start_offset == 5  # moved over the archived gap
+
+
+def test_available_records_compacted_away_are_archived() -> None:
+    sp = make()
+    acquire(sp, "m", (0, 4), (5, 9))
+    ack(sp, "m", 0, 9, RELEASE)
+    # 0-4 were compacted away: the read from 0 starts at batch 5-9
+    got, change = sp.acquire("m2", [LogBatch(5, 9)], 500, 0, fetch_offset=0)
+    assert got == [Acquired(5, 9, 2)]
+    assert change is not None and sp.start_offset == 5
+
+
+def test_a_record_at_the_throttle_limit_is_delivered_alone() -> None:
+    sp = make(delivery_count_limit=5)  # throttle limit 3
+    assert sp.throttle_limit() == 3
+    acquire(sp, "m", (0, 4))
+    for _ in range(2):
+        ack(sp, "m", 2, 2, RELEASE)
+        acquire(sp, "m", (0, 4))
+    ack(sp, "m", 0, 4, RELEASE)  # 2 has 3 deliveries, the others 1
+    assert acquire(sp, "m", (0, 4)) == [Acquired(0, 1, 2)]  # stops before offset 2
+    assert acquire(sp, "m", (0, 4)) == [Acquired(2, 2, 4)]  # offset 2 alone
+    assert acquire(sp, "m", (0, 4)) == [Acquired(3, 4, 2)]
 
 
 def test_accept_moves_start_offset_and_empties_window() -> None:
@@ -230,12 +256,14 @@ def test_renew_extends_the_lock() -> None:
     assert sp.expire_locks(1_000).updates == {}
 
 
-def test_release_member_on_session_close() -> None:
+def test_release_member_on_session_close_takes_the_delivery_back() -> None:
     sp = make()
     acquire(sp, "m1", (0, 2))
     acquire(sp, "m2", (3, 4))
     sp.commit(sp.release_member("m1"))
-    assert [o for o, r in sp.records.items() if r.state is RecordState.AVAILABLE] == [0, 1, 2]
+    assert {o: states(sp)[o] for o in (0, 1, 2)} == dict.fromkeys(
+        (0, 1, 2), (RecordState.AVAILABLE, 0)
+    )
     assert sp.records[3].state is RecordState.ACQUIRED
 
 
@@ -284,12 +312,11 @@ def test_initialize_from_persisted_batches_with_a_gap() -> None:
         12: (RecordState.ARCHIVED, 5),
     }
     assert sp.next_fetch_offset() == 7
-    assert acquire(sp, "m", (7, 12), (13, 14)) == [
-        Acquired(7, 8, 1),
-        Acquired(9, 10, 4),
-        Acquired(11, 11, 1),
-        Acquired(13, 14, 1),
-    ]
+    # 9-10 were delivered 3 times (the throttle limit): one at a time
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(7, 8, 1)]
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(9, 9, 4)]
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(10, 10, 4)]
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(11, 11, 1), Acquired(13, 14, 1)]
 
 
 def test_log_start_moving_past_the_window_archives_available_records() -> None:

@@ -31,9 +31,11 @@ the window is below `max_record_locks` (share.partition.max.record.locks). Offse
 skipped (between the fetch offset or `next_offset` and the next batch: compacted away) are
 archived, never delivered; offsets without a record inside a batch's range are delivered with
 it and the client acknowledges them as GAP. A batch flagged `aborted` (read_committed, an
-aborted transaction's data) is archived, never delivered. A record whose delivery count
-reached `throttle_limit()` (half the delivery count limit, at least 2) is delivered alone
-(Kafka's delivery throttling: one bad record does not take its neighbours to the limit).
+aborted transaction's data) is archived, never delivered. Kafka's delivery throttling, so
+that one bad record does not take its neighbours to the limit: a batch holding a record
+delivered `throttle_limit()` times (half the delivery count limit, at least 2) is acquired on
+its own, at most its size halved once per delivery from that limit; a record on its last
+delivery attempt is not acquired after others (it goes alone in the next fetch).
 Releasing a member's records when its share session closes takes their delivery count back.
 
 Acknowledgement (`acknowledge`): all of a request's ranges for the partition or none. Each
@@ -264,35 +266,21 @@ class SharePartition:
         if batches and fetch_offset is not None:
             self._archive_missing(fetch_offset, batches[0].first_offset, archived)
         lock_until = now_ms + self.config.lock_duration_ms
-        throttled = False
         for batch in batches:
-            if len(taken) >= max_records or throttled:
+            if len(taken) >= max_records:
                 break
             if batch.first_offset > self.next_offset:
                 self._archive_missing(self.next_offset, batch.first_offset, archived)
             room = max_records - len(taken) if record_limit else None
-            for offset in self._batch_offsets(batch, room):
-                rec = self.records.get(offset)
-                if rec is None:
-                    rec = InFlight(RecordState.AVAILABLE, 0)
-                    self.records[offset] = rec
-                    self.next_offset = offset + 1
-                elif rec.state is not RecordState.AVAILABLE:
-                    continue
-                if batch.aborted:
-                    rec.state, rec.member_id = RecordState.ARCHIVED, ""
-                    archived[offset] = rec
-                    continue
-                if rec.delivery_count >= self.throttle_limit():
-                    throttled = True  # delivered alone, after what was taken so far
-                    if taken:
-                        break
-                rec.state, rec.member_id = RecordState.ACQUIRED, member_id
-                rec.delivery_count += 1
-                rec.lock_until_ms = lock_until
-                taken.append(offset)
-                if throttled:
-                    break
+            throttle = self._throttle(batch)
+            if throttle is not None:
+                if taken:
+                    break  # a throttled batch is delivered on its own
+                room = throttle if room is None else min(room, throttle)
+            if not self._acquire_batch(member_id, batch, room, lock_until, taken, archived):
+                break
+            if throttle is not None:
+                break
         change = None
         if archived:
             self._advance_start()
@@ -314,6 +302,53 @@ class SharePartition:
             elif rec.state is RecordState.AVAILABLE:
                 rec.state = RecordState.ARCHIVED
                 archived[offset] = rec
+
+    def _acquire_batch(
+        self,
+        member_id: str,
+        batch: LogBatch,
+        room: int | None,
+        lock_until: int,
+        taken: list[int],
+        archived: dict[int, InFlight],
+    ) -> bool:
+        """Acquire what `batch` offers (`_batch_offsets`) into `taken`; False: stop here (a
+        record on its last delivery attempt is left to be delivered alone)."""
+        last_attempt = self.config.delivery_count_limit - 1
+        for offset in self._batch_offsets(batch, room):
+            rec = self.records.get(offset)
+            if rec is None:
+                rec = InFlight(RecordState.AVAILABLE, 0)
+                self.records[offset] = rec
+                self.next_offset = offset + 1
+            elif rec.state is not RecordState.AVAILABLE:
+                continue
+            if batch.aborted:
+                rec.state, rec.member_id = RecordState.ARCHIVED, ""
+                archived[offset] = rec
+                continue
+            if last_attempt > 1 and rec.delivery_count == last_attempt and taken:
+                return False
+            rec.state, rec.member_id = RecordState.ACQUIRED, member_id
+            rec.delivery_count += 1
+            rec.lock_until_ms = lock_until
+            taken.append(offset)
+        return True
+
+    def _throttle(self, batch: LogBatch) -> int | None:
+        """How many records of `batch` one acquisition may take when an AVAILABLE record of it
+        was delivered `throttle_limit()` times or more: the batch's size halved for each
+        delivery from the limit on, counted on the first such record (Kafka's delivery
+        throttling); None: no throttling."""
+        limit = self.throttle_limit()
+        for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
+            rec = self.records.get(offset)
+            if rec is None:
+                return None  # new records from here on
+            if rec.state is RecordState.AVAILABLE and rec.delivery_count >= limit:
+                size = batch.last_offset - batch.first_offset + 1
+                return max(1, size >> (rec.delivery_count - limit + 1))
+        return None
 
     def _batch_offsets(self, batch: LogBatch, room: int | None) -> Iterator[int]:
         """The offsets of `batch` acquisition may take: AVAILABLE ones in the window, then new

@@ -104,17 +104,34 @@ def test_available_records_compacted_away_are_archived() -> None:
     assert change is not None and sp.start_offset == 5
 
 
-def test_a_record_at_the_throttle_limit_is_delivered_alone() -> None:
-    sp = make(delivery_count_limit=5)  # throttle limit 3
+def test_delivery_throttling_shrinks_the_batches_of_redelivered_records() -> None:
+    sp = make(delivery_count_limit=5)  # throttle limit 3, last attempt 4
     assert sp.throttle_limit() == 3
     acquire(sp, "m", (0, 4))
     for _ in range(2):
         ack(sp, "m", 2, 2, RELEASE)
         acquire(sp, "m", (0, 4))
     ack(sp, "m", 0, 4, RELEASE)  # 2 has 3 deliveries, the others 1
-    assert acquire(sp, "m", (0, 4)) == [Acquired(0, 1, 2)]  # stops before offset 2
-    assert acquire(sp, "m", (0, 4)) == [Acquired(2, 2, 4)]  # offset 2 alone
-    assert acquire(sp, "m", (0, 4)) == [Acquired(3, 4, 2)]
+    # the batch holds a record at the limit: 5 >> 1 = 2 records per acquisition
+    assert acquire(sp, "m", (0, 4), (5, 9)) == [Acquired(0, 1, 2)]
+    assert acquire(sp, "m", (0, 4), (5, 9)) == [Acquired(2, 2, 4), Acquired(3, 3, 2)]
+    # no record at the limit is left AVAILABLE in 0-4: not throttled any more
+    assert acquire(sp, "m", (0, 4), (5, 9)) == [Acquired(4, 4, 2), Acquired(5, 9, 1)]
+    ack(sp, "m", 0, 4, RELEASE)  # 2 has 4 deliveries: 5 >> 2 = 1 record per acquisition
+    assert acquire(sp, "m", (0, 4)) == [Acquired(0, 0, 3)]
+    assert acquire(sp, "m", (0, 4)) == [Acquired(1, 1, 3)]
+    assert acquire(sp, "m", (0, 4)) == [Acquired(2, 2, 5)]
+
+
+def test_a_record_on_its_last_attempt_is_not_acquired_after_others() -> None:
+    sp = make(delivery_count_limit=3)  # throttle limit 2, last attempt 2
+    acquire(sp, "m", (0, 0))
+    acquire(sp, "m", (1, 1))
+    ack(sp, "m", 1, 1, RELEASE)
+    acquire(sp, "m", (1, 1))
+    ack(sp, "m", 0, 1, RELEASE)  # 0: 1 delivery, 1: 2 (its last attempt comes)
+    assert acquire(sp, "m", (0, 0), (1, 1)) == [Acquired(0, 0, 2)]
+    assert acquire(sp, "m", (0, 0), (1, 1)) == [Acquired(1, 1, 3)]
 
 
 def test_accept_moves_start_offset_and_empties_window() -> None:
@@ -312,11 +329,11 @@ def test_initialize_from_persisted_batches_with_a_gap() -> None:
         12: (RecordState.ARCHIVED, 5),
     }
     assert sp.next_fetch_offset() == 7
-    # 9-10 were delivered 3 times (the throttle limit): one at a time
-    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(7, 8, 1)]
-    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(9, 9, 4)]
-    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(10, 10, 4)]
-    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(11, 11, 1), Acquired(13, 14, 1)]
+    # 9-10 were delivered 3 times (the throttle limit): the log batch 7-12 (6 offsets) goes
+    # 3 records at a time, on its own
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(7, 8, 1), Acquired(9, 9, 4)]
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(10, 10, 4), Acquired(11, 11, 1)]
+    assert acquire(sp, "m", (7, 12), (13, 14)) == [Acquired(13, 14, 1)]
 
 
 def test_log_start_moving_past_the_window_archives_available_records() -> None:

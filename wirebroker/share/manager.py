@@ -8,9 +8,10 @@ ShareAcknowledge handlers call it. Rules:
   partition's leader epoch (`read_state`) and the window built from it
   (`SharePartition.initialize`; start offset -1: share.auto.offset.reset, latest = the high
   watermark, earliest = the log start). A new leader epoch reads the state again. Persister
-  errors answer the partition: FENCED_LEADER_EPOCH as NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR
-  and COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE, the others as they are
-  (UNKNOWN_TOPIC_OR_PARTITION: the group coordinator has not initialised the state yet).
+  errors answer the partition as Kafka's SharePartition maps them: FENCED_LEADER_EPOCH as
+  NOT_LEADER_OR_FOLLOWER, the coordinator errors as COORDINATOR_NOT_AVAILABLE,
+  GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION (the group coordinator has not initialised
+  the state yet) and FENCED_STATE_EPOCH as they are, any other as UNKNOWN_SERVER_ERROR.
 - One operation at a time per share partition (a trio.Lock held across the persister
   write): an acknowledgement, a release or lock timeouts are written (`write_state`) and
   applied only once written (a refused write answers its error and changes nothing);
@@ -62,10 +63,16 @@ log = logging.getLogger(__name__)
 #: (group id, topic id, partition)
 _Key = tuple[str, uuid.UUID, int]
 
+#: how a persister error answers the partition (Kafka's SharePartition.fetchPersisterError);
+#: any other: UNKNOWN (UNKNOWN_SERVER_ERROR)
 _PERSISTER_ERRORS = {
     ErrorCode.FENCED_LEADER_EPOCH: ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.GROUP_ID_NOT_FOUND: ErrorCode.GROUP_ID_NOT_FOUND,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.FENCED_STATE_EPOCH: ErrorCode.FENCED_STATE_EPOCH,
 }
 _SWEEP_MAX_S = 1.0
 
@@ -249,7 +256,7 @@ class SharePartitionManager:
             state = await self.persister.read_state(group_id, topic_id, index, part.leader_epoch)
             if not isinstance(state, PartitionState):
                 self._partitions.pop(key, None)
-                return _PERSISTER_ERRORS.get(state, state)
+                return _PERSISTER_ERRORS.get(state, ErrorCode.UNKNOWN)
             sp = SharePartition(group_id, topic_id, index, settings.partition)
             end = part.last_stable_offset if settings.read_committed else part.high_watermark
             sp.initialize(
@@ -282,7 +289,7 @@ class SharePartitionManager:
                 code = ErrorCode.UNKNOWN
             if code is not ErrorCode.NONE:
                 log.warning("share state of %s not written: %s", key, code.name)
-                return _PERSISTER_ERRORS.get(code, code)
+                return _PERSISTER_ERRORS.get(code, ErrorCode.UNKNOWN)
         sp = self._partitions.get(key)
         if sp is not None:
             sp.commit(change)

@@ -375,3 +375,21 @@ async def test_follower_answers_not_leader_with_hints(call, share) -> None:
     resp = await call(ACK, 2, ack)
     assert parts_of(resp)[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert dict(parts_of(resp)[0].current_leader) == {"leader_id": 1, "leader_epoch": 2}
+
+
+async def test_a_refused_write_answers_its_error_and_changes_nothing(call, share, produce) -> None:
+    tid = await init(share, start=0)
+    produce(share, "t", 0, n=2)
+    await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
+    refused: list[Any] = []
+
+    async def write_state(*args: Any) -> ErrorCode:
+        refused.append(args)
+        return ErrorCode.NOT_COORDINATOR
+
+    share.share_persister.write_state = write_state
+    resp = await call(FETCH, 1, fetch_body(tid, {0: [(0, 1, [1])]}, epoch=1))
+    assert parts_of(resp)[0].acknowledge_error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert len(refused) == 1
+    sp = share.share_partitions.partition("g", tid, 0)
+    assert sp.start_offset == 0 and all(r.member_id == "m1" for r in sp.records.values())

@@ -22,9 +22,9 @@ Long poll: with nothing acquired up to min_bytes, no partition in error and max_
 connection parks on the partitions' fetch waiters (new data, a high watermark advance, records
 released) until min_bytes is reached or max_wait_ms passes, as handlers/fetch.py does.
 
-Not done: the group membership of member_id is not checked (Kafka's broker does not check it
-either on ShareFetch); sessions are not closed when their connection closes (records come back
-through lock timeouts); a follower answers NOT_LEADER_OR_FOLLOWER with leader hints.
+A session closes with the connection that opened it (its records released), as Kafka's. The
+group membership of member_id is not checked (Kafka's broker does not check it either on
+ShareFetch). A follower answers NOT_LEADER_OR_FOLLOWER with leader hints.
 """
 
 from __future__ import annotations
@@ -174,6 +174,8 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
         )
     except ShareSessionError as exc:
         return _error(exc.code)  # acquisition_lock_timeout_ms 0, as Kafka
+    if epoch == INITIAL_EPOCH:
+        manager.watch_connection(ctx.session, session)
     hints = LeaderHints(ctx.services, ctx.session.listener)
     fetch_keys = [] if epoch == FINAL_EPOCH else list(session.partitions)
     resolved = resolve(ctx, dict.fromkeys([*fetch_keys, *acks]), hints)

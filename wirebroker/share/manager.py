@@ -20,6 +20,8 @@ ShareAcknowledge handlers call it. Rules:
   a share partition and by `run`, which sweeps them at the next deadline (at most every
   second). Records that become AVAILABLE again wake long-polling share fetches of the
   partition (`wake`, the fetch waiters' `notify`).
+- A share session closes with the connection that opened it (`watch_connection`; Kafka's
+  ShareSessionCache does so on disconnect): `run` releases its records.
 - Group settings are read per request from the GROUP config resource (share.* group configs
   over the broker's group.share.* defaults: `metadata.group_configs.effective_values`).
 """
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.metadata.group_config_store import GroupConfigs
     from wirebroker.replication.partition import Partition
+    from wirebroker.security.session import ConnectionSession
 
 __all__ = ["FetchedPartition", "GroupSettings", "SharePartitionManager"]
 
@@ -115,6 +118,11 @@ class SharePartitionManager:
         self._partitions: dict[_Key, SharePartition] = {}
         self._topics: dict[_Key, Partition] = {}
         self._locks: dict[_Key, trio.Lock] = {}
+        #: open connections with share sessions: id -> (connection, {(group, member)})
+        self._connections: dict[int, tuple[ConnectionSession, set[tuple[str, str]]]] = {}
+        #: sessions closed with their connection, released by `run`
+        self._closed: list[ShareSession] = []
+        self._wake_run = trio.Event()
 
     # -- settings --------------------------------------------------------------------------
     def settings(self, group_id: str) -> GroupSettings:
@@ -229,14 +237,43 @@ class SharePartitionManager:
                         await self._expire(key, sp, now_ms)
 
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        """Sweep acquisition locks at their deadlines (at most every second)."""
+        """Sweep acquisition locks at their deadlines (at most every second); release the
+        records of sessions whose connection closed."""
         task_status.started()
         while True:
+            await self.release_closed()
             now_ms = self.clock()
             await self.expire_due(now_ms)
             deadlines = [d for sp in self._partitions.values() if (d := sp.next_lock_deadline())]
             wait_ms = min(deadlines, default=now_ms + 1_000) - now_ms
-            await trio.sleep(min(max(wait_ms, 1) / 1000.0, _SWEEP_MAX_S))
+            self._wake_run = trio.Event()
+            with trio.move_on_after(min(max(wait_ms, 1) / 1000.0, _SWEEP_MAX_S)):
+                await self._wake_run.wait()
+
+    # -- sessions closed with their connection ---------------------------------------------
+    def watch_connection(self, connection: ConnectionSession, session: ShareSession) -> None:
+        """`session` was opened on `connection`: closed (its records released) when it closes."""
+        session.connection = connection
+        key = id(connection)
+        entry = self._connections.get(key)
+        if entry is None:
+            entry = self._connections[key] = (connection, set())
+            connection.on_close(lambda: self._connection_closed(key))
+        entry[1].add((session.group_id, session.member_id))
+
+    def _connection_closed(self, key: int) -> None:
+        connection, members = self._connections.pop(key, (None, set()))
+        for group_id, member_id in members:
+            closed = self.sessions.close_if(group_id, member_id, connection)
+            if closed is not None:
+                self._closed.append(closed)
+        if self._closed:
+            self._wake_run.set()
+
+    async def release_closed(self) -> None:
+        """Release the records of the sessions closed with their connection."""
+        while self._closed:
+            await self.release_session(self._closed.pop())
 
     # -- internals -------------------------------------------------------------------------
     def _lock(self, key: _Key) -> trio.Lock:

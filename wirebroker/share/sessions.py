@@ -18,6 +18,8 @@ ShareFetch, by share_session_epoch:
                    partition of the session is fetched
 ShareAcknowledge: 0 -> INVALID_SHARE_SESSION_EPOCH; -1 -> the session must exist (closed after
 the acknowledgements); n > 0 as ShareFetch, without partition changes.
+A session also closes when the connection that opened it closes (the runtime tells
+`close_if(group, member, connection)`), as Kafka's ShareSessionCache does on disconnect.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class ShareSession:
     last_used_ms: int
     #: the partitions fetched, in the order first named (a dict as an ordered set)
     partitions: dict[PartitionKey, None] = field(default_factory=dict)
+    #: the connection that opened it (closed with it): any object, compared by identity
+    connection: object = None
 
 
 class ShareSessions:
@@ -117,6 +121,13 @@ class ShareSessions:
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)
+
+    def close_if(self, group_id: str, member_id: str, connection: object) -> ShareSession | None:
+        """Close the member's session if `connection` opened it (not a newer one's)."""
+        session = self._sessions.get((group_id, member_id))
+        if session is None or session.connection is not connection:
+            return None
+        return self.close(group_id, member_id)
 
     def _existing(self, key: tuple[str, str], epoch: int) -> ShareSession:
         session = self._sessions.get(key)

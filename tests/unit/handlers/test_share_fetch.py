@@ -393,3 +393,16 @@ async def test_a_refused_write_answers_its_error_and_changes_nothing(call, share
     assert len(refused) == 1
     sp = share.share_partitions.partition("g", tid, 0)
     assert sp.start_offset == 0 and all(r.member_id == "m1" for r in sp.records.values())
+
+
+async def test_session_closes_with_its_connection(call, share, produce) -> None:
+    tid = await init(share, start=0)
+    produce(share, "t", 0, n=1)
+    await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
+    manager = share.share_partitions
+    session = manager.sessions.get("g", "m1")
+    session.connection.closed()  # the connection that opened it closes
+    assert manager.sessions.get("g", "m1") is None
+    await manager.release_closed()
+    resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0, member="m2"))
+    assert acquired(resp) == [(0, 0, 1)]  # released, the delivery taken back

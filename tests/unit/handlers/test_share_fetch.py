@@ -406,3 +406,24 @@ async def test_session_closes_with_its_connection(call, share, produce) -> None:
     await manager.release_closed()
     resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0, member="m2"))
     assert acquired(resp) == [(0, 0, 1)]  # released, the delivery taken back
+
+
+@pytest.mark.parametrize(
+    ("persisted", "answered"),
+    [
+        (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_ID_NOT_FOUND),
+        (ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN),
+    ],
+)
+async def test_read_state_errors(call, share, persisted, answered) -> None:
+    tid = await init(share, start=0)
+
+    async def read_state(*_args: Any) -> ErrorCode:
+        return persisted
+
+    share.share_persister.read_state = read_state
+    resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
+    assert parts_of(resp)[0].error_code == answered
+    assert share.share_partitions.partition("g", tid, 0) is None

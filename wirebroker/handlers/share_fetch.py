@@ -15,8 +15,8 @@ for offsets not acquired by the member; `handlers._share`).
 Acquisition: partitions in session order, rotated by the session epoch so that none starves;
 `max_records` and `max_bytes` bound the whole answer (each partition reads at most what is left;
 the first partition with data returns at least one batch). share_acquire_mode (v2) 0 is
-batch-optimized (whole batches, maybe beyond max_records), 1 record-limit (exactly). batch_size
-is a hint Kafka uses to split in-flight batches; it is ignored.
+batch-optimized (whole batches, maybe beyond max_records; acquired ranges split at log batches
+once batch_size long), 1 record-limit (exactly).
 
 Long poll: with nothing acquired up to min_bytes, no partition in error and max_wait_ms > 0, the
 connection parks on the partitions' fetch waiters (new data, a high watermark advance, records
@@ -287,6 +287,7 @@ async def _acquire_all(
             max_records=records_left,
             record_limit=record_limit,
             settings=settings,
+            batch_size=int(req.get("batch_size", 0)),
         )
         entry = answer.entry(key)
         if got.error is not ErrorCode.NONE:

@@ -154,6 +154,7 @@ class SharePartitionManager:
         max_records: int,
         record_limit: bool,
         settings: GroupSettings,
+        batch_size: int = 0,
     ) -> FetchedPartition:
         """Acquire records of `part` for `member_id`: what ShareFetch answers for it."""
         key = (group_id, topic_id, part.index)
@@ -188,6 +189,7 @@ class SharePartitionManager:
                 now_ms,
                 fetch_offset=offset,
                 record_limit=record_limit,
+                batch_size=batch_size,
             )
             if archived is not None:
                 await self._write(key, archived)

@@ -256,11 +256,13 @@ class SharePartition:
         *,
         fetch_offset: int | None = None,
         record_limit: bool = False,
+        batch_size: int = 0,
     ) -> tuple[list[Acquired], PendingChange | None]:
         """Acquire for `member_id` from the log batches read from `fetch_offset` (module
         docstring). Returns the acquired ranges and, when offsets were archived on the way
         (aborted data, offsets the log no longer has), the change to write (applied already:
-        nothing to roll back)."""
+        nothing to roll back). `batch_size` > 0 (batch-optimized mode): the ranges are split
+        at log batches once `batch_size` long."""
         taken: list[int] = []
         archived: dict[int, InFlight] = {}
         if batches and fetch_offset is not None:
@@ -285,7 +287,8 @@ class SharePartition:
         if archived:
             self._advance_start()
             change = PendingChange(self._state(self.start_offset, archived))
-        return _acquired_ranges(taken, self.records), change
+        splits = frozenset(b.first_offset for b in batches) if not record_limit else frozenset()
+        return _acquired_ranges(taken, self.records, splits, batch_size), change
 
     def _archive_missing(self, first: int, end: int, archived: dict[int, InFlight]) -> None:
         """Offsets in [first, end) the log read skipped (compacted away, never written):
@@ -512,13 +515,27 @@ class SharePartition:
         return PartitionState(self.state_epoch, start, self.leader_epoch, tuple(batches))
 
 
-def _acquired_ranges(offsets: list[int], records: Mapping[int, InFlight]) -> list[Acquired]:
-    """Consecutive acquired offsets of one delivery count as one range."""
+def _acquired_ranges(
+    offsets: list[int],
+    records: Mapping[int, InFlight],
+    splits: frozenset[int] = frozenset(),
+    batch_size: int = 0,
+) -> list[Acquired]:
+    """Consecutive acquired offsets of one delivery count as one range; a range of
+    `batch_size` offsets or more ends before the next log batch (`splits`: their first
+    offsets), as Kafka splits what it acquires by the request's batch_size."""
     out: list[Acquired] = []
     for offset in offsets:
         count = records[offset].delivery_count
         last = out[-1] if out else None
-        if last is not None and last.last_offset + 1 == offset and last.delivery_count == count:
+        if (
+            last is not None
+            and last.last_offset + 1 == offset
+            and last.delivery_count == count
+            and not (
+                batch_size > 0 and offset in splits and offset - last.first_offset >= batch_size
+            )
+        ):
             out[-1] = Acquired(last.first_offset, offset, count)
         else:
             out.append(Acquired(offset, offset, count))

@@ -352,3 +352,13 @@ def test_persisted_state_writes_acquired_as_available_before_delivery() -> None:
     acquire(sp, "m", (0, 1))
     ack(sp, "m", 1, 1, ACCEPT)
     assert sp.persisted_state().batches == (StateBatch(0, 0, 0, 0), StateBatch(1, 1, 2, 1))
+
+
+def test_batch_size_splits_acquired_ranges_at_log_batches() -> None:
+    sp = make()
+    batches = [LogBatch(0, 2), LogBatch(3, 5), LogBatch(6, 6)]
+    got, _ = sp.acquire("m", batches, 500, 0, batch_size=4)
+    assert got == [Acquired(0, 5, 1), Acquired(6, 6, 1)]
+    sp = make()
+    got, _ = sp.acquire("m", batches, 500, 0, batch_size=3)
+    assert got == [Acquired(0, 2, 1), Acquired(3, 5, 1), Acquired(6, 6, 1)]

@@ -7,8 +7,9 @@ ShareAcknowledge handlers call it. Rules:
 - A share partition is made on first use: its state is read through the persister with the
   partition's leader epoch (`read_state`) and the window built from it
   (`SharePartition.initialize`; start offset -1: share.auto.offset.reset, latest = the high
-  watermark, earliest = the log start). A new leader epoch reads the state again. Persister
-  errors answer the partition as Kafka's SharePartition maps them: FENCED_LEADER_EPOCH as
+  watermark, earliest = the log start, by_duration:<d> = the first record of the last d).
+  A new leader epoch reads the state again. Persister errors answer the partition as
+  Kafka's SharePartition maps them: FENCED_LEADER_EPOCH as
   NOT_LEADER_OR_FOLLOWER, the coordinator errors as COORDINATOR_NOT_AVAILABLE,
   GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION (the group coordinator has not initialised
   the state yet) and FENCED_STATE_EPOCH as they are, any other as UNKNOWN_SERVER_ERROR.
@@ -39,7 +40,7 @@ import trio
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, InvalidBatch, iter_batches
 from wirebroker.log.errors import LogError
-from wirebroker.metadata.group_configs import effective_values
+from wirebroker.metadata.group_configs import duration_ms, effective_values
 from wirebroker.replication.partition import READ_COMMITTED, READ_UNCOMMITTED
 from wirebroker.share.partition import (
     AckBatch,
@@ -84,6 +85,8 @@ _SWEEP_MAX_S = 1.0
 class GroupSettings:
     partition: SharePartitionConfig
     read_committed: bool
+    #: share.auto.offset.reset by_duration:<d>: start at the first record of the last d ms
+    reset_duration_ms: float | None = None
 
 
 @dataclass
@@ -136,6 +139,9 @@ class SharePartitionManager:
                 auto_offset_reset="earliest" if reset == "earliest" else "latest",
             ),
             read_committed=values.get("share.isolation.level") == "read_committed",
+            reset_duration_ms=(
+                duration_ms(reset.split(":", 1)[1]) if reset.startswith("by_duration:") else None
+            ),
         )
 
     def partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
@@ -298,6 +304,10 @@ class SharePartitionManager:
                 return _PERSISTER_ERRORS.get(state, ErrorCode.UNKNOWN)
             sp = SharePartition(group_id, topic_id, index, settings.partition)
             end = part.last_stable_offset if settings.read_committed else part.high_watermark
+            if state.start_offset < 0 and settings.reset_duration_ms is not None:
+                found = part.offset_for_timestamp(int(self.clock() - settings.reset_duration_ms))
+                start = min(found[0], end) if found is not None else end
+                state = PartitionState(state.state_epoch, start, state.leader_epoch, state.batches)
             sp.initialize(
                 state, log_start=part.log_start_offset, log_end=end, leader_epoch=part.leader_epoch
             )

@@ -427,3 +427,13 @@ async def test_read_state_errors(call, share, persisted, answered) -> None:
     resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
     assert parts_of(resp)[0].error_code == answered
     assert share.share_partitions.partition("g", tid, 0) is None
+
+
+async def test_by_duration_reset(call, share, produce) -> None:
+    share.group_configs.apply("g", {"share.auto.offset.reset": "by_duration:PT1M"})
+    tid = await init(share)
+    produce(share, "t", 0, n=2)  # two minutes ago
+    share.clock.advance(120_000)
+    produce(share, "t", 0, n=1)
+    resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
+    assert acquired(resp) == [(2, 2, 1)]

@@ -143,12 +143,10 @@ async def acknowledge_all(
         if batches is None:
             entry[field] = int(ErrorCode.INVALID_REQUEST)
             continue
-        code, message = await manager.acknowledge(
+        code, _message = await manager.acknowledge(
             group_id, member_id, res.key[0], res.part, batches, settings
         )
-        entry[field] = int(code)
-        if message is not None and code is not ErrorCode.NONE:
-            entry[field.replace("_code", "_message")] = message
+        entry[field] = int(code)  # the code only: Kafka answers no acknowledgement message
 
 
 @handler(ApiKey.SHARE_FETCH)

@@ -437,3 +437,26 @@ async def test_by_duration_reset(call, share, produce) -> None:
     produce(share, "t", 0, n=1)
     resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
     assert acquired(resp) == [(2, 2, 1)]
+
+
+async def test_read_committed_archives_aborted_data_and_stops_at_the_lso(
+    call, share, produce
+) -> None:
+    from test_fetch_transactions import end, plain, txn
+
+    share.group_configs.apply("g", {"share.isolation.level": "read_committed"})
+    tid = await init(share, start=0)
+    txn(share, 1, 0)  # 0-1 aborted
+    txn(share, 2, 0)  # 2-3 committed
+    end(share, 1, commit=False)  # 4
+    end(share, 2, commit=True)  # 5
+    plain(share)  # 6
+    txn(share, 3, 0)  # 7-8 ongoing: beyond the last stable offset
+    plain(share, 2)  # 9-10
+    resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
+    # 0-1 archived, not delivered; the markers (4, 5) delivered for the client to GAP
+    assert acquired(resp) == [(2, 6, 1)]
+    assert [h.base_offset for _p, h in iter_batches(parts_of(resp)[0].records)] == [2, 4, 5, 6]
+    assert share.share_partitions.partition("g", tid, 0).start_offset == 2
+    state = await share.share_persister.read_state("g", tid, 0, 0)
+    assert state.start_offset == 2

@@ -78,6 +78,17 @@ _PERSISTER_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.FENCED_STATE_EPOCH: ErrorCode.FENCED_STATE_EPOCH,
 }
+#: a write refused with these: the state changed elsewhere (deleted, its start offset
+#: altered with a new state epoch, another leader): the share partition is dropped from
+#: memory and read again on its next use (Kafka fences it)
+_STALE = frozenset(
+    {
+        ErrorCode.FENCED_STATE_EPOCH,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    }
+)
 _SWEEP_MAX_S = 1.0
 
 
@@ -143,6 +154,12 @@ class SharePartitionManager:
                 duration_ms(reset.split(":", 1)[1]) if reset.startswith("by_duration:") else None
             ),
         )
+
+    def forget_group(self, group_id: str) -> None:
+        """The group's share state was deleted or reset (DeleteGroups, offsets altered or
+        deleted): its share partitions are read again on their next use."""
+        for key in [k for k in self._partitions if k[0] == group_id]:
+            del self._partitions[key]
 
     def partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
         """A loaded share partition (tests, the admin view)."""
@@ -338,6 +355,8 @@ class SharePartitionManager:
                 code = ErrorCode.UNKNOWN
             if code is not ErrorCode.NONE:
                 log.warning("share state of %s not written: %s", key, code.name)
+                if code in _STALE:
+                    self._partitions.pop(key, None)  # read again on next use
                 return _PERSISTER_ERRORS.get(code, ErrorCode.UNKNOWN)
         sp = self._partitions.get(key)
         if sp is not None:

@@ -460,3 +460,18 @@ async def test_read_committed_archives_aborted_data_and_stops_at_the_lso(
     assert share.share_partitions.partition("g", tid, 0).start_offset == 2
     state = await share.share_persister.read_state("g", tid, 0, 0)
     assert state.start_offset == 2
+
+
+async def test_state_reset_elsewhere_is_read_again(call, share, produce) -> None:
+    tid = await init(share, start=0)
+    produce(share, "t", 0, n=3)
+    await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
+    # AlterShareGroupOffsets (the share coordinator): start offset 2, a new state epoch
+    assert await share.share_persister.initialize_state("g", tid, 0, 1, 2) == 0
+    resp = await call(FETCH, 1, fetch_body(tid, {0: [(0, 2, [1])]}, epoch=1))
+    assert parts_of(resp)[0].acknowledge_error_code == ErrorCode.FENCED_STATE_EPOCH
+    # the fetch of the same request reads the new state: from offset 2
+    assert acquired(resp) == [(2, 2, 1)]
+    assert share.share_partitions.partition("g", tid, 0).start_offset == 2
+    share.share_partitions.forget_group("g")
+    assert share.share_partitions.partition("g", tid, 0) is None

@@ -15,7 +15,8 @@ ShareAcknowledge handlers call it. Rules:
   the state yet) and FENCED_STATE_EPOCH as they are, any other as UNKNOWN_SERVER_ERROR.
 - One operation at a time per share partition (a trio.Lock held across the persister
   write): an acknowledgement, a release or lock timeouts are written (`write_state`) and
-  applied only once written (a refused write answers its error and changes nothing);
+  applied only once written (a refused write answers its error and changes nothing; refused
+  as stale, `_STALE`, the share partition is dropped and read again on its next use);
   acquisition applies at once and writes only the aborted data it archived.
 - Acquisition locks run out on the broker's clock (`Services.clock`): checked at every use of
   a share partition and by `run`, which sweeps them at the next deadline (at most every

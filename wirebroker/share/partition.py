@@ -91,6 +91,7 @@ class AckType(IntEnum):
 
 
 _PAST_ACQUIRED = "Batch record not found. The last offset in request is past acquired records."
+_PERSISTED = frozenset({0, 2, 4})
 _TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 _ACK_TARGET = {
     AckType.GAP: RecordState.ARCHIVED,
@@ -207,8 +208,14 @@ class SharePartition:
         for offset in range(start, last + 1):
             self.records[offset] = InFlight(RecordState.AVAILABLE, 0)
         for b in batches:
+            # anything but the persisted states (never written so): deliverable
+            state = (
+                RecordState(b.delivery_state)
+                if b.delivery_state in _PERSISTED
+                else RecordState.AVAILABLE
+            )
             for offset in range(max(b.first_offset, start), b.last_offset + 1):
-                self.records[offset] = InFlight(RecordState(b.delivery_state), b.delivery_count)
+                self.records[offset] = InFlight(state, b.delivery_count)
         self.next_offset = last + 1
         self._advance_start()
 
@@ -242,9 +249,9 @@ class SharePartition:
 
     # -- acquisition -----------------------------------------------------------------------
     def throttle_limit(self) -> int:
-        """Delivery count from which records are delivered one at a time (Kafka: half the
-        delivery count limit rounded up, at least 2), so that one bad record does not take
-        its whole batch to the limit."""
+        """Delivery count from which a record's batch is throttled (Kafka: half the delivery
+        count limit rounded up, at least 2), so that one bad record does not take its whole
+        batch to the limit."""
         return max(2, -(-self.config.delivery_count_limit // 2))
 
     def acquire(

@@ -44,6 +44,17 @@ def handle() -> Iterator[Any]:
         yield broker
 
 
+def topic_id(client: Any, name: str) -> uuid.UUID:
+    """The topic's id, from Metadata v12."""
+    body = {
+        "topics": [{"topic_id": uuid.UUID(int=0), "name": name}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
+    answer = client._any(ApiKey.METADATA, 12, body)
+    return uuid.UUID(str(answer.topics[0].topic_id))
+
+
 def _run(handle: Any, fn: Any, *args: Any) -> Any:
     """Run `await fn(*args)` on the broker's trio loop."""
     return trio.from_thread.run(fn, *args, trio_token=handle._trio_token)
@@ -111,12 +122,12 @@ def _ack(client: Any, addr: Any, tid: uuid.UUID, member: str, epoch: int, acks: 
 def test_two_members_acknowledge_redeliver_and_archive(handle: Any) -> None:
     client = handle.client()
     client.create_topic(TOPIC, 1)
-    tid = client.metadata([TOPIC]).topics[0].topic_id
+    tid = topic_id(client, TOPIC)
     persister = handle._broker.services.share_persister
     assert _run(handle, persister.initialize_state, GROUP, tid, 0, 0, 0) == 0
     client.produce(TOPIC, [b"a", b"b", b"c"])
     addr = client.bootstrap[0]
-    one, two = client, wirebroker.WireClient(handle.bootstrap)
+    one, two = client, handle.client()
 
     assert _acquired(_fetch(one, addr, tid, "m1", 0)) == ([(0, 2, 1)], [b"a", b"b", b"c"])
     assert _acquired(_fetch(two, addr, tid, "m2", 0)) == ([], [])
@@ -137,6 +148,7 @@ def test_two_members_acknowledge_redeliver_and_archive(handle: Any) -> None:
     bad = client.request(addr, ApiKey.SHARE_FETCH, 2, {**_body_epoch(tid, "m1", 9)})
     assert (bad.error_code, bad.responses) == (E.INVALID_SHARE_SESSION_EPOCH, [])
     two.close()
+    client.close()
 
 
 def _body_epoch(tid: uuid.UUID, member: str, epoch: int) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """What ShareFetch and ShareAcknowledge share (KIP-932): the request's checks, the partitions
 resolved by topic id, acknowledgement batches read and validated, leader hints.
 
-Request checks, in this order (Kafka 4.4's KafkaApis): group id empty -> INVALID_GROUP_ID,
-member id empty -> INVALID_REQUEST, READ on the group refused -> GROUP_AUTHORIZATION_FAILED
-(top level). Per partition: an unknown topic id -> UNKNOWN_TOPIC_ID, READ on the topic refused
--> TOPIC_AUTHORIZATION_FAILED, a partition the topic lacks -> UNKNOWN_TOPIC_OR_PARTITION, one
+Request checks, in this order (Kafka 4.4's KafkaApis): READ on the group refused ->
+GROUP_AUTHORIZATION_FAILED, a member id empty or over 36 characters -> INVALID_REQUEST (top
+level; as Kafka 4.4 answers, tests/unit/handlers/test_share_fetch.py). An empty group id is no
+error: its share partitions were never initialised (UNKNOWN_SERVER_ERROR per partition).
+Per partition: an unknown topic id -> UNKNOWN_TOPIC_ID, READ on the topic refused ->
+TOPIC_AUTHORIZATION_FAILED, a partition the topic lacks -> UNKNOWN_TOPIC_OR_PARTITION, one
 this broker does not lead -> NOT_LEADER_OR_FOLLOWER (with `current_leader` and the answer's
 `node_endpoints`, as KIP-951 gives Fetch). Every other partition's `current_leader` is the
 struct's zero default {0, 0}, as Kafka 4.4 answers (compat/CONFORMANCE.md, share.fetch and
@@ -58,14 +60,16 @@ class Resolved:
     )
 
 
+#: the longest member id Kafka takes (a UUID's text)
+MAX_MEMBER_ID = 36
+
+
 def request_error(ctx: RequestContext, group_id: str | None, member_id: str | None) -> ErrorCode:
     """The whole request's refusal, if any (module docstring)."""
-    if not group_id:
-        return ErrorCode.INVALID_GROUP_ID
-    if not member_id:
-        return ErrorCode.INVALID_REQUEST
-    if not _authz.allowed(ctx, ResourceType.GROUP, group_id, AclOperation.READ):
+    if not _authz.allowed(ctx, ResourceType.GROUP, group_id or "", AclOperation.READ):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if not member_id or len(member_id) > MAX_MEMBER_ID:
+        return ErrorCode.INVALID_REQUEST
     return ErrorCode.NONE
 
 

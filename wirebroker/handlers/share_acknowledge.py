@@ -41,8 +41,9 @@ async def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAckn
     manager = ctx.services.share_partitions
     group_id, member_id = req.get("group_id"), req.get("member_id")
     code = request_error(ctx, group_id, member_id)
-    if code is not ErrorCode.NONE or manager is None or not group_id or not member_id:
+    if code is not ErrorCode.NONE or manager is None or not member_id:
         return _error(code if code is not ErrorCode.NONE else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    group_id = group_id or ""
     epoch = int(req["share_session_epoch"])
     try:
         manager.sessions.for_acknowledge(group_id, member_id, epoch, now_ms=ctx.now_ms())

@@ -143,10 +143,12 @@ async def acknowledge_all(
         if batches is None:
             entry[field] = int(ErrorCode.INVALID_REQUEST)
             continue
-        code, _message = await manager.acknowledge(
+        code, message = await manager.acknowledge(
             group_id, member_id, res.key[0], res.part, batches, settings
         )
-        entry[field] = int(code)  # the code only: Kafka answers no acknowledgement message
+        entry[field] = int(code)
+        if code is not ErrorCode.NONE and message is not None:
+            entry[field.replace("_code", "_message")] = message
 
 
 @handler(ApiKey.SHARE_FETCH)
@@ -154,8 +156,11 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
     manager = ctx.services.share_partitions
     group_id, member_id = req.get("group_id"), req.get("member_id")
     code = request_error(ctx, group_id, member_id)
-    if code is not ErrorCode.NONE or manager is None or not group_id or not member_id:
+    if code is not ErrorCode.NONE or manager is None or not member_id:
         return _error(code if code is not ErrorCode.NONE else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    group_id = group_id or ""
+    if _renew_with_fetch(req):
+        return _error(ErrorCode.INVALID_REQUEST)
     settings = manager.settings(group_id)
     lock_ms = settings.partition.lock_duration_ms
     epoch = int(req["share_session_epoch"])
@@ -206,6 +211,13 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
         "responses": answer.topics(order),  # type: ignore[typeddict-item]
         "node_endpoints": hints.node_endpoints(),  # type: ignore[typeddict-item]
     }
+
+
+def _renew_with_fetch(req: ShareFetchRequest) -> bool:
+    """KIP-1222: a ShareFetch renewing locks (is_renew_ack) fetches nothing; one asking for
+    records too is INVALID_REQUEST (Kafka 4.4)."""
+    asked = (req["max_wait_ms"], req["min_bytes"], req["max_bytes"], req["max_records"])
+    return bool(req.get("is_renew_ack", False)) and any(int(v) for v in asked)
 
 
 def _drop_quiet(answer: _Answer, acked: set[Key]) -> None:

@@ -11,8 +11,11 @@ ShareAcknowledge handlers call it. Rules:
   A new leader epoch reads the state again. Persister errors answer the partition as
   Kafka's SharePartition maps them: FENCED_LEADER_EPOCH as
   NOT_LEADER_OR_FOLLOWER, the coordinator errors as COORDINATOR_NOT_AVAILABLE,
-  GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION (the group coordinator has not initialised
-  the state yet) and FENCED_STATE_EPOCH as they are, any other as UNKNOWN_SERVER_ERROR.
+  GROUP_ID_NOT_FOUND and FENCED_STATE_EPOCH as they are, any other as UNKNOWN_SERVER_ERROR
+  (also a state never initialised, UNKNOWN_TOPIC_OR_PARTITION from the persister: Kafka 4.4
+  answers such a fetch -1). An acknowledgement loads nothing: for a share partition not
+  loaded here it is UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this
+  topic-partition.", as Kafka 4.4 answers.
 - One operation at a time per share partition (a trio.Lock held across the persister
   write): an acknowledgement, a release or lock timeouts are written (`write_state`) and
   applied only once written (a refused write answers its error and changes nothing; refused
@@ -91,6 +94,8 @@ _STALE = frozenset(
     }
 )
 _SWEEP_MAX_S = 1.0
+#: Kafka's text of UNKNOWN_TOPIC_OR_PARTITION
+_NOT_HOSTED = "This server does not host this topic-partition."
 
 
 @dataclass(frozen=True)
@@ -232,9 +237,11 @@ class SharePartitionManager:
         """Apply `member_id`'s acknowledgements of `part`: (error, message)."""
         key = (group_id, topic_id, part.index)
         async with self._lock(key):
-            sp = await self._load(key, part, settings)
-            if isinstance(sp, ErrorCode):
-                return sp, None
+            sp = self._partitions.get(key)
+            if sp is None or sp.leader_epoch != part.leader_epoch:
+                # not loaded here (no fetch made it, or dropped): Kafka's manager answers so
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _NOT_HOSTED
+            sp.config = settings.partition
             now_ms = self.clock()
             await self._expire(key, sp, now_ms)
             try:
@@ -319,6 +326,8 @@ class SharePartitionManager:
             state = await self.persister.read_state(group_id, topic_id, index, part.leader_epoch)
             if not isinstance(state, PartitionState):
                 self._partitions.pop(key, None)
+                if state is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    return ErrorCode.UNKNOWN  # never initialised: Kafka 4.4 answers -1
                 return _PERSISTER_ERRORS.get(state, ErrorCode.UNKNOWN)
             sp = SharePartition(group_id, topic_id, index, settings.partition)
             end = part.last_stable_offset if settings.read_committed else part.high_watermark

@@ -255,7 +255,12 @@ async def test_delivery_count_limit(call, share, produce) -> None:
 async def test_uninitialised_state_and_unknown_topic(call, share) -> None:
     tid = share.cluster.topic("t").topic_id
     resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0))
-    assert parts_of(resp)[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert parts_of(resp)[0].error_code == ErrorCode.UNKNOWN  # as Kafka 4.4 (-1)
+    resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0, group=""))
+    assert (resp.error_code, parts_of(resp)[0].error_code) == (0, ErrorCode.UNKNOWN)
+    resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0, member="x" * 37))
+    assert resp.error_code == ErrorCode.INVALID_REQUEST
+    assert (await call(FETCH, 1, fetch_body(tid, {}, epoch=0, member="y" * 36))).error_code == 0
     resp = await call(FETCH, 1, fetch_body(uuid.uuid4(), {0: []}, epoch=0, member="m3"))
     assert parts_of(resp)[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
     resp = await call(FETCH, 1, fetch_body(tid, {0: []}, epoch=0, member=""))
@@ -475,3 +480,36 @@ async def test_state_reset_elsewhere_is_read_again(call, share, produce) -> None
     assert share.share_partitions.partition("g", tid, 0).start_offset == 2
     share.share_partitions.forget_group("g")
     assert share.share_partitions.partition("g", tid, 0) is None
+
+
+async def test_acknowledgements_to_a_share_partition_not_loaded(call, share, produce) -> None:
+    """Kafka 4.4: UNKNOWN_TOPIC_OR_PARTITION with its text (the probe of 2026-12-07)."""
+    tid = await init(share, start=0)
+    await call(FETCH, 2, fetch_body(tid, {}, epoch=0))
+    body = fetch_body(tid, {0: [(0, 0, [1])]}, epoch=1)
+    resp = await call(FETCH, 2, body)
+    p = parts_of(resp)[0]
+    assert p.acknowledge_error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert p.acknowledge_error_message == "This server does not host this topic-partition."
+
+
+async def test_renew_acknowledgements(call, share, produce) -> None:
+    tid = await init(share, start=0)
+    produce(share, "t", 0, n=2)
+    await call(FETCH, 2, fetch_body(tid, {0: []}, epoch=0))
+    share.clock.advance(20_000)
+    renew = {**fetch_body(tid, {0: [(0, 1, [4])]}, epoch=1), "is_renew_ack": True}
+    resp = await call(FETCH, 2, renew)  # asks for records too: refused (KIP-1222)
+    assert (resp.error_code, resp.acquisition_lock_timeout_ms) == (ErrorCode.INVALID_REQUEST, 0)
+    zero = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0}
+    resp = await call(FETCH, 2, {**renew, **zero})
+    assert (resp.error_code, parts_of(resp)[0].acknowledge_error_code) == (0, 0)
+    share.clock.advance(20_000)  # 40 s after the acquisition, 20 s after the renewal
+    resp = await call(FETCH, 2, fetch_body(tid, {0: []}, epoch=0, member="m2"))
+    assert acquired(resp) == []  # still locked by m1
+    # without is_renew_ack, RENEW (4) is not an acknowledgement type
+    resp = await call(FETCH, 2, fetch_body(tid, {0: [(0, 1, [4])]}, epoch=2))
+    assert parts_of(resp)[0].acknowledge_error_code == ErrorCode.INVALID_REQUEST
+    # nor in v1
+    resp = await call(FETCH, 1, fetch_body(tid, {0: [(0, 1, [4])]}, epoch=3))
+    assert parts_of(resp)[0].acknowledge_error_code == ErrorCode.INVALID_REQUEST

@@ -29,6 +29,10 @@ pytestmark = pytest.mark.compat
 TIMEOUT_MS = 30_000
 
 
+#: ApiVersions v3+ needs a client software name (INVALID_REQUEST otherwise)
+_SOFTWARE = {"client_software_name": "wirebroker-tests", "client_software_version": "1"}
+
+
 @pytest.fixture(scope="module")
 def java() -> Iterator[Any]:
     if shutil.which("java") is None or shutil.which("javac") is None:
@@ -43,7 +47,7 @@ def java() -> Iterator[Any]:
 @pytest.fixture
 def broker(single_broker: str) -> str:
     with WireClient(single_broker) as client:
-        versions = client._any(ApiKey.API_VERSIONS, 3, {})
+        versions = client._any(ApiKey.API_VERSIONS, 3, _SOFTWARE)
     if not any(k.api_key == ApiKey.SHARE_GROUP_HEARTBEAT for k in versions.api_keys):
         pytest.skip("this broker does not serve ShareGroupHeartbeat (share groups) yet")
     return single_broker

@@ -141,6 +141,7 @@ from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
 from wirebroker.security.connection_rates import ConnectionRates
 from wirebroker.security.quota_manager import ClientQuotas
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
+from wirebroker.share.manager import SharePartitionManager
 from wirebroker.share_coordinator.config import SHARE_STATE_TOPIC
 from wirebroker.share_coordinator.persister import CoordinatorPersister
 from wirebroker.share_coordinator.runtime import ShareCoordinatorRuntime
@@ -354,6 +355,13 @@ class Broker:
         )
         self.group_coordinator.follow_group_configs(self.services.group_configs)
         self.group_coordinator.follow_topics(cluster)
+        self.services.share_partitions = SharePartitionManager(
+            config,
+            self.services.share_persister,
+            self.services.group_configs,
+            clock=clock,
+            wake=self.fetch_waiters.notify,
+        )
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         """The handlers, the Dispatcher, the KafkaServer and the fault control."""
@@ -597,6 +605,8 @@ class Broker:
         if self.config.get_bool("log.cleaner.enable"):
             nursery.start_soon(self._clean_logs)
         nursery.start_soon(self.group_coordinator.run)
+        if self.services.share_partitions is not None:
+            nursery.start_soon(self.services.share_partitions.run)
         nursery.start_soon(self.txn_coordinator.run)
         nursery.start_soon(self.txn_markers.run)
         nursery.start_soon(self.share_coordinator.run)

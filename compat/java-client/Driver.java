@@ -10,8 +10,9 @@
 // Ops (Producers.java, Consumers.java, Admins.java): produce, transactionalProduce, consume,
 // memberStart, memberPoll, memberClose, listTopics, createTopic, createPartitions,
 // describeConfigs, alterConfigs, deleteTopic, listGroups, describeGroup, deleteGroup,
-// offsetForTime, deleteRecords, close; configure (Records.java: extra client settings for one
-// bootstrap, such as security.protocol and sasl.jaas.config, used by tests/integration).
+// offsetForTime, deleteRecords, close; shareConsume (Shares.java, KIP-932); configure
+// (Records.java: extra client settings for one bootstrap, such as security.protocol and
+// sasl.jaas.config, used by tests/integration).
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -63,6 +64,7 @@ public final class Driver {
                 Map.entry("deleteGroup", admins::deleteGroup),
                 Map.entry("offsetForTime", admins::offsetForTime),
                 Map.entry("deleteRecords", admins::deleteRecords),
+                Map.entry("shareConsume", Shares::shareConsume),
                 Map.entry("configure", Records::configure),
                 Map.entry("close", args -> closeAll()));
     }

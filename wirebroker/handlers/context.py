@@ -31,6 +31,7 @@ from wirebroker.security.client_quotas import LocalQuotaConfigs, QuotaConfigs
 from wirebroker.security.quota_manager import ClientQuotas, MutationPermit
 from wirebroker.security.scram_users import LocalScramUsers, ScramUsers
 from wirebroker.security.session import ConnectionSession
+from wirebroker.share.persister import InMemoryPersister, Persister
 
 if TYPE_CHECKING:
     from protocol.headers import RequestHeader
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
     from wirebroker.replication.txn_verify import TxnVerifier
+    from wirebroker.share.manager import SharePartitionManager
     from wirebroker.share_coordinator.offsets_admin import ShareGroups
-    from wirebroker.share_coordinator.persister import CoordinatorPersister
     from wirebroker.share_coordinator.runtime import ShareCoordinatorRuntime
     from wirebroker.txn.runtime import TxnCoordinatorRuntime
 
@@ -88,7 +89,6 @@ class Services:
     #: COORDINATOR_NOT_AVAILABLE), the persister over it, and what the share group offsets
     #: APIs ask the group coordinator about a share group (None: GROUP_ID_NOT_FOUND)
     share_coordinator: ShareCoordinatorRuntime | None = None
-    share_persister: CoordinatorPersister | None = None
     share_groups: ShareGroups | None = None
     #: request, error and byte counters (wirebroker/handlers/stats.py; read by /metrics)
     stats: RequestStats = field(default_factory=RequestStats)
@@ -111,6 +111,12 @@ class Services:
     #: client quota enforcement over `quota_configs.quotas` (security/quota_manager.py; the
     #: Dispatcher records and answers throttle times; the broker builds it over the same store)
     client_quotas: ClientQuotas | None = None
+    #: KIP-932 share-group state (wirebroker.share.persister): in memory until the share
+    #: coordinator's persister replaces it
+    share_persister: Persister = field(default_factory=InMemoryPersister)
+    #: the share partitions ShareFetch / ShareAcknowledge use (wirebroker.share.manager;
+    #: None: they answer COORDINATOR_NOT_AVAILABLE)
+    share_partitions: SharePartitionManager | None = None
 
     def leader_of(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         """The live leader of `topic`-`partition` (None: none, or no such partition)."""

@@ -323,6 +323,10 @@ def _duration_ms(text: str) -> float | None:
     return -ms if m.group("sign") == "-" else ms
 
 
+#: share.auto.offset.reset's by_duration:<duration> in ms (the share partitions resolve it)
+duration_ms = _duration_ms
+
+
 def _invalid(raw: str, name: str, why: str) -> GroupConfigError:
     return GroupConfigError(f"Invalid value {raw} for configuration {name}: {why}")
 

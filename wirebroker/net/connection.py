@@ -188,6 +188,8 @@ class Connection:
                 self._q.scope.cancel()
             if self._reset:
                 _reset_on_close(self.stream)
+            if self.session is not None:
+                self.session.closed()
             await trio.aclose_forcefully(self.stream)
 
     async def _enqueue(self, reply: DispatchReply) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -35,6 +34,7 @@ import trio
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.replication.broker_client import BrokerConnection, BrokerConnectionError
+from wirebroker.share.persister import PartitionState, StateBatch
 from wirebroker.share_coordinator import batches as _batches
 from wirebroker.share_coordinator.core import Outcome, WriteRequest
 from wirebroker.share_coordinator.keys import SharePartitionKey
@@ -55,24 +55,6 @@ _RETRIABLE = frozenset(
     }
 )
 Leader = tuple[int, str, int]
-
-
-@dataclass(frozen=True)
-class StateBatch:
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    state_epoch: int
-    start_offset: int
-    leader_epoch: int
-    batches: tuple[StateBatch, ...]
-    #: read_summary only (ReadShareGroupStateSummary v1; -1: unknown); not in the shared shape
-    delivery_complete_count: int = -1
 
 
 def _state(outcome: Outcome, leader_epoch: int) -> PartitionState:

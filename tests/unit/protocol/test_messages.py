@@ -674,8 +674,13 @@ _KP_CASES = [
 #: Kafka 4.4 (ApiVersions v5, TxnOffsetCommit v6, DeleteGroups v3), compared with Apache
 #: Kafka itself instead (tests/oracle/test_new_versions.py); and the KIP-848 APIs
 #: (ConsumerGroupHeartbeat, ConsumerGroupDescribe v0-1), compared with Kafka field by field
-#: by compat/conformance (`cg-v*`) and tests/oracle/test_consumer_group_answers.py.
+#: by compat/conformance (`cg-v*`) and tests/oracle/test_consumer_group_answers.py; KIP-932's
+#: ShareFetch / ShareAcknowledge v1-2, compared with Kafka by compat/conformance (`share.*`)
+#: and tests/unit/handlers/test_share_fetch.py (Kafka's recorded answers).
 KP_LACKS = {(18, 5), (28, 6), (42, 3), (68, 0), (68, 1), (69, 0), (69, 1)}
+KP_LACKS |= {(78, 1), (78, 2), (79, 1), (79, 2)}
+KP_LACKS |= {(83, 0), (84, 0), (85, 0), (85, 1), (86, 0), (87, 0), (87, 1)}  # share state
+KP_LACKS |= {(90, 0), (90, 1), (91, 0), (92, 0)}  # share group offsets
 
 
 @pytest.fixture(scope="module")

@@ -52,6 +52,10 @@ class OffsetsManager:
     def __init__(self, state: CoordinatorState, rebalancer: Rebalancer) -> None:
         self.state = state
         self.rebalancer = rebalancer
+        #: DeleteGroups of a share group (the core sets `ShareGroupManager.delete_group`)
+        self.share_delete: Callable[[str, Effects], ErrorCode] = lambda _g, _fx: (
+            ErrorCode.GROUP_ID_NOT_FOUND
+        )
 
     # == OffsetCommit ======================================================================
     def commit_offsets(self, now_ms: int, req: CommitRequest) -> Result[CommitResult]:
@@ -257,6 +261,8 @@ class OffsetsManager:
             err = self.state.coordinator_error(gid)
             if err is ErrorCode.NONE and gid in self.state.consumer_groups:
                 err = self._delete_consumer_group(gid, fx)
+            elif err is ErrorCode.NONE and gid in self.state.share_groups:
+                err = self.share_delete(gid, fx)
             elif err is ErrorCode.NONE:
                 group = self.state.groups.get(gid)
                 if group is None or group.is_in(GroupState.DEAD):

@@ -1,0 +1,105 @@
+"""The share groups' part of the group coordinator runtime: what follows a core call
+through the persister (Kafka's GroupCoordinatorService, its share-group part).
+
+No trio here: it awaits only the persister and the runtime's own `call` (one core call, its
+records appended and replicated, its answer). A ShareGroupHeartbeat that recorded
+partitions as initializing is answered once the persister initialized them (state epoch =
+the group epoch, start offset -1) and that was recorded (initialized; on a persister error:
+no longer initializing, and the heartbeat answers that error), as Kafka 4.4's
+`persisterInitialize` does; the next heartbeat assigns them. DeleteGroups deletes an empty
+share group's share states through the persister first (an error there is that group's
+answer, the group stays).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from protocol.errors import ErrorCode
+from wirebroker.group.messages import DeletedGroup, DeleteGroupsResult
+from wirebroker.group.share.messages import (
+    InitializeRequest,
+    ShareHeartbeatRequest,
+    ShareHeartbeatResult,
+)
+
+if TYPE_CHECKING:
+    from wirebroker.group.consumer.messages import TopicLookup
+    from wirebroker.group.coordinator import GroupCoordinatorCore
+    from wirebroker.group.effects import Result
+    from wirebroker.group.share.persister import Persister
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+#: the runtime's `_call`: one core call -> its answer once its records are replicated
+Call = Callable[[Callable[[int], "Result[R]"]], Awaitable[R]]
+
+
+class ShareGroupService:
+    def __init__(self, core: GroupCoordinatorCore, persister: Persister, call: Call) -> None:
+        self.core = core
+        self.persister = persister
+        self._call = call
+
+    async def heartbeat(
+        self, req: ShareHeartbeatRequest, topics: TopicLookup
+    ) -> ShareHeartbeatResult:
+        result: ShareHeartbeatResult = await self._call(
+            lambda now: self.core.share_group_heartbeat(now, req, topics)
+        )
+        init = result.initialize
+        if init is None or result.error is not ErrorCode.NONE:
+            return result
+        error = await self._initialize(init)
+        if error is not ErrorCode.NONE:
+            return ShareHeartbeatResult(error=error)
+        return result
+
+    async def _initialize(self, init: InitializeRequest) -> ErrorCode:
+        error = ErrorCode.NONE
+        for topic_id, value in init.topics.items():
+            for partition in sorted(value.partitions):
+                found = await self.persister.initialize_state(
+                    init.group_id, topic_id, partition, init.group_epoch, -1
+                )
+                if found is not ErrorCode.NONE and error is ErrorCode.NONE:
+                    error = found
+        if error is ErrorCode.NONE:
+            await self._call(lambda now: _answered(self.core.share.initialized(now, init)))
+        else:
+            log.error(
+                "initializing the share state of group %s failed: %s", init.group_id, error.name
+            )
+            await self._call(lambda now: _answered(self.core.share.uninitialized(init)))
+        return error
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
+        """DeleteGroups: each empty share group's share states first, then the groups."""
+        refused: dict[str, ErrorCode] = {}
+        state = self.core.state
+        for gid in dict.fromkeys(group_ids):
+            group = state.share_groups.get(gid)
+            if group is None or group.members or state.coordinator_error(gid) is not ErrorCode.NONE:
+                continue
+            for topic_id, partitions in self.core.share.share_partitions(gid).items():
+                for partition in sorted(partitions):
+                    error = await self.persister.delete_state(gid, topic_id, partition)
+                    if error is not ErrorCode.NONE:
+                        refused.setdefault(gid, error)
+        rest = [g for g in group_ids if g not in refused]
+        result: DeleteGroupsResult = await self._call(
+            lambda now: self.core.delete_groups(now, group_ids=rest)
+        )
+        done = {r.group_id: r for r in result.results}
+        return DeleteGroupsResult(
+            tuple(DeletedGroup(g, refused[g]) if g in refused else done[g] for g in group_ids)
+        )
+
+
+def _answered(result: Result[None]) -> Result[ErrorCode]:
+    out: Result[ErrorCode] = result  # type: ignore[assignment]
+    out.response = ErrorCode.NONE
+    return out

@@ -107,6 +107,7 @@ from wirebroker.faults.control import FaultControl
 from wirebroker.faults.core import FaultRules
 from wirebroker.faults.http import mount as mount_fault_routes
 from wirebroker.group.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime
+from wirebroker.group.share.persister import LocalShareStates
 from wirebroker.handlers.context import Services, wall_clock_ms
 from wirebroker.handlers.dispatcher import Dispatcher
 from wirebroker.handlers.registry import load_handlers
@@ -289,7 +290,9 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.topics, reserve=reserve)
 
     def _build_group_coordinator(self, config: BrokerConfig, clock: Callable[[], int]) -> None:
-        """The group coordinator; it follows the leadership of `__consumer_offsets`."""
+        """The group coordinator; it follows the leadership of `__consumer_offsets`. Share
+        states live in memory until a share coordinator serves them (KIP-932)."""
+        self.share_persister = LocalShareStates()
         self.group_coordinator = GroupCoordinatorRuntime(
             config,
             self.replicas,
@@ -301,6 +304,7 @@ class Broker:
                 else config.get_int("offsets.topic.replication.factor")
             ),
             replication_waiter=self.produce_waiters.wait,
+            share_persister=self.share_persister,
         )
         self.replicas.add_role_listener(self._offsets_leadership)
 
@@ -321,6 +325,7 @@ class Broker:
             cluster=cluster,
             clock=clock,
             group_coordinator=self.group_coordinator,
+            share_persister=self.share_persister,
             produce_waiters=self.produce_waiters,
             txn_verifier=TxnVerifier(
                 cluster,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.dynamic_configs import BrokerConfigUpdates
     from wirebroker.group.runtime import GroupCoordinatorRuntime
+    from wirebroker.group.share.persister import Persister
     from wirebroker.log.log_manager import LogManager
     from wirebroker.metadata.topic_admin import TopicAdmin
     from wirebroker.metadata.view import BrokerNode, ClusterView
@@ -75,6 +76,8 @@ class Services:
     clock: Callable[[], int] = field(default=wall_clock_ms)
     #: The group coordinator (None: group APIs answer COORDINATOR_NOT_AVAILABLE).
     group_coordinator: GroupCoordinatorRuntime | None = None
+    #: KIP-932 share states (the group coordinator initializes and deletes them; None: none)
+    share_persister: Persister | None = None
     #: acks=-1 purgatory (None: see the module doc).
     produce_waiters: ProduceWaiters | None = None
     #: KIP-890 verification of transactional produce (None: not verified).

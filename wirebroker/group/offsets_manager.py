@@ -131,11 +131,15 @@ class OffsetsManager:
             producer_id, lambda g: self.state.partition_for(g) == partition
         ):
             if commit:
-                if group not in self.state.groups and group not in self.state.consumer_groups:
+                if not self._known(group):
                     self.state.groups[group] = ClassicGroup(group)
                 if value.newer_than(self.state.offsets.get(group, topic, p)):
                     self.state.offsets.put(group, topic, p, value)
         return Result()
+
+    def _known(self, group_id: str) -> bool:
+        state = self.state
+        return any(group_id in g for g in (state.groups, state.consumer_groups, state.share_groups))
 
     def has_pending_txn_offset(self, group_id: str, topic: str, partition: int) -> bool:
         return self.state.txn_offsets.has_pending(group_id, topic, partition)
@@ -149,6 +153,8 @@ class OffsetsManager:
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return err
+        if group_id in self.state.share_groups:  # Kafka: "Group g is not a consumer group."
+            return ErrorCode.GROUP_ID_NOT_FOUND
         consumer_group = self.state.consumer_groups.get(group_id)
         if consumer_group is not None:
             return consumer_commit_error(consumer_group, req, transactional=transactional)
@@ -182,6 +188,8 @@ class OffsetsManager:
         the group. Partitions without a commit answer offset -1, leader epoch -1,
         metadata ""."""
         err = self.state.coordinator_error(group_id)
+        if err is ErrorCode.NONE and group_id in self.state.share_groups:
+            err = ErrorCode.GROUP_ID_NOT_FOUND  # Kafka: "Group g is not a consumer group."
         if err is ErrorCode.NONE:
             err = consumer_fetch_error(self.state, group_id, member_id, member_epoch)
         if err is not ErrorCode.NONE:
@@ -221,7 +229,9 @@ class OffsetsManager:
         group = self.state.groups.get(group_id)
         consumer_group = self.state.consumer_groups.get(group_id)
         is_subscribed: Callable[[str], bool]
-        if err is ErrorCode.NONE and consumer_group is not None:
+        if err is ErrorCode.NONE and group_id in self.state.share_groups:
+            err = ErrorCode.GROUP_ID_NOT_FOUND  # Kafka: "Group g is not a consumer group."
+        elif err is ErrorCode.NONE and consumer_group is not None:
             is_subscribed = consumer_group.subscribed_topic_names().__contains__
         elif err is ErrorCode.NONE and (group is None or group.is_in(GroupState.DEAD)):
             err = ErrorCode.GROUP_ID_NOT_FOUND

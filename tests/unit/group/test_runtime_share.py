@@ -24,13 +24,20 @@ class FakePersister(LocalShareStates):
         self.fail_with = ErrorCode.NONE
 
     async def initialize_state(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int, start_offset: int
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        state_epoch: int,
+        start_offset: int,
     ) -> ErrorCode:
         self.calls.append(("init", group_id, topic_id, partition))
         assert start_offset == -1
         if self.fail_with is not ErrorCode.NONE:
             return self.fail_with
-        return await super().initialize_state(group_id, topic_id, partition, state_epoch, start_offset)
+        return await super().initialize_state(
+            group_id, topic_id, partition, state_epoch, start_offset
+        )
 
     async def delete_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ErrorCode:
         self.calls.append(("delete", group_id, topic_id, partition))

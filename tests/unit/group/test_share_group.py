@@ -8,7 +8,7 @@ from protocol.errors import ErrorCode
 from tests.unit.group.sharekit import INTERVAL, SESSION, SKit, T, U, parts
 from wirebroker.group import GroupConfig
 from wirebroker.group.consumer.messages import ConsumerHeartbeatRequest
-from wirebroker.group.messages import JoinRequest
+from wirebroker.group.messages import CommitPartition, CommitRequest, CommitTopic, JoinRequest
 from wirebroker.group.share.model import InitValue
 from wirebroker.group.state import GroupOverrides
 
@@ -310,3 +310,15 @@ def test_list_describe_and_delete() -> None:
     assert deleted.response is not None and deleted.response.results[0].error is ErrorCode.NONE
     assert "sg" not in k.core.state.share_groups and "sg" not in k.core.state.share_states
     assert deleted.records and all(r.value is None for r in deleted.records)
+
+
+def test_offset_apis_refuse_share_groups() -> None:
+    k = SKit()
+    k.hb("m1", 0)
+    commit = CommitRequest("sg", (CommitTopic("t", (CommitPartition(0, 5),)),))
+    result = k.core.commit_offsets(k.now, commit).response
+    assert result is not None and result.errors() == {("t", 0): ErrorCode.GROUP_ID_NOT_FOUND}
+    assert k.core.fetch_offsets(group_id="sg", topics=None).error is ErrorCode.GROUP_ID_NOT_FOUND
+    deleted = k.core.delete_offsets(k.now, group_id="sg", topics=[]).response
+    assert deleted is not None and deleted.error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert "sg" not in k.core.state.groups

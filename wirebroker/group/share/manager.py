@@ -333,6 +333,23 @@ class ShareGroupManager:
                     out[t] = out.get(t, frozenset()) | v.partitions
         return out
 
+    def begin_deletion(self, group_id: str) -> Result[dict[TopicKey, frozenset[int]]]:
+        """Kafka's `shareGroupBuildPartitionDeleteRequest`: the group's initialized and
+        initializing topics are recorded as deleting; the answer is their partitions, whose
+        share states the runtime then deletes through the persister."""
+        fx = Effects()
+        partitions = self.share_partitions(group_id)
+        info = self.states.get(group_id)
+        if info is None or not partitions:
+            return fx.result(partitions)
+        deleting = dict(info.deleting)
+        for values in (info.initialized, info.initializing):
+            deleting.update((t, v.name) for t, v in values.items())
+        updated = StatePartitions(deleting=deleting)
+        self.states[group_id] = updated
+        self.records.state_partitions(fx, group_id, updated)
+        return fx.result(partitions)
+
     # == leaving, fencing, deleting ========================================================
     def _leave(self, req: ShareHeartbeatRequest, fx: Effects) -> ShareHeartbeatResult:
         gid = req.group_id

@@ -6,14 +6,15 @@ records appended and replicated, its answer). A ShareGroupHeartbeat that recorde
 partitions as initializing is answered once the persister initialized them (state epoch =
 the group epoch, start offset -1) and that was recorded (initialized; on a persister error:
 no longer initializing, and the heartbeat answers that error), as Kafka 4.4's
-`persisterInitialize` does; the next heartbeat assigns them. DeleteGroups deletes an empty
-share group's share states through the persister first (an error there is that group's
-answer, the group stays).
+`persisterInitialize` does; the next heartbeat assigns them. DeleteGroups of an empty share
+group records its share states as deleting, deletes them through the persister (an error
+there is that group's answer, the group stays), then deletes the group.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -84,11 +85,9 @@ class ShareGroupService:
             group = state.share_groups.get(gid)
             if group is None or group.members or state.coordinator_error(gid) is not ErrorCode.NONE:
                 continue
-            for topic_id, partitions in self.core.share.share_partitions(gid).items():
-                for partition in sorted(partitions):
-                    error = await self.persister.delete_state(gid, topic_id, partition)
-                    if error is not ErrorCode.NONE:
-                        refused.setdefault(gid, error)
+            error = await self._delete_states(gid)
+            if error is not ErrorCode.NONE:
+                refused[gid] = error
         rest = [g for g in group_ids if g not in refused]
         result: DeleteGroupsResult = await self._call(
             lambda now: self.core.delete_groups(now, group_ids=rest)
@@ -97,6 +96,19 @@ class ShareGroupService:
         return DeleteGroupsResult(
             tuple(DeletedGroup(g, refused[g]) if g in refused else done[g] for g in group_ids)
         )
+
+    async def _delete_states(self, group_id: str) -> ErrorCode:
+        """Record the group's share states as deleting, then delete them (the first error)."""
+        partitions_of: dict[uuid.UUID, frozenset[int]] = await self._call(
+            lambda _now: self.core.share.begin_deletion(group_id)
+        )
+        first = ErrorCode.NONE
+        for topic_id, partitions in partitions_of.items():
+            for partition in sorted(partitions):
+                error = await self.persister.delete_state(group_id, topic_id, partition)
+                if error is not ErrorCode.NONE and first is ErrorCode.NONE:
+                    first = error
+        return first
 
 
 def _answered(result: Result[None]) -> Result[ErrorCode]:

@@ -4,6 +4,8 @@ group types, listing, describing, deleting."""
 
 from __future__ import annotations
 
+import uuid
+
 from protocol.errors import ErrorCode
 from tests.unit.group.sharekit import INTERVAL, SESSION, SKit, T, U, parts
 from wirebroker.group import GroupConfig
@@ -322,3 +324,32 @@ def test_offset_apis_refuse_share_groups() -> None:
     deleted = k.core.delete_offsets(k.now, group_id="sg", topics=[]).response
     assert deleted is not None and deleted.error is ErrorCode.GROUP_ID_NOT_FOUND
     assert "sg" not in k.core.state.groups
+
+
+def test_new_partitions_are_initialized_then_assigned() -> None:
+    k = SKit()
+    k.joined("m1")
+    k.topics["t"] = (T, 6)
+    k.tick(INTERVAL)
+    grown = k.hb("m1", 2)  # the metadata moved: a new epoch, partitions 4 and 5 initialized
+    assert grown.member_epoch == 3 and grown.assignment is None
+    assert k.initialized[-2:] == [("sg", T, 4, 3), ("sg", T, 5, 3)]
+    k.tick(INTERVAL)
+    assert parts(k.hb("m1", 3)) == set(range(6))
+
+
+def test_a_topic_created_later_is_picked_up() -> None:
+    k = SKit()
+    joined = k.hb("m1", 0, topics=("t", "later"))
+    assert joined.initialize is not None and set(joined.initialize.topics) == {T}
+    k.topics["later"] = (uuid.UUID(int=7), 1)
+    k.tick(INTERVAL)
+    answer = k.hb("m1", 1)
+    assert answer.initialize is not None and set(answer.initialize.topics) == {uuid.UUID(int=7)}
+
+
+def test_the_assignment_interval_follows_the_group_config() -> None:
+    k = SKit()
+    k.core.set_group_configs("sg", GroupOverrides(share_assignment_interval_ms=0))
+    k.hb("m1", 0)
+    assert parts(k.hb("m1", 1)) == ALL  # no wait for the interval

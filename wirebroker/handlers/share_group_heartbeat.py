@@ -1,9 +1,10 @@
 """ShareGroupHeartbeat (API key 76, KIP-932): serves v1, as Kafka 4.4.
 
 The request becomes a `ShareHeartbeatRequest` (the client names its member id: an empty one
-is INVALID_REQUEST); `GroupCoordinatorRuntime.share_group_heartbeat` answers once its
-`__consumer_offsets` records are replicated and the share states it started initializing
-are initialized (`wirebroker.group.share.service`). Subscribed topic names are looked up in
+is INVALID_REQUEST without a text, answered first, as Kafka 4.4's KafkaApis does);
+`GroupCoordinatorRuntime.share_group_heartbeat` answers once its `__consumer_offsets` records
+are replicated and the share states it started initializing are initialized
+(`wirebroker.group.share.service`). Subscribed topic names are looked up in
 the cluster view (id, partition count). The assignment is sent on a join, a full request
 (subscribed topic names sent) or a changed assignment, as Kafka. An error answer carries
 Kafka's text, no member id and epoch 0.
@@ -70,6 +71,8 @@ def heartbeat_request(
 async def handle(
     ctx: RequestContext, req: wire.ShareGroupHeartbeatRequest
 ) -> wire.ShareGroupHeartbeatResponse:
+    if not req.get("member_id"):  # Kafka 4.4's KafkaApis: before anything else, no text
+        return heartbeat_response(ShareHeartbeatResult(ErrorCode.INVALID_REQUEST))
     coordinator = ctx.services.group_coordinator
     if coordinator is None:
         return heartbeat_response(ShareHeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))

@@ -39,22 +39,22 @@ def test_share_group_survives_a_restart(tmp_path: Path) -> None:
         w.ensure_offsets_topic()
         w.create_topic("t", 4)
         first = _hb(w, "m1", 0, ["t"])
-        assert (first.member_epoch, first.heartbeat_interval_ms) == (1, 5000)
+        assert (first.member_epoch, first.heartbeat_interval_ms) == (2, 5000)
         assert first.assignment.topic_partitions == []  # initialized meanwhile
-        second = _hb(w, "m1", 1)
-        assert (second.member_epoch, _parts(second)) == (2, {0, 1, 2, 3})
+        second = _hb(w, "m1", 2)
+        assert (second.member_epoch, _parts(second)) == (3, {0, 1, 2, 3})
     with running(data_dir=tmp_path, overrides=OVERRIDES) as broker, Wire(broker.bootstrap) as w:
         w.ensure_offsets_topic()
-        again = _hb(w, "m1", 2)
-        assert (again.member_epoch, again.assignment) == (2, None)  # nothing changed
+        again = _hb(w, "m1", 3)
+        assert (again.member_epoch, again.assignment) == (3, None)  # nothing changed
         joined = _hb(w, "m2", 0, ["t"])
-        back = _hb(w, "m1", 2)
-        assert joined.member_epoch == back.member_epoch == 3
+        back = _hb(w, "m1", 3)
+        assert joined.member_epoch == back.member_epoch == 4
         assert len(_parts(joined)) == len(_parts(back)) == 2
         assert _parts(joined) | _parts(back) == {0, 1, 2, 3}
         body = {"group_ids": ["sg"], "include_authorized_operations": False}
         [described] = w.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, body).groups
-        assert (described.group_state, described.group_epoch) == ("Stable", 3)
+        assert (described.group_state, described.group_epoch) == ("Stable", 4)
         assert sorted(m.member_id for m in described.members) == ["m1", "m2"]
         listed = w.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
         assert [(g.group_id, g.group_type) for g in listed.groups] == [("sg", "share")]

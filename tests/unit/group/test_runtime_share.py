@@ -68,18 +68,18 @@ async def test_heartbeat_initializes_through_the_persister_then_assigns(
         node.create_topic("t", 2)
         topic_id = node.topics.get("t").topic_id
         first = await _hb(node, "m1", 0, subscribed_topic_names=("t",))
-        assert (first.error, first.member_epoch, first.assignment) == (ErrorCode.NONE, 1, {})
+        assert (first.error, first.member_epoch, first.assignment) == (ErrorCode.NONE, 2, {})
         assert persister.calls == [("init", "sg", topic_id, 0), ("init", "sg", topic_id, 1)]
         assert set(persister.states) == {("sg", topic_id, 0), ("sg", topic_id, 1)}
         await trio.sleep(1)  # the assignment interval (MockClock)
-        second = await _hb(node, "m1", 1)
-        assert (second.member_epoch, second.assignment) == (2, {topic_id: frozenset({0, 1})})
+        second = await _hb(node, "m1", 2)
+        assert (second.member_epoch, second.assignment) == (3, {topic_id: frozenset({0, 1})})
     # a restart loads the group back from __consumer_offsets
     async with running(tmp_path, {"share_persister": persister}) as node:
-        again = await _hb(node, "m1", 2)
-        assert (again.error, again.member_epoch, again.assignment) == (ErrorCode.NONE, 2, None)
+        again = await _hb(node, "m1", 3)
+        assert (again.error, again.member_epoch, again.assignment) == (ErrorCode.NONE, 3, None)
         [described] = node.runtime.share_group_describe(["sg"])
-        assert (described.state, described.group_epoch) == ("Stable", 2)
+        assert (described.state, described.group_epoch) == ("Stable", 3)
         assert (await _hb(node, "m1", -1)).error is ErrorCode.NONE
         persister.calls.clear()
         deleted = await node.runtime.delete_groups(["sg"])
@@ -88,19 +88,21 @@ async def test_heartbeat_initializes_through_the_persister_then_assigns(
         assert persister.states == {}
 
 
-async def test_a_persister_error_is_the_heartbeat_answer(
+async def test_a_persister_error_is_logged_and_retried(
     tmp_path: Path, autojump_clock: object
 ) -> None:
+    """As Kafka 4.4: the heartbeat's answer is unchanged, the partitions are no longer
+    initializing, and the next heartbeat asks again."""
     persister = FakePersister()
     persister.fail_with = ErrorCode.COORDINATOR_NOT_AVAILABLE
     async with running(tmp_path, {"share_persister": persister}) as node:
         node.create_topic("t", 1)
-        failed = await _hb(node, "m1", 0, subscribed_topic_names=("t",))
-        assert failed.error is ErrorCode.COORDINATOR_NOT_AVAILABLE
-        assert failed.member_id is None
+        joined = await _hb(node, "m1", 0, subscribed_topic_names=("t",))
+        assert (joined.error, joined.member_epoch, joined.assignment) == (ErrorCode.NONE, 2, {})
         state = node.runtime.core.state.share_states["sg"]
         assert state.initializing == {} and state.initialized == {}
         persister.fail_with = ErrorCode.NONE
-        retried = await _hb(node, "m1", 1)  # the member joined: asked again at once
+        retried = await _hb(node, "m1", 2)
         assert retried.error is ErrorCode.NONE
         assert len([c for c in persister.calls if c[0] == "init"]) == 2
+        assert node.runtime.core.state.share_states["sg"].initialized != {}

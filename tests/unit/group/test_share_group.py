@@ -20,43 +20,43 @@ ALL = {0, 1, 2, 3}
 def test_join_initializes_the_share_state_then_assigns() -> None:
     k = SKit()
     first = k.hb("m1", 0)
-    assert (first.error, first.member_id, first.member_epoch) == (ErrorCode.NONE, "m1", 1)
+    assert (first.error, first.member_id, first.member_epoch) == (ErrorCode.NONE, "m1", 2)
     assert first.heartbeat_interval_ms == 5_000
     assert first.assignment == {}  # nothing initialized yet: nothing to assign
     assert first.initialize is not None
-    assert first.initialize.group_epoch == 1
-    assert k.initialized == [("sg", T, p, 1) for p in range(4)]
+    assert first.initialize.group_epoch == 2
+    assert k.initialized == [("sg", T, p, 2) for p in range(4)]
     state = k.core.state.share_states["sg"]
     assert state.initialized == {T: InitValue("t", frozenset(ALL), k.now)}
     assert state.initializing == {}
     # the next heartbeat (after the assignment interval) moves the epoch and assigns them
     k.tick(INTERVAL)
-    second = k.hb("m1", 1)
-    assert second.member_epoch == 2
+    second = k.hb("m1", 2)
+    assert second.member_epoch == 3
     assert parts(second) == ALL
     assert second.initialize is None
     # a steady heartbeat changes nothing and sends no assignment
-    third = k.hb("m1", 2)
-    assert (third.member_epoch, third.assignment) == (2, None)
+    third = k.hb("m1", 3)
+    assert (third.member_epoch, third.assignment) == (3, None)
 
 
 def test_initialization_waits_for_the_assignment_interval() -> None:
     k = SKit()
     k.hb("m1", 0)
-    too_soon = k.hb("m1", 1)
-    assert (too_soon.member_epoch, too_soon.assignment) == (1, None)
-    assert k.group().group_epoch == 2  # moved, but assigned after the interval
+    too_soon = k.hb("m1", 2)
+    assert (too_soon.member_epoch, too_soon.assignment) == (2, None)
+    assert k.group().group_epoch == 3  # moved, but assigned after the interval
     k.tick(INTERVAL)
-    assert parts(k.hb("m1", 1)) == ALL
+    assert parts(k.hb("m1", 2)) == ALL
 
 
 def test_a_pending_initialization_is_not_asked_again_until_the_retry_interval() -> None:
     k = SKit()
     k.hb("m1", 0, init=False)  # the persister has not answered
     assert k.core.state.share_states["sg"].initializing[T].partitions == frozenset(ALL)
-    assert k.hb("m1", 1, init=False).initialize is None
+    assert k.hb("m1", 2, init=False).initialize is None
     k.tick(30_000)
-    again = k.hb("m1", 1, init=False)
+    again = k.hb("m1", 2, init=False)
     assert again.initialize is not None
     assert again.initialize.topics[T].partitions == frozenset(ALL)
 
@@ -68,7 +68,7 @@ def test_a_persister_failure_uninitializes() -> None:
     k.records.extend(k.core.share.uninitialized(request).records)
     state = k.core.state.share_states["sg"]
     assert state.initializing == {} and state.initialized == {}
-    assert k.hb("m1", 1, init=False).initialize is not None  # asked again at once
+    assert k.hb("m1", 2, init=False).initialize is not None  # asked again at once
 
 
 def test_two_members_share_the_partitions_evenly() -> None:
@@ -76,8 +76,8 @@ def test_two_members_share_the_partitions_evenly() -> None:
     k.joined("m1")
     k.tick(INTERVAL)
     b = k.hb("m2", 0)
-    a = k.hb("m1", 2)  # m1 at the new epoch: half of the partitions
-    assert a.member_epoch == b.member_epoch == 3
+    a = k.hb("m1", 3)  # m1 at the new epoch: half of the partitions
+    assert a.member_epoch == b.member_epoch == 4
     assert len(parts(a)) == len(parts(b)) == 2
     assert parts(a) | parts(b) == ALL
 
@@ -123,13 +123,13 @@ def test_leave_moves_the_epoch_and_the_others_take_over() -> None:
     k.joined("m1")
     k.tick(INTERVAL)
     k.hb("m2", 0)
-    k.hb("m1", 2)
+    k.hb("m1", 3)
     left = k.hb("m2", -1)
     assert (left.error, left.member_id, left.member_epoch) == (ErrorCode.NONE, "m2", -1)
     assert set(k.group().members) == {"m1"}
-    assert k.group().group_epoch == 4
+    assert k.group().group_epoch == 5
     k.tick(INTERVAL)
-    back = k.hb("m1", 3)  # the initialized partitions m2 held are unassigned: epoch 5
+    back = k.hb("m1", 4)  # the assignment at the leave's epoch gives m1 everything
     assert (back.member_epoch, parts(back)) == (5, ALL)
 
 
@@ -143,7 +143,7 @@ def test_a_silent_member_is_fenced_after_the_session_timeout() -> None:
     k.tick(INTERVAL + 1)
     assert set(k.group().members) == {"m2"}
     assert k.group().group_epoch == epoch + 1
-    stale = k.hb("m1", 2)
+    stale = k.hb("m1", 3)
     assert stale.error is ErrorCode.UNKNOWN_MEMBER_ID
     assert stale.error_message == "Member m1 is not a member of group sg."
 
@@ -162,19 +162,19 @@ def test_session_timeout_and_interval_follow_the_group_configs() -> None:
 
 def test_fencing_by_epoch() -> None:
     k = SKit()
-    k.joined("m1")  # epoch 2, previous 1
-    greater = k.hb("m1", 3)
+    k.joined("m1")  # epoch 3, previous 2
+    greater = k.hb("m1", 4)
     assert greater.error is ErrorCode.FENCED_MEMBER_EPOCH
     assert greater.error_message == (
-        "The share group member has a greater member epoch (3) than the one known by the "
-        "group coordinator (2). The member must abandon all its partitions and rejoin."
+        "The share group member has a greater member epoch (4) than the one known by the "
+        "group coordinator (3). The member must abandon all its partitions and rejoin."
     )
-    assert k.hb("m1", 1).error is ErrorCode.NONE  # its previous epoch: a lost answer
+    assert k.hb("m1", 2).error is ErrorCode.NONE  # its previous epoch: a lost answer
     smaller = k.hb("m1", 0, topics=("t",))  # a rejoin is accepted at any epoch
     assert smaller.error is ErrorCode.NONE
     k.hb("m2", 0)
     k.tick(INTERVAL)
-    k.hb("m1", 2)
+    k.hb("m1", 3)
     k.tick(INTERVAL)
     k.hb("m2", 0, topics=("u",))
     k.hb("m1", k.group().members["m1"].member_epoch)
@@ -210,7 +210,7 @@ def test_request_checks() -> None:
 
 def test_unknown_groups_and_members() -> None:
     k = SKit()
-    hb = k.hb("m1", 3)
+    hb = k.hb("m1", 4)
     assert (hb.error, hb.error_message) == (
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Share group sg not found.",
@@ -285,15 +285,15 @@ def test_list_describe_and_delete() -> None:
     [d] = k.core.share_group_describe(["sg"])
     assert (d.state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (
         "Stable",
-        2,
-        2,
+        3,
+        3,
         "simple",
     )
     [m] = d.members
     assert (m.member_id, m.rack_id, m.member_epoch, m.client_id, m.client_host) == (
         "m1",
         "r1",
-        2,
+        3,
         "cli",
         "/127.0.0.1",
     )
@@ -331,11 +331,11 @@ def test_new_partitions_are_initialized_then_assigned() -> None:
     k.joined("m1")
     k.topics["t"] = (T, 6)
     k.tick(INTERVAL)
-    grown = k.hb("m1", 2)  # the metadata moved: a new epoch, partitions 4 and 5 initialized
-    assert grown.member_epoch == 3 and grown.assignment is None
-    assert k.initialized[-2:] == [("sg", T, 4, 3), ("sg", T, 5, 3)]
+    grown = k.hb("m1", 3)  # the metadata moved: a new epoch, partitions 4 and 5 initialized
+    assert grown.member_epoch == 4 and grown.assignment is None
+    assert k.initialized[-2:] == [("sg", T, 4, 4), ("sg", T, 5, 4)]
     k.tick(INTERVAL)
-    assert parts(k.hb("m1", 3)) == set(range(6))
+    assert parts(k.hb("m1", 4)) == set(range(6))
 
 
 def test_a_topic_created_later_is_picked_up() -> None:
@@ -344,7 +344,7 @@ def test_a_topic_created_later_is_picked_up() -> None:
     assert joined.initialize is not None and set(joined.initialize.topics) == {T}
     k.topics["later"] = (uuid.UUID(int=7), 1)
     k.tick(INTERVAL)
-    answer = k.hb("m1", 1)
+    answer = k.hb("m1", 2)
     assert answer.initialize is not None and set(answer.initialize.topics) == {uuid.UUID(int=7)}
 
 
@@ -352,4 +352,4 @@ def test_the_assignment_interval_follows_the_group_config() -> None:
     k = SKit()
     k.core.set_group_configs("sg", GroupOverrides(share_assignment_interval_ms=0))
     k.hb("m1", 0)
-    assert parts(k.hb("m1", 1)) == ALL  # no wait for the interval
+    assert parts(k.hb("m1", 2)) == ALL  # no wait for the interval

@@ -167,5 +167,5 @@ def test_initializing_partitions_are_retried_after_a_reload() -> None:
     k.hb("m1", 0, init=False)
     k.core = _reload(k)
     assert k.core.state.share_states["sg"].initializing[T] == InitValue("t", ALL)
-    again = k.hb("m1", 1, init=False)
+    again = k.hb("m1", 2, init=False)
     assert again.initialize is not None and again.initialize.topics[T].partitions == ALL

@@ -8,7 +8,8 @@ own checks, then by member epoch:
     >0   heartbeat: the member must exist (UNKNOWN_MEMBER_ID) at this epoch or its previous
          one, else FENCED_MEMBER_EPOCH
     -1   leave: the member is removed, the group epoch moves
-The group epoch moves (a new group from 0 to 1) when a member's subscription changes, when
+A new group is at epoch 1 (Kafka 4.4), so its first member joins at 2. The group epoch moves
+when a member's subscription changes, when
 the subscribed topics' metadata changes (looked up at each heartbeat), when partitions whose
 share state was initialized since are not in the target assignment yet, and when a member
 leaves or is fenced. When the group epoch is above the assignment epoch, a new target is
@@ -18,7 +19,8 @@ target at the assignment epoch at its next heartbeat (no revocation step). Subsc
 partitions whose share state is not initialized (or whose initialization started more than
 `group.share.initialize.retry.interval.ms` ago) are recorded as initializing and handed back
 in the result (`initialize`): the runtime initializes them through the persister, then
-`initialized` (or `uninitialized`, on a persister error) records the outcome.
+`initialized` (or `uninitialized`, on a persister error) records the outcome. (The check for
+initialized partitions not assigned yet is made only while the assignment is current.)
 Timers: each member's session (share.session.timeout.ms, renewed by each heartbeat).
 """
 
@@ -119,7 +121,7 @@ class ShareGroupManager:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group.")
         if not create:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {gid} not found.")
-        group = ShareGroup(gid)
+        group = ShareGroup(gid, group_epoch=1)  # Kafka 4.4: a new group is at epoch 1
         self.groups[gid] = group
         return group
 
@@ -171,7 +173,8 @@ class ShareGroupManager:
             group.members[updated.member_id] = updated
             self.records.member(fx, gid, updated)
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
-        bump = bump or self._initialized_assignment_pending(group)
+        if group.assignment_epoch >= group.group_epoch:  # Kafka 4.4 asks only then
+            bump = bump or self._initialized_assignment_pending(group)
         metadata = group.metadata = _metadata(group, topics)
         digest = metadata_hash(metadata)
         if bump or digest != group.metadata_hash:

@@ -4,9 +4,11 @@ through the persister (Kafka's GroupCoordinatorService, its share-group part).
 No trio here: it awaits only the persister and the runtime's own `call` (one core call, its
 records appended and replicated, its answer). A ShareGroupHeartbeat that recorded
 partitions as initializing is answered once the persister initialized them (state epoch =
-the group epoch, start offset -1) and that was recorded (initialized; on a persister error:
-no longer initializing, and the heartbeat answers that error), as Kafka 4.4's
-`persisterInitialize` does; the next heartbeat assigns them. DeleteGroups of an empty share
+the group epoch, start offset -1) and that was recorded as initialized; a persister error
+takes them out of initializing again and is logged, the heartbeat's answer unchanged, as
+Kafka 4.4's `persisterInitialize` (Kafka 4.4 answers the heartbeat first and initializes
+from a timer task; here the answer waits for it, so the next heartbeat always finds the
+partitions initialized). The next heartbeat assigns them. DeleteGroups of an empty share
 group records its share states as deleting, deletes them through the persister (an error
 there is that group's answer, the group stays), then deletes the group.
 """
@@ -54,9 +56,7 @@ class ShareGroupService:
         init = result.initialize
         if init is None or result.error is not ErrorCode.NONE:
             return result
-        error = await self._initialize(init)
-        if error is not ErrorCode.NONE:
-            return ShareHeartbeatResult(error=error)
+        await self._initialize(init)  # a persister error is logged, not answered (Kafka 4.4)
         return result
 
     async def _initialize(self, init: InitializeRequest) -> ErrorCode:

@@ -220,4 +220,24 @@ def test_group_types_do_not_mix(wire: Wire, unique: Callable[[str], str]) -> Non
         E.GROUP_ID_NOT_FOUND,
         f"Group {other} is not a share group.",
     )
+    refused = wire.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [g]})
+    assert [r.error_code for r in refused.results] == [E.NON_EMPTY_GROUP]
+    for version in (8, 9):  # GROUP_ID_NOT_FOUND before v9 too (not ILLEGAL_GENERATION)
+        part = {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1}
+        body = {
+            "group_id": g,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [{"name": t, "partitions": [{**part, "committed_metadata": ""}]}],
+        }
+        answer = wire.call(ApiKey.OFFSET_COMMIT, version, body)
+        assert [p.error_code for x in answer.topics for p in x.partitions] == [69], version
+    fetch = {"groups": [{"group_id": g, "topics": None}], "require_stable": False}
+    [fetched] = wire.call(ApiKey.OFFSET_FETCH, 8, fetch).groups
+    assert (fetched.error_code, list(fetched.topics)) == (0, [])
+    delete = {"group_id": g, "topics": [{"name": t, "partitions": [{"partition_index": 0}]}]}
+    assert wire.call(ApiKey.OFFSET_DELETE, 0, delete).error_code == E.GROUP_ID_NOT_FOUND
     assert _hb(wire, g, "m1", -1).error_code == 0
+    empty = _describe(wire, g)  # the last member out moves the assignment epoch along
+    assert (empty.group_state, empty.assignment_epoch) == ("Empty", empty.group_epoch)

@@ -188,8 +188,6 @@ class OffsetsManager:
         the group. Partitions without a commit answer offset -1, leader epoch -1,
         metadata ""."""
         err = self.state.coordinator_error(group_id)
-        if err is ErrorCode.NONE and group_id in self.state.share_groups:
-            err = ErrorCode.GROUP_ID_NOT_FOUND  # Kafka: "Group g is not a consumer group."
         if err is ErrorCode.NONE:
             err = consumer_fetch_error(self.state, group_id, member_id, member_epoch)
         if err is not ErrorCode.NONE:

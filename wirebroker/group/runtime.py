@@ -362,6 +362,9 @@ class GroupCoordinatorRuntime:
     def share_group_describe(self, group_ids: Sequence[str]) -> list[DescribedShareGroup]:
         return self.core.share_group_describe(group_ids)
 
+    def is_share_group(self, group_id: str) -> bool:
+        return group_id in self.core.state.share_groups
+
     async def consumer_group_heartbeat(
         self, req: ConsumerHeartbeatRequest, topics: TopicLookup, topic_names: TopicNames
     ) -> ConsumerHeartbeatResult:

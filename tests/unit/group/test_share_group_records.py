@@ -103,7 +103,9 @@ def test_what_a_join_writes() -> None:
         (sr.TARGET_MEMBER, "m1", True),
         (sr.MEMBER_METADATA, "m1", True),
         (sr.GROUP_METADATA, None, False),
+        (sr.TARGET_METADATA, None, False),  # the last one out: the assignment epoch follows
     ]
+    assert (k.group().group_epoch, k.group().assignment_epoch) == (3, 3)
 
 
 def _reload(kit: SKit) -> GroupCoordinatorCore:

@@ -370,7 +370,8 @@ class ShareGroupManager:
 
     def remove_member(self, group: ShareGroup, member_id: str, fx: Effects) -> None:
         """Kafka's `shareGroupFenceMember`: tombstones, then the group epoch moves (the others
-        get their new target at their next heartbeat)."""
+        get their new target at their next heartbeat; the last member's leaving moves the
+        assignment epoch too)."""
         gid = group.group_id
         del group.members[member_id]
         group.target.pop(member_id, None)
@@ -381,6 +382,10 @@ class ShareGroupManager:
         group.metadata_hash = metadata_hash(group.metadata)
         group.group_epoch += 1
         self.records.group_epoch(fx, group)
+        if not group.members:  # Kafka 4.4: the last one out brings the assignment epoch along
+            group.assignment_epoch = group.group_epoch
+            group.assignment_timestamp_ms = 0
+            self.records.target(fx, group, ())
 
     def delete_group(self, group_id: str, fx: Effects) -> ErrorCode:
         """DeleteGroups of a share group: refused while it has members; else its records'

@@ -241,3 +241,49 @@ def test_group_types_do_not_mix(wire: Wire, unique: Callable[[str], str]) -> Non
     assert _hb(wire, g, "m1", -1).error_code == 0
     empty = _describe(wire, g)  # the last member out moves the assignment epoch along
     assert (empty.group_state, empty.assignment_epoch) == ("Empty", empty.group_epoch)
+
+
+def test_the_simple_assignor_as_kafka(wire: Wire, unique: Callable[[str], str]) -> None:
+    """Members of different topics: balanced topic by topic, the same partitions as Kafka's."""
+    g, t, u = unique("sgd"), unique("sgd-t"), unique("sgd-u")
+    wire.create_topic(t, 4)
+    wire.create_topic(u, 2)
+    _no_assignment_interval(wire, g)
+    names: dict[Any, str] = {}
+
+    def parts(answer: Any) -> dict[str, list[int]]:
+        assert answer.error_code == 0, answer
+        if answer.assignment is None:
+            return {}
+        return {
+            names[tp.topic_id]: sorted(tp.partitions) for tp in answer.assignment.topic_partitions
+        }
+
+    epochs: dict[str, int] = {}
+
+    def hb(member: str, topics: list[str] | None = None) -> Any:
+        answer = _hb(wire, g, member, epochs.get(member, 0), subscribed_topic_names=topics)
+        epochs[member] = answer.member_epoch
+        return answer
+
+    first = hb("m1", [t])
+    assert list(first.assignment.topic_partitions) == []
+    hb("m2", [u])
+
+    def both_assigned() -> bool:
+        for m in ("m1", "m2"):
+            hb(m)
+        members = _describe(wire, g).members
+        return len(members) == 2 and all(m.assignment.topic_partitions for m in members)
+
+    _until("m1 and m2 assigned", both_assigned)
+    for m in _describe(wire, g).members:
+        names.update({a.topic_id: a.topic_name for a in m.assignment.topic_partitions})
+    third = hb("m3", [t, u])
+    assert parts(third) == {t: [0, 1], u: [0]}
+    assert parts(hb("m1")) == {t: [2, 3]}
+    assert parts(hb("m2")) == {u: [1]}
+    for m in ("m1", "m2", "m3"):
+        assert hb(m).error_code == 0
+    for m in ("m1", "m2", "m3"):
+        assert _hb(wire, g, m, -1).error_code == 0

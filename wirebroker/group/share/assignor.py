@@ -14,9 +14,11 @@ short of the desired sharing to members short of their count, round robin (a mem
 gets the same partition twice; a partition nobody can take stays short).
 All members subscribed to the same topics (homogeneous): one balance over every partition of
 those topics; otherwise (heterogeneous) one balance per topic among the members subscribed
-to it. Members are taken in member-id order and partitions in (topic id, partition) order, so
-the result is deterministic; Kafka iterates Java hash maps, so which member gets which
-partition may differ from Kafka's choice, never the balance.
+to it. Members are taken in member-id order and partitions in (topic id, partition) order
+(a member above its count gives up its lowest partitions first), so the result is
+deterministic; Kafka iterates Java hash maps, so which member gets which partition may differ
+from Kafka's choice in some cases (the cases of tests/oracle/test_share_group_answers.py give
+Kafka's), never the balance.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def _balance(
             holders.remove(m)
             by_member[m].discard(tp)
     for m in members:  # members holding too much
-        for tp in sorted(by_member[m], reverse=True):
+        for tp in sorted(by_member[m]):  # the first ones go, as Kafka's set iteration
             if len(by_member[m]) <= desired[m]:
                 break
             by_member[m].discard(tp)

@@ -145,6 +145,7 @@ from wirebroker.share.manager import SharePartitionManager
 from wirebroker.share_coordinator.config import SHARE_STATE_TOPIC
 from wirebroker.share_coordinator.persister import CoordinatorPersister
 from wirebroker.share_coordinator.runtime import ShareCoordinatorRuntime
+from wirebroker.share_coordinator.share_groups import CoordinatorShareGroups
 from wirebroker.txn.markers import MarkerSender
 from wirebroker.txn.partitioning import partition_for as txn_partition_for
 from wirebroker.txn.runtime import TXN_TOPIC, TxnCoordinatorRuntime
@@ -227,11 +228,11 @@ class Broker:
         self._build_storage(config)
         cluster = self._build_cluster(config, clock)
         self._build_waiters(config, clock)
-        self._build_group_coordinator(config, clock)
-        self._build_txn_coordinator(config, clock, cluster)
         self.share_coordinator, self.share_persister = _share_coordinator(
             self, config, clock, cluster
         )
+        self._build_group_coordinator(config, clock)
+        self._build_txn_coordinator(config, clock, cluster)
         self._build_services(config, clock, cluster)
         _sasl_asks_scram_users(self.endpoints, self.services.scram_users)
         self._build_server(config, clock, grace_s)
@@ -297,7 +298,8 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.topics, reserve=reserve)
 
     def _build_group_coordinator(self, config: BrokerConfig, clock: Callable[[], int]) -> None:
-        """The group coordinator; it follows the leadership of `__consumer_offsets`."""
+        """The group coordinator; it follows the leadership of `__consumer_offsets`. It
+        initializes and deletes share states through the share coordinator's persister."""
         self.group_coordinator = GroupCoordinatorRuntime(
             config,
             self.replicas,
@@ -309,6 +311,7 @@ class Broker:
                 else config.get_int("offsets.topic.replication.factor")
             ),
             replication_waiter=self.produce_waiters.wait,
+            share_persister=self.share_persister,
         )
         self.replicas.add_role_listener(self._offsets_leadership)
 
@@ -355,13 +358,7 @@ class Broker:
         )
         self.group_coordinator.follow_group_configs(self.services.group_configs)
         self.group_coordinator.follow_topics(cluster)
-        self.services.share_partitions = SharePartitionManager(
-            config,
-            self.services.share_persister,
-            self.services.group_configs,
-            clock=clock,
-            wake=self.fetch_waiters.notify,
-        )
+        _share_services(self, config, clock, cluster)
 
     def _build_server(self, config: BrokerConfig, clock: Callable[[], int], grace_s: float) -> None:
         """The handlers, the Dispatcher, the KafkaServer and the fault control."""
@@ -695,6 +692,24 @@ async def _set_when_cancelled(event: trio.Event) -> None:
         await trio.sleep_forever()
     finally:
         event.set()
+
+
+def _share_services(
+    broker: Broker, config: BrokerConfig, clock: Callable[[], int], cluster: ClusterView
+) -> None:
+    """KIP-932 in `Services`: the group coordinator's share groups for the share group
+    offsets APIs, and the share partitions ShareFetch / ShareAcknowledge use."""
+    services = broker.services
+    services.share_groups = CoordinatorShareGroups(
+        broker.group_coordinator, lambda t: getattr(cluster.topic_by_id(t), "name", None)
+    )
+    services.share_partitions = SharePartitionManager(
+        config,
+        services.share_persister,
+        services.group_configs,
+        clock=clock,
+        wake=broker.fetch_waiters.notify,
+    )
 
 
 def _share_coordinator(

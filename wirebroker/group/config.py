@@ -14,6 +14,11 @@ group.consumer.heartbeat.interval.ms    consumer_heartbeat_interval_ms     5000
 group.consumer.assignors                consumer_assignors                 uniform,range
 group.consumer.max.size                 consumer_max_size                  2147483647
 group.consumer.migration.policy         consumer_migration_policy          bidirectional
+group.share.session.timeout.ms          share_session_timeout_ms           45000
+group.share.heartbeat.interval.ms       share_heartbeat_interval_ms        5000
+group.share.max.size                    share_max_size                     200
+group.share.assignment.interval.ms      share_assignment_interval_ms       1000
+group.share.initialize.retry.interval.ms share_initialize_retry_interval_ms 30000
 (fixed in Kafka)                        new_member_join_timeout_ms         300000
 
 The KIP-848 session timeout and heartbeat interval must lie within their
@@ -56,6 +61,13 @@ class GroupConfig:
     consumer_max_size: int = _from("group.consumer.max.size", INT_MAX)
     #: disabled, downgrade, upgrade or bidirectional (wirebroker.group.consumer.migration)
     consumer_migration_policy: str = "bidirectional"
+    share_session_timeout_ms: int = _from("group.share.session.timeout.ms", 45_000)
+    share_heartbeat_interval_ms: int = _from("group.share.heartbeat.interval.ms", 5_000)
+    share_max_size: int = _from("group.share.max.size", 200)
+    share_assignment_interval_ms: int = _from("group.share.assignment.interval.ms", 1_000)
+    share_initialize_retry_interval_ms: int = _from(
+        "group.share.initialize.retry.interval.ms", 30_000
+    )
     new_member_join_timeout_ms: int = 300_000  # fixed in Kafka
 
     @classmethod

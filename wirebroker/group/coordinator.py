@@ -30,8 +30,9 @@ Where the core is not Kafka (on purpose):
   runtime before any response goes out (Kafka waits for the append, then applies). See
   `effects` for what to do when an append fails.
 - KIP-848 consumer groups are `wirebroker.group.consumer` (ConsumerGroupHeartbeat /
-  ConsumerGroupDescribe, `consumer_group_heartbeat` here); share and streams groups are not
-  implemented, their records are skipped on replay.
+  ConsumerGroupDescribe, `consumer_group_heartbeat` here), KIP-932 share groups
+  `wirebroker.group.share` (ShareGroupHeartbeat / ShareGroupDescribe); streams groups are
+  not implemented, their records are skipped on replay.
 - Transactional offsets (TxnOffsetCommit) stay pending (`txn_offsets.py`) until
   `complete_txn` (a marker written to their partition).
 - Topic existence (UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit) and authorization are the
@@ -62,6 +63,8 @@ from wirebroker.group.messages import (
 from wirebroker.group.offsets import OffsetAndMetadata
 from wirebroker.group.offsets_manager import EXPIRE_KEY, OffsetsManager
 from wirebroker.group.rebalance import Rebalancer
+from wirebroker.group.share.manager import ShareGroupManager
+from wirebroker.group.share.model import GROUP_TYPE_SHARE, PROTOCOL_TYPE_SHARE
 from wirebroker.group.state import CoordinatorState, GroupOverrides, PartitionStatus
 
 GROUP_TYPE_CLASSIC = "classic"
@@ -102,6 +105,10 @@ class GroupCoordinatorCore:
         self.has_pending_txn_offset = self.offsets.has_pending_txn_offset
         self.consumer_group_heartbeat = self.consumer.heartbeat
         self.consumer_group_describe = self.consumer.describe
+        self.share = ShareGroupManager(self.state)
+        self.share_group_heartbeat = self.share.heartbeat
+        self.share_group_describe = self.share.describe
+        self.offsets.share_delete = self.share.delete_group
 
     # == introspection =====================================================================
     def partition_for(self, group_id: str) -> int:
@@ -178,6 +185,10 @@ class GroupCoordinatorCore:
         state.consumer_groups.update(loaded.consumer_groups)
         for consumer_group in loaded.consumer_groups.values():
             self.consumer.on_loaded(consumer_group, now_ms)
+        state.share_groups.update(loaded.share_groups)
+        state.share_states.update(loaded.share_states)
+        for share_group in loaded.share_groups.values():
+            self.share.on_loaded(share_group, now_ms)
         for gid, topics in loaded.offsets.items():
             state.offsets.set_group(gid, topics)
         state.txn_offsets.merge(loaded.pending)
@@ -237,6 +248,10 @@ class GroupCoordinatorCore:
             if state.partition_for(group_id) in parts:
                 del state.consumer_groups[group_id]
                 state.cancel_group_timers(group_id)
+        for groups in (state.share_groups, state.share_states):
+            for group_id in [g for g in groups if state.partition_for(g) in parts]:
+                del groups[group_id]
+                state.cancel_group_timers(group_id)
         for group_id in state.offsets.groups():
             if state.partition_for(group_id) in parts:
                 state.offsets.remove_group(group_id)
@@ -255,8 +270,8 @@ class GroupCoordinatorCore:
     def list_groups(
         self, *, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()
     ) -> ListGroupsResult:
-        """States compared case-insensitively; types likewise ("classic" or "consumer"; an
-        unknown type matches nothing)."""
+        """States compared case-insensitively; types likewise ("classic", "consumer" or
+        "share"; an unknown type matches nothing)."""
         state = self.state
         if not state.active:
             return ListGroupsResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -278,6 +293,13 @@ class GroupCoordinatorCore:
                     listed.append(
                         ListedGroup(cg.group_id, "consumer", cg_state, GROUP_TYPE_CONSUMER)
                     )
+        if not types or GROUP_TYPE_SHARE in types:
+            for sg in state.share_groups.values():
+                sg_state = str(sg.group_state())
+                if not states or sg_state.lower() in states:
+                    listed.append(
+                        ListedGroup(sg.group_id, PROTOCOL_TYPE_SHARE, sg_state, GROUP_TYPE_SHARE)
+                    )
         return ListGroupsResult(ErrorCode.NONE, tuple(listed))
 
     def describe_groups(self, *, group_ids: Sequence[str]) -> list[DescribedGroup]:
@@ -290,7 +312,7 @@ class GroupCoordinatorCore:
         if err is not ErrorCode.NONE:
             return DescribedGroup(gid, error=err)
         group = self.state.groups.get(gid)
-        if gid in self.state.consumer_groups:
+        if gid in self.state.consumer_groups or gid in self.state.share_groups:
             return DescribedGroup(
                 gid,
                 state=str(GroupState.DEAD),

@@ -10,7 +10,8 @@ commits whose marker is not in the log yet come through `replay_pending` and are
 as pending again (`wirebroker.group.txn_offsets`); those of committed transactions come
 through `replay` (the runtime's fold applies a COMMIT marker's records at the marker, drops
 an ABORT's: `wirebroker.group.offsets_log`). KIP-848 consumer group records are
-replayed by `wirebroker.group.consumer.records.ConsumerGroupsFold`. Loaded groups start
+replayed by `wirebroker.group.consumer.records.ConsumerGroupsFold`, KIP-932 share group
+records by `wirebroker.group.share.records.ShareGroupsFold`. Loaded groups start
 without timers;
 the core starts their session timers when it takes them.
 """
@@ -31,10 +32,13 @@ from protocol.group_records import (
     decode_key,
     decode_offset_commit_value,
 )
+from protocol.share_group_records import decode_share_key
 from wirebroker.group.classic import ClassicGroup, ClassicGroupMember, GroupState
 from wirebroker.group.consumer.model import ConsumerGroup
 from wirebroker.group.consumer.records import ConsumerGroupsFold
 from wirebroker.group.offsets import OffsetAndMetadata, OffsetStore
+from wirebroker.group.share.model import ShareGroup, StatePartitions
+from wirebroker.group.share.records import ShareGroupsFold
 from wirebroker.group.state import CoordinatorState, PartitionStatus
 from wirebroker.group.txn_offsets import PendingTxnOffsets
 
@@ -49,6 +53,8 @@ class LoadedState:
     offsets: dict[str, GroupOffsets] = field(default_factory=dict)
     pending: PendingTxnOffsets = field(default_factory=PendingTxnOffsets)
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    share_groups: dict[str, ShareGroup] = field(default_factory=dict)
+    share_states: dict[str, StatePartitions] = field(default_factory=dict)
 
 
 class GroupLoader:
@@ -58,6 +64,7 @@ class GroupLoader:
         self._offsets = OffsetStore()
         self._pending = PendingTxnOffsets()
         self._consumer = ConsumerGroupsFold()
+        self._share = ShareGroupsFold()
 
     def replay(self, key: bytes, value: bytes | None, offset: int = -1) -> bool:
         """Apply one record (False: a record type the coordinator ignores); `offset`: its
@@ -88,11 +95,16 @@ class GroupLoader:
             return True
         if isinstance(k, UnknownKey):
             ck = decode_consumer_key(key)
-            if ck is None:
+            sk = decode_share_key(key) if ck is None else None
+            group = ck.group if ck is not None else sk.group if sk is not None else None
+            if group is None:
                 return False
-            if self._state.status(ck.group) is not PartitionStatus.LOADING:
-                raise RuntimeError(f"replay for group {ck.group!r} outside begin_loading")
-            self._consumer.replay(ck, value)
+            if self._state.status(group) is not PartitionStatus.LOADING:
+                raise RuntimeError(f"replay for group {group!r} outside begin_loading")
+            if ck is not None:
+                self._consumer.replay(ck, value)
+            elif sk is not None:
+                self._share.replay(sk, value)
             return True
         return False
 
@@ -128,6 +140,9 @@ class GroupLoader:
         parts = set(partitions)
         out = LoadedState()
         out.consumer_groups = self._consumer.take(lambda g: self._state.partition_for(g) in parts)
+        out.share_groups, out.share_states = self._share.take(
+            lambda g: self._state.partition_for(g) in parts
+        )
         for gid in [g for g in self._groups if self._state.partition_for(g) in parts]:
             classic = self._groups.pop(gid)
             if gid in out.consumer_groups and not classic.members:

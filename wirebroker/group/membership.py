@@ -74,6 +74,8 @@ class GroupMembership:
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return fail(err)
+        if group_id in self.state.share_groups:  # Kafka 4.4: a share group takes no
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")  # classic member
         consumer_group = self.state.consumer_groups.get(group_id)
         if consumer_group is not None:
             if consumer_group.members:  # a classic member of a consumer group (KIP-848)

@@ -52,6 +52,10 @@ class OffsetsManager:
     def __init__(self, state: CoordinatorState, rebalancer: Rebalancer) -> None:
         self.state = state
         self.rebalancer = rebalancer
+        #: DeleteGroups of a share group (the core sets `ShareGroupManager.delete_group`)
+        self.share_delete: Callable[[str, Effects], ErrorCode] = lambda _g, _fx: (
+            ErrorCode.GROUP_ID_NOT_FOUND
+        )
 
     # == OffsetCommit ======================================================================
     def commit_offsets(self, now_ms: int, req: CommitRequest) -> Result[CommitResult]:
@@ -127,11 +131,15 @@ class OffsetsManager:
             producer_id, lambda g: self.state.partition_for(g) == partition
         ):
             if commit:
-                if group not in self.state.groups and group not in self.state.consumer_groups:
+                if not self._known(group):
                     self.state.groups[group] = ClassicGroup(group)
                 if value.newer_than(self.state.offsets.get(group, topic, p)):
                     self.state.offsets.put(group, topic, p, value)
         return Result()
+
+    def _known(self, group_id: str) -> bool:
+        state = self.state
+        return any(group_id in g for g in (state.groups, state.consumer_groups, state.share_groups))
 
     def has_pending_txn_offset(self, group_id: str, topic: str, partition: int) -> bool:
         return self.state.txn_offsets.has_pending(group_id, topic, partition)
@@ -145,6 +153,8 @@ class OffsetsManager:
         err = self.state.coordinator_error(group_id)
         if err is not ErrorCode.NONE:
             return err
+        if group_id in self.state.share_groups:  # Kafka: "Group g is not a consumer group."
+            return ErrorCode.GROUP_ID_NOT_FOUND
         consumer_group = self.state.consumer_groups.get(group_id)
         if consumer_group is not None:
             return consumer_commit_error(consumer_group, req, transactional=transactional)
@@ -217,7 +227,9 @@ class OffsetsManager:
         group = self.state.groups.get(group_id)
         consumer_group = self.state.consumer_groups.get(group_id)
         is_subscribed: Callable[[str], bool]
-        if err is ErrorCode.NONE and consumer_group is not None:
+        if err is ErrorCode.NONE and group_id in self.state.share_groups:
+            err = ErrorCode.GROUP_ID_NOT_FOUND  # Kafka: "Group g is not a consumer group."
+        elif err is ErrorCode.NONE and consumer_group is not None:
             is_subscribed = consumer_group.subscribed_topic_names().__contains__
         elif err is ErrorCode.NONE and (group is None or group.is_in(GroupState.DEAD)):
             err = ErrorCode.GROUP_ID_NOT_FOUND
@@ -257,6 +269,8 @@ class OffsetsManager:
             err = self.state.coordinator_error(gid)
             if err is ErrorCode.NONE and gid in self.state.consumer_groups:
                 err = self._delete_consumer_group(gid, fx)
+            elif err is ErrorCode.NONE and gid in self.state.share_groups:
+                err = self.share_delete(gid, fx)
             elif err is ErrorCode.NONE:
                 group = self.state.groups.get(gid)
                 if group is None or group.is_in(GroupState.DEAD):

@@ -87,6 +87,13 @@ from wirebroker.group.messages import (
     TxnCommitRequest,
 )
 from wirebroker.group.offsets_log import OffsetsFold, record_chunks
+from wirebroker.group.share.messages import (
+    DescribedShareGroup,
+    ShareHeartbeatRequest,
+    ShareHeartbeatResult,
+)
+from wirebroker.group.share.persister import LocalShareStates, Persister
+from wirebroker.group.share.service import ShareGroupService
 from wirebroker.group.state import GroupOverrides
 from wirebroker.metadata.group_configs import GROUP_CONFIGS, GroupConfigError, parse_value
 from wirebroker.metadata.topic_admin import NewTopic
@@ -141,6 +148,7 @@ class GroupCoordinatorRuntime:
         member_id_suffix: Callable[[], str] | None = None,
         offsets_replication_factor: int = 1,
         replication_waiter: ReplicationWaiter = replicated_at_once,
+        share_persister: Persister | None = None,
     ) -> None:
         self.replicas = replicas
         self.admin = admin
@@ -171,6 +179,9 @@ class GroupCoordinatorRuntime:
             replication_waiter=replication_waiter,
             role="group coordinator",
         )
+        #: share groups' persister calls (KIP-932; `share_persister`: the share-state
+        #: persister, in memory when none is given)
+        self.share = ShareGroupService(self.core, share_persister or LocalShareStates(), self._call)
         self._waiters: dict[Hashable, _Waiter] = {}
         self._keys = itertools.count(1)
         self._recovering = False
@@ -358,7 +369,21 @@ class GroupCoordinatorRuntime:
         )
 
     async def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
-        return await self._call(lambda now: self.core.delete_groups(now, group_ids=group_ids))
+        """DeleteGroups (a share group's share states are deleted first: `ShareGroupService`)."""
+        return await self.share.delete_groups(group_ids)
+
+    async def share_group_heartbeat(
+        self, req: ShareHeartbeatRequest, topics: TopicLookup
+    ) -> ShareHeartbeatResult:
+        """ShareGroupHeartbeat (KIP-932, `wirebroker.group.share.manager`), then the share
+        state initialization it asks for (`ShareGroupService.heartbeat`)."""
+        return await self.share.heartbeat(req, topics)
+
+    def share_group_describe(self, group_ids: Sequence[str]) -> list[DescribedShareGroup]:
+        return self.core.share_group_describe(group_ids)
+
+    def is_share_group(self, group_id: str) -> bool:
+        return group_id in self.core.state.share_groups
 
     async def consumer_group_heartbeat(
         self, req: ConsumerHeartbeatRequest, topics: TopicLookup, topic_names: TopicNames
@@ -619,4 +644,7 @@ def group_overrides(overrides: Mapping[str, str]) -> GroupOverrides:
     return GroupOverrides(
         session_timeout_ms=millis("consumer.session.timeout.ms"),
         heartbeat_interval_ms=millis("consumer.heartbeat.interval.ms"),
+        share_session_timeout_ms=millis("share.session.timeout.ms"),
+        share_heartbeat_interval_ms=millis("share.heartbeat.interval.ms"),
+        share_assignment_interval_ms=millis("share.assignment.interval.ms"),
     )

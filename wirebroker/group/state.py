@@ -22,6 +22,7 @@ from wirebroker.group.consumer.model import ConsumerGroup
 from wirebroker.group.effects import Effects
 from wirebroker.group.offsets import OffsetStore
 from wirebroker.group.partitioning import partition_for
+from wirebroker.group.share.model import ShareGroup, StatePartitions
 from wirebroker.group.timers import Timers
 from wirebroker.group.txn_offsets import PendingTxnOffsets
 
@@ -39,6 +40,9 @@ class GroupOverrides:
 
     session_timeout_ms: int | None = None
     heartbeat_interval_ms: int | None = None
+    share_session_timeout_ms: int | None = None
+    share_heartbeat_interval_ms: int | None = None
+    share_assignment_interval_ms: int | None = None
 
 
 class CoordinatorState:
@@ -47,6 +51,10 @@ class CoordinatorState:
         self.groups: dict[str, ClassicGroup] = {}
         #: KIP-848 consumer groups by id (a group id is in one of the two dicts at most)
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        #: KIP-932 share groups by id, and their share-state bookkeeping (ShareGroupState-
+        #: PartitionMetadata); a group id is in one of the three group dicts at most
+        self.share_groups: dict[str, ShareGroup] = {}
+        self.share_states: dict[str, StatePartitions] = {}
         self.offsets = OffsetStore()
         #: transactional offset commits waiting for their marker (txn_offsets.py)
         self.txn_offsets = PendingTxnOffsets()
@@ -76,6 +84,27 @@ class CoordinatorState:
         if found is not None and found.heartbeat_interval_ms is not None:
             return found.heartbeat_interval_ms
         return self.config.consumer_heartbeat_interval_ms
+
+    def _override(self, group_id: str, name: str, default: int) -> int:
+        found = self.group_configs.get(group_id)
+        value = getattr(found, name) if found is not None else None
+        return default if value is None else int(value)
+
+    def share_session_timeout_ms(self, group_id: str) -> int:
+        """share.session.timeout.ms of the group, else group.share.session.timeout.ms."""
+        return self._override(
+            group_id, "share_session_timeout_ms", self.config.share_session_timeout_ms
+        )
+
+    def share_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._override(
+            group_id, "share_heartbeat_interval_ms", self.config.share_heartbeat_interval_ms
+        )
+
+    def share_assignment_interval_ms(self, group_id: str) -> int:
+        return self._override(
+            group_id, "share_assignment_interval_ms", self.config.share_assignment_interval_ms
+        )
 
     def take_record_seq(self) -> int:
         """The position of an offset commit record this coordinator is about to write."""

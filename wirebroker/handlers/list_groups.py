@@ -1,9 +1,10 @@
 """ListGroups (API key 16): serves v0-5.
 
 Every group the coordinator holds (`GroupCoordinatorRuntime.list_groups`): group_id,
-protocol_type ("" for a group that only stores offsets; "consumer" for a KIP-848 group),
-group_state (v4+; a KIP-848 group: Empty, Assigning, Reconciling, Stable), group_type (v5+,
-"classic" or "consumer"). Filters: states_filter (v4+) and types_filter (v5+), compared
+protocol_type ("" for a group that only stores offsets; "consumer" for a KIP-848 group,
+"share" for a KIP-932 one), group_state (v4+; a KIP-848 group: Empty, Assigning,
+Reconciling, Stable; a share group: Empty, Stable), group_type (v5+, "classic", "consumer" or
+"share"). Filters: states_filter (v4+) and types_filter (v5+), compared
 case-insensitively; empty = no filter; an unknown type matches nothing. Errors (top level):
 COORDINATOR_NOT_AVAILABLE before the coordinator is active, COORDINATOR_LOAD_IN_PROGRESS while
 any `__consumer_offsets` partition is loading. No group coordinator: COORDINATOR_NOT_AVAILABLE.

@@ -53,12 +53,16 @@ _TOPIC_IDS_VERSION = 10
 _GROUP_ID_NOT_FOUND_VERSION = 9
 
 
-def commit_errors(version: int, result: CommitResult) -> dict[tuple[str, int], int]:
+def commit_errors(
+    version: int, result: CommitResult, *, share: bool = False
+) -> dict[tuple[str, int], int]:
     """The coordinator's error per (topic, partition); an unknown group with a generation is
-    GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before."""
+    GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before; a share group (`share`) is
+    GROUP_ID_NOT_FOUND at every version (Kafka 4.4's ShareGroup)."""
     out = {}
     for key, error in result.errors().items():
-        if error is ErrorCode.GROUP_ID_NOT_FOUND and version < _GROUP_ID_NOT_FOUND_VERSION:
+        old = version < _GROUP_ID_NOT_FOUND_VERSION and not share
+        if error is ErrorCode.GROUP_ID_NOT_FOUND and old:
             error = ErrorCode.ILLEGAL_GENERATION
         out[key] = int(error)
     return out
@@ -123,7 +127,8 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
                 member_epoch_version=version >= 9,
             )
         )
-        results = commit_errors(version, result)
+        share = coordinator.is_share_group(str(req.get("group_id") or ""))
+        results = commit_errors(version, result, share=share)
 
     out_topics: list[OffsetCommitResponseTopic] = []
     for i, topic in enumerate(request_topics):

@@ -176,7 +176,7 @@ def test_replay_old_record_versions_and_unknown_types() -> None:
         members=(MemberMetadata("m", "c", "h", 9000, subscription("t"), b"A"),),
     )
     assert core.replay(encode_group_metadata_key("old"), encode_group_metadata_value(v0, 0))
-    assert core.replay(b"\x00\x0awhatever", b"ignored") is False  # e.g. a share group record
+    assert core.replay(b"\x00\x11whatever", b"ignored") is False  # e.g. a streams group record
     core.complete_loading(0)
     g = core.group("old")
     assert g is not None and g.state is GroupState.STABLE and g.generation_id == 4

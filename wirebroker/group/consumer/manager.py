@@ -113,6 +113,10 @@ class ConsumerGroupManager:
     ) -> ConsumerGroup:
         gid = req.group_id
         classic = self.state.groups.get(gid)
+        if gid in self.state.share_groups:
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."
+            )
         if classic is not None:
             if req.member_epoch != 0:
                 raise HeartbeatError(
@@ -451,7 +455,7 @@ class ConsumerGroupManager:
         group = self.groups.get(gid)
         if group is None:
             text = f"Group {gid} not found."
-            if gid in self.state.groups:
+            if gid in self.state.groups or gid in self.state.share_groups:
                 text = f"Group {gid} is not a consumer group."
             return DescribedConsumerGroup(gid, ErrorCode.GROUP_ID_NOT_FOUND, text)
         return DescribedConsumerGroup(

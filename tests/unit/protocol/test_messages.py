@@ -681,6 +681,7 @@ KP_LACKS = {(18, 5), (28, 6), (42, 3), (68, 0), (68, 1), (69, 0), (69, 1)}
 KP_LACKS |= {(78, 1), (78, 2), (79, 1), (79, 2)}
 KP_LACKS |= {(83, 0), (84, 0), (85, 0), (85, 1), (86, 0), (87, 0), (87, 1)}  # share state
 KP_LACKS |= {(90, 0), (90, 1), (91, 0), (92, 0)}  # share group offsets
+KP_LACKS |= {(76, 1), (77, 1)}  # share group heartbeat and describe
 
 
 @pytest.fixture(scope="module")

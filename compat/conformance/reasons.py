@@ -149,12 +149,10 @@ _VERSIONS_REASONS = (
     Reason(
         "new-groups",
         "not-built",
-        "Share groups (KIP-932) and streams groups (KIP-1071): Kafka serves their APIs and "
-        "finalizes group.version, share.version and streams.version; wirebroker does not "
-        "advertise them and closes the connection (issue 35); it serves the share "
-        "coordinator's state APIs (identical) and the share group offsets APIs, which answer "
-        "as for a group that is not a share group. KIP-848 consumer groups are served, "
-        "without the group.version feature.",
+        "Streams groups (KIP-1071): Kafka serves their APIs and finalizes streams.version; "
+        "wirebroker does not advertise them and closes the connection. Share groups (KIP-932) "
+        "and KIP-848 consumer groups are served (issue 35), without the share.version and "
+        "group.version features Kafka finalizes.",
         steps="ApiVersions.* | cg-v* | share.* | st-v*",
         path="(reaction) | api_keys[api_key=68] | api_keys[api_key=69] | api_keys[api_key=76]"
         " | api_keys[api_key=77] | api_keys[api_key=78] | api_keys[api_key=79]"
@@ -244,7 +242,21 @@ _CONFIG_REASONS = (
     ),
 )
 
+_SHARE_REASONS = (
+    Reason(
+        "share-leader-placeholder",
+        "environment",
+        "ShareFetch / ShareAcknowledge put `current_leader` {leader_id 0, leader_epoch 0} on "
+        "every partition answered without a leadership error, on both brokers (the field's "
+        "zero value, not a node). Kafka's oracle is node 1, so its 0 stays 0; wirebroker is "
+        "node 0, so the normaliser renders the same 0 as `<node>`.",
+        steps="share.*",
+        path="*.current_leader.leader_id",
+    ),
+)
+
 REASONS: tuple[Reason, ...] = (
+    *_SHARE_REASONS,
     *_PRODUCE_REASONS,
     *_FETCH_REASONS,
     *_METADATA_REASONS,

@@ -104,3 +104,8 @@ def test_share_group_offsets_are_altered_through_the_group_coordinator(tmp_path:
         again = _hb(w, "m2", 0, ["t"])
         assert _parts(again) == {0, 1}  # initialized already: assigned at once
         assert _describe_offsets(w) == {0: 5, 1: 7}  # not initialized again at -1
+        delete = {"group_id": "sg", "topics": [{"topic_name": "t"}]}
+        _hb(w, "m2", -1)
+        deleted = w.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, delete)
+        assert deleted.error_code == 0, deleted
+        assert _describe_offsets(w) == {}  # no longer initialized: not listed

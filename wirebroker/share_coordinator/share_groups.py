@@ -8,9 +8,9 @@ group initializes share states with) and its partitions the initialized ones of 
 state-partition metadata. `offsets_altered` records the partitions AlterShareGroupOffsets
 initialized as initialized (a background write through the group coordinator, as Kafka
 records them in ShareGroupStatePartitionMetadata), so the next assignment takes them without
-initializing them again at -1. `offsets_deleted` records nothing yet (Kafka moves the topics
-to "deleting" then drops them): after DeleteShareGroupOffsets a subscribed partition keeps
-being assigned and its share partition starts from share.auto.offset.reset.
+initializing them again at -1. `offsets_deleted` records the deleted topics as no longer
+initialized (the same record), so DescribeShareGroupOffsets no longer lists them and a
+subscription initializes them anew.
 """
 
 from __future__ import annotations
@@ -66,4 +66,5 @@ class CoordinatorShareGroups:
         self.groups.runtime.spawn(self.groups.share.record_initialized, init)
 
     def offsets_deleted(self, group_id: str, topic_ids: set[uuid.UUID]) -> None:
-        del group_id, topic_ids  # not recorded yet: see the module docstring
+        if group_id in self.groups.core.state.share_groups:
+            self.groups.runtime.spawn(self.groups.share.record_deleted, group_id, topic_ids)

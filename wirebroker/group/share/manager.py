@@ -353,6 +353,22 @@ class ShareGroupManager:
         self.records.state_partitions(fx, group_id, updated)
         return fx.result(partitions)
 
+    def offsets_deleted(self, group_id: str, topic_ids: set[TopicKey]) -> Result[None]:
+        """DeleteShareGroupOffsets deleted these topics' share states: they are neither
+        initialized nor initializing any more (a later subscription initializes them anew)."""
+        fx = Effects()
+        info = self.states.get(group_id)
+        if info is None:
+            return fx.result()
+        updated = StatePartitions(
+            {t: v for t, v in info.initializing.items() if t not in topic_ids},
+            {t: v for t, v in info.initialized.items() if t not in topic_ids},
+            dict(info.deleting),
+        )
+        self.states[group_id] = updated
+        self.records.state_partitions(fx, group_id, updated)
+        return fx.result()
+
     # == leaving, fencing, deleting ========================================================
     def _leave(self, req: ShareHeartbeatRequest, fx: Effects) -> ShareHeartbeatResult:
         gid = req.group_id

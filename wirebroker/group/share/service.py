@@ -82,6 +82,12 @@ class ShareGroupService:
         as initialized, so that the group assigns them without initializing them again."""
         await self._call(lambda now: _answered(self.core.share.initialized(now, init)))
 
+    async def record_deleted(self, group_id: str, topic_ids: set[uuid.UUID]) -> None:
+        """Record topics whose share states DeleteShareGroupOffsets deleted as uninitialized."""
+        await self._call(
+            lambda now: _answered(self.core.share.offsets_deleted(group_id, topic_ids))
+        )
+
     async def delete_groups(self, group_ids: Sequence[str]) -> DeleteGroupsResult:
         """DeleteGroups: each empty share group's share states first, then the groups."""
         refused: dict[str, ErrorCode] = {}

@@ -388,7 +388,7 @@ def test_group_consumer_max_size() -> None:
 
 def test_classic_join_to_a_consumer_group() -> None:
     """Non-empty: INCONSISTENT_GROUP_PROTOCOL, no member id (Kafka 4.4 with migration
-    disabled; else the classic member joins it, test_group_migration.py); empty: the
+    disabled; else the classic member joins it, test_group_migration_core.py); empty: the
     consumer group goes (tombstones) and a classic group starts."""
     from wirebroker.group import JoinRequest, JoinResult
 

@@ -254,7 +254,7 @@ def _read_partition(
             isolation_level=isolation,
             from_follower=replica_id >= 0,
             min_one_batch=min_one,
-            zero_copy=replica_id >= 0 and isolation != READ_COMMITTED,
+            zero_copy=isolation != READ_COMMITTED,
         )
     except LogError as exc:
         return _failed(index, exc.error_code), True

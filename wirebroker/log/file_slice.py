@@ -1,10 +1,10 @@
 """A slice of a segment's `.log`, sent later with sendfile (Kafka's FileRecords slice).
 
-A leader serves a follower's Fetch with `FileSlice`s instead of bytes read into the process
-(`Segment.slice`, `PartitionLog.read_to_send(zero_copy=True)`): the Fetch response becomes a
-`protocol.framing.GatherFrame` whose records are the slice, and the connection sends it with
-`os.sendfile` from the segment's file descriptor straight to the socket
-(`wirebroker.transport.send_frame`). On Linux over loopback the kernel then hands the page
+A leader serves a follower's and a read_uncommitted consumer's Fetch with `FileSlice`s instead
+of bytes read into the process (`Segment.slice`, `PartitionLog.read_to_send(zero_copy=True)`):
+the Fetch response becomes a `protocol.framing.GatherFrame` whose records are the slice, and
+the connection sends it with `os.sendfile` from the segment's file descriptor straight to the
+socket (`wirebroker.transport.send_frame`). On Linux over loopback the kernel then hands the page
 cache pages to the socket without copying them; the pread + join + send of the bytes path
 copies every byte three times. Measured (docs/replication.md, "Follower reads by sendfile").
 
@@ -15,11 +15,12 @@ its segment, not a file descriptor, and the segment's `generation` (bumped by ev
 truncation) as of the slice. Right before each sendfile call -- with no await between the
 check and the call -- the slice checks that the segment is still open, of the same generation
 and at least as long as the slice; if not it raises `RegionGone`, the connection closes and
-the follower fetches again. Appends only add bytes past the slice, so they never matter.
+the follower (or consumer) fetches again. Appends only add bytes past the slice, so they never
+matter.
 
 Bytes served this way are not CRC-checked by the leader (Kafka checks none on reads), so only
 batches appended since the log was opened are sliced (their CRCs were checked on the way in;
-`PartitionLog.read_to_send`); older ones are read and checked as for a consumer. The follower
+`PartitionLog.read_to_send`); older ones are read and checked (`Segment.read`). The follower
 checks every batch's CRC before appending, as always (`LogValidator.validate_replicated`).
 """
 

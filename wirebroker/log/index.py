@@ -209,6 +209,11 @@ class OffsetIndex(_Index):
             return None
         return self.base_offset + self.rel_offsets[-1], self.positions[-1]
 
+    def position_at_or_before(self, position: int) -> int:
+        """The last entry's position <= `position` (a batch's start); else 0."""
+        i = bisect_right(self.positions, position)
+        return self.positions[i - 1] if i else 0
+
     def commit(self, entries: list[tuple[int, int]]) -> None:
         for r, p in entries:
             self.rel_offsets.append(r)

@@ -97,8 +97,9 @@ _FILE_NAME_RE = re.compile(r"(\d{20})(\..+)")
 SCAN_WINDOW = 1 << 20
 #: Batches whose positions a segment remembers (see "recent batches" above).
 RECENT_BATCHES = 64
-#: `Segment.slice` reads at most this many batch headers to bound a slice; more: `read`.
-SLICE_SCAN_HEADERS = 16
+#: `Segment.slice` reads at most this many batch headers to bound a slice, from the offset
+#: index's entry before its end (entries are `index.interval.bytes` apart, 4 KiB by default).
+SLICE_SCAN_HEADERS = 64
 _CRC_START = 21
 
 BatchCallback = Callable[[BatchHeader], None]
@@ -495,33 +496,32 @@ class Segment:
     ) -> tuple[FileSlice | None, bool] | None:
         """`read` as a `FileSlice` (no bytes read, no CRC checked: see file_slice.py), or
         None when that is not cheap -- the file system is not the real one (a test's, whose
-        faults sendfile would bypass), or finding the batch bounds would take more than
-        SLICE_SCAN_HEADERS header reads -- and the caller should `read`.
+        faults sendfile would bypass) or the batch at `pos` does not parse -- and the caller
+        should `read`.
 
         Returns (slice, stop) with read's `stop`; (None, stop) when nothing is to be sent.
-        The batch bounds come from the recent batches when `pos` is among them (a follower
-        at the log end: no file access at all), else from 61-byte header preads."""
+        The slice ends at a batch boundary found without walking every batch from `pos`: the
+        offset index's last entry at or before the byte limit (and before `max_offset`)
+        is a batch's start, so only the headers from there on are read (none at all when
+        they are among the recent batches); at most SLICE_SCAN_HEADERS of them, the slice
+        ending where the walk stopped (a shorter answer: the client asks again)."""
         if not isinstance(self.fs, OsFileSystem):
             return None
         if self.size - pos <= 0:
             return None, False
-        headers = self._headers_from(pos)
-        p, reads = pos, 0
-        while p < self.size:
-            h, read = next(headers)
-            reads += read
-            if h is None or h.size > self.size - p or reads > SLICE_SCAN_HEADERS:
-                if p == pos:
-                    return None  # damage (`read` raises) or too far to walk
-                break
+        end = _slice_end(self, pos, min(pos + max_bytes, self.size), max_offset)
+        if end is None:
+            return None
+        if end == pos:
+            if not min_one_batch:
+                return None, True
+            h = next(self._headers_from(pos))[0]
+            if h is None or h.size > self.size - pos:
+                return None
             if h.base_offset >= max_offset:
-                break
-            if p + h.size - pos > max_bytes and not (p == pos and min_one_batch):
-                break
-            p += h.size
-        if p == pos:
-            return None, True
-        return FileSlice(self, pos, p - pos), p < self.size
+                return None, True
+            end = pos + h.size
+        return FileSlice(self, pos, end - pos), end < self.size
 
     def _headers_from(self, pos: int) -> Iterator[tuple[BatchHeader | None, bool]]:
         """(header, read from the file) of each batch from `pos` on: from the recent batches
@@ -774,3 +774,26 @@ def _position(entry: tuple[int, int, BatchHeader]) -> int:
 
 def _last_offset(entry: tuple[int, int, BatchHeader]) -> int:
     return entry[0]
+
+
+def _slice_end(seg: Segment, pos: int, target: int, max_offset: int) -> int | None:
+    """`Segment.slice`'s end: the last batch boundary in [pos, target] with no batch from
+    `pos` to it starting at or past `max_offset`; None when the batch at `pos` does not
+    parse."""
+    start = seg.index.position_at_or_before(target)
+    if max_offset < seg.next_offset:
+        start = min(start, seg.index.lookup(max_offset - 1)[1])
+    q = max(pos, start)
+    if q >= target:
+        return q
+    reads = 0
+    for h, read in seg._headers_from(q):
+        reads += read
+        if h is None:
+            return None if q == pos else q
+        if q + h.size > target or h.base_offset >= max_offset:
+            return q
+        q += h.size
+        if q >= target or reads >= SLICE_SCAN_HEADERS:
+            return q
+    return q  # pragma: no cover  # _headers_from ends only with None

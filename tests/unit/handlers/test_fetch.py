@@ -323,9 +323,10 @@ async def test_read_committed_and_follower_bounds(call, services):
     assert [h.base_offset for _pos, h in iter_batches(p.records)] == [0, 2]
 
 
-async def test_a_follower_gets_a_file_slice_and_a_consumer_bytes(call, services):
-    """A follower's records are a slice of the segment file (sent with sendfile), whose bytes
-    are what a consumer reading up to the log end would get; a consumer's are bytes."""
+async def test_followers_and_consumers_get_file_slices_read_committed_bytes(call, services):
+    """A follower's and a read_uncommitted consumer's records are a slice of the segment file
+    (sent with sendfile), whose bytes are what a read_committed consumer reading up to the log
+    end gets as bytes (its aborted transactions come from the bytes read)."""
     services.admin.create_topic("t", 1, now_ms=services.clock())
     append(services, "t", 0, 2)
     append(services, "t", 0, 3)
@@ -333,15 +334,17 @@ async def test_a_follower_gets_a_file_slice_and_a_consumer_bytes(call, services)
         "t", 0, leader_epoch=1, isr=[0, 1], replicas=[0, 1], partition_epoch=1, now_ms=0
     )
     services.replicas.partition("t", 0).log.high_watermark = 5
-    follower = await call(
-        KEY, 15, fetch_body(services, "t", {0: 0}, version=15, replica_id=1), raw=True
-    )
-    records = follower["responses"][0]["partitions"][0]["records"]
-    assert isinstance(records, FileSlice)
-    consumer = await call(KEY, 15, fetch_body(services, "t", {0: 0}, version=15), raw=True)
-    plain = consumer["responses"][0]["partitions"][0]["records"]
-    assert isinstance(plain, bytes) and bytes(records) == plain
-    assert [h.base_offset for _pos, h in iter_batches(plain)] == [0, 2]
+
+    async def records(**kw: Any) -> Any:
+        got = await call(KEY, 15, fetch_body(services, "t", {0: 0}, version=15, **kw), raw=True)
+        return got["responses"][0]["partitions"][0]["records"]
+
+    follower = await records(replica_id=1)
+    consumer = await records()
+    committed = await records(isolation_level=1)
+    assert isinstance(follower, FileSlice) and isinstance(consumer, FileSlice)
+    assert isinstance(committed, bytes) and bytes(follower) == bytes(consumer) == committed
+    assert [h.base_offset for _pos, h in iter_batches(committed)] == [0, 2]
 
 
 async def test_diverging_epoch(call, services):

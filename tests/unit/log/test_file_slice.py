@@ -192,3 +192,33 @@ def test_only_batches_checked_since_the_log_was_opened_go_unread(tmp_path: Path)
     assert isinstance(plog.read_to_send(0, max_bytes=1 << 20, zero_copy=True), bytes)
     again = plog.read_to_send(2, max_bytes=1 << 20, zero_copy=True)
     assert isinstance(again, FileSlice) and offsets_of(bytes(again)) == [(2, 3)]
+
+
+def test_the_offset_index_bounds_a_slice_of_many_small_batches(tmp_path: Path) -> None:
+    """Thousands of small batches (a consumer far behind, 1 MiB asked): the slice's end is
+    found from the offset index's entry before it, so only the few headers after that entry
+    are read; its bytes are whole batches, the same as `read` up to where it ends, which is
+    within a few KiB of the byte limit and never past `max_offset`."""
+    fs = FaultyFileSystem()
+    plog = _log(tmp_path, LogConfig(index_interval_bytes=4096), fs=fs)
+    for _ in range(3000):
+        plog.append_as_leader(batch(1), leader_epoch=0, now_ms=NOW)
+    size = len(batch(1))
+    for offset, max_bytes, max_offset in (
+        (0, 1 << 20, 3000),
+        (5, 100_000, 3000),
+        (100, 50_000, 2990),
+        (100, 1 << 20, 700),
+        (100, 1 << 20, 101),
+    ):
+        want = plog.read(offset, max_bytes=max_bytes, max_offset=max_offset, min_one_batch=True)
+        fs.preads = 0
+        got = plog.read_to_send(
+            offset, max_bytes=max_bytes, max_offset=max_offset, min_one_batch=True, zero_copy=True
+        )
+        assert isinstance(got, FileSlice)
+        assert fs.preads <= 4096 // size + 2  # the headers after one index entry, not all
+        data = bytes(got)
+        assert want.startswith(data) and len(want) - len(data) <= 4096 + size
+        assert [o for o, _ in offsets_of(data)] == list(range(offset, offset + len(data) // size))
+        assert offsets_of(data)[-1][1] < max_offset

@@ -3,10 +3,9 @@ consumer groups, API keys 68-69; KIP-932 share groups, 76-77).
 
 `heartbeat_response(result)`: a ConsumerGroupHeartbeat / ShareGroupHeartbeat answer (the
 assignment as topic ids and sorted partitions, topics in their id's text order; null when not
-sent). `topic_lookup(ctx)`: a topic name -> (id, partition count) from the cluster view.
-`describe(ctx, req, ...)`: a ConsumerGroupDescribe / ShareGroupDescribe answer, one entry per
-requested group id in request order: COORDINATOR_NOT_AVAILABLE for each without a group
-coordinator; GROUP_AUTHORIZATION_FAILED for those the principal may not DESCRIBE; the
+sent). `describe(ctx, req, ...)`: a ConsumerGroupDescribe / ShareGroupDescribe answer, one
+entry per requested group id in request order: COORDINATOR_NOT_AVAILABLE for each without a
+group coordinator; GROUP_AUTHORIZATION_FAILED for those the principal may not DESCRIBE; the
 coordinator's description otherwise, authorized_operations as DescribeGroups.
 """
 
@@ -60,16 +59,6 @@ def heartbeat_response(result: ModernHeartbeatResult) -> dict[str, Any]:
         "heartbeat_interval_ms": result.heartbeat_interval_ms,
         "assignment": sent,
     }
-
-
-def topic_lookup(ctx: RequestContext) -> Callable[[str], tuple[uuid.UUID, int] | None]:
-    view = ctx.services.cluster
-
-    def lookup(name: str) -> tuple[uuid.UUID, int] | None:
-        info = view.topic(name)
-        return None if info is None else (info.topic_id, info.partitions)
-
-    return lookup
 
 
 def assignment(a: Assignment, name_of: NameOf) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResult
 from wirebroker.handlers import _authz, _modern_groups
-from wirebroker.handlers._modern_groups import topic_lookup
+from wirebroker.handlers._topics import topic_lookup
 from wirebroker.handlers.join_group import client_host
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import ResourceType
@@ -81,5 +81,7 @@ async def handle(
         return [t.name for t in view.all_topics()]
 
     request = heartbeat_request(ctx, req)
-    result = await coordinator.consumer_group_heartbeat(request, topic_lookup(ctx), names)
+    result = await coordinator.consumer_group_heartbeat(
+        request, topic_lookup(ctx.services.cluster), names
+    )
     return heartbeat_response(result)

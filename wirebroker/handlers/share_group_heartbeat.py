@@ -20,7 +20,7 @@ from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.share.messages import ShareHeartbeatRequest, ShareHeartbeatResult
 from wirebroker.handlers import _authz, _modern_groups
-from wirebroker.handlers._modern_groups import topic_lookup
+from wirebroker.handlers._topics import topic_lookup
 from wirebroker.handlers.join_group import client_host
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import AclOperation, ResourceType
@@ -65,5 +65,5 @@ async def handle(
     if not _authz.allowed(ctx, ResourceType.GROUP, group_id, AclOperation.READ):
         return heartbeat_response(ShareHeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     request = heartbeat_request(ctx, req)
-    result = await coordinator.share_group_heartbeat(request, topic_lookup(ctx))
+    result = await coordinator.share_group_heartbeat(request, topic_lookup(ctx.services.cluster))
     return heartbeat_response(result)

@@ -1,9 +1,10 @@
-"""One coordinator runtime, shared by the group and the transaction coordinators (trio).
+"""One coordinator runtime, shared by the group, transaction and share coordinators (trio).
 
 Kafka's coordinator-common `CoordinatorRuntime` in wirebroker's shape. A coordinator (groups
-over `__consumer_offsets`, transactions over `__transaction_state`; share groups next) is a pure
-core plus what is specific to it: its request entry points and how it applies its core's
-results. This runtime owns the rest, once for every coordinator:
+over `__consumer_offsets`, transactions over `__transaction_state`, share state over
+`__share_group_state`) is a pure core plus what is specific to it: its request entry points
+and how it applies its core's results. This runtime owns the rest, once for every
+coordinator:
 
 - the internal topic: `ensure_topic()` creates it from the coordinator's `NewTopic` unless it
   exists; NONE or COORDINATOR_NOT_AVAILABLE;

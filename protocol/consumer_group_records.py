@@ -45,7 +45,9 @@ from protocol.coordinator_records import (
     GroupEpochValue,
     Partitions,
     Writer,
+    decode_assignment,
     decode_value,
+    encode_assignment,
     read_int,
     read_partitions,
     read_tags,
@@ -221,10 +223,7 @@ def encode_target_epoch(assignment_epoch: int) -> bytes:
 
 
 def encode_target_member(assignment: Partitions) -> bytes:
-    out = value_writer()
-    out.partitions(assignment)
-    out.no_tags()
-    return out.done()
+    return encode_assignment(assignment)
 
 
 def encode_current_assignment(value: CurrentAssignmentValue) -> bytes:
@@ -317,12 +316,7 @@ def decode_target_epoch(data: bytes) -> int:
 
 
 def decode_target_member(data: bytes) -> dict[uuid.UUID, frozenset[int]]:
-    def read(s: io.BytesIO) -> dict[uuid.UUID, frozenset[int]]:
-        out = read_partitions(s)
-        read_tags(s)
-        return out
-
-    return decode_value(data, read, _KIND)
+    return decode_assignment(data, _KIND)
 
 
 def decode_current_assignment(data: bytes) -> CurrentAssignmentValue:

@@ -43,8 +43,10 @@ __all__ = [
     "GroupEpochValue",
     "Partitions",
     "Writer",
+    "decode_assignment",
     "decode_key",
     "decode_value",
+    "encode_assignment",
     "encode_key",
     "read_int",
     "read_ints",
@@ -135,6 +137,14 @@ def value_writer() -> Writer:
     return out
 
 
+def encode_assignment(assignment: Partitions) -> bytes:
+    """A value that is one assignment (both group types' target assignment of a member)."""
+    out = value_writer()
+    out.partitions(assignment)
+    out.no_tags()
+    return out.done()
+
+
 def encode_key(record_type: int, *strings: str) -> bytes:
     out = Writer()
     out.raw(I16, record_type)
@@ -180,6 +190,17 @@ def decode_value(data: bytes, read: Callable[[io.BytesIO], T], kind: str) -> T:
         return read(stream)
     except MalformedRequest as exc:
         raise GroupRecordError(str(exc)) from None
+
+
+def decode_assignment(data: bytes, kind: str) -> dict[uuid.UUID, frozenset[int]]:
+    """The value `encode_assignment` writes."""
+
+    def read(s: io.BytesIO) -> dict[uuid.UUID, frozenset[int]]:
+        out = read_partitions(s)
+        read_tags(s)
+        return out
+
+    return decode_value(data, read, kind)
 
 
 def decode_key(

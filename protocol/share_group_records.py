@@ -33,8 +33,10 @@ from protocol.coordinator_records import (
     I64,
     GroupEpochValue,
     Partitions,
+    decode_assignment,
     decode_key,
     decode_value,
+    encode_assignment,
     read_int,
     read_ints,
     read_partitions,
@@ -174,10 +176,7 @@ def encode_target_metadata(value: TargetMetadataValue) -> bytes:
 
 
 def encode_target_member(assignment: Partitions) -> bytes:
-    out = value_writer()
-    out.partitions(assignment)
-    out.no_tags()
-    return out.done()
+    return encode_assignment(assignment)
 
 
 def encode_current_assignment(value: CurrentAssignmentValue) -> bytes:
@@ -246,12 +245,7 @@ def decode_target_metadata(data: bytes) -> TargetMetadataValue:
 
 
 def decode_target_member(data: bytes) -> dict[uuid.UUID, frozenset[int]]:
-    def read(s: io.BytesIO) -> dict[uuid.UUID, frozenset[int]]:
-        out = read_partitions(s)
-        read_tags(s)
-        return out
-
-    return decode_value(data, read, _KIND)
+    return decode_assignment(data, _KIND)
 
 
 def decode_current_assignment(data: bytes) -> CurrentAssignmentValue:

@@ -1,10 +1,9 @@
 """Key/value codecs of the KIP-932 share group records of `__consumer_offsets`.
 
 Hand-written from Kafka 4.4's group-coordinator JSON (common/message/ShareGroup*.json, in the
-kafka-group-coordinator jar), in the style of `protocol.consumer_group_records`: a key is an
-int16 record type (the JSON's apiKey) then the key fields, non-flexible (int16-length
-strings); a value is an int16 version (0) then the fields, flexible (compact strings and
-arrays, a tagged-field section after every struct).
+kafka-group-coordinator jar). The layout (an int16 record type then non-flexible key strings;
+an int16 version (0) then flexible value fields) is written and read by
+`protocol.coordinator_records`, shared with `protocol.consumer_group_records`.
 
 type  key fields       value (version 0)
 10    group, member    ShareGroupMemberMetadataValue: rack_id?, client_id, client_host,
@@ -25,25 +24,61 @@ Malformed bytes raise `GroupRecordError`.
 from __future__ import annotations
 
 import io
-import struct
 import uuid
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
-from protocol.exceptions import MalformedRequest
-from protocol.group_records import GroupRecordError
-from protocol.primitives import (
-    read_exact,
-    rt_ccount,
-    rt_cnstring,
-    rt_cstring,
-    rt_read_tag,
-    rt_string,
-    rt_tag_count,
-    rt_uuid,
-    uvarint_bytes,
+from protocol.coordinator_records import (
+    I8,
+    I32,
+    I64,
+    GroupEpochValue,
+    Partitions,
+    decode_assignment,
+    decode_key,
+    decode_value,
+    encode_assignment,
+    read_int,
+    read_ints,
+    read_partitions,
+    read_tags,
+    value_writer,
 )
+from protocol.coordinator_records import (
+    encode_key as _encode_key,
+)
+from protocol.primitives import rt_ccount, rt_cnstring, rt_cstring, rt_uuid
+
+__all__ = [
+    "CURRENT_ASSIGNMENT",
+    "GROUP_METADATA",
+    "MEMBER_METADATA",
+    "SHARE_RECORD_TYPES",
+    "STATE_PARTITION_METADATA",
+    "TARGET_MEMBER",
+    "TARGET_METADATA",
+    "CurrentAssignmentValue",
+    "GroupEpochValue",
+    "MemberMetadataValue",
+    "Partitions",
+    "ShareKey",
+    "StatePartitionMetadataValue",
+    "TargetMetadataValue",
+    "TopicPartitionsInfo",
+    "decode_current_assignment",
+    "decode_group_epoch",
+    "decode_member_metadata",
+    "decode_share_key",
+    "decode_state_partition_metadata",
+    "decode_target_member",
+    "decode_target_metadata",
+    "encode_current_assignment",
+    "encode_group_epoch",
+    "encode_key",
+    "encode_member_metadata",
+    "encode_state_partition_metadata",
+    "encode_target_member",
+    "encode_target_metadata",
+]
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -53,11 +88,7 @@ CURRENT_ASSIGNMENT = 14
 STATE_PARTITION_METADATA = 15
 SHARE_RECORD_TYPES = frozenset(range(MEMBER_METADATA, STATE_PARTITION_METADATA + 1))
 _WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
-
-Partitions = Mapping[uuid.UUID, frozenset[int]]
-T = TypeVar("T")
-
-_I8, _I16, _I32, _I64 = (struct.Struct(f) for f in (">b", ">h", ">i", ">q"))
+_KIND = "share group"
 
 
 @dataclass(frozen=True)
@@ -73,12 +104,6 @@ class MemberMetadataValue:
     client_id: str
     client_host: str
     subscribed_topic_names: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class GroupEpochValue:
-    epoch: int
-    metadata_hash: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,60 +138,15 @@ class StatePartitionMetadataValue:
 # -- writing -------------------------------------------------------------------------------
 
 
-class _Out:
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def raw(self, fmt: struct.Struct, value: int) -> None:
-        self.parts.append(fmt.pack(value))
-
-    def cstring(self, value: str | None) -> None:
-        if value is None:
-            self.parts.append(b"\x00")
-            return
-        data = value.encode()
-        self.parts.append(uvarint_bytes(len(data) + 1) + data)
-
-    def count(self, n: int) -> None:
-        self.parts.append(uvarint_bytes(n + 1))
-
-    def no_tags(self) -> None:
-        self.parts.append(b"\x00")
-
-    def int_array(self, values: frozenset[int]) -> None:
-        self.count(len(values))
-        for p in sorted(values):
-            self.raw(_I32, p)
-
-    def partitions(self, value: Partitions) -> None:
-        self.count(len(value))
-        for topic_id, parts in sorted(value.items(), key=lambda kv: str(kv[0])):
-            self.parts.append(topic_id.bytes)
-            self.int_array(parts)
-            self.no_tags()
-
-    def done(self) -> bytes:
-        return b"".join(self.parts)
-
-
-def _value_start() -> _Out:
-    out = _Out()
-    out.raw(_I16, 0)
-    return out
-
-
 def encode_key(key: ShareKey) -> bytes:
-    out = _Out()
-    out.raw(_I16, key.record_type)
-    for text in (key.group, key.member) if key.record_type in _WITH_MEMBER else (key.group,):
-        assert text is not None
-        data = text.encode()
-        out.parts.append(_I16.pack(len(data)) + data)
-    return out.done()
+    if key.record_type not in _WITH_MEMBER:
+        return _encode_key(key.record_type, key.group)
+    assert key.member is not None
+    return _encode_key(key.record_type, key.group, key.member)
 
 
 def encode_member_metadata(value: MemberMetadataValue) -> bytes:
-    out = _value_start()
+    out = value_writer()
     out.cstring(value.rack_id)
     out.cstring(value.client_id)
     out.cstring(value.client_host)
@@ -178,52 +158,49 @@ def encode_member_metadata(value: MemberMetadataValue) -> bytes:
 
 
 def encode_group_epoch(value: GroupEpochValue) -> bytes:
-    out = _value_start()
-    out.raw(_I32, value.epoch)
-    out.raw(_I64, value.metadata_hash)
+    out = value_writer()
+    out.raw(I32, value.epoch)
+    out.raw(I64, value.metadata_hash)
     out.no_tags()
     return out.done()
 
 
 def encode_target_metadata(value: TargetMetadataValue) -> bytes:
-    out = _value_start()
-    out.raw(_I32, value.assignment_epoch)
+    out = value_writer()
+    out.raw(I32, value.assignment_epoch)
     if value.assignment_timestamp == 0:
         out.no_tags()
-    else:  # one tagged field: tag 0, 8 bytes
-        out.parts.append(b"\x01\x00\x08" + _I64.pack(value.assignment_timestamp))
+    else:
+        out.one_tag(0, I64.pack(value.assignment_timestamp))
     return out.done()
 
 
 def encode_target_member(assignment: Partitions) -> bytes:
-    out = _value_start()
-    out.partitions(assignment)
-    out.no_tags()
-    return out.done()
+    return encode_assignment(assignment)
 
 
 def encode_current_assignment(value: CurrentAssignmentValue) -> bytes:
-    out = _value_start()
-    out.raw(_I32, value.member_epoch)
-    out.raw(_I32, value.previous_member_epoch)
-    out.raw(_I8, value.state)
+    out = value_writer()
+    out.raw(I32, value.member_epoch)
+    out.raw(I32, value.previous_member_epoch)
+    out.raw(I8, value.state)
     out.partitions(value.assigned)
     out.no_tags()
     return out.done()
 
 
 def encode_state_partition_metadata(value: StatePartitionMetadataValue) -> bytes:
-    out = _value_start()
+    out = value_writer()
     for infos in (value.initializing, value.initialized):
         out.count(len(infos))
         for info in sorted(infos, key=lambda i: str(i.topic_id)):
-            out.parts.append(info.topic_id.bytes)
+            out.uuid(info.topic_id)
             out.cstring(info.topic_name)
             out.int_array(info.partitions)
             out.no_tags()
     out.count(len(value.deleting))
     for topic_id, name in sorted(value.deleting, key=lambda d: str(d[0])):
-        out.parts.append(topic_id.bytes)
+        out.uuid(topic_id)
         out.cstring(name)
         out.no_tags()
     out.no_tags()
@@ -233,100 +210,52 @@ def encode_state_partition_metadata(value: StatePartitionMetadataValue) -> bytes
 # -- reading -------------------------------------------------------------------------------
 
 
-def _int(fmt: struct.Struct, stream: io.BytesIO) -> int:
-    value: int = fmt.unpack(read_exact(stream, fmt.size))[0]
-    return value
-
-
-def _tags(stream: io.BytesIO) -> dict[int, bytes]:
-    return dict(rt_read_tag(stream) for _ in range(rt_tag_count(stream)))
-
-
-def _ints(stream: io.BytesIO) -> frozenset[int]:
-    return frozenset(_int(_I32, stream) for _ in range(rt_ccount(stream, 4)))
-
-
-def _partitions(stream: io.BytesIO) -> dict[uuid.UUID, frozenset[int]]:
-    out = {}
-    for _ in range(rt_ccount(stream, 17)):
-        topic_id = rt_uuid(stream)
-        out[topic_id] = _ints(stream)
-        _tags(stream)
-    return out
-
-
-def _decoded(data: bytes, read: Callable[[io.BytesIO], T]) -> T:
-    """`read` over a version-0 value (the trailing tagged fields read by `read`)."""
-    try:
-        stream = io.BytesIO(data)
-        version = _int(_I16, stream)
-        if version != 0:
-            raise GroupRecordError(f"unsupported share group record value version {version}")
-        return read(stream)
-    except MalformedRequest as exc:
-        raise GroupRecordError(str(exc)) from None
-
-
 def decode_share_key(data: bytes) -> ShareKey | None:
     """The key of a share group record, or None for another record type."""
-    stream = io.BytesIO(data)
-    try:
-        record_type = _int(_I16, stream)
-        if record_type not in SHARE_RECORD_TYPES:
-            return None
-        group = rt_string(stream)
-        member = rt_string(stream) if record_type in _WITH_MEMBER else None
-        return ShareKey(record_type, group, member)
-    except MalformedRequest as exc:
-        raise GroupRecordError(str(exc)) from None
+    return decode_key(data, SHARE_RECORD_TYPES, _WITH_MEMBER, ShareKey)
 
 
 def decode_member_metadata(data: bytes) -> MemberMetadataValue:
     def read(s: io.BytesIO) -> MemberMetadataValue:
         rack, client_id, host = rt_cnstring(s), rt_cstring(s), rt_cstring(s)
         names = tuple(rt_cstring(s) for _ in range(rt_ccount(s)))
-        _tags(s)
+        read_tags(s)
         return MemberMetadataValue(rack, client_id, host, names)
 
-    return _decoded(data, read)
+    return decode_value(data, read, _KIND)
 
 
 def decode_group_epoch(data: bytes) -> GroupEpochValue:
     def read(s: io.BytesIO) -> GroupEpochValue:
-        epoch, digest = _int(_I32, s), _int(_I64, s)
-        _tags(s)
+        epoch, digest = read_int(I32, s), read_int(I64, s)
+        read_tags(s)
         return GroupEpochValue(epoch, digest)
 
-    return _decoded(data, read)
+    return decode_value(data, read, _KIND)
 
 
 def decode_target_metadata(data: bytes) -> TargetMetadataValue:
     def read(s: io.BytesIO) -> TargetMetadataValue:
-        epoch = _int(_I32, s)
-        raw = _tags(s).get(0)
-        stamp = _I64.unpack(raw)[0] if raw is not None and len(raw) == 8 else 0
+        epoch = read_int(I32, s)
+        raw = read_tags(s).get(0)
+        stamp = I64.unpack(raw)[0] if raw is not None and len(raw) == 8 else 0
         return TargetMetadataValue(epoch, stamp)
 
-    return _decoded(data, read)
+    return decode_value(data, read, _KIND)
 
 
 def decode_target_member(data: bytes) -> dict[uuid.UUID, frozenset[int]]:
-    def read(s: io.BytesIO) -> dict[uuid.UUID, frozenset[int]]:
-        out = _partitions(s)
-        _tags(s)
-        return out
-
-    return _decoded(data, read)
+    return decode_assignment(data, _KIND)
 
 
 def decode_current_assignment(data: bytes) -> CurrentAssignmentValue:
     def read(s: io.BytesIO) -> CurrentAssignmentValue:
-        epoch, previous, state = _int(_I32, s), _int(_I32, s), _int(_I8, s)
-        assigned = _partitions(s)
-        _tags(s)
+        epoch, previous, state = read_int(I32, s), read_int(I32, s), read_int(I8, s)
+        assigned = read_partitions(s)
+        read_tags(s)
         return CurrentAssignmentValue(epoch, previous, state, assigned)
 
-    return _decoded(data, read)
+    return decode_value(data, read, _KIND)
 
 
 def decode_state_partition_metadata(data: bytes) -> StatePartitionMetadataValue:
@@ -334,8 +263,8 @@ def decode_state_partition_metadata(data: bytes) -> StatePartitionMetadataValue:
         out = []
         for _ in range(rt_ccount(s, 18)):
             topic_id, name = rt_uuid(s), rt_cstring(s)
-            out.append(TopicPartitionsInfo(topic_id, name, _ints(s)))
-            _tags(s)
+            out.append(TopicPartitionsInfo(topic_id, name, read_ints(s)))
+            read_tags(s)
         return tuple(out)
 
     def read(s: io.BytesIO) -> StatePartitionMetadataValue:
@@ -343,8 +272,8 @@ def decode_state_partition_metadata(data: bytes) -> StatePartitionMetadataValue:
         deleting = []
         for _ in range(rt_ccount(s, 17)):
             deleting.append((rt_uuid(s), rt_cstring(s)))
-            _tags(s)
-        _tags(s)
+            read_tags(s)
+        read_tags(s)
         return StatePartitionMetadataValue(initializing, initialized, tuple(deleting))
 
-    return _decoded(data, read)
+    return decode_value(data, read, _KIND)

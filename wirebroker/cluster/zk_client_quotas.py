@@ -39,22 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from protocol.errors import ErrorCode
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.zk_events import AppliedNodes
-from wirebroker.coordination.api import (
-    BadVersionError,
-    CoordinationError,
-    Create,
-    DataCallback,
-    NodeExistsError,
-    NoNodeError,
-    Op,
-    SetData,
-    Stat,
-    TransactionError,
-    Watch,
-)
+from wirebroker.cluster.zk_config_mirror import ZkConfigMirror, entity_configs, notification
+from wirebroker.coordination.api import Create, Op, SetData, Stat, Watch
 from wirebroker.security.client_quotas import (
     BYTE_RATE_KEYS,
     CLIENT_ID,
@@ -131,49 +118,38 @@ def _with_values(configs: Mapping[str, str], values: Mapping[str, float]) -> dic
     return out
 
 
-class ZkClientQuotas:
+class ZkClientQuotas(ZkConfigMirror[tuple[str, list[str]]]):
     """Every client quota entity's values, kept in ZooKeeper (see the module docstring)."""
 
     def __init__(
         self, coord: Coordination, *, store: TopicStore | None = None, timeout_s: float = 30.0
     ) -> None:
-        self.coord = coord
-        self.topic_store = store
-        self.timeout_s = timeout_s
+        super().__init__(coord, store=store, timeout_s=timeout_s)
         self.quotas = QuotaStore()
         self._children: dict[str, Watch] = {}  # parent path -> its children watch
         self._data: dict[str, Watch] = {}  # entity node path -> its data watch
-        self._applied = AppliedNodes()  # by node path
-        self._scope = trio.CancelScope()
-        self._events_send, self._events = trio.open_memory_channel[tuple[str, list[str]]](math.inf)
 
     # -- the mirror ----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        with self._scope:
-            try:
-                for parent in (zl.CONFIG_USERS, CONFIG_CLIENTS, CONFIG_IPS):
-                    await self._watch_parent(parent)
-                while True:  # apply what is there before reporting started
-                    try:
-                        parent, names = self._events.receive_nowait()
-                    except trio.WouldBlock:
-                        break
-                    await self._follow(parent, names)
-                task_status.started()
-                async for parent, names in self._events:
-                    await self._follow(parent, names)
-            finally:
-                for watch in [*self._children.values(), *self._data.values()]:
-                    watch.cancel()
+        await self._mirror(
+            task_status,
+            self._watch,
+            self._follow_event,
+            lambda: [*self._children.values(), *self._data.values()],
+        )
 
-    def close(self) -> None:
-        self._scope.cancel()
+    async def _watch(self) -> None:
+        for parent in (zl.CONFIG_USERS, CONFIG_CLIENTS, CONFIG_IPS):
+            await self._watch_parent(parent)
 
     async def _watch_parent(self, parent: str) -> None:
         def on_children(names: list[str] | None) -> None:
             self._events_send.send_nowait((parent, names or []))
 
         self._children[parent] = await self.coord.watch_children(parent, on_children)
+
+    async def _follow_event(self, event: tuple[str, list[str]]) -> None:
+        await self._follow(*event)
 
     async def _follow(self, parent: str, names: list[str]) -> None:
         """Reconcile the watches under `parent` with its children `names`."""
@@ -192,14 +168,8 @@ class ZkClientQuotas:
             if parent == zl.CONFIG_USERS:
                 await self._watch_parent(f"{path}/clients")
 
-    def _on_data(self, path: str) -> DataCallback:
-        def on_data(data: bytes | None, stat: Stat | None) -> None:
-            self._applied_node(path, data, stat)
-
-        return on_data
-
-    def _applied_node(self, path: str, data: bytes | None, stat: Stat | None) -> None:
-        entity = _entity_of(path)
+    def _applied_node(self, key: str, data: bytes | None, stat: Stat | None) -> None:
+        entity = _entity_of(key)
         if entity is None:
             return
         configs: dict[str, str] = {}
@@ -207,12 +177,12 @@ class ZkClientQuotas:
             try:
                 configs = parse_user_node(data)
             except ValueError as exc:
-                log.warning("ignoring %s: %s", path, exc)
-        self.quotas.apply([QuotaChange(entity, quota_values(path, configs))])
-        rel = path.removeprefix("/config/")
+                log.warning("ignoring %s: %s", key, exc)
+        self.quotas.apply([QuotaChange(entity, quota_values(key, configs))])
+        rel = key.removeprefix("/config/")
         if self.topic_store is not None and not _is_user_node(rel):
             self.topic_store.set_quota_configs(rel, configs)
-        self._applied.mark(path, stat)
+        self._applied.mark(key, stat)
 
     # -- alterations ---------------------------------------------------------------------------
     async def alter(
@@ -220,18 +190,9 @@ class ZkClientQuotas:
     ) -> list[EntityResult]:
         """AlterClientQuotas: the results, once the changes are stored and applied here;
         QuotaStoreError when they could not be stored."""
-        try:
-            with trio.fail_after(self.timeout_s):
-                results, written = await self._write(entries, validate_only)
-                await self._applied.wait_for(written)
-                return results
-        except trio.TooSlowError:
-            raise QuotaStoreError(
-                ErrorCode.REQUEST_TIMED_OUT,
-                f"The change was not applied within {self.timeout_s:g} s",
-            ) from None
-        except CoordinationError as exc:
-            raise QuotaStoreError(ErrorCode.UNKNOWN, f"ZooKeeper write failed: {exc}") from exc
+        return await self._write_applied(
+            lambda: self._write(entries, validate_only), QuotaStoreError
+        )
 
     async def _write(
         self, entries: Sequence[AlterEntry], validate_only: bool
@@ -243,7 +204,9 @@ class ZkClientQuotas:
             if rel is not None:
                 paths[entity] = f"/config/{rel}"
         while True:
-            reads = {entity: await self._read(path) for entity, path in paths.items()}
+            reads = {
+                entity: await self._read(path, entity_configs) for entity, path in paths.items()
+            }
             current = QuotaStore(
                 {e: quota_values(paths[e], configs) for e, (configs, _stat) in reads.items()}
             )
@@ -260,20 +223,10 @@ class ZkClientQuotas:
                     ops.append(Create(path, data))
                 else:
                     ops.append(SetData(path, data, stat.version))
-                ops.append(
-                    Create(
-                        f"{zl.CONFIG_CHANGES}/config_change_",
-                        zl.encode_entity_change(path.removeprefix("/config/")),
-                        sequential=True,
-                    )
-                )
+                ops.append(notification(path.removeprefix("/config/")))
             await self.coord.ensure_path(zl.CONFIG_CHANGES)
-            try:
-                await self.coord.multi(ops)
-            except TransactionError as exc:
-                if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
-                    continue
-                raise
+            if not await self._multi(ops):
+                continue
             written = {}
             for change in changes:
                 path = paths[change.entity]
@@ -281,17 +234,6 @@ class ZkClientQuotas:
                 if stat is not None:
                     written[path] = stat
             return results, written
-
-    async def _read(self, path: str) -> tuple[dict[str, str], Stat | None]:
-        try:
-            data, stat = await self.coord.get(path)
-        except NoNodeError:
-            return {}, None
-        try:
-            return (parse_user_node(data) if data else {}), stat
-        except ValueError as exc:
-            log.warning("overwriting %s: %s", path, exc)
-            return {}, stat
 
 
 def _is_user_node(rel: str) -> bool:

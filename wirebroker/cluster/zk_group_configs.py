@@ -25,28 +25,14 @@ writes them back into the tree at start, so they survive a restart.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from protocol.errors import ErrorCode
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.zk_events import AppliedNodes
-from wirebroker.coordination.api import (
-    BadVersionError,
-    CoordinationError,
-    Create,
-    DataCallback,
-    NodeExistsError,
-    NoNodeError,
-    Op,
-    SetData,
-    Stat,
-    TransactionError,
-    Watch,
-)
+from wirebroker.cluster.zk_config_mirror import ZkConfigMirror, notification
+from wirebroker.coordination.api import Create, Op, SetData, Stat, Watch
 from wirebroker.metadata.group_config_store import GroupConfigs
 from wirebroker.metadata.group_configs import Compute
 
@@ -67,45 +53,30 @@ class GroupConfigStoreError(Exception):
         self.error_code = error_code
 
 
-class ZkGroupConfigs(GroupConfigs):
+class ZkGroupConfigs(ZkConfigMirror[list[str]], GroupConfigs):
     """Every group's config overrides, kept in ZooKeeper (see the module docstring)."""
 
     def __init__(
         self, coord: Coordination, *, store: TopicStore | None = None, timeout_s: float = 30.0
     ) -> None:
-        super().__init__()
-        self.coord = coord
-        self.topic_store = store
-        self.timeout_s = timeout_s
+        GroupConfigs.__init__(self)
+        ZkConfigMirror.__init__(self, coord, store=store, timeout_s=timeout_s)
         self._children: Watch | None = None
         self._data: dict[str, Watch] = {}  # node name -> its data watch
-        self._applied = AppliedNodes()  # by node path
-        self._scope = trio.CancelScope()
-        self._events_send, self._events = trio.open_memory_channel[list[str]](math.inf)
 
     # -- the mirror ----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        with self._scope:
-            try:
-                self._children = await self.coord.watch_children(
-                    zl.CONFIG_GROUPS, lambda names: self._events_send.send_nowait(names or [])
-                )
-                while True:  # apply what is there before reporting started
-                    try:
-                        names = self._events.receive_nowait()
-                    except trio.WouldBlock:
-                        break
-                    await self._follow(names)
-                task_status.started()
-                async for names in self._events:
-                    await self._follow(names)
-            finally:
-                for watch in [self._children, *self._data.values()]:
-                    if watch is not None:
-                        watch.cancel()
+        await self._mirror(
+            task_status,
+            self._watch,
+            self._follow,
+            lambda: [self._children, *self._data.values()],
+        )
 
-    def close(self) -> None:
-        self._scope.cancel()
+    async def _watch(self) -> None:
+        self._children = await self.coord.watch_children(
+            zl.CONFIG_GROUPS, lambda names: self._events_send.send_nowait(names or [])
+        )
 
     async def _follow(self, names: list[str]) -> None:
         """Reconcile the data watches with the children of /config/groups."""
@@ -116,16 +87,10 @@ class ZkGroupConfigs(GroupConfigs):
             path = f"{zl.CONFIG_GROUPS}/{name}"
             self._data[name] = await self.coord.watch_data(path, self._on_data(name))
 
-    def _on_data(self, name: str) -> DataCallback:
-        def on_data(data: bytes | None, stat: Stat | None) -> None:
-            self._applied_node(name, data, stat)
-
-        return on_data
-
-    def _applied_node(self, name: str, data: bytes | None, stat: Stat | None) -> None:
-        path = f"{zl.CONFIG_GROUPS}/{name}"
+    def _applied_node(self, key: str, data: bytes | None, stat: Stat | None) -> None:
+        path = f"{zl.CONFIG_GROUPS}/{key}"
         try:
-            group = zl.desanitize_user(name)
+            group = zl.desanitize_user(key)
         except ValueError:
             log.warning("ignoring %s: its name does not decode", path)
             return
@@ -142,62 +107,32 @@ class ZkGroupConfigs(GroupConfigs):
     # -- changes -------------------------------------------------------------------------------
     async def update(self, group: str, compute: Compute, *, validate_only: bool) -> None:
         path = zl.group_config_path(group)
-        try:
-            with trio.fail_after(self.timeout_s):
-                written = await self._write(group, path, compute, validate_only)
-                if written is not None:
-                    await self._applied.wait_for({path: written})
-        except trio.TooSlowError:
-            raise GroupConfigStoreError(
-                ErrorCode.REQUEST_TIMED_OUT,
-                f"The change was not applied within {self.timeout_s:g} s",
-            ) from None
-        except CoordinationError as exc:
-            raise GroupConfigStoreError(
-                ErrorCode.UNKNOWN, f"ZooKeeper write failed: {exc}"
-            ) from exc
+        await self._write_applied(
+            lambda: self._write(path, compute, validate_only), GroupConfigStoreError
+        )
 
     async def _write(
-        self, group: str, path: str, compute: Compute, validate_only: bool
-    ) -> Stat | None:
+        self, path: str, compute: Compute, validate_only: bool
+    ) -> tuple[None, dict[str, Stat]]:
         """Compute from the node and write it with its notification, conditionally on the
-        version read; the written stat (None: nothing written)."""
+        version read; the node's stat written (none: nothing written)."""
         while True:
-            current, stat = await self._read(path)
+            current, stat = await self._read(path, lambda data: zl.decode_group_config(path, data))
             new = compute(current)
             if validate_only or (new == current and (stat is not None or not new)):
-                return None  # nothing to write (no node made for a group without configs)
+                return None, {}  # nothing to write (no node made for a group without configs)
             data = zl.encode_group_config(new)
             ops: list[Op] = [
                 Create(path, data) if stat is None else SetData(path, data, stat.version),
-                Create(
-                    f"{zl.CONFIG_CHANGES}/config_change_",
-                    zl.encode_entity_change(path.removeprefix("/config/")),
-                    sequential=True,
-                ),
+                notification(path.removeprefix("/config/")),
             ]
             await self.coord.ensure_path(zl.CONFIG_GROUPS)
             await self.coord.ensure_path(zl.CONFIG_CHANGES)
-            try:
-                await self.coord.multi(ops)
-            except TransactionError as exc:
-                if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
-                    continue  # changed meanwhile: compute again from what is there now
-                raise
+            if not await self._multi(ops):
+                continue  # changed meanwhile: compute again from what is there now
             written = await self.coord.exists(path)
             if written is not None:
-                return written
-
-    async def _read(self, path: str) -> tuple[dict[str, str], Stat | None]:
-        try:
-            data, stat = await self.coord.get(path)
-        except NoNodeError:
-            return {}, None
-        try:
-            return zl.decode_group_config(path, data), stat
-        except zl.LayoutError as exc:
-            log.warning("overwriting %s: %s", path, exc)
-            return {}, stat
+                return None, {path: written}
 
 
 def seed_group_ops(group_configs: Mapping[str, Mapping[str, str]]) -> list[Op]:

@@ -27,28 +27,14 @@ answered; `LocalCluster.seed` writes them back into the tree at start.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from protocol.errors import ErrorCode
 from wirebroker.cluster import zk_layout as zl
-from wirebroker.cluster.zk_events import AppliedNodes
-from wirebroker.coordination.api import (
-    BadVersionError,
-    CoordinationError,
-    Create,
-    DataCallback,
-    NodeExistsError,
-    NoNodeError,
-    Op,
-    SetData,
-    Stat,
-    TransactionError,
-    Watch,
-)
+from wirebroker.cluster.zk_config_mirror import ZkConfigMirror, entity_configs, notification
+from wirebroker.coordination.api import Create, Op, SetData, Stat, Watch
 from wirebroker.security.credentials import (
     CredentialChange,
     CredentialStore,
@@ -95,20 +81,16 @@ def valid_credentials(
     return found
 
 
-class ZkScramUsers(ScramUsers):
+class ZkScramUsers(ZkConfigMirror[list[str]], ScramUsers):
     """Every user's SCRAM credentials, kept in ZooKeeper (see the module docstring)."""
 
     def __init__(
         self, coord: Coordination, *, store: TopicStore | None = None, timeout_s: float = 30.0
     ) -> None:
-        self.coord = coord
-        self.topic_store = store
-        self.timeout_s = timeout_s
+        super().__init__(coord, store=store, timeout_s=timeout_s)
         self._store = CredentialStore()
-        self._watches: dict[str, Watch] = {}
-        self._applied = AppliedNodes()  # by user
-        self._scope = trio.CancelScope()
-        self._children_send, self._children_receive = trio.open_memory_channel[list[str]](math.inf)
+        self._children: Watch | None = None
+        self._watches: dict[str, Watch] = {}  # by user
 
     @property
     def store(self) -> CredentialStore:
@@ -117,81 +99,53 @@ class ZkScramUsers(ScramUsers):
     # -- the mirror ----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         """Mirror `/config/users` until cancelled or `close`; started once the current users
-        are applied."""
-        with self._scope:
-            children = await self.coord.watch_children(zl.CONFIG_USERS, self._on_children)
-            try:
-                await self._follow(self._latest_children())
-                task_status.started()
-                async for names in self._children_receive:
-                    await self._follow(self._latest_children(names))
-            finally:
-                children.cancel()
-                for watch in self._watches.values():
-                    watch.cancel()
+        are applied. Each child list is whole: only the newest queued one is followed."""
+        await self._mirror(
+            task_status,
+            self._watch,
+            self._follow,
+            lambda: [self._children, *self._watches.values()],
+            latest_only=True,
+        )
 
-    def close(self) -> None:
-        self._scope.cancel()
-
-    def _on_children(self, names: list[str] | None) -> None:
-        self._children_send.send_nowait(names or [])
-
-    def _latest_children(self, names: list[str] | None = None) -> list[str]:
-        """The newest child list queued (earlier ones are stale)."""
-        while True:
-            try:
-                names = self._children_receive.receive_nowait()
-            except trio.WouldBlock:
-                return names or []
+    async def _watch(self) -> None:
+        self._children = await self.coord.watch_children(
+            zl.CONFIG_USERS, lambda names: self._events_send.send_nowait(names or [])
+        )
 
     async def _follow(self, names: list[str]) -> None:
         users = {zl.desanitize_user(name) for name in names}
         for user in set(self._watches) - users:
             self._watches.pop(user).cancel()
-            self._applied_user(user, {}, None)
+            self._applied_node(user, None, None)
         for user in sorted(users - set(self._watches)):
             self._watches[user] = await self.coord.watch_data(
-                zl.user_config_path(user), self._callback(user)
+                zl.user_config_path(user), self._on_data(user)
             )
 
-    def _callback(self, user: str) -> DataCallback:
-        def on_data(data: bytes | None, stat: Stat | None) -> None:
-            configs: dict[str, str] = {}
-            if data:
-                try:
-                    configs = parse_user_node(data)
-                except ValueError as exc:
-                    log.warning("ignoring %s: %s", zl.user_config_path(user), exc)
-            self._applied_user(user, configs, stat)
-
-        return on_data
-
-    def _applied_user(self, user: str, configs: dict[str, str], stat: Stat | None) -> None:
-        credentials = valid_credentials(user, configs)
+    def _applied_node(self, key: str, data: bytes | None, stat: Stat | None) -> None:
+        configs: dict[str, str] = {}
+        if data:
+            try:
+                configs = parse_user_node(data)
+            except ValueError as exc:
+                log.warning("ignoring %s: %s", zl.user_config_path(key), exc)
+        credentials = valid_credentials(key, configs)
         self._store.apply(
-            CredentialChange(user, mechanism, credentials.get(mechanism))
+            CredentialChange(key, mechanism, credentials.get(mechanism))
             for mechanism in ScramMechanism
         )
         if self.topic_store is not None:
-            self.topic_store.set_user_configs(user, configs)
-        self._applied.mark(user, stat)
+            self.topic_store.set_user_configs(key, configs)
+        self._applied.mark(key, stat)
 
     # -- alterations ---------------------------------------------------------------------------
     async def alter(
         self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
     ) -> list[UserAlterResult]:
-        try:
-            with trio.fail_after(self.timeout_s):
-                results, written = await self._write(deletions, upsertions)
-                await self._applied.wait_for(written)
-                return results
-        except trio.TooSlowError:
-            raise ScramStoreError(
-                ErrorCode.REQUEST_TIMED_OUT,
-                f"The change was not applied within {self.timeout_s:g} s",
-            ) from None
-        except CoordinationError as exc:
-            raise ScramStoreError(ErrorCode.UNKNOWN, f"ZooKeeper write failed: {exc}") from exc
+        return await self._write_applied(
+            lambda: self._write(deletions, upsertions), ScramStoreError
+        )
 
     async def _write(
         self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
@@ -199,7 +153,7 @@ class ZkScramUsers(ScramUsers):
         """Check and write conditionally; the answer and each written user's node stat."""
         names = sorted(({d.name for d in deletions} | {u.name for u in upsertions}) - {""})
         while True:
-            reads = [await self._read(user) for user in names]
+            reads = [(user, *await self._read_user(user)) for user in names]
             current = CredentialStore(
                 {user: valid_credentials(user, configs) for user, configs, _stat in reads}
             )
@@ -209,12 +163,8 @@ class ZkScramUsers(ScramUsers):
             ops = _write_ops(reads, changes)
             await self.coord.ensure_path(zl.CONFIG_USERS)
             await self.coord.ensure_path(zl.CONFIG_CHANGES)
-            try:
-                await self.coord.multi(ops)
-            except TransactionError as exc:
-                if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
-                    continue  # changed meanwhile: read and check again
-                raise
+            if not await self._multi(ops):
+                continue  # changed meanwhile: read and check again
             written = {}
             for user in {change.user for change in changes}:
                 stat = await self.coord.exists(zl.user_config_path(user))
@@ -222,16 +172,8 @@ class ZkScramUsers(ScramUsers):
                     written[user] = stat
             return results, written
 
-    async def _read(self, user: str) -> _Read:
-        try:
-            data, stat = await self.coord.get(zl.user_config_path(user))
-        except NoNodeError:
-            return user, {}, None
-        try:
-            return user, parse_user_node(data) if data else {}, stat
-        except ValueError as exc:
-            log.warning("overwriting %s: %s", zl.user_config_path(user), exc)
-            return user, {}, stat
+    async def _read_user(self, user: str) -> tuple[dict[str, str], Stat | None]:
+        return await self._read(zl.user_config_path(user), entity_configs)
 
 
 def _write_ops(reads: Sequence[_Read], changes: Sequence[CredentialChange]) -> list[Op]:
@@ -246,11 +188,5 @@ def _write_ops(reads: Sequence[_Read], changes: Sequence[CredentialChange]) -> l
     for user in sorted({change.user for change in changes}):
         path, data, stat = zl.user_config_path(user), user_node(configs[user]), stats[user]
         ops.append(Create(path, data) if stat is None else SetData(path, data, stat.version))
-        ops.append(
-            Create(
-                f"{zl.CONFIG_CHANGES}/config_change_",
-                zl.encode_entity_change(f"users/{zl.sanitize_user(user)}"),
-                sequential=True,
-            )
-        )
+        ops.append(notification(f"users/{zl.sanitize_user(user)}"))
     return ops

@@ -1,9 +1,10 @@
-"""One coordinator runtime, shared by the group and the transaction coordinators (trio).
+"""One coordinator runtime, shared by the group, transaction and share coordinators (trio).
 
 Kafka's coordinator-common `CoordinatorRuntime` in wirebroker's shape. A coordinator (groups
-over `__consumer_offsets`, transactions over `__transaction_state`; share groups next) is a pure
-core plus what is specific to it: its request entry points and how it applies its core's
-results. This runtime owns the rest, once for every coordinator:
+over `__consumer_offsets`, transactions over `__transaction_state`, share state over
+`__share_group_state`) is a pure core plus what is specific to it: its request entry points
+and how it applies its core's results. This runtime owns the rest, once for every
+coordinator:
 
 - the internal topic: `ensure_topic()` creates it from the coordinator's `NewTopic` unless it
   exists; NONE or COORDINATOR_NOT_AVAILABLE;
@@ -31,12 +32,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from protocol.errors import ErrorCode
+from protocol.records import build_batch
 from wirebroker.coordinator.log_reader import Entry, keyed_records
 from wirebroker.coordinator.ownership import Ownership
 from wirebroker.log.errors import LogError
@@ -227,6 +229,11 @@ class CoordinatorRuntime:
         owned = self.ownership.get(partition)
         return None if owned is None else owned.elected_epoch
 
+    def leads(self, part: Partition, elected_epoch: int | None) -> bool:
+        """This broker leads `part` in the ownership that started at `elected_epoch` (its
+        leader epoch may have moved on since: an ISR change by the controller)."""
+        return part.is_leader and self.elected_epoch(part.index) == elected_epoch
+
     # == loading ===========================================================================
     async def load_scheduled(self) -> list[Any]:
         """Run the loads scheduled so far, in order (a single broker's start): what each
@@ -343,6 +350,22 @@ class CoordinatorRuntime:
             log.exception("append to %s-%d failed", self.topic, partition)
             return ErrorCode.UNKNOWN
         return Appended(part, done.last_offset + 1, self.ownership.token(partition))
+
+    def append_records(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        now_ms: int,
+        *,
+        elected_epoch: int | None,
+    ) -> Appended | ErrorCode:
+        """Append `records` (key, value) to `partition` now as one batch stamped `now_ms`,
+        while this broker leads it in the ownership elected at `elected_epoch` (else
+        NOT_LEADER_OR_FOLLOWER): what to wait for, or the raw error."""
+        batch = build_batch(records, base_timestamp=now_ms)
+        return self.append(
+            partition, batch, now_ms, leading=lambda part: self.leads(part, elected_epoch)
+        )
 
     async def wait_replicated(self, appended: Appended, timeout_s: float) -> ErrorCode:
         """Wait until the high watermark passes `appended`, at most `timeout_s`: NONE or the

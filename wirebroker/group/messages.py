@@ -10,8 +10,9 @@ replaced by `error` -- what the runtime answers when the append fails.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Self, TypeVar, cast
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Generic, NamedTuple, Self, TypeVar, cast
 
 from protocol.errors import ErrorCode
 
@@ -20,6 +21,7 @@ SUCCESS_CODES = (ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED)
 
 
 T = TypeVar("T")
+M = TypeVar("M")
 
 
 def _or_failed(current: ErrorCode, error: ErrorCode) -> ErrorCode:
@@ -331,3 +333,33 @@ class DescribedGroup(NamedTuple):
     members: tuple[DescribedMember, ...] = ()
     #: v6+ text when `exists` is False (None: "Group <id> not found.")
     error_message: str | None = None
+
+
+# -- modern groups: ConsumerGroupHeartbeat / ShareGroupHeartbeat, their Describe ---------------
+# Kafka's ModernGroup: the groups whose members heartbeat with epochs (KIP-848 consumer groups
+# in consumer/, KIP-932 share groups in share/); each package subclasses these with its own.
+
+
+@dataclasses.dataclass(frozen=True)
+class ModernHeartbeatResult(Failable):
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    #: topic id -> partitions; None: not sent (unchanged)
+    assignment: Mapping[uuid.UUID, frozenset[int]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribedModernGroup(Generic[M]):
+    """A group as its Describe answers it; `members`: its type's described members."""
+
+    group_id: str
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[M, ...] = ()

@@ -7,8 +7,9 @@ service returns an empty response for these); no share coordinator (or one shut 
 COORDINATOR_NOT_AVAILABLE "Share coordinator is not available." for every partition; a
 principal without CLUSTER_ACTION on the cluster CLUSTER_AUTHORIZATION_FAILED (these are
 inter-broker requests). Otherwise `call(key, partition_data)` runs per partition, in request
-order, and its `Outcome` is turned into the partition result by `build(outcome, data)`.
-Results are grouped per topic in request order.
+order, and its `Outcome` is turned into the partition result by `build(outcome, data)`
+(`partition_result` unless told: the partition, its error code and message).
+Results are grouped per topic in request order; `answer` is the whole response.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from wirebroker.handlers.context import RequestContext
     from wirebroker.share_coordinator.runtime import ShareCoordinatorRuntime
 
-__all__ = ["each_key"]
+__all__ = ["answer", "each_key", "error_fields", "partition_result"]
 
 NOT_AVAILABLE = "Share coordinator is not available."
 
@@ -70,6 +71,18 @@ async def each_key(
             partitions.append(build(outcome, data))
         results.append({"topic_id": topic_id, "partitions": partitions})
     return results
+
+
+async def answer(
+    ctx: RequestContext, req: Mapping[str, Any], call: Call, build: Build | None = None
+) -> dict[str, Any]:
+    """The response of a share-state request: its `results` (`each_key`)."""
+    return {"results": await each_key(ctx, req, call, build or partition_result)}
+
+
+def partition_result(outcome: Outcome, data: Mapping[str, Any]) -> dict[str, Any]:
+    """A partition's result without data: its index, error code and message."""
+    return {"partition": int(data["partition"]), **error_fields(outcome)}
 
 
 def error_fields(outcome: Outcome) -> dict[str, Any]:

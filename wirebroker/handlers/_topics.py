@@ -27,13 +27,24 @@ if TYPE_CHECKING:
     from wirebroker.replication.partition import Partition
     from wirebroker.replication.replica_manager import ReplicaManager
 
-__all__ = ["NIL_UUID", "answer_partition", "resolve_entry", "resolve_topic"]
+__all__ = ["NIL_UUID", "answer_partition", "resolve_entry", "resolve_topic", "topic_lookup"]
 
 log = logging.getLogger(__name__)
 
 NIL_UUID = uuid.UUID(int=0)
 Q = TypeVar("Q")
 R = TypeVar("R")
+
+
+def topic_lookup(view: ClusterView) -> Callable[[str], tuple[uuid.UUID, int] | None]:
+    """A topic name -> (its id, its partition count), None for an unknown topic: how the
+    group coordinator and the share offsets APIs are given the topics."""
+
+    def lookup(name: str) -> tuple[uuid.UUID, int] | None:
+        info = view.topic(name)
+        return None if info is None else (info.topic_id, info.partitions)
+
+    return lookup
 
 
 def resolve_topic(

@@ -11,15 +11,15 @@ Skipped: throttling.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
-from wirebroker.handlers import _authz
-from wirebroker.handlers._share_offsets import topic_by_name
+from wirebroker.handlers._share_offsets import change_offsets, error_fields
 from wirebroker.handlers.registry import handler
-from wirebroker.security.acls import AclOperation, ResourceType
-from wirebroker.share_coordinator.offsets_admin import ZERO_UUID, alter_offsets, message
+from wirebroker.security.acls import AclOperation
+from wirebroker.share_coordinator.offsets_admin import ZERO_UUID, alter_offsets
 
 if TYPE_CHECKING:
     from protocol.messages.alter_share_group_offsets import (
@@ -31,52 +31,17 @@ if TYPE_CHECKING:
 __all__ = ["handle"]
 
 
-def _failed(error: ErrorCode) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(error),
-        "error_message": message(error),
-        "responses": [],
-    }
+def _refused(topic: Mapping[str, Any], error: ErrorCode) -> dict[str, Any]:
+    rows = [
+        {"partition_index": p["partition_index"], **error_fields(error)}
+        for p in topic["partitions"]
+    ]
+    return {"topic_name": topic["topic_name"], "topic_id": ZERO_UUID, "partitions": rows}
 
 
 @handler(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
 async def handle(
     ctx: RequestContext, req: AlterShareGroupOffsetsRequest
 ) -> AlterShareGroupOffsetsResponse:
-    group_id = str(req.get("group_id") or "")
-    result: Any
-    if not _authz.allowed(ctx, ResourceType.GROUP, group_id, AclOperation.READ):
-        result = _failed(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        return result
-    persister = ctx.services.share_persister
-    if persister is None:
-        result = _failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return result
-    denied = _authz.denied_names(
-        ctx,
-        ResourceType.TOPIC,
-        [t["topic_name"] for t in req.get("topics") or []],
-        AclOperation.READ,
-    )
-    allowed = dict(req)
-    allowed["topics"] = [t for t in req.get("topics") or [] if t["topic_name"] not in denied]
-    body = await alter_offsets(
-        persister, ctx.services.share_groups, allowed, lambda name: topic_by_name(ctx, name)
-    )
-    for topic in req.get("topics") or []:
-        if topic["topic_name"] in denied:
-            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            rows = [
-                {
-                    "partition_index": p["partition_index"],
-                    "error_code": int(error),
-                    "error_message": message(error),
-                }
-                for p in topic["partitions"]
-            ]
-            body["responses"].append(
-                {"topic_name": topic["topic_name"], "topic_id": ZERO_UUID, "partitions": rows}
-            )
-    result = {"throttle_time_ms": 0, **body}
+    result: Any = await change_offsets(ctx, req, AclOperation.READ, alter_offsets, _refused)
     return result

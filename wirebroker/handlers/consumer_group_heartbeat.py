@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResult
-from wirebroker.handlers import _authz
+from wirebroker.handlers import _authz, _modern_groups
+from wirebroker.handlers._topics import topic_lookup
 from wirebroker.handlers.join_group import client_host
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import ResourceType
@@ -35,23 +36,8 @@ _MEMBER_ID_REQUIRED_VERSION = 1
 
 
 def heartbeat_response(result: ConsumerHeartbeatResult) -> wire.ConsumerGroupHeartbeatResponse:
-    assignment: Any = None
-    if result.assignment is not None:
-        assignment = {
-            "topic_partitions": [
-                {"topic_id": t, "partitions": sorted(ps)}
-                for t, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
-            ]
-        }
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(result.error),
-        "error_message": result.error_message,
-        "member_id": result.member_id,
-        "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": result.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
+    answer: Any = _modern_groups.heartbeat_response(result)
+    return answer
 
 
 def heartbeat_request(
@@ -91,12 +77,11 @@ async def handle(
         return heartbeat_response(ConsumerHeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     view = ctx.services.cluster
 
-    def lookup(name: str) -> tuple[uuid.UUID, int] | None:
-        info = view.topic(name)
-        return None if info is None else (info.topic_id, info.partitions)
-
     def names() -> list[str]:
         return [t.name for t in view.all_topics()]
 
-    result = await coordinator.consumer_group_heartbeat(heartbeat_request(ctx, req), lookup, names)
+    request = heartbeat_request(ctx, req)
+    result = await coordinator.consumer_group_heartbeat(
+        request, topic_lookup(ctx.services.cluster), names
+    )
     return heartbeat_response(result)

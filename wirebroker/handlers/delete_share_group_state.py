@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
-from wirebroker.handlers._share_state import each_key, error_fields
+from wirebroker.handlers._share_state import answer
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -36,13 +36,9 @@ async def _call(
     return await coordinator.delete(key)
 
 
-def _build(outcome: Outcome, data: Mapping[str, Any]) -> dict[str, Any]:
-    return {"partition": int(data["partition"]), **error_fields(outcome)}
-
-
 @handler(ApiKey.DELETE_SHARE_GROUP_STATE)
 async def handle(
     ctx: RequestContext, req: DeleteShareGroupStateRequest
 ) -> DeleteShareGroupStateResponse:
-    results: Any = await each_key(ctx, req, _call, _build)
-    return {"results": results}
+    response: Any = await answer(ctx, req, _call)
+    return response

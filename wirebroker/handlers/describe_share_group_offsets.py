@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.handlers import _authz
-from wirebroker.handlers._share_offsets import end_offset, topic_by_name, topic_name
+from wirebroker.handlers._share_offsets import end_offset, error_fields, topic_name
+from wirebroker.handlers._topics import topic_lookup
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import ResourceType
-from wirebroker.share_coordinator.offsets_admin import describe_group, message
+from wirebroker.share_coordinator.offsets_admin import describe_group
 
 if TYPE_CHECKING:
     from protocol.messages.describe_share_group_offsets import (
@@ -33,12 +34,7 @@ __all__ = ["handle"]
 
 
 def _failed(group_id: str, error: ErrorCode) -> dict[str, Any]:
-    return {
-        "group_id": group_id,
-        "topics": [],
-        "error_code": int(error),
-        "error_message": message(error),
-    }
+    return {"group_id": group_id, "topics": [], **error_fields(error)}
 
 
 @handler(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
@@ -59,7 +55,7 @@ async def handle(
             persister,
             ctx.services.share_groups,
             group,
-            lambda name: topic_by_name(ctx, name),
+            topic_lookup(ctx.services.cluster),
             lambda topic_id: topic_name(ctx, topic_id),
             lambda topic_id, p: end_offset(ctx, topic_id, p),
         )

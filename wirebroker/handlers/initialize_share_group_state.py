@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
-from wirebroker.handlers._share_state import each_key, error_fields
+from wirebroker.handlers._share_state import answer
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -38,13 +38,9 @@ async def _call(
     return await coordinator.initialize(key, int(data["state_epoch"]), int(data["start_offset"]))
 
 
-def _build(outcome: Outcome, data: Mapping[str, Any]) -> dict[str, Any]:
-    return {"partition": int(data["partition"]), **error_fields(outcome)}
-
-
 @handler(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
 async def handle(
     ctx: RequestContext, req: InitializeShareGroupStateRequest
 ) -> InitializeShareGroupStateResponse:
-    results: Any = await each_key(ctx, req, _call, _build)
-    return {"results": results}
+    response: Any = await answer(ctx, req, _call)
+    return response

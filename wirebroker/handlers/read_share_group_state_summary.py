@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
-from wirebroker.handlers._share_state import each_key, error_fields
+from wirebroker.handlers._share_state import answer, error_fields
 from wirebroker.handlers.registry import handler
 
 if TYPE_CHECKING:
@@ -54,5 +54,5 @@ def _build(outcome: Outcome, data: Mapping[str, Any]) -> dict[str, Any]:
 async def handle(
     ctx: RequestContext, req: ReadShareGroupStateSummaryRequest
 ) -> ReadShareGroupStateSummaryResponse:
-    results: Any = await each_key(ctx, req, _call, _build)
-    return {"results": results}
+    response: Any = await answer(ctx, req, _call, _build)
+    return response

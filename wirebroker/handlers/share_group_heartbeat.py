@@ -14,13 +14,13 @@ DESCRIBE on the subscribed topics: skipped).
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from wirebroker.group.share.messages import ShareHeartbeatRequest, ShareHeartbeatResult
-from wirebroker.handlers import _authz
+from wirebroker.handlers import _authz, _modern_groups
+from wirebroker.handlers._topics import topic_lookup
 from wirebroker.handlers.join_group import client_host
 from wirebroker.handlers.registry import handler
 from wirebroker.security.acls import AclOperation, ResourceType
@@ -33,23 +33,8 @@ __all__ = ["handle", "heartbeat_request", "heartbeat_response"]
 
 
 def heartbeat_response(result: ShareHeartbeatResult) -> wire.ShareGroupHeartbeatResponse:
-    assignment: Any = None
-    if result.assignment is not None:
-        assignment = {
-            "topic_partitions": [
-                {"topic_id": t, "partitions": sorted(ps)}
-                for t, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
-            ]
-        }
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(result.error),
-        "error_message": result.error_message,
-        "member_id": result.member_id,
-        "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": result.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
+    answer: Any = _modern_groups.heartbeat_response(result)
+    return answer
 
 
 def heartbeat_request(
@@ -79,11 +64,6 @@ async def handle(
     group_id = str(req.get("group_id") or "")
     if not _authz.allowed(ctx, ResourceType.GROUP, group_id, AclOperation.READ):
         return heartbeat_response(ShareHeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-    view = ctx.services.cluster
-
-    def lookup(name: str) -> tuple[uuid.UUID, int] | None:
-        info = view.topic(name)
-        return None if info is None else (info.topic_id, info.partitions)
-
-    result = await coordinator.share_group_heartbeat(heartbeat_request(ctx, req), lookup)
+    request = heartbeat_request(ctx, req)
+    result = await coordinator.share_group_heartbeat(request, topic_lookup(ctx.services.cluster))
     return heartbeat_response(result)

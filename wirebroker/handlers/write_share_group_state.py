@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.api import ApiKey
-from wirebroker.handlers._share_state import each_key, error_fields
+from wirebroker.handlers._share_state import answer
 from wirebroker.handlers.registry import handler
 from wirebroker.share_coordinator.batches import StateBatch
 from wirebroker.share_coordinator.core import WriteRequest
@@ -56,13 +56,9 @@ async def _call(
     return await coordinator.write(key, request)
 
 
-def _build(outcome: Outcome, data: Mapping[str, Any]) -> dict[str, Any]:
-    return {"partition": int(data["partition"]), **error_fields(outcome)}
-
-
 @handler(ApiKey.WRITE_SHARE_GROUP_STATE)
 async def handle(
     ctx: RequestContext, req: WriteShareGroupStateRequest
 ) -> WriteShareGroupStateResponse:
-    results: Any = await each_key(ctx, req, _call, _build)
-    return {"results": results}
+    response: Any = await answer(ctx, req, _call)
+    return response

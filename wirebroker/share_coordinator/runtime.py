@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from protocol.errors import ErrorCode
-from protocol.records import build_batch
 from wirebroker.coordinator.errors import AppendErrors
 from wirebroker.coordinator.log_reader import Entry
 from wirebroker.coordinator.runtime import (
@@ -48,6 +47,8 @@ from wirebroker.coordinator.runtime import (
     ReplicationWaiter,
     replicated_at_once,
 )
+from wirebroker.coordinator.service import CoordinatorService, topic_partitions
+from wirebroker.coordinator.timers import PeriodicTimers
 from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.share_coordinator.config import SHARE_STATE_TOPIC, ShareCoordinatorConfig
 from wirebroker.share_coordinator.core import Outcome, ShareCoordinatorCore, WriteRequest
@@ -57,7 +58,6 @@ from wirebroker.share_coordinator.state import ShardState
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.metadata.topic_admin import TopicAdmin
-    from wirebroker.replication.partition import Partition
     from wirebroker.replication.replica_manager import ReplicaManager
 
 __all__ = ["SHARE_STATE_TOPIC", "ShareCoordinatorRuntime"]
@@ -77,10 +77,12 @@ class _Fold:
         self.records.extend((e.key, e.value, e.offset) for e in entries if e.key is not None)
 
 
-class ShareCoordinatorRuntime:
+class ShareCoordinatorRuntime(CoordinatorService):
     """Runs a `ShareCoordinatorCore` for the broker (see the module docstring); the
     `CoordinatorShard` of its `CoordinatorRuntime`. `partition_count(topic_id)`: a topic's
     partition count (None: unknown topic id)."""
+
+    core: ShareCoordinatorCore
 
     def __init__(
         self,
@@ -94,9 +96,8 @@ class ShareCoordinatorRuntime:
         replication_waiter: ReplicationWaiter = replicated_at_once,
     ) -> None:
         cfg = ShareCoordinatorConfig.from_broker_config(config)
-        existing = admin.describe(SHARE_STATE_TOPIC)
-        if existing is not None and existing.partitions != cfg.num_partitions:
-            cfg = dataclasses.replace(cfg, num_partitions=existing.partitions)
+        partitions = topic_partitions(admin, SHARE_STATE_TOPIC, cfg.num_partitions)
+        cfg = dataclasses.replace(cfg, num_partitions=partitions)
         self.config = cfg
         self.clock = clock
         self.live_brokers = live_brokers
@@ -114,40 +115,12 @@ class ShareCoordinatorRuntime:
             replication_waiter=replication_waiter,
             role="share coordinator",
         )
-        #: the clock's ms of the next prune / cold snapshots (None: not running yet)
-        self._next_prune: int | None = None
-        self._next_cold: int | None = None
-
-    # == lifetime ==========================================================================
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled: loads, the prune and cold-snapshot timers."""
-        await self.runtime.run(self._start, task_status=task_status)
-
-    async def _start(self) -> None:
-        self._next_prune = self.clock() + max(self.config.prune_interval_ms, 1)
-        self._next_cold = self.clock() + max(self.config.cold_snapshot_interval_ms, 1)
-        self.runtime.run_due_timers()
-        await trio.lowlevel.checkpoint()
-
-    def shutdown(self) -> None:
-        """Unload everything; later requests answer COORDINATOR_NOT_AVAILABLE."""
-        self.core.unload(self.runtime.shutdown())
-
-    @property
-    def active(self) -> bool:
-        return not self.runtime.stopped
-
-    # == leadership ========================================================================
-    def on_became_leader(self, partition: int, leader_epoch: int) -> None:
-        self.runtime.on_became_leader(partition, leader_epoch)
-
-    def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
-        self.runtime.on_resigned(partition, leader_epoch)
+        #: the cold snapshots' and the prune job's rounds
+        self.timers = PeriodicTimers(
+            cold=cfg.cold_snapshot_interval_ms, prune=cfg.prune_interval_ms
+        )
 
     # -- the CoordinatorShard side (called by the runtime) -----------------------------------
-    def begin_loading(self, partition: int) -> None:
-        self.core.begin_loading(partition)
-
     def new_fold(self, partition: int) -> _Fold:
         del partition
         return _Fold()
@@ -173,21 +146,11 @@ class ShareCoordinatorRuntime:
                 len(replayed.states),
             )
 
-    def unload(self, partitions: list[int]) -> None:
-        self.core.unload(partitions)
-
-    def next_deadline(self) -> int | None:
-        if self._next_prune is None or self._next_cold is None:
-            return None
-        return min(self._next_prune, self._next_cold)
-
     def fire_timers(self, now_ms: int) -> None:
-        assert self._next_prune is not None and self._next_cold is not None
-        if now_ms >= self._next_cold:
-            self._next_cold = now_ms + max(self.config.cold_snapshot_interval_ms, 1)
+        due = self.timers.due(now_ms)
+        if "cold" in due:
             self.snapshot_cold(now_ms)
-        if now_ms >= self._next_prune:
-            self._next_prune = now_ms + max(self.config.prune_interval_ms, 1)
+        if "prune" in due:
             self.prune()
 
     def snapshot_cold(self, now_ms: int) -> None:
@@ -218,12 +181,6 @@ class ShareCoordinatorRuntime:
     # == topic =============================================================================
     def partition_for(self, key: SharePartitionKey) -> int:
         return self.core.partition_for(key)
-
-    def ensure_topic(self) -> ErrorCode:
-        """Create `__share_group_state` unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""
-        if self.runtime.stopped:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return self.runtime.ensure_topic()
 
     def _new_topic(self) -> NewTopic:
         factor = max(1, min(self.config.replication_factor, self.live_brokers()))
@@ -274,14 +231,11 @@ class ShareCoordinatorRuntime:
             await trio.lowlevel.checkpoint()
             return outcome
         partition = outcome.partition
-        now = self.clock()
-        batch = build_batch(list(outcome.records), base_timestamp=now)
         elected = self.runtime.elected_epoch(partition)
-
-        def leading(part: Partition) -> bool:
-            return part.is_leader and self.runtime.elected_epoch(part.index) == elected
-
-        appended = self.runtime.append(partition, batch, now, leading=leading)
+        records = list(outcome.records)
+        appended = self.runtime.append_records(
+            partition, records, self.clock(), elected_epoch=elected
+        )
         if not isinstance(appended, Appended):
             return Outcome.failed(_APPEND_ERRORS(appended))
         self.core.apply(partition, outcome.records, appended.end_offset - len(outcome.records))

@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import trio
 
 from protocol.errors import ErrorCode
-from protocol.records import build_batch
 from wirebroker.coordinator.log_reader import LatestFold
 from wirebroker.coordinator.runtime import (
     Appended,
@@ -59,6 +58,8 @@ from wirebroker.coordinator.runtime import (
     ReplicationWaiter,
     replicated_at_once,
 )
+from wirebroker.coordinator.service import CoordinatorService, topic_partitions
+from wirebroker.coordinator.timers import PeriodicTimers
 from wirebroker.metadata.topic_admin import NewTopic
 from wirebroker.txn.config import TxnConfig
 from wirebroker.txn.coordinator import ListResult, TxnCoordinatorCore, TxnDescription
@@ -69,7 +70,6 @@ from wirebroker.txn.metadata import PREPARING, TopicPartition, TxnMetadata, TxnS
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
     from wirebroker.metadata.topic_admin import TopicAdmin
-    from wirebroker.replication.partition import Partition
     from wirebroker.replication.producer_ids import ProducerIdManager
     from wirebroker.replication.replica_manager import ReplicaManager
 
@@ -90,9 +90,12 @@ class MarkerSink(Protocol):
     def send(self, request: MarkerRequest, partitions: Iterable[TopicPartition]) -> None: ...
 
 
-class TxnCoordinatorRuntime:
+class TxnCoordinatorRuntime(CoordinatorService):
     """Runs a `TxnCoordinatorCore` for the broker (see the module docstring); the
-    `CoordinatorShard` of its `CoordinatorRuntime`."""
+    `CoordinatorShard` of its `CoordinatorRuntime`. A resigned partition's markers still in
+    flight are dropped by the sender (`marker_wanted` turns false)."""
+
+    core: TxnCoordinatorCore
 
     def __init__(
         self,
@@ -113,9 +116,8 @@ class TxnCoordinatorRuntime:
         self.clock = clock
         self.live_brokers = live_brokers
         txn_config = TxnConfig.from_broker_config(config)
-        existing = admin.describe(TXN_TOPIC)
-        if existing is not None and existing.partitions != txn_config.num_partitions:
-            txn_config = dataclasses.replace(txn_config, num_partitions=existing.partitions)
+        partitions = topic_partitions(admin, TXN_TOPIC, txn_config.num_partitions)
+        txn_config = dataclasses.replace(txn_config, num_partitions=partitions)
         self._spare_pid: int | None = None
         self.core = TxnCoordinatorCore(txn_config, self._take_pid)
         self.replication_factor = (
@@ -138,47 +140,12 @@ class TxnCoordinatorRuntime:
             replication_waiter=replication_waiter,
             role="transaction coordinator",
         )
-        #: the clock's ms of the next abort / expiry round (None: not running yet)
-        self._next_abort: int | None = None
-        self._next_expire: int | None = None
-
-    # == lifetime ==========================================================================
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled: loads, background appends, timers."""
-        await self.runtime.run(self._start, task_status=task_status)
-
-    async def _start(self) -> None:
-        now = self.clock()
-        self._next_abort = now + max(self.core.config.abort_check_interval_ms, 1)
-        self._next_expire = now + max(self.core.config.expire_check_interval_ms, 1)
-        self.runtime.run_due_timers()
-
-    def shutdown(self) -> None:
-        """Unload everything; later requests answer NOT_COORDINATOR."""
-        self.core.unload(self.runtime.shutdown())
-
-    # == leadership ========================================================================
-    def on_became_leader(self, partition: int, leader_epoch: int) -> None:
-        """This broker leads `__transaction_state`-`partition` at `leader_epoch`: load it
-        (its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile).
-
-        A new leader epoch while this broker already leads the partition (no `on_resigned`
-        in between: the controller only changed the ISR, as ZooKeeper-mode controllers do
-        when a follower's broker dies) is not a new election: the coordinator keeps its
-        state and coordinator epoch, and appends waiting for replication go on (Kafka calls
-        `onElection` only for partitions that were not led before). Reloading would answer
-        NOT_COORDINATOR to a waiting EndTxn whose PrepareCommit is in the log anyway."""
-        self.runtime.on_became_leader(partition, leader_epoch)
-
-    def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
-        """This broker no longer leads `partition`: drop its ids (markers in flight for them
-        are dropped by the sender: `marker_wanted` turns false)."""
-        self.runtime.on_resigned(partition, leader_epoch)
+        #: the abort and the transactional id expiry rounds
+        self.timers = PeriodicTimers(
+            abort=txn_config.abort_check_interval_ms, expire=txn_config.expire_check_interval_ms
+        )
 
     # -- the CoordinatorShard side (called by the runtime) -----------------------------------
-    def begin_loading(self, partition: int) -> None:
-        self.core.begin_loading(partition)
-
     def new_fold(self, partition: int) -> LatestFold:
         del partition
         return LatestFold()
@@ -204,33 +171,14 @@ class TxnCoordinatorRuntime:
                 sum(m.state in PREPARING for m in replayed.values()),
             )
 
-    def unload(self, partitions: list[int]) -> None:
-        self.core.unload(partitions)
-
-    def next_deadline(self) -> int | None:
-        if self._next_abort is None or self._next_expire is None:
-            return None
-        return min(self._next_abort, self._next_expire)
-
     def fire_timers(self, now_ms: int) -> None:
         """The timer rounds due at `now_ms`; each next one an interval later."""
-        assert self._next_abort is not None and self._next_expire is not None
-        abort, expire = now_ms >= self._next_abort, now_ms >= self._next_expire
-        if abort:
-            self._next_abort = now_ms + max(self.core.config.abort_check_interval_ms, 1)
-        if expire:
-            self._next_expire = now_ms + max(self.core.config.expire_check_interval_ms, 1)
-        self.run_timers(now_ms, abort=abort, expire=expire)
+        due = self.timers.due(now_ms)
+        self.run_timers(now_ms, abort="abort" in due, expire="expire" in due)
 
     # == topic =============================================================================
     def partition_for(self, transactional_id: str) -> int:
         return self.core.partition_for(transactional_id)
-
-    def ensure_topic(self) -> ErrorCode:
-        """Create `__transaction_state` unless it exists; NONE or COORDINATOR_NOT_AVAILABLE."""
-        if self.runtime.stopped:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return self.runtime.ensure_topic()
 
     def _new_topic(self) -> NewTopic:
         factor = max(1, min(self.replication_factor, self.live_brokers()))
@@ -410,19 +358,14 @@ class TxnCoordinatorRuntime:
         await self._append_and_complete(append)
 
     def _append(self, append: TxnAppend) -> Appended | ErrorCode:
-        """Append the record now: what to wait for, or the raw error."""
-        now = self.clock()
-        batch = build_batch([(append.key, append.value)], base_timestamp=now)
-
-        def leading(part: Partition) -> bool:
-            return self._still_leading(part, append.coordinator_epoch)
-
-        return self.runtime.append(append.partition, batch, now, leading=leading)
-
-    def _still_leading(self, part: Partition, coordinator_epoch: int) -> bool:
-        """This broker leads `part` in the leadership that loaded it at `coordinator_epoch`
-        (its leader epoch may have moved on since: see `on_became_leader`)."""
-        return part.is_leader and self.runtime.elected_epoch(part.index) == coordinator_epoch
+        """Append the record now, while this broker leads its partition in the leadership
+        that loaded it at its coordinator epoch: what to wait for, or the raw error."""
+        return self.runtime.append_records(
+            append.partition,
+            [(append.key, append.value)],
+            self.clock(),
+            elected_epoch=append.coordinator_epoch,
+        )
 
     async def _wait_replicated(
         self, appended: Appended, coordinator_epoch: int
@@ -440,7 +383,7 @@ class TxnCoordinatorRuntime:
             if (
                 error is ErrorCode.NOT_LEADER_OR_FOLLOWER
                 and part.leader_epoch != epoch
-                and self._still_leading(part, coordinator_epoch)
+                and self.runtime.leads(part, coordinator_epoch)
             ):
                 continue
             return None if error is ErrorCode.NONE else error

@@ -27,6 +27,7 @@ from protocol.errors import ErrorCode as E
 from tests.unit.local_metadata import coordinate_every_partition
 from wirebroker.handlers.context import Services
 from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.security.acls import AclOperation, NoAuthorizer, ResourceType
 from wirebroker.share_coordinator.keys import SharePartitionKey
 from wirebroker.share_coordinator.offsets_admin import ShareGroupView
 from wirebroker.share_coordinator.persister import CoordinatorPersister
@@ -38,6 +39,9 @@ WRITE = ApiKey.WRITE_SHARE_GROUP_STATE
 DELETE = ApiKey.DELETE_SHARE_GROUP_STATE
 SUMMARY = ApiKey.READ_SHARE_GROUP_STATE_SUMMARY
 NOT_AVAILABLE = "Share coordinator is not available."
+TOPIC = E.TOPIC_AUTHORIZATION_FAILED
+#: the offsets APIs' text for an error without one of its own: its name
+TOPIC_TEXT = "TOPIC_AUTHORIZATION_FAILED"
 
 
 @pytest.fixture
@@ -213,3 +217,62 @@ async def test_share_group_offsets(
     assert after.topics[0].partitions[0].start_offset == -1
     empty_id = await call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": "", "topics": []})
     assert empty_id.error_code == E.INVALID_GROUP_ID
+
+
+class _SecretTopics(NoAuthorizer):
+    """Everything allowed but the topic "secret" (and, with `group_op`, that operation on
+    the group)."""
+
+    enabled = True
+
+    def __init__(self, group_op: AclOperation | None = None) -> None:
+        self.group_op = group_op
+
+    def authorize(self, principal: Any, host: str, op: int, resource_type: int, name: str) -> bool:
+        if resource_type == ResourceType.GROUP:
+            return op != self.group_op
+        return not (resource_type == ResourceType.TOPIC and name == "secret")
+
+
+async def test_share_group_offsets_refusals(
+    call: Any, services: Services, topic: uuid.UUID
+) -> None:
+    groups = services.share_groups
+    assert isinstance(groups, Groups)
+    groups.views["sg"] = ShareGroupView("sg", empty=True, state_epoch=1)
+    services.authorizer = _SecretTopics()
+    parts = [{"partition_index": 0, "start_offset": 0}, {"partition_index": 1, "start_offset": 0}]
+    alter = {
+        "group_id": "sg",
+        "topics": [
+            {"topic_name": "secret", "partitions": parts},
+            {"topic_name": "t", "partitions": parts[:1]},
+        ],
+    }
+    altered = await call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)
+    assert altered.error_code == 0
+    # the topics it may read first, then the refused ones, every partition
+    assert [
+        (r.topic_name, [(p.partition_index, p.error_code, p.error_message) for p in r.partitions])
+        for r in altered.responses
+    ] == [
+        ("t", [(0, 0, None)]),
+        ("secret", [(0, TOPIC, TOPIC_TEXT), (1, TOPIC, TOPIC_TEXT)]),
+    ]
+    assert altered.responses[1].topic_id == uuid.UUID(int=0)
+    delete = {"group_id": "sg", "topics": [{"topic_name": "secret"}, {"topic_name": "t"}]}
+    deleted = await call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, delete)
+    assert [(r.topic_name, r.error_code, r.error_message) for r in deleted.responses] == [
+        ("t", 0, None),
+        ("secret", TOPIC, TOPIC_TEXT),
+    ]
+    services.authorizer = _SecretTopics(AclOperation.DELETE)
+    refused = await call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, delete)
+    assert (refused.error_code, list(refused.responses)) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    assert (await call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)).error_code == 0
+    services.authorizer = _SecretTopics(AclOperation.READ)
+    refused = await call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)
+    assert (refused.error_code, refused.error_message) == (
+        E.GROUP_AUTHORIZATION_FAILED,
+        "GROUP_AUTHORIZATION_FAILED",
+    )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 from wirebroker.group.consumer.model import Assignment
-from wirebroker.group.messages import Failable
+from wirebroker.group.messages import DescribedModernGroup, ModernHeartbeatResult
 
 #: topic name -> (topic id, partition count), or None when the topic does not exist
 TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
@@ -56,14 +56,8 @@ class ConsumerHeartbeatRequest:
 
 
 @dataclass(frozen=True)
-class ConsumerHeartbeatResult(Failable):
-    error: ErrorCode = ErrorCode.NONE
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: None: not sent (unchanged)
-    assignment: Assignment | None = None
+class ConsumerHeartbeatResult(ModernHeartbeatResult):
+    pass
 
 
 @dataclass(frozen=True)
@@ -83,12 +77,5 @@ class DescribedConsumerMember:
 
 
 @dataclass(frozen=True)
-class DescribedConsumerGroup:
-    group_id: str
-    error: ErrorCode = ErrorCode.NONE
-    error_message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedConsumerMember, ...] = ()
+class DescribedConsumerGroup(DescribedModernGroup[DescribedConsumerMember]):
+    pass

@@ -7,8 +7,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from protocol.errors import ErrorCode
-from wirebroker.group.messages import Failable
+from wirebroker.group.messages import DescribedModernGroup, ModernHeartbeatResult
 from wirebroker.group.share.model import Assignment, InitValue
 
 
@@ -35,14 +34,7 @@ class InitializeRequest:
 
 
 @dataclass(frozen=True)
-class ShareHeartbeatResult(Failable):
-    error: ErrorCode = ErrorCode.NONE
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: None: not sent (unchanged)
-    assignment: Assignment | None = None
+class ShareHeartbeatResult(ModernHeartbeatResult):
     #: what the runtime must initialize after the records are written (never on the wire)
     initialize: InitializeRequest | None = field(default=None, compare=False)
 
@@ -59,12 +51,5 @@ class DescribedShareMember:
 
 
 @dataclass(frozen=True)
-class DescribedShareGroup:
-    group_id: str
-    error: ErrorCode = ErrorCode.NONE
-    error_message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedShareMember, ...] = ()
+class DescribedShareGroup(DescribedModernGroup[DescribedShareMember]):
+    pass

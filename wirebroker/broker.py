@@ -117,6 +117,7 @@ from wirebroker.log.log_manager import LogManager
 from wirebroker.metadata.group_config_store import GroupConfigs, LocalGroupConfigs
 from wirebroker.metadata.topic_admin import TopicAdmin
 from wirebroker.metadata.topic_store import (
+    TopicInfo,
     TopicStore,
     ensure_meta_properties,
     new_random_uuid,
@@ -703,13 +704,26 @@ def _share_services(
     services.share_groups = CoordinatorShareGroups(
         broker.group_coordinator, lambda t: getattr(cluster.topic_by_id(t), "name", None)
     )
-    services.share_partitions = SharePartitionManager(
+    manager = services.share_partitions = SharePartitionManager(
         config,
         services.share_persister,
         services.group_configs,
         clock=clock,
         wake=broker.fetch_waiters.notify,
     )
+    broker.group_coordinator.share.deleted_listeners.append(manager.forget_group)
+
+    def topic_deleted(info: TopicInfo) -> None:  # Kafka's metadata publishers, share part
+        manager.forget_topic(info.topic_id)
+        broker.group_coordinator.on_topics_deleted({info.topic_id})
+        broker.share_coordinator.on_topics_deleted({info.topic_id})
+
+    def leadership(part: Partition) -> None:
+        if part.topic_id is not None and not part.is_leader:
+            manager.forget_partition(part.topic_id, part.index)
+
+    broker.topics.add_removal_listener(topic_deleted)
+    broker.replicas.add_role_listener(leadership)
 
 
 def _share_coordinator(

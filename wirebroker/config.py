@@ -706,8 +706,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             "errors.deadletterqueue.group.enable",
             _T.BOOLEAN,
             "false",
-            "KIP-1034: may share groups use this topic as a dead-letter queue (wirebroker has "
-            "no share groups)",
+            "KIP-1191: may share groups use this topic as a dead-letter queue (stored; "
+            "wirebroker writes no share group DLQ yet: docs/share-groups.md)",
         ),
         _topic(
             "max.decompressed.message.bytes",

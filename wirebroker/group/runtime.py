@@ -92,11 +92,12 @@ from wirebroker.group.share.messages import (
     ShareHeartbeatRequest,
     ShareHeartbeatResult,
 )
-from wirebroker.group.share.persister import LocalShareStates, Persister
+from wirebroker.group.share.persister import Persister
 from wirebroker.group.share.service import ShareGroupService
 from wirebroker.group.state import GroupOverrides
 from wirebroker.metadata.group_configs import GROUP_CONFIGS, GroupConfigError, parse_value
 from wirebroker.metadata.topic_admin import NewTopic
+from wirebroker.share.persister import InMemoryPersister
 
 if TYPE_CHECKING:
     from wirebroker.config import BrokerConfig
@@ -181,7 +182,9 @@ class GroupCoordinatorRuntime:
         )
         #: share groups' persister calls (KIP-932; `share_persister`: the share-state
         #: persister, in memory when none is given)
-        self.share = ShareGroupService(self.core, share_persister or LocalShareStates(), self._call)
+        self.share = ShareGroupService(
+            self.core, share_persister or InMemoryPersister(), self._call
+        )
         self._waiters: dict[Hashable, _Waiter] = {}
         self._keys = itertools.count(1)
         self._recovering = False
@@ -384,6 +387,12 @@ class GroupCoordinatorRuntime:
 
     def is_share_group(self, group_id: str) -> bool:
         return group_id in self.core.state.share_groups
+
+    def on_topics_deleted(self, topic_ids: set[uuid.UUID]) -> None:
+        """Topics deleted: they leave the share groups' share-state bookkeeping (Kafka's
+        maybe-cleanup-share-group-state; records appended, not waited for)."""
+        if not self.runtime.stopped:
+            self._process(self.core.share.topics_deleted(topic_ids))
 
     async def consumer_group_heartbeat(
         self, req: ConsumerHeartbeatRequest, topics: TopicLookup, topic_names: TopicNames

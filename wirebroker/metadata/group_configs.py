@@ -435,6 +435,11 @@ def check_overrides(config: BrokerConfig, overrides: Mapping[str, str]) -> None:
         low, high = values[heartbeat], values[session]
         if isinstance(low, int) and isinstance(high, int) and high <= low:
             raise GroupConfigError(f"{session} must be greater than {heartbeat}")
+    dlq = values["errors.deadletterqueue.topic.name"]
+    if isinstance(dlq, str) and dlq.startswith("__"):  # Kafka 4.4's GroupConfig (KIP-1191)
+        raise GroupConfigError(
+            "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
+        )
 
 
 def _check_bounds(config: BrokerConfig, d: GroupConfigDef, value: object) -> None:

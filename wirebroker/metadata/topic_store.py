@@ -59,14 +59,17 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from wirebroker.log.fs import FileSystem, OsFileSystem, read_file, write_file_atomic
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "META_PROPERTIES",
@@ -287,6 +290,9 @@ class TopicStore:
         self._group_configs: dict[str, dict[str, str]] = {}
         #: True when `open` created the store file (first start, or the file was lost).
         self.created = False
+        #: told of each topic gone once that is durable (removed, or its name taken by a
+        #: new topic id): the share groups' cleanup (`add_removal_listener`)
+        self._removal_listeners: list[Callable[[TopicInfo], None]] = []
 
     @classmethod
     def open(
@@ -457,9 +463,24 @@ class TopicStore:
         """Add or replace a topic (same name). A topic id may not move to another name."""
         self.put_many((info,))
 
+    def add_removal_listener(self, listener: Callable[[TopicInfo], None]) -> None:
+        """Call `listener(old info)` after each topic removed (`remove`, or a `put` giving its
+        name a new topic id): what follows a topic deletion on every broker (Kafka's
+        metadata publishers). A listener's exception is logged, not raised."""
+        self._removal_listeners.append(listener)
+
+    def _removed(self, infos: Iterable[TopicInfo]) -> None:
+        for info in infos:
+            for listener in list(self._removal_listeners):
+                try:
+                    listener(info)
+                except Exception:
+                    log.exception("a listener of the deletion of topic %s failed", info.name)
+
     def put_many(self, infos: Iterable[TopicInfo]) -> None:
         """`put` of each topic, written once (all or none)."""
         topics, by_id = dict(self._topics), dict(self._by_id)
+        replaced: list[TopicInfo] = []
         for info in infos:
             other = self._by_id.get(info.topic_id)
             if other is not None and other.name != info.name:
@@ -469,12 +490,14 @@ class TopicStore:
             self._topics[info.name] = info
             if old is not None and old.topic_id != info.topic_id:
                 self._by_id.pop(old.topic_id, None)
+                replaced.append(old)
             self._by_id[info.topic_id] = info
         try:
             self._save()
         except BaseException:
             self._topics, self._by_id = topics, by_id
             raise
+        self._removed(replaced)
 
     def remove(self, name: str) -> TopicInfo | None:
         old = self._topics.pop(name, None)
@@ -487,6 +510,7 @@ class TopicStore:
             self._topics[name] = old
             self._by_id[old.topic_id] = old
             raise
+        self._removed((old,))
         return old
 
     def reserve_producer_ids(self, count: int) -> int:

@@ -27,6 +27,11 @@ ShareAcknowledge handlers call it. Rules:
   partition (`wake`, the fetch waiters' `notify`).
 - A share session closes with the connection that opened it (`watch_connection`; Kafka's
   ShareSessionCache does so on disconnect): `run` releases its records.
+- Share partitions are forgotten (read again from the persister on their next use) as Kafka's
+  listeners drop them: a group's when the connection of its last share session here closes
+  (onGroupEmpty) or it is deleted (DeleteGroups on this broker's coordinator: wirebroker's,
+  Kafka 4.4 keeps serving the old state while a session stays open), a topic's when it is
+  deleted, a partition's when this broker stops leading it.
 - Group settings are read per request from the GROUP config resource (share.* group configs
   over the broker's group.share.* defaults: `metadata.group_configs.effective_values`).
 """
@@ -163,10 +168,23 @@ class SharePartitionManager:
         )
 
     def forget_group(self, group_id: str) -> None:
-        """The group's share state was deleted or reset (DeleteGroups, offsets altered or
-        deleted): its share partitions are read again on their next use."""
-        for key in [k for k in self._partitions if k[0] == group_id]:
+        """The group is deleted (DeleteGroups) or its last share session here closed with its
+        connection: its share partitions are read again on their next use."""
+        self._forget(lambda k: k[0] == group_id)
+
+    def forget_topic(self, topic_id: uuid.UUID) -> None:
+        """The topic is deleted: its share partitions go (Kafka's SharePartitionListener)."""
+        self._forget(lambda k: k[1] == topic_id)
+
+    def forget_partition(self, topic_id: uuid.UUID, index: int) -> None:
+        """This broker no longer leads the partition: its share partitions go (Kafka's
+        SharePartitionListener onBecomingFollower / onFailed)."""
+        self._forget(lambda k: k[1] == topic_id and k[2] == index)
+
+    def _forget(self, which: Callable[[_Key], bool]) -> None:
+        for key in [k for k in self._partitions if which(k)]:
             del self._partitions[key]
+            self._topics.pop(key, None)
 
     def partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
         """A loaded share partition (tests, the admin view)."""
@@ -305,9 +323,14 @@ class SharePartitionManager:
             self._wake_run.set()
 
     async def release_closed(self) -> None:
-        """Release the records of the sessions closed with their connection."""
+        """Release the records of the sessions closed with their connection; a group left
+        without a session here is forgotten (Kafka's onGroupEmpty, which Kafka 4.4 calls on
+        a disconnection, not when a ShareFetch closes the session)."""
         while self._closed:
-            await self.release_session(self._closed.pop())
+            session = self._closed.pop()
+            await self.release_session(session)
+            if not self.sessions.has_group(session.group_id):
+                self.forget_group(session.group_id)
 
     # -- internals -------------------------------------------------------------------------
     def _lock(self, key: _Key) -> trio.Lock:

@@ -4,9 +4,10 @@ The interface mirrors Kafka's `Persister` (server/share/persister): the share pa
 the partition leader reads its state once (`read_state`, fenced by the leader epoch) and
 writes each change (`write_state`); the group coordinator initialises the state of newly
 subscribed partitions (`initialize_state`), reads summaries for the admin APIs
-(`read_summary`) and deletes them with the group (`delete_state`). Kafka's broker talks to
-the share coordinator (`__share_group_state`) through it; until that lands here,
-`InMemoryPersister` keeps the states in this process.
+(`read_summary`) and deletes them with the group (`delete_state`). The broker's is the share
+coordinator's (`wirebroker.share_coordinator.persister`, over `__share_group_state`);
+`InMemoryPersister` keeps the states in this process: the one stand-in in memory (unit tests,
+a group coordinator runtime or `Services` built without the share coordinator's).
 
 A write carries the share-partition start offset and the *changed* in-flight ranges, as
 Kafka's WriteShareGroupState does; the persister combines them with what it holds (a range
@@ -135,9 +136,9 @@ _Key = tuple[str, uuid.UUID, int]
 
 
 class InMemoryPersister:
-    """The `Persister` in this process's memory (lost on restart): the broker's until the
-    share coordinator's persister replaces it. Fencing and errors as the state RPCs give
-    them (module docstring)."""
+    """The `Persister` in this process's memory (lost on restart): the stand-in where no
+    share coordinator runs. Fencing and errors as the state RPCs give them (module
+    docstring)."""
 
     def __init__(self) -> None:
         self._states: dict[_Key, PartitionState] = {}

@@ -20,6 +20,8 @@ ShareAcknowledge: 0 -> INVALID_SHARE_SESSION_EPOCH; -1 -> the session must exist
 the acknowledgements); n > 0 as ShareFetch, without partition changes.
 A session also closes when the connection that opened it closes (the runtime tells
 `close_if(group, member, connection)`), as Kafka's ShareSessionCache does on disconnect.
+When a group's last session closes with its connection the runtime forgets the group's share
+partitions (`has_group`; Kafka's ShareGroupListener.onGroupEmpty).
 """
 
 from __future__ import annotations
@@ -121,6 +123,10 @@ class ShareSessions:
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether a session of the group is open (Kafka's count of members per group)."""
+        return any(g == group_id for g, _m in self._sessions)
 
     def close_if(self, group_id: str, member_id: str, connection: object) -> ShareSession | None:
         """Close the member's session if `connection` opened it (not a newer one's)."""

@@ -38,6 +38,8 @@ Records (Kafka's `generate*Record`):
     read         with a leader epoch other than the recorded one, the same record as a write
                  with no batches and that leader epoch (KIP-932: a new leader reads first)
     delete       a ShareSnapshot tombstone
+    topics gone  (Kafka's on-topics-deleted) a ShareSnapshot tombstone of every state of the
+                 deleted topics
     cold         (a timer) a ShareSnapshot of every state whose last snapshot is
                  `cold_interval_ms` old or older: the state as it is, snapshot epoch + 1,
                  written now (Kafka's snapshotColdPartitions; it lets pruning move on), unless
@@ -114,6 +116,15 @@ class WriteRequest:
     start_offset: int
     batches: tuple[StateBatch, ...] = ()
     delivery_complete_count: int = -1
+
+
+def _order(key: SharePartitionKey) -> tuple[str, str, int]:
+    return key.group_id, str(key.topic_id), key.partition
+
+
+def _tombstone(key: SharePartitionKey) -> Record:
+    k = ShareStateKey(SHARE_SNAPSHOT, key.group_id, key.topic_id, key.partition)
+    return encode_key(k), None
 
 
 def _snapshot(key: SharePartitionKey, state: ShareState) -> Record:
@@ -282,8 +293,19 @@ class ShareCoordinatorCore:
             return unknown
         if key not in shard.states:
             return Outcome(partition=p)
-        k = ShareStateKey(SHARE_SNAPSHOT, key.group_id, key.topic_id, key.partition)
-        return Outcome(records=((encode_key(k), None),), partition=p)
+        return Outcome(records=(_tombstone(key),), partition=p)
+
+    def topics_deleted(self, topic_ids: set[uuid.UUID]) -> dict[int, list[Record]]:
+        """Kafka's `maybeCleanupShareState`: a ShareSnapshot tombstone of every state of the
+        deleted topics, per loaded partition holding some."""
+        out: dict[int, list[Record]] = {}
+        for p, shard in self.partitions.items():
+            records = [
+                _tombstone(k) for k in sorted(shard.states, key=_order) if k.topic_id in topic_ids
+            ]
+            if records:
+                out[p] = records
+        return out
 
     def cold_snapshots(self, now_ms: int, cold_interval_ms: int) -> dict[int, list[Record]]:
         """The cold snapshots to append, per loaded partition (see the module docstring)."""

@@ -160,6 +160,12 @@ class ShareCoordinatorRuntime(CoordinatorService):
             outcome = Outcome(records=tuple(records), partition=partition)
             self.runtime.spawn(self._commit, outcome)
 
+    def on_topics_deleted(self, topic_ids: set[uuid.UUID]) -> None:
+        """Topics deleted: tombstones of their share states (Kafka's on-topics-deleted;
+        background appends, one per partition)."""
+        for partition, records in self.core.topics_deleted(topic_ids).items():
+            self.runtime.spawn(self._commit, Outcome(records=tuple(records), partition=partition))
+
     def prune(self) -> None:
         """Delete the records of each loaded partition below its redundant offset (Kafka's
         prune job), up to the high watermark."""

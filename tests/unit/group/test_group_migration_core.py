@@ -598,3 +598,68 @@ def test_a_restarted_static_classic_member_takes_its_place() -> None:
     assert k.heartbeat(old, again["generation_id"], instance="i1") is (ErrorCode.FENCED_INSTANCE_ID)
     stale = k.join(old, protocols=(("range", SUB),), instance="i1")
     assert k.error(stale) is ErrorCode.FENCED_INSTANCE_ID
+
+
+def _static_consumer_member(k: Kit) -> int:
+    """A consumer-protocol member "c1" of instance "i1" holding t's 4 partitions: its epoch."""
+    first = hb(k, "c1", 0, instance_id="i1")
+    settled = hb(k, "c1", first.member_epoch, owned={T: frozenset(range(4))})
+    assert dict(cgroup(k).members["c1"].assigned) == {T: frozenset(range(4))}
+    return settled.member_epoch
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades() -> None:
+    """Kafka's validateOnlineDowngradeWithReplacedMember: the JoinGroup is answered as in the
+    consumer group (new member id, its epoch as generation), the group becomes a classic
+    group holding the joining member with the replaced member's assignment, and SyncGroup
+    gives it those partitions."""
+    k = kit()
+    epoch = _static_consumer_member(k)
+    k.records.clear()
+    joined = k.answer(k.join(protocols=(("range", SUB),), instance="i1"))
+    assert joined is not None and joined["error_code"] == 0, joined
+    new = joined["member_id"]
+    assert new != "c1" and joined["generation_id"] == epoch
+    assert (joined["protocol_type"], joined["protocol_name"]) == ("consumer", "range")
+    assert "g" not in k.core.state.consumer_groups
+    classic = k.core.group("g")
+    assert classic is not None and set(classic.members) == {new}
+    assert (str(classic.state), classic.generation_id) == ("Stable", epoch)
+    assert record_types(k.records)[-1] == ("classic", False)
+    synced = k.answer(k.sync(new, epoch, instance="i1"))
+    assert synced is not None and synced["error_code"] == 0, synced
+    assert decode_assignment(synced["assignment"]) == {"t": frozenset(range(4))}
+    assert k.heartbeat(new, epoch, instance="i1") is ErrorCode.NONE
+    assert hb(k, "c1", epoch).error is not ErrorCode.NONE  # the replaced member is gone
+
+
+def test_no_downgrade_at_a_static_replacement_when_not_allowed() -> None:
+    """Not the last consumer-protocol member, or the policy allows no downgrade: the group
+    stays a consumer group with the joining member in the replaced member's place."""
+    k = kit()
+    _static_consumer_member(k)
+    hb(k, "c2", 0)  # another consumer-protocol member
+    joined = k.answer(k.join(protocols=(("range", SUB),), instance="i1"))
+    assert joined is not None and joined["error_code"] == 0, joined
+    assert "g" in k.core.state.consumer_groups
+    k = kit(consumer_migration_policy="upgrade")
+    _static_consumer_member(k)
+    joined = k.answer(k.join(protocols=(("range", SUB),), instance="i1"))
+    assert joined is not None and joined["error_code"] == 0, joined
+    assert set(cgroup(k).members) == {joined["member_id"]}
+
+
+def test_a_downgrade_at_a_join_with_a_stale_assignment_rebalances() -> None:
+    """Kafka 4.4: a join that moves the group epoch (another subscription) downgrades to a
+    classic group that rebalances at once."""
+    k = kit()
+    TOPICS["u"] = (uuid.UUID(int=0xC3), 1)
+    try:
+        _static_consumer_member(k)
+        joined = k.answer(k.join(protocols=(("range", subscription("t", "u")),), instance="i1"))
+        assert joined is not None and joined["error_code"] == 0, joined
+        classic = k.core.group("g")
+        assert classic is not None and str(classic.state) == "PreparingRebalance"
+        assert set(classic.members) == {joined["member_id"]}
+    finally:
+        del TOPICS["u"]

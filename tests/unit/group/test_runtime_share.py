@@ -12,10 +12,10 @@ import trio
 from protocol.errors import ErrorCode
 from tests.unit.group.runtimekit import running
 from wirebroker.group.share.messages import ShareHeartbeatRequest, ShareHeartbeatResult
-from wirebroker.group.share.persister import LocalShareStates
+from wirebroker.share.persister import InMemoryPersister
 
 
-class FakePersister(LocalShareStates):
+class FakePersister(InMemoryPersister):
     """Share states in memory, with a call log and an error to answer."""
 
     def __init__(self) -> None:
@@ -70,7 +70,7 @@ async def test_heartbeat_initializes_through_the_persister_then_assigns(
         first = await _hb(node, "m1", 0, subscribed_topic_names=("t",))
         assert (first.error, first.member_epoch, first.assignment) == (ErrorCode.NONE, 2, {})
         assert persister.calls == [("init", "sg", topic_id, 0), ("init", "sg", topic_id, 1)]
-        assert set(persister.states) == {("sg", topic_id, 0), ("sg", topic_id, 1)}
+        assert set(persister.states()) == {("sg", topic_id, 0), ("sg", topic_id, 1)}
         await trio.sleep(1)  # the assignment interval (MockClock)
         second = await _hb(node, "m1", 2)
         assert (second.member_epoch, second.assignment) == (3, {topic_id: frozenset({0, 1})})
@@ -85,7 +85,7 @@ async def test_heartbeat_initializes_through_the_persister_then_assigns(
         deleted = await node.runtime.delete_groups(["sg"])
         assert deleted.results[0].error is ErrorCode.NONE
         assert sorted(c[3] for c in persister.calls if c[0] == "delete") == [0, 1]
-        assert persister.states == {}
+        assert persister.states() == {}
 
 
 async def test_a_persister_error_is_logged_and_retried(
@@ -106,3 +106,30 @@ async def test_a_persister_error_is_logged_and_retried(
         assert retried.error is ErrorCode.NONE
         assert len([c for c in persister.calls if c[0] == "init"]) == 2
         assert node.runtime.core.state.share_states["sg"].initialized != {}
+
+
+async def test_deleted_listeners_and_a_deleted_topic_over_a_restart(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """DeleteGroups tells the deleted listeners the share groups it deleted (not a refused
+    one); `on_topics_deleted` records the topic out of the share-state bookkeeping, and a
+    restart reads it so from `__consumer_offsets`."""
+    persister = FakePersister()
+    async with running(tmp_path, {"share_persister": persister}) as node:
+        node.create_topic("t", 2)
+        node.create_topic("u", 1)
+        t_id, u_id = node.topics.get("t").topic_id, node.topics.get("u").topic_id
+        await _hb(node, "m1", 0, subscribed_topic_names=("t", "u"))
+        node.runtime.on_topics_deleted({t_id})
+        assert set(node.runtime.core.state.share_states["sg"].initialized) == {u_id}
+    async with running(tmp_path, {"share_persister": persister}) as node:
+        assert set(node.runtime.core.state.share_states["sg"].initialized) == {u_id}
+        heard: list[str] = []
+        node.runtime.share.deleted_listeners.append(heard.append)
+        refused = await node.runtime.delete_groups(["sg"])  # m1 is still a member
+        assert refused.results[0].error is ErrorCode.NON_EMPTY_GROUP and heard == []
+        assert (await _hb(node, "m1", -1)).error is ErrorCode.NONE
+        persister.calls.clear()
+        await node.runtime.delete_groups(["sg", "nope"])
+        assert heard == ["sg"]
+        assert [c[2] for c in persister.calls if c[0] == "delete"] == [u_id]  # not t's

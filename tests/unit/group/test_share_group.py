@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+from protocol import share_group_records as sr
 from protocol.errors import ErrorCode
 from tests.unit.group.sharekit import INTERVAL, SESSION, SKit, T, U, parts
 from wirebroker.group import GroupConfig
@@ -354,3 +355,52 @@ def test_the_assignment_interval_follows_the_group_config() -> None:
     k.core.set_group_configs("sg", GroupOverrides(share_assignment_interval_ms=0))
     k.hb("m1", 0)
     assert parts(k.hb("m1", 2)) == ALL  # no wait for the interval
+
+
+def test_a_deleted_topic_leaves_the_share_state_bookkeeping() -> None:
+    """Kafka's maybeCleanupShareGroupState: the topic leaves every group's initialized,
+    initializing and deleting sets (one record per group that had it); re-created under its
+    name (a new id) it is initialized anew and assigned, the group epoch then steady."""
+    k = SKit()
+    k.joined("m1", topics=("t", "u"))
+    k.hb("m2", 0, group="other", topics=("u",))
+    state = k.core.state.share_states
+    state["sg"].deleting[uuid.UUID(int=7)] = "gone-too"
+    result = k.core.share.topics_deleted({T, uuid.UUID(int=7)})
+    keys = [sr.decode_share_key(r.key) for r in result.records]
+    assert keys == [sr.ShareKey(sr.STATE_PARTITION_METADATA, "sg")]  # only "sg" had T
+    assert set(state["sg"].initialized) == {U} and state["sg"].deleting == {}
+    assert set(state["other"].initialized) == {U}
+    assert k.core.share.topics_deleted({T}).records == []  # nothing left to clean
+    # "t" re-created with a new id: the next heartbeat initializes and then assigns it
+    new_t = uuid.UUID(int=99)
+    k.topics["t"] = (new_t, 2)
+    epoch = k.group().group_epoch
+    k.tick(INTERVAL)
+    moved = k.hb("m1", epoch)
+    assert moved.initialize is not None and set(moved.initialize.topics) == {new_t}
+    k.tick(INTERVAL)
+    got = k.hb("m1", k.group().group_epoch)
+    assert parts(got, new_t) == {0, 1} and T not in (got.assignment or {})
+    steady = k.group().group_epoch
+    k.tick(INTERVAL)
+    k.hb("m1", steady)
+    assert k.group().group_epoch == steady
+
+
+def test_a_stale_topic_id_under_a_subscribed_name_does_not_move_the_epoch() -> None:
+    """Bookkeeping of a topic deleted while the coordinator did not hear of it (the old id
+    under the same name) never counts as an initialized partition waiting for assignment."""
+    k = SKit()
+    k.joined("m1")
+    k.topics["t"] = (uuid.UUID(int=99), 4)
+    k.tick(INTERVAL)
+    k.hb("m1", k.group().group_epoch)
+    k.tick(INTERVAL)
+    k.hb("m1", k.group().group_epoch)
+    assert T in k.core.state.share_states["sg"].initialized  # not told: still there
+    steady = k.group().group_epoch
+    for _ in range(3):
+        k.tick(INTERVAL)
+        assert k.hb("m1", steady).member_epoch == steady
+    assert k.group().group_epoch == steady

@@ -318,3 +318,14 @@ def test_effective_values_for_the_group_coordinator() -> None:
     assert values["share.delivery.count.limit"] == 5
     assert values["share.auto.offset.reset"] == "latest"
     assert set(values) == set(GROUP_CONFIGS)
+
+
+def test_a_dlq_topic_name_may_not_be_internal() -> None:
+    """Kafka 4.4's GroupConfig (KIP-1191), its text (the oracle, 2026-12-08); any other name
+    is taken, without the broker's errors.deadletterqueue.topic.name.prefix."""
+    with pytest.raises(GroupConfigError) as info:
+        check_overrides(BrokerConfig(), {"errors.deadletterqueue.topic.name": "__x"})
+    assert str(info.value) == (
+        "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
+    )
+    check_overrides(BrokerConfig(), {"errors.deadletterqueue.topic.name": "nodlqprefix"})

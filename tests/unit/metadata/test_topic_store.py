@@ -216,3 +216,27 @@ def test_writes_go_through_the_file_system_seam(tmp_path: Path) -> None:
     assert fs.renames == 1
     assert torn.get("lost") is None  # rolled back in memory
     assert [t.name for t in TopicStore.open(tmp_path).all()] == ["kept"]
+
+
+def test_removal_listeners_hear_of_each_topic_gone(tmp_path: Path) -> None:
+    """A topic removed, or its name taken by a new topic id (deleted and re-created while
+    this broker was away): the listeners get the old TopicInfo, after the store wrote it; a
+    listener that raises does not stop the others or the store."""
+    store = TopicStore.open(tmp_path)
+    heard: list[TopicInfo] = []
+
+    def broken(info: TopicInfo) -> None:
+        raise RuntimeError("boom")
+
+    store.add_removal_listener(broken)
+    store.add_removal_listener(heard.append)
+    a, b = _info("a"), _info("b")
+    store.put_many([a, b])
+    store.put(TopicInfo(name="a", topic_id=a.topic_id, partitions=5, replication_factor=1))
+    assert heard == []  # grown, same id: nothing gone
+    a2 = _info("a")
+    store.put(a2)
+    assert [h.topic_id for h in heard] == [a.topic_id]
+    assert store.remove("b") == b and heard[-1] == b
+    assert store.remove("b") is None and len(heard) == 2
+    assert TopicStore.open(tmp_path).get("a") == a2

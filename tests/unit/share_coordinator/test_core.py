@@ -210,3 +210,33 @@ def test_cold_snapshots() -> None:
     core.apply(p, records)
     # every state of the partition was cold-snapshotted: nothing more (Kafka's rule)
     assert core.cold_snapshots(NOW + 5000, 1000) == {}
+
+
+def test_topics_deleted_tombstone_their_states() -> None:
+    """Kafka's maybeCleanupShareState: every state of the deleted topics, in every loaded
+    partition, gets a ShareSnapshot tombstone; other topics' states stay."""
+    other = uuid.UUID(int=5)
+    core = ShareCoordinatorCore(4, 3, lambda t: 2 if t in (TOPIC, other) else None)
+    for p in range(4):
+        core.complete_loading(p, core.new_shard())
+    keys = [SharePartitionKey(g, TOPIC, p) for g in ("g", "h", "i") for p in (0, 1)]
+    for key in [*keys, SharePartitionKey("g", other, 0)]:
+        _commit(core, core.initialize(key, 1, 0, NOW))
+    deleted = core.topics_deleted({TOPIC})
+    tombstones = [(p, decode_key(k), v) for p, rs in deleted.items() for k, v in rs]
+    assert all(
+        v is None and d is not None and d.record_type == SHARE_SNAPSHOT for _, d, v in tombstones
+    )
+    assert sorted((d.group_id, d.partition) for _, d, _ in tombstones if d) == sorted(
+        (k.group_id, k.partition) for k in keys
+    )
+    assert all(
+        p == core.partition_for(SharePartitionKey(d.group_id, d.topic_id, d.partition))
+        for p, d, _ in tombstones
+        if d
+    )
+    for p, records in deleted.items():
+        core.apply(p, records)
+    assert core.topics_deleted({TOPIC}) == {}
+    states = [k for shard in core.partitions.values() for k in shard.states]
+    assert states == [SharePartitionKey("g", other, 0)]

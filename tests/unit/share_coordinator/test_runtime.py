@@ -259,3 +259,30 @@ async def test_timers_snapshot_cold_states_then_prune(
     assert part is not None and part.log_start_offset == 2
     state = (await rt.read(key, 0)).state
     assert state is not None and state.batches == (B(1, 2, 2, 1),)
+
+
+async def test_a_deleted_topics_states_are_tombstoned_over_a_restart(env: Env) -> None:
+    t, u = env.topic("t", 2), env.topic("u", 1)
+    keys = [SharePartitionKey("g", t, 0), SharePartitionKey("h", t, 1)]
+    kept = SharePartitionKey("g", u, 0)
+    async with trio.open_nursery() as nursery:
+        rt = env.runtime()
+        await _started(rt, nursery)
+        for key in [*keys, kept]:
+            assert (await rt.initialize(key, 1, 5)).error is E.NONE
+        rt.on_topics_deleted({t})
+        await trio.testing.wait_all_tasks_blocked()  # the background appends
+        for key in keys:
+            assert (await rt.read(key, 0)).error is E.INVALID_REQUEST  # uninitialized
+        rt.shutdown()
+        nursery.cancel_scope.cancel()
+    assert env.record_types().count(SHARE_SNAPSHOT) == 5  # three states, two tombstones
+    env.reopen()
+    async with trio.open_nursery() as nursery:
+        rt2 = env.runtime()
+        await _started(rt2, nursery)
+        for key in keys:
+            assert (await rt2.read(key, 0)).error is E.INVALID_REQUEST
+        kept_state = await rt2.read(kept, 0)
+        assert kept_state.state is not None and kept_state.state.start_offset == 5
+        nursery.cancel_scope.cancel()

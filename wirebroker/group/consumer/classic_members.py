@@ -101,6 +101,10 @@ class ClassicMembers:
             raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if req.member_id == "" and req.group_instance_id is None and req.require_known_member_id:
             return JoinResult(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=mid)
+        replaced = _replaced(group, req)
+        downgrade = replaced is not None and self.manager.migration.can_downgrade_replacing(
+            group, replaced
+        )
         member = self._joining_member(group, req, mid, fx)
         try:
             subscription = decode_subscription(req.protocols[0][1])
@@ -120,9 +124,22 @@ class ClassicMembers:
             changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
         topics = self.state.topics
         owned = to_ids(subscription.owned, topics.lookup)
+        assignment_epoch = group.assignment_epoch
         reconciled = self.manager.update_member(
             now_ms, group, member, member.with_(**changes), owned, (topics.lookup, topics.names), fx
         )
+        answer = JoinResult(
+            member_id=mid,
+            generation_id=reconciled.member_epoch,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocol_name=req.protocols[0][0],
+        )
+        # Kafka 4.4: the classic group rebalances when the join moved the group epoch past
+        # the assignment ("Downgrade group g from consumer to classic with stale assignment.")
+        stale = group.group_epoch > assignment_epoch
+        migration = self.manager.migration
+        if downgrade and migration.downgrade(group, set(), fx, now_ms, rebalance=stale):
+            return answer  # a classic group now (Kafka's convertToClassicGroup at a join)
         gid = group.group_id
         timers = self.state.timers
         timers.cancel((JOIN, gid, mid))
@@ -131,12 +148,7 @@ class ClassicMembers:
             now_ms + reconciled.rebalance_timeout_ms,
             self._fence_action(gid, mid),
         )
-        return JoinResult(
-            member_id=mid,
-            generation_id=reconciled.member_epoch,
-            protocol_type=CONSUMER_PROTOCOL_TYPE,
-            protocol_name=req.protocols[0][0],
-        )
+        return answer
 
     def _joining_member(
         self, group: ConsumerGroup, req: JoinRequest, mid: str, fx: Effects
@@ -302,3 +314,10 @@ def _supports(group: ConsumerGroup, mid: str, req: JoinRequest) -> bool:
         if other_id != mid and other.classic is not None:
             names &= {n for n, _ in other.classic.supported_protocols}
     return bool(names)
+
+
+def _replaced(group: ConsumerGroup, req: JoinRequest) -> str | None:
+    """The member a static member joining without a member id replaces (None: none)."""
+    if req.member_id != "" or req.group_instance_id is None:
+        return None
+    return group.static_members.get(req.group_instance_id)

@@ -29,6 +29,14 @@ ClassicGroup.fromConsumerGroup): Stable at generation = the group epoch, protoco
 protocol every member supports, the first member as leader, each member's assignment its target
 encoded in its subscription's version. Its group metadata record is written, the members'
 sessions restart and a rebalance begins (PreparingRebalance): the members rejoin.
+
+Downgrade at a join (`Migration.can_downgrade_replacing`, Kafka's
+validateOnlineDowngradeWithReplacedMember, called by classic_members.py): a static classic
+member joining without a member id in place of the last consumer-protocol member (policy
+downgrade or bidirectional, at most group.max.size members). The join is served in the
+consumer group first, then the group becomes a classic group as above with the joining member
+in it; it rebalances only when the join moved the group epoch past the assignment (Kafka 4.4:
+"... with stale assignment."), else it is Stable and the JoinGroup answer stands.
 """
 
 from __future__ import annotations
@@ -334,9 +342,29 @@ class Migration:
             and remaining <= self.state.config.max_group_size
         )
 
-    def downgrade(self, group: ConsumerGroup, leaving: set[str], fx: Effects, now_ms: int) -> bool:
-        """Replace `group` by a classic group without `leaving` and start its rebalance
-        (False, nothing changed: a member's protocol does not decode)."""
+    def can_downgrade_replacing(self, group: ConsumerGroup, replaced: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMember: a static classic member taking
+        the place of `replaced`, the last member using the consumer protocol."""
+        member = group.members.get(replaced)
+        return (
+            member is not None
+            and not member.uses_classic
+            and group.all_classic_except({replaced})
+            and self.policy.downgrade_enabled
+            and len(group.members) <= self.state.config.max_group_size
+        )
+
+    def downgrade(
+        self,
+        group: ConsumerGroup,
+        leaving: set[str],
+        fx: Effects,
+        now_ms: int,
+        *,
+        rebalance: bool = True,
+    ) -> bool:
+        """Replace `group` by a classic group without `leaving` and, with `rebalance`, start
+        its rebalance (False, nothing changed: a member's protocol does not decode)."""
         gid = group.group_id
         name_of = _names(group, self.state.topics.name_of)
         try:
@@ -353,7 +381,8 @@ class Migration:
         )
         for member in classic.members.values():
             self.rebalancer.renew_session(gid, member, now_ms)
-        self.rebalancer.prepare_rebalance(classic, fx, now_ms)
+        if rebalance:
+            self.rebalancer.prepare_rebalance(classic, fx, now_ms)
         log.info(
             "downgraded consumer group %s to a classic group (generation %d)",
             gid,

@@ -173,9 +173,9 @@ class ShareGroupManager:
             group.members[updated.member_id] = updated
             self.records.member(fx, gid, updated)
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
-        if group.assignment_epoch >= group.group_epoch:  # Kafka 4.4 asks only then
-            bump = bump or self._initialized_assignment_pending(group)
         metadata = group.metadata = _metadata(group, topics)
+        if group.assignment_epoch >= group.group_epoch:  # Kafka 4.4 asks only then
+            bump = bump or self._initialized_assignment_pending(group, metadata)
         digest = metadata_hash(metadata)
         if bump or digest != group.metadata_hash:
             group.group_epoch += 1
@@ -209,19 +209,22 @@ class ShareGroupManager:
             initialize=self._maybe_initialize(now_ms, group, metadata, fx),
         )
 
-    def _initialized_assignment_pending(self, group: ShareGroup) -> bool:
+    def _initialized_assignment_pending(
+        self, group: ShareGroup, metadata: dict[str, tuple[TopicKey, int]]
+    ) -> bool:
         """Kafka's `initializedAssignmentPending`: a subscribed topic's initialized
-        partitions differ from what the target assignment holds of it."""
+        partitions differ from what the target assignment holds of it. A topic is the one
+        its name has now (`metadata`): the bookkeeping of a topic deleted and re-created
+        under its name while this coordinator did not hear of it never counts."""
         info = self.states.get(group.group_id)
         if not group.members or info is None or not info.initialized:
             return False
-        names = group.subscribed_topic_names()
         assigned: dict[TopicKey, set[int]] = {}
         for target in group.target.values():
             for t, ps in target.items():
                 assigned.setdefault(t, set()).update(ps)
         return any(
-            v.name in names and assigned.get(t) != set(v.partitions)
+            v.name in metadata and metadata[v.name][0] == t and assigned.get(t) != set(v.partitions)
             for t, v in info.initialized.items()
         )
 
@@ -367,6 +370,24 @@ class ShareGroupManager:
         )
         self.states[group_id] = updated
         self.records.state_partitions(fx, group_id, updated)
+        return fx.result()
+
+    def topics_deleted(self, topic_ids: set[TopicKey]) -> Result[None]:
+        """Kafka's `maybeCleanupShareGroupState`: deleted topics leave the share-state
+        bookkeeping (initializing, initialized, deleting) of every share group held here; a
+        new record for each group that had one. The share coordinator deletes their share
+        states itself; the groups' assignments drop them at the members' next heartbeats (the
+        topics are gone from the metadata)."""
+        fx = Effects()
+        for group_id, info in sorted(self.states.items()):
+            updated = StatePartitions(
+                {t: v for t, v in info.initializing.items() if t not in topic_ids},
+                {t: v for t, v in info.initialized.items() if t not in topic_ids},
+                {t: n for t, n in info.deleting.items() if t not in topic_ids},
+            )
+            if updated != info:
+                self.states[group_id] = updated
+                self.records.state_partitions(fx, group_id, updated)
         return fx.result()
 
     # == leaving, fencing, deleting ========================================================

@@ -10,7 +10,8 @@ Kafka 4.4's `persisterInitialize` (Kafka 4.4 answers the heartbeat first and ini
 from a timer task; here the answer waits for it, so the next heartbeat always finds the
 partitions initialized). The next heartbeat assigns them. DeleteGroups of an empty share
 group records its share states as deleting, deletes them through the persister (an error
-there is that group's answer, the group stays), then deletes the group.
+there is that group's answer, the group stays), then deletes the group and tells the
+`deleted_listeners` (the broker's share partitions forget the group at once).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class ShareGroupService:
         self.core = core
         self.persister = persister
         self._call = call
+        #: told the id of each share group DeleteGroups deleted (this broker's share
+        #: partitions forget it at once: `SharePartitionManager.forget_group`)
+        self.deleted_listeners: list[Callable[[str], None]] = []
 
     async def heartbeat(
         self, req: ShareHeartbeatRequest, topics: TopicLookup
@@ -100,10 +104,15 @@ class ShareGroupService:
             if error is not ErrorCode.NONE:
                 refused[gid] = error
         rest = [g for g in group_ids if g not in refused]
+        shares = {g for g in rest if g in state.share_groups}
         result: DeleteGroupsResult = await self._call(
             lambda now: self.core.delete_groups(now, group_ids=rest)
         )
         done = {r.group_id: r for r in result.results}
+        for gid in sorted(shares):
+            if done[gid].error is ErrorCode.NONE:
+                for listener in list(self.deleted_listeners):
+                    listener(gid)
         return DeleteGroupsResult(
             tuple(DeletedGroup(g, refused[g]) if g in refused else done[g] for g in group_ids)
         )

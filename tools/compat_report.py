@@ -10,6 +10,9 @@ Inputs (written by compat/<client>/run [--cluster] and compat/kafka-python-suite
                                              (`--oracle`), plus "broker"
     compat/<client>/oracle-differs[-cluster].txt  the cases that pass on wirebroker and not on
                                              Kafka, each with its reason (`case  # reason`)
+    compat/results/<client>-consumer[-oracle].json, <client>-cluster-consumer[-oracle].json
+                                             the consumer group protocol's rows (`--group-protocol
+                                             consumer`: the group cases, KIP-848 members)
     compat/results/kafka-python-suite.json  {"version", "kafka_version", "tests": {id: {status,
                                              detail}}}, status passed / failed / skipped /
                                              excluded
@@ -42,12 +45,28 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compat.scenarios.cases import CASES, CLUSTER, ROWS, SINGLE_BROKER  # noqa: E402
+from compat.scenarios.cases import (  # noqa: E402
+    CASES,
+    CLUSTER,
+    CLUSTER_CONSUMER,
+    CONSUMER,
+    ROWS,
+    SINGLE_BROKER,
+)
 from compat.scenarios.runner import read_differs  # noqa: E402
 
 RESULTS = ROOT / "compat" / "results"
 REPORT = ROOT / "compat" / "REPORT.md"
 CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs", "java-client"]
+#: The clients with a consumer group protocol row (`run --group-protocol consumer`).
+CONSUMER_PROTOCOL_CLIENTS = ["java-client"]
+#: Its columns: (row, on Apache Kafka, heading).
+CONSUMER_PROTOCOL_COLUMNS = [
+    (CONSUMER, False, "one broker"),
+    (CLUSTER_CONSUMER, False, "3-broker cluster"),
+    (CONSUMER, True, "Apache Kafka"),
+    (CLUSTER_CONSUMER, True, "Apache Kafka, 3 nodes"),
+]
 MARK = {"pass": "pass", "fail": "**FAIL**", "n/a": "n/a"}
 
 
@@ -168,6 +187,76 @@ def differences(
     ]
 
 
+CONSUMER_PROTOCOL_INTRO = [
+    "### The consumer group protocol (KIP-848)",
+    "",
+    "The cases with group members again, every member with `group.protocol=consumer`",
+    "(`compat/<client>/run --group-protocol consumer [--cluster] [--oracle]`): the broker",
+    "assigns the partitions (its `uniform` assignor) and its `group.consumer.*` settings give",
+    "the session and heartbeat timing (wirebroker's and Kafka's defaults: 45 s, 5 s). The",
+    "ratchets: `passing-consumer.txt`, `passing-cluster-consumer.txt`; the Apache Kafka",
+    "3-node column is run by hand, as the cluster row's.",
+]
+
+
+def consumer_protocol_section() -> list[str]:
+    """The consumer group protocol's rows (KIP-848): each group case per client and row, on
+    wirebroker and on Apache Kafka, totals, then the notes of cells that are no pass and the
+    listed differences."""
+    cols = [(c, *col) for c in CONSUMER_PROTOCOL_CLIENTS for col in CONSUMER_PROTOCOL_COLUMNS]
+    data = {(c, row, k): load_row(c, row, oracle=k) for c, row, k, _ in cols}
+    differs = {(c, row): read_differs(c, row) for c, row, _, _ in cols}
+    lines = [
+        "| scenario | " + " | ".join(f"{c}, {head}" for c, _, _, head in cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    notes = []
+    for case in (c for c in CASES if c.applies(CONSUMER)):
+        cells = []
+        for c, row, kafka, head in cols:
+            got = data[(c, row, kafka)]
+            outcome = None if got is None else got["cases"].get(case.id)
+            if outcome is None:
+                cells.append("not run")
+                continue
+            listed = kafka and case.id in differs[(c, row)]
+            cells.append(
+                "differs" if listed and outcome["status"] != "pass" else MARK[outcome["status"]]
+            )
+            if outcome["status"] != "pass":
+                notes.append(
+                    f"- {c}, {head}, `{case.id}` ({outcome['status']}): {_cell(outcome['detail'])}"
+                )
+        lines.append(f"| `{case.id}` | " + " | ".join(cells) + " |")
+    totals = []
+    for c, row, kafka, _ in cols:
+        got = data[(c, row, kafka)]
+        statuses = [] if got is None else [o["status"] for o in got["cases"].values()]
+        totals.append(
+            f"{statuses.count('pass')} pass / {statuses.count('fail')} fail" if got else "not run"
+        )
+    lines.append("| **total** | " + " | ".join(totals) + " |")
+    listed = [
+        f"- {c} ({row}) `{cid}`: {_cell(reason)}"
+        for (c, row), reasons in differs.items()
+        for cid, reason in reasons.items()
+    ]
+    return [
+        *CONSUMER_PROTOCOL_INTRO,
+        "",
+        *lines,
+        "",
+        "Notes on cells that are no pass:",
+        "",
+        *(notes or ["- none"]),
+        "",
+        "Listed differences (`compat/<client>/oracle-differs-consumer.txt`, "
+        "`oracle-differs-cluster-consumer.txt`):",
+        "",
+        *(sorted(set(listed)) or ["- none"]),
+    ]
+
+
 def suite_section(suite: dict[str, Any] | None) -> list[str]:
     if suite is None:
         return ["kafka-python's suite: not run."]
@@ -266,6 +355,17 @@ def two_sided_table(data: dict[str, Any] | None, title: str, command: str) -> li
     return [*lines, *(["", "Notes:", "", *notes] if notes else [])]
 
 
+def notes_sections(*rows: dict[str, dict[str, Any] | None]) -> list[str]:
+    """The notes of the n/a and failed cells of each scenario table (one broker, cluster,
+    Apache Kafka one broker, Apache Kafka cluster)."""
+    titles = ["one broker", "3-broker cluster", "Apache Kafka, one broker"]
+    titles.append("Apache Kafka, 3-node cluster")
+    out = []
+    for title, results in zip(titles, rows, strict=True):
+        out += [f"### Notes on n/a and failed cells, {title}", *notes(results), ""]
+    return out
+
+
 def render() -> str:
     results = {c: load_row(c, SINGLE_BROKER) for c in CLIENTS}
     cluster = {c: load_row(c, CLUSTER) for c in CLIENTS}
@@ -311,18 +411,9 @@ def render() -> str:
         *exclusions(CLUSTER),
         "",
         *kafka_sections(results, cluster),
-        "### Notes on n/a and failed cells, one broker",
-        *notes(results),
+        *consumer_protocol_section(),
         "",
-        "### Notes on n/a and failed cells, 3-broker cluster",
-        *notes(cluster),
-        "",
-        "### Notes on n/a and failed cells, Apache Kafka, one broker",
-        *notes(kafka),
-        "",
-        "### Notes on n/a and failed cells, Apache Kafka, 3-node cluster",
-        *notes(kafka_cluster),
-        "",
+        *notes_sections(results, cluster, kafka, kafka_cluster),
         "## kafka-python's own integration suite",
         "",
         *suite_section(suite),

@@ -1,4 +1,7 @@
-// KafkaConsumer (group.protocol=classic) as an application uses it.
+// KafkaConsumer as an application uses it: group.protocol=classic, or for group members the
+// protocol the request names (groupProtocol "consumer": KIP-848, the broker assigns and its
+// group.consumer.* settings give the session and heartbeat timing; the client refuses
+// session.timeout.ms, heartbeat.interval.ms and partition.assignment.strategy with it).
 //
 // consume: no group; assign() one partition, seek() to the start offset, poll() until the
 // records asked for came or the time is up, with the isolation level asked for.
@@ -34,7 +37,7 @@ final class Consumers {
     private final AtomicInteger seq = new AtomicInteger();
 
     private static KafkaConsumer<byte[], byte[]> create(Properties p) {
-        p.put("group.protocol", "classic");
+        p.putIfAbsent("group.protocol", "classic");
         p.put("enable.auto.commit", "false");
         p.put("fetch.max.wait.ms", "100");
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
@@ -77,8 +80,12 @@ final class Consumers {
         Properties p = Records.base(a.path("bootstrap").asText(), a.path("clientId").asText());
         p.put("group.id", a.path("group").asText());
         p.put("auto.offset.reset", "earliest");
-        p.put("session.timeout.ms", "10000");
-        p.put("heartbeat.interval.ms", "500");
+        String protocol = a.path("groupProtocol").asText("classic");
+        p.put("group.protocol", protocol);
+        if (protocol.equals("classic")) {
+            p.put("session.timeout.ms", "10000");
+            p.put("heartbeat.interval.ms", "500");
+        }
         List<String> topics = new ArrayList<>();
         a.path("topics").forEach(t -> topics.add(t.asText()));
         ExecutorService thread = Executors.newSingleThreadExecutor(Driver.daemon("member"));

@@ -10,7 +10,8 @@
 // Ops (Producers.java, Consumers.java, Admins.java): produce, transactionalProduce, consume,
 // memberStart, memberPoll, memberClose, listTopics, createTopic, createPartitions,
 // describeConfigs, alterConfigs, deleteTopic, listGroups, describeGroup, deleteGroup,
-// offsetForTime, deleteRecords, close; shareConsume (Shares.java, KIP-932); configure
+// offsetForTime, deleteRecords, close; shareConsume, shareHold, shareClose (Shares.java,
+// KIP-932); configure
 // (Records.java: extra client settings for one bootstrap, such as security.protocol and
 // sasl.jaas.config, used by tests/integration).
 
@@ -65,6 +66,8 @@ public final class Driver {
                 Map.entry("offsetForTime", admins::offsetForTime),
                 Map.entry("deleteRecords", admins::deleteRecords),
                 Map.entry("shareConsume", Shares::shareConsume),
+                Map.entry("shareHold", Shares::shareHold),
+                Map.entry("shareClose", Shares::shareClose),
                 Map.entry("configure", Records::configure),
                 Map.entry("close", args -> closeAll()));
     }
@@ -81,6 +84,7 @@ public final class Driver {
         producers.close();
         consumers.close();
         admins.close();
+        Shares.close();
         return true;
     }
 

@@ -10,8 +10,8 @@ checkout). `python compat/java-client/adapter.py` builds it and prints the folde
 One JVM per adapter, driven as `compat.scenarios.jsonlines` says (requests with ids, answers
 matched by a reader thread, bytes in base64; the JVM's ready line is awaited). The driver's
 files say how each operation maps onto the client: KafkaProducer (send, then each record's
-future), KafkaConsumer with group.protocol=classic (assign + seek without a group; subscribe,
-poll, commitSync for members), Admin.
+future), KafkaConsumer (assign + seek without a group; subscribe, poll, commitSync for
+members, with group.protocol=classic, or =consumer in the consumer protocol's rows), Admin.
 
 Not expressible with the Java client: a client set up for an old broker (`legacy_note`).
 """
@@ -19,6 +19,7 @@ Not expressible with the Java client: a client set up for an old broker (`legacy
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 if __package__ in (None, ""):  # `python compat/java-client/adapter.py`: the build step alone
@@ -26,8 +27,8 @@ if __package__ in (None, ""):  # `python compat/java-client/adapter.py`: the bui
 
 from compat.oracle import kafka as oracle
 from compat.oracle.javac import compile_java
-from compat.scenarios.api import Rec
-from compat.scenarios.jsonlines import Driver, JsonLinesAdapter, record_in
+from compat.scenarios.api import Member, Rec
+from compat.scenarios.jsonlines import Driver, JsonLinesAdapter, JsonLinesMember, record_in
 
 HERE = Path(__file__).resolve().parent
 START_TIMEOUT = 60.0
@@ -89,6 +90,7 @@ class JavaClientAdapter(JsonLinesAdapter):
         }
     )
     codecs = ("gzip", "snappy", "lz4", "zstd")
+    group_protocols = frozenset({"classic", "consumer"})
     legacy_note = (
         "it always starts with ApiVersions, and since Kafka 4.0 (KIP-896) it sends no request "
         "version older than Kafka 2.1's (Produce v3, record format v2); no setting changes that"
@@ -103,6 +105,17 @@ class JavaClientAdapter(JsonLinesAdapter):
             label="java-client driver",
             start_timeout=START_TIMEOUT,
         )
+
+    def group_member(self, group: str, topics: Iterable[str], client_id: str) -> Member:
+        """A `KafkaConsumer` member with `group.protocol` = `self.group_protocol`."""
+        handle = self._call(
+            "memberStart",
+            group=group,
+            topics=list(topics),
+            clientId=client_id,
+            groupProtocol=self.group_protocol,
+        )
+        return JsonLinesMember(self._driver, int(handle))
 
     def configure(self, bootstrap: str, settings: dict[str, str]) -> None:
         """Every client the driver makes for `bootstrap` from now on gets `settings` too (the

@@ -124,6 +124,10 @@ class Adapter:
     #: The replication factor of topics the client's admin calls create (the runner sets 3
     #: in the cluster row). `bootstrap` may then list several brokers ("h:p,h:p,h:p").
     replication_factor: int = 1
+    #: The group protocols the adapter's members can use, and the one they use (the runner
+    #: sets "consumer" in the consumer protocol's rows, `--group-protocol consumer`).
+    group_protocols: frozenset[str] = frozenset({"classic"})
+    group_protocol: str = "classic"
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -222,7 +226,9 @@ class Adapter:
 
     # groups ----------------------------------------------------------------------------------
     def group_member(self, group: str, topics: Iterable[str], client_id: str) -> Member:
-        """Start a member of `group` subscribed to `topics`, reading from the earliest offset."""
+        """Start a member of `group` subscribed to `topics`, reading from the earliest offset,
+        with the group protocol `self.group_protocol` ("classic": JoinGroup / SyncGroup;
+        "consumer": KIP-848's ConsumerGroupHeartbeat, the broker's assignor and timeouts)."""
         raise Unsupported(f"{self.name} has no consumer groups call")
 
     # old protocol -----------------------------------------------------------------------------

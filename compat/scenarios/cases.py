@@ -52,6 +52,12 @@ replicated `__consumer_offsets`, and the clients bootstrap from all three broker
 client finds partition leaders and group coordinators on other brokers by itself. Cases whose
 outcome depends on the replication factor check it too (a topic the client or the broker
 created has replicas on every broker).
+
+The consumer group protocol's rows (`runner CLIENT --group-protocol consumer [--cluster]`,
+rows "consumer" and "cluster-consumer"; clients whose adapter lists "consumer" in
+`Adapter.group_protocols`): the cases with `Case.groups` (group members: the group case and
+the admin group cases) again, every member with `group.protocol=consumer` (KIP-848: the
+broker assigns, its `group.consumer.*` settings give the session and heartbeat timing).
 """
 
 from __future__ import annotations
@@ -1026,6 +1032,30 @@ def txn_commit_abort(ctx: Ctx) -> str:
 SINGLE_BROKER = "single"
 CLUSTER = "cluster"
 ROWS = (SINGLE_BROKER, CLUSTER)
+#: The consumer group protocol's rows (`runner --group-protocol consumer`): the group cases
+#: of the single-broker and cluster rows again, every member with `group.protocol=consumer`
+#: (KIP-848). Their files: passing-consumer.txt, passing-cluster-consumer.txt, ...
+CONSUMER = "consumer"
+CLUSTER_CONSUMER = "cluster-consumer"
+GROUP_PROTOCOL_ROWS = {CONSUMER: SINGLE_BROKER, CLUSTER_CONSUMER: CLUSTER}  # -> base row
+
+
+def row_of(cluster: bool, group_protocol: str = "classic") -> str:
+    """The row a run makes: its brokers (one or a cluster) and its members' group protocol."""
+    base = CLUSTER if cluster else SINGLE_BROKER
+    if group_protocol == "classic":
+        return base
+    return {SINGLE_BROKER: CONSUMER, CLUSTER: CLUSTER_CONSUMER}[base]
+
+
+def base_row(row: str) -> str:
+    """The brokers of a row: SINGLE_BROKER or CLUSTER."""
+    return GROUP_PROTOCOL_ROWS.get(row, row)
+
+
+def group_protocol_of(row: str) -> str:
+    """The `group.protocol` of a row's group members: "consumer" or "classic"."""
+    return "consumer" if row in GROUP_PROTOCOL_ROWS else "classic"
 
 
 @dataclass(frozen=True)
@@ -1033,9 +1063,12 @@ class Case:
     id: str
     run: Callable[[Ctx], str]
     not_in: dict[str, str] = field(default_factory=dict)  # row -> why the case does not apply
+    groups: bool = False  # it runs group members (also in the consumer protocol's rows)
 
     def applies(self, row: str) -> bool:
-        return row not in self.not_in
+        if row in GROUP_PROTOCOL_ROWS and not self.groups:
+            return False
+        return base_row(row) not in self.not_in
 
 
 _ONLY_CLUSTER = {SINGLE_BROKER: "needs replicas on other brokers to fail over to"}
@@ -1053,14 +1086,14 @@ CASES: list[Case] = [
             "Idempotent retries across a leader change: failover.kill_leader"
         },
     ),
-    Case("group.rebalance_commit_resume", group_rebalance_commit_resume),
+    Case("group.rebalance_commit_resume", group_rebalance_commit_resume, groups=True),
     Case("admin.create_topic_configs", admin_create_topic_configs),
     Case("admin.create_partitions", admin_create_partitions),
     Case("admin.describe_configs", admin_describe_configs),
     Case("admin.alter_configs", admin_alter_configs),
-    Case("admin.list_groups", admin_list_groups),
-    Case("admin.describe_groups", admin_describe_groups),
-    Case("admin.delete_groups", admin_delete_groups),
+    Case("admin.list_groups", admin_list_groups, groups=True),
+    Case("admin.describe_groups", admin_describe_groups, groups=True),
+    Case("admin.delete_groups", admin_delete_groups, groups=True),
     Case("admin.list_offsets_by_timestamp", admin_list_offsets_by_timestamp),
     Case("admin.delete_records", admin_delete_records),
     Case("admin.delete_topic", admin_delete_topic),

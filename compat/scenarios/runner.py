@@ -1,7 +1,7 @@
 """Run the scenarios against one client and check its ratchet.
 
     python -m compat.scenarios.runner CLIENT [--cluster] [--oracle] [--only ID ...]
-                                             [--update-passing]
+                                             [--group-protocol consumer] [--update-passing]
 
 CLIENT is a folder `compat/<CLIENT>/` with `adapter.py` (defining `ADAPTER`, an `Adapter`
 subclass) and `passing.txt`. The runner starts one wirebroker (defaults; a scratch data dir),
@@ -22,6 +22,12 @@ Ratchet: every id listed in `compat/<CLIENT>/passing.txt` (cluster row:
 `passing-cluster.txt`; one per line, `#` comments) must pass, else the exit code is 1 and the
 regressions are printed. `--update-passing` adds the newly passing cases to the file (it never
 removes one: a case leaves the list only by hand, with a FINDINGS.md entry saying why).
+
+`--group-protocol consumer`: the consumer group protocol's row (KIP-848; the adapter must
+list "consumer" in `group_protocols`): the group cases only (`Case.groups`), each member with
+`group.protocol=consumer`; its files are those of a row named "consumer" ("cluster-consumer"
+with `--cluster`): `passing-consumer.txt`, `results/<CLIENT>-consumer.json`,
+`oracle-differs-consumer.txt`, `results/<CLIENT>-consumer-oracle.json`, ...
 
 `--oracle`: the same row against Apache Kafka 4.4 instead of wirebroker (compat/oracle: the
 run's shared one, $WIREBROKER_ORACLE, else one started here; with `--cluster` a 3-broker KRaft
@@ -61,7 +67,15 @@ from compat.oracle.kafka import (
 )
 from compat.scenarios.api import Adapter, Unsupported
 from compat.scenarios.broker import Broker
-from compat.scenarios.cases import CASES, CLUSTER, SINGLE_BROKER, Ctx, ProxiedKafka, cases_of
+from compat.scenarios.cases import (
+    CASES,
+    SINGLE_BROKER,
+    Ctx,
+    ProxiedKafka,
+    cases_of,
+    group_protocol_of,
+    row_of,
+)
 from compat.scenarios.cluster import Cluster
 
 COMPAT = Path(__file__).resolve().parents[1]
@@ -350,6 +364,7 @@ class _Run:
         adapter = self.adapter_cls(bootstrap)
         if self.target.cluster is not None:
             adapter.replication_factor = self.target.cluster.size
+        adapter.group_protocol = group_protocol_of(self.row)
         return adapter
 
     def cases(self, only: list[str] | None) -> dict[str, dict[str, object]]:
@@ -461,19 +476,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="case ids (prefixes) to run")
     parser.add_argument("--cluster", action="store_true", help="the 3-broker row")
     parser.add_argument("--oracle", action="store_true", help="against Apache Kafka 4.4")
+    parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="the group members' group.protocol (consumer: KIP-848, the group cases only)",
+    )
     parser.add_argument("--update-passing", action="store_true")
     parser.add_argument("--no-results", action="store_true", help="do not write results JSON")
     args = parser.parse_args(argv)
     if args.oracle and args.update_passing:
         parser.error("--update-passing is wirebroker's ratchet; it does not go with --oracle")
 
-    row = CLUSTER if args.cluster else SINGLE_BROKER
+    row = row_of(args.cluster, args.group_protocol)
+    adapter_cls = load_adapter(args.client)
+    if args.group_protocol not in adapter_cls.group_protocols:
+        parser.error(f"{args.client}'s members have no group.protocol={args.group_protocol}")
     suffix = "-oracle" if args.oracle else ""
     workdir = Path(tempfile.mkdtemp(prefix=f"compat-{args.client}-{row}{suffix}-"))
     target: Target = (
         _OracleTarget(workdir, args.cluster) if args.oracle else _Target(workdir, args.cluster)
     )
-    run = _Run(args.client, load_adapter(args.client), target, workdir, row)
+    run = _Run(args.client, adapter_cls, target, workdir, row)
     if args.oracle:
         run.tag = secrets.token_hex(3)
     start = time.monotonic()
@@ -496,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = {
         s: sum(1 for r in results.values() if r["status"] == s) for s in ("pass", "fail", "n/a")
     }
-    label = args.client + (f" ({row})" if args.cluster else "") + (" on Kafka" if suffix else "")
+    label = args.client + (f" ({row})" if row != SINGLE_BROKER else "")
+    label += " on Kafka" if suffix else ""
     print(
         f"{label}: {counts['pass']} passed, {counts['fail']} failed, {counts['n/a']} n/a",
         flush=True,

@@ -250,6 +250,94 @@ def test_rows_select_their_cases_and_files(tmp_path: Path, monkeypatch: pytest.M
     assert runner.read_passing("c") == []
 
 
+def test_consumer_protocol_rows_run_the_group_cases_with_files_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups = [
+        "group.rebalance_commit_resume",
+        "admin.list_groups",
+        "admin.describe_groups",
+        "admin.delete_groups",
+    ]
+    assert cases.row_of(False, "consumer") == cases.CONSUMER
+    assert cases.row_of(True, "consumer") == cases.CLUSTER_CONSUMER
+    assert cases.row_of(True) == cases.CLUSTER and cases.row_of(False) == cases.SINGLE_BROKER
+    for row in (cases.CONSUMER, cases.CLUSTER_CONSUMER):
+        assert [c.id for c in cases.cases_of(row)] == groups
+        assert cases.group_protocol_of(row) == "consumer"
+    assert cases.group_protocol_of(cases.CLUSTER) == "classic"
+    assert cases.base_row(cases.CLUSTER_CONSUMER) == cases.CLUSTER
+    # a case outside the group cases is no case of the consumer rows (an unknown id there)
+    _, unknown, _ = runner.ratchet(["auto_create", *groups], {}, partial=True, row=cases.CONSUMER)
+    assert unknown == ["auto_create"]
+    monkeypatch.setattr(runner, "COMPAT", tmp_path)
+    assert runner.passing_path("c", cases.CONSUMER).name == "passing-consumer.txt"
+    assert runner.passing_path("c", cases.CLUSTER_CONSUMER).name == "passing-cluster-consumer.txt"
+    assert runner.results_path("c", cases.CONSUMER, oracle=True).name == "c-consumer-oracle.json"
+    assert runner.differs_path("c", cases.CONSUMER).name == "oracle-differs-consumer.txt"
+
+    class ClassicOnly(Adapter):
+        name = "classic-only"
+
+    class Both(Adapter):
+        name = "both"
+        group_protocols = frozenset({"classic", "consumer"})
+
+    # a client whose members have no consumer protocol is refused before anything starts
+    monkeypatch.setattr(runner, "load_adapter", lambda client: ClassicOnly)
+    with pytest.raises(SystemExit):
+        runner.main(["classic-only", "--group-protocol", "consumer"])
+    # the run's adapters get the row's group protocol
+    target = runner._Target(tmp_path, cluster=False)
+    run = runner._Run("both", Both, target, tmp_path, cases.CONSUMER)
+    assert run.new_adapter("127.0.0.1:9").group_protocol == "consumer"
+    run = runner._Run("both", Both, target, tmp_path, cases.SINGLE_BROKER)
+    assert run.new_adapter("127.0.0.1:9").group_protocol == "classic"
+
+
+def test_report_shows_the_consumer_protocol_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("compat_report", REPO / "tools/compat_report.py")
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    results_dir, compat_dir = tmp_path / "results", tmp_path / "compat"
+    results_dir.mkdir()
+    (compat_dir / "java-client").mkdir(parents=True)
+    monkeypatch.setattr(report, "RESULTS", results_dir)
+    monkeypatch.setattr(runner, "COMPAT", compat_dir)
+    (compat_dir / "java-client" / "oracle-differs-consumer.txt").write_text(
+        "admin.list_groups  # a reason\n"
+    )
+
+    def write(name: str, row: str, **statuses: str) -> None:
+        found = {c: {**r, "detail": f"{c} {r['status']}"} for c, r in _results(**statuses).items()}
+        body = {"version": "4.4.0", "row": row, "cases": found}
+        (results_dir / f"{name}.json").write_text(json.dumps(body))
+
+    write("java-client-consumer", "consumer", group__rebalance_commit_resume="pass")
+    write("java-client-consumer-oracle", "consumer", admin__list_groups="fail")
+    write("java-client-cluster-consumer", "cluster-consumer", admin__delete_groups="fail")
+    text = report.render().partition("### The consumer group protocol (KIP-848)")[2]
+    text = text.partition("###")[0]
+    rows = {
+        line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| `")
+    }
+    assert list(rows) == [f"`{c.id}`" for c in cases.cases_of(cases.CONSUMER)]
+    cells = [c.strip() for c in rows["`group.rebalance_commit_resume`"].split("|")[2:-1]]
+    assert cells == ["pass", "not run", "not run", "not run"]
+    cells = [c.strip() for c in rows["`admin.list_groups`"].split("|")[2:-1]]
+    assert cells == ["not run", "not run", "differs", "not run"]
+    assert rows["`admin.delete_groups`"].split("|")[3].strip() == "**FAIL**"
+    assert "- java-client, 3-broker cluster, `admin.delete_groups` (fail)" in text
+    assert "- java-client (consumer) `admin.list_groups`: a reason" in text
+    assert "| **total** | 1 pass / 0 fail | 0 pass / 1 fail | 0 pass / 1 fail | not run |" in text
+    assert report.failed_cases() == [
+        "java-client-cluster-consumer: admin.delete_groups: admin.delete_groups fail"
+    ]
+
+
 def test_legacy_cases_name_why_a_client_cannot_be_set_up_for_an_old_broker(
     tmp_path: Path,
 ) -> None:

@@ -25,6 +25,14 @@ response to the next request, and how often librdkafka held its fetcher back bec
 fetch.queue.backoff.ms's queue was full ("Fetch backoff for 10ms: Local: Queue full").
 `--py-spy DIR`: py-spy records each wirebroker during its first timed consume (raw stacks,
 `DIR/NAME-rROUND.txt`; needs py-spy on PATH).
+
+`--java`: Kafka's own tools instead of confluent-kafka (`_perf_tools`): the topic produced
+by kafka-producer-perf-test (acks=1, its defaults: batch.size 16 KiB, so one 10 KiB record per
+batch), each consume a kafka-consumer-perf-test in a new group (the Java consumer: one Fetch
+in flight, 1 MiB per partition). No warm-up topic, no trace.
+
+    python tools/bench/_consume_trace.py --java --side main --side kafka --size 10240 \
+        --count 100000 --rounds 2
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import _perf_tools
 from _kafka_peer import start_kafka
 from _peers import REPO_ROOT, start_wirebroker
 
@@ -150,6 +159,20 @@ def start(side: str, workdir: Path) -> Any:
     )
 
 
+def java_round(broker: Any, args: argparse.Namespace, record: Callable[[str, float], None]) -> None:
+    """`--java`: kafka-producer-perf-test then `--consumes` kafka-consumer-perf-tests."""
+    boot = broker.bootstrap
+    load(boot, "create", topic="t")
+    _perf_tools.producer_perf(boot, "t", args.count, args.size, "1")
+    for i in range(args.consumes):
+        cpu0 = broker.cpu_seconds()
+        r = _perf_tools.consumer_perf(boot, "t", args.count, f"jc{i}")
+        cpu = broker.cpu_seconds() - cpu0
+        record("records/s", r["records_s"])
+        record("MB/s", r["mb_s"])
+        record("broker CPU ms/MB", cpu * 1000 / (args.count * args.size / 1e6))
+
+
 def one_round(
     side: str, args: argparse.Namespace, rnd: int, record: Callable[[str, float], None]
 ) -> dict[str, float] | None:
@@ -157,6 +180,9 @@ def one_round(
     workdir = Path(tempfile.mkdtemp(prefix=f"ctrace-{name}-"))
     broker = start(side, workdir)
     try:
+        if args.java:
+            java_round(broker, args, record)
+            return None
         boot = broker.bootstrap
         load(boot, "create", topic="warmup")
         load(boot, "produce", topic="warmup", count=20_000, size=100, acks="1")
@@ -204,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--keep-trace", type=Path, default=None)
     parser.add_argument("--py-spy", type=Path, default=None)
+    parser.add_argument("--java", action="store_true")
     args = parser.parse_args(argv)
     for d in (args.keep_trace, args.py_spy):
         if d is not None:

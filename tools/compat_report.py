@@ -59,7 +59,7 @@ RESULTS = ROOT / "compat" / "results"
 REPORT = ROOT / "compat" / "REPORT.md"
 CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs", "java-client"]
 #: The clients with a consumer group protocol row (`run --group-protocol consumer`).
-CONSUMER_PROTOCOL_CLIENTS = ["java-client"]
+CONSUMER_PROTOCOL_CLIENTS = ["java-client", "confluent-kafka"]
 #: Its columns: (row, on Apache Kafka, heading).
 CONSUMER_PROTOCOL_COLUMNS = [
     (CONSUMER, False, "one broker"),

@@ -84,19 +84,26 @@ def _wait(futures: dict[Any, Any]) -> dict[Any, Any]:
 
 
 class ConfluentMember(Member):
-    def __init__(self, bootstrap: str, group: str, topics: Iterable[str], client_id: str):
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "client.id": client_id,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": 10_000,
-                "heartbeat.interval.ms": 500,
-                "fetch.wait.max.ms": 100,
-            }
-        )
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topics: Iterable[str],
+        client_id: str,
+        group_protocol: str = "classic",
+    ):
+        conf: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": client_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+            "group.protocol": group_protocol,
+        }
+        if group_protocol == "classic":  # the consumer protocol's timeouts are the broker's
+            conf |= {"session.timeout.ms": 10_000, "heartbeat.interval.ms": 500}
+        self._consumer = Consumer(conf)
         self._consumer.subscribe(list(topics))
 
     def poll(self, timeout_s: float) -> list[Rec]:
@@ -123,6 +130,7 @@ class ConfluentMember(Member):
 class ConfluentAdapter(Adapter):
     name = "confluent-kafka"
     version = "2.16.1"
+    group_protocols = frozenset({"classic", "consumer"})
     capabilities = frozenset(
         {
             "timestamp",
@@ -354,7 +362,7 @@ class ConfluentAdapter(Adapter):
         return int(deleted.low_watermark)
 
     def group_member(self, group: str, topics: Iterable[str], client_id: str) -> Member:
-        return ConfluentMember(self.bootstrap, group, topics, client_id)
+        return ConfluentMember(self.bootstrap, group, topics, client_id, self.group_protocol)
 
     # old protocol ---------------------------------------------------------------------------
     def legacy_round_trip(

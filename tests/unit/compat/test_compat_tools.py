@@ -306,6 +306,7 @@ def test_report_shows_the_consumer_protocol_rows(
     results_dir.mkdir()
     (compat_dir / "java-client").mkdir(parents=True)
     monkeypatch.setattr(report, "RESULTS", results_dir)
+    monkeypatch.setattr(report, "CONSUMER_PROTOCOL_CLIENTS", ["java-client"])
     monkeypatch.setattr(runner, "COMPAT", compat_dir)
     (compat_dir / "java-client" / "oracle-differs-consumer.txt").write_text(
         "admin.list_groups  # a reason\n"

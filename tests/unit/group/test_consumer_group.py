@@ -359,19 +359,42 @@ def test_regex_subscription_matches_whole_topic_names() -> None:
     k.topics["tt"] = (uuid.UUID(int=7), 1)
     r = k.hb("m1", 0, topics=(), subscribed_topic_regex="t|u")  # not "tt"
     assert r.error is ErrorCode.NONE
+    k.tick(0)  # a new regex is resolved after the heartbeat
+    r = k.hb("m1", r.member_epoch)
     assert r.assignment is not None and set(r.assignment) == {T, U}
     k.topics["u2"] = (uuid.UUID(int=8), 1)
     r = k.hb("m1", r.member_epoch)
     assert r.assignment is None  # "u2" does not match "t|u"
     r = k.hb("m1", r.member_epoch, subscribed_topic_regex="u.*")
-    assert r.assignment == {U: frozenset({0, 1})}  # t revoked first
-    r = k.hb("m1", r.member_epoch, owned={U: frozenset({0, 1})})
+    assert r.assignment == {}  # "t|u" is gone, "u.*" not resolved yet: all revoked first
+    k.tick(0)
+    r = k.hb("m1", r.member_epoch, owned={})
     assert r.assignment is not None and set(r.assignment) == {U, uuid.UUID(int=8)}
     k.topics["u3"] = (uuid.UUID(int=9), 2)  # a new matching topic moves the epoch
     epoch = k.group().group_epoch
     r = k.hb("m1", r.member_epoch)
     assert k.group().group_epoch == epoch + 1
     assert r.assignment is not None and r.assignment[uuid.UUID(int=9)] == frozenset({0, 1})
+
+
+def test_new_regex_resolved_after_the_heartbeat() -> None:
+    """Kafka resolves a regex no member of the group used before apart from the heartbeat
+    that brings it: that heartbeat assigns the named topics only, the matched ones follow
+    with a new group epoch at the next heartbeat (librdkafka's 0045
+    resubscribe_with_regex expects exactly this of a KIP-848 broker)."""
+    k = CKit()
+    r = k.hb("m1", 0, topics=("u",), subscribed_topic_regex="t")
+    assert r.assignment == {U: frozenset({0, 1})}
+    epoch = k.group().group_epoch
+    assert k.group().resolved == {}
+    k.tick(0)
+    assert k.group().group_epoch == epoch + 1
+    assert k.group().resolved == {"t": frozenset({"t"})}
+    r = k.hb("m1", r.member_epoch, owned={U: frozenset({0, 1})})
+    assert r.assignment == {U: frozenset({0, 1}), T: frozenset({0, 1, 2, 3})}
+    # a second member with the same (resolved) regex gets its share at once
+    r2 = k.hb("m2", 0, topics=(), subscribed_topic_regex="t")
+    assert r2.error is ErrorCode.NONE and k.group().group_epoch == epoch + 2
 
 
 def test_group_consumer_max_size() -> None:

@@ -60,6 +60,7 @@ from wirebroker.group.state import CoordinatorState
 
 SESSION = "cg-session"
 REVOKE = "cg-revoke"
+REGEX = "cg-regex"
 
 
 class ConsumerGroupManager:
@@ -192,6 +193,8 @@ class ConsumerGroupManager:
             group.group_epoch = 1
         for pattern in _resolve_regexes(group, topics[1]):
             self.records.regex(fx, group, pattern)
+        if _unresolved(group):
+            self._resolve_later(now_ms, group, topics)
         group.metadata = _metadata(group, topics[0])
         digest = metadata_hash(group.metadata)
         if _subscription_changed(member, updated) or digest != group.metadata_hash:
@@ -346,6 +349,32 @@ class ConsumerGroupManager:
         self._bump(group, fx)
         with contextlib.suppress(HeartbeatError):  # the assignor failed: the next heartbeat
             self._assign(group, fx)
+
+    def _resolve_later(
+        self, now_ms: int, group: ConsumerGroup, topics: tuple[TopicLookup, TopicNames]
+    ) -> None:
+        """A regex new to the group is resolved after the heartbeat that brought it, as
+        Kafka resolves it apart from the heartbeat: that heartbeat's assignment has the
+        member's named topics only, the matched ones come with a new group epoch (at the
+        member's next heartbeat)."""
+        gid = group.group_id
+
+        def resolve(now_ms: int, fx: Effects) -> None:
+            group = self.groups.get(gid)
+            if group is None:
+                return
+            changed = _resolve_regexes(group, topics[1], defer_new=False)
+            if not changed:
+                return
+            for pattern in changed:
+                self.records.regex(fx, group, pattern)
+            group.metadata = _metadata(group, topics[0])
+            group.metadata_hash = metadata_hash(group.metadata)
+            self._bump(group, fx)
+            with contextlib.suppress(HeartbeatError):  # the assignor failed: the next heartbeat
+                self._assign(group, fx)
+
+        self.state.timers.schedule((REGEX, gid), now_ms, resolve)
 
     def drop_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
         group.remove_member(member_id)
@@ -511,21 +540,34 @@ def _subscription_changed(before: ConsumerMember, after: ConsumerMember) -> bool
     )
 
 
-def _resolve_regexes(group: ConsumerGroup, topic_names: TopicNames) -> list[str]:
+def _resolve_regexes(
+    group: ConsumerGroup, topic_names: TopicNames, *, defer_new: bool = True
+) -> list[str]:
     """Match every subscription regex of the group against the topics (whole names,
     internal topics included, as Kafka 4.4's TopicRegexResolver); the patterns whose
-    matches changed (or that no member uses any more)."""
+    matches changed (or that no member uses any more). With `defer_new` a pattern the group
+    has not resolved yet is left out (`_unresolved`; resolved by a timer, `_resolve_later`)."""
     before = group.resolved
-    patterns = {m.subscribed_topic_regex for m in group.members.values()}
-    if not any(patterns):
+    patterns = {
+        p
+        for p in (m.subscribed_topic_regex for m in group.members.values())
+        if p and (p in before or not defer_new)
+    }
+    if not patterns:
         group.resolved = {}
     else:
         names = list(topic_names())
-        group.resolved = {
-            p: compile_subscription(p).matching(names) for p in sorted(p for p in patterns if p)
-        }
+        group.resolved = {p: compile_subscription(p).matching(names) for p in sorted(patterns)}
     return sorted(
         p for p in set(before) | set(group.resolved) if before.get(p) != group.resolved.get(p)
+    )
+
+
+def _unresolved(group: ConsumerGroup) -> bool:
+    """Whether a member subscribes with a regex the group has not resolved yet."""
+    return any(
+        m.subscribed_topic_regex and m.subscribed_topic_regex not in group.resolved
+        for m in group.members.values()
     )
 
 

@@ -6,6 +6,7 @@ Run as a script, this module is ONE group member:
                            --bootstrap H:P --topic T --group G --name w1
                            [--session-timeout-ms 6000] [--heartbeat-interval-ms 500]
                            [--max-poll-records 50] [--max-seconds 120]
+                           [--revoke-delay-s 0]
 
 It subscribes to T in group G (auto commit off; the clients' default eager assignors: range
 first), polls, and after every non-empty poll commits synchronously the offset after the last
@@ -153,6 +154,7 @@ class GroupWorker:
         heartbeat_interval_ms: int = 500,
         max_poll_records: int = 50,
         max_seconds: float = 120.0,
+        revoke_delay_s: float = 0.0,
     ) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
@@ -180,6 +182,8 @@ class GroupWorker:
             str(max_poll_records),
             "--max-seconds",
             str(max_seconds),
+            "--revoke-delay-s",
+            str(revoke_delay_s),
         ]
         self.proc = subprocess.Popen(
             cmd,
@@ -312,6 +316,9 @@ def _parse_args(argv: list[str]) -> Any:
     parser.add_argument("--heartbeat-interval-ms", type=int, default=500)
     parser.add_argument("--max-poll-records", type=int, default=50)
     parser.add_argument("--max-seconds", type=float, default=120.0)
+    # confluent members: the revoke callback returns this long after its "revoked" event (a
+    # member busy in its callback, its revocation not yet acknowledged: mid-reconciliation)
+    parser.add_argument("--revoke-delay-s", type=float, default=0.0)
     return parser.parse_args(argv)
 
 
@@ -429,6 +436,8 @@ def _confluent_member(args: Any, stop: threading.Event) -> None:
     def on_revoke(_c: Any, parts: list[Any]) -> None:
         parts_ = sorted(tp.partition for tp in parts)
         _emit({"ev": "revoked", "gen": state["gen"], "partitions": parts_})
+        if parts_ and args.revoke_delay_s > 0:
+            stop.wait(args.revoke_delay_s)
 
     deadline = time.monotonic() + args.max_seconds
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)

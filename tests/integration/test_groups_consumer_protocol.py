@@ -16,7 +16,12 @@ What passing proves, Kafka's behaviour being the spec:
 - a regular-expression subscription (librdkafka sends it to the broker) takes the matching
   topics, and a matching topic created later (both brokers);
 - a restart of the broker on its data dir keeps the group (its records are reloaded): the
-  members go on, nothing revoked, the group epoch unchanged.
+  members go on, nothing revoked, the group epoch unchanged;
+- static membership: a static member that closes and comes back within its session gets its
+  partitions again, the other member keeps its own (both brokers);
+- a member killed inside its revoke callback (mid-reconciliation): the newcomer gets none of
+  its unreleased partitions until its session times out, then all of them, from the offsets
+  it committed.
 """
 
 from __future__ import annotations
@@ -67,7 +72,8 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _consumer(bootstrap: str, group: str, name: str) -> Any:
+def _consumer(bootstrap: str, group: str, name: str, instance: str | None = None) -> Any:
+    static = {} if instance is None else {"group.instance.id": instance}
     return Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -79,6 +85,7 @@ def _consumer(bootstrap: str, group: str, name: str) -> Any:
             "fetch.wait.max.ms": 100,
             "socket.timeout.ms": 10_000,
         }
+        | static
         | librdkafka_extra()
     )
 
@@ -93,8 +100,8 @@ class Members:
         self.revoked: list[tuple[str, list[int]]] = []
         self.polls = 0
 
-    def add(self, name: str) -> Any:
-        c = _consumer(self.bootstrap, self.group, name)
+    def add(self, name: str, instance: str | None = None) -> Any:
+        c = _consumer(self.bootstrap, self.group, name, instance)
 
         def revoke(_c: Any, parts: list[Any]) -> None:
             self.revoked.append((name, sorted(tp.partition for tp in parts)))
@@ -160,6 +167,31 @@ def test_members_join_and_leave_partitions_move_never_owned_twice(bootstrap: str
         members.close("c1")
         members.until(_split(3, 3), 60)
         assert members.polls > 10
+    finally:
+        members.close_all()
+
+
+def test_a_static_member_back_within_its_session_gets_its_partitions_again(bootstrap: str) -> None:
+    """Static membership (group.instance.id): a static member that closes (it leaves with
+    member epoch -2, its partitions kept for its instance id) and comes back before its session
+    times out gets the same partitions; the other member keeps its own, nothing revoked."""
+    topic, group = _unique("k848-static"), _unique("k848-static-g")
+    create_topic(bootstrap, topic, PARTITIONS)
+    members = Members(bootstrap, group, topic)
+    try:
+        members.add("a", instance="a-static")
+        members.add("b", instance="b-static")
+        members.until(_split(3, 3), 60)
+        before = members.owned()
+        members.close("a")
+        members.revoked.clear()
+        deadline = time.monotonic() + 2  # four of b's heartbeats on wirebroker
+        while time.monotonic() < deadline:
+            assert members.poll_round() == {"b": before["b"]}  # a's partitions wait for a
+        members.add("a2", instance="a-static")
+        members.until(lambda owned: owned.get("a2") == before["a"], 30)
+        assert members.owned()["b"] == before["b"]
+        assert [r for r in members.revoked if r[1]] == [], members.revoked
     finally:
         members.close_all()
 
@@ -376,3 +408,55 @@ def test_regex_subscription_follows_new_topics(bootstrap: str) -> None:
         wait_until(lambda: assigned() == want, 90, lambda: str(assigned()))
     finally:
         c.close()
+
+
+def test_a_member_killed_mid_reconciliation(wirebroker: BrokerProcess, tmp_path: Path) -> None:
+    """A member killed while it revokes partitions for a newcomer (kill -9 inside its revoke
+    callback: the revocation never acknowledged): the newcomer gets none of those partitions
+    while the killed member's session lasts, then all of them, and starts each at the
+    offset the killed member committed (nothing committed lost, nothing read twice)."""
+    bootstrap = wirebroker.bootstrap
+    topic, group = _unique("k848-midrec"), _unique("k848-midrec-g")
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce(bootstrap, topic, PARTITIONS, 0, 4)
+    worker = GroupWorker(
+        bootstrap=bootstrap,
+        topic=topic,
+        group=group,
+        name="a",
+        log_dir=tmp_path,
+        client="confluent-848",
+        revoke_delay_s=60,
+    )
+    members = Members(bootstrap, group, topic)
+
+    def committed() -> dict[int, int]:
+        out: dict[int, int] = {}
+        for e in worker.snapshot("commit"):
+            out |= {int(p): o for p, o in e["offsets"].items()}
+        return out
+
+    try:
+        wait_until(lambda: committed() == dict.fromkeys(range(PARTITIONS), 4), 60, worker.describe)
+        members.add("b")
+        wait_until(
+            lambda: any(e["partitions"] for e in worker.snapshot("revoked")), 30, worker.describe
+        )
+        t_kill = worker.kill9()
+        seen: list[set[int]] = []
+
+        def all_at_once(owned: dict[str, set[int]]) -> bool:
+            seen.append(owned["b"])  # none of a's unreleased partitions, until a is gone
+            assert owned["b"] in (set(), set(range(PARTITIONS))), seen
+            return owned["b"] == set(range(PARTITIONS))
+
+        members.until(all_at_once, 30)
+        moved_after = time.monotonic() - t_kill
+        assert moved_after >= SESSION_TIMEOUT_MS / 1000 - 1, moved_after
+        produce(bootstrap, topic, PARTITIONS, 4, 2)
+        members.until(lambda _o: len(members.records["b"]) >= 2 * PARTITIONS, 30)
+        got = sorted(members.records["b"])
+        assert got == sorted((p, o) for p in range(PARTITIONS) for o in (4, 5)), got
+    finally:
+        members.close_all()
+        worker.close()

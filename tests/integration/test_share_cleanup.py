@@ -10,6 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _share_wire import share_heartbeat as _hb
+
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from protocol.records import RecordSpec
@@ -20,19 +22,6 @@ from wirebroker.testing import running
 
 OVERRIDES = {"group.share.assignment.interval.ms": "0"}
 ZERO = uuid.UUID(int=0)
-
-
-def _hb(w: Wire, member: str, epoch: int, topics: list[str] | None = None) -> Any:
-    body = {
-        "group_id": "sg",
-        "member_id": member,
-        "member_epoch": epoch,
-        "rack_id": None,
-        "subscribed_topic_names": topics,
-    }
-    answer = w.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, body)
-    assert answer.error_code == 0, answer
-    return answer
 
 
 def _held(answer: Any) -> dict[uuid.UUID, set[int]]:

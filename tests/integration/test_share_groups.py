@@ -10,25 +10,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _share_wire import share_heartbeat as _hb
+
 from compat.scenarios.wire import Wire
 from protocol.api import ApiKey
 from wirebroker.testing import running
 
 # the group's assignment interval: 0, so each heartbeat's answer holds what it caused
 OVERRIDES = {"group.share.assignment.interval.ms": "0"}
-
-
-def _hb(w: Wire, member: str, epoch: int, topics: list[str] | None = None) -> Any:
-    body = {
-        "group_id": "sg",
-        "member_id": member,
-        "member_epoch": epoch,
-        "rack_id": None,
-        "subscribed_topic_names": topics,
-    }
-    answer = w.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, body)
-    assert answer.error_code == 0, answer
-    return answer
 
 
 def _parts(answer: Any) -> set[int]:

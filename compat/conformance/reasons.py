@@ -97,10 +97,13 @@ _FETCH_REASONS = (
     Reason(
         "fetch-before-marker",
         "kafka",
-        "A fetch from offset 0 of a partition holding a transaction's batch and then its "
-        "marker: Kafka's answer ends after the batch (the marker comes with the next fetch, "
-        "although the high watermark is past it), wirebroker's includes the marker. A consumer "
-        "fetches on from the last offset either way.",
+        "A read_committed fetch from offset 0 of a partition holding a transaction's batch "
+        "and then its marker: Kafka's answer ends after the batch, wirebroker's includes the "
+        "marker. The corpus's records carry 2023 timestamps, so the marker (written now) rolls "
+        "a new segment (segment.ms); Kafka's read stops at a segment's end, wirebroker's "
+        "read_committed read goes on into the next segment (its read_uncommitted one, a "
+        "sendfile slice, stops there as Kafka's: identical). A consumer fetches on from the "
+        "last offset either way.",
         steps="txn-v*.fetch_*",
         path="*.records[base_offset=2]",
         api=FETCH,
